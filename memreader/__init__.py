@@ -1,0 +1,72 @@
+"""memreader: turn chat logs, documents and tool traces into embedded memory items with exact
+provenance.
+
+>>> from memreader import SimpleStructMemReader
+>>> reader = SimpleStructMemReader()                                          # doctest: +SKIP
+>>> items = reader.get_memory([[{"role": "user", "content": "I love green tea."}]],
+...                           type="chat", info={"user_id": "u1", "session_id": "s1"})  # doctest: +SKIP
+"""
+
+from memreader.config import (
+    BaseReaderConfig,
+    MemReaderConfigFactory,
+    SimpleStructMemReaderConfig,
+    WindowConfig,
+)
+from memreader.embedders.config import EmbedderConfig
+from memreader.errors import (
+    ConfigError,
+    DocumentError,
+    EmbeddingError,
+    InputError,
+    InvalidChatTimeError,
+    InvalidInfoError,
+    InvalidMessageError,
+    InvalidSceneError,
+    LLMRequiredError,
+    MemReaderError,
+    UnknownRoleError,
+    UnsupportedModeError,
+)
+from memreader.factory import MemReaderFactory
+from memreader.items import (
+    MEMORY_TYPES,
+    MemoryType,
+    SourceMessage,
+    TextualMemoryItem,
+    TextualMemoryItemMetadata,
+)
+from memreader.readers import READERS, BaseMemReader, SimpleStructMemReader, register_reader
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "MEMORY_TYPES",
+    "READERS",
+    "BaseMemReader",
+    "BaseReaderConfig",
+    "ConfigError",
+    "DocumentError",
+    "EmbedderConfig",
+    "EmbeddingError",
+    "InputError",
+    "InvalidChatTimeError",
+    "InvalidInfoError",
+    "InvalidMessageError",
+    "InvalidSceneError",
+    "LLMRequiredError",
+    "MemReaderConfigFactory",
+    "MemReaderError",
+    "MemReaderFactory",
+    "MemoryType",
+    "SimpleStructMemReader",
+    "SimpleStructMemReaderConfig",
+    "SourceMessage",
+    "TextualMemoryItem",
+    "TextualMemoryItemMetadata",
+    "UnknownRoleError",
+    "UnsupportedModeError",
+    "WindowConfig",
+    "__version__",
+    "register_reader",
+]

@@ -1,0 +1,163 @@
+"""Configuration: pydantic models, YAML loading and ``${ENV}`` interpolation.
+
+A reader is configured by a :class:`MemReaderConfigFactory`: a registered ``backend`` name and
+its ``config``, validated against that backend's config model. Secrets are ``SecretStr`` and are
+never printed.
+
+>>> cfg = MemReaderConfigFactory(backend="simple_struct", config={"window": {"max_tokens": 512}})
+>>> cfg.config.window.max_tokens
+512
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+
+from memreader.embedders.config import EmbedderConfig
+from memreader.errors import ConfigError
+
+
+class WindowConfig(BaseModel):
+    """How scenes are cut into windows (token counts in ``tokenizer``'s tokens)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_tokens: int = Field(1024, ge=64)
+    overlap_tokens: int = Field(200, ge=0)
+    tokenizer: str = "cl100k_base"
+
+    @model_validator(mode="after")
+    def _overlap_fits(self) -> WindowConfig:
+        if self.overlap_tokens > self.max_tokens // 2:
+            raise ValueError(
+                f"overlap_tokens ({self.overlap_tokens}) must be at most half of max_tokens "
+                f"({self.max_tokens})"
+            )
+        return self
+
+
+class BaseReaderConfig(BaseModel):
+    """Settings every reader shares."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
+    window: WindowConfig = Field(default_factory=WindowConfig)
+    embedding_cache_size: int = Field(10_000, ge=0)
+    allow_local_paths: bool = True
+    max_file_bytes: int = Field(50 * 1024 * 1024, gt=0)
+
+
+class SimpleStructMemReaderConfig(BaseReaderConfig):
+    """The simple structured reader's settings."""
+
+
+class MemReaderConfigFactory(BaseModel):
+    """A reader backend name and its validated config."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    backend: str = "simple_struct"
+    config: BaseReaderConfig = Field(default_factory=SimpleStructMemReaderConfig)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _validate_backend_config(cls, data: Any) -> Any:
+        from memreader.readers import READERS
+
+        if not isinstance(data, Mapping):
+            return data
+        backend = data.get("backend", "simple_struct")
+        if backend not in READERS:
+            raise ValueError(f"unknown reader backend {backend!r}; known: {sorted(READERS)}")
+        config_class = READERS[backend].config_class
+        raw = data.get("config") or {}
+        if isinstance(raw, BaseModel) and not isinstance(raw, config_class):
+            raw = raw.model_dump()
+        if not isinstance(raw, config_class):
+            raw = config_class.model_validate(raw)
+        return {**data, "backend": backend, "config": raw}
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise ConfigError(_describe(exc)) from None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MemReaderConfigFactory:
+        """Build from a plain mapping, interpolating ``${ENV}`` references in strings."""
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"a reader config must be a mapping, got {type(data).__name__}")
+        return cls(**interpolate_env(dict(data)))
+
+    @classmethod
+    def from_yaml(cls, path: str | os.PathLike[str]) -> MemReaderConfigFactory:
+        """Load a YAML file (see ``configs/`` for examples)."""
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"cannot read config {os.fspath(path)!r}: {exc.strerror}") from exc
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"config {os.fspath(path)!r} is not valid YAML: {exc}") from exc
+        return cls.from_dict(data or {})
+
+    def cache_key(self) -> str:
+        """A digest of the full config, secrets included (they are hashed, never shown)."""
+        payload = json.dumps(self.model_dump(), sort_keys=True, default=_reveal)
+        return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def _reveal(value: Any) -> Any:
+    if isinstance(value, SecretStr):
+        return "secret:" + hashlib.sha256(value.get_secret_value().encode()).hexdigest()
+    if isinstance(value, BaseModel):
+        return value.model_dump()
+    return str(value)
+
+
+def _describe(exc: ValidationError) -> str:
+    problems = []
+    for error in exc.errors(include_input=False, include_url=False):
+        where = ".".join(str(p) for p in error["loc"]) or "config"
+        problems.append(f"{where}: {error['msg']}")
+    return "invalid reader config: " + "; ".join(problems)
+
+
+_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def interpolate_env(value: Any, path: str = "config") -> Any:
+    """Replace ``${NAME}`` and ``${NAME:-default}`` in every string of ``value``.
+
+    >>> os.environ["MEMREADER_DOCTEST"] = "x"
+    >>> interpolate_env({"a": ["${MEMREADER_DOCTEST}-${NOPE_NOT_SET:-d}"]})
+    {'a': ['x-d']}
+    """
+    if isinstance(value, str):
+
+        def substitute(match: re.Match[str]) -> str:
+            name, default = match.group(1), match.group(2)
+            if name in os.environ:
+                return os.environ[name]
+            if default is not None:
+                return default
+            raise ConfigError(f"{path}: environment variable {name} is not set")
+
+        return _ENV.sub(substitute, value)
+    if isinstance(value, Mapping):
+        return {k: interpolate_env(v, f"{path}.{k}") for k, v in value.items()}
+    if isinstance(value, list):
+        return [interpolate_env(v, f"{path}[{i}]") for i, v in enumerate(value)]
+    return value

@@ -1,0 +1,111 @@
+"""Emitting items: sources from window segments, deterministic ids, item construction."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from memreader.items import MemoryType, SourceMessage, TextualMemoryItem, TextualMemoryItemMetadata
+from memreader.parsers import PartRef
+from memreader.scene import Scene
+from memreader.windows import Segment, Unit, Window
+
+# Namespace for item ids: uuid5 over the item's owner, position and content.
+ITEM_NAMESPACE = uuid.UUID("6d656d72-6561-6465-7200-000000000001")
+_RESERVED_INFO = frozenset({"user_id", "session_id"})
+
+
+def item_id(*parts: object) -> str:
+    """A deterministic UUID from ``parts`` (owner, scene, window, mode and a content hash)."""
+    return str(uuid.uuid5(ITEM_NAMESPACE, json.dumps(parts, ensure_ascii=False, default=str)))
+
+
+def content_hash(text: str) -> str:
+    """Short sha256 of ``text`` used inside ids."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def scene_digest(scene_type: str, units: Sequence[Unit]) -> str:
+    """A content digest of a scene's rendered units (its identity for item ids)."""
+    digest = hashlib.sha256(scene_type.encode())
+    for unit in units:
+        digest.update(b"\0" + unit.prefix.encode("utf-8", "surrogatepass"))
+        digest.update(b"\1" + unit.text.encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()[:32]
+
+
+def segment_source(segment: Segment, unit: Unit, scene: Scene) -> SourceMessage:
+    """The provenance of one segment: exact span for verbatim text, a description otherwise."""
+    ref = unit.key
+    assert isinstance(ref, PartRef)
+    message, part = ref.message, ref.part
+    if scene.type == "doc":
+        source_type = "file" if part.type == "file" else "doc"
+    else:
+        source_type = "chat" if part.type == "text" else part.type
+    exact = part.exact
+    return SourceMessage(
+        type=source_type,
+        role=message.role,
+        chat_time=message.chat_time,
+        timestamp=message.timestamp,
+        message_id=message.message_id,
+        scene_index=scene.index,
+        message_index=message.index,
+        part_index=part.index,
+        span=(segment.start, segment.end) if exact else None,
+        content=unit.text[segment.start : segment.end] if exact else unit.text,
+        doc_path=part.doc_path,
+    )
+
+
+def window_sources(window: Window, units: Sequence[Unit], scene: Scene) -> list[SourceMessage]:
+    """One source per segment of ``window``, in order."""
+    return [segment_source(s, units[s.unit], scene) for s in window.segments]
+
+
+def memory_type_for(sources: Iterable[SourceMessage]) -> MemoryType:
+    """``UserMemory`` when every source is the user's, else ``LongTermMemory``."""
+    roles = {s.role for s in sources}
+    return MemoryType.USER if roles == {"user"} else MemoryType.LONG_TERM
+
+
+def caller_info(info: Mapping[str, Any]) -> dict[str, Any]:
+    """The caller's extra ``info`` keys, which items carry in ``metadata.info``."""
+    return {k: v for k, v in info.items() if k not in _RESERVED_INFO}
+
+
+def make_item(
+    *,
+    memory: str,
+    info: Mapping[str, Any],
+    sources: list[SourceMessage],
+    memory_type: MemoryType,
+    tags: list[str],
+    id_parts: Sequence[object],
+    key: str | None = None,
+    background: str = "",
+    confidence: float | None = None,
+    embedding: list[float] | None = None,
+) -> TextualMemoryItem:
+    """Build one item; its id derives from ``id_parts`` and the memory text."""
+    return TextualMemoryItem(
+        id=item_id(info["user_id"], info["session_id"], *id_parts, content_hash(memory)),
+        memory=memory,
+        metadata=TextualMemoryItemMetadata(
+            user_id=info["user_id"],
+            session_id=info["session_id"],
+            memory_type=memory_type,
+            key=key,
+            tags=tags,
+            sources=sources,
+            embedding=embedding,
+            background=background,
+            confidence=confidence,
+            info=caller_info(info),
+            file_ids=sorted({s.doc_path for s in sources if s.doc_path}),
+        ),
+    )

@@ -1,0 +1,103 @@
+"""The exception hierarchy: every error memreader raises on purpose is a ``MemReaderError``.
+
+Input errors carry where they happened (``scene_index``, ``message_index``, ``part_index``) so a
+caller, a batch job or the CLI can say exactly what was wrong without parsing the message.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class MemReaderError(Exception):
+    """Base class of every error memreader raises on purpose."""
+
+
+class ConfigError(MemReaderError, ValueError):
+    """A configuration is invalid: unknown backend, bad value, unreadable YAML, missing env var."""
+
+
+class InputError(MemReaderError, ValueError):
+    """The caller's input has the wrong shape or content.
+
+    The location attributes are ``None`` where they do not apply, and the message names them.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        scene_index: int | None = None,
+        message_index: int | None = None,
+        part_index: int | None = None,
+    ) -> None:
+        self.scene_index = scene_index
+        self.message_index = message_index
+        self.part_index = part_index
+        self.reason = message
+        where = _location(scene_index, message_index, part_index)
+        super().__init__(f"{where}: {message}" if where else message)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Keyword-only arguments need help to survive pickling (multiprocessing, Ray).
+        return (
+            _rebuild_input_error,
+            (type(self), self.reason, self.scene_index, self.message_index, self.part_index),
+        )
+
+
+def _rebuild_input_error(
+    cls: type[InputError],
+    reason: str,
+    scene_index: int | None,
+    message_index: int | None,
+    part_index: int | None,
+) -> InputError:
+    return cls(reason, scene_index=scene_index, message_index=message_index, part_index=part_index)
+
+
+def _location(scene: int | None, message: int | None, part: int | None) -> str:
+    bits = []
+    if scene is not None:
+        bits.append(f"scene {scene}")
+    if message is not None:
+        bits.append(f"message {message}")
+    if part is not None:
+        bits.append(f"part {part}")
+    return ", ".join(bits)
+
+
+class InvalidSceneError(InputError):
+    """A scene is not a list of messages or a string, or it is empty."""
+
+
+class InvalidMessageError(InputError):
+    """A message is malformed: not a mapping, missing or wrong-typed fields."""
+
+
+class UnknownRoleError(InvalidMessageError):
+    """A message's role is not one of system, user, assistant, tool (or function)."""
+
+
+class InvalidChatTimeError(InvalidMessageError):
+    """A message's ``chat_time`` is not a string."""
+
+
+class InvalidInfoError(InputError):
+    """The ``info`` mapping lacks a string ``user_id`` or ``session_id``."""
+
+
+class DocumentError(InputError):
+    """A document part cannot be read or converted to text."""
+
+
+class UnsupportedModeError(MemReaderError, ValueError):
+    """The requested mode or input type is not available with this reader's configuration."""
+
+
+class LLMRequiredError(UnsupportedModeError):
+    """Fine mode was asked for but no LLM is configured."""
+
+
+class EmbeddingError(MemReaderError):
+    """An embedder failed to produce vectors (model missing, remote error, wrong shape)."""

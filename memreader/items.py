@@ -1,0 +1,121 @@
+"""The data memreader emits: memory items, their metadata and their exact provenance.
+
+A :class:`SourceMessage` says where an item's text came from: the scene, the message, and the
+character ``span`` of that message's text. ``content`` is exactly ``text[span[0]:span[1]]``, so a
+caller holding the original input can always re-extract what an item used.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+class MemoryType(str, Enum):
+    """The memory types of MemOS's textual memory."""
+
+    WORKING = "WorkingMemory"
+    LONG_TERM = "LongTermMemory"
+    USER = "UserMemory"
+    OUTER = "OuterMemory"
+    TOOL_SCHEMA = "ToolSchemaMemory"
+    TOOL_TRAJECTORY = "ToolTrajectoryMemory"
+    RAW_FILE = "RawFileMemory"
+    SKILL = "SkillMemory"
+    PREFERENCE = "PreferenceMemory"
+    CONTEXT = "Context"
+
+
+MEMORY_TYPES: tuple[str, ...] = tuple(t.value for t in MemoryType)
+
+
+class SourceMessage(BaseModel):
+    """Where (part of) an item's text came from.
+
+    ``span`` holds start and end character offsets into the text of message ``message_index``
+    of scene ``scene_index`` (for a content-part list, into part ``part_index``); ``content`` is
+    that slice verbatim. Non-text parts (an image URL, a file) have no span.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: str = "chat"
+    role: str | None = None
+    chat_time: str | None = None
+    timestamp: datetime | None = None
+    message_id: str | None = None
+    scene_index: int
+    message_index: int
+    part_index: int | None = None
+    span: tuple[int, int] | None = None
+    content: str = ""
+    doc_path: str | None = None
+
+    @model_validator(mode="after")
+    def _span_matches_content(self) -> SourceMessage:
+        if self.span is not None:
+            start, end = self.span
+            if not 0 <= start <= end:
+                raise ValueError(f"span {self.span} is not an ordered pair of offsets")
+            if end - start != len(self.content):
+                raise ValueError(
+                    f"span {self.span} covers {end - start} characters "
+                    f"but content has {len(self.content)}"
+                )
+        return self
+
+
+class TextualMemoryItemMetadata(BaseModel):
+    """Who the memory belongs to, what kind it is, and where it came from."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    user_id: str
+    session_id: str
+    memory_type: MemoryType = MemoryType.LONG_TERM
+    status: str = "activated"
+    key: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    sources: list[SourceMessage] = Field(default_factory=list)
+    embedding: list[float] | None = None
+    background: str = ""
+    confidence: float | None = None
+    info: dict[str, Any] = Field(default_factory=dict)
+    file_ids: list[str] = Field(default_factory=list)
+    created_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
+
+    @field_validator("created_at")
+    @classmethod
+    def _aware(cls, value: datetime) -> datetime:
+        if value.tzinfo is None:
+            raise ValueError("created_at must be timezone-aware")
+        return value
+
+
+class TextualMemoryItem(BaseModel):
+    """One memory: its text, a deterministic id and its metadata.
+
+    >>> item = TextualMemoryItem(
+    ...     id="x", memory="I like tea",
+    ...     metadata=TextualMemoryItemMetadata(user_id="u", session_id="s"))
+    >>> TextualMemoryItem.from_dict(item.to_dict()) == item
+    True
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    memory: str
+    metadata: TextualMemoryItemMetadata
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (datetimes as ISO strings, enums as their values)."""
+        return self.model_dump(mode="json")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TextualMemoryItem:
+        """Rebuild an item from :meth:`to_dict` output."""
+        return cls.model_validate(data)

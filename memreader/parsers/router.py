@@ -1,0 +1,63 @@
+"""The part-type router: which parser renders which part, and how each line is prefixed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from memreader.scene import Message, Part, Scene
+from memreader.windows import Unit
+
+PartParser = Callable[[Part, Message], str]
+PART_PARSERS: dict[str, PartParser] = {}
+
+
+def register_part_parser(part_type: str) -> Callable[[PartParser], PartParser]:
+    """Register the parser for a part type (a later registration replaces an earlier one)."""
+
+    def decorate(parser: PartParser) -> PartParser:
+        PART_PARSERS[part_type] = parser
+        return parser
+
+    return decorate
+
+
+@register_part_parser("text")
+@register_part_parser("file")
+def _verbatim(part: Part, message: Message) -> str:
+    return part.text
+
+
+@register_part_parser("image_url")
+@register_part_parser("input_audio")
+@register_part_parser("tool_calls")
+def _placeholder(part: Part, message: Message) -> str:
+    return part.text
+
+
+@dataclass(frozen=True)
+class PartRef:
+    """What a unit came from: the message and the part within it."""
+
+    message: Message
+    part: Part
+
+
+def line_prefix(message: Message) -> str:
+    """``role: [chat_time]: `` for chat messages, nothing for documents and plain strings."""
+    if message.role is None:
+        return ""
+    if message.chat_time:
+        return f"{message.role}: [{message.chat_time}]: "
+    return f"{message.role}: "
+
+
+def scene_units(scene: Scene) -> list[Unit]:
+    """One unit per message part, in order, keyed by a :class:`PartRef`."""
+    units = []
+    for message in scene.messages:
+        prefix = line_prefix(message)
+        for part in message.parts:
+            parser = PART_PARSERS.get(part.type, _placeholder)
+            units.append(Unit(parser(part, message), prefix, PartRef(message, part)))
+    return units

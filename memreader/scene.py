@@ -1,0 +1,307 @@
+"""Input normalisation: the caller's scenes become typed, immutable :class:`Scene` objects.
+
+Chat input is a list of scenes; a scene is a list of OpenAI-style messages or a plain string.
+A single flat list of messages is one scene. Document input is a list of documents, each plain
+text, an explicit part (``{"type": "text"}`` / ``{"type": "file"}``), a list of such parts, or a
+string naming an existing local file. The caller's data is never mutated, and no ``chat_time``
+is ever made up from the clock.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from memreader.chat_time import parse_chat_time
+from memreader.errors import (
+    DocumentError,
+    InvalidChatTimeError,
+    InvalidInfoError,
+    InvalidMessageError,
+    InvalidSceneError,
+    UnknownRoleError,
+)
+
+ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+SceneType = Literal["chat", "doc"]
+
+
+@dataclass(frozen=True)
+class Part:
+    """One piece of a message's content.
+
+    ``exact`` is true when ``text`` is the caller's text verbatim, so character spans into it
+    are provenance; placeholders for images or tool calls are not exact.
+    """
+
+    type: str
+    text: str
+    index: int | None = None
+    exact: bool = True
+    doc_path: str | None = None
+
+
+@dataclass(frozen=True)
+class Message:
+    """A normalised message (for documents: one document part)."""
+
+    index: int
+    role: str | None
+    parts: tuple[Part, ...]
+    chat_time: str | None = None
+    timestamp: datetime | None = None
+    message_id: str | None = None
+    name: str | None = None
+    tool_call_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Scene:
+    """A normalised scene: a conversation, or one document."""
+
+    index: int
+    type: SceneType
+    messages: tuple[Message, ...]
+
+
+def validate_info(info: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Check that ``info`` holds string ``user_id`` and ``session_id``; return a copy."""
+    if not isinstance(info, Mapping):
+        raise InvalidInfoError(f"info must be a mapping with user_id and session_id, got {info!r}")
+    for key in ("user_id", "session_id"):
+        value = info.get(key)
+        if not isinstance(value, str) or not value:
+            raise InvalidInfoError(f"info[{key!r}] must be a non-empty string, got {value!r}")
+    return dict(info)
+
+
+def normalize_chat(scene_data: Any) -> list[Scene]:
+    """Normalise chat input into scenes.
+
+    >>> [len(s.messages) for s in normalize_chat([{"role": "user", "content": "hi"}])]
+    [1]
+    """
+    if isinstance(scene_data, str):
+        return [_string_scene(scene_data, 0)]
+    if not isinstance(scene_data, Sequence) or isinstance(scene_data, bytes | bytearray):
+        raise InvalidSceneError(
+            f"chat input must be a list of scenes, got {type(scene_data).__name__}"
+        )
+    if not scene_data:
+        raise InvalidSceneError("chat input holds no scenes")
+    if all(isinstance(item, Mapping) for item in scene_data):
+        return [_chat_scene(scene_data, 0)]
+    return [_chat_scene(scene, i) for i, scene in enumerate(scene_data)]
+
+
+def _string_scene(text: str, scene_index: int) -> Scene:
+    if not text.strip():
+        raise InvalidSceneError("scene is an empty string", scene_index=scene_index)
+    message = Message(index=0, role=None, parts=(Part(type="text", text=text),))
+    return Scene(index=scene_index, type="chat", messages=(message,))
+
+
+def _chat_scene(scene: Any, scene_index: int) -> Scene:
+    if isinstance(scene, str):
+        return _string_scene(scene, scene_index)
+    if isinstance(scene, Mapping):
+        raise InvalidSceneError(
+            "scene is a single message; wrap it in a list", scene_index=scene_index
+        )
+    if not isinstance(scene, Sequence) or isinstance(scene, bytes | bytearray):
+        raise InvalidSceneError(
+            f"scene must be a list of messages or a string, got {type(scene).__name__}",
+            scene_index=scene_index,
+        )
+    if not scene:
+        raise InvalidSceneError("scene has no messages", scene_index=scene_index)
+    messages = tuple(_message(m, scene_index, i) for i, m in enumerate(scene))
+    return Scene(index=scene_index, type="chat", messages=messages)
+
+
+def _optional_str(raw: Mapping[str, Any], key: str, scene: int, index: int) -> str | None:
+    value = raw.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        error = InvalidChatTimeError if key == "chat_time" else InvalidMessageError
+        raise error(
+            f"{key} must be a string, got {type(value).__name__}",
+            scene_index=scene,
+            message_index=index,
+        )
+    return value
+
+
+def _message(raw: Any, scene: int, index: int) -> Message:
+    if not isinstance(raw, Mapping):
+        raise InvalidMessageError(
+            f"message must be a mapping with role and content, got {type(raw).__name__}",
+            scene_index=scene,
+            message_index=index,
+        )
+    role = raw.get("role")
+    if not isinstance(role, str) or role not in ROLES:
+        raise UnknownRoleError(
+            f"unknown role {role!r}; expected one of {sorted(ROLES)}",
+            scene_index=scene,
+            message_index=index,
+        )
+    parts = list(_content_parts(raw.get("content"), scene, index))
+    tool_calls = raw.get("tool_calls")
+    if tool_calls:
+        parts.append(_tool_calls_part(tool_calls, scene, index))
+    if "content" not in raw and not tool_calls:
+        raise InvalidMessageError("message has no content", scene_index=scene, message_index=index)
+    if not parts:
+        parts.append(Part(type="text", text=""))
+    chat_time = _optional_str(raw, "chat_time", scene, index)
+    return Message(
+        index=index,
+        role=role,
+        parts=tuple(parts),
+        chat_time=chat_time,
+        timestamp=parse_chat_time(chat_time) if chat_time else None,
+        message_id=_optional_str(raw, "message_id", scene, index),
+        name=_optional_str(raw, "name", scene, index),
+        tool_call_id=_optional_str(raw, "tool_call_id", scene, index),
+    )
+
+
+def _content_parts(content: Any, scene: int, index: int) -> list[Part]:
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [Part(type="text", text=content)]
+    if not isinstance(content, Sequence) or isinstance(content, bytes | bytearray):
+        raise InvalidMessageError(
+            f"content must be a string or a list of parts, got {type(content).__name__}",
+            scene_index=scene,
+            message_index=index,
+        )
+    return [_content_part(part, scene, index, i) for i, part in enumerate(content)]
+
+
+def _content_part(part: Any, scene: int, index: int, part_index: int) -> Part:
+    def fail(reason: str) -> InvalidMessageError:
+        return InvalidMessageError(
+            reason, scene_index=scene, message_index=index, part_index=part_index
+        )
+
+    if isinstance(part, str):
+        return Part(type="text", text=part, index=part_index)
+    if not isinstance(part, Mapping) or not isinstance(part.get("type"), str):
+        raise fail("content part must be a mapping with a string 'type'")
+    kind = part["type"]
+    if kind in ("text", "input_text", "output_text"):
+        text = part.get("text")
+        if not isinstance(text, str):
+            raise fail(f"{kind} part needs a string 'text'")
+        return Part(type="text", text=text, index=part_index)
+    if kind in ("image_url", "input_image"):
+        url = part.get("image_url")
+        url = url.get("url") if isinstance(url, Mapping) else url
+        if not isinstance(url, str):
+            raise fail(f"{kind} part needs image_url.url")
+        return Part(type="image_url", text=_describe_url("image", url), index=part_index, exact=False)
+    if kind in ("file", "input_file"):
+        file = part.get("file")
+        if not isinstance(file, Mapping):
+            raise fail(f"{kind} part needs a 'file' mapping")
+        name = file.get("filename") or file.get("file_id") or file.get("path") or "file"
+        return Part(type="file", text=f"[file: {name}]", index=part_index, exact=False)
+    if kind == "input_audio":
+        return Part(type="input_audio", text="[audio]", index=part_index, exact=False)
+    raise fail(f"unknown content part type {kind!r}")
+
+
+def _describe_url(label: str, url: str) -> str:
+    if url.startswith("data:"):
+        # A data URL can be megabytes of base64: describe it, never copy it into a memory.
+        media = url[5:].split(";", 1)[0] or "unknown type"
+        return f"[{label}: inline {media}, {len(url)} characters]"
+    return f"[{label}: {url}]"
+
+
+def _tool_calls_part(tool_calls: Any, scene: int, index: int) -> Part:
+    if not isinstance(tool_calls, Sequence) or isinstance(tool_calls, str):
+        raise InvalidMessageError(
+            "tool_calls must be a list", scene_index=scene, message_index=index
+        )
+    calls = []
+    for call in tool_calls:
+        function = call.get("function") if isinstance(call, Mapping) else None
+        if not isinstance(function, Mapping):
+            raise InvalidMessageError(
+                "each tool call needs a 'function' mapping", scene_index=scene, message_index=index
+            )
+        calls.append(f"{function.get('name')}({function.get('arguments', '')})")
+    return Part(type="tool_calls", text="[tool calls: " + "; ".join(calls) + "]", exact=False)
+
+
+def normalize_doc(scene_data: Any, *, allow_local_paths: bool = True) -> list[Scene]:
+    """Normalise document input: one scene per document, one message per part.
+
+    Strings are text unless they name an existing local file (and ``allow_local_paths``);
+    a string is never taken for a path because it contains a slash.
+    """
+    from memreader.documents.loader import load_file_part, load_path
+
+    if isinstance(scene_data, str | Mapping):
+        scene_data = [scene_data]
+    if not isinstance(scene_data, Sequence) or isinstance(scene_data, bytes | bytearray):
+        raise InvalidSceneError(
+            f"doc input must be a list of documents, got {type(scene_data).__name__}"
+        )
+    if not scene_data:
+        raise InvalidSceneError("doc input holds no documents")
+    scenes = []
+    for scene_index, doc in enumerate(scene_data):
+        items = doc if isinstance(doc, list | tuple) else [doc]
+        if not items:
+            raise InvalidSceneError("document has no parts", scene_index=scene_index)
+        messages = []
+        for i, item in enumerate(items):
+            where = {"scene_index": scene_index, "message_index": i}
+            if isinstance(item, str):
+                if allow_local_paths and _is_local_file(item):
+                    part = load_path(item, **where)
+                else:
+                    part = Part(type="text", text=item)
+            elif isinstance(item, Mapping) and item.get("type") == "text":
+                text = item.get("text")
+                if not isinstance(text, str):
+                    raise DocumentError("text part needs a string 'text'", **where)
+                part = Part(type="text", text=text)
+            elif isinstance(item, Mapping) and item.get("type") == "file":
+                part = load_file_part(item.get("file"), allow_local_paths=allow_local_paths, **where)
+            else:
+                raise DocumentError(
+                    "document part must be text, a {'type': 'text'|'file'} part, or a file path; "
+                    f"got {_short(item)}",
+                    **where,
+                )
+            messages.append(Message(index=i, role=None, parts=(part,)))
+        scenes.append(Scene(index=scene_index, type="doc", messages=tuple(messages)))
+    return scenes
+
+
+def _is_local_file(text: str) -> bool:
+    if not text or len(text) > 4096 or "\n" in text or "\0" in text:
+        return False
+    try:
+        return os.path.isfile(text)
+    except (OSError, ValueError):
+        return False
+
+
+def _short(value: Any) -> str:
+    try:
+        text = json.dumps(value, default=repr)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
