@@ -17,13 +17,14 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
 from memreader.embedders.config import EmbedderConfig
 from memreader.errors import ConfigError
+from memreader.llms.config import LLMConfig, LLMSlots
 
 
 class WindowConfig(BaseModel):
@@ -45,16 +46,51 @@ class WindowConfig(BaseModel):
         return self
 
 
+class FineConfig(BaseModel):
+    """How fine mode checks what the LLM extracted."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    hallucination_filter: bool = True
+    rewrite: Literal["all", "user_only", "off"] = "all"
+    # A window the model finds nothing in: keep it as a raw item ("fallback") or only report it.
+    empty_window: Literal["fallback", "drop"] = "fallback"
+    language: Literal["auto", "en", "zh"] = "auto"
+
+
 class BaseReaderConfig(BaseModel):
-    """Settings every reader shares."""
+    """Settings every reader shares.
+
+    The LLM slots fall back: ``general_llm`` -> ``llm``; ``image_parser_llm``,
+    ``document_parser_llm`` and ``preference_extractor_llm`` -> ``general_llm``.
+    ``llm_max_concurrency`` bounds the reader's LLM requests in flight, all slots together.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
     window: WindowConfig = Field(default_factory=WindowConfig)
-    embedding_cache_size: int = Field(10_000, ge=0)
+    embedding_cache_size: int = Field(10_000, ge=1)
     allow_local_paths: bool = True
     max_file_bytes: int = Field(50 * 1024 * 1024, gt=0)
+    llm: LLMConfig | None = None
+    general_llm: LLMConfig | None = None
+    image_parser_llm: LLMConfig | None = None
+    document_parser_llm: LLMConfig | None = None
+    preference_extractor_llm: LLMConfig | None = None
+    llm_max_concurrency: int = Field(4, ge=1, le=1024)
+    fine: FineConfig = Field(default_factory=FineConfig)
+
+    def llm_slots(self) -> LLMSlots:
+        """The LLM slots of this config, with their shared concurrency budget."""
+        return LLMSlots(
+            llm=self.llm,
+            general_llm=self.general_llm,
+            image_parser_llm=self.image_parser_llm,
+            document_parser_llm=self.document_parser_llm,
+            preference_extractor_llm=self.preference_extractor_llm,
+            max_concurrency=self.llm_max_concurrency,
+        )
 
 
 class SimpleStructMemReaderConfig(BaseReaderConfig):

@@ -1,25 +1,32 @@
-"""The simple structured reader: normalise, parse, window, then fast items (fine mode follows)."""
+"""The simple structured reader: normalise, parse, window, then fast or fine items, embedded."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memreader.config import SimpleStructMemReaderConfig
 from memreader.emit import make_item, memory_type_for, scene_digest, window_sources
 from memreader.errors import InputError, LLMRequiredError, UnsupportedModeError
-from memreader.items import TextualMemoryItem
+from memreader.extraction import WindowInput, WindowOutcome, arun_plan, detect_language, run_plan, window_plan
+from memreader.items import SourceMessage, TextualMemoryItem
 from memreader.parsers import scene_units
 from memreader.readers.base import BaseMemReader, register_reader
+from memreader.readers.fine_items import fine_window_items
+from memreader.report import ReadReport, WindowReport
 from memreader.scene import Scene, normalize_chat, normalize_doc, validate_info
 from memreader.tokens import get_tokenizer
 from memreader.windows import Unit, Window, Windower
 
 if TYPE_CHECKING:
     from memreader.embedders import Embedder
+    from memreader.extraction.language import Language
+    from memreader.llms import LLMHooks, LLMRouter, UsageMeter
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +48,20 @@ class WindowedScene:
     digest: str
 
 
+@dataclass
+class FineJob:
+    """One window's fine-mode work and where its items go."""
+
+    position: int  # index of the inner result list
+    window: WindowInput
+    sources: list[SourceMessage]
+    memory_text: str
+    id_base: tuple[object, ...]
+    report: WindowReport
+    custom_tags: list[str]
+    info: Mapping[str, Any]
+
+
 @register_reader("simple_struct")
 class SimpleStructMemReader(BaseMemReader):
     """Reads chats and documents into memory items.
@@ -54,7 +75,11 @@ class SimpleStructMemReader(BaseMemReader):
     config_class = SimpleStructMemReaderConfig
 
     def __init__(
-        self, config: SimpleStructMemReaderConfig | None = None, *, embedder: Embedder | None = None
+        self,
+        config: SimpleStructMemReaderConfig | None = None,
+        *,
+        embedder: Embedder | None = None,
+        hooks: LLMHooks | None = None,
     ) -> None:
         self.config = config or SimpleStructMemReaderConfig()
         window = self.config.window
@@ -62,7 +87,9 @@ class SimpleStructMemReader(BaseMemReader):
             window.max_tokens, window.overlap_tokens, get_tokenizer(window.tokenizer)
         )
         self._embedder = embedder
-        self._embedder_lock = threading.Lock()
+        self._hooks = hooks
+        self._router: LLMRouter | None = None
+        self._lock = threading.Lock()
 
     @property
     def embedder(self) -> Embedder:
@@ -70,12 +97,29 @@ class SimpleStructMemReader(BaseMemReader):
         if self._embedder is None:
             from memreader.embedders import CachedEmbedder, EmbeddingCache, build_embedder
 
-            with self._embedder_lock:
+            with self._lock:
                 if self._embedder is None:
                     inner = build_embedder(self.config.embedder)
                     cache = EmbeddingCache(max_entries=self.config.embedding_cache_size)
                     self._embedder = CachedEmbedder(inner, cache)
         return self._embedder
+
+    @property
+    def llm(self) -> LLMRouter:
+        """The LLM slots' clients: one concurrency budget, one usage meter, one set of hooks."""
+        if self._router is None:
+            from memreader.llms import LLMRouter
+
+            slots = self.config.llm_slots()
+            if slots.resolve("llm") is None:
+                raise LLMRequiredError(
+                    "fine mode needs an LLM: set `llm` in the reader config "
+                    "(see configs/fine_openai.yaml), or use mode='fast'"
+                )
+            with self._lock:
+                if self._router is None:
+                    self._router = LLMRouter(slots, hooks=self._hooks)
+        return self._router
 
     # -- steps ------------------------------------------------------------------------------
 
@@ -97,12 +141,14 @@ class SimpleStructMemReader(BaseMemReader):
         return out
 
     def fast_items(
-        self, windowed: Sequence[WindowedScene], info: Mapping[str, Any], custom_tags: Sequence[str]
+        self,
+        windowed: Sequence[WindowedScene],
+        info: Mapping[str, Any],
+        custom_tags: Sequence[str],
+        report: ReadReport | None = None,
     ) -> list[list[TextualMemoryItem]]:
         """Fast extraction: each window becomes one item, all embedded in one batched call."""
         tags = ["mode:fast", *custom_tags]
-        texts = [w.text for ws in windowed for w in ws.windows]
-        vectors = iter(self.embedder.embed(texts)) if texts else iter(())
         result = []
         for ws in windowed:
             items = []
@@ -116,13 +162,125 @@ class SimpleStructMemReader(BaseMemReader):
                         memory_type=memory_type_for(sources),
                         tags=list(tags),
                         id_parts=(ws.scene.type, "fast", ws.digest, window.index),
-                        embedding=next(vectors),
                     )
                 )
+                if report is not None:
+                    report.windows.append(WindowReport(ws.scene.index, window.index, items=1))
             result.append(items)
+        self.embed_items(result)
+        return result
+
+    def embed_items(self, result: Sequence[Sequence[TextualMemoryItem]]) -> None:
+        """Embed every item's memory in one batched, cached call."""
+        items = [item for items in result for item in items]
+        if not items:
+            return
+        vectors = self.embedder.embed([item.memory for item in items])
+        for item, vector in zip(items, vectors, strict=True):
+            item.metadata.embedding = vector
+
+    def _language(self, text: str) -> Language:
+        language = self.config.fine.language
+        return detect_language(text) if language == "auto" else language
+
+    def fine_jobs(
+        self,
+        windowed: Sequence[WindowedScene],
+        info: Mapping[str, Any],
+        custom_tags: Sequence[str],
+    ) -> list[FineJob]:
+        """One job per window: its numbered lines, sources, and report entry."""
+        jobs = []
+        for position, ws in enumerate(windowed):
+            for window in ws.windows:
+                sources = window_sources(window, ws.units, ws.scene)
+                lines = [(i + 1, s.line) for i, s in enumerate(window.segments)]
+                roles = {i + 1: source.role for i, source in enumerate(sources)}
+                language = self._language(window.text)
+                jobs.append(
+                    FineJob(
+                        position=position,
+                        window=WindowInput(lines, roles, language, tuple(custom_tags)),
+                        sources=sources,
+                        memory_text=window.text,
+                        id_base=(ws.scene.type, "fine", ws.digest, window.index),
+                        report=WindowReport(ws.scene.index, window.index, language=language),
+                        custom_tags=list(custom_tags),
+                        info=info,
+                    )
+                )
+        return jobs
+
+    def _plan(self, job: FineJob) -> Any:
+        fine = self.config.fine
+        return window_plan(job.window, use_filter=fine.hallucination_filter, rewrite=fine.rewrite)
+
+    def _collect(
+        self, size: int, jobs: Sequence[FineJob], outcomes: Sequence[WindowOutcome], report: ReadReport | None
+    ) -> list[list[TextualMemoryItem]]:
+        result: list[list[TextualMemoryItem]] = [[] for _ in range(size)]
+        for job, outcome in zip(jobs, outcomes, strict=True):
+            result[job.position].extend(
+                fine_window_items(
+                    outcome,
+                    job.sources,
+                    memory_text=job.memory_text,
+                    info=job.info,
+                    custom_tags=job.custom_tags,
+                    id_base=job.id_base,
+                    keep_empty=self.config.fine.empty_window == "fallback",
+                    report=job.report,
+                )
+            )
+            if report is not None:
+                report.windows.append(job.report)
+        fallbacks = sum(1 for job in jobs if job.report.status == "fallback")
+        if fallbacks:
+            logger.warning("%d of %d windows fell back to raw items", fallbacks, len(jobs))
+        return result
+
+    def run_fine(
+        self, jobs: Sequence[FineJob], size: int, report: ReadReport | None
+    ) -> list[list[TextualMemoryItem]]:
+        """Run the jobs' plans on threads (bounded by the LLM budget), then emit and embed."""
+        router = self.llm
+        with router.meter.scope() as meter:
+            workers = max(1, min(len(jobs), self.config.llm_max_concurrency))
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="memreader-llm") as pool:
+                outcomes = list(pool.map(lambda job: run_plan(self._plan(job), router, meter), jobs))
+        if report is not None:
+            report.usage = meter.snapshot()
+        result = self._collect(size, jobs, outcomes, report)
+        self.embed_items(result)
+        return result
+
+    async def arun_fine(
+        self, jobs: Sequence[FineJob], size: int, report: ReadReport | None
+    ) -> list[list[TextualMemoryItem]]:
+        """The async twin of :meth:`run_fine`: plans run as tasks on native async clients."""
+        router = self.llm
+        with router.meter.scope() as meter:
+            outcomes = await asyncio.gather(*(arun_plan(self._plan(job), router, meter) for job in jobs))
+        if report is not None:
+            report.usage = meter.snapshot()
+        result = self._collect(size, jobs, outcomes, report)
+        await asyncio.to_thread(self.embed_items, result)
         return result
 
     # -- public API -------------------------------------------------------------------------
+
+    def _prepare(
+        self, type: str, info: Mapping[str, Any] | None, mode: str, custom_tags: Sequence[str] | None
+    ) -> tuple[dict[str, Any], list[str]]:
+        if mode not in MODES:
+            raise UnsupportedModeError(f"unknown mode {mode!r}; expected one of {MODES}")
+        if type not in SCENE_TYPES:
+            raise UnsupportedModeError(f"unknown input type {type!r}; expected one of {SCENE_TYPES}")
+        checked = validate_info(info)
+        tags = _check_tags(custom_tags)
+        if mode == "fine":
+            _ = self.llm  # fail before any work when no LLM is configured
+        return checked, tags
 
     def get_memory(
         self,
@@ -132,31 +290,135 @@ class SimpleStructMemReader(BaseMemReader):
         mode: str = "fast",
         *,
         custom_tags: Sequence[str] | None = None,
+        report: ReadReport | None = None,
         **kwargs: Any,
     ) -> list[list[TextualMemoryItem]]:
         """Turn ``scene_data`` into memory items: one inner list per scene, in input order.
 
         ``info`` must hold string ``user_id`` and ``session_id``; its other keys are kept in
         each item's ``metadata.info``. Items are deterministic: the same input and config give
-        the same ids in the same order.
+        the same ids in the same order. Pass ``report=ReadReport()`` to get per-window status
+        and LLM usage.
         """
         if kwargs:
             raise TypeError(f"get_memory() got unexpected keyword arguments {sorted(kwargs)}")
-        if mode not in MODES:
-            raise UnsupportedModeError(f"unknown mode {mode!r}; expected one of {MODES}")
-        checked_info = validate_info(info)
-        tags = _check_tags(custom_tags)
-        if mode == "fine":
-            raise LLMRequiredError(
-                "fine mode needs an LLM: configure `llm` in the reader config (not yet available "
-                "in this version); use mode='fast'"
+        checked, tags = self._prepare(type, info, mode, custom_tags)
+        windowed = self.window(self.normalize(scene_data, type))
+        if report is not None:
+            report.mode = mode
+        logger.debug("%d scenes, %d windows", len(windowed), sum(len(ws.windows) for ws in windowed))
+        if mode == "fast":
+            return self.fast_items(windowed, checked, tags, report)
+        return self.run_fine(self.fine_jobs(windowed, checked, tags), len(windowed), report)
+
+    async def aget_memory(
+        self,
+        scene_data: Any,
+        type: str = "chat",
+        info: Mapping[str, Any] | None = None,
+        mode: str = "fast",
+        *,
+        custom_tags: Sequence[str] | None = None,
+        report: ReadReport | None = None,
+    ) -> list[list[TextualMemoryItem]]:
+        """The async twin of :meth:`get_memory` (same items, same ids)."""
+        checked, tags = self._prepare(type, info, mode, custom_tags)
+        scenes = await asyncio.to_thread(self.normalize, scene_data, type)
+        windowed = await asyncio.to_thread(self.window, scenes)
+        if report is not None:
+            report.mode = mode
+        if mode == "fast":
+            return await asyncio.to_thread(self.fast_items, windowed, checked, tags, report)
+        return await self.arun_fine(self.fine_jobs(windowed, checked, tags), len(windowed), report)
+
+    def refinement_jobs(
+        self, items: Sequence[TextualMemoryItem | Mapping[str, Any]], type: str, custom_tags: Sequence[str]
+    ) -> list[FineJob]:
+        """One fine job per stored item, rebuilt from its text and sources."""
+        if type not in SCENE_TYPES:
+            raise UnsupportedModeError(f"unknown input type {type!r}; expected one of {SCENE_TYPES}")
+        jobs = []
+        for position, raw in enumerate(items):
+            item = _as_item(raw, position)
+            sources = list(item.metadata.sources)
+            if not sources:
+                raise InputError(f"item {position} ({item.id}) has no sources to refine from")
+            lines = [(i + 1, _source_line(s)) for i, s in enumerate(sources)]
+            roles = {i + 1: s.role for i, s in enumerate(sources)}
+            language = self._language(item.memory)
+            info = {**item.metadata.info, "user_id": item.metadata.user_id, "session_id": item.metadata.session_id}
+            kept = [t for t in item.metadata.tags if not t.startswith(("mode:", "fallback:"))]
+            tags = list(dict.fromkeys([*kept, *custom_tags]))
+            jobs.append(
+                FineJob(
+                    position=position,
+                    window=WindowInput(lines, roles, language, tuple(tags)),
+                    sources=sources,
+                    memory_text=item.memory,
+                    id_base=(type, "refine", item.id),
+                    report=WindowReport(sources[0].scene_index, position, language=language),
+                    custom_tags=tags,
+                    info=info,
+                )
             )
-        scenes = self.normalize(scene_data, type)
-        windowed = self.window(scenes)
-        logger.debug(
-            "%d scenes, %d windows", len(windowed), sum(len(ws.windows) for ws in windowed)
-        )
-        return self.fast_items(windowed, checked_info, tags)
+        return jobs
+
+    def fine_transfer_simple_mem(
+        self,
+        items: Sequence[TextualMemoryItem | Mapping[str, Any]],
+        type: str = "chat",
+        *,
+        custom_tags: Sequence[str] | None = None,
+        report: ReadReport | None = None,
+    ) -> list[list[TextualMemoryItem]]:
+        """Refine stored fast items into fine items: one inner list per input item.
+
+        Each item's text and sources are sent through fine extraction; the new items keep the
+        original user, session, info and provenance (the sources they cite). Idempotent: the
+        same items give the same ids.
+        """
+        jobs = self.refinement_jobs(items, type, _check_tags(custom_tags))
+        if report is not None:
+            report.mode = "refine"
+        return self.run_fine(jobs, len(items), report)
+
+    async def afine_transfer_simple_mem(
+        self,
+        items: Sequence[TextualMemoryItem | Mapping[str, Any]],
+        type: str = "chat",
+        *,
+        custom_tags: Sequence[str] | None = None,
+        report: ReadReport | None = None,
+    ) -> list[list[TextualMemoryItem]]:
+        """The async twin of :meth:`fine_transfer_simple_mem`."""
+        jobs = self.refinement_jobs(items, type, _check_tags(custom_tags))
+        if report is not None:
+            report.mode = "refine"
+        return await self.arun_fine(jobs, len(items), report)
+
+    def close(self) -> None:
+        """Close the LLM clients' connections."""
+        if self._router is not None:
+            self._router.close()
+
+
+def _as_item(raw: TextualMemoryItem | Mapping[str, Any], position: int) -> TextualMemoryItem:
+    if isinstance(raw, TextualMemoryItem):
+        return raw
+    if isinstance(raw, Mapping):
+        try:
+            return TextualMemoryItem.from_dict(dict(raw))
+        except ValueError as exc:
+            raise InputError(f"item {position} is not a valid memory item: {exc}") from exc
+    raise InputError(f"item {position} must be a TextualMemoryItem or its dict, got {type(raw).__name__}")
+
+
+def _source_line(source: SourceMessage) -> str:
+    if source.role is None:
+        return source.content
+    if source.chat_time:
+        return f"{source.role}: [{source.chat_time}]: {source.content}"
+    return f"{source.role}: {source.content}"
 
 
 def _check_tags(custom_tags: Sequence[str] | None) -> list[str]:

@@ -1,0 +1,197 @@
+"""The JSON contract between memreader and the extraction model, and its repair.
+
+The model answers ``{"memory_list": [{"key", "memory_type", "value", "tags", "source_ids"}],
+"summary"}``. Answers are repaired, not dropped: the legacy key ``"memory list"`` is accepted,
+Chinese memory-type names are mapped, an unknown type becomes ``LongTermMemory`` (and the item is
+tagged), tags that are not strings are dropped, and ``source_ids`` that name no message of the
+window are removed. Every repair is recorded on the memory so it can be seen and counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from memreader.items import MEMORY_TYPES, MemoryType
+
+MAX_MEMORIES = 32
+MAX_VALUE_CHARS = 2000
+MAX_KEY_CHARS = 120
+MAX_SUMMARY_CHARS = 2000
+MAX_TAGS = 8
+
+# Types the extraction prompt offers the model; other MemOS types come from other readers.
+EXTRACTABLE_TYPES = (MemoryType.LONG_TERM.value, MemoryType.USER.value)
+
+CHINESE_TYPES = {
+    "长期记忆": MemoryType.LONG_TERM,
+    "用户记忆": MemoryType.USER,
+    "工作记忆": MemoryType.WORKING,
+    "外部记忆": MemoryType.OUTER,
+    "偏好记忆": MemoryType.PREFERENCE,
+    "技能记忆": MemoryType.SKILL,
+    "上下文": MemoryType.CONTEXT,
+}
+_BY_LOWER = {t.lower(): MemoryType(t) for t in MEMORY_TYPES}
+_BY_LOWER.update({"longterm": MemoryType.LONG_TERM, "long_term": MemoryType.LONG_TERM, "user": MemoryType.USER})
+
+EXTRACTION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "memory_list": {
+            "type": "array",
+            "maxItems": MAX_MEMORIES,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "key": {"type": "string", "maxLength": MAX_KEY_CHARS},
+                    "memory_type": {"type": "string", "enum": list(EXTRACTABLE_TYPES)},
+                    "value": {"type": "string", "maxLength": MAX_VALUE_CHARS},
+                    "tags": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_TAGS},
+                    "source_ids": {"type": "array", "items": {"type": "integer"}, "maxItems": 64},
+                },
+                "required": ["key", "memory_type", "value", "tags", "source_ids"],
+            },
+        },
+        "summary": {"type": "string", "maxLength": MAX_SUMMARY_CHARS},
+    },
+    "required": ["memory_list", "summary"],
+}
+
+FILTER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "results": {
+            "type": "array",
+            "maxItems": MAX_MEMORIES,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "integer"},
+                    "supported": {"type": "boolean"},
+                    "reason": {"type": "string", "maxLength": 300},
+                },
+                "required": ["id", "supported"],
+            },
+        }
+    },
+    "required": ["results"],
+}
+
+REWRITE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "results": {
+            "type": "array",
+            "maxItems": MAX_MEMORIES,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "integer"},
+                    "value": {"type": "string", "maxLength": MAX_VALUE_CHARS},
+                },
+                "required": ["id", "value"],
+            },
+        }
+    },
+    "required": ["results"],
+}
+
+
+class ContractError(ValueError):
+    """The answer cannot be read as an extraction at all (not an object, no memory list)."""
+
+
+@dataclass
+class ExtractedMemory:
+    """One memory as the model stated it, after repair."""
+
+    key: str
+    value: str
+    memory_type: MemoryType
+    tags: list[str]
+    source_ids: list[int]
+    repairs: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Extraction:
+    """A window's extraction: its memories and summary."""
+
+    memories: list[ExtractedMemory]
+    summary: str
+
+
+def memory_type_from(value: Any) -> MemoryType | None:
+    """The memory type named by ``value`` (English or Chinese, any case), or ``None``."""
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    if text in CHINESE_TYPES:
+        return CHINESE_TYPES[text]
+    return _BY_LOWER.get(text.lower().replace(" ", ""))
+
+
+def _int_ids(raw: Any) -> list[int]:
+    items = raw if isinstance(raw, list) else [raw]
+    ids = []
+    for item in items:
+        if isinstance(item, bool):
+            continue
+        if isinstance(item, int):
+            ids.append(item)
+        elif isinstance(item, str) and item.strip().lstrip("[#").rstrip("]").isdigit():
+            ids.append(int(item.strip().lstrip("[#").rstrip("]")))
+    return ids
+
+
+def read_extraction(parsed: Any, valid_ids: Sequence[int]) -> Extraction:
+    """Repair a parsed answer into an :class:`Extraction`; raise :class:`ContractError` when it
+    has no memory list at all."""
+    if not isinstance(parsed, Mapping):
+        raise ContractError(f"expected a JSON object, got {type(parsed).__name__}")
+    raw_list = parsed.get("memory_list", parsed.get("memory list", parsed.get("memories")))
+    if raw_list is None:
+        raise ContractError("the answer has no memory_list")
+    if not isinstance(raw_list, list):
+        raise ContractError(f"memory_list is {type(raw_list).__name__}, not a list")
+    summary = parsed.get("summary")
+    valid = set(valid_ids)
+    memories = []
+    for raw in raw_list:
+        if isinstance(raw, str) and raw.strip():
+            raw = {"value": raw}
+        if not isinstance(raw, Mapping):
+            continue
+        value = raw.get("value")
+        if not isinstance(value, str) or not value.strip():
+            continue
+        repairs: list[str] = []
+        memory_type = memory_type_from(raw.get("memory_type"))
+        if memory_type is None:
+            repairs.append("memory_type")
+            memory_type = MemoryType.LONG_TERM
+        key = raw.get("key")
+        if not isinstance(key, str) or not key.strip():
+            repairs.append("key")
+            key = value.strip()[:60]
+        tags_raw = raw.get("tags", [])
+        tags = [t.strip() for t in tags_raw if isinstance(t, str) and t.strip()] if isinstance(tags_raw, list) else []
+        if isinstance(tags_raw, list) and len(tags) != len(tags_raw):
+            repairs.append("tags")
+        ids = _int_ids(raw.get("source_ids", []))
+        cited = [i for i in dict.fromkeys(ids) if i in valid]
+        if len(cited) != len(ids):
+            repairs.append("source_ids")
+        memories.append(
+            ExtractedMemory(
+                key=key.strip()[:MAX_KEY_CHARS],
+                value=value.strip(),
+                memory_type=memory_type,
+                tags=tags[:MAX_TAGS],
+                source_ids=cited,
+                repairs=repairs,
+            )
+        )
+    return Extraction(memories, summary.strip() if isinstance(summary, str) else "")

@@ -1,0 +1,244 @@
+"""Fine extraction of one window: extract, then filter, then rewrite, as a plan of LLM calls.
+
+A window's work is written once, as a generator that yields the LLM requests it needs and
+receives their answers (or has the call's error thrown into it). :func:`run_plan` drives a plan
+with blocking calls and :func:`arun_plan` with awaitables, so sync and async readers share every
+decision. The plan never raises for a model's failure: a failed extraction becomes a fallback
+outcome (the raw window), and a failed filter or rewrite keeps the memories as they were.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from memreader.extraction.contract import (
+    EXTRACTION_SCHEMA,
+    FILTER_SCHEMA,
+    REWRITE_SCHEMA,
+    ContractError,
+    ExtractedMemory,
+    read_extraction,
+)
+from memreader.extraction.language import Language
+from memreader.extraction.prompts import (
+    FILTER_SYSTEM,
+    REWRITE_SYSTEM,
+    USER_ONLY,
+    check_messages,
+    extraction_messages,
+)
+from memreader.llms import (
+    LLMEmptyResponseError,
+    LLMError,
+    LLMParseError,
+    LLMResponse,
+    LLMRouter,
+    LLMTimeoutError,
+    UsageMeter,
+)
+
+logger = logging.getLogger(__name__)
+
+RewriteMode = Literal["all", "user_only", "off"]
+
+
+@dataclass(frozen=True)
+class LLMRequest:
+    """One call a plan needs."""
+
+    slot: str
+    messages: list[dict[str, str]]
+    schema: dict[str, Any]
+    schema_name: str
+
+
+@dataclass
+class PassStatus:
+    """How a filter or rewrite pass went: ``"ok"``, ``"skipped"`` or ``"failed"``."""
+
+    status: str = "skipped"
+    error: str | None = None
+    changed: int = 0
+
+
+@dataclass
+class WindowOutcome:
+    """What a window's plan produced. ``memories`` is ``None`` for a fallback."""
+
+    memories: list[ExtractedMemory] | None
+    summary: str = ""
+    fallback_reason: str | None = None
+    error: str | None = None
+    truncated: bool = False
+    extraction_attempts: int = 0
+    filter: PassStatus = field(default_factory=PassStatus)
+    rewrite: PassStatus = field(default_factory=PassStatus)
+
+
+@dataclass(frozen=True)
+class WindowInput:
+    """What a plan reads: numbered lines (number, text), and the role of each number."""
+
+    lines: list[tuple[int, str]]
+    roles: dict[int, str | None]
+    language: Language
+    custom_tags: Sequence[str] = ()
+
+
+def fallback_reason(error: BaseException) -> str:
+    """The tag suffix of a fallback caused by ``error``."""
+    if isinstance(error, LLMParseError | ContractError):
+        return "parse_error"
+    if isinstance(error, LLMEmptyResponseError):
+        return "empty_response"
+    if isinstance(error, LLMTimeoutError):
+        return "timeout"
+    return "llm_error"
+
+
+Plan = Generator[LLMRequest, LLMResponse, WindowOutcome]
+
+
+def window_plan(
+    window: WindowInput, *, use_filter: bool = True, rewrite: RewriteMode = "all"
+) -> Plan:
+    """The calls and decisions of one window (see the module docstring)."""
+    valid_ids = [n for n, _ in window.lines]
+    try:
+        response = yield LLMRequest(
+            "llm",
+            extraction_messages(window.language, window.lines, window.custom_tags),
+            EXTRACTION_SCHEMA,
+            "memory_extraction",
+        )
+        extraction = read_extraction(response.parsed, valid_ids)
+    except (LLMError, ContractError) as exc:
+        logger.warning("extraction failed, keeping the raw window: %s", _short(exc))
+        return WindowOutcome(None, fallback_reason=fallback_reason(exc), error=_short(exc))
+    outcome = WindowOutcome(
+        extraction.memories,
+        summary=extraction.summary,
+        truncated=response.truncated,
+        extraction_attempts=response.attempts,
+    )
+    if use_filter and outcome.memories:
+        outcome.filter = yield from _filter(window, outcome)
+    if rewrite != "off" and outcome.memories:
+        outcome.rewrite = yield from _rewrite(window, outcome, user_only=rewrite == "user_only")
+    return outcome
+
+
+def _numbered(memories: Sequence[ExtractedMemory]) -> list[tuple[int, str]]:
+    return [(i + 1, m.value) for i, m in enumerate(memories)]
+
+
+def _results(parsed: Any) -> list[dict[str, Any]]:
+    results = parsed.get("results") if isinstance(parsed, dict) else None
+    if not isinstance(results, list):
+        raise ContractError("the answer has no results list")
+    return [r for r in results if isinstance(r, dict) and isinstance(r.get("id"), int)]
+
+
+def _filter(window: WindowInput, outcome: WindowOutcome) -> Generator[LLMRequest, LLMResponse, PassStatus]:
+    assert outcome.memories is not None
+    memories = outcome.memories
+    try:
+        response = yield LLMRequest(
+            "general_llm",
+            check_messages(FILTER_SYSTEM[window.language], window.lines, _numbered(memories), window.language),
+            FILTER_SCHEMA,
+            "memory_filter",
+        )
+        results = _results(response.parsed)
+    except (LLMError, ContractError) as exc:
+        logger.warning("hallucination filter failed, keeping all memories: %s", _short(exc))
+        return PassStatus("failed", _short(exc))
+    # Only an explicit "not supported" drops a memory: omission keeps it.
+    unsupported = {r["id"] for r in results if r.get("supported") is False}
+    kept = [m for i, m in enumerate(memories) if i + 1 not in unsupported]
+    dropped = len(memories) - len(kept)
+    outcome.memories = kept
+    return PassStatus("ok", changed=dropped)
+
+
+def _rewrite(
+    window: WindowInput, outcome: WindowOutcome, *, user_only: bool
+) -> Generator[LLMRequest, LLMResponse, PassStatus]:
+    assert outcome.memories is not None
+    memories = outcome.memories
+    system = REWRITE_SYSTEM[window.language] + (USER_ONLY[window.language] if user_only else "")
+    lines = window.lines
+    if user_only:
+        lines = [(n, text) for n, text in lines if window.roles.get(n) == "user"]
+        if not lines:
+            return PassStatus("skipped")
+    try:
+        response = yield LLMRequest(
+            "general_llm",
+            check_messages(system, lines, _numbered(memories), window.language),
+            REWRITE_SCHEMA,
+            "memory_rewrite",
+        )
+        results = _results(response.parsed)
+    except (LLMError, ContractError) as exc:
+        logger.warning("rewrite failed, keeping memories as extracted: %s", _short(exc))
+        return PassStatus("failed", _short(exc))
+    changed = 0
+    for result in results:
+        index = result["id"] - 1
+        value = result.get("value")
+        if 0 <= index < len(memories) and isinstance(value, str) and value.strip():
+            if value.strip() != memories[index].value:
+                memories[index].value = value.strip()
+                changed += 1
+    return PassStatus("ok", changed=changed)
+
+
+def _short(error: BaseException, limit: int = 300) -> str:
+    text = f"{type(error).__name__}: {error}"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def run_plan(plan: Plan, router: LLMRouter, meter: UsageMeter | None = None) -> WindowOutcome:
+    """Drive ``plan`` with blocking LLM calls."""
+    try:
+        request = next(plan)
+        while True:
+            try:
+                response = router.complete(
+                    request.slot,
+                    request.messages,
+                    schema=request.schema,
+                    schema_name=request.schema_name,
+                    meter=meter,
+                )
+            except LLMError as exc:
+                request = plan.throw(exc)
+            else:
+                request = plan.send(response)
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
+
+
+async def arun_plan(plan: Plan, router: LLMRouter, meter: UsageMeter | None = None) -> WindowOutcome:
+    """Drive ``plan`` with async LLM calls."""
+    try:
+        request = next(plan)
+        while True:
+            try:
+                response = await router.acomplete(
+                    request.slot,
+                    request.messages,
+                    schema=request.schema,
+                    schema_name=request.schema_name,
+                    meter=meter,
+                )
+            except LLMError as exc:
+                request = plan.throw(exc)
+            else:
+                request = plan.send(response)
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]

@@ -1,0 +1,63 @@
+"""What a ``get_memory`` call reports besides its items: per-window status and LLM usage.
+
+Pass ``report=ReadReport()`` to ``get_memory`` (or ``fine_transfer_simple_mem``) and read it
+afterwards; the return value keeps its ``list[list[TextualMemoryItem]]`` shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from memreader.llms.usage import UsageSnapshot
+
+
+@dataclass
+class WindowReport:
+    """One window's outcome.
+
+    ``status`` is ``"ok"`` (items extracted, or a fast item), ``"fallback"`` (the raw window
+    stands in for what the LLM failed to give; ``fallback_reason`` says why) or ``"empty"`` (the
+    model found nothing and ``empty_window`` is ``"drop"``). ``uncited_messages`` lists the
+    messages of the window that no fine item cites: they are in no fine item's sources.
+    """
+
+    scene_index: int
+    window_index: int
+    status: str = "ok"
+    items: int = 0
+    language: str | None = None
+    fallback_reason: str | None = None
+    error: str | None = None
+    truncated: bool = False
+    filter_status: str = "skipped"
+    filter_dropped: int = 0
+    rewrite_status: str = "skipped"
+    rewrite_changed: int = 0
+    pass_errors: list[str] = field(default_factory=list)
+    uncited_messages: list[int] = field(default_factory=list)
+
+
+@dataclass
+class ReadReport:
+    """Per-window records and the LLM usage of one call."""
+
+    mode: str = "fast"
+    windows: list[WindowReport] = field(default_factory=list)
+    usage: UsageSnapshot | None = None
+
+    @property
+    def fallbacks(self) -> list[WindowReport]:
+        """Windows whose items are raw fallbacks."""
+        return [w for w in self.windows if w.status == "fallback"]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready summary."""
+        usage = None
+        if self.usage is not None:
+            usage = {
+                "total": asdict(self.usage.total),
+                "by_slot": {k: asdict(v) for k, v in self.usage.by_slot.items()},
+                "requests": self.usage.requests,
+            }
+        return {"mode": self.mode, "windows": [asdict(w) for w in self.windows], "usage": usage}
