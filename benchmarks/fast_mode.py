@@ -30,11 +30,14 @@ def cold_start() -> dict[str, float]:
     code = (
         "import time; t=time.perf_counter(); import memreader; "
         "r=memreader.SimpleStructMemReader(); t1=time.perf_counter(); "
-        "r.get_memory([[{'role':'user','content':'hello'}]], info={'user_id':'u','session_id':'s'}); "
+        "r.get_memory([[{'role':'user','content':'hello'}]], "
+        "info={'user_id':'u','session_id':'s'}); "
         "t2=time.perf_counter(); print(t1-t, t2-t1)"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
     construct, first = map(float, out.stdout.split())
     return {"import_construct_s": construct, "first_call_s": first}
 
@@ -42,15 +45,43 @@ def cold_start() -> dict[str, float]:
 def generated_corpus(messages: int, seed: int = 7) -> list[list[dict[str, str]]]:
     """About ``messages`` chat messages of ~250 characters in scenes of 20, reproducibly."""
     rng = random.Random(seed)
-    words = ("tea piano park squirrel painting meeting flight Lisbon Shanghai doctor recipe garden "
-             "budget novel concert weekend project deadline coffee train museum cherry blossom").split()
+    words = [
+        "tea",
+        "piano",
+        "park",
+        "squirrel",
+        "painting",
+        "meeting",
+        "flight",
+        "Lisbon",
+        "Shanghai",
+        "doctor",
+        "recipe",
+        "garden",
+        "budget",
+        "novel",
+        "concert",
+        "weekend",
+        "project",
+        "deadline",
+        "coffee",
+        "train",
+        "museum",
+        "cherry",
+        "blossom",
+    ]
     scenes = []
     for s in range(messages // 20):
         scene = []
         for m in range(20):
             text = " ".join(rng.choice(words) for _ in range(40))[:250]
-            scene.append({"role": "user" if m % 2 == 0 else "assistant", "content": text,
-                          "chat_time": f"2026-05-{1 + s % 28:02d}T10:{m:02d}:00"})
+            scene.append(
+                {
+                    "role": "user" if m % 2 == 0 else "assistant",
+                    "content": text,
+                    "chat_time": f"2026-05-{1 + s % 28:02d}T10:{m:02d}:00",
+                }
+            )
         scenes.append(scene)
     return scenes
 
@@ -107,13 +138,17 @@ def measure(name: str, scenes: list[list[dict[str, str]]], repeats: int) -> dict
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--generated", type=int, default=2000, help="messages in the generated corpus")
+    parser.add_argument(
+        "--generated", type=int, default=2000, help="messages in the generated corpus"
+    )
     args = parser.parse_args()
     import psutil
 
     start = cold_start()
-    rows = [measure("memorybank_en", memorybank_scenes(), args.repeats),
-            measure(f"generated_{args.generated}", generated_corpus(args.generated), args.repeats)]
+    rows = [
+        measure("memorybank_en", memorybank_scenes(), args.repeats),
+        measure(f"generated_{args.generated}", generated_corpus(args.generated), args.repeats),
+    ]
     peak = psutil.Process().memory_info().rss / 2**20
     try:
         import resource
@@ -121,15 +156,25 @@ def main() -> None:
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     except ImportError:  # pragma: no cover - not on Linux
         pass
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
-    print(f"cold start: import + construct {start['import_construct_s']:.2f} s; "
-          f"first call (loads the model) {start['first_call_s']:.2f} s; peak RSS {peak:.0f} MiB\n")
-    print("| corpus | messages | MB | windows | e2e s | msg/s | windows/s | embedder alone s | ratio | windowing MB/s |")
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    )
+    print(
+        f"cold start: import + construct {start['import_construct_s']:.2f} s; "
+        f"first call (loads the model) {start['first_call_s']:.2f} s; peak RSS {peak:.0f} MiB\n"
+    )
+    print(
+        "| corpus | messages | MB | windows | e2e s | msg/s | windows/s "
+        "| embedder alone s | ratio | windowing MB/s |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['corpus']} | {r['messages']} | {r['MB']:.3f} | {r['windows']} | {r['e2e_s']:.2f} | "
-              f"{r['messages_per_s']:.0f} | {r['windows_per_s']:.1f} | {r['embed_alone_s']:.2f} | "
-              f"{r['ratio']:.3f} | {r['windowing_MB_per_s']:.1f} |")
+        print(
+            f"| {r['corpus']} | {r['messages']} | {r['MB']:.3f} | {r['windows']} "
+            f"| {r['e2e_s']:.2f} | "
+            f"{r['messages_per_s']:.0f} | {r['windows_per_s']:.1f} | {r['embed_alone_s']:.2f} | "
+            f"{r['ratio']:.3f} | {r['windowing_MB_per_s']:.1f} |"
+        )
     print("\n" + json.dumps(rows))
 
 

@@ -15,8 +15,10 @@ def main(path: str, limit: int = 3) -> None:
         print(f"id {item['id']}  {meta['memory_type']}  tags={meta['tags']}")
         print("  " + item["memory"].replace("\n", "\n  "))
         for source in meta["sources"]:
-            print(f"  <- scene {source['scene_index']} message {source['message_index']} "
-                  f"span {source['span']} ({source['role']}, {source['chat_time']})")
+            print(
+                f"  <- scene {source['scene_index']} message {source['message_index']} "
+                f"span {source['span']} ({source['role']}, {source['chat_time']})"
+            )
         print(f"  embedding: {len(meta['embedding'] or [])} dims\n")
 
 

@@ -2,9 +2,10 @@
 provenance.
 
 >>> from memreader import SimpleStructMemReader
->>> reader = SimpleStructMemReader()                                          # doctest: +SKIP
->>> items = reader.get_memory([[{"role": "user", "content": "I love green tea."}]],
-...                           type="chat", info={"user_id": "u1", "session_id": "s1"})  # doctest: +SKIP
+>>> reader = SimpleStructMemReader()  # doctest: +SKIP
+>>> items = reader.get_memory(  # doctest: +SKIP
+...     [[{"role": "user", "content": "I love green tea."}]],
+...     type="chat", info={"user_id": "u1", "session_id": "s1"})
 """
 
 from memreader.config import (

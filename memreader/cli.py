@@ -33,17 +33,23 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="count", default=0, help="log more (-vv: debug)")
     commands = parser.add_subparsers(dest="command", required=True)
     read = commands.add_parser("read", help="read scenes or documents into memory items (JSONL)")
-    read.add_argument("input", help="JSON file of scenes, a MemoryBank file, a document, or - for stdin")
+    read.add_argument(
+        "input", help="JSON file of scenes, a MemoryBank file, a document, or - for stdin"
+    )
     read.add_argument("--type", choices=("chat", "doc"), default="chat")
     read.add_argument("--mode", choices=("fast", "fine"), default="fast")
     read.add_argument("--config", help="reader config YAML (default: built-in local defaults)")
     read.add_argument("-o", "--output", help="output JSONL file (default: stdout)")
     read.add_argument("--user-id", default="cli-user")
     read.add_argument("--session-id", default="cli-session")
-    read.add_argument("--tag", action="append", default=[], dest="tags", help="custom tag (repeatable)")
+    read.add_argument(
+        "--tag", action="append", default=[], dest="tags", help="custom tag (repeatable)"
+    )
     read.add_argument("--max-tokens", type=int, help="window budget in tokens (overrides config)")
     read.add_argument("--overlap", type=int, help="window overlap in tokens (overrides config)")
-    read.add_argument("--no-embedding", action="store_true", help="leave embeddings out of the output")
+    read.add_argument(
+        "--no-embedding", action="store_true", help="leave embeddings out of the output"
+    )
     progress = read.add_mutually_exclusive_group()
     progress.add_argument("--progress", dest="progress", action="store_true", default=None)
     progress.add_argument("--no-progress", dest="progress", action="store_false")
@@ -134,11 +140,14 @@ def _read(args: argparse.Namespace) -> int:
     total = sum(len(scenes) if isinstance(scenes, list) else 1 for _, scenes, _ in jobs)
     show = sys.stderr.isatty() if args.progress is None else args.progress
     count = 0
-    with _output(args.output) as out, tqdm(
-        total=total, unit="scene", disable=not show or total < 2, file=sys.stderr
-    ) as bar:
+    with (
+        _output(args.output) as out,
+        tqdm(total=total, unit="scene", disable=not show or total < 2, file=sys.stderr) as bar,
+    ):
         for info, scenes, scene_offset in jobs:
-            results = reader.get_memory(scenes, type=args.type, info=info, mode=args.mode, custom_tags=args.tags)
+            results = reader.get_memory(
+                scenes, type=args.type, info=info, mode=args.mode, custom_tags=args.tags
+            )
             for scene_items in results:
                 for item in scene_items:
                     _write(out, item, scene_offset, args.no_embedding)

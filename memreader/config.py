@@ -32,8 +32,8 @@ class WindowConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    max_tokens: int = Field(1024, ge=64)
-    overlap_tokens: int = Field(200, ge=0)
+    max_tokens: int = Field(default=1024, ge=64)
+    overlap_tokens: int = Field(default=200, ge=0)
     tokenizer: str = "cl100k_base"
 
     @model_validator(mode="after")
@@ -70,15 +70,15 @@ class BaseReaderConfig(BaseModel):
 
     embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
     window: WindowConfig = Field(default_factory=WindowConfig)
-    embedding_cache_size: int = Field(10_000, ge=1)
+    embedding_cache_size: int = Field(default=10_000, ge=1)
     allow_local_paths: bool = True
-    max_file_bytes: int = Field(50 * 1024 * 1024, gt=0)
+    max_file_bytes: int = Field(default=50 * 1024 * 1024, gt=0)
     llm: LLMConfig | None = None
     general_llm: LLMConfig | None = None
     image_parser_llm: LLMConfig | None = None
     document_parser_llm: LLMConfig | None = None
     preference_extractor_llm: LLMConfig | None = None
-    llm_max_concurrency: int = Field(4, ge=1, le=1024)
+    llm_max_concurrency: int = Field(default=4, ge=1, le=1024)
     fine: FineConfig = Field(default_factory=FineConfig)
 
     def llm_slots(self) -> LLMSlots:

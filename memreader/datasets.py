@@ -15,7 +15,9 @@ def is_memorybank(data: Any) -> bool:
     return (
         isinstance(data, Mapping)
         and bool(data)
-        and all(isinstance(v, Mapping) and isinstance(v.get("history"), Mapping) for v in data.values())
+        and all(
+            isinstance(v, Mapping) and isinstance(v.get("history"), Mapping) for v in data.values()
+        )
     )
 
 

@@ -207,7 +207,9 @@ def _content_part(part: Any, scene: int, index: int, part_index: int) -> Part:
         url = url.get("url") if isinstance(url, Mapping) else url
         if not isinstance(url, str):
             raise fail(f"{kind} part needs image_url.url")
-        return Part(type="image_url", text=_describe_url("image", url), index=part_index, exact=False)
+        return Part(
+            type="image_url", text=_describe_url("image", url), index=part_index, exact=False
+        )
     if kind in ("file", "input_file"):
         file = part.get("file")
         if not isinstance(file, Mapping):
@@ -278,7 +280,9 @@ def normalize_doc(scene_data: Any, *, allow_local_paths: bool = True) -> list[Sc
                     raise DocumentError("text part needs a string 'text'", **where)
                 part = Part(type="text", text=text)
             elif isinstance(item, Mapping) and item.get("type") == "file":
-                part = load_file_part(item.get("file"), allow_local_paths=allow_local_paths, **where)
+                part = load_file_part(
+                    item.get("file"), allow_local_paths=allow_local_paths, **where
+                )
             else:
                 raise DocumentError(
                     "document part must be text, a {'type': 'text'|'file'} part, or a file path; "

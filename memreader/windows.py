@@ -89,7 +89,9 @@ class Windower:
         self, max_tokens: int = 1024, overlap_tokens: int = 200, tokenizer: Tokenizer | None = None
     ) -> None:
         if max_tokens < 2 * _MIN_FREE_TOKENS:
-            raise ConfigError(f"max_tokens must be at least {2 * _MIN_FREE_TOKENS}, got {max_tokens}")
+            raise ConfigError(
+                f"max_tokens must be at least {2 * _MIN_FREE_TOKENS}, got {max_tokens}"
+            )
         if not 0 <= overlap_tokens <= max_tokens // 2:
             raise ConfigError(
                 f"overlap_tokens must be between 0 and max_tokens // 2 ({max_tokens // 2}), "
@@ -209,10 +211,7 @@ class Windower:
                     carry = carry[1:]
                 exact = self._exact_tokens(window)
             windows.append(Window(len(windows), tuple(window), exact, carried=len(carry)))
-            if pos < len(segments) and self.overlap_tokens:
-                carry = self._tail(window, units)
-            else:
-                carry = []
+            carry = self._tail(window, units) if pos < len(segments) and self.overlap_tokens else []
         return windows
 
     def _exact_tokens(self, window: list[Segment]) -> int:

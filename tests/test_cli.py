@@ -16,7 +16,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def run_cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+    }
     return subprocess.run(
         [sys.executable, "-m", "memreader.cli", *args],
         capture_output=True,
@@ -40,7 +45,17 @@ def memorybank_subset(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.slow
 def test_read_memorybank_with_the_local_embedder(memorybank_subset: Path, tmp_path: Path) -> None:
     out = tmp_path / "items.jsonl"
-    result = run_cli("read", str(memorybank_subset), "--type", "chat", "--mode", "fast", "-o", str(out), "--no-progress")
+    result = run_cli(
+        "read",
+        str(memorybank_subset),
+        "--type",
+        "chat",
+        "--mode",
+        "fast",
+        "-o",
+        str(out),
+        "--no-progress",
+    )
     assert result.returncode == 0, result.stderr
     lines = out.read_text(encoding="utf-8").splitlines()
     items = [json.loads(line) for line in lines]
@@ -64,7 +79,9 @@ def test_read_memorybank_with_the_local_embedder(memorybank_subset: Path, tmp_pa
 
 
 def test_read_scene_file_to_stdout_with_batches(tmp_path: Path) -> None:
-    scenes = [[{"role": "user", "content": f"Scene {i}: I like tea number {i}."}] for i in range(40)]
+    scenes = [
+        [{"role": "user", "content": f"Scene {i}: I like tea number {i}."}] for i in range(40)
+    ]
     path = tmp_path / "scenes.json"
     path.write_text(json.dumps(scenes), encoding="utf-8")
     result = run_cli("read", str(path), "--no-embedding", "--no-progress", "--tag", "cli")

@@ -42,7 +42,9 @@ def test_yaml_env_interpolation_and_secret(tmp_path: Path, monkeypatch: pytest.M
     cfg = MemReaderConfigFactory.from_yaml(write(tmp_path, YAML))
     assert isinstance(cfg.config, SimpleStructMemReaderConfig)
     assert cfg.config.window.max_tokens == 512
-    assert cfg.config.embedder.config["api_key"] == "sk-very-secret-123" or "sk-very-secret-123" not in repr(cfg)
+    assert cfg.config.embedder.config[
+        "api_key"
+    ] == "sk-very-secret-123" or "sk-very-secret-123" not in repr(cfg)
     for text in (repr(cfg), str(cfg), cfg.model_dump_json()):
         assert "sk-very-secret-123" not in text
     monkeypatch.setenv("MR_TEST_MAX", "300")
@@ -59,7 +61,13 @@ def test_missing_env_var_is_a_config_error(tmp_path: Path, monkeypatch: pytest.M
     ("data", "match"),
     [
         ({"backend": "nope"}, "unknown reader backend"),
-        ({"backend": "simple_struct", "config": {"window": {"max_tokens": 100, "overlap_tokens": 80}}}, "overlap_tokens"),
+        (
+            {
+                "backend": "simple_struct",
+                "config": {"window": {"max_tokens": 100, "overlap_tokens": 80}},
+            },
+            "overlap_tokens",
+        ),
         ({"backend": "simple_struct", "config": {"windw": {}}}, "windw"),
         ({"backend": "simple_struct", "config": {"window": {"max_tokens": "big"}}}, "max_tokens"),
         ({"backend": "simple_struct", "extra": 1}, "extra"),
@@ -81,8 +89,12 @@ def test_bad_yaml_files(tmp_path: Path) -> None:
 
 def test_factory_caches_one_reader_per_full_config(monkeypatch: pytest.MonkeyPatch) -> None:
     a = MemReaderConfigFactory.from_dict({"config": {"embedder": {"backend": "hash"}}})
-    b = MemReaderConfigFactory.from_dict({"backend": "simple_struct", "config": {"embedder": {"backend": "hash", "config": {}}}})
-    c = MemReaderConfigFactory.from_dict({"config": {"embedder": {"backend": "hash"}, "window": {"max_tokens": 512}}})
+    b = MemReaderConfigFactory.from_dict(
+        {"backend": "simple_struct", "config": {"embedder": {"backend": "hash", "config": {}}}}
+    )
+    c = MemReaderConfigFactory.from_dict(
+        {"config": {"embedder": {"backend": "hash"}, "window": {"max_tokens": 512}}}
+    )
     reader = MemReaderFactory.from_config(a)
     assert isinstance(reader, SimpleStructMemReader)
     assert MemReaderFactory.from_config(b) is reader
@@ -96,7 +108,11 @@ def test_factory_caches_one_reader_per_full_config(monkeypatch: pytest.MonkeyPat
 def test_factory_secrets_distinguish_configs_without_showing_them() -> None:
     def cfg(key: str) -> MemReaderConfigFactory:
         return MemReaderConfigFactory.from_dict(
-            {"config": {"embedder": {"backend": "openai", "config": {"model": "m", "api_key": key}}}}
+            {
+                "config": {
+                    "embedder": {"backend": "openai", "config": {"model": "m", "api_key": key}}
+                }
+            }
         )
 
     one, two = cfg("key-one"), cfg("key-two")

@@ -15,15 +15,34 @@ from memreader.errors import LLMRequiredError
 from memreader.report import ReadReport
 
 from .conftest import HASH_EMBEDDER, INFO
-from .llm_server import LLMTestServer, RecordedRequest, Reply, llm_server, ollama_chat, openai_completion
+from .llm_server import (
+    LLMTestServer,
+    RecordedRequest,
+    Reply,
+    llm_server,
+    ollama_chat,
+    openai_completion,
+)
 
 __all__ = ["llm_server"]
 
 CHAT = [
     [
-        {"role": "user", "content": "I'm Emily. I moved to Lisbon last week.", "chat_time": "2026-05-10T09:00:00"},
-        {"role": "assistant", "content": "Welcome! How do you like it?", "chat_time": "2026-05-10T09:01:00"},
-        {"role": "user", "content": "I love it. I start piano lessons tomorrow.", "chat_time": "2026-05-10T09:02:00"},
+        {
+            "role": "user",
+            "content": "I'm Emily. I moved to Lisbon last week.",
+            "chat_time": "2026-05-10T09:00:00",
+        },
+        {
+            "role": "assistant",
+            "content": "Welcome! How do you like it?",
+            "chat_time": "2026-05-10T09:01:00",
+        },
+        {
+            "role": "user",
+            "content": "I love it. I start piano lessons tomorrow.",
+            "chat_time": "2026-05-10T09:02:00",
+        },
     ]
 ]
 
@@ -39,7 +58,11 @@ def kind(request: RecordedRequest) -> str:
         properties = schema["properties"]
         if "memory_list" in properties:
             return "memory_extraction"
-        return "memory_filter" if "supported" in properties["results"]["items"]["properties"] else "memory_rewrite"
+        return (
+            "memory_filter"
+            if "supported" in properties["results"]["items"]["properties"]
+            else "memory_rewrite"
+        )
     return "unknown"
 
 
@@ -49,9 +72,27 @@ def numbers(request: RecordedRequest) -> list[int]:
 
 EXTRACTION = {
     "memory_list": [
-        {"key": "Emily's city", "memory_type": "UserMemory", "value": "Emily moved to Lisbon in the week before 2026-05-10.", "tags": ["relocation"], "source_ids": [1]},
-        {"key": "Emily's pet", "memory_type": "UserMemory", "value": "Emily has a cat named Tom.", "tags": ["pets"], "source_ids": [2]},
-        {"key": "piano", "memory_type": "UserMemory", "value": "She starts piano lessons tomorrow.", "tags": ["music"], "source_ids": [3]},
+        {
+            "key": "Emily's city",
+            "memory_type": "UserMemory",
+            "value": "Emily moved to Lisbon in the week before 2026-05-10.",
+            "tags": ["relocation"],
+            "source_ids": [1],
+        },
+        {
+            "key": "Emily's pet",
+            "memory_type": "UserMemory",
+            "value": "Emily has a cat named Tom.",
+            "tags": ["pets"],
+            "source_ids": [2],
+        },
+        {
+            "key": "piano",
+            "memory_type": "UserMemory",
+            "value": "She starts piano lessons tomorrow.",
+            "tags": ["music"],
+            "source_ids": [3],
+        },
     ],
     "summary": "Emily moved to Lisbon and starts piano lessons.",
 }
@@ -63,9 +104,18 @@ def scripted_responder(*, extraction: Any = EXTRACTION, usage: tuple[int, int] =
         if which == "memory_extraction":
             content = extraction if isinstance(extraction, str) else json.dumps(extraction)
         elif which == "memory_filter":
-            content = json.dumps({"results": [{"id": 1, "supported": True}, {"id": 2, "supported": False, "reason": "no cat is mentioned"}]})
+            content = json.dumps(
+                {
+                    "results": [
+                        {"id": 1, "supported": True},
+                        {"id": 2, "supported": False, "reason": "no cat is mentioned"},
+                    ]
+                }
+            )
         else:
-            content = json.dumps({"results": [{"id": 2, "value": "Emily starts piano lessons on 2026-05-11."}]})
+            content = json.dumps(
+                {"results": [{"id": 2, "value": "Emily starts piano lessons on 2026-05-11."}]}
+            )
         if request.api == "ollama":
             return Reply(body=ollama_chat(content, prompt_eval_count=usage[0], eval_count=usage[1]))
         return Reply(body=openai_completion(content, usage=usage))
@@ -74,24 +124,42 @@ def scripted_responder(*, extraction: Any = EXTRACTION, usage: tuple[int, int] =
 
 
 def make_reader(server: LLMTestServer, **overrides: Any) -> SimpleStructMemReader:
-    llm = {"backend": "openai", "model": "test-model", "base_url": server.url, "api_key": "sk-test-secret",
-           "backoff_base": 0.01, "backoff_max": 0.05, "max_retries": 2, "timeout": 5}
+    llm = {
+        "backend": "openai",
+        "model": "test-model",
+        "base_url": server.url,
+        "api_key": "sk-test-secret",
+        "backoff_base": 0.01,
+        "backoff_max": 0.05,
+        "max_retries": 2,
+        "timeout": 5,
+    }
     llm.update(overrides.pop("llm", {}))
     config = SimpleStructMemReaderConfig(
-        embedder=HASH_EMBEDDER, window={"max_tokens": 256, "overlap_tokens": 32}, llm=llm, **overrides
+        embedder=HASH_EMBEDDER,
+        window={"max_tokens": 256, "overlap_tokens": 32},
+        llm=llm,
+        **overrides,
     )
     return SimpleStructMemReader(config)
 
 
 def all_message_sources(result: list[list[Any]]) -> set[tuple[int, int]]:
-    return {(s.scene_index, s.message_index) for items in result for i in items for s in i.metadata.sources}
+    return {
+        (s.scene_index, s.message_index)
+        for items in result
+        for i in items
+        for s in i.metadata.sources
+    }
 
 
 def test_extract_filter_rewrite(llm_server: LLMTestServer) -> None:
     llm_server.responder = scripted_responder()
     reader = make_reader(llm_server)
     report = ReadReport()
-    [items] = reader.get_memory(CHAT, type="chat", info=INFO, mode="fine", custom_tags=["onboarding"], report=report)
+    [items] = reader.get_memory(
+        CHAT, type="chat", info=INFO, mode="fine", custom_tags=["onboarding"], report=report
+    )
     # The filter dropped the unsupported cat; the rewrite made "tomorrow" a date.
     assert [i.memory for i in items] == [
         "Emily moved to Lisbon in the week before 2026-05-10.",
@@ -117,9 +185,17 @@ def test_extract_filter_rewrite(llm_server: LLMTestServer) -> None:
     # What the model saw: numbered, time-stamped lines and the custom tags.
     extraction = next(r for r in llm_server.requests if kind(r) == "memory_extraction")
     prompt = extraction.messages[-1]["content"]
-    assert prompt.splitlines()[0] == "[1] user: [2026-05-10T09:00:00]: I'm Emily. I moved to Lisbon last week."
+    assert (
+        prompt.splitlines()[0]
+        == "[1] user: [2026-05-10T09:00:00]: I'm Emily. I moved to Lisbon last week."
+    )
     assert "onboarding" in extraction.messages[0]["content"]
-    assert extraction.json["response_format"]["json_schema"]["schema"]["properties"]["memory_list"]["maxItems"] > 0
+    assert (
+        extraction.json["response_format"]["json_schema"]["schema"]["properties"]["memory_list"][
+            "maxItems"
+        ]
+        > 0
+    )
 
 
 def test_ids_are_deterministic_and_async_matches_sync(llm_server: LLMTestServer) -> None:
@@ -127,7 +203,9 @@ def test_ids_are_deterministic_and_async_matches_sync(llm_server: LLMTestServer)
     reader = make_reader(llm_server)
     sync_ids = [i.id for i in reader.get_memory(CHAT, type="chat", info=INFO, mode="fine")[0]]
     again = [i.id for i in reader.get_memory(CHAT, type="chat", info=INFO, mode="fine")[0]]
-    async_ids = [i.id for i in asyncio.run(reader.aget_memory(CHAT, type="chat", info=INFO, mode="fine"))[0]]
+    async_ids = [
+        i.id for i in asyncio.run(reader.aget_memory(CHAT, type="chat", info=INFO, mode="fine"))[0]
+    ]
     assert sync_ids == again == async_ids and len(sync_ids) == 2
 
 
@@ -170,8 +248,14 @@ def test_timeout_falls_back(llm_server: LLMTestServer) -> None:
 
 
 def test_retry_then_success(llm_server: LLMTestServer) -> None:
-    llm_server.script([Reply(status=429, headers={"Retry-After": "0"}, body={"error": {"message": "slow down"}}),
-                       Reply(status=503, body={"error": {"message": "busy"}})])
+    llm_server.script(
+        [
+            Reply(
+                status=429, headers={"Retry-After": "0"}, body={"error": {"message": "slow down"}}
+            ),
+            Reply(status=503, body={"error": {"message": "busy"}}),
+        ]
+    )
     llm_server.responder = scripted_responder()
     reader = make_reader(llm_server, fine={"hallucination_filter": False, "rewrite": "off"})
     report = ReadReport()
@@ -183,10 +267,27 @@ def test_retry_then_success(llm_server: LLMTestServer) -> None:
 def test_model_output_is_repaired_not_dropped(llm_server: LLMTestServer) -> None:
     answer = (
         "<think>Let me see.</think>\nHere you go:\n```json\n"
-        + json.dumps({"memory list": [
-            {"key": "城市", "memory_type": "用户记忆", "value": "Emily lives in Lisbon.", "tags": ["city", 3], "source_ids": [1, 9]},
-            {"key": "x", "memory_type": "Gossip", "value": "Lisbon is sunny.", "tags": [], "source_ids": []},
-        ], "summary": "s"})
+        + json.dumps(
+            {
+                "memory list": [
+                    {
+                        "key": "城市",
+                        "memory_type": "用户记忆",
+                        "value": "Emily lives in Lisbon.",
+                        "tags": ["city", 3],
+                        "source_ids": [1, 9],
+                    },
+                    {
+                        "key": "x",
+                        "memory_type": "Gossip",
+                        "value": "Lisbon is sunny.",
+                        "tags": [],
+                        "source_ids": [],
+                    },
+                ],
+                "summary": "s",
+            }
+        )
         + "\n```"
     )
     llm_server.responder = scripted_responder(extraction=answer)
@@ -224,7 +325,11 @@ def test_filter_and_rewrite_failures_keep_items(llm_server: LLMTestServer) -> No
     [items] = reader.get_memory(CHAT, type="chat", info=INFO, mode="fine", report=report)
     assert [i.memory for i in items] == [m["value"] for m in EXTRACTION["memory_list"]]
     window = report.windows[0]
-    assert (window.status, window.filter_status, window.rewrite_status) == ("ok", "failed", "failed")
+    assert (window.status, window.filter_status, window.rewrite_status) == (
+        "ok",
+        "failed",
+        "failed",
+    )
     assert len(window.pass_errors) == 2
 
 
@@ -240,7 +345,9 @@ def test_filter_omission_keeps_memories(llm_server: LLMTestServer) -> None:
 
 
 def test_empty_extraction_is_kept_as_raw_or_reported(llm_server: LLMTestServer) -> None:
-    llm_server.responder = scripted_responder(extraction={"memory_list": [], "summary": "small talk"})
+    llm_server.responder = scripted_responder(
+        extraction={"memory_list": [], "summary": "small talk"}
+    )
     [items] = make_reader(llm_server).get_memory(CHAT, type="chat", info=INFO, mode="fine")
     assert len(items) == 1 and "fallback:empty" in items[0].metadata.tags
     report = ReadReport()
@@ -287,9 +394,16 @@ def test_refinement_of_fast_items(llm_server: LLMTestServer) -> None:
     refined = reader.fine_transfer_simple_mem(fast, type="chat", report=report)
     assert len(refined) == len(fast) == 1
     items = refined[0]
-    assert [i.memory for i in items] == ["Emily moved to Lisbon in the week before 2026-05-10.", "Emily starts piano lessons on 2026-05-11."]
+    assert [i.memory for i in items] == [
+        "Emily moved to Lisbon in the week before 2026-05-10.",
+        "Emily starts piano lessons on 2026-05-11.",
+    ]
     for item in items:
-        assert (item.metadata.user_id, item.metadata.session_id, item.metadata.info) == ("u1", "s1", {"app": "demo"})
+        assert (item.metadata.user_id, item.metadata.session_id, item.metadata.info) == (
+            "u1",
+            "s1",
+            {"app": "demo"},
+        )
         for source in item.metadata.sources:
             start, end = source.span  # type: ignore[misc]
             assert CHAT[0][source.message_index]["content"][start:end] == source.content

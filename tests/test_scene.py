@@ -48,7 +48,9 @@ def test_list_of_scenes_and_string_scenes() -> None:
     ],
 )
 def test_chat_times_are_kept_and_parsed(chat_time: str, expected: datetime | None) -> None:
-    message = normalize_chat([{"role": "user", "content": "x", "chat_time": chat_time}])[0].messages[0]
+    message = normalize_chat([{"role": "user", "content": "x", "chat_time": chat_time}])[
+        0
+    ].messages[0]
     assert message.chat_time == chat_time
     if expected is None:
         assert message.timestamp is None
@@ -58,7 +60,9 @@ def test_chat_times_are_kept_and_parsed(chat_time: str, expected: datetime | Non
 
 
 def test_zoned_iso_time_keeps_its_offset() -> None:
-    message = normalize_chat([{"role": "user", "content": "x", "chat_time": "2026-08-20T15:45:00+02:00"}])[0].messages[0]
+    message = normalize_chat(
+        [{"role": "user", "content": "x", "chat_time": "2026-08-20T15:45:00+02:00"}]
+    )[0].messages[0]
     assert message.timestamp is not None and message.timestamp.utcoffset() == timedelta(hours=2)
 
 
@@ -75,13 +79,22 @@ def test_content_parts_tool_calls_and_ids() -> None:
                 "message_id": "m1",
                 "content": [
                     {"type": "text", "text": "look at this"},
-                    {"type": "image_url", "image_url": {"url": "data:image/png;base64," + "A" * 5000}},
+                    {
+                        "type": "image_url",
+                        "image_url": {"url": "data:image/png;base64," + "A" * 5000},
+                    },
                 ],
             },
             {
                 "role": "assistant",
                 "content": None,
-                "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "search", "arguments": '{"q": "tea"}'}}],
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "search", "arguments": '{"q": "tea"}'},
+                    }
+                ],
             },
             {"role": "tool", "tool_call_id": "c1", "name": "search", "content": "green tea"},
         ]
@@ -114,11 +127,17 @@ def test_caller_data_is_not_mutated() -> None:
         ([[{"role": "user"}]], InvalidMessageError, (0, 0)),
         ([[{"role": "user", "content": 5}]], InvalidMessageError, (0, 0)),
         ([[{"role": "user", "content": [{"type": "video"}]}]], InvalidMessageError, (0, 0)),
-        ([[{"role": "user", "content": "x", "chat_time": 1699999999}]], InvalidChatTimeError, (0, 0)),
+        (
+            [[{"role": "user", "content": "x", "chat_time": 1699999999}]],
+            InvalidChatTimeError,
+            (0, 0),
+        ),
         (42, InvalidSceneError, (None, None)),
     ],
 )
-def test_bad_shapes_raise_typed_errors_that_say_where(data: object, error: type, where: tuple) -> None:
+def test_bad_shapes_raise_typed_errors_that_say_where(
+    data: object, error: type, where: tuple
+) -> None:
     with pytest.raises(error) as info:
         normalize_chat(data)
     assert (info.value.scene_index, info.value.message_index) == where
@@ -130,13 +149,22 @@ def test_bad_shapes_raise_typed_errors_that_say_where(data: object, error: type,
 
 def test_bad_part_names_its_index() -> None:
     with pytest.raises(InvalidMessageError) as info:
-        normalize_chat([[{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text"}]}]])
+        normalize_chat(
+            [[{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text"}]}]]
+        )
     assert info.value.part_index == 1 and "part 1" in str(info.value)
 
 
 @pytest.mark.parametrize(
     "info",
-    [None, {}, {"user_id": "u"}, {"user_id": 1, "session_id": "s"}, {"user_id": "u", "session_id": ""}, "u1"],
+    [
+        None,
+        {},
+        {"user_id": "u"},
+        {"user_id": 1, "session_id": "s"},
+        {"user_id": "u", "session_id": ""},
+        "u1",
+    ],
 )
 def test_info_needs_string_ids(info: object) -> None:
     with pytest.raises(InvalidInfoError):
@@ -146,7 +174,11 @@ def test_info_needs_string_ids(info: object) -> None:
 roles = st.sampled_from(["system", "user", "assistant", "tool", "developer"])
 messages = st.fixed_dictionaries(
     {"role": roles, "content": st.text(max_size=50)},
-    optional={"chat_time": st.text(max_size=30), "message_id": st.text(max_size=10), "name": st.text(max_size=10)},
+    optional={
+        "chat_time": st.text(max_size=30),
+        "message_id": st.text(max_size=10),
+        "name": st.text(max_size=10),
+    },
 )
 
 
@@ -182,18 +214,24 @@ def test_docs_text_parts_and_paths(tmp_path) -> None:  # type: ignore[no-untyped
 def test_doc_file_data_and_errors() -> None:
     import base64
 
-    data = base64.b64encode("name,drink\nEmily,tea\n".encode()).decode()
-    scene = normalize_doc([{"type": "file", "file": {"file_data": data, "filename": "../../etc/drinks.csv"}}])[0]
+    data = base64.b64encode(b"name,drink\nEmily,tea\n").decode()
+    scene = normalize_doc(
+        [{"type": "file", "file": {"file_data": data, "filename": "../../etc/drinks.csv"}}]
+    )[0]
     part = scene.messages[0].parts[0]
     assert "Emily" in part.text and part.doc_path == "drinks.csv", "file names never become paths"
     with pytest.raises(DocumentError) as info:
         normalize_doc(["ok", {"type": "file", "file": {"filename": "x.pdf"}}])
     assert info.value.scene_index == 1
     with pytest.raises(DocumentError):
-        normalize_doc([{"type": "file", "file": {"file_data": "not base64!!", "filename": "a.txt"}}])
+        normalize_doc(
+            [{"type": "file", "file": {"file_data": "not base64!!", "filename": "a.txt"}}]
+        )
     with pytest.raises(DocumentError):
         normalize_doc([{"type": "image", "url": "x"}])
     with pytest.raises(DocumentError):
         normalize_doc([{"type": "file", "file": {"path": "/nonexistent/file.pdf"}}])
     with pytest.raises(DocumentError):
-        normalize_doc([{"type": "file", "file": {"path": "/etc/hostname"}}], allow_local_paths=False)
+        normalize_doc(
+            [{"type": "file", "file": {"path": "/etc/hostname"}}], allow_local_paths=False
+        )

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memreader.errors import ConfigError
@@ -19,7 +21,9 @@ alphabet = st.sampled_from(
     + ["🎉", "👍🏽", "👨‍👩‍👧", "é", "ß", "ॐ", "한", "ü", "\u200d", "  ", "'s", "\r\n"]
 )
 texts = st.lists(alphabet, min_size=0, max_size=400).map("".join)
-prefixes = st.sampled_from(["", "user: ", "assistant: [2023-04-27]: ", "tool: [1:56 pm on 8 May, 2023]: "])
+prefixes = st.sampled_from(
+    ["", "user: ", "assistant: [2023-04-27]: ", "tool: [1:56 pm on 8 May, 2023]: "]
+)
 units_strategy = st.lists(st.builds(Unit, text=texts, prefix=prefixes), min_size=1, max_size=12)
 
 
@@ -82,7 +86,9 @@ def test_window_invariants(units: list[Unit], budget: tuple[int, int]) -> None:
     max_tokens=st.integers(64, 200),
     prefix=prefixes,
 )
-def test_oversize_unit_is_split_at_character_boundaries(text: str, max_tokens: int, prefix: str) -> None:
+def test_oversize_unit_is_split_at_character_boundaries(
+    text: str, max_tokens: int, prefix: str
+) -> None:
     windower = Windower(max_tokens, max_tokens // 4)
     units = [Unit(text, prefix)]
     windows = windower.windows(units)
@@ -93,18 +99,24 @@ def test_oversize_unit_is_split_at_character_boundaries(text: str, max_tokens: i
 
 @settings(max_examples=60, deadline=None)
 @given(
-    words=st.lists(st.sampled_from(["alpha", "beta", "记忆", "🎉", "gamma", "delta", "x1"]), min_size=50, max_size=600),
+    words=st.lists(
+        st.sampled_from(["alpha", "beta", "记忆", "🎉", "gamma", "delta", "x1"]),
+        min_size=50,
+        max_size=600,
+    ),
     max_tokens=st.integers(64, 160),
     overlap_share=st.floats(0.05, 0.5),
 )
-def test_overlap_is_what_was_configured(words: list[str], max_tokens: int, overlap_share: float) -> None:
+def test_overlap_is_what_was_configured(
+    words: list[str], max_tokens: int, overlap_share: float
+) -> None:
     overlap = int(max_tokens * overlap_share)
     windower = Windower(max_tokens, overlap)
     units = [Unit(" ".join(words[i : i + 7]), "user: ") for i in range(0, len(words), 7)]
     windows = windower.windows(units)
     check_windows(windower, units, windows)
     slack = 3 + 4  # a re-rendered line prefix and newline, plus one multi-token character
-    for previous, window in zip(windows, windows[1:], strict=False):
+    for previous, window in itertools.pairwise(windows):
         if previous.tokens >= overlap + slack:
             assert overlap - slack <= window.carried_tokens <= overlap
 
@@ -144,9 +156,7 @@ def test_empty_input_and_empty_text() -> None:
     assert windows[0].text == "user: \nassistant: "
 
 
-@pytest.mark.parametrize(
-    ("max_tokens", "overlap"), [(10, 0), (63, 0), (100, 51), (100, -1)]
-)
+@pytest.mark.parametrize(("max_tokens", "overlap"), [(10, 0), (63, 0), (100, 51), (100, -1)])
 def test_bad_budgets_are_config_errors(max_tokens: int, overlap: int) -> None:
     with pytest.raises(ConfigError):
         Windower(max_tokens, overlap)
@@ -172,7 +182,10 @@ class CountingTokenizer(Tokenizer):
 def test_windowing_tokenises_each_character_a_bounded_number_of_times(size: int) -> None:
     tokenizer = CountingTokenizer()
     windower = Windower(256, 64, tokenizer)
-    units = [Unit(f"I went to the park on day {i} and saw a squirrel. " * 3, "user: [2023-04-27]: ") for i in range(size)]
+    units = [
+        Unit(f"I went to the park on day {i} and saw a squirrel. " * 3, "user: [2023-04-27]: ")
+        for i in range(size)
+    ]
     total = sum(len(u.text) for u in units)
     windower.windows(units)
     # Once for each unit, plus the overlap tails (a few times the overlap per window).

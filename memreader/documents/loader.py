@@ -27,7 +27,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024
-TEXT_EXTENSIONS = frozenset({".txt", ".md", ".markdown", ".rst", ".json", ".jsonl", ".log", ".yaml", ".yml"})
+TEXT_EXTENSIONS = frozenset(
+    {".txt", ".md", ".markdown", ".rst", ".json", ".jsonl", ".log", ".yaml", ".yml"}
+)
 REFUSED_EXTENSIONS = frozenset({".mp3", ".wav", ".m4a", ".flac", ".ogg", ".aac", ".mp4"})
 
 _converter: MarkItDown | None = None
@@ -52,7 +54,9 @@ def convert_bytes(
     extension = extension.lower()
     where = {"scene_index": scene_index, "message_index": message_index}
     if extension in REFUSED_EXTENSIONS:
-        raise DocumentError(f"{extension} files are not supported (transcription needs a web service)", **where)
+        raise DocumentError(
+            f"{extension} files are not supported (transcription needs a web service)", **where
+        )
     if extension in TEXT_EXTENSIONS:
         try:
             return data.decode("utf-8-sig")
@@ -61,13 +65,17 @@ def convert_bytes(
     from markitdown import MarkItDownException, StreamInfo
 
     try:
-        result = _markitdown().convert_stream(io.BytesIO(data), stream_info=StreamInfo(extension=extension))
+        result = _markitdown().convert_stream(
+            io.BytesIO(data), stream_info=StreamInfo(extension=extension)
+        )
     except MarkItDownException as exc:
         raise DocumentError(f"cannot convert {extension or 'file'}: {exc}", **where) from exc
     return result.text_content
 
 
-def load_path(path: str, *, scene_index: int, message_index: int, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Part:
+def load_path(
+    path: str, *, scene_index: int, message_index: int, max_bytes: int = DEFAULT_MAX_FILE_BYTES
+) -> Part:
     """Read and convert a local file the caller named."""
     from memreader.scene import Part
 
@@ -75,11 +83,16 @@ def load_path(path: str, *, scene_index: int, message_index: int, max_bytes: int
     try:
         size = os.path.getsize(path)
         if size > max_bytes:
-            raise DocumentError(f"file {os.path.basename(path)!r} is {size} bytes, over the {max_bytes} limit", **where)
+            raise DocumentError(
+                f"file {os.path.basename(path)!r} is {size} bytes, over the {max_bytes} limit",
+                **where,
+            )
         with open(path, "rb") as handle:
             data = handle.read()
     except OSError as exc:
-        raise DocumentError(f"cannot read file {os.path.basename(path)!r}: {exc.strerror}", **where) from exc
+        raise DocumentError(
+            f"cannot read file {os.path.basename(path)!r}: {exc.strerror}", **where
+        ) from exc
     text = convert_bytes(data, os.path.splitext(path)[1], **where)
     logger.debug("converted %s (%d bytes) to %d characters", path, len(data), len(text))
     return Part(type="file", text=text, doc_path=path)
@@ -108,7 +121,9 @@ def load_file_part(
     data = file.get("file_data")
     filename = file.get("filename")
     if not isinstance(data, str):
-        raise DocumentError("file part needs 'path' or 'file_data' (a filename alone has no content)", **where)
+        raise DocumentError(
+            "file part needs 'path' or 'file_data' (a filename alone has no content)", **where
+        )
     payload = data.split(",", 1)[1] if data.startswith("data:") else data
     if len(payload) * 3 // 4 > max_bytes:
         raise DocumentError(f"file_data is over the {max_bytes} byte limit", **where)

@@ -34,7 +34,9 @@ CHINESE_TYPES = {
     "上下文": MemoryType.CONTEXT,
 }
 _BY_LOWER = {t.lower(): MemoryType(t) for t in MEMORY_TYPES}
-_BY_LOWER.update({"longterm": MemoryType.LONG_TERM, "long_term": MemoryType.LONG_TERM, "user": MemoryType.USER})
+_BY_LOWER.update(
+    {"longterm": MemoryType.LONG_TERM, "long_term": MemoryType.LONG_TERM, "user": MemoryType.USER}
+)
 
 EXTRACTION_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -177,7 +179,11 @@ def read_extraction(parsed: Any, valid_ids: Sequence[int]) -> Extraction:
             repairs.append("key")
             key = value.strip()[:60]
         tags_raw = raw.get("tags", [])
-        tags = [t.strip() for t in tags_raw if isinstance(t, str) and t.strip()] if isinstance(tags_raw, list) else []
+        tags = (
+            [t.strip() for t in tags_raw if isinstance(t, str) and t.strip()]
+            if isinstance(tags_raw, list)
+            else []
+        )
         if isinstance(tags_raw, list) and len(tags) != len(tags_raw):
             repairs.append("tags")
         ids = _int_ids(raw.get("source_ids", []))

@@ -142,13 +142,17 @@ def _results(parsed: Any) -> list[dict[str, Any]]:
     return [r for r in results if isinstance(r, dict) and isinstance(r.get("id"), int)]
 
 
-def _filter(window: WindowInput, outcome: WindowOutcome) -> Generator[LLMRequest, LLMResponse, PassStatus]:
+def _filter(
+    window: WindowInput, outcome: WindowOutcome
+) -> Generator[LLMRequest, LLMResponse, PassStatus]:
     assert outcome.memories is not None
     memories = outcome.memories
     try:
         response = yield LLMRequest(
             "general_llm",
-            check_messages(FILTER_SYSTEM[window.language], window.lines, _numbered(memories), window.language),
+            check_messages(
+                FILTER_SYSTEM[window.language], window.lines, _numbered(memories), window.language
+            ),
             FILTER_SCHEMA,
             "memory_filter",
         )
@@ -190,10 +194,10 @@ def _rewrite(
     for result in results:
         index = result["id"] - 1
         value = result.get("value")
-        if 0 <= index < len(memories) and isinstance(value, str) and value.strip():
-            if value.strip() != memories[index].value:
-                memories[index].value = value.strip()
-                changed += 1
+        text = value.strip() if isinstance(value, str) else ""
+        if 0 <= index < len(memories) and text and text != memories[index].value:
+            memories[index].value = text
+            changed += 1
     return PassStatus("ok", changed=changed)
 
 
@@ -223,7 +227,9 @@ def run_plan(plan: Plan, router: LLMRouter, meter: UsageMeter | None = None) -> 
         return stop.value  # type: ignore[no-any-return]
 
 
-async def arun_plan(plan: Plan, router: LLMRouter, meter: UsageMeter | None = None) -> WindowOutcome:
+async def arun_plan(
+    plan: Plan, router: LLMRouter, meter: UsageMeter | None = None
+) -> WindowOutcome:
     """Drive ``plan`` with async LLM calls."""
     try:
         request = next(plan)

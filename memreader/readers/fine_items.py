@@ -78,9 +78,13 @@ def fine_window_items(
             )
         )
     all_cited = any("sources:window" in i.metadata.tags for i in items)
-    report.uncited_messages = [] if all_cited else sorted(
-        {s.message_index for i, s in enumerate(sources) if i + 1 not in cited}
-        - {s.message_index for i, s in enumerate(sources) if i + 1 in cited}
+    report.uncited_messages = (
+        []
+        if all_cited
+        else sorted(
+            {s.message_index for i, s in enumerate(sources) if i + 1 not in cited}
+            - {s.message_index for i, s in enumerate(sources) if i + 1 in cited}
+        )
     )
     report.items = len(items)
     return items

@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING, Any
 from memreader.config import SimpleStructMemReaderConfig
 from memreader.emit import make_item, memory_type_for, scene_digest, window_sources
 from memreader.errors import InputError, LLMRequiredError, UnsupportedModeError
-from memreader.extraction import WindowInput, WindowOutcome, arun_plan, detect_language, run_plan, window_plan
+from memreader.extraction import (
+    WindowInput,
+    WindowOutcome,
+    arun_plan,
+    detect_language,
+    run_plan,
+    window_plan,
+)
 from memreader.items import SourceMessage, TextualMemoryItem
 from memreader.parsers import scene_units
 from memreader.readers.base import BaseMemReader, register_reader
@@ -26,7 +33,7 @@ from memreader.windows import Unit, Window, Windower
 if TYPE_CHECKING:
     from memreader.embedders import Embedder
     from memreader.extraction.language import Language
-    from memreader.llms import LLMHooks, LLMRouter, UsageMeter
+    from memreader.llms import LLMHooks, LLMRouter
 
 logger = logging.getLogger(__name__)
 
@@ -216,7 +223,11 @@ class SimpleStructMemReader(BaseMemReader):
         return window_plan(job.window, use_filter=fine.hallucination_filter, rewrite=fine.rewrite)
 
     def _collect(
-        self, size: int, jobs: Sequence[FineJob], outcomes: Sequence[WindowOutcome], report: ReadReport | None
+        self,
+        size: int,
+        jobs: Sequence[FineJob],
+        outcomes: Sequence[WindowOutcome],
+        report: ReadReport | None,
     ) -> list[list[TextualMemoryItem]]:
         result: list[list[TextualMemoryItem]] = [[] for _ in range(size)]
         for job, outcome in zip(jobs, outcomes, strict=True):
@@ -246,8 +257,12 @@ class SimpleStructMemReader(BaseMemReader):
         router = self.llm
         with router.meter.scope() as meter:
             workers = max(1, min(len(jobs), self.config.llm_max_concurrency))
-            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="memreader-llm") as pool:
-                outcomes = list(pool.map(lambda job: run_plan(self._plan(job), router, meter), jobs))
+            with ThreadPoolExecutor(
+                max_workers=workers, thread_name_prefix="memreader-llm"
+            ) as pool:
+                outcomes = list(
+                    pool.map(lambda job: run_plan(self._plan(job), router, meter), jobs)
+                )
         if report is not None:
             report.usage = meter.snapshot()
         result = self._collect(size, jobs, outcomes, report)
@@ -260,7 +275,9 @@ class SimpleStructMemReader(BaseMemReader):
         """The async twin of :meth:`run_fine`: plans run as tasks on native async clients."""
         router = self.llm
         with router.meter.scope() as meter:
-            outcomes = await asyncio.gather(*(arun_plan(self._plan(job), router, meter) for job in jobs))
+            outcomes = await asyncio.gather(
+                *(arun_plan(self._plan(job), router, meter) for job in jobs)
+            )
         if report is not None:
             report.usage = meter.snapshot()
         result = self._collect(size, jobs, outcomes, report)
@@ -270,12 +287,18 @@ class SimpleStructMemReader(BaseMemReader):
     # -- public API -------------------------------------------------------------------------
 
     def _prepare(
-        self, type: str, info: Mapping[str, Any] | None, mode: str, custom_tags: Sequence[str] | None
+        self,
+        type: str,
+        info: Mapping[str, Any] | None,
+        mode: str,
+        custom_tags: Sequence[str] | None,
     ) -> tuple[dict[str, Any], list[str]]:
         if mode not in MODES:
             raise UnsupportedModeError(f"unknown mode {mode!r}; expected one of {MODES}")
         if type not in SCENE_TYPES:
-            raise UnsupportedModeError(f"unknown input type {type!r}; expected one of {SCENE_TYPES}")
+            raise UnsupportedModeError(
+                f"unknown input type {type!r}; expected one of {SCENE_TYPES}"
+            )
         checked = validate_info(info)
         tags = _check_tags(custom_tags)
         if mode == "fine":
@@ -306,7 +329,9 @@ class SimpleStructMemReader(BaseMemReader):
         windowed = self.window(self.normalize(scene_data, type))
         if report is not None:
             report.mode = mode
-        logger.debug("%d scenes, %d windows", len(windowed), sum(len(ws.windows) for ws in windowed))
+        logger.debug(
+            "%d scenes, %d windows", len(windowed), sum(len(ws.windows) for ws in windowed)
+        )
         if mode == "fast":
             return self.fast_items(windowed, checked, tags, report)
         return self.run_fine(self.fine_jobs(windowed, checked, tags), len(windowed), report)
@@ -332,11 +357,16 @@ class SimpleStructMemReader(BaseMemReader):
         return await self.arun_fine(self.fine_jobs(windowed, checked, tags), len(windowed), report)
 
     def refinement_jobs(
-        self, items: Sequence[TextualMemoryItem | Mapping[str, Any]], type: str, custom_tags: Sequence[str]
+        self,
+        items: Sequence[TextualMemoryItem | Mapping[str, Any]],
+        type: str,
+        custom_tags: Sequence[str],
     ) -> list[FineJob]:
         """One fine job per stored item, rebuilt from its text and sources."""
         if type not in SCENE_TYPES:
-            raise UnsupportedModeError(f"unknown input type {type!r}; expected one of {SCENE_TYPES}")
+            raise UnsupportedModeError(
+                f"unknown input type {type!r}; expected one of {SCENE_TYPES}"
+            )
         jobs = []
         for position, raw in enumerate(items):
             item = _as_item(raw, position)
@@ -346,7 +376,11 @@ class SimpleStructMemReader(BaseMemReader):
             lines = [(i + 1, _source_line(s)) for i, s in enumerate(sources)]
             roles = {i + 1: s.role for i, s in enumerate(sources)}
             language = self._language(item.memory)
-            info = {**item.metadata.info, "user_id": item.metadata.user_id, "session_id": item.metadata.session_id}
+            info = {
+                **item.metadata.info,
+                "user_id": item.metadata.user_id,
+                "session_id": item.metadata.session_id,
+            }
             kept = [t for t in item.metadata.tags if not t.startswith(("mode:", "fallback:"))]
             tags = list(dict.fromkeys([*kept, *custom_tags]))
             jobs.append(
@@ -410,7 +444,9 @@ def _as_item(raw: TextualMemoryItem | Mapping[str, Any], position: int) -> Textu
             return TextualMemoryItem.from_dict(dict(raw))
         except ValueError as exc:
             raise InputError(f"item {position} is not a valid memory item: {exc}") from exc
-    raise InputError(f"item {position} must be a TextualMemoryItem or its dict, got {type(raw).__name__}")
+    raise InputError(
+        f"item {position} must be a TextualMemoryItem or its dict, got {type(raw).__name__}"
+    )
 
 
 def _source_line(source: SourceMessage) -> str:

@@ -1,0 +1,49 @@
+"""Embedders: the local sentence-transformers model, OpenAI-compatible endpoints, Ollama.
+
+Build one from config with :func:`build_embedder`; wrap it in :class:`CachedEmbedder` to skip
+texts embedded before. Long texts are split at token boundaries and pooled, never truncated
+(see :mod:`memreader.embedders.base`). Importing this package does not import torch,
+sentence-transformers, openai or ollama; backends import them when built.
+"""
+
+from memreader.embedders.base import (
+    EMBEDDERS,
+    Embedder,
+    PoolingEmbedder,
+    TextPiece,
+    build_embedder,
+    register_embedder,
+    split_by_tokens,
+    weighted_mean,
+)
+from memreader.embedders.cache import CachedEmbedder, EmbeddingCache, cache_key
+from memreader.embedders.config import (
+    EmbedderConfig,
+    LocalEmbedderConfig,
+    OllamaEmbedderConfig,
+    OpenAIEmbedderConfig,
+)
+from memreader.embedders.local import LocalEmbedder
+from memreader.embedders.ollama_client import OllamaEmbedder
+from memreader.embedders.openai_compat import OpenAIEmbedder
+
+__all__ = [
+    "EMBEDDERS",
+    "CachedEmbedder",
+    "Embedder",
+    "EmbedderConfig",
+    "EmbeddingCache",
+    "LocalEmbedder",
+    "LocalEmbedderConfig",
+    "OllamaEmbedder",
+    "OllamaEmbedderConfig",
+    "OpenAIEmbedder",
+    "OpenAIEmbedderConfig",
+    "PoolingEmbedder",
+    "TextPiece",
+    "build_embedder",
+    "cache_key",
+    "register_embedder",
+    "split_by_tokens",
+    "weighted_mean",
+]

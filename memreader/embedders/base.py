@@ -1,0 +1,402 @@
+"""The embedder protocol, the backend registry, and the split-and-pool logic all backends share.
+
+An :class:`Embedder` turns texts into vectors. Backends (``local``, ``openai``, ``ollama``, or a
+plugin) register themselves with :func:`register_embedder` and are built from an
+:class:`~memreader.embedders.config.EmbedderConfig` by :func:`build_embedder`.
+
+Long inputs are never truncated silently
+----------------------------------------
+Every embedding model reads at most ``max_input_tokens`` tokens (including the model's special
+tokens, e.g. ``[CLS]``/``[SEP]``); servers and sentence-transformers cut longer inputs without a
+word, so the tail of a long text would simply not be represented. :class:`PoolingEmbedder`
+therefore:
+
+1. tokenizes the text with the embedder's *own* tokenizer (wordpiece for the local model,
+   cl100k for OpenAI-compatible and Ollama endpoints) and, when it has more than
+   ``max_input_tokens - special_tokens`` tokens, cuts it into contiguous pieces at token
+   boundaries, using the tokenizer's character offsets so that every piece is an exact substring
+   of the text (the pieces concatenate back to it; no cut falls inside a character, so no
+   U+FFFD can appear). Cuts prefer whitespace in the last half of a piece's token budget; each
+   piece is re-counted and shortened if re-tokenizing it gives more tokens than the budget;
+2. embeds all pieces of all texts together, in batches of ``batch_size``;
+3. returns, for a split text, the mean of its piece vectors weighted by each piece's token
+   count, re-normalised to unit length when the embedder normalises (all built-in ones do by
+   default).
+
+The weighted mean is one vector per text, so callers keep a 1:1 text-to-vector mapping; it is a
+standard way to embed a long document with a short-context model, and it keeps every part of
+the text in the vector instead of only its first ``max_input_tokens`` tokens.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import math
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar, NamedTuple, Protocol, TypeVar, cast, runtime_checkable
+from urllib.parse import urlsplit, urlunsplit
+
+from pydantic import BaseModel
+
+from memreader.embedders.config import (
+    EmbedderConfig,
+    parse_embedder_config,
+    validate_backend_config,
+)
+from memreader.errors import ConfigError, EmbeddingError
+
+__all__ = [
+    "EMBEDDERS",
+    "Embedder",
+    "PoolingEmbedder",
+    "TextPiece",
+    "build_embedder",
+    "register_embedder",
+    "split_by_tokens",
+    "weighted_mean",
+]
+
+logger = logging.getLogger(__name__)
+
+_BUILTIN_BACKEND_MODULES = (
+    "memreader.embedders.local",
+    "memreader.embedders.openai_compat",
+    "memreader.embedders.ollama_client",
+)
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """What memreader needs from an embedding model.
+
+    ``name`` is a stable identifier that includes the model (``"local:all-MiniLM-L6-v2"``); it
+    namespaces cache keys, so two embedders with the same name must produce the same vectors.
+    ``count_tokens`` counts content tokens (no special tokens) in the embedder's own tokenizer.
+    ``embed`` returns one vector of length ``dimension`` per input text, in input order; texts
+    longer than ``max_input_tokens`` are split and pooled, never truncated.
+    """
+
+    @property
+    def name(self) -> str:
+        """Stable identifier including the model; the cache-key namespace."""
+        ...
+
+    @property
+    def dimension(self) -> int:
+        """Length of every vector this embedder returns."""
+        ...
+
+    @property
+    def max_input_tokens(self) -> int:
+        """Most tokens (special tokens included) the model reads in one input."""
+        ...
+
+    def count_tokens(self, text: str) -> int:
+        """Number of content tokens of ``text`` in this embedder's tokenizer."""
+        ...
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, in input order."""
+        ...
+
+
+class TextPiece(NamedTuple):
+    """A piece of a long text: ``text == source[start:end]`` and its token count."""
+
+    text: str
+    start: int
+    end: int
+    tokens: int
+
+
+TokenCuts = Callable[[str], Sequence[int | None]]
+"""Tokenizes a text; item ``k`` is the character offset at which the text may be cut just before
+token ``k``, or ``None`` where that is not allowed (item 0 is ignored). The list has one item per
+token."""
+
+
+def _is_soft_cut(text: str, pos: int) -> bool:
+    return pos >= len(text) or text[pos - 1].isspace() or text[pos].isspace()
+
+
+def _choose_cut(
+    text: str, cuts: Sequence[int | None], first: int, last: int, start: int
+) -> int | None:
+    """Best token index ``j`` in ``(first, last]`` to end a piece at, or ``None``."""
+    n = len(cuts)
+
+    def position(k: int) -> int | None:
+        if k == n:
+            return len(text)
+        pos = cuts[k]
+        return pos if pos is not None and pos > start else None
+
+    soft_floor = first + max(1, (last - first) // 2)
+    for k in range(last, soft_floor - 1, -1):
+        pos = position(k)
+        if pos is not None and _is_soft_cut(text, pos):
+            return k
+    for k in range(last, first, -1):
+        if position(k) is not None:
+            return k
+    return None
+
+
+def split_by_tokens(
+    text: str, budget: int, token_cuts: TokenCuts, count_tokens: Callable[[str], int]
+) -> list[TextPiece]:
+    """Cut ``text`` into contiguous pieces of at most ``budget`` tokens each.
+
+    The pieces are exact substrings that concatenate back to ``text``; each one's ``tokens`` is
+    ``count_tokens(piece.text)``, which never exceeds ``budget``. A text within the budget comes
+    back as one piece. Raises :class:`EmbeddingError` if no cut at a character boundary fits
+    (only possible with a budget of a few tokens).
+    """
+    if budget < 1:
+        raise ValueError(f"token budget must be at least 1, got {budget}")
+    cuts = token_cuts(text)
+    n = len(cuts)
+    if n <= budget:
+        return [TextPiece(text, 0, len(text), n)]
+    pieces: list[TextPiece] = []
+    first, start = 0, 0
+    while first < n:
+        last = min(first + budget, n)
+        while True:
+            j = _choose_cut(text, cuts, first, last, start) if last > first else None
+            if j is None:
+                raise EmbeddingError(
+                    f"cannot split a text of {n} tokens into pieces of at most {budget} tokens "
+                    f"at character boundaries (stuck at character {start})"
+                )
+            end = len(text) if j == n else cast(int, cuts[j])
+            piece = text[start:end]
+            count = count_tokens(piece)
+            if count <= budget:
+                break
+            # Re-tokenizing the piece on its own gave more tokens than the slice had: shorten.
+            last = j - max(1, count - budget)
+        pieces.append(TextPiece(piece, start, end, count))
+        first, start = j, end
+    return pieces
+
+
+def weighted_mean(
+    vectors: Sequence[Sequence[float]], weights: Sequence[float], normalize: bool
+) -> list[float]:
+    """Weighted mean of ``vectors`` (all weights zero: plain mean), unit length if ``normalize``."""
+    if not vectors or len(vectors) != len(weights):
+        raise ValueError("need one weight per vector and at least one vector")
+    total = math.fsum(weights)
+    if total <= 0:
+        weights = [1.0] * len(vectors)
+        total = float(len(vectors))
+    mean = [
+        math.fsum(w * x for w, x in zip(weights, column, strict=True)) / total
+        for column in zip(*vectors, strict=True)
+    ]
+    if normalize:
+        norm = math.sqrt(math.fsum(x * x for x in mean))
+        if norm > 0:
+            mean = [x / norm for x in mean]
+    return mean
+
+
+def redact_url(url: str) -> str:
+    """``url`` without any ``user:password@`` part, for error messages and logs."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<unparseable url>"
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port is not None else host
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+class PoolingEmbedder(ABC):
+    """Base class of the built-in embedders: batching, validation, and long-text pooling.
+
+    Subclasses provide ``count_tokens``, ``_token_cuts`` (see :data:`TokenCuts`) and
+    ``_embed_batch`` (one request/forward pass for at most ``batch_size`` texts that all fit the
+    model). ``embed`` splits long texts (see the module docstring), embeds the pieces in batches,
+    checks the shape of every answer and pools the pieces.
+
+    When the dimension is not known up front it is learnt from the first answer; reading
+    ``dimension`` before any ``embed`` call then sends one short probe text. (On Python < 3.12
+    ``isinstance(x, Embedder)`` reads attributes, so it may trigger that probe.)
+    """
+
+    config_class: ClassVar[type[BaseModel]]
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        max_input_tokens: int,
+        batch_size: int,
+        normalize: bool,
+        special_tokens: int = 0,
+        dimension: int | None = None,
+    ) -> None:
+        if max_input_tokens - special_tokens < 1:
+            raise ConfigError(
+                f"{name}: max_input_tokens {max_input_tokens} leaves no room beside "
+                f"{special_tokens} special tokens"
+            )
+        self.name = name
+        self.max_input_tokens = max_input_tokens
+        self.batch_size = batch_size
+        self.normalize = normalize
+        self.special_tokens = special_tokens
+        self._dimension = dimension
+        self._dimension_lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r})"
+
+    @property
+    def dimension(self) -> int:
+        """Length of every vector; learnt from the backend (one probe request) if not known."""
+        if self._dimension is None:
+            logger.debug("%s: probing the embedding dimension", self.name)
+            self.embed(["dimension probe"])
+        if self._dimension is None:  # pragma: no cover - _check_batch always sets it
+            raise EmbeddingError(f"{self.name}: could not determine the embedding dimension")
+        return self._dimension
+
+    @property
+    def piece_budget(self) -> int:
+        """Most content tokens one piece may have: ``max_input_tokens - special_tokens``."""
+        return self.max_input_tokens - self.special_tokens
+
+    @abstractmethod
+    def count_tokens(self, text: str) -> int:
+        """Number of content tokens of ``text`` (no special tokens) in the own tokenizer."""
+
+    @abstractmethod
+    def _token_cuts(self, text: str) -> Sequence[int | None]:
+        """Tokenize ``text`` into allowed cut positions, one per token (see ``TokenCuts``)."""
+
+    @abstractmethod
+    def _embed_batch(self, texts: list[str]) -> Sequence[Sequence[float]]:
+        """Embed texts that each fit the model, in one call; one vector per text, in order."""
+
+    def split_text(self, text: str) -> list[TextPiece]:
+        """The pieces ``embed`` embeds for ``text`` (one piece if it fits the model)."""
+        return split_by_tokens(text, self.piece_budget, self._token_cuts, self.count_tokens)
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Embed ``texts``: one vector per text, in input order (see the module docstring)."""
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a sequence of strings, not a single string")
+        texts = list(texts)
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise TypeError(f"embed() takes strings; item {i} is {type(text).__name__}")
+        if not texts:
+            return []
+        plans = [self.split_text(text) for text in texts]
+        flat = [piece.text for plan in plans for piece in plan]
+        if len(flat) > len(texts):
+            logger.debug(
+                "%s: %d long text(s) split, %d pieces in all",
+                self.name,
+                sum(1 for plan in plans if len(plan) > 1),
+                len(flat),
+            )
+        vectors: list[list[float]] = []
+        for offset in range(0, len(flat), self.batch_size):
+            batch = flat[offset : offset + self.batch_size]
+            vectors.extend(self._check_batch(batch, self._embed_batch(batch)))
+        out: list[list[float]] = []
+        k = 0
+        for plan in plans:
+            if len(plan) == 1:
+                out.append(vectors[k])
+            else:
+                weights = [float(piece.tokens) for piece in plan]
+                out.append(weighted_mean(vectors[k : k + len(plan)], weights, self.normalize))
+            k += len(plan)
+        return out
+
+    def _check_batch(
+        self, batch: list[str], vectors: Sequence[Sequence[float]]
+    ) -> list[list[float]]:
+        if len(vectors) != len(batch):
+            raise EmbeddingError(
+                f"{self.name}: the backend returned {len(vectors)} vectors for {len(batch)} texts"
+            )
+        checked: list[list[float]] = []
+        for i, vector in enumerate(vectors):
+            try:
+                values = [float(x) for x in vector]
+            except (TypeError, ValueError) as e:
+                raise EmbeddingError(f"{self.name}: vector {i} is not a list of numbers") from e
+            if not values or not all(math.isfinite(x) for x in values):
+                raise EmbeddingError(f"{self.name}: vector {i} is empty or not finite")
+            checked.append(values)
+        with self._dimension_lock:
+            if self._dimension is None:
+                self._dimension = len(checked[0])
+                logger.debug("%s: embedding dimension is %d", self.name, self._dimension)
+            expected = self._dimension
+        for i, values in enumerate(checked):
+            if len(values) != expected:
+                raise EmbeddingError(
+                    f"{self.name}: vector {i} has {len(values)} dimensions, expected {expected}"
+                )
+        return checked
+
+
+EMBEDDERS: dict[str, type[Any]] = {}
+"""Registered backends: name -> class with a ``config_class`` and ``__init__(config)``."""
+
+_T = TypeVar("_T", bound=type[Any])
+
+
+def register_embedder(name: str) -> Callable[[_T], _T]:
+    """Class decorator registering an embedder backend under ``name``.
+
+    The class needs a ``config_class`` attribute (a pydantic model) and must be constructible as
+    ``cls(config)`` with an instance of it; instances must satisfy :class:`Embedder`.
+    """
+
+    def decorator(cls: _T) -> _T:
+        config_class = getattr(cls, "config_class", None)
+        if not (isinstance(config_class, type) and issubclass(config_class, BaseModel)):
+            raise TypeError(f"embedder {cls.__name__} needs a pydantic `config_class` attribute")
+        existing = EMBEDDERS.get(name)
+        if existing is not None and existing.__qualname__ != cls.__qualname__:
+            raise ValueError(f"embedder backend {name!r} is already registered to {existing}")
+        EMBEDDERS[name] = cls
+        return cls
+
+    return decorator
+
+
+def _load_builtin_backends() -> None:
+    for module in _BUILTIN_BACKEND_MODULES:
+        importlib.import_module(module)
+
+
+def build_embedder(cfg: EmbedderConfig | Mapping[str, Any]) -> Embedder:
+    """Build the embedder ``cfg`` describes, validating ``cfg.config`` for its backend.
+
+    Raises :class:`ConfigError` for an unknown backend (listing the known ones) or invalid
+    settings (naming the backend and fields); backends may raise :class:`EmbeddingError` when
+    their model cannot be loaded.
+    """
+    _load_builtin_backends()
+    cfg = parse_embedder_config(cfg)
+    cls = EMBEDDERS.get(cfg.backend)
+    if cls is None:
+        known = ", ".join(sorted(EMBEDDERS))
+        raise ConfigError(f"unknown embedder backend {cfg.backend!r}; known backends: {known}")
+    config = validate_backend_config(cfg.backend, cls.config_class, cfg.config)
+    logger.debug("building embedder backend %r", cfg.backend)
+    return cast(Embedder, cls(config))

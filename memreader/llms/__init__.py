@@ -1,0 +1,87 @@
+"""The LLM client layer of fine mode: backends, slots, retries, JSON recovery, usage, hooks.
+
+Typical use by a reader::
+
+    from memreader.llms import LLMRouter, LLMSlots
+
+    router = LLMRouter(LLMSlots(llm={"backend": "openai", "model": "gpt-4o-mini"}))
+    with router.meter.scope() as call_usage:
+        answer = router.complete("general_llm", messages, schema=schema, schema_name="memories")
+    answer.parsed, answer.truncated, call_usage.snapshot().by_slot
+
+Every client of one router shares one :class:`ConcurrencyLimiter`, one :class:`UsageMeter` and
+one :class:`LLMHooks`. Failures raise :class:`LLMError` subclasses after retries.
+"""
+
+from memreader.llms.base import (
+    BaseLLMClient,
+    LLMClient,
+    LLMResponse,
+    Messages,
+    RawCompletion,
+    schema_instructions,
+)
+from memreader.llms.config import (
+    SLOT_FALLBACKS,
+    SLOT_NAMES,
+    LLMConfig,
+    LLMSlots,
+    StructuredOutputMode,
+)
+from memreader.llms.errors import (
+    LLMConnectionError,
+    LLMEmptyResponseError,
+    LLMError,
+    LLMParseError,
+    LLMRateLimitError,
+    LLMRequestError,
+    LLMServerError,
+    LLMTimeoutError,
+)
+from memreader.llms.hooks import AfterCallEvent, BeforeCallEvent, ErrorEvent, LLMHooks
+from memreader.llms.limiter import ConcurrencyLimiter
+from memreader.llms.parsing import ParseResult, parse_json, schema_limit_violations, strip_think
+from memreader.llms.registry import LLMRouter, available_llm_backends, build_llm, register_llm
+from memreader.llms.retry import RetryPolicy, parse_retry_after
+from memreader.llms.usage import Usage, UsageMeter, UsageSnapshot, active_meter
+
+__all__ = [
+    "SLOT_FALLBACKS",
+    "SLOT_NAMES",
+    "AfterCallEvent",
+    "BaseLLMClient",
+    "BeforeCallEvent",
+    "ConcurrencyLimiter",
+    "ErrorEvent",
+    "LLMClient",
+    "LLMConfig",
+    "LLMConnectionError",
+    "LLMEmptyResponseError",
+    "LLMError",
+    "LLMHooks",
+    "LLMParseError",
+    "LLMRateLimitError",
+    "LLMRequestError",
+    "LLMResponse",
+    "LLMRouter",
+    "LLMServerError",
+    "LLMSlots",
+    "LLMTimeoutError",
+    "Messages",
+    "ParseResult",
+    "RawCompletion",
+    "RetryPolicy",
+    "StructuredOutputMode",
+    "Usage",
+    "UsageMeter",
+    "UsageSnapshot",
+    "active_meter",
+    "available_llm_backends",
+    "build_llm",
+    "parse_json",
+    "parse_retry_after",
+    "register_llm",
+    "schema_instructions",
+    "schema_limit_violations",
+    "strip_think",
+]

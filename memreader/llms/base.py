@@ -1,0 +1,508 @@
+"""The client protocol, the response type, and the shared call loop of every backend.
+
+A backend subclasses :class:`BaseLLMClient` and implements only :meth:`BaseLLMClient._send` and
+:meth:`BaseLLMClient._asend`: one request, its answer as a :class:`RawCompletion`, and its
+failures mapped to :mod:`memreader.llms.errors`. The base class adds everything else, for sync
+and async calls alike: the concurrency budget, retries with backoff, re-asks of unusable
+answers, JSON recovery, usage metering and hooks.
+
+The loop is written once, as a generator (:meth:`BaseLLMClient._plan`) that yields "send this
+request" and "sleep this long" steps; :meth:`complete` runs the steps with blocking calls and
+:meth:`acomplete` with awaitables.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+from memreader.llms.config import LLMConfig, _mask_url
+from memreader.llms.errors import LLMEmptyResponseError, LLMError, LLMParseError, retry_after_of
+from memreader.llms.hooks import AfterCallEvent, BeforeCallEvent, ErrorEvent, LLMHooks
+from memreader.llms.limiter import ConcurrencyLimiter
+from memreader.llms.parsing import Expect, parse_json
+from memreader.llms.retry import RetryPolicy, empty_reask_messages, parse_reask_messages
+from memreader.llms.usage import Usage, UsageMeter, resolve_meter
+
+__all__ = [
+    "DEFAULT_MAX_CONCURRENCY",
+    "BaseLLMClient",
+    "LLMClient",
+    "LLMResponse",
+    "Messages",
+    "RawCompletion",
+    "schema_instructions",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Chat messages: mappings with at least ``role`` and ``content``.
+Messages = Sequence[Mapping[str, Any]]
+
+#: The budget of a client built without a shared limiter.
+DEFAULT_MAX_CONCURRENCY = 4
+
+
+@dataclass(frozen=True)
+class LLMResponse:
+    """The outcome of a successful call.
+
+    Attributes:
+        text: the model's answer as sent (for ``tool_call`` mode, the tool arguments).
+        parsed: the JSON value recovered from ``text`` when a schema was given, else ``None``.
+        usage: tokens of all attempts of the call.
+        model: the model that answered (as reported by the server).
+        attempts: requests sent (1 = first try succeeded).
+        finish_reason: the server's reason (``"stop"``, ``"length"``, ...), if reported.
+        slot: the slot the call was made for.
+        truncated: the JSON was cut off and only its complete prefix is in ``parsed``.
+        repairs: what JSON recovery had to do (see :class:`memreader.llms.parsing.ParseResult`).
+        elapsed_s: wall time of the whole call, waits included.
+    """
+
+    text: str
+    parsed: Any | None
+    usage: Usage
+    model: str
+    attempts: int
+    finish_reason: str | None
+    slot: str = "llm"
+    truncated: bool = False
+    repairs: tuple[str, ...] = ()
+    elapsed_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class RawCompletion:
+    """One answer as a backend read it, before any interpretation."""
+
+    content: str | None
+    tool_arguments: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    model: str | None = None
+    finish_reason: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The answer to interpret: the tool arguments if any, else the content."""
+        if self.tool_arguments is not None and self.tool_arguments.strip():
+            return self.tool_arguments
+        return self.content or ""
+
+
+@runtime_checkable
+class LLMClient(Protocol):
+    """What the rest of memreader needs from an LLM."""
+
+    config: LLMConfig
+
+    def complete(
+        self,
+        messages: Messages,
+        *,
+        schema: Mapping[str, Any] | None = None,
+        schema_name: str = "response",
+        slot: str = "llm",
+        meter: UsageMeter | None = None,
+    ) -> LLMResponse:
+        """Send ``messages``; with a ``schema``, return its JSON answer in ``parsed``.
+
+        Raises:
+            LLMError: a subclass saying what went wrong, after retries.
+        """
+        ...
+
+    async def acomplete(
+        self,
+        messages: Messages,
+        *,
+        schema: Mapping[str, Any] | None = None,
+        schema_name: str = "response",
+        slot: str = "llm",
+        meter: UsageMeter | None = None,
+    ) -> LLMResponse:
+        """The async twin of :meth:`complete`."""
+        ...
+
+    def close(self) -> None:
+        """Release connections."""
+        ...
+
+
+def schema_instructions(schema: Mapping[str, Any]) -> str:
+    """The system-prompt text of ``prompt`` mode for ``schema``."""
+    return (
+        "Answer with only a JSON value that conforms to this JSON schema, with no prose and no "
+        "code fences:\n" + json.dumps(schema, ensure_ascii=False)
+    )
+
+
+def _expect_for(schema: Mapping[str, Any]) -> Expect:
+    kind = schema.get("type", "object")
+    if kind == "array":
+        return "array"
+    if kind == "object":
+        return "object"
+    return "any"
+
+
+_SCHEMA_NAME = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def clean_schema_name(name: str) -> str:
+    """``name`` made acceptable to OpenAI (``^[A-Za-z0-9_-]{1,64}$``)."""
+    cleaned = _SCHEMA_NAME.sub("_", name)[:64]
+    return cleaned or "response"
+
+
+@dataclass(frozen=True)
+class _Send:
+    messages: list[dict[str, Any]]
+    schema: Mapping[str, Any] | None
+    schema_name: str
+
+
+@dataclass(frozen=True)
+class _Sleep:
+    seconds: float
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    raw: RawCompletion | None = None
+    error: LLMError | None = None
+    elapsed_s: float = 0.0
+
+
+_Step = _Send | _Sleep
+
+
+class BaseLLMClient(ABC):
+    """The shared call loop; subclasses implement one request in :meth:`_send`/:meth:`_asend`.
+
+    Args:
+        config: the endpoint.
+        limiter: the concurrency budget shared with the reader's other clients (a private one
+            of :data:`DEFAULT_MAX_CONCURRENCY` if omitted). A permit is held per request, not
+            during backoff waits.
+        meter: where usage is recorded (a private meter if omitted).
+        hooks: observability callbacks.
+    """
+
+    #: The registry name of the backend.
+    backend: ClassVar[str] = "base"
+
+    def __init__(
+        self,
+        config: LLMConfig,
+        *,
+        limiter: ConcurrencyLimiter | None = None,
+        meter: UsageMeter | None = None,
+        hooks: LLMHooks | None = None,
+    ) -> None:
+        self.config = config
+        self.limiter = (
+            limiter if limiter is not None else ConcurrencyLimiter(DEFAULT_MAX_CONCURRENCY)
+        )
+        self.meter = meter if meter is not None else UsageMeter()
+        self.hooks = hooks if hooks is not None else LLMHooks()
+        self.retry = RetryPolicy(
+            max_retries=config.max_retries,
+            backoff_base=config.backoff_base,
+            backoff_max=config.backoff_max,
+        )
+        self._secrets = [s for s in config.secrets() if s]
+
+    # -- to implement -----------------------------------------------------------------------
+
+    @abstractmethod
+    def _send(
+        self, messages: list[dict[str, Any]], schema: Mapping[str, Any] | None, schema_name: str
+    ) -> RawCompletion:
+        """Send one request; raise an :class:`LLMError` subclass on failure."""
+
+    @abstractmethod
+    async def _asend(
+        self, messages: list[dict[str, Any]], schema: Mapping[str, Any] | None, schema_name: str
+    ) -> RawCompletion:
+        """The async twin of :meth:`_send`."""
+
+    def close(self) -> None:  # noqa: B027 - optional override
+        """Release connections (no-op by default)."""
+
+    async def aclose(self) -> None:
+        """Release connections, including async ones."""
+        self.close()
+
+    # -- helpers for subclasses -------------------------------------------------------------
+
+    def scrub(self, text: str) -> str:
+        """``text`` with every secret of the config replaced by ``***``."""
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
+
+    def schema_in_prompt(self) -> bool:
+        """Whether the schema goes into the system prompt (``prompt`` mode)."""
+        return self.config.structured_output == "prompt"
+
+    # -- public API -------------------------------------------------------------------------
+
+    def complete(
+        self,
+        messages: Messages,
+        *,
+        schema: Mapping[str, Any] | None = None,
+        schema_name: str = "response",
+        slot: str = "llm",
+        meter: UsageMeter | None = None,
+    ) -> LLMResponse:
+        """Send ``messages`` (blocking); see :meth:`LLMClient.complete`."""
+        plan = self._plan(messages, schema, schema_name, slot, resolve_meter(self.meter, meter))
+        try:
+            step = next(plan)
+            while True:
+                feed: _Outcome | None = None
+                if isinstance(step, _Sleep):
+                    if step.seconds > 0:
+                        self.retry.sleep(step.seconds)
+                else:
+                    feed = self._run(step)
+                try:
+                    step = plan.send(feed)
+                except StopIteration as stop:
+                    result: LLMResponse = stop.value
+                    return result
+        finally:
+            plan.close()
+
+    async def acomplete(
+        self,
+        messages: Messages,
+        *,
+        schema: Mapping[str, Any] | None = None,
+        schema_name: str = "response",
+        slot: str = "llm",
+        meter: UsageMeter | None = None,
+    ) -> LLMResponse:
+        """Send ``messages`` without blocking the event loop; see :meth:`LLMClient.complete`."""
+        plan = self._plan(messages, schema, schema_name, slot, resolve_meter(self.meter, meter))
+        try:
+            step = next(plan)
+            while True:
+                feed: _Outcome | None = None
+                if isinstance(step, _Sleep):
+                    if step.seconds > 0:
+                        await asyncio.sleep(step.seconds)
+                else:
+                    feed = await self._arun(step)
+                try:
+                    step = plan.send(feed)
+                except StopIteration as stop:
+                    result: LLMResponse = stop.value
+                    return result
+        finally:
+            plan.close()
+
+    # -- the loop ---------------------------------------------------------------------------
+
+    def _run(self, step: _Send) -> _Outcome:
+        with self.limiter.hold():
+            started = time.perf_counter()
+            try:
+                raw = self._send(step.messages, step.schema, step.schema_name)
+            except LLMError as err:
+                return _Outcome(error=err, elapsed_s=time.perf_counter() - started)
+            return _Outcome(raw=raw, elapsed_s=time.perf_counter() - started)
+
+    async def _arun(self, step: _Send) -> _Outcome:
+        async with self.limiter.ahold():
+            started = time.perf_counter()
+            try:
+                raw = await self._asend(step.messages, step.schema, step.schema_name)
+            except LLMError as err:
+                return _Outcome(error=err, elapsed_s=time.perf_counter() - started)
+            return _Outcome(raw=raw, elapsed_s=time.perf_counter() - started)
+
+    def _prepare(
+        self, messages: Messages, schema: Mapping[str, Any] | None
+    ) -> list[dict[str, Any]]:
+        if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+            raise TypeError("messages must be a sequence of {'role': ..., 'content': ...} dicts")
+        if not messages:
+            raise ValueError("messages must not be empty")
+        prepared: list[dict[str, Any]] = []
+        for i, message in enumerate(messages):
+            if not isinstance(message, Mapping) or "role" not in message:
+                raise TypeError(f"message {i} must be a mapping with a 'role'")
+            prepared.append(dict(message))
+        if schema is not None and self.schema_in_prompt():
+            instructions = schema_instructions(schema)
+            first = prepared[0]
+            if first.get("role") == "system" and isinstance(first.get("content"), str):
+                prepared[0] = {**first, "content": f"{first['content']}\n\n{instructions}"}
+            else:
+                prepared.insert(0, {"role": "system", "content": instructions})
+        return prepared
+
+    def _plan(
+        self,
+        messages: Messages,
+        schema: Mapping[str, Any] | None,
+        schema_name: str,
+        slot: str,
+        meter: UsageMeter,
+    ) -> Generator[_Step, _Outcome | None, LLMResponse]:
+        """The call loop as a sequence of steps (see the module docstring)."""
+        cfg = self.config
+        conversation = self._prepare(messages, schema)
+        name = clean_schema_name(schema_name)
+        total = Usage()
+        started = time.perf_counter()
+        last_text: str | None = None
+        attempt = 0
+        while True:
+            attempt += 1
+            snapshot = tuple(conversation)
+            self.hooks.emit_before(
+                BeforeCallEvent(slot, cfg.model, self.backend, attempt, snapshot)
+            )
+            outcome = yield _Send(conversation, schema, name)
+            if outcome is None:  # pragma: no cover - drivers always answer a _Send
+                raise RuntimeError("no outcome for a request step")
+            if outcome.error is not None or outcome.raw is None:
+                err = outcome.error or LLMEmptyResponseError("no answer")
+                meter.add(slot, Usage())
+                err.set_context(
+                    slot=slot, model=cfg.model, attempts=attempt, usage=total, last_output=last_text
+                )
+                will_retry = err.retryable and self.retry.can_retry(attempt)
+                self.hooks.emit_error(
+                    ErrorEvent(
+                        slot,
+                        cfg.model,
+                        self.backend,
+                        attempt,
+                        snapshot,
+                        err,
+                        total,
+                        outcome.elapsed_s,
+                        will_retry,
+                    )
+                )
+                if not will_retry:
+                    raise err
+                wait = self.retry.delay(attempt, retry_after_of(err))
+                logger.warning(
+                    "LLM call failed (backend=%s, slot=%s, model=%s, attempt %d): %s; "
+                    "retrying in %.2fs",
+                    self.backend,
+                    slot,
+                    cfg.model,
+                    attempt,
+                    err.reason,
+                    wait,
+                )
+                yield _Sleep(wait)
+                continue
+
+            raw = outcome.raw
+            total = total + raw.usage
+            meter.add(slot, raw.usage)
+            text = raw.text
+            last_text = text
+            try:
+                response = self._interpret(raw, text, schema, slot, attempt, total, started)
+            except (LLMParseError, LLMEmptyResponseError) as err:
+                err.set_context(
+                    slot=slot, model=cfg.model, attempts=attempt, usage=total, last_output=text
+                )
+                will_retry = self.retry.can_retry(attempt)
+                self.hooks.emit_error(
+                    ErrorEvent(
+                        slot,
+                        cfg.model,
+                        self.backend,
+                        attempt,
+                        snapshot,
+                        err,
+                        total,
+                        outcome.elapsed_s,
+                        will_retry,
+                    )
+                )
+                if not will_retry:
+                    raise err
+                logger.warning(
+                    "LLM answer unusable (backend=%s, slot=%s, model=%s, attempt %d): %s; "
+                    "asking again",
+                    self.backend,
+                    slot,
+                    cfg.model,
+                    attempt,
+                    err.reason,
+                )
+                if isinstance(err, LLMParseError):
+                    conversation = [*conversation, *parse_reask_messages(text, err.reason)]
+                else:
+                    conversation = [
+                        *conversation,
+                        *empty_reask_messages(wants_json=schema is not None),
+                    ]
+                continue
+            self.hooks.emit_after(
+                AfterCallEvent(
+                    slot,
+                    response.model,
+                    self.backend,
+                    attempt,
+                    snapshot,
+                    response,
+                    total,
+                    outcome.elapsed_s,
+                    response.elapsed_s,
+                )
+            )
+            return response
+
+    def _interpret(
+        self,
+        raw: RawCompletion,
+        text: str,
+        schema: Mapping[str, Any] | None,
+        slot: str,
+        attempt: int,
+        total: Usage,
+        started: float,
+    ) -> LLMResponse:
+        if not text.strip():
+            raise LLMEmptyResponseError("the model returned an empty answer")
+        parsed: Any = None
+        truncated = False
+        repairs: tuple[str, ...] = ()
+        if schema is not None:
+            result = parse_json(text, expect=_expect_for(schema))
+            parsed, truncated, repairs = result.value, result.truncated, result.repairs
+        return LLMResponse(
+            text=text,
+            parsed=parsed,
+            usage=total,
+            model=raw.model or self.config.model,
+            attempts=attempt,
+            finish_reason=raw.finish_reason,
+            slot=slot,
+            truncated=truncated,
+            repairs=repairs,
+            elapsed_s=time.perf_counter() - started,
+        )
+
+    def __repr__(self) -> str:
+        base_url = _mask_url(self.config.base_url) if self.config.base_url else None
+        return f"{type(self).__name__}(model={self.config.model!r}, base_url={base_url!r})"

@@ -1,0 +1,281 @@
+"""Configuration of LLM backends and of the reader's LLM slots.
+
+Invalid configuration raises :class:`memreader.errors.ConfigError` naming the field (never a bare
+pydantic ``ValidationError``, whose message would echo input values such as an API key).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
+from urllib.parse import urlsplit, urlunsplit
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_serializer,
+    field_validator,
+)
+from typing_extensions import Self
+
+from memreader.errors import ConfigError
+
+__all__ = [
+    "SLOT_FALLBACKS",
+    "SLOT_NAMES",
+    "LLMConfig",
+    "LLMSlots",
+    "StructuredOutputMode",
+    "config_error_from",
+]
+
+#: How the schema of a structured answer is enforced (see :class:`LLMConfig`).
+StructuredOutputMode = Literal["json_schema", "json_object_schema", "tool_call", "prompt"]
+
+#: Header names whose values are masked in reprs.
+_SENSITIVE_HEADER = re.compile(r"auth|key|token|secret|cookie|password", re.IGNORECASE)
+
+
+def config_error_from(model_name: str, exc: ValidationError) -> ConfigError:
+    """A :class:`ConfigError` listing each invalid field of ``exc``, without input values.
+
+    Errors of nested config models (which raise ``ConfigError`` themselves) are flattened, so
+    the message names the full path, e.g. ``general_llm.temperature``.
+    """
+    problems: list[tuple[str, str]] = []
+    for err in exc.errors(include_input=False, include_url=False):
+        loc = ".".join(str(part) for part in err["loc"])
+        inner = (err.get("ctx") or {}).get("error")
+        nested: list[tuple[str, str]] | None = getattr(inner, "config_problems", None)
+        if isinstance(inner, ConfigError) and nested:
+            problems.extend((f"{loc}.{sub}" if loc else sub, msg) for sub, msg in nested)
+        else:
+            problems.append((loc or "(root)", err["msg"]))
+    error = ConfigError(
+        f"invalid {model_name}: " + "; ".join(f"{loc}: {msg}" for loc, msg in problems)
+    )
+    error.config_problems = problems  # type: ignore[attr-defined]
+    return error
+
+
+class _ConfigModel(BaseModel):
+    """A pydantic model that forbids unknown fields and raises ConfigError when invalid."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise config_error_from(type(self).__name__, exc) from None
+
+    @classmethod
+    def model_validate(cls, obj: Any, *args: Any, **kwargs: Any) -> Self:
+        """Validate ``obj``; raises :class:`ConfigError` instead of ``ValidationError``."""
+        try:
+            return super().model_validate(obj, *args, **kwargs)
+        except ValidationError as exc:
+            raise config_error_from(cls.__name__, exc) from None
+
+
+def _known_backends() -> list[str]:
+    from memreader.llms.registry import available_llm_backends
+
+    return available_llm_backends()
+
+
+class LLMConfig(_ConfigModel):
+    """One LLM endpoint.
+
+    Attributes:
+        backend: ``"openai"`` (any OpenAI-compatible server: OpenAI, vLLM, llama.cpp, LM Studio,
+            ...) or ``"ollama"``, or a name added with ``register_llm``.
+        model: the model name sent to the server.
+        base_url: the server URL. OpenAI-compatible: up to ``/v1``; ``None`` means OpenAI.
+            Ollama: the host (``http://127.0.0.1:11434``); ``None`` means ``$OLLAMA_HOST`` or
+            the local default.
+        api_key: sent as a bearer token. Never shown in reprs, logs or error messages (JSON
+            dumps show ``**********``, as do secret-looking ``extra_headers`` values and a
+            password in ``base_url``).
+            ``None``: the OpenAI backend reads ``$OPENAI_API_KEY`` and otherwise sends a
+            placeholder (local servers ignore it).
+        temperature, max_tokens: sampling settings (``max_tokens`` becomes ``num_predict`` for
+            Ollama).
+        timeout: seconds per request (connect + read).
+        extra_headers: extra HTTP headers for every request.
+        extra_body: extra top-level JSON fields for OpenAI-compatible requests; for Ollama,
+            ``think``/``keep_alive`` go to the request and everything else (or an ``options``
+            mapping) into ``options``.
+        structured_output: how a schema is enforced. ``json_schema``: OpenAI structured
+            outputs (``response_format`` of type ``json_schema``, ``strict`` off).
+            ``json_object_schema``: the llama.cpp dialect (``{"type": "json_object",
+            "schema": ...}``). ``tool_call``: one function tool with the schema as its
+            parameters, forced with ``tool_choice``. ``prompt``: no server support needed; the
+            schema goes into the system prompt. Ollama always sends the schema as ``format``
+            (``"json"`` in ``prompt`` mode, a forced tool in ``tool_call`` mode).
+        max_retries: retries after the first attempt, shared by transient failures (timeouts,
+            connection errors, 429, 5xx) and re-asks of unusable answers.
+        backoff_base, backoff_max: exponential backoff with full jitter, in seconds; the wait
+            before retry *n* is uniform in ``[0, min(backoff_max, backoff_base * 2**(n-1))]``.
+            A ``Retry-After`` header is honoured, capped at ``backoff_max``.
+    """
+
+    backend: str = "openai"
+    model: str
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    max_tokens: int = Field(default=2048, ge=1)
+    timeout: float = Field(default=60.0, gt=0.0)
+    extra_headers: dict[str, str] = Field(default_factory=dict)
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+    structured_output: StructuredOutputMode = "json_schema"
+    max_retries: int = Field(default=3, ge=0, le=20)
+    backoff_base: float = Field(default=0.5, ge=0.0)
+    backoff_max: float = Field(default=20.0, ge=0.0)
+
+    @field_validator("backend")
+    @classmethod
+    def _check_backend(cls, value: str) -> str:
+        name = value.strip().lower()
+        known = _known_backends()
+        if name not in known:
+            raise ValueError(f"unknown LLM backend {value!r}; known: {', '.join(known)}")
+        return name
+
+    @field_validator("model")
+    @classmethod
+    def _check_model(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("model must not be empty")
+        return value.strip()
+
+    @field_validator("base_url")
+    @classmethod
+    def _check_base_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        value = value.strip()
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError("base_url must be an http(s) URL with a host")
+        return value.rstrip("/")
+
+    @field_validator("api_key")
+    @classmethod
+    def _check_api_key(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not value.get_secret_value().strip():
+            return None
+        return value
+
+    @field_serializer("extra_headers", when_used="json")
+    def _dump_headers(self, value: dict[str, str]) -> dict[str, str]:
+        # Like SecretStr: JSON dumps mask secret header values.
+        return _mask_headers(value)
+
+    @field_serializer("base_url", when_used="json")
+    def _dump_base_url(self, value: str | None) -> str | None:
+        return _mask_url(value) if value is not None else None
+
+    def __repr_args__(self) -> Any:
+        for name, value in super().__repr_args__():
+            if name == "extra_headers" and isinstance(value, Mapping):
+                yield name, _mask_headers(value)
+            elif name == "base_url" and isinstance(value, str):
+                yield name, _mask_url(value)
+            else:
+                yield name, value
+
+    def api_key_value(self) -> str | None:
+        """The API key in clear, for building a client. Do not log it."""
+        return self.api_key.get_secret_value() if self.api_key is not None else None
+
+    def secrets(self) -> list[str]:
+        """Strings that must never appear in logs or messages (the key, secret header values)."""
+        found = [v for k, v in self.extra_headers.items() if _SENSITIVE_HEADER.search(k) and v]
+        key = self.api_key_value()
+        if key:
+            found.append(key)
+        password = urlsplit(self.base_url).password if self.base_url else None
+        if password:
+            found.append(password)
+        return found
+
+
+def _mask_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    return {k: ("**********" if _SENSITIVE_HEADER.search(k) else v) for k, v in headers.items()}
+
+
+def _mask_url(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None and parts.username is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, f"***@{host}", parts.path, parts.query, parts.fragment))
+
+
+#: The reader's LLM slots, and the slots each falls back to (in order) when unset.
+SLOT_FALLBACKS: dict[str, tuple[str, ...]] = {
+    "llm": (),
+    "general_llm": ("llm",),
+    "image_parser_llm": ("general_llm", "llm"),
+    "document_parser_llm": ("general_llm", "llm"),
+    "preference_extractor_llm": ("general_llm", "llm"),
+}
+SLOT_NAMES: tuple[str, ...] = tuple(SLOT_FALLBACKS)
+
+
+class LLMSlots(_ConfigModel):
+    """The LLMs of one reader, by role, plus their shared concurrency budget.
+
+    Unset slots fall back: ``general_llm`` -> ``llm``; ``image_parser_llm``,
+    ``document_parser_llm`` and ``preference_extractor_llm`` -> ``general_llm`` -> ``llm``.
+    ``max_concurrency`` bounds the LLM requests in flight across all slots of the reader.
+    """
+
+    SLOTS: ClassVar[tuple[str, ...]] = SLOT_NAMES
+
+    llm: LLMConfig | None = None
+    general_llm: LLMConfig | None = None
+    image_parser_llm: LLMConfig | None = None
+    document_parser_llm: LLMConfig | None = None
+    preference_extractor_llm: LLMConfig | None = None
+    max_concurrency: int = Field(default=4, ge=1, le=1024)
+
+    def resolve(self, slot_name: str) -> LLMConfig | None:
+        """The config serving ``slot_name`` after fallbacks, or ``None`` if none is set.
+
+        Raises:
+            ConfigError: ``slot_name`` is not one of :data:`SLOT_NAMES`.
+        """
+        if slot_name not in SLOT_FALLBACKS:
+            raise ConfigError(
+                f"unknown LLM slot {slot_name!r}; known slots: {', '.join(SLOT_NAMES)}"
+            )
+        for name in (slot_name, *SLOT_FALLBACKS[slot_name]):
+            cfg: LLMConfig | None = getattr(self, name)
+            if cfg is not None:
+                return cfg
+        return None
+
+    def resolved_slot(self, slot_name: str) -> str | None:
+        """The name of the slot whose config serves ``slot_name`` (``None`` if none is set)."""
+        if slot_name not in SLOT_FALLBACKS:
+            raise ConfigError(
+                f"unknown LLM slot {slot_name!r}; known slots: {', '.join(SLOT_NAMES)}"
+            )
+        for name in (slot_name, *SLOT_FALLBACKS[slot_name]):
+            if getattr(self, name) is not None:
+                return name
+        return None
+
+    @property
+    def configured(self) -> bool:
+        """Whether any slot is set."""
+        return any(getattr(self, name) is not None for name in SLOT_NAMES)

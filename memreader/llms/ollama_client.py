@@ -1,0 +1,215 @@
+"""The Ollama backend, via the official ``ollama`` client (``/api/chat``, non-streaming).
+
+Structured output: ``json_schema`` and ``json_object_schema`` send the schema as ``format``;
+``prompt`` puts it in the system prompt and sends ``format="json"``; ``tool_call`` offers one
+tool (Ollama cannot force a tool; a plain answer is parsed instead). Usage comes from
+``prompt_eval_count`` and ``eval_count``. The ``ollama`` client does not expose response
+headers, so a 429 is retried with backoff, not ``Retry-After``. One ``AsyncClient`` is kept per
+event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import weakref
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+import ollama
+import pydantic
+
+from memreader.llms.base import BaseLLMClient, RawCompletion
+from memreader.llms.config import LLMConfig
+from memreader.llms.errors import (
+    LLMConnectionError,
+    LLMError,
+    LLMRateLimitError,
+    LLMRequestError,
+    LLMServerError,
+    LLMTimeoutError,
+)
+from memreader.llms.hooks import LLMHooks
+from memreader.llms.limiter import ConcurrencyLimiter
+from memreader.llms.registry import register_llm
+from memreader.llms.usage import Usage, UsageMeter
+
+__all__ = ["OllamaClient", "build_ollama_request"]
+
+_DETAIL_LIMIT = 500
+#: ``extra_body`` keys that are request fields rather than model options.
+_REQUEST_FIELDS = ("think", "keep_alive")
+
+
+def build_ollama_request(
+    config: LLMConfig,
+    messages: list[dict[str, Any]],
+    schema: Mapping[str, Any] | None,
+    schema_name: str,
+) -> dict[str, Any]:
+    """The keyword arguments of ``ollama.Client.chat`` for one request."""
+    options: dict[str, Any] = {"temperature": config.temperature, "num_predict": config.max_tokens}
+    extra = dict(config.extra_body)
+    request_fields = {k: extra.pop(k) for k in _REQUEST_FIELDS if k in extra}
+    nested = extra.pop("options", None)
+    if isinstance(nested, Mapping):
+        options.update(nested)
+    options.update(extra)
+    kwargs: dict[str, Any] = {
+        "model": config.model,
+        "messages": messages,
+        "options": options,
+        "stream": False,
+        **request_fields,
+    }
+    if schema is not None:
+        mode = config.structured_output
+        if mode in ("json_schema", "json_object_schema"):
+            kwargs["format"] = dict(schema)
+        elif mode == "prompt":
+            kwargs["format"] = "json"
+        else:  # tool_call
+            kwargs["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": schema_name,
+                        "description": "Record the answer. Call this with the complete answer.",
+                        "parameters": dict(schema),
+                    },
+                }
+            ]
+    return kwargs
+
+
+def _read_chat(response: Any, fallback_model: str) -> RawCompletion:
+    message = getattr(response, "message", None)
+    content = getattr(message, "content", None)
+    arguments: str | None = None
+    for call in getattr(message, "tool_calls", None) or ():
+        args = getattr(getattr(call, "function", None), "arguments", None)
+        if isinstance(args, Mapping):
+            arguments = json.dumps(dict(args), ensure_ascii=False)
+            break
+        if isinstance(args, str):
+            arguments = args
+            break
+    return RawCompletion(
+        content=content if isinstance(content, str) else None,
+        tool_arguments=arguments,
+        usage=Usage.of(
+            getattr(response, "prompt_eval_count", None), getattr(response, "eval_count", None)
+        ),
+        model=getattr(response, "model", None) or fallback_model,
+        finish_reason=getattr(response, "done_reason", None),
+    )
+
+
+@register_llm("ollama")
+class OllamaClient(BaseLLMClient):
+    """An Ollama server (sync and async)."""
+
+    backend = "ollama"
+
+    def __init__(
+        self,
+        config: LLMConfig,
+        *,
+        limiter: ConcurrencyLimiter | None = None,
+        meter: UsageMeter | None = None,
+        hooks: LLMHooks | None = None,
+    ) -> None:
+        super().__init__(config, limiter=limiter, meter=meter, hooks=hooks)
+        headers = dict(config.extra_headers)
+        key = config.api_key_value()
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        self._client_kwargs: dict[str, Any] = {
+            "host": config.base_url,
+            "timeout": config.timeout,
+            "headers": headers,
+        }
+        self._lock = threading.Lock()
+        self._sync: ollama.Client | None = None
+        self._async: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, ollama.AsyncClient] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def _sync_client(self) -> ollama.Client:
+        with self._lock:
+            if self._sync is None:
+                self._sync = ollama.Client(**self._client_kwargs)
+            return self._sync
+
+    def _async_client(self) -> ollama.AsyncClient:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            client = self._async.get(loop)
+            if client is None:
+                client = ollama.AsyncClient(**self._client_kwargs)
+                self._async[loop] = client
+            return client
+
+    def _send(
+        self, messages: list[dict[str, Any]], schema: Mapping[str, Any] | None, schema_name: str
+    ) -> RawCompletion:
+        kwargs = build_ollama_request(self.config, messages, schema, schema_name)
+        try:
+            response = self._sync_client().chat(**kwargs)
+        except Exception as exc:
+            raise self._map_error(exc) from exc
+        return _read_chat(response, self.config.model)
+
+    async def _asend(
+        self, messages: list[dict[str, Any]], schema: Mapping[str, Any] | None, schema_name: str
+    ) -> RawCompletion:
+        kwargs = build_ollama_request(self.config, messages, schema, schema_name)
+        try:
+            response = await self._async_client().chat(**kwargs)
+        except Exception as exc:
+            raise self._map_error(exc) from exc
+        return _read_chat(response, self.config.model)
+
+    def _map_error(self, exc: Exception) -> LLMError:
+        if isinstance(exc, ollama.ResponseError):
+            status = exc.status_code
+            detail = self.scrub(str(exc.error))[:_DETAIL_LIMIT]
+            if status == 429:
+                return LLMRateLimitError(f"rate limited: {detail}", status_code=status)
+            if status >= 500:
+                return LLMServerError(f"server error: {detail}", status_code=status)
+            if 400 <= status < 500:
+                return LLMRequestError(f"request rejected: {detail}", status_code=status)
+            return LLMServerError(f"server error: {detail}", retryable=False)
+        if isinstance(exc, ollama.RequestError):
+            return LLMRequestError(self.scrub(f"invalid request: {exc.error}")[:_DETAIL_LIMIT])
+        if isinstance(exc, httpx.TimeoutException):
+            return LLMTimeoutError(f"request timed out after {self.config.timeout:g}s")
+        if isinstance(exc, (httpx.TransportError, ConnectionError)):
+            return LLMConnectionError(f"connection to the server failed: {type(exc).__name__}")
+        if isinstance(exc, (pydantic.ValidationError, json.JSONDecodeError)):
+            return LLMServerError(
+                "the server's answer is not an Ollama chat response", retryable=False
+            )
+        if isinstance(exc, httpx.HTTPError):
+            return LLMError(self.scrub(f"{type(exc).__name__}: {exc}")[:_DETAIL_LIMIT])
+        raise exc
+
+    def close(self) -> None:
+        """Close the sync client; async clients are dropped (close them with :meth:`aclose`)."""
+        with self._lock:
+            client, self._sync = self._sync, None
+            self._async = weakref.WeakKeyDictionary()
+        if client is not None:
+            client.close()  # type: ignore[no-untyped-call]
+
+    async def aclose(self) -> None:
+        """Close the current event loop's async client and the sync client."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            client = self._async.pop(loop, None)
+        if client is not None:
+            await client.close()  # type: ignore[no-untyped-call]
+        self.close()

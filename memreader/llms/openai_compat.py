@@ -1,0 +1,231 @@
+"""The OpenAI-compatible backend (OpenAI, vLLM, llama.cpp, LM Studio, ...), via ``openai``.
+
+The official client is built with ``max_retries=0``: retries, backoff and re-asks are done by
+:class:`~memreader.llms.base.BaseLLMClient`. Async calls use one ``AsyncOpenAI`` per event loop,
+because an async HTTP connection pool cannot move between loops (``asyncio.run`` called twice
+would otherwise fail on stale connections).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import weakref
+from collections.abc import Mapping
+from typing import Any
+
+import openai
+
+from memreader.errors import ConfigError
+from memreader.llms.base import BaseLLMClient, RawCompletion
+from memreader.llms.config import LLMConfig
+from memreader.llms.errors import (
+    LLMConnectionError,
+    LLMError,
+    LLMRateLimitError,
+    LLMRequestError,
+    LLMServerError,
+    LLMTimeoutError,
+)
+from memreader.llms.hooks import LLMHooks
+from memreader.llms.limiter import ConcurrencyLimiter
+from memreader.llms.registry import register_llm
+from memreader.llms.retry import parse_retry_after
+from memreader.llms.usage import Usage, UsageMeter
+
+__all__ = ["OpenAICompatibleClient", "build_openai_request"]
+
+#: Sent as the key to servers that need none (llama.cpp, vLLM without auth).
+PLACEHOLDER_KEY = "not-needed"
+_DETAIL_LIMIT = 500
+
+
+def build_openai_request(
+    config: LLMConfig,
+    messages: list[dict[str, Any]],
+    schema: Mapping[str, Any] | None,
+    schema_name: str,
+) -> dict[str, Any]:
+    """The keyword arguments of ``chat.completions.create`` for one request."""
+    kwargs: dict[str, Any] = {
+        "model": config.model,
+        "messages": messages,
+        "temperature": config.temperature,
+        "max_tokens": config.max_tokens,
+        "timeout": config.timeout,
+    }
+    if config.extra_body:
+        kwargs["extra_body"] = dict(config.extra_body)
+    if schema is None:
+        return kwargs
+    mode = config.structured_output
+    if mode == "json_schema":
+        kwargs["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": schema_name, "schema": dict(schema), "strict": False},
+        }
+    elif mode == "json_object_schema":
+        kwargs["response_format"] = {"type": "json_object", "schema": dict(schema)}
+    elif mode == "tool_call":
+        kwargs["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": schema_name,
+                    "description": "Record the answer. Call this with the complete answer.",
+                    "parameters": dict(schema),
+                },
+            }
+        ]
+        kwargs["tool_choice"] = {"type": "function", "function": {"name": schema_name}}
+    # "prompt": the schema is already in the system prompt (BaseLLMClient._prepare).
+    return kwargs
+
+
+def _read_completion(completion: Any, fallback_model: str) -> RawCompletion:
+    choices = getattr(completion, "choices", None)
+    if choices is None:
+        raise LLMServerError(
+            "the server's answer is not a chat completion", retryable=True, status_code=200
+        )
+    usage_obj = getattr(completion, "usage", None)
+    usage = Usage.of(
+        getattr(usage_obj, "prompt_tokens", None), getattr(usage_obj, "completion_tokens", None)
+    )
+    total = getattr(usage_obj, "total_tokens", None)
+    if isinstance(total, int) and total > usage.total_tokens:
+        usage = Usage(usage.prompt_tokens, usage.completion_tokens, total)
+    model = getattr(completion, "model", None) or fallback_model
+    if not choices:
+        return RawCompletion(content=None, usage=usage, model=model)
+    choice = choices[0]
+    message = getattr(choice, "message", None)
+    content = getattr(message, "content", None)
+    arguments: str | None = None
+    for call in getattr(message, "tool_calls", None) or ():
+        function = getattr(call, "function", None)
+        args = getattr(function, "arguments", None)
+        if isinstance(args, str):
+            arguments = args
+            break
+    return RawCompletion(
+        content=content if isinstance(content, str) else None,
+        tool_arguments=arguments,
+        usage=usage,
+        model=model,
+        finish_reason=getattr(choice, "finish_reason", None),
+    )
+
+
+@register_llm("openai")
+class OpenAICompatibleClient(BaseLLMClient):
+    """An OpenAI-compatible chat-completions endpoint (sync and async)."""
+
+    backend = "openai"
+
+    def __init__(
+        self,
+        config: LLMConfig,
+        *,
+        limiter: ConcurrencyLimiter | None = None,
+        meter: UsageMeter | None = None,
+        hooks: LLMHooks | None = None,
+    ) -> None:
+        super().__init__(config, limiter=limiter, meter=meter, hooks=hooks)
+        key = config.api_key_value() or os.environ.get("OPENAI_API_KEY")
+        if not key:
+            if config.base_url is None:
+                raise ConfigError(
+                    "LLMConfig.api_key: required for the OpenAI API (set api_key or "
+                    "OPENAI_API_KEY, or a base_url for a server that needs no key)"
+                )
+            key = PLACEHOLDER_KEY
+        else:
+            self._secrets.append(key)
+        self._client_kwargs: dict[str, Any] = {
+            "api_key": key,
+            "base_url": config.base_url,
+            "timeout": config.timeout,
+            "max_retries": 0,
+            "default_headers": dict(config.extra_headers) or None,
+        }
+        self._lock = threading.Lock()
+        self._sync: openai.OpenAI | None = None
+        self._async: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, openai.AsyncOpenAI] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def _sync_client(self) -> openai.OpenAI:
+        with self._lock:
+            if self._sync is None:
+                self._sync = openai.OpenAI(**self._client_kwargs)
+            return self._sync
+
+    def _async_client(self) -> openai.AsyncOpenAI:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            client = self._async.get(loop)
+            if client is None:
+                client = openai.AsyncOpenAI(**self._client_kwargs)
+                self._async[loop] = client
+            return client
+
+    def _send(
+        self, messages: list[dict[str, Any]], schema: Mapping[str, Any] | None, schema_name: str
+    ) -> RawCompletion:
+        kwargs = build_openai_request(self.config, messages, schema, schema_name)
+        try:
+            completion = self._sync_client().chat.completions.create(**kwargs)
+        except openai.OpenAIError as exc:
+            raise self._map_error(exc) from exc
+        return _read_completion(completion, self.config.model)
+
+    async def _asend(
+        self, messages: list[dict[str, Any]], schema: Mapping[str, Any] | None, schema_name: str
+    ) -> RawCompletion:
+        kwargs = build_openai_request(self.config, messages, schema, schema_name)
+        try:
+            completion = await self._async_client().chat.completions.create(**kwargs)
+        except openai.OpenAIError as exc:
+            raise self._map_error(exc) from exc
+        return _read_completion(completion, self.config.model)
+
+    def _map_error(self, exc: openai.OpenAIError) -> LLMError:
+        if isinstance(exc, openai.APITimeoutError):
+            return LLMTimeoutError(f"request timed out after {self.config.timeout:g}s")
+        if isinstance(exc, openai.APIConnectionError):
+            cause = exc.__cause__ or exc.__context__
+            detail = f": {type(cause).__name__}" if cause is not None else ""
+            return LLMConnectionError(self.scrub(f"connection to the server failed{detail}"))
+        if isinstance(exc, openai.APIStatusError):
+            status = exc.status_code
+            detail = self.scrub(str(exc.message))[:_DETAIL_LIMIT]
+            retry_after = parse_retry_after(exc.response.headers)
+            if status == 429:
+                return LLMRateLimitError(
+                    f"rate limited: {detail}", retry_after=retry_after, status_code=status
+                )
+            if status >= 500:
+                return LLMServerError(
+                    f"server error: {detail}", retry_after=retry_after, status_code=status
+                )
+            return LLMRequestError(f"request rejected: {detail}", status_code=status)
+        return LLMError(self.scrub(f"{type(exc).__name__}: {exc}")[:_DETAIL_LIMIT])
+
+    def close(self) -> None:
+        """Close the sync client; async clients are dropped (close them with :meth:`aclose`)."""
+        with self._lock:
+            client, self._sync = self._sync, None
+            self._async = weakref.WeakKeyDictionary()
+        if client is not None:
+            client.close()
+
+    async def aclose(self) -> None:
+        """Close the current event loop's async client and the sync client."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            client = self._async.pop(loop, None)
+        if client is not None:
+            await client.close()
+        self.close()

@@ -1,0 +1,175 @@
+"""Backends by name, and the per-reader set of slot clients.
+
+``register_llm("name")`` registers a factory (usually a :class:`BaseLLMClient` subclass) called
+as ``factory(config, limiter=..., meter=..., hooks=...)``; :func:`build_llm` builds a client for
+a config. The built-in backends (``openai``, ``ollama``) are imported on first use.
+
+:class:`LLMRouter` turns an :class:`LLMSlots` into clients that share one concurrency budget,
+one usage meter and one set of hooks, building each distinct config once.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from memreader.errors import ConfigError, LLMRequiredError
+from memreader.llms.hooks import LLMHooks
+from memreader.llms.limiter import ConcurrencyLimiter
+from memreader.llms.usage import UsageMeter
+
+if TYPE_CHECKING:
+    from memreader.llms.base import LLMClient, LLMResponse, Messages
+    from memreader.llms.config import LLMConfig, LLMSlots
+
+__all__ = ["LLMRouter", "available_llm_backends", "build_llm", "register_llm"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_BUILTINS = {
+    "openai": "memreader.llms.openai_compat",
+    "ollama": "memreader.llms.ollama_client",
+}
+_REGISTRY: dict[str, Callable[..., LLMClient]] = {}
+_LOCK = threading.Lock()
+
+
+def register_llm(name: str) -> Callable[[F], F]:
+    """Register a backend factory under ``name`` (lower-case); use as a class decorator.
+
+    The factory is called as ``factory(config, limiter=..., meter=..., hooks=...)`` and must
+    return an :class:`~memreader.llms.base.LLMClient`. Registering a name again replaces it.
+    """
+    key = name.strip().lower()
+    if not key:
+        raise ValueError("backend name must not be empty")
+
+    def decorator(factory: F) -> F:
+        with _LOCK:
+            _REGISTRY[key] = factory
+        if isinstance(factory, type) and hasattr(factory, "backend"):
+            factory.backend = key
+        return factory
+
+    return decorator
+
+
+def available_llm_backends() -> list[str]:
+    """Names accepted as ``LLMConfig.backend`` (built-ins and registered ones)."""
+    with _LOCK:
+        return sorted(set(_BUILTINS) | set(_REGISTRY))
+
+
+def _factory(name: str) -> Callable[..., LLMClient]:
+    with _LOCK:
+        factory = _REGISTRY.get(name)
+    if factory is None and name in _BUILTINS:
+        importlib.import_module(_BUILTINS[name])
+        with _LOCK:
+            factory = _REGISTRY.get(name)
+    if factory is None:
+        raise ConfigError(
+            f"unknown LLM backend {name!r}; known: {', '.join(available_llm_backends())}"
+        )
+    return factory
+
+
+def build_llm(
+    config: LLMConfig,
+    *,
+    limiter: ConcurrencyLimiter | None = None,
+    meter: UsageMeter | None = None,
+    hooks: LLMHooks | None = None,
+) -> LLMClient:
+    """A client for ``config``; pass the reader's shared ``limiter``, ``meter`` and ``hooks``.
+
+    Raises:
+        ConfigError: the backend is unknown.
+    """
+    return _factory(config.backend)(config, limiter=limiter, meter=meter, hooks=hooks)
+
+
+class LLMRouter:
+    """The clients of one reader's LLM slots, sharing one budget, meter and hooks.
+
+    Args:
+        slots: the slot configuration (its ``max_concurrency`` sizes the budget unless a
+            ``limiter`` is given).
+        limiter, meter, hooks: shared objects to use instead of fresh ones.
+    """
+
+    def __init__(
+        self,
+        slots: LLMSlots,
+        *,
+        limiter: ConcurrencyLimiter | None = None,
+        meter: UsageMeter | None = None,
+        hooks: LLMHooks | None = None,
+    ) -> None:
+        self.slots = slots
+        self.limiter = limiter if limiter is not None else ConcurrencyLimiter(slots.max_concurrency)
+        self.meter = meter if meter is not None else UsageMeter()
+        self.hooks = hooks if hooks is not None else LLMHooks()
+        self._clients: dict[int, LLMClient] = {}
+        self._lock = threading.Lock()
+
+    def client(self, slot: str) -> LLMClient | None:
+        """The client serving ``slot`` after fallbacks, or ``None`` if no slot is set.
+
+        Raises:
+            ConfigError: ``slot`` is not a known slot name.
+        """
+        cfg = self.slots.resolve(slot)
+        if cfg is None:
+            return None
+        with self._lock:
+            client = self._clients.get(id(cfg))
+            if client is None:
+                client = build_llm(cfg, limiter=self.limiter, meter=self.meter, hooks=self.hooks)
+                self._clients[id(cfg)] = client
+            return client
+
+    def require(self, slot: str) -> LLMClient:
+        """Like :meth:`client`, but raises :class:`LLMRequiredError` when nothing serves it."""
+        client = self.client(slot)
+        if client is None:
+            raise LLMRequiredError(f"no LLM is configured for slot {slot!r} (nor its fallbacks)")
+        return client
+
+    def complete(
+        self,
+        slot: str,
+        messages: Messages,
+        *,
+        schema: Mapping[str, Any] | None = None,
+        schema_name: str = "response",
+        meter: UsageMeter | None = None,
+    ) -> LLMResponse:
+        """``require(slot).complete(...)`` with the slot name filled in."""
+        return self.require(slot).complete(
+            messages, schema=schema, schema_name=schema_name, slot=slot, meter=meter
+        )
+
+    async def acomplete(
+        self,
+        slot: str,
+        messages: Messages,
+        *,
+        schema: Mapping[str, Any] | None = None,
+        schema_name: str = "response",
+        meter: UsageMeter | None = None,
+    ) -> LLMResponse:
+        """The async twin of :meth:`complete`."""
+        return await self.require(slot).acomplete(
+            messages, schema=schema, schema_name=schema_name, slot=slot, meter=meter
+        )
+
+    def close(self) -> None:
+        """Close every client built so far."""
+        with self._lock:
+            clients = list(self._clients.values())
+            self._clients.clear()
+        for client in clients:
+            client.close()
