@@ -38,6 +38,7 @@ from memreader.items import (
     TextualMemoryItemMetadata,
 )
 from memreader.readers import READERS, BaseMemReader, SimpleStructMemReader, register_reader
+from memreader.report import ReadReport, WindowReport
 
 __version__ = "0.1.0"
 
@@ -60,6 +61,7 @@ __all__ = [
     "MemReaderError",
     "MemReaderFactory",
     "MemoryType",
+    "ReadReport",
     "SimpleStructMemReader",
     "SimpleStructMemReaderConfig",
     "SourceMessage",
@@ -68,6 +70,7 @@ __all__ = [
     "UnknownRoleError",
     "UnsupportedModeError",
     "WindowConfig",
+    "WindowReport",
     "__version__",
     "register_reader",
 ]

@@ -21,6 +21,7 @@ from memreader.datasets import is_memorybank, memorybank_scenes
 from memreader.errors import InputError, MemReaderError
 from memreader.factory import MemReaderFactory
 from memreader.items import TextualMemoryItem
+from memreader.report import ReadReport
 
 EXIT_BAD_INPUT = 2
 EXIT_FAILURE = 1
@@ -48,8 +49,28 @@ def build_parser() -> argparse.ArgumentParser:
     read.add_argument("--max-tokens", type=int, help="window budget in tokens (overrides config)")
     read.add_argument("--overlap", type=int, help="window overlap in tokens (overrides config)")
     read.add_argument(
-        "--no-embedding", action="store_true", help="leave embeddings out of the output"
+        "--no-embedding", action="store_true", help="do not embed (items carry no embedding)"
     )
+    read.add_argument("--report", help="write the per-window report (status, usage) as JSON here")
+    llm = read.add_argument_group(
+        "fine mode LLM",
+        "override the config's `llm`; defaults come from MEMREADER_LLM_BACKEND, "
+        "MEMREADER_LLM_MODEL, MEMREADER_LLM_BASE_URL and OPENAI_API_KEY",
+    )
+    llm.add_argument("--llm-backend", choices=("openai", "ollama"))
+    llm.add_argument("--llm-model")
+    llm.add_argument("--llm-base-url", help="e.g. http://127.0.0.1:8080/v1 (llama.cpp server)")
+    llm.add_argument(
+        "--llm-api-key-env",
+        default="OPENAI_API_KEY",
+        help="environment variable holding the API key (keys are never taken as arguments)",
+    )
+    llm.add_argument(
+        "--structured-output", choices=("json_schema", "json_object_schema", "tool_call", "prompt")
+    )
+    llm.add_argument("--llm-concurrency", type=int, help="LLM requests in flight at most")
+    llm.add_argument("--no-filter", action="store_true", help="skip the hallucination filter")
+    llm.add_argument("--no-rewrite", action="store_true", help="skip the rewrite pass")
     progress = read.add_mutually_exclusive_group()
     progress.add_argument("--progress", dest="progress", action="store_true", default=None)
     progress.add_argument("--no-progress", dest="progress", action="store_false")
@@ -75,16 +96,42 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _config(args: argparse.Namespace) -> MemReaderConfigFactory:
     cfg = MemReaderConfigFactory.from_yaml(args.config) if args.config else MemReaderConfigFactory()
-    window: dict[str, Any] = {}
-    if args.max_tokens is not None:
-        window["max_tokens"] = args.max_tokens
-    if args.overlap is not None:
-        window["overlap_tokens"] = args.overlap
-    if not window:
-        return cfg
     data = cfg.model_dump()
-    data["config"]["window"] = {**data["config"]["window"], **window}
+    config = data["config"]
+    if args.no_embedding:
+        config["embedder"] = None
+    if args.max_tokens is not None:
+        config["window"]["max_tokens"] = args.max_tokens
+    if args.overlap is not None:
+        config["window"]["overlap_tokens"] = args.overlap
+    if args.mode == "fine":
+        config["llm"] = _llm_settings(args, config.get("llm"))
+        if args.llm_concurrency is not None:
+            config["llm_max_concurrency"] = args.llm_concurrency
+        if args.no_filter:
+            config["fine"]["hallucination_filter"] = False
+        if args.no_rewrite:
+            config["fine"]["rewrite"] = "off"
     return MemReaderConfigFactory(**data)
+
+
+def _llm_settings(args: argparse.Namespace, configured: dict[str, Any] | None) -> Any:
+    """The config's ``llm`` with flags and environment on top (flags win)."""
+    llm = dict(configured or {})
+    env = os.environ
+    backend = args.llm_backend or env.get("MEMREADER_LLM_BACKEND")
+    model = args.llm_model or env.get("MEMREADER_LLM_MODEL")
+    base_url = args.llm_base_url or env.get("MEMREADER_LLM_BASE_URL")
+    for key, value in (("backend", backend), ("model", model), ("base_url", base_url)):
+        if value:
+            llm[key] = value
+    if args.structured_output:
+        llm["structured_output"] = args.structured_output
+    if llm.get("api_key") is None and env.get(args.llm_api_key_env):
+        llm["api_key"] = env[args.llm_api_key_env]
+    if not llm.get("model"):
+        return configured  # let the reader say that fine mode needs an LLM
+    return llm
 
 
 def _jobs(args: argparse.Namespace) -> list[tuple[dict[str, str], Any, int]]:
@@ -140,31 +187,54 @@ def _read(args: argparse.Namespace) -> int:
     total = sum(len(scenes) if isinstance(scenes, list) else 1 for _, scenes, _ in jobs)
     show = sys.stderr.isatty() if args.progress is None else args.progress
     count = 0
+    report = ReadReport(mode=args.mode)
     with (
         _output(args.output) as out,
         tqdm(total=total, unit="scene", disable=not show or total < 2, file=sys.stderr) as bar,
     ):
         for info, scenes, scene_offset in jobs:
+            part = ReadReport()
             results = reader.get_memory(
-                scenes, type=args.type, info=info, mode=args.mode, custom_tags=args.tags
+                scenes,
+                type=args.type,
+                info=info,
+                mode=args.mode,
+                custom_tags=args.tags,
+                report=part,
             )
+            _merge(report, part, scene_offset)
             for scene_items in results:
                 for item in scene_items:
-                    _write(out, item, scene_offset, args.no_embedding)
+                    _write(out, item, scene_offset)
                     count += 1
             bar.update(len(scenes) if isinstance(scenes, list) else 1)
     logging.getLogger("memreader.cli").info("wrote %d items", count)
+    if report.fallbacks:
+        print(
+            f"memreader: {len(report.fallbacks)} of {len(report.windows)} windows fell back to "
+            "raw items (see --report)",
+            file=sys.stderr,
+        )
+    if args.report:
+        with _output(args.report) as handle:
+            json.dump(report.to_dict(), handle, ensure_ascii=False, indent=2)
     return 0
 
 
-def _write(out: IO[str], item: TextualMemoryItem, scene_offset: int, drop_embedding: bool) -> None:
+def _merge(total: ReadReport, part: ReadReport, scene_offset: int) -> None:
+    for window in part.windows:
+        window.scene_index += scene_offset
+        total.windows.append(window)
+    if part.usage is not None:
+        total.usage = part.usage if total.usage is None else total.usage + part.usage
+
+
+def _write(out: IO[str], item: TextualMemoryItem, scene_offset: int) -> None:
     data = item.to_dict()
     if scene_offset:
         # Batches restart scene numbering; report indexes into the whole input file.
         for source in data["metadata"]["sources"]:
             source["scene_index"] += scene_offset
-    if drop_embedding:
-        data["metadata"]["embedding"] = None
     out.write(json.dumps(data, ensure_ascii=False) + "\n")
 
 

@@ -68,7 +68,8 @@ class BaseReaderConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
+    # None: items are not embedded (for stores that embed on their own).
+    embedder: EmbedderConfig | None = Field(default_factory=EmbedderConfig)
     window: WindowConfig = Field(default_factory=WindowConfig)
     embedding_cache_size: int = Field(default=10_000, ge=1)
     allow_local_paths: bool = True

@@ -129,3 +129,90 @@ def test_fine_mode_without_llm_is_a_clear_error(tmp_path: Path) -> None:
     ok.write_text('[[{"role": "user", "content": "x"}]]', encoding="utf-8")
     result = run_cli("read", str(ok), "--mode", "fine", "--no-progress")
     assert result.returncode == 2 and "needs an LLM" in result.stderr
+
+
+def test_fine_mode_from_flags_and_environment(tmp_path: Path) -> None:
+    import json as _json
+
+    from .llm_server import LLMTestServer, Reply, openai_completion
+
+    answer = _json.dumps(
+        {
+            "memory_list": [
+                {
+                    "key": "tea",
+                    "memory_type": "UserMemory",
+                    "value": "The user likes oolong tea.",
+                    "tags": ["tea"],
+                    "source_ids": [1],
+                }
+            ],
+            "summary": "tea",
+        }
+    )
+    scenes = tmp_path / "scenes.json"
+    scenes.write_text(
+        _json.dumps([[{"role": "user", "content": "I like oolong tea."}]] * 3), encoding="utf-8"
+    )
+    out, report = tmp_path / "items.jsonl", tmp_path / "report.json"
+    with LLMTestServer() as server:
+        server.responder = lambda request: Reply(body=openai_completion(answer, usage=(50, 10)))
+        env_key = "MR_CLI_TEST_KEY"
+        os.environ[env_key] = "sk-cli-secret"
+        try:
+            result = run_cli(
+                "read",
+                str(scenes),
+                "--mode",
+                "fine",
+                "--no-embedding",
+                "--no-progress",
+                "--llm-model",
+                "test-model",
+                "--llm-base-url",
+                server.url,
+                "--llm-api-key-env",
+                env_key,
+                "--no-rewrite",
+                "-o",
+                str(out),
+                "--report",
+                str(report),
+            )
+        finally:
+            del os.environ[env_key]
+        auth = {r.headers.get("authorization") for r in server.requests}
+    assert result.returncode == 0, result.stderr
+    items = [_json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [i["memory"] for i in items] == ["The user likes oolong tea."] * 3
+    data = _json.loads(report.read_text(encoding="utf-8"))
+    assert [w["status"] for w in data["windows"]] == ["ok"] * 3
+    assert data["usage"]["requests"] == 6  # extraction + filter per window, no rewrite
+    assert data["usage"]["total"]["prompt_tokens"] == 300
+    assert auth == {"Bearer sk-cli-secret"}
+    assert "sk-cli-secret" not in result.stderr + out.read_text(encoding="utf-8")
+
+
+def test_fine_mode_fallbacks_are_announced(tmp_path: Path) -> None:
+    from .llm_server import LLMTestServer, Reply
+
+    scenes = tmp_path / "scenes.json"
+    scenes.write_text('[[{"role": "user", "content": "I like tea."}]]', encoding="utf-8")
+    with LLMTestServer() as server:
+        server.responder = lambda request: Reply(status=400, body={"error": {"message": "no"}})
+        result = run_cli(
+            "read",
+            str(scenes),
+            "--mode",
+            "fine",
+            "--no-embedding",
+            "--no-progress",
+            "--llm-model",
+            "m",
+            "--llm-base-url",
+            server.url,
+        )
+    assert result.returncode == 0
+    assert "1 of 1 windows fell back to raw items" in result.stderr
+    [item] = [json.loads(line) for line in result.stdout.splitlines()]
+    assert "fallback:llm_error" in item["metadata"]["tags"]

@@ -439,3 +439,27 @@ def test_secret_never_in_reprs_or_errors(llm_server: LLMTestServer) -> None:
     reader.get_memory(CHAT, type="chat", info=INFO, mode="fine", report=report)
     assert "sk-test-secret" not in repr(reader.config)
     assert "sk-test-secret" not in json.dumps(report.to_dict())
+
+
+def test_hooks_observe_every_call_of_a_factory_reader(llm_server: LLMTestServer) -> None:
+    from memreader import MemReaderConfigFactory, MemReaderFactory
+
+    llm_server.script([Reply(status=500, body={"error": {"message": "once"}})])
+    llm_server.responder = scripted_responder()
+    cfg = MemReaderConfigFactory.from_dict(
+        {
+            "config": {
+                "embedder": {"backend": "hash"},
+                "llm": {"model": "m", "base_url": llm_server.url, "backoff_base": 0.01},
+            }
+        }
+    )
+    reader = MemReaderFactory.from_config(cfg)
+    seen: list[tuple[str, str]] = []
+    reader.hooks.before_call.append(lambda e: seen.append(("before", e.slot)))  # type: ignore[attr-defined]
+    reader.hooks.after_call.append(lambda e: seen.append(("after", e.slot)))  # type: ignore[attr-defined]
+    reader.hooks.on_error.append(lambda e: seen.append(("error", e.slot)))  # type: ignore[attr-defined]
+    reader.hooks.after_call.append(lambda e: 1 / 0)  # type: ignore[attr-defined]  # a broken hook
+    reader.get_memory(CHAT, type="chat", info=INFO, mode="fine")
+    assert seen[:4] == [("before", "llm"), ("error", "llm"), ("before", "llm"), ("after", "llm")]
+    assert seen.count(("after", "general_llm")) == 2

@@ -239,3 +239,9 @@ def test_reader_is_thread_safe(reader: SimpleStructMemReader) -> None:
     for t in threads:
         t.join()
     assert results == [expected] * 6
+
+
+def test_no_embedder_means_no_embedding() -> None:
+    reader = SimpleStructMemReader(SimpleStructMemReaderConfig(embedder=None))
+    [[item]] = reader.get_memory([[{"role": "user", "content": "x"}]], type="chat", info=INFO)
+    assert item.metadata.embedding is None

@@ -72,13 +72,29 @@ _EMPTY_COUNTS: Mapping[str, int] = MappingProxyType({})
 class UsageSnapshot:
     """A frozen copy of a meter: totals, per-slot usage and request counts.
 
-    ``later - earlier`` gives what was spent in between.
+    ``later - earlier`` gives what was spent in between; ``a + b`` adds two calls' usage.
     """
 
     total: Usage = Usage()
     by_slot: Mapping[str, Usage] = field(default_factory=lambda: _EMPTY)
     requests: int = 0
     requests_by_slot: Mapping[str, int] = field(default_factory=lambda: _EMPTY_COUNTS)
+
+    def __add__(self, other: UsageSnapshot) -> UsageSnapshot:
+        if not isinstance(other, UsageSnapshot):
+            return NotImplemented
+        by_slot = dict(self.by_slot)
+        for slot, usage in other.by_slot.items():
+            by_slot[slot] = by_slot.get(slot, Usage()) + usage
+        counts = dict(self.requests_by_slot)
+        for slot, n in other.requests_by_slot.items():
+            counts[slot] = counts.get(slot, 0) + n
+        return UsageSnapshot(
+            total=self.total + other.total,
+            by_slot=MappingProxyType(by_slot),
+            requests=self.requests + other.requests,
+            requests_by_slot=MappingProxyType(counts),
+        )
 
     def __sub__(self, other: UsageSnapshot) -> UsageSnapshot:
         if not isinstance(other, UsageSnapshot):

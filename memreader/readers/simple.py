@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from memreader.config import SimpleStructMemReaderConfig
 from memreader.emit import make_item, memory_type_for, scene_digest, window_sources
-from memreader.errors import InputError, LLMRequiredError, UnsupportedModeError
+from memreader.errors import ConfigError, InputError, LLMRequiredError, UnsupportedModeError
 from memreader.extraction import (
     WindowInput,
     WindowOutcome,
@@ -22,6 +22,7 @@ from memreader.extraction import (
     window_plan,
 )
 from memreader.items import SourceMessage, TextualMemoryItem
+from memreader.llms.hooks import LLMHooks
 from memreader.parsers import scene_units
 from memreader.readers.base import BaseMemReader, register_reader
 from memreader.readers.fine_items import fine_window_items
@@ -94,7 +95,9 @@ class SimpleStructMemReader(BaseMemReader):
             window.max_tokens, window.overlap_tokens, get_tokenizer(window.tokenizer)
         )
         self._embedder = embedder
-        self._hooks = hooks
+        # Callbacks around every LLM call of this reader: append to hooks.before_call,
+        # hooks.after_call or hooks.on_error (also on readers from MemReaderFactory).
+        self.hooks = hooks if hooks is not None else LLMHooks()
         self._router: LLMRouter | None = None
         self._lock = threading.Lock()
 
@@ -102,6 +105,8 @@ class SimpleStructMemReader(BaseMemReader):
     def embedder(self) -> Embedder:
         """The embedder, built on first use (loading a local model takes seconds)."""
         if self._embedder is None:
+            if self.config.embedder is None:
+                raise ConfigError("this reader has no embedder (config `embedder: null`)")
             from memreader.embedders import CachedEmbedder, EmbeddingCache, build_embedder
 
             with self._lock:
@@ -125,7 +130,7 @@ class SimpleStructMemReader(BaseMemReader):
                 )
             with self._lock:
                 if self._router is None:
-                    self._router = LLMRouter(slots, hooks=self._hooks)
+                    self._router = LLMRouter(slots, hooks=self.hooks)
         return self._router
 
     # -- steps ------------------------------------------------------------------------------
@@ -180,7 +185,7 @@ class SimpleStructMemReader(BaseMemReader):
     def embed_items(self, result: Sequence[Sequence[TextualMemoryItem]]) -> None:
         """Embed every item's memory in one batched, cached call."""
         items = [item for items in result for item in items]
-        if not items:
+        if not items or (self._embedder is None and self.config.embedder is None):
             return
         vectors = self.embedder.embed([item.memory for item in items])
         for item, vector in zip(items, vectors, strict=True):
