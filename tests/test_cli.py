@@ -216,3 +216,15 @@ def test_fine_mode_fallbacks_are_announced(tmp_path: Path) -> None:
     assert "1 of 1 windows fell back to raw items" in result.stderr
     [item] = [json.loads(line) for line in result.stdout.splitlines()]
     assert "fallback:llm_error" in item["metadata"]["tags"]
+
+
+def test_progress_bar_goes_to_stderr(tmp_path: Path) -> None:
+    scenes = [[{"role": "user", "content": f"Scene {i}."}] for i in range(40)]
+    path = tmp_path / "scenes.json"
+    path.write_text(json.dumps(scenes), encoding="utf-8")
+    shown = run_cli("read", str(path), "--no-embedding", "--progress")
+    assert shown.returncode == 0
+    assert "40/40" in shown.stderr and "scene" in shown.stderr
+    assert len(shown.stdout.splitlines()) == 40, "the bar never mixes with the items"
+    hidden = run_cli("read", str(path), "--no-embedding", "--no-progress")
+    assert hidden.stderr == ""

@@ -235,3 +235,19 @@ def test_doc_file_data_and_errors() -> None:
         normalize_doc(
             [{"type": "file", "file": {"path": "/etc/hostname"}}], allow_local_paths=False
         )
+
+
+def test_office_files_convert_through_markitdown(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.append(["name", "drink"])
+    sheet.append(["Emily", "oolong"])
+    path = tmp_path / "drinks.xlsx"
+    book.save(path)
+    [scene] = normalize_doc([str(path)])
+    part = scene.messages[0].parts[0]
+    assert part.type == "file" and "| Emily | oolong |" in part.text
+    with pytest.raises(DocumentError, match="not supported"):
+        normalize_doc([{"type": "file", "file": {"file_data": "AAAA", "filename": "talk.mp3"}}])

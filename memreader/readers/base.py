@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 if TYPE_CHECKING:
     from memreader.config import BaseReaderConfig
     from memreader.items import TextualMemoryItem
+    from memreader.report import ReadReport
 
 READERS: dict[str, type[BaseMemReader]] = {}
 R = TypeVar("R", bound="type[BaseMemReader]")
@@ -36,6 +37,8 @@ class BaseMemReader(ABC):
         type: str = "chat",
         info: Mapping[str, Any] | None = None,
         mode: str = "fast",
-        **kwargs: Any,
+        *,
+        custom_tags: Sequence[str] | None = None,
+        report: ReadReport | None = None,
     ) -> list[list[TextualMemoryItem]]:
         """Turn ``scene_data`` into memory items: one inner list per scene, in input order."""

@@ -319,7 +319,6 @@ class SimpleStructMemReader(BaseMemReader):
         *,
         custom_tags: Sequence[str] | None = None,
         report: ReadReport | None = None,
-        **kwargs: Any,
     ) -> list[list[TextualMemoryItem]]:
         """Turn ``scene_data`` into memory items: one inner list per scene, in input order.
 
@@ -328,8 +327,6 @@ class SimpleStructMemReader(BaseMemReader):
         the same ids in the same order. Pass ``report=ReadReport()`` to get per-window status
         and LLM usage.
         """
-        if kwargs:
-            raise TypeError(f"get_memory() got unexpected keyword arguments {sorted(kwargs)}")
         checked, tags = self._prepare(type, info, mode, custom_tags)
         windowed = self.window(self.normalize(scene_data, type))
         if report is not None:
