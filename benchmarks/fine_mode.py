@@ -1,7 +1,8 @@
 """Fine-mode benchmark against a local OpenAI-compatible server with injected latency.
 
 Run by hand: ``.venv/bin/python benchmarks/fine_mode.py [--latency 0.2] [--concurrency 8]``.
-The server (the test suite's scripted server, on 127.0.0.1) answers every extraction with one
+The server (the test suite's scripted server on 127.0.0.1, in its own process) answers every
+extraction with one
 memory per message it was shown, and every filter/rewrite with an empty result, after
 ``--latency`` seconds. Measured on the MemoryBank English corpus: wall time against the ideal
 (calls x latency / concurrency), LLM calls and prompt characters per 1,000 input characters,
@@ -13,10 +14,13 @@ connections), so the timed run is the steady state.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
+import multiprocessing
 import platform
 import re
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -56,66 +60,74 @@ def responder(request: RecordedRequest) -> Reply:
     return Reply(body=openai_completion(content, usage=(len(str(body)) // 4, 50)))
 
 
+def serve(latency: float, ports: Any) -> None:
+    """The server process: the scripted server with ``responder``, until killed."""
+    server = LLMTestServer(latency=latency)
+    server.responder = responder
+    server.start()
+    ports.put(server.port)
+    threading.Event().wait()
+
+
+class CallCounter:
+    """Counts requests and prompt characters client-side, through the reader's hooks."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.prompt_chars = 0
+        self.lock = threading.Lock()
+
+    def __call__(self, event: Any) -> None:
+        with self.lock:
+            self.calls += 1
+            self.prompt_chars += sum(len(m.get("content") or "") for m in event.messages)
+
+
 def run(
-    server: LLMTestServer,
-    scenes_by_user: dict[str, Any],
+    url: str,
+    latency: float,
+    scenes: list[Any],
     concurrency: int,
     checks: bool,
     use_async: bool,
 ) -> dict[str, Any]:
     config = SimpleStructMemReaderConfig(
         embedder=None,
-        llm={"backend": "openai", "model": "bench", "base_url": server.url, "timeout": 30},
+        llm={"backend": "openai", "model": "bench", "base_url": url, "timeout": 30},
         llm_max_concurrency=concurrency,
         fine={"hallucination_filter": checks, "rewrite": "all" if checks else "off"},
     )
     reader = SimpleStructMemReader(config)
+    info = {"user_id": "b", "session_id": "b"}
     # Warm up (imports the openai client, opens connections) outside the timed run.
     warm = [[{"role": "user", "content": "warm-up"}]] * concurrency
-    reader.get_memory(warm, type="chat", info={"user_id": "b", "session_id": "b"}, mode="fine")
-    scenes = [scene for user_scenes in scenes_by_user.values() for scene in user_scenes]
+    reader.get_memory(warm, type="chat", info=info, mode="fine")
+    counter = CallCounter()
+    reader.hooks.before_call.append(counter)
     input_chars = sum(len(m["content"]) for scene in scenes for m in scene)
-    server.requests.clear()
-    server.max_in_flight = 0
     report = ReadReport()
     start = time.perf_counter()
     if use_async:
-        import asyncio
-
         result = asyncio.run(
-            reader.aget_memory(
-                scenes,
-                type="chat",
-                info={"user_id": "b", "session_id": "b"},
-                mode="fine",
-                report=report,
-            )
+            reader.aget_memory(scenes, type="chat", info=info, mode="fine", report=report)
         )
     else:
-        result = reader.get_memory(
-            scenes,
-            type="chat",
-            info={"user_id": "b", "session_id": "b"},
-            mode="fine",
-            report=report,
-        )
+        result = reader.get_memory(scenes, type="chat", info=info, mode="fine", report=report)
     wall = time.perf_counter() - start
-    calls = len(server.requests)
-    prompt_chars = sum(len(m.get("content") or "") for r in server.requests for m in r.messages)
-    ideal = calls * server.latency / concurrency
+    ideal = counter.calls * latency / concurrency
     return {
         "checks": "filter+rewrite" if checks else "off",
         "driver": "async" if use_async else "threads",
         "windows": len(report.windows),
         "items": sum(len(items) for items in result),
-        "calls": calls,
-        "max_in_flight": server.max_in_flight,
+        "calls": counter.calls,
+        "max_in_flight": reader.llm.limiter.max_in_use,
         "wall_s": wall,
         "ideal_s": ideal,
         "ideal_over_wall": ideal / wall,
-        "calls_per_1k_chars": 1000 * calls / input_chars,
-        "prompt_chars_per_input_char": prompt_chars / input_chars,
-        "vs_memos": prompt_chars / input_chars / MEMOS_PROMPT_CHARS_PER_INPUT_CHAR,
+        "calls_per_1k_chars": 1000 * counter.calls / input_chars,
+        "prompt_chars_per_input_char": counter.prompt_chars / input_chars,
+        "vs_memos": counter.prompt_chars / input_chars / MEMOS_PROMPT_CHARS_PER_INPUT_CHAR,
         "input_chars": input_chars,
     }
 
@@ -125,12 +137,20 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--concurrency", type=int, default=8)
     args = parser.parse_args()
-    scenes = load_memorybank(MEMORYBANK)
-    rows = []
-    with LLMTestServer(latency=args.latency) as server:
-        server.responder = responder
-        for checks, use_async in ((False, False), (False, True), (True, False)):
-            rows.append(run(server, scenes, args.concurrency, checks, use_async))
+    by_user = load_memorybank(MEMORYBANK)
+    scenes = [scene for user_scenes in by_user.values() for scene in user_scenes]
+    # The server runs in its own process so that it does not share this one's GIL.
+    ports: Any = multiprocessing.Queue()
+    server = multiprocessing.Process(target=serve, args=(args.latency, ports), daemon=True)
+    server.start()
+    try:
+        url = f"http://127.0.0.1:{ports.get(timeout=30)}/v1"
+        rows = [
+            run(url, args.latency, scenes, args.concurrency, checks, use_async)
+            for checks, use_async in ((False, False), (False, True), (True, False), (True, True))
+        ]
+    finally:
+        server.kill()
     print(
         f"machine: {platform.machine()}, Python {platform.python_version()}; latency "
         f"{args.latency * 1000:.0f} ms per call, concurrency {args.concurrency}; "

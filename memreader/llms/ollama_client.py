@@ -10,10 +10,7 @@ event loop.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import threading
-import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,6 +19,7 @@ import ollama
 import pydantic
 
 from memreader.llms.base import BaseLLMClient, RawCompletion
+from memreader.llms.client_pool import ClientPool
 from memreader.llms.config import LLMConfig
 from memreader.llms.errors import (
     LLMConnectionError,
@@ -131,33 +129,17 @@ class OllamaClient(BaseLLMClient):
             "timeout": config.timeout,
             "headers": headers,
         }
-        self._lock = threading.Lock()
-        self._sync: ollama.Client | None = None
-        self._async: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, ollama.AsyncClient] = (
-            weakref.WeakKeyDictionary()
+        self._clients: ClientPool[ollama.Client, ollama.AsyncClient] = ClientPool(
+            lambda: ollama.Client(**self._client_kwargs),
+            lambda: ollama.AsyncClient(**self._client_kwargs),
         )
-
-    def _sync_client(self) -> ollama.Client:
-        with self._lock:
-            if self._sync is None:
-                self._sync = ollama.Client(**self._client_kwargs)
-            return self._sync
-
-    def _async_client(self) -> ollama.AsyncClient:
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            client = self._async.get(loop)
-            if client is None:
-                client = ollama.AsyncClient(**self._client_kwargs)
-                self._async[loop] = client
-            return client
 
     def _send(
         self, messages: list[dict[str, Any]], schema: Mapping[str, Any] | None, schema_name: str
     ) -> RawCompletion:
         kwargs = build_ollama_request(self.config, messages, schema, schema_name)
         try:
-            response = self._sync_client().chat(**kwargs)
+            response = self._clients.sync().chat(**kwargs)
         except Exception as exc:
             raise self._map_error(exc) from exc
         return _read_chat(response, self.config.model)
@@ -167,7 +149,7 @@ class OllamaClient(BaseLLMClient):
     ) -> RawCompletion:
         kwargs = build_ollama_request(self.config, messages, schema, schema_name)
         try:
-            response = await self._async_client().chat(**kwargs)
+            response = await self._clients.for_running_loop().chat(**kwargs)
         except Exception as exc:
             raise self._map_error(exc) from exc
         return _read_chat(response, self.config.model)
@@ -199,17 +181,8 @@ class OllamaClient(BaseLLMClient):
 
     def close(self) -> None:
         """Close the sync client; async clients are dropped (close them with :meth:`aclose`)."""
-        with self._lock:
-            client, self._sync = self._sync, None
-            self._async = weakref.WeakKeyDictionary()
-        if client is not None:
-            client.close()  # type: ignore[no-untyped-call]
+        self._clients.close()
 
     async def aclose(self) -> None:
         """Close the current event loop's async client and the sync client."""
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            client = self._async.pop(loop, None)
-        if client is not None:
-            await client.close()  # type: ignore[no-untyped-call]
-        self.close()
+        await self._clients.aclose()

@@ -8,10 +8,7 @@ would otherwise fail on stale connections).
 
 from __future__ import annotations
 
-import asyncio
 import os
-import threading
-import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,6 +16,7 @@ import openai
 
 from memreader.errors import ConfigError
 from memreader.llms.base import BaseLLMClient, RawCompletion
+from memreader.llms.client_pool import ClientPool
 from memreader.llms.config import LLMConfig
 from memreader.llms.errors import (
     LLMConnectionError,
@@ -150,33 +148,17 @@ class OpenAICompatibleClient(BaseLLMClient):
             "max_retries": 0,
             "default_headers": dict(config.extra_headers) or None,
         }
-        self._lock = threading.Lock()
-        self._sync: openai.OpenAI | None = None
-        self._async: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, openai.AsyncOpenAI] = (
-            weakref.WeakKeyDictionary()
+        self._clients: ClientPool[openai.OpenAI, openai.AsyncOpenAI] = ClientPool(
+            lambda: openai.OpenAI(**self._client_kwargs),
+            lambda: openai.AsyncOpenAI(**self._client_kwargs),
         )
-
-    def _sync_client(self) -> openai.OpenAI:
-        with self._lock:
-            if self._sync is None:
-                self._sync = openai.OpenAI(**self._client_kwargs)
-            return self._sync
-
-    def _async_client(self) -> openai.AsyncOpenAI:
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            client = self._async.get(loop)
-            if client is None:
-                client = openai.AsyncOpenAI(**self._client_kwargs)
-                self._async[loop] = client
-            return client
 
     def _send(
         self, messages: list[dict[str, Any]], schema: Mapping[str, Any] | None, schema_name: str
     ) -> RawCompletion:
         kwargs = build_openai_request(self.config, messages, schema, schema_name)
         try:
-            completion = self._sync_client().chat.completions.create(**kwargs)
+            completion = self._clients.sync().chat.completions.create(**kwargs)
         except openai.OpenAIError as exc:
             raise self._map_error(exc) from exc
         return _read_completion(completion, self.config.model)
@@ -186,7 +168,7 @@ class OpenAICompatibleClient(BaseLLMClient):
     ) -> RawCompletion:
         kwargs = build_openai_request(self.config, messages, schema, schema_name)
         try:
-            completion = await self._async_client().chat.completions.create(**kwargs)
+            completion = await self._clients.for_running_loop().chat.completions.create(**kwargs)
         except openai.OpenAIError as exc:
             raise self._map_error(exc) from exc
         return _read_completion(completion, self.config.model)
@@ -215,17 +197,8 @@ class OpenAICompatibleClient(BaseLLMClient):
 
     def close(self) -> None:
         """Close the sync client; async clients are dropped (close them with :meth:`aclose`)."""
-        with self._lock:
-            client, self._sync = self._sync, None
-            self._async = weakref.WeakKeyDictionary()
-        if client is not None:
-            client.close()
+        self._clients.close()
 
     async def aclose(self) -> None:
         """Close the current event loop's async client and the sync client."""
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            client = self._async.pop(loop, None)
-        if client is not None:
-            await client.close()
-        self.close()
+        await self._clients.aclose()
