@@ -15,7 +15,8 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,20 @@ def load_model(model_path: str, device: str = "cpu") -> LoadedModel:
         return loaded
 
 
+@contextmanager
+def _quiet_transformers() -> Iterator[None]:
+    # Library code draws no progress bars: transformers would draw one while loading weights.
+    from transformers.utils import logging as hf_logging
+
+    shown = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    try:
+        yield
+    finally:
+        if shown:
+            hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
+
+
 def _load(model_path: str, device: str) -> LoadedModel:
     # Never reach the Hugging Face Hub: models must come from local files.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -83,7 +98,8 @@ def _load(model_path: str, device: str) -> LoadedModel:
         raise EmbeddingError(_INSTALL_HINT) from e
     started = time.perf_counter()
     try:
-        model = SentenceTransformer(model_path, device=device, local_files_only=True)
+        with _quiet_transformers():
+            model = SentenceTransformer(model_path, device=device, local_files_only=True)
     except Exception as e:  # torch/transformers raise many types for a bad model dir or device
         raise EmbeddingError(
             f"cannot load the sentence-transformers model {model_path!r} on device {device!r}: "
