@@ -107,6 +107,32 @@ class LlamaServer:
     gguf: str
     version: str
     log: Path
+    process: subprocess.Popen[bytes]
+
+    def assert_alive(self) -> None:
+        """Fail, quoting the server's log, if the server died while serving the test."""
+        code = self.process.poll()
+        if code is None:
+            return
+        # The log may hold a dump of a huge grammar; keep the lines that say what happened.
+        lines = [
+            line
+            for line in _tail(self.log, 400).splitlines()
+            if len(line) < 300
+            and "::=" not in line
+            and not line.lstrip().startswith(("llama_", "sched_"))
+        ]
+        hint = ""
+        if any("grammar" in line for line in lines):
+            hint = (
+                "\n(llama.cpp could not turn the request's JSON schema into a grammar; "
+                "llama-cpp-python's server crashes on such a request)"
+            )
+        pytest.fail(
+            f"llama_cpp.server died (exit {code}) while serving memreader's requests; "
+            "its log ends:\n" + "\n".join(lines[-12:]) + hint,
+            pytrace=False,
+        )
 
 
 def _llama_python() -> str:
@@ -180,13 +206,20 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 
 @pytest.fixture(scope="module")
-def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
-    """``llama_cpp.server`` serving SmolLM2-135M on 127.0.0.1, stopped when the module ends."""
+def llama_python() -> tuple[str, dict[str, str]]:
+    """The interpreter that serves, and what it serves (checked once per module)."""
     python = _llama_python()
-    info = _probe(python)
+    return python, _probe(python)
+
+
+@pytest.fixture
+def llama_server(llama_python: tuple[str, dict[str, str]], tmp_path: Path) -> Iterator[LlamaServer]:
+    """``llama_cpp.server`` serving SmolLM2-135M on 127.0.0.1, one per test (it starts in
+    seconds, and a server that crashed in one test must not fail the next), always stopped."""
+    python, info = llama_python
     port = _free_port()
     base_url = f"http://127.0.0.1:{port}/v1"
-    log = tmp_path_factory.mktemp("llama") / "server.log"
+    log = tmp_path / "server.log"
     command = [
         python,
         "-m",
@@ -234,7 +267,7 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServ
             f"\n[llama] llama-cpp-python {info['llama_cpp']} serving {info['gguf']} on "
             f"{base_url} (ready in {time.monotonic() - started:.1f}s)"
         )
-        yield LlamaServer(base_url, MODEL_ALIAS, info["gguf"], info["llama_cpp"], log)
+        yield LlamaServer(base_url, MODEL_ALIAS, info["gguf"], info["llama_cpp"], log, process)
     finally:
         _stop(process)
 
@@ -326,11 +359,16 @@ def check_promises(
         assert f"fallback:{window.fallback_reason}" in items[0].metadata.tags
     else:  # "empty" happens only with empty_window: drop
         assert items == []
-    # The request reached the model, and the model answered.
     assert report.usage is not None
     assert report.usage.requests >= 1
-    assert report.usage.total.completion_tokens > 0
     assert report.usage.requests_by_slot.get("llm", 0) >= 1
+
+
+def check_answered(server: LlamaServer, report: ReadReport) -> None:
+    """The server survived, and the model really answered (tokens were generated)."""
+    server.assert_alive()
+    assert report.usage is not None
+    assert report.usage.total.completion_tokens > 0, report.usage
 
 
 def check_constrained(log: CallLog) -> None:
@@ -391,6 +429,7 @@ def test_fine_mode_with_real_model(llama_server: LlamaServer, fine: dict[str, An
     describe(result, report, log, time.monotonic() - started)
 
     check_promises(result, report, SCENE)
+    check_answered(llama_server, report)
     check_constrained(log)
     window = report.windows[0]
     extracted = window.status == "ok"
@@ -429,4 +468,5 @@ def test_async_fine_mode_with_real_model(llama_server: LlamaServer) -> None:
     result = asyncio.run(run())
     describe(result, report, log, time.monotonic() - started)
     check_promises(result, report, SCENE)
+    check_answered(llama_server, report)
     check_constrained(log)

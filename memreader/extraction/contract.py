@@ -167,8 +167,8 @@ def read_extraction(parsed: Any, valid_ids: Sequence[int]) -> Extraction:
         if not isinstance(raw, Mapping):
             continue
         value = raw.get("value")
-        if not isinstance(value, str) or not value.strip():
-            continue
+        if not isinstance(value, str) or not any(ch.isalnum() for ch in value):
+            continue  # nothing a memory could say: "", "][", "..."
         repairs: list[str] = []
         memory_type = memory_type_from(raw.get("memory_type"))
         if memory_type is None:

@@ -32,6 +32,7 @@ from memreader.llms.errors import (
 from memreader.llms.hooks import LLMHooks
 from memreader.llms.limiter import ConcurrencyLimiter
 from memreader.llms.registry import register_llm
+from memreader.llms.schema import grammar_schema
 from memreader.llms.usage import Usage, UsageMeter
 
 __all__ = ["OllamaClient", "build_ollama_request"]
@@ -65,7 +66,7 @@ def build_ollama_request(
     if schema is not None:
         mode = config.structured_output
         if mode in ("json_schema", "json_object_schema"):
-            kwargs["format"] = dict(schema)
+            kwargs["format"] = grammar_schema(schema)
         elif mode == "prompt":
             kwargs["format"] = "json"
         else:  # tool_call
@@ -75,7 +76,7 @@ def build_ollama_request(
                     "function": {
                         "name": schema_name,
                         "description": "Record the answer. Call this with the complete answer.",
-                        "parameters": dict(schema),
+                        "parameters": grammar_schema(schema),
                     },
                 }
             ]

@@ -30,6 +30,7 @@ from memreader.llms.hooks import LLMHooks
 from memreader.llms.limiter import ConcurrencyLimiter
 from memreader.llms.registry import register_llm
 from memreader.llms.retry import parse_retry_after
+from memreader.llms.schema import grammar_schema
 from memreader.llms.usage import Usage, UsageMeter
 
 __all__ = ["OpenAICompatibleClient", "build_openai_request"]
@@ -64,7 +65,7 @@ def build_openai_request(
             "json_schema": {"name": schema_name, "schema": dict(schema), "strict": False},
         }
     elif mode == "json_object_schema":
-        kwargs["response_format"] = {"type": "json_object", "schema": dict(schema)}
+        kwargs["response_format"] = {"type": "json_object", "schema": grammar_schema(schema)}
     elif mode == "tool_call":
         kwargs["tools"] = [
             {
@@ -72,7 +73,7 @@ def build_openai_request(
                 "function": {
                     "name": schema_name,
                     "description": "Record the answer. Call this with the complete answer.",
-                    "parameters": dict(schema),
+                    "parameters": grammar_schema(schema),
                 },
             }
         ]

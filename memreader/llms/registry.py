@@ -166,6 +166,18 @@ class LLMRouter:
             messages, schema=schema, schema_name=schema_name, slot=slot, meter=meter
         )
 
+    async def aclose(self) -> None:
+        """Close every client built so far, async clients of the running loop included."""
+        with self._lock:
+            clients = list(self._clients.values())
+            self._clients.clear()
+        for client in clients:
+            aclose = getattr(client, "aclose", None)
+            if aclose is not None:
+                await aclose()
+            else:
+                client.close()
+
     def close(self) -> None:
         """Close every client built so far."""
         with self._lock:

@@ -437,6 +437,11 @@ class SimpleStructMemReader(BaseMemReader):
         if self._router is not None:
             self._router.close()
 
+    async def aclose(self) -> None:
+        """Close the LLM clients' connections, the running loop's async ones included."""
+        if self._router is not None:
+            await self._router.aclose()
+
 
 def _as_item(raw: TextualMemoryItem | Mapping[str, Any], position: int) -> TextualMemoryItem:
     if isinstance(raw, TextualMemoryItem):
