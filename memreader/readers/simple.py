@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -200,92 +200,101 @@ class SimpleStructMemReader(BaseMemReader):
         windowed: Sequence[WindowedScene],
         info: Mapping[str, Any],
         custom_tags: Sequence[str],
-    ) -> list[FineJob]:
-        """One job per window: its numbered lines, sources, and report entry."""
-        jobs = []
+    ) -> Iterator[FineJob]:
+        """One job per window: its numbered lines, sources, and report entry (made lazily, so
+        the first windows' LLM calls start while later windows are prepared)."""
         for position, ws in enumerate(windowed):
             for window in ws.windows:
                 sources = window_sources(window, ws.units, ws.scene)
                 lines = [(i + 1, s.line) for i, s in enumerate(window.segments)]
                 roles = {i + 1: source.role for i, source in enumerate(sources)}
                 language = self._language(window.text)
-                jobs.append(
-                    FineJob(
-                        position=position,
-                        window=WindowInput(lines, roles, language, tuple(custom_tags)),
-                        sources=sources,
-                        memory_text=window.text,
-                        id_base=(ws.scene.type, "fine", ws.digest, window.index),
-                        report=WindowReport(ws.scene.index, window.index, language=language),
-                        custom_tags=list(custom_tags),
-                        info=info,
-                    )
+                yield FineJob(
+                    position=position,
+                    window=WindowInput(lines, roles, language, tuple(custom_tags)),
+                    sources=sources,
+                    memory_text=window.text,
+                    id_base=(ws.scene.type, "fine", ws.digest, window.index),
+                    report=WindowReport(ws.scene.index, window.index, language=language),
+                    custom_tags=list(custom_tags),
+                    info=info,
                 )
-        return jobs
 
     def _plan(self, job: FineJob) -> Any:
         fine = self.config.fine
         return window_plan(job.window, use_filter=fine.hallucination_filter, rewrite=fine.rewrite)
 
+    def _finish(self, job: FineJob, outcome: WindowOutcome) -> list[TextualMemoryItem]:
+        """A window's items from its outcome (run as soon as its plan ends, so building items
+        overlaps the other windows' LLM calls)."""
+        return fine_window_items(
+            outcome,
+            job.sources,
+            memory_text=job.memory_text,
+            info=job.info,
+            custom_tags=job.custom_tags,
+            id_base=job.id_base,
+            keep_empty=self.config.fine.empty_window == "fallback",
+            report=job.report,
+        )
+
     def _collect(
         self,
         size: int,
-        jobs: Sequence[FineJob],
-        outcomes: Sequence[WindowOutcome],
+        done: Sequence[tuple[FineJob, list[TextualMemoryItem]]],
         report: ReadReport | None,
     ) -> list[list[TextualMemoryItem]]:
         result: list[list[TextualMemoryItem]] = [[] for _ in range(size)]
-        for job, outcome in zip(jobs, outcomes, strict=True):
-            result[job.position].extend(
-                fine_window_items(
-                    outcome,
-                    job.sources,
-                    memory_text=job.memory_text,
-                    info=job.info,
-                    custom_tags=job.custom_tags,
-                    id_base=job.id_base,
-                    keep_empty=self.config.fine.empty_window == "fallback",
-                    report=job.report,
-                )
-            )
+        for job, items in done:
+            result[job.position].extend(items)
             if report is not None:
                 report.windows.append(job.report)
-        fallbacks = sum(1 for job in jobs if job.report.status == "fallback")
+        fallbacks = sum(1 for job, _ in done if job.report.status == "fallback")
         if fallbacks:
-            logger.warning("%d of %d windows fell back to raw items", fallbacks, len(jobs))
+            logger.warning("%d of %d windows fell back to raw items", fallbacks, len(done))
         return result
 
     def run_fine(
-        self, jobs: Sequence[FineJob], size: int, report: ReadReport | None
+        self, jobs: Iterable[FineJob], size: int, report: ReadReport | None
     ) -> list[list[TextualMemoryItem]]:
         """Run the jobs' plans on threads (bounded by the LLM budget), then emit and embed."""
         router = self.llm
-        with router.meter.scope() as meter:
-            workers = max(1, min(len(jobs), self.config.llm_max_concurrency))
-            with ThreadPoolExecutor(
-                max_workers=workers, thread_name_prefix="memreader-llm"
-            ) as pool:
-                outcomes = list(
-                    pool.map(lambda job: run_plan(self._plan(job), router, meter), jobs)
-                )
+
+        def work(job: FineJob) -> list[TextualMemoryItem]:
+            return self._finish(job, run_plan(self._plan(job), router, meter))
+
+        with (
+            router.meter.scope() as meter,
+            ThreadPoolExecutor(
+                max_workers=self.config.llm_max_concurrency, thread_name_prefix="memreader-llm"
+            ) as pool,
+        ):
+            futures = [(job, pool.submit(work, job)) for job in jobs]
+            done = [(job, future.result()) for job, future in futures]
         if report is not None:
             report.usage = meter.snapshot()
-        result = self._collect(size, jobs, outcomes, report)
+        result = self._collect(size, done, report)
         self.embed_items(result)
         return result
 
     async def arun_fine(
-        self, jobs: Sequence[FineJob], size: int, report: ReadReport | None
+        self, jobs: Iterable[FineJob], size: int, report: ReadReport | None
     ) -> list[list[TextualMemoryItem]]:
         """The async twin of :meth:`run_fine`: plans run as tasks on native async clients."""
         router = self.llm
+
+        async def work(job: FineJob) -> list[TextualMemoryItem]:
+            return self._finish(job, await arun_plan(self._plan(job), router, meter))
+
         with router.meter.scope() as meter:
-            outcomes = await asyncio.gather(
-                *(arun_plan(self._plan(job), router, meter) for job in jobs)
-            )
+            tasks = []
+            for job in jobs:
+                tasks.append((job, asyncio.ensure_future(work(job))))
+                await asyncio.sleep(0)  # let the task send its first request now
+            done = [(job, await task) for job, task in tasks]
         if report is not None:
             report.usage = meter.snapshot()
-        result = self._collect(size, jobs, outcomes, report)
+        result = self._collect(size, done, report)
         await asyncio.to_thread(self.embed_items, result)
         return result
 
