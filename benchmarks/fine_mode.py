@@ -108,9 +108,16 @@ def run(
     report = ReadReport()
     start = time.perf_counter()
     if use_async:
-        result = asyncio.run(
-            reader.aget_memory(scenes, type="chat", info=info, mode="fine", report=report)
-        )
+
+        async def read() -> list[Any]:
+            try:
+                return await reader.aget_memory(
+                    scenes, type="chat", info=info, mode="fine", report=report
+                )
+            finally:
+                await reader.aclose()  # async clients belong to this loop
+
+        result = asyncio.run(read())
     else:
         result = reader.get_memory(scenes, type="chat", info=info, mode="fine", report=report)
     wall = time.perf_counter() - start
