@@ -57,6 +57,7 @@ def fine_window_items(
     assert outcome.memories is not None
     items = []
     cited: set[int] = set()
+    whole_window = False
     for k, memory in enumerate(outcome.memories):
         own = [sources[i - 1] for i in memory.source_ids]
         tags = ["mode:fine", *memory.tags, *custom_tags, *(f"repaired:{r}" for r in memory.repairs)]
@@ -64,6 +65,7 @@ def fine_window_items(
             # The model cited nothing usable: the whole window is the honest provenance.
             own = list(sources)
             tags.append("sources:window")
+            whole_window = True
         cited.update(memory.source_ids)
         items.append(
             make_item(
@@ -77,14 +79,9 @@ def fine_window_items(
                 background=outcome.summary,
             )
         )
-    all_cited = any("sources:window" in i.metadata.tags for i in items)
-    report.uncited_messages = (
-        []
-        if all_cited
-        else sorted(
-            {s.message_index for i, s in enumerate(sources) if i + 1 not in cited}
-            - {s.message_index for i, s in enumerate(sources) if i + 1 in cited}
-        )
-    )
+    if not whole_window:
+        # A message split over several lines counts as cited when any of its lines is.
+        cited_messages = {sources[i - 1].message_index for i in cited}
+        report.uncited_messages = sorted({s.message_index for s in sources} - cited_messages)
     report.items = len(items)
     return items
