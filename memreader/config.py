@@ -35,6 +35,10 @@ class WindowConfig(BaseModel):
     max_tokens: int = Field(default=1024, ge=64)
     overlap_tokens: int = Field(default=200, ge=0)
     tokenizer: str = "cl100k_base"
+    # How a message or document too long for one window is cut: "recursive" prefers paragraph,
+    # sentence, then word boundaries (chonkie's RecursiveChunker); "tokens" cuts at token
+    # boundaries, preferring a newline or a space. Both keep exact spans and the budget.
+    splitter: Literal["recursive", "tokens"] = "recursive"
 
     @model_validator(mode="after")
     def _overlap_fits(self) -> WindowConfig:

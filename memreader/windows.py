@@ -2,10 +2,12 @@
 
 Input is a sequence of :class:`Unit` (one exact text, e.g. a message or a document, with the
 prefix it is rendered with, e.g. ``"user: [chat_time]: "``). Each unit is tokenised once. A unit
-whose line does not fit ``max_tokens - overlap_tokens - 1`` is split at token boundaries that are
-also character boundaries (preferring a newline or a space), so every piece fits next to a full
-overlap. Windows are packed greedily with whole pieces; the next window starts with the longest
-tail of the previous one, cut at piece or character boundaries, that fits ``overlap_tokens``.
+whose line does not fit beside a full overlap is split: where a :class:`Splitter` is given, at
+the places it proposes (paragraphs, sentences), each piece checked; otherwise, and for any
+proposed piece that does not fit, at token boundaries that are also character boundaries
+(preferring a newline or a space). Windows are packed greedily with whole pieces; the next
+window starts with the longest tail of the previous one, cut at piece or character boundaries,
+that fits ``overlap_tokens``.
 
 BPE token counts are not additive (``"user: " + "好"`` is one token more than its halves), so
 costs are exact counts, never sums of parts: a segment costs the tokens of its line *with* the
@@ -26,12 +28,14 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from itertools import accumulate
+from typing import NamedTuple, Protocol
 
 from memreader.errors import ConfigError
 from memreader.tokens import Tokenizer, get_tokenizer
 
 SEPARATOR = "\n"
+_CONTINUATION = bytes(range(0x80, 0xC0))
 _MIN_FREE_TOKENS = 32
 
 
@@ -76,6 +80,14 @@ class Window:
         return _cost(self.segments[: self.carried])
 
 
+class Splitter(Protocol):
+    """Proposes where to cut an oversize text: ascending character offsets of piece ends, for
+    pieces of about ``budget`` tokens. The windower checks every piece and re-cuts any that
+    does not fit, so a splitter only chooses good places (paragraphs, sentences)."""
+
+    def __call__(self, text: str, budget: int) -> list[int]: ...
+
+
 def _is_punctuation(char: str) -> bool:
     """cl100k's ``[^\\s\\p{L}\\p{N}]``: neither white space, nor a letter, nor a number."""
     return not char.isspace() and unicodedata.category(char)[0] not in "LN"
@@ -95,7 +107,11 @@ class Windower:
     """
 
     def __init__(
-        self, max_tokens: int = 1024, overlap_tokens: int = 200, tokenizer: Tokenizer | None = None
+        self,
+        max_tokens: int = 1024,
+        overlap_tokens: int = 200,
+        tokenizer: Tokenizer | None = None,
+        splitter: Splitter | None = None,
     ) -> None:
         if max_tokens < 2 * _MIN_FREE_TOKENS:
             raise ConfigError(
@@ -109,6 +125,7 @@ class Windower:
         self.max_tokens = max_tokens
         self.overlap_tokens = overlap_tokens
         self.tokenizer = tokenizer or get_tokenizer()
+        self.splitter = splitter
         # The longest line (with its newline) a piece may have: it must fit beside a full
         # overlap, with two tokens to spare for BPE counting the last line differently.
         self.max_line_tokens = max_tokens - overlap_tokens - 2
@@ -144,15 +161,38 @@ class Windower:
         return count
 
     def _split(self, unit: int, text: str, prefix: str) -> list[Segment]:
+        """Pieces of an oversize unit: the splitter's cuts where it has one (each piece checked
+        against the budget, and cut by tokens where it does not fit), else token cuts."""
+        if self.splitter is None:
+            return self._token_split(unit, text, prefix, 0, len(text))
+        budget = self.max_line_tokens - self._count_prefix(prefix) - 1
+        pieces: list[Segment] = []
+        start = 0
+        for end in [*self.splitter(text, budget), len(text)]:
+            if not start < end <= len(text):
+                continue
+            line = prefix + text[start:end]
+            count = self.tokenizer.count(line + SEPARATOR)
+            if count <= self.max_line_tokens:
+                pieces.append(Segment(unit, start, end, line, count))
+            else:
+                pieces.extend(self._token_split(unit, text, prefix, start, end))
+            start = end
+        return pieces
+
+    def _token_split(
+        self, unit: int, whole: str, prefix: str, offset: int, stop: int
+    ) -> list[Segment]:
+        """Cut ``whole[offset:stop]`` at token boundaries that are character boundaries."""
         tok = self.tokenizer
         limit = self.max_line_tokens
         budget = limit - self._count_prefix(prefix) - 1
+        text = whole[offset:stop]
         tokens = tok.encode(text)
-        raw = [tok.token_bytes(t) for t in tokens]
-        # chars_before[i]: characters in the bytes of tokens[:i]; exact where token i starts a char.
-        chars_before = [0]
-        for piece in raw:
-            chars_before.append(chars_before[-1] + sum(1 for b in piece if not 0x80 <= b < 0xC0))
+        raw = tok.encoding.decode_tokens_bytes(tokens)
+        # chars_before[i]: characters in the bytes of tokens[:i] (bytes that are not UTF-8
+        # continuation bytes start a character); exact where token i starts a character.
+        chars_before = [0, *accumulate(len(piece.translate(None, _CONTINUATION)) for piece in raw)]
         boundary = [not 0x80 <= piece[0] < 0xC0 for piece in raw] + [True]
         pieces: list[Segment] = []
         i = 0
@@ -167,7 +207,7 @@ class Windower:
                     break
                 # Re-encoding a slice can differ from the slice's tokens; shrink and re-check.
                 j = self._cut(raw, boundary, i, j - (count - limit))
-            pieces.append(Segment(unit, start, end, line, count))
+            pieces.append(Segment(unit, offset + start, offset + end, line, count))
             i = j
         return pieces
 

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memreader.documents.chunking import RecursiveSplitter
 from memreader.errors import ConfigError
 from memreader.tokens import Tokenizer, get_tokenizer
 from memreader.windows import Unit, Window, Windower
@@ -73,11 +74,14 @@ def check_windows(windower: Windower, units: list[Unit], windows: list[Window]) 
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(units=units_strategy, budget=budgets())
-def test_window_invariants(units: list[Unit], budget: tuple[int, int]) -> None:
-    windower = Windower(*budget)
+@given(units=units_strategy, budget=budgets(), recursive=st.booleans())
+def test_window_invariants(units: list[Unit], budget: tuple[int, int], recursive: bool) -> None:
+    windower = Windower(*budget, splitter=SPLITTER if recursive else None)
     windows = windower.windows(units)
     check_windows(windower, units, windows)
+
+
+SPLITTER = RecursiveSplitter()
 
 
 @settings(max_examples=60, deadline=None)
@@ -85,11 +89,12 @@ def test_window_invariants(units: list[Unit], budget: tuple[int, int]) -> None:
     text=st.lists(alphabet, min_size=200, max_size=3000).map("".join),
     max_tokens=st.integers(64, 200),
     prefix=prefixes,
+    recursive=st.booleans(),
 )
 def test_oversize_unit_is_split_at_character_boundaries(
-    text: str, max_tokens: int, prefix: str
+    text: str, max_tokens: int, prefix: str, recursive: bool
 ) -> None:
-    windower = Windower(max_tokens, max_tokens // 4)
+    windower = Windower(max_tokens, max_tokens // 4, splitter=SPLITTER if recursive else None)
     units = [Unit(text, prefix)]
     windows = windower.windows(units)
     check_windows(windower, units, windows)
@@ -206,3 +211,21 @@ def test_tokenizer_is_offline_cl100k() -> None:
     assert TOKENIZER.encode("hello world") == [15339, 1917]
     with pytest.raises(ConfigError):
         get_tokenizer("o200k_base")
+
+
+def test_recursive_splitter_cuts_long_documents_at_paragraphs() -> None:
+    paragraphs = [
+        f"Paragraph {i}. " + "The tea was steamed and rolled by hand. " * 12 for i in range(12)
+    ]
+    text = "\n\n".join(paragraphs)
+    windower = Windower(256, 32, splitter=SPLITTER)
+    windows = windower.windows([Unit(text)])
+    check_windows(windower, [Unit(text)], windows)
+    pieces = [s for w in windows for s in w.segments[w.carried :]]
+    assert len(pieces) > 1
+    # Every cut but the last lands right after a paragraph break.
+    assert all(text[: s.end].endswith("\n\n") for s in pieces[:-1])
+    plain = [s for w in Windower(256, 32).windows([Unit(text)]) for s in w.segments[w.carried :]]
+    assert not all(text[: s.end].endswith("\n\n") for s in plain[:-1]), (
+        "token cuts ignore paragraphs"
+    )

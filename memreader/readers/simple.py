@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memreader.config import SimpleStructMemReaderConfig
+from memreader.documents.chunking import RecursiveSplitter
 from memreader.emit import make_item, memory_type_for, scene_digest, window_sources
 from memreader.errors import ConfigError, InputError, LLMRequiredError, UnsupportedModeError
 from memreader.extraction import (
@@ -91,9 +92,9 @@ class SimpleStructMemReader(BaseMemReader):
     ) -> None:
         self.config = config or SimpleStructMemReaderConfig()
         window = self.config.window
-        self.windower = Windower(
-            window.max_tokens, window.overlap_tokens, get_tokenizer(window.tokenizer)
-        )
+        tokenizer = get_tokenizer(window.tokenizer)
+        splitter = RecursiveSplitter(tokenizer) if window.splitter == "recursive" else None
+        self.windower = Windower(window.max_tokens, window.overlap_tokens, tokenizer, splitter)
         self._embedder = embedder
         # Callbacks around every LLM call of this reader: append to hooks.before_call,
         # hooks.after_call or hooks.on_error (also on readers from MemReaderFactory).
