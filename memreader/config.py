@@ -23,7 +23,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
 from memreader.embedders.config import EmbedderConfig
-from memreader.errors import ConfigError
+from memreader.errors import ConfigError, config_error_from
 from memreader.llms.config import LLMConfig, LLMSlots
 
 
@@ -131,8 +131,10 @@ class MemReaderConfigFactory(BaseModel):
     def __init__(self, **data: Any) -> None:
         try:
             super().__init__(**data)
+            return
         except ValidationError as exc:
-            raise ConfigError(_describe(exc)) from None
+            error = config_error_from("reader config", exc)
+        raise error from None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> MemReaderConfigFactory:
@@ -166,14 +168,6 @@ def _reveal(value: Any) -> Any:
     if isinstance(value, BaseModel):
         return value.model_dump()
     return str(value)
-
-
-def _describe(exc: ValidationError) -> str:
-    problems = []
-    for error in exc.errors(include_input=False, include_url=False):
-        where = ".".join(str(p) for p in error["loc"]) or "config"
-        problems.append(f"{where}: {error['msg']}")
-    return "invalid reader config: " + "; ".join(problems)
 
 
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")

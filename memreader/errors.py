@@ -6,7 +6,10 @@ caller, a batch job or the CLI can say exactly what was wrong without parsing th
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 
 class MemReaderError(Exception):
@@ -15,6 +18,28 @@ class MemReaderError(Exception):
 
 class ConfigError(MemReaderError, ValueError):
     """A configuration is invalid: unknown backend, bad value, unreadable YAML, missing env var."""
+
+
+def config_error_from(what: str, exc: ValidationError) -> ConfigError:
+    """A :class:`ConfigError` naming each invalid field of ``exc``, never the input values
+    (they may be secrets). Raise it after the ``except`` block (``raise error from None``): the
+    pydantic error echoes the values, and must be neither the cause nor the context.
+
+    Errors of nested config models that raised a ``ConfigError`` themselves are flattened, so
+    the message names the full path, e.g. ``general_llm.temperature``.
+    """
+    problems: list[tuple[str, str]] = []
+    for err in exc.errors(include_input=False, include_url=False):
+        loc = ".".join(str(part) for part in err["loc"])
+        inner = (err.get("ctx") or {}).get("error")
+        nested: list[tuple[str, str]] | None = getattr(inner, "config_problems", None)
+        if isinstance(inner, ConfigError) and nested:
+            problems.extend((f"{loc}.{sub}" if loc else sub, msg) for sub, msg in nested)
+        else:
+            problems.append((loc or "(root)", err["msg"]))
+    error = ConfigError(f"invalid {what}: " + "; ".join(f"{loc}: {msg}" for loc, msg in problems))
+    error.config_problems = problems  # type: ignore[attr-defined]
+    return error
 
 
 class InputError(MemReaderError, ValueError):

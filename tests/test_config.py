@@ -143,3 +143,13 @@ def test_example_configs_load() -> None:
     assert paths, "configs/ holds example configurations"
     for path in paths:
         assert MemReaderConfigFactory.from_yaml(path).backend
+
+
+def test_config_errors_carry_no_secret_anywhere() -> None:
+    with pytest.raises(ConfigError) as info:
+        MemReaderConfigFactory.from_dict(
+            {"config": {"llm": {"model": "m", "api_key": "sk-leak-me", "temperature": "hot"}}}
+        )
+    assert "llm.temperature" in str(info.value)
+    # The pydantic error echoes inputs: it must be neither the cause nor the context.
+    assert info.value.__cause__ is None and info.value.__context__ is None

@@ -28,7 +28,7 @@ from pydantic import (
     field_validator,
 )
 
-from memreader.errors import ConfigError
+from memreader.errors import config_error_from
 
 __all__ = [
     "EmbedderConfig",
@@ -175,15 +175,6 @@ class OllamaEmbedderConfig(BaseModel):
     max_retries: int = Field(default=2, ge=0)
 
 
-def _describe(error: ValidationError) -> str:
-    """Field-by-field summary of a validation error that never echoes input values."""
-    parts = []
-    for item in error.errors(include_input=False, include_url=False):
-        where = ".".join(str(loc) for loc in item["loc"]) or "<root>"
-        parts.append(f"field {where!r}: {item['msg']}")
-    return "; ".join(parts)
-
-
 def validate_backend_config(backend: str, config_class: type[_C], data: Any) -> _C:
     """Validate ``data`` against ``config_class``; raise :class:`ConfigError` naming the fields.
 
@@ -195,8 +186,8 @@ def validate_backend_config(backend: str, config_class: type[_C], data: Any) -> 
     try:
         return config_class.model_validate(reveal_secrets(data))
     except ValidationError as e:
-        message = f"invalid config for embedder backend {backend!r}: {_describe(e)}"
-    raise ConfigError(message)
+        error = config_error_from(f"config for embedder backend {backend!r}", e)
+    raise error from None
 
 
 def parse_embedder_config(data: Any) -> EmbedderConfig:
@@ -206,5 +197,5 @@ def parse_embedder_config(data: Any) -> EmbedderConfig:
     try:
         return EmbedderConfig.model_validate(data)
     except ValidationError as e:
-        message = f"invalid embedder config: {_describe(e)}"
-    raise ConfigError(message)
+        error = config_error_from("embedder config", e)
+    raise error from None

@@ -61,44 +61,25 @@ EXTRACTION_SCHEMA: dict[str, Any] = {
     "required": ["memory_list", "summary"],
 }
 
-FILTER_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "results": {
-            "type": "array",
-            "maxItems": MAX_MEMORIES,
-            "items": {
-                "type": "object",
-                "properties": {
-                    "id": {"type": "integer"},
-                    "supported": {"type": "boolean"},
-                    "reason": {"type": "string", "maxLength": 300},
-                },
-                "required": ["id", "supported"],
-            },
-        }
-    },
-    "required": ["results"],
-}
 
-REWRITE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "results": {
-            "type": "array",
-            "maxItems": MAX_MEMORIES,
-            "items": {
-                "type": "object",
-                "properties": {
-                    "id": {"type": "integer"},
-                    "value": {"type": "string", "maxLength": MAX_VALUE_CHARS},
-                },
-                "required": ["id", "value"],
-            },
-        }
-    },
-    "required": ["results"],
-}
+def _results_schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    """``{"results": [{...}]}``: the answer shape of the filter and rewrite passes."""
+    item = {"type": "object", "properties": {"id": {"type": "integer"}, **properties}}
+    item["required"] = ["id", *required]
+    return {
+        "type": "object",
+        "properties": {"results": {"type": "array", "maxItems": MAX_MEMORIES, "items": item}},
+        "required": ["results"],
+    }
+
+
+FILTER_SCHEMA = _results_schema(
+    {"supported": {"type": "boolean"}, "reason": {"type": "string", "maxLength": 300}},
+    ["supported"],
+)
+REWRITE_SCHEMA = _results_schema(
+    {"value": {"type": "string", "maxLength": MAX_VALUE_CHARS}}, ["value"]
+)
 
 
 class ContractError(ValueError):

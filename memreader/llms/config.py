@@ -22,7 +22,7 @@ from pydantic import (
 )
 from typing_extensions import Self
 
-from memreader.errors import ConfigError
+from memreader.errors import ConfigError, config_error_from
 
 __all__ = [
     "SLOT_FALLBACKS",
@@ -40,28 +40,6 @@ StructuredOutputMode = Literal["json_schema", "json_object_schema", "tool_call",
 _SENSITIVE_HEADER = re.compile(r"auth|key|token|secret|cookie|password", re.IGNORECASE)
 
 
-def config_error_from(model_name: str, exc: ValidationError) -> ConfigError:
-    """A :class:`ConfigError` listing each invalid field of ``exc``, without input values.
-
-    Errors of nested config models (which raise ``ConfigError`` themselves) are flattened, so
-    the message names the full path, e.g. ``general_llm.temperature``.
-    """
-    problems: list[tuple[str, str]] = []
-    for err in exc.errors(include_input=False, include_url=False):
-        loc = ".".join(str(part) for part in err["loc"])
-        inner = (err.get("ctx") or {}).get("error")
-        nested: list[tuple[str, str]] | None = getattr(inner, "config_problems", None)
-        if isinstance(inner, ConfigError) and nested:
-            problems.extend((f"{loc}.{sub}" if loc else sub, msg) for sub, msg in nested)
-        else:
-            problems.append((loc or "(root)", err["msg"]))
-    error = ConfigError(
-        f"invalid {model_name}: " + "; ".join(f"{loc}: {msg}" for loc, msg in problems)
-    )
-    error.config_problems = problems  # type: ignore[attr-defined]
-    return error
-
-
 class _ConfigModel(BaseModel):
     """A pydantic model that forbids unknown fields and raises ConfigError when invalid."""
 
@@ -70,8 +48,10 @@ class _ConfigModel(BaseModel):
     def __init__(self, **data: Any) -> None:
         try:
             super().__init__(**data)
+            return
         except ValidationError as exc:
-            raise config_error_from(type(self).__name__, exc) from None
+            error = config_error_from(type(self).__name__, exc)
+        raise error from None
 
     @classmethod
     def model_validate(cls, obj: Any, *args: Any, **kwargs: Any) -> Self:
@@ -79,7 +59,8 @@ class _ConfigModel(BaseModel):
         try:
             return super().model_validate(obj, *args, **kwargs)
         except ValidationError as exc:
-            raise config_error_from(cls.__name__, exc) from None
+            error = config_error_from(cls.__name__, exc)
+        raise error from None
 
 
 def _known_backends() -> list[str]:

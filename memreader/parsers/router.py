@@ -43,20 +43,23 @@ class PartRef:
     part: Part
 
 
-def line_prefix(message: Message) -> str:
-    """``role: [chat_time]: `` for chat messages, nothing for documents and plain strings."""
-    if message.role is None:
+def line_prefix(role: str | None, chat_time: str | None) -> str:
+    """``role: [chat_time]: `` for chat messages, nothing for documents and plain strings.
+
+    The one place lines are rendered: windows, and fine-mode refinement of stored items.
+    """
+    if role is None:
         return ""
-    if message.chat_time:
-        return f"{message.role}: [{message.chat_time}]: "
-    return f"{message.role}: "
+    if chat_time:
+        return f"{role}: [{chat_time}]: "
+    return f"{role}: "
 
 
 def scene_units(scene: Scene) -> list[Unit]:
     """One unit per message part, in order, keyed by a :class:`PartRef`."""
     units = []
     for message in scene.messages:
-        prefix = line_prefix(message)
+        prefix = line_prefix(message.role, message.chat_time)
         for part in message.parts:
             parser = PART_PARSERS.get(part.type, _placeholder)
             units.append(Unit(parser(part, message), prefix, PartRef(message, part)))

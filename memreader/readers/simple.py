@@ -24,7 +24,7 @@ from memreader.extraction import (
 )
 from memreader.items import SourceMessage, TextualMemoryItem
 from memreader.llms.hooks import LLMHooks
-from memreader.parsers import scene_units
+from memreader.parsers import line_prefix, scene_units
 from memreader.readers.base import BaseMemReader, register_reader
 from memreader.readers.fine_items import fine_window_items
 from memreader.report import ReadReport, WindowReport
@@ -138,11 +138,10 @@ class SimpleStructMemReader(BaseMemReader):
 
     def normalize(self, scene_data: Any, type: str) -> list[Scene]:
         """Step 1: the caller's input as typed scenes."""
+        _check_type(type)
         if type == "chat":
             return normalize_chat(scene_data)
-        if type == "doc":
-            return normalize_doc(scene_data, allow_local_paths=self.config.allow_local_paths)
-        raise UnsupportedModeError(f"unknown input type {type!r}; expected one of {SCENE_TYPES}")
+        return normalize_doc(scene_data, allow_local_paths=self.config.allow_local_paths)
 
     def window(self, scenes: Sequence[Scene]) -> list[WindowedScene]:
         """Steps 2 and 3: parse each scene into units and cut them into windows."""
@@ -310,10 +309,7 @@ class SimpleStructMemReader(BaseMemReader):
     ) -> tuple[dict[str, Any], list[str]]:
         if mode not in MODES:
             raise UnsupportedModeError(f"unknown mode {mode!r}; expected one of {MODES}")
-        if type not in SCENE_TYPES:
-            raise UnsupportedModeError(
-                f"unknown input type {type!r}; expected one of {SCENE_TYPES}"
-            )
+        _check_type(type)
         checked = validate_info(info)
         tags = _check_tags(custom_tags)
         if mode == "fine":
@@ -375,17 +371,16 @@ class SimpleStructMemReader(BaseMemReader):
         custom_tags: Sequence[str],
     ) -> list[FineJob]:
         """One fine job per stored item, rebuilt from its text and sources."""
-        if type not in SCENE_TYPES:
-            raise UnsupportedModeError(
-                f"unknown input type {type!r}; expected one of {SCENE_TYPES}"
-            )
+        _check_type(type)
         jobs = []
         for position, raw in enumerate(items):
             item = _as_item(raw, position)
             sources = list(item.metadata.sources)
             if not sources:
                 raise InputError(f"item {position} ({item.id}) has no sources to refine from")
-            lines = [(i + 1, _source_line(s)) for i, s in enumerate(sources)]
+            lines = [
+                (i + 1, line_prefix(s.role, s.chat_time) + s.content) for i, s in enumerate(sources)
+            ]
             roles = {i + 1: s.role for i, s in enumerate(sources)}
             language = self._language(item.memory)
             info = {
@@ -466,12 +461,9 @@ def _as_item(raw: TextualMemoryItem | Mapping[str, Any], position: int) -> Textu
     )
 
 
-def _source_line(source: SourceMessage) -> str:
-    if source.role is None:
-        return source.content
-    if source.chat_time:
-        return f"{source.role}: [{source.chat_time}]: {source.content}"
-    return f"{source.role}: {source.content}"
+def _check_type(type: str) -> None:
+    if type not in SCENE_TYPES:
+        raise UnsupportedModeError(f"unknown input type {type!r}; expected one of {SCENE_TYPES}")
 
 
 def _check_tags(custom_tags: Sequence[str] | None) -> list[str]:
