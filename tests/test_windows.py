@@ -229,3 +229,39 @@ def test_recursive_splitter_cuts_long_documents_at_paragraphs() -> None:
     assert not all(text[: s.end].endswith("\n\n") for s in plain[:-1]), (
         "token cuts ignore paragraphs"
     )
+
+
+SPECIAL_TOKENS = [
+    "<|endoftext|>",
+    "<|fim_prefix|>",
+    "<|fim_middle|>",
+    "<|fim_suffix|>",
+    "<|endofprompt|>",
+]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    pieces=st.lists(
+        st.one_of(st.lists(alphabet, max_size=30).map("".join), st.sampled_from(SPECIAL_TOKENS)),
+        min_size=20,
+        max_size=400,
+    ),
+    max_tokens=st.integers(64, 160),
+    prefix=prefixes,
+    recursive=st.booleans(),
+)
+def test_special_token_text_is_ordinary_text(
+    pieces: list[str], max_tokens: int, prefix: str, recursive: bool
+) -> None:
+    # tiktoken's plain encode refuses these strings; chonkie used to call it on oversize text.
+    text = "".join(pieces)
+    windower = Windower(max_tokens, max_tokens // 4, splitter=SPLITTER if recursive else None)
+    units = [Unit(text, prefix), Unit(SPECIAL_TOKENS[0] * 3, prefix)]
+    check_windows(windower, units, windower.windows(units))
+
+
+def test_recursive_splitter_accepts_special_token_text() -> None:
+    text = "Some words. <|endoftext|> More words. <|fim_prefix|>\n\n" * 200
+    ends = SPLITTER(text, 64)
+    assert ends and ends[-1] == len(text)
