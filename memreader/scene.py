@@ -19,6 +19,7 @@ from typing import Any, Literal
 from memreader.chat_time import parse_chat_time
 from memreader.errors import (
     DocumentError,
+    InputError,
     InvalidChatTimeError,
     InvalidInfoError,
     InvalidMessageError,
@@ -27,6 +28,8 @@ from memreader.errors import (
 )
 
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+# The part type of a message without any content: it has no text, so its source has no span.
+EMPTY_PART = "empty"
 SceneType = Literal["chat", "doc"]
 
 
@@ -68,14 +71,79 @@ class Scene:
     messages: tuple[Message, ...]
 
 
+def check_text(
+    value: str,
+    what: str,
+    *,
+    error: type[InputError] = InvalidMessageError,
+    scene_index: int | None = None,
+    message_index: int | None = None,
+    part_index: int | None = None,
+) -> str:
+    """Return ``value`` if it can be written as UTF-8, else raise ``error`` naming ``what`` and
+    where.
+
+    Python strings may hold lone surrogates (``json.loads('"\\ud800"')`` gives one); such text
+    cannot be encoded, so an item holding it could never be written or sent anywhere.
+
+    >>> check_text("tea", "content")
+    'tea'
+    >>> check_text("\ud800", "chat_time", scene_index=0, message_index=2)
+    Traceback (most recent call last):
+    memreader.errors.InvalidMessageError: scene 0, message 2: chat_time holds a lone surrogate ...
+    """
+    if value.isascii():
+        return value
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise error(
+            f"{what} holds a lone surrogate {value[exc.start]!r} at character {exc.start} "
+            "(not valid Unicode text; an unpaired \\ud800-\\udfff escape in JSON makes one)",
+            scene_index=scene_index,
+            message_index=message_index,
+            part_index=part_index,
+        ) from None
+    return value
+
+
+def check_nested_text(value: Any, what: str, *, error: type[InputError] = InvalidInfoError) -> None:
+    """Apply :func:`check_text` to every string key and value in ``value``, which may nest
+    mappings and lists (as ``info`` does); the error names the path, e.g. ``info['tags'][2]``.
+
+    >>> check_nested_text({"tags": ["a", "\udc80"]}, "info")
+    Traceback (most recent call last):
+    memreader.errors.InvalidInfoError: info['tags'][1] holds a lone surrogate ...
+    """
+    stack: list[tuple[Any, str]] = [(value, what)]
+    seen: set[int] = set()
+    while stack:
+        current, path = stack.pop()
+        if isinstance(current, str):
+            check_text(current, path, error=error)
+        elif isinstance(current, Mapping | list | tuple | set | frozenset):
+            if id(current) in seen:  # a container met twice (or a cycle) is checked once
+                continue
+            seen.add(id(current))
+            if isinstance(current, Mapping):
+                for key, item in current.items():
+                    if isinstance(key, str):
+                        check_text(key, f"a key of {path}", error=error)
+                    stack.append((item, f"{path}[{key!r}]"))
+            else:
+                stack.extend((item, f"{path}[{i}]") for i, item in enumerate(current))
+
+
 def validate_info(info: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Check that ``info`` holds string ``user_id`` and ``session_id``; return a copy."""
+    """Check that ``info`` holds string ``user_id`` and ``session_id`` and that all its text is
+    valid Unicode (items copy it); return a copy."""
     if not isinstance(info, Mapping):
         raise InvalidInfoError(f"info must be a mapping with user_id and session_id, got {info!r}")
     for key in ("user_id", "session_id"):
         value = info.get(key)
         if not isinstance(value, str) or not value:
             raise InvalidInfoError(f"info[{key!r}] must be a non-empty string, got {value!r}")
+    check_nested_text(info, "info")
     return dict(info)
 
 
@@ -101,6 +169,7 @@ def normalize_chat(scene_data: Any) -> list[Scene]:
 def _string_scene(text: str, scene_index: int) -> Scene:
     if not text.strip():
         raise InvalidSceneError("scene is an empty string", scene_index=scene_index)
+    check_text(text, "scene text", error=InvalidSceneError, scene_index=scene_index)
     message = Message(index=0, role=None, parts=(Part(type="text", text=text),))
     return Scene(index=scene_index, type="chat", messages=(message,))
 
@@ -127,14 +196,14 @@ def _optional_str(raw: Mapping[str, Any], key: str, scene: int, index: int) -> s
     value = raw.get(key)
     if value is None:
         return None
+    error = InvalidChatTimeError if key == "chat_time" else InvalidMessageError
     if not isinstance(value, str):
-        error = InvalidChatTimeError if key == "chat_time" else InvalidMessageError
         raise error(
             f"{key} must be a string, got {type(value).__name__}",
             scene_index=scene,
             message_index=index,
         )
-    return value
+    return check_text(value, key, error=error, scene_index=scene, message_index=index)
 
 
 def _message(raw: Any, scene: int, index: int) -> Message:
@@ -158,7 +227,9 @@ def _message(raw: Any, scene: int, index: int) -> Message:
     if "content" not in raw and not tool_calls:
         raise InvalidMessageError("message has no content", scene_index=scene, message_index=index)
     if not parts:
-        parts.append(Part(type="text", text=""))
+        # No text at all (content None or []): the message still counts (every message is in
+        # some item's sources), but there is no text a span could point into.
+        parts.append(Part(type=EMPTY_PART, text="", exact=False))
     chat_time = _optional_str(raw, "chat_time", scene, index)
     return Message(
         index=index,
@@ -176,6 +247,7 @@ def _content_parts(content: Any, scene: int, index: int) -> list[Part]:
     if content is None:
         return []
     if isinstance(content, str):
+        check_text(content, "content", scene_index=scene, message_index=index)
         return [Part(type="text", text=content)]
     if not isinstance(content, Sequence) or isinstance(content, bytes | bytearray):
         raise InvalidMessageError(
@@ -192,8 +264,11 @@ def _content_part(part: Any, scene: int, index: int, part_index: int) -> Part:
             reason, scene_index=scene, message_index=index, part_index=part_index
         )
 
+    def checked(text: str, what: str) -> str:
+        return check_text(text, what, scene_index=scene, message_index=index, part_index=part_index)
+
     if isinstance(part, str):
-        return Part(type="text", text=part, index=part_index)
+        return Part(type="text", text=checked(part, "text"), index=part_index)
     if not isinstance(part, Mapping) or not isinstance(part.get("type"), str):
         raise fail("content part must be a mapping with a string 'type'")
     kind = part["type"]
@@ -201,21 +276,25 @@ def _content_part(part: Any, scene: int, index: int, part_index: int) -> Part:
         text = part.get("text")
         if not isinstance(text, str):
             raise fail(f"{kind} part needs a string 'text'")
-        return Part(type="text", text=text, index=part_index)
+        return Part(type="text", text=checked(text, "text"), index=part_index)
     if kind in ("image_url", "input_image"):
         url = part.get("image_url")
         url = url.get("url") if isinstance(url, Mapping) else url
         if not isinstance(url, str):
             raise fail(f"{kind} part needs image_url.url")
-        return Part(
-            type="image_url", text=_describe_url("image", url), index=part_index, exact=False
-        )
+        description = checked(_describe_url("image", url), f"{kind} url")
+        return Part(type="image_url", text=description, index=part_index, exact=False)
     if kind in ("file", "input_file"):
         file = part.get("file")
         if not isinstance(file, Mapping):
             raise fail(f"{kind} part needs a 'file' mapping")
         name = file.get("filename") or file.get("file_id") or file.get("path") or "file"
-        return Part(type="file", text=f"[file: {name}]", index=part_index, exact=False)
+        return Part(
+            type="file",
+            text=checked(f"[file: {name}]", f"{kind} name"),
+            index=part_index,
+            exact=False,
+        )
     if kind == "input_audio":
         return Part(type="input_audio", text="[audio]", index=part_index, exact=False)
     raise fail(f"unknown content part type {kind!r}")
@@ -242,7 +321,9 @@ def _tool_calls_part(tool_calls: Any, scene: int, index: int) -> Part:
                 "each tool call needs a 'function' mapping", scene_index=scene, message_index=index
             )
         calls.append(f"{function.get('name')}({function.get('arguments', '')})")
-    return Part(type="tool_calls", text="[tool calls: " + "; ".join(calls) + "]", exact=False)
+    text = "[tool calls: " + "; ".join(calls) + "]"
+    check_text(text, "tool_calls", scene_index=scene, message_index=index)
+    return Part(type="tool_calls", text=text, exact=False)
 
 
 def normalize_doc(scene_data: Any, *, allow_local_paths: bool = True) -> list[Scene]:
