@@ -20,17 +20,41 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    SerializeAsAny,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
+from memreader.documents.limits import (
+    DEFAULT_MAX_ARCHIVE_MEMBERS,
+    DEFAULT_MAX_COMPRESSION_RATIO,
+    DEFAULT_MAX_DOCUMENT_CHARS,
+    DEFAULT_MAX_FILE_BYTES,
+    DEFAULT_MAX_UNPACKED_BYTES,
+)
 from memreader.embedders.config import EmbedderConfig
 from memreader.errors import ConfigError, config_error_from
 from memreader.llms.config import LLMConfig, LLMSlots
+
+#: A config file larger than this is refused before it is parsed (real ones are a few KiB).
+MAX_CONFIG_BYTES = 1024 * 1024
+#: Nesting deeper than this is refused while parsing YAML and interpolating (real configs: ~5).
+MAX_CONFIG_DEPTH = 100
+#: Values visited while interpolating ``${ENV}``; YAML aliases are counted each time they are
+#: used, so a "billion laughs" file is refused instead of expanded.
+MAX_CONFIG_NODES = 100_000
 
 
 class WindowConfig(BaseModel):
     """How scenes are cut into windows (token counts in ``tokenizer``'s tokens)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     max_tokens: int = Field(default=1024, ge=64)
     overlap_tokens: int = Field(default=200, ge=0)
@@ -53,7 +77,7 @@ class WindowConfig(BaseModel):
 class FineConfig(BaseModel):
     """How fine mode checks what the LLM extracted."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     hallucination_filter: bool = True
     rewrite: Literal["all", "user_only", "off"] = "all"
@@ -68,16 +92,45 @@ class BaseReaderConfig(BaseModel):
     The LLM slots fall back: ``general_llm`` -> ``llm``; ``image_parser_llm``,
     ``document_parser_llm`` and ``preference_extractor_llm`` -> ``general_llm``.
     ``llm_max_concurrency`` bounds the reader's LLM requests in flight, all slots together.
+
+    Documents (``type="doc"``):
+
+    - ``allow_local_paths`` (default ``False``): whether document input may name local files,
+      as a string naming an existing file or a ``{"type": "file", "file": {"path": ...}}``
+      part. Off by default because input often comes from strangers (a server passing user
+      strings must not read ``/etc/passwd``). When off, a string is always text and a path part
+      is a ``DocumentError``.
+    - ``allowed_roots`` (default ``[]``): folders or single files. When non-empty (and local
+      paths are allowed), a file is read only if its fully resolved path (symlinks followed)
+      equals a root or lies under one; any other file named in the input is a
+      ``DocumentError`` ("outside the allowed roots"), never read and never taken for text.
+      Empty: any local file (files under /proc, /sys and /dev are always refused).
+    - ``max_file_bytes`` (50 MiB): the most bytes of one file, read from disk or decoded from
+      ``file_data``; never more than this plus one byte is read, whatever size a file reports.
+    - ``max_unpacked_bytes`` (200 MiB): the most that a docx, pptx, xlsx or epub may unpack to
+      (its declared sizes, summed), or that a pdf's compressed streams may inflate to.
+    - ``max_compression_ratio`` (100): the most one archive member (or pdf stream) over 1 MiB,
+      or a whole archive, may expand relative to its compressed size; bombs expand ~1000 times.
+    - ``max_archive_members`` (10,000): the most members a zip-based document may hold.
+    - ``max_document_chars`` (5,000,000): the most characters a file may convert to (about
+      1.2 million tokens); the backstop for formats whose expansion cannot be checked first.
+
+    Every limit exceeded is a ``DocumentError`` naming the limit.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     # None: items are not embedded (for stores that embed on their own).
     embedder: EmbedderConfig | None = Field(default_factory=EmbedderConfig)
     window: WindowConfig = Field(default_factory=WindowConfig)
     embedding_cache_size: int = Field(default=10_000, ge=1)
-    allow_local_paths: bool = True
-    max_file_bytes: int = Field(default=50 * 1024 * 1024, gt=0)
+    allow_local_paths: bool = False
+    allowed_roots: list[str] = Field(default_factory=list)
+    max_file_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, gt=0)
+    max_unpacked_bytes: int = Field(default=DEFAULT_MAX_UNPACKED_BYTES, gt=0)
+    max_compression_ratio: float = Field(default=DEFAULT_MAX_COMPRESSION_RATIO, ge=1.0)
+    max_archive_members: int = Field(default=DEFAULT_MAX_ARCHIVE_MEMBERS, gt=0)
+    max_document_chars: int = Field(default=DEFAULT_MAX_DOCUMENT_CHARS, gt=0)
     llm: LLMConfig | None = None
     general_llm: LLMConfig | None = None
     image_parser_llm: LLMConfig | None = None
@@ -85,6 +138,26 @@ class BaseReaderConfig(BaseModel):
     preference_extractor_llm: LLMConfig | None = None
     llm_max_concurrency: int = Field(default=4, ge=1, le=1024)
     fine: FineConfig = Field(default_factory=FineConfig)
+
+    @field_validator("allowed_roots")
+    @classmethod
+    def _check_roots(cls, roots: list[str]) -> list[str]:
+        for root in roots:
+            if not root.strip() or "\0" in root:
+                raise ValueError("allowed_roots entries must be non-empty paths")
+        return roots
+
+    def document_options(self) -> dict[str, Any]:
+        """Keyword arguments for :func:`memreader.scene.normalize_doc` from this config."""
+        return {
+            "allow_local_paths": self.allow_local_paths,
+            "allowed_roots": tuple(self.allowed_roots),
+            "max_file_bytes": self.max_file_bytes,
+            "max_unpacked_bytes": self.max_unpacked_bytes,
+            "max_compression_ratio": self.max_compression_ratio,
+            "max_archive_members": self.max_archive_members,
+            "max_document_chars": self.max_document_chars,
+        }
 
     def llm_slots(self) -> LLMSlots:
         """The LLM slots of this config, with their shared concurrency budget."""
@@ -103,12 +176,20 @@ class SimpleStructMemReaderConfig(BaseReaderConfig):
 
 
 class MemReaderConfigFactory(BaseModel):
-    """A reader backend name and its validated config."""
+    """A reader backend name and its validated config.
+
+    Dumps and reprs never show a secret: python-mode ``model_dump()`` keeps API keys, secret
+    header values and a ``base_url`` with a password as ``SecretStr`` (validating such a dump
+    again restores them, so ``MemReaderConfigFactory(**cfg.model_dump())`` round-trips), and
+    JSON dumps show ``**********``. ``config`` is dumped as its actual (registered) class.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     backend: str = "simple_struct"
-    config: BaseReaderConfig = Field(default_factory=SimpleStructMemReaderConfig)
+    # SerializeAsAny: dumps (and so cache_key) include the fields a reader's own config class
+    # adds to BaseReaderConfig.
+    config: SerializeAsAny[BaseReaderConfig] = Field(default_factory=SimpleStructMemReaderConfig)
 
     @model_validator(mode="before")
     @classmethod
@@ -145,20 +226,46 @@ class MemReaderConfigFactory(BaseModel):
 
     @classmethod
     def from_yaml(cls, path: str | os.PathLike[str]) -> MemReaderConfigFactory:
-        """Load a YAML file (see ``configs/`` for examples)."""
+        """Load a YAML file (see ``configs/`` for examples).
+
+        Raises:
+            ConfigError: the file cannot be read, is over ``MAX_CONFIG_BYTES``, is not UTF-8,
+                is not valid YAML, nests deeper than ``MAX_CONFIG_DEPTH``, expands (through
+                aliases) to more than ``MAX_CONFIG_NODES`` values, or is not a valid config.
+        """
+        name = os.fspath(path)
         try:
-            text = Path(path).read_text(encoding="utf-8")
+            # Not read_text(): a named pipe or /dev/zero would be read without end.
+            with Path(path).open("rb") as handle:
+                raw = handle.read(MAX_CONFIG_BYTES + 1)
         except OSError as exc:
-            raise ConfigError(f"cannot read config {os.fspath(path)!r}: {exc.strerror}") from exc
+            raise ConfigError(f"cannot read config {name!r}: {exc.strerror}") from exc
+        if len(raw) > MAX_CONFIG_BYTES:
+            raise ConfigError(f"config {name!r} is over the {MAX_CONFIG_BYTES} byte limit")
         try:
-            data = yaml.safe_load(text)
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConfigError(
+                f"config {name!r} is not valid UTF-8 (byte {raw[exc.start]:#04x} at offset "
+                f"{exc.start})"
+            ) from None
+        try:
+            data = yaml.load(text, Loader=_BoundedLoader)  # a SafeLoader subclass
         except yaml.YAMLError as exc:
-            raise ConfigError(f"config {os.fspath(path)!r} is not valid YAML: {exc}") from exc
+            raise ConfigError(f"config {name!r} is not valid YAML: {exc}") from exc
+        except ConfigError as exc:
+            raise ConfigError(f"config {name!r}: {exc}") from None
+        if data is not None and not isinstance(data, Mapping):
+            raise ConfigError(
+                f"config {name!r}: a reader config must be a mapping, got {type(data).__name__}"
+            )
         return cls.from_dict(data or {})
 
     def cache_key(self) -> str:
         """A digest of the full config, secrets included (they are hashed, never shown)."""
-        payload = json.dumps(self.model_dump(), sort_keys=True, default=_reveal)
+        payload = json.dumps(
+            self.model_dump(serialize_as_any=True), sort_keys=True, default=_reveal
+        )
         return hashlib.sha256(payload.encode()).hexdigest()
 
 
@@ -166,8 +273,27 @@ def _reveal(value: Any) -> Any:
     if isinstance(value, SecretStr):
         return "secret:" + hashlib.sha256(value.get_secret_value().encode()).hexdigest()
     if isinstance(value, BaseModel):
-        return value.model_dump()
+        return value.model_dump(serialize_as_any=True)
     return str(value)
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing nesting deeper than ``MAX_CONFIG_DEPTH``.
+
+    The composer recurses once per level, so without this a deeply nested file ends in a
+    ``RecursionError`` instead of a ``ConfigError``.
+    """
+
+    _depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self._depth += 1
+        try:
+            if self._depth > MAX_CONFIG_DEPTH:
+                raise ConfigError(f"nested more than {MAX_CONFIG_DEPTH} levels deep")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
 
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -176,10 +302,26 @@ _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 def interpolate_env(value: Any, path: str = "config") -> Any:
     """Replace ``${NAME}`` and ``${NAME:-default}`` in every string of ``value``.
 
+    The walk is bounded: more than ``MAX_CONFIG_NODES`` values (a value shared through YAML
+    aliases counts each time it is reached) or nesting deeper than ``MAX_CONFIG_DEPTH`` is a
+    :class:`ConfigError` naming the limit.
+
     >>> os.environ["MEMREADER_DOCTEST"] = "x"
     >>> interpolate_env({"a": ["${MEMREADER_DOCTEST}-${NOPE_NOT_SET:-d}"]})
     {'a': ['x-d']}
     """
+    return _interpolate(value, path, 0, [0])
+
+
+def _interpolate(value: Any, path: str, depth: int, visited: list[int]) -> Any:
+    visited[0] += 1
+    if visited[0] > MAX_CONFIG_NODES:
+        raise ConfigError(
+            f"{path}: the config expands to more than {MAX_CONFIG_NODES} values "
+            "(YAML aliases are counted each time they are used)"
+        )
+    if depth > MAX_CONFIG_DEPTH:
+        raise ConfigError(f"{path}: the config is nested more than {MAX_CONFIG_DEPTH} levels deep")
     if isinstance(value, str):
 
         def substitute(match: re.Match[str]) -> str:
@@ -192,7 +334,7 @@ def interpolate_env(value: Any, path: str = "config") -> Any:
 
         return _ENV.sub(substitute, value)
     if isinstance(value, Mapping):
-        return {k: interpolate_env(v, f"{path}.{k}") for k, v in value.items()}
+        return {k: _interpolate(v, f"{path}.{k}", depth + 1, visited) for k, v in value.items()}
     if isinstance(value, list):
-        return [interpolate_env(v, f"{path}[{i}]") for i, v in enumerate(value)]
+        return [_interpolate(v, f"{path}[{i}]", depth + 1, visited) for i, v in enumerate(value)]
     return value

@@ -11,12 +11,19 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
 from memreader.chat_time import parse_chat_time
+from memreader.documents.limits import (
+    DEFAULT_MAX_ARCHIVE_MEMBERS,
+    DEFAULT_MAX_COMPRESSION_RATIO,
+    DEFAULT_MAX_DOCUMENT_CHARS,
+    DEFAULT_MAX_FILE_BYTES,
+    DEFAULT_MAX_UNPACKED_BYTES,
+)
 from memreader.errors import (
     DocumentError,
     InputError,
@@ -326,13 +333,36 @@ def _tool_calls_part(tool_calls: Any, scene: int, index: int) -> Part:
     return Part(type="tool_calls", text=text, exact=False)
 
 
-def normalize_doc(scene_data: Any, *, allow_local_paths: bool = True) -> list[Scene]:
+def normalize_doc(
+    scene_data: Any,
+    *,
+    allow_local_paths: bool = False,
+    allowed_roots: Iterable[str] = (),
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
+    max_compression_ratio: float = DEFAULT_MAX_COMPRESSION_RATIO,
+    max_archive_members: int = DEFAULT_MAX_ARCHIVE_MEMBERS,
+    max_document_chars: int = DEFAULT_MAX_DOCUMENT_CHARS,
+) -> list[Scene]:
     """Normalise document input: one scene per document, one message per part.
 
-    Strings are text unless they name an existing local file (and ``allow_local_paths``);
-    a string is never taken for a path because it contains a slash.
+    Local files are read only with ``allow_local_paths`` (off by default: input may come from
+    strangers), and with ``allowed_roots`` only when their resolved path lies under one of them.
+    A string is text unless local paths are allowed and it names an existing regular file; such
+    a file outside ``allowed_roots`` is a :class:`DocumentError`, never read and never taken
+    for text. A string is never taken for a path because it contains a slash. The ``max_*``
+    limits are those of :class:`memreader.documents.limits.DocumentLimits`.
     """
     from memreader.documents.loader import load_file_part, load_path
+
+    roots = tuple(allowed_roots)
+    limits: dict[str, Any] = {
+        "max_file_bytes": max_file_bytes,
+        "max_unpacked_bytes": max_unpacked_bytes,
+        "max_compression_ratio": max_compression_ratio,
+        "max_archive_members": max_archive_members,
+        "max_document_chars": max_document_chars,
+    }
 
     if isinstance(scene_data, str | Mapping):
         scene_data = [scene_data]
@@ -352,7 +382,7 @@ def normalize_doc(scene_data: Any, *, allow_local_paths: bool = True) -> list[Sc
             where = {"scene_index": scene_index, "message_index": i}
             if isinstance(item, str):
                 if allow_local_paths and _is_local_file(item):
-                    part = load_path(item, **where)
+                    part = load_path(item, allowed_roots=roots, **limits, **where)
                 else:
                     part = Part(type="text", text=item)
             elif isinstance(item, Mapping) and item.get("type") == "text":
@@ -362,7 +392,11 @@ def normalize_doc(scene_data: Any, *, allow_local_paths: bool = True) -> list[Sc
                 part = Part(type="text", text=text)
             elif isinstance(item, Mapping) and item.get("type") == "file":
                 part = load_file_part(
-                    item.get("file"), allow_local_paths=allow_local_paths, **where
+                    item.get("file"),
+                    allow_local_paths=allow_local_paths,
+                    allowed_roots=roots,
+                    **limits,
+                    **where,
                 )
             else:
                 raise DocumentError(

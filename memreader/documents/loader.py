@@ -4,6 +4,12 @@ Plain-text files (.txt, .md, .json, ...) are decoded as UTF-8 and kept verbatim 
 the file itself; other formats (pdf, docx, pptx, xlsx, html, csv, epub) are converted to
 Markdown, and spans index that Markdown. Audio is refused: markitdown would send it to a web
 service. File names from the input are used only to pick a converter, never as paths.
+
+Local files are read only when the caller allows it (``allow_local_paths``) and, when
+``allowed_roots`` is given, only under those roots after resolving symlinks. Only regular files
+are read, never more than ``max_file_bytes + 1`` bytes whatever size the file reports, and
+archives, pdf streams and the converted text are held to the limits of
+:class:`~memreader.documents.limits.DocumentLimits`.
 """
 
 from __future__ import annotations
@@ -13,10 +19,25 @@ import binascii
 import io
 import logging
 import os
+import stat
 import threading
-from collections.abc import Mapping
+import urllib.parse
+import zipfile
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from memreader.documents.limits import (
+    DEFAULT_MAX_ARCHIVE_MEMBERS,
+    DEFAULT_MAX_COMPRESSION_RATIO,
+    DEFAULT_MAX_DOCUMENT_CHARS,
+    DEFAULT_MAX_FILE_BYTES,
+    DEFAULT_MAX_UNPACKED_BYTES,
+    ZIP_DOCUMENT_EXTENSIONS,
+    DocumentLimits,
+    check_archive,
+    check_pdf,
+    check_text_length,
+)
 from memreader.errors import DocumentError
 
 if TYPE_CHECKING:
@@ -24,13 +45,36 @@ if TYPE_CHECKING:
 
     from memreader.scene import Part
 
+__all__ = [
+    "DEFAULT_MAX_FILE_BYTES",
+    "REFUSED_EXTENSIONS",
+    "TEXT_EXTENSIONS",
+    "DocumentLimits",
+    "check_local_path",
+    "convert_bytes",
+    "load_file_part",
+    "load_path",
+]
+
 logger = logging.getLogger(__name__)
 
-DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024
 TEXT_EXTENSIONS = frozenset(
     {".txt", ".md", ".markdown", ".rst", ".json", ".jsonl", ".log", ".yaml", ".yml"}
 )
 REFUSED_EXTENSIONS = frozenset({".mp3", ".wav", ".m4a", ".flac", ".ogg", ".aac", ".mp4"})
+
+# Pseudo-file systems: their "regular" files report size 0 and hold process secrets
+# (/proc/self/environ) or never end. No document lives there, whatever the roots allow.
+_VIRTUAL_ROOTS = ("/proc", "/sys", "/dev")
+
+# Opening must never block (a FIFO waits for a writer) nor make a terminal ours.
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_BINARY", 0)
+)
 
 _converter: MarkItDown | None = None
 _converter_lock = threading.Lock()
@@ -47,21 +91,74 @@ def _markitdown() -> MarkItDown:
         return _converter
 
 
+def _limits(
+    max_file_bytes: int,
+    max_unpacked_bytes: int,
+    max_compression_ratio: float,
+    max_archive_members: int,
+    max_document_chars: int,
+) -> DocumentLimits:
+    return DocumentLimits(
+        max_file_bytes=max_file_bytes,
+        max_unpacked_bytes=max_unpacked_bytes,
+        max_compression_ratio=max_compression_ratio,
+        max_archive_members=max_archive_members,
+        max_document_chars=max_document_chars,
+    )
+
+
 def convert_bytes(
-    data: bytes, extension: str, *, scene_index: int | None = None, message_index: int | None = None
+    data: bytes,
+    extension: str,
+    *,
+    scene_index: int | None = None,
+    message_index: int | None = None,
+    limits: DocumentLimits | None = None,
 ) -> str:
-    """Convert file bytes to text, choosing the converter by ``extension`` (with the dot)."""
+    """Convert file bytes to text, choosing the converter by ``extension`` (with the dot).
+
+    Zip-based formats and pdfs are checked against ``limits`` before conversion, and the text
+    against ``limits.max_document_chars`` after it.
+
+    Raises:
+        DocumentError: the format is refused, the bytes cannot be converted, or a limit is
+            exceeded (the message names the limit).
+    """
+    limits = limits or DocumentLimits()
     extension = extension.lower()
-    where = {"scene_index": scene_index, "message_index": message_index}
+    where: dict[str, Any] = {"scene_index": scene_index, "message_index": message_index}
+    label = f"{extension} file" if extension else "file"
+    if len(data) > limits.max_file_bytes:
+        raise DocumentError(
+            f"{label} is {len(data)} bytes, over the max_file_bytes limit "
+            f"({limits.max_file_bytes})",
+            **where,
+        )
     if extension in REFUSED_EXTENSIONS:
         raise DocumentError(
             f"{extension} files are not supported (transcription needs a web service)", **where
         )
     if extension in TEXT_EXTENSIONS:
         try:
-            return data.decode("utf-8-sig")
+            text = data.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
             raise DocumentError(f"{extension} file is not valid UTF-8: {exc}", **where) from exc
+        return check_text_length(text, label, limits, where)
+    # markitdown picks converters by content too (magika), so the checks go by content as well
+    # as by extension: a zip named .pdf must not reach a zip converter unchecked.
+    is_pdf = b"%PDF-" in data[:1024]
+    is_zip = data.startswith(b"PK") or (not is_pdf and zipfile.is_zipfile(io.BytesIO(data)))
+    if is_zip or extension in ZIP_DOCUMENT_EXTENSIONS:
+        if extension not in ZIP_DOCUMENT_EXTENSIONS:
+            # markitdown would unpack any other zip recursively, nested archives included.
+            raise DocumentError(
+                f"{label} is a zip archive; only {', '.join(sorted(ZIP_DOCUMENT_EXTENSIONS))} "
+                "archives are converted",
+                **where,
+            )
+        check_archive(data, label, limits, where)
+    elif is_pdf or extension == ".pdf":
+        check_pdf(data, label, limits, where)
     from markitdown import MarkItDownException, StreamInfo
 
     try:
@@ -70,31 +167,108 @@ def convert_bytes(
         )
     except MarkItDownException as exc:
         raise DocumentError(f"cannot convert {extension or 'file'}: {exc}", **where) from exc
-    return result.text_content
+    return check_text_length(result.text_content, label, limits, where)
+
+
+def check_local_path(
+    path: str,
+    *,
+    allowed_roots: Iterable[str] = (),
+    scene_index: int | None = None,
+    message_index: int | None = None,
+) -> str:
+    """The fully resolved path of ``path`` if it may be read, else a :class:`DocumentError`.
+
+    With ``allowed_roots``, the resolved path (symlinks followed) must equal a resolved root or
+    lie under one. Files under /proc, /sys and /dev are always refused. Messages name the file
+    as the caller gave it (its base name), never where a symlink leads.
+    """
+    where = {"scene_index": scene_index, "message_index": message_index}
+    name = os.path.basename(path) or path
+    try:
+        resolved = os.path.realpath(path)
+    except (OSError, ValueError) as exc:
+        raise DocumentError(f"cannot resolve file {name!r}: {exc}", **where) from exc
+    roots = list(allowed_roots)
+    if roots and not any(_is_within(resolved, os.path.realpath(root)) for root in roots):
+        raise DocumentError(f"file {name!r} is outside the allowed roots", **where)
+    if any(_is_within(resolved, virtual) for virtual in _VIRTUAL_ROOTS):
+        raise DocumentError(f"file {name!r} is a system file, not a document", **where)
+    return resolved
+
+
+def _is_within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _read_regular_file(resolved: str, name: str, max_bytes: int, where: dict[str, Any]) -> bytes:
+    """At most ``max_bytes`` of a regular file; anything else, or more, is a DocumentError."""
+    # The path is already resolved: a symlink in its last component now means it was swapped.
+    fd = os.open(resolved, _OPEN_FLAGS | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(fd, "rb", buffering=0) as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise DocumentError(f"file {name!r} is not a regular file", **where)
+        if info.st_size > max_bytes:
+            raise DocumentError(
+                f"file {name!r} is {info.st_size} bytes, over the max_file_bytes limit "
+                f"({max_bytes})",
+                **where,
+            )
+        # The reported size can lie (procfs, a file still growing): read one byte past the
+        # limit, whatever it says, to know.
+        chunks = []
+        left = max_bytes + 1
+        while left > 0:
+            chunk = handle.read(min(left, 1024 * 1024))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+    data = b"".join(chunks)
+    if len(data) > max_bytes:
+        raise DocumentError(
+            f"file {name!r} is over the max_file_bytes limit ({max_bytes})", **where
+        )
+    return data
 
 
 def load_path(
-    path: str, *, scene_index: int, message_index: int, max_bytes: int = DEFAULT_MAX_FILE_BYTES
+    path: str,
+    *,
+    scene_index: int,
+    message_index: int,
+    allowed_roots: Iterable[str] = (),
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
+    max_compression_ratio: float = DEFAULT_MAX_COMPRESSION_RATIO,
+    max_archive_members: int = DEFAULT_MAX_ARCHIVE_MEMBERS,
+    max_document_chars: int = DEFAULT_MAX_DOCUMENT_CHARS,
 ) -> Part:
-    """Read and convert a local file the caller named."""
+    """Read and convert a local file the caller named (the caller decided paths are allowed).
+
+    Raises:
+        DocumentError: the file is outside ``allowed_roots``, not a regular file, unreadable,
+            over a limit, or cannot be converted.
+    """
     from memreader.scene import Part
 
-    where = {"scene_index": scene_index, "message_index": message_index}
+    where: dict[str, Any] = {"scene_index": scene_index, "message_index": message_index}
+    limits = _limits(
+        max_file_bytes,
+        max_unpacked_bytes,
+        max_compression_ratio,
+        max_archive_members,
+        max_document_chars,
+    )
+    name = os.path.basename(path) or path
+    resolved = check_local_path(path, allowed_roots=allowed_roots, **where)
     try:
-        size = os.path.getsize(path)
-        if size > max_bytes:
-            raise DocumentError(
-                f"file {os.path.basename(path)!r} is {size} bytes, over the {max_bytes} limit",
-                **where,
-            )
-        with open(path, "rb") as handle:
-            data = handle.read()
+        data = _read_regular_file(resolved, name, limits.max_file_bytes, where)
     except OSError as exc:
-        raise DocumentError(
-            f"cannot read file {os.path.basename(path)!r}: {exc.strerror}", **where
-        ) from exc
-    text = convert_bytes(data, os.path.splitext(path)[1], **where)
-    logger.debug("converted %s (%d bytes) to %d characters", path, len(data), len(text))
+        raise DocumentError(f"cannot read file {name!r}: {exc.strerror}", **where) from exc
+    text = convert_bytes(data, os.path.splitext(path)[1], limits=limits, **where)
+    logger.debug("converted %s (%d bytes) to %d characters", name, len(data), len(text))
     return Part(type="file", text=text, doc_path=path)
 
 
@@ -103,34 +277,76 @@ def load_file_part(
     *,
     scene_index: int,
     message_index: int,
-    allow_local_paths: bool = True,
-    max_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    allow_local_paths: bool = False,
+    allowed_roots: Iterable[str] = (),
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
+    max_compression_ratio: float = DEFAULT_MAX_COMPRESSION_RATIO,
+    max_archive_members: int = DEFAULT_MAX_ARCHIVE_MEMBERS,
+    max_document_chars: int = DEFAULT_MAX_DOCUMENT_CHARS,
 ) -> Part:
     """Load a ``{"type": "file", "file": {...}}`` part: ``path``, or ``file_data`` (base64 or a
-    data URL) with a ``filename`` that tells the format."""
+    data URL) with a ``filename`` that tells the format.
+
+    Raises:
+        DocumentError: local paths are disabled or the path is refused, the data is not valid
+            base64 or over ``max_file_bytes`` (checked on the encoded length before decoding,
+            then on the decoded bytes), or conversion fails or exceeds a limit.
+    """
     from memreader.scene import Part
 
-    where = {"scene_index": scene_index, "message_index": message_index}
+    where: dict[str, Any] = {"scene_index": scene_index, "message_index": message_index}
+    limit_args: dict[str, Any] = {
+        "max_file_bytes": max_file_bytes,
+        "max_unpacked_bytes": max_unpacked_bytes,
+        "max_compression_ratio": max_compression_ratio,
+        "max_archive_members": max_archive_members,
+        "max_document_chars": max_document_chars,
+    }
     if not isinstance(file, Mapping):
         raise DocumentError("file part needs a 'file' mapping", **where)
     path = file.get("path")
     if isinstance(path, str):
         if not allow_local_paths:
             raise DocumentError("local paths are disabled (allow_local_paths=False)", **where)
-        return load_path(path, max_bytes=max_bytes, **where)
+        return load_path(path, allowed_roots=allowed_roots, **limit_args, **where)
     data = file.get("file_data")
     filename = file.get("filename")
     if not isinstance(data, str):
         raise DocumentError(
             "file part needs 'path' or 'file_data' (a filename alone has no content)", **where
         )
-    payload = data.split(",", 1)[1] if data.startswith("data:") else data
-    if len(payload) * 3 // 4 > max_bytes:
-        raise DocumentError(f"file_data is over the {max_bytes} byte limit", **where)
-    try:
-        raw = base64.b64decode(payload, validate=True)
-    except (binascii.Error, ValueError) as exc:
-        raise DocumentError(f"file_data is not valid base64: {exc}", **where) from exc
+    raw = _decode_file_data(data, max_file_bytes, where)
     name = os.path.basename(filename) if isinstance(filename, str) else ""
-    text = convert_bytes(raw, os.path.splitext(name)[1], **where)
+    text = convert_bytes(raw, os.path.splitext(name)[1], limits=_limits(**limit_args), **where)
     return Part(type="file", text=text, doc_path=name or None)
+
+
+def _decode_file_data(data: str, max_bytes: int, where: dict[str, Any]) -> bytes:
+    """The bytes of base64 ``file_data`` or of a data URL, refused early when too big."""
+    payload, is_base64 = data, True
+    if data.startswith("data:"):
+        header, _, payload = data.partition(",")
+        is_base64 = header.endswith(";base64")
+    # Valid base64 of n characters holds at least 3 * n / 4 - 2 bytes; percent-encoding turns
+    # one byte into at most three characters.
+    smallest = len(payload) * 3 // 4 - 2 if is_base64 else len(payload) // 3
+    if smallest > max_bytes:
+        raise DocumentError(
+            f"file_data is over the max_file_bytes limit ({max_bytes}): "
+            f"{len(payload)} encoded characters",
+            **where,
+        )
+    if is_base64:
+        try:
+            raw = base64.b64decode(payload, validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise DocumentError(f"file_data is not valid base64: {exc}", **where) from exc
+    else:
+        raw = urllib.parse.unquote_to_bytes(payload)
+    if len(raw) > max_bytes:
+        raise DocumentError(
+            f"file_data is {len(raw)} bytes, over the max_file_bytes limit ({max_bytes})",
+            **where,
+        )
+    return raw

@@ -10,7 +10,11 @@ Secrets never appear in ``repr``/``str``/JSON dumps and are never put into error
 ``password``, ``secret``, ``authorization``, ...) and every header value in ``SecretStr`` as soon
 as it is validated, and :func:`reveal_secrets` unwraps them just before the backend's own model
 validates the mapping (where ``api_key`` is a ``SecretStr`` field again). ``extra_headers`` of
-the OpenAI config (which often carry an ``Authorization`` header) are masked the same way.
+the OpenAI config (which often carry an ``Authorization`` header) are masked the same way, and
+so is a URL with a user name or password (``base_url``, ``host``), shown with its credentials
+replaced by ``***``. Python-mode dumps keep these secrets as ``SecretStr`` (validating the dump
+again restores them); JSON dumps show ``**********``. Every model refuses infinite and NaN
+numbers.
 """
 
 from __future__ import annotations
@@ -23,12 +27,14 @@ from pydantic import (
     ConfigDict,
     Field,
     SecretStr,
+    SerializationInfo,
     ValidationError,
     field_serializer,
     field_validator,
 )
 
 from memreader.errors import config_error_from
+from memreader.redact import mask_url, reveal, secret_url, url_has_credentials
 
 __all__ = [
     "EmbedderConfig",
@@ -60,7 +66,8 @@ def _is_secret_key(key: str) -> bool:
 
 
 def hide_secrets(value: Any, *, secret: bool = False) -> Any:
-    """A copy of a config tree with strings under secret-looking keys wrapped in ``SecretStr``."""
+    """A copy of a config tree with strings under secret-looking keys wrapped in ``SecretStr``
+    (and URLs with credentials anywhere in :class:`~memreader.redact.SecretUrl`)."""
     if isinstance(value, dict):
         return {
             key: hide_secrets(
@@ -74,6 +81,8 @@ def hide_secrets(value: Any, *, secret: bool = False) -> Any:
         return [hide_secrets(item, secret=secret) for item in value]
     if secret and isinstance(value, str):
         return SecretStr(value)
+    if isinstance(value, str) and url_has_credentials(value):
+        return secret_url(value)
     return value
 
 
@@ -96,7 +105,7 @@ class EmbedderConfig(BaseModel):
     embedder is built.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     backend: str = "local"
     config: dict[str, Any] = Field(default_factory=dict)
@@ -116,7 +125,7 @@ class LocalEmbedderConfig(BaseModel):
     ``max_input_tokens`` defaults to the model's ``max_seq_length`` and may not exceed it.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     model_path: str | None = None
     batch_size: int = Field(default=32, ge=1)
@@ -133,7 +142,7 @@ class OpenAIEmbedderConfig(BaseModel):
     first response. ``api_key`` ``None`` sends the placeholder ``"EMPTY"`` (local servers).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     model: str = Field(min_length=1)
     base_url: str | None = None
@@ -150,12 +159,35 @@ class OpenAIEmbedderConfig(BaseModel):
         for key, value in super().__repr_args__():
             if key == "extra_headers" and isinstance(value, dict):
                 yield key, {name: _MASK for name in value}
+            elif key == "base_url" and isinstance(value, str):
+                yield key, mask_url(value)
             else:
                 yield key, value
 
-    @field_serializer("extra_headers", when_used="json")
-    def _mask_headers(self, value: dict[str, str]) -> dict[str, str]:
-        return {name: _MASK for name in value}
+    @field_validator("base_url", mode="before")
+    @classmethod
+    def _reveal_base_url(cls, value: Any) -> Any:
+        # Accept this model's own python-mode dump, where secrets are SecretStr.
+        return reveal(value)
+
+    @field_validator("extra_headers", mode="before")
+    @classmethod
+    def _reveal_headers(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {name: reveal(item) for name, item in value.items()}
+        return value
+
+    @field_serializer("extra_headers")
+    def _mask_headers(self, value: dict[str, str], info: SerializationInfo) -> Any:
+        if info.mode_is_json():
+            return {name: _MASK for name in value}
+        return {name: SecretStr(item) for name, item in value.items()}
+
+    @field_serializer("base_url")
+    def _dump_base_url(self, value: str | None, info: SerializationInfo) -> Any:
+        if value is None:
+            return None
+        return mask_url(value) if info.mode_is_json() else secret_url(value)
 
 
 class OllamaEmbedderConfig(BaseModel):
@@ -165,7 +197,7 @@ class OllamaEmbedderConfig(BaseModel):
     backoff (the ollama client itself does not retry).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     model: str = Field(default="nomic-embed-text", min_length=1)
     host: str = "http://127.0.0.1:11434"
@@ -173,6 +205,19 @@ class OllamaEmbedderConfig(BaseModel):
     timeout: float = Field(default=30, gt=0)
     max_input_tokens: int = Field(default=2048, ge=_MIN_INPUT_TOKENS)
     max_retries: int = Field(default=2, ge=0)
+
+    def __repr_args__(self) -> Any:
+        for key, value in super().__repr_args__():
+            yield key, (mask_url(value) if key == "host" and isinstance(value, str) else value)
+
+    @field_validator("host", mode="before")
+    @classmethod
+    def _reveal_host(cls, value: Any) -> Any:
+        return reveal(value)
+
+    @field_serializer("host")
+    def _dump_host(self, value: str, info: SerializationInfo) -> Any:
+        return mask_url(value) if info.mode_is_json() else secret_url(value)
 
 
 def validate_backend_config(backend: str, config_class: type[_C], data: Any) -> _C:

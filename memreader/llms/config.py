@@ -9,13 +9,14 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
     SecretStr,
+    SerializationInfo,
     ValidationError,
     field_serializer,
     field_validator,
@@ -23,6 +24,7 @@ from pydantic import (
 from typing_extensions import Self
 
 from memreader.errors import ConfigError, config_error_from
+from memreader.redact import find_non_finite, mask_url, reveal, secret_url
 
 __all__ = [
     "SLOT_FALLBACKS",
@@ -41,9 +43,12 @@ _SENSITIVE_HEADER = re.compile(r"auth|key|token|secret|cookie|password", re.IGNO
 
 
 class _ConfigModel(BaseModel):
-    """A pydantic model that forbids unknown fields and raises ConfigError when invalid."""
+    """A pydantic model that forbids unknown fields and non-finite numbers, and raises
+    ConfigError when invalid."""
 
-    model_config = ConfigDict(extra="forbid")
+    # allow_inf_nan=False: ``backoff_max: .inf`` would pass ``ge=0`` and overflow at the first
+    # retry; ``nan`` passes every comparison.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -81,7 +86,8 @@ class LLMConfig(_ConfigModel):
             the local default.
         api_key: sent as a bearer token. Never shown in reprs, logs or error messages (JSON
             dumps show ``**********``, as do secret-looking ``extra_headers`` values and a
-            password in ``base_url``).
+            password in ``base_url``; python-mode dumps keep all three as ``SecretStr``, and
+            validating such a dump again restores them).
             ``None``: the OpenAI backend reads ``$OPENAI_API_KEY`` and otherwise sends a
             placeholder (local servers ignore it).
         temperature, max_tokens: sampling settings (``max_tokens`` becomes ``num_predict`` for
@@ -153,14 +159,44 @@ class LLMConfig(_ConfigModel):
             return None
         return value
 
-    @field_serializer("extra_headers", when_used="json")
-    def _dump_headers(self, value: dict[str, str]) -> dict[str, str]:
-        # Like SecretStr: JSON dumps mask secret header values.
-        return _mask_headers(value)
+    @field_validator("base_url", mode="before")
+    @classmethod
+    def _reveal_base_url(cls, value: Any) -> Any:
+        # A python-mode dump holds a base_url with a password as SecretStr.
+        return reveal(value)
 
-    @field_serializer("base_url", when_used="json")
-    def _dump_base_url(self, value: str | None) -> str | None:
-        return _mask_url(value) if value is not None else None
+    @field_validator("extra_headers", mode="before")
+    @classmethod
+    def _reveal_headers(cls, value: Any) -> Any:
+        if isinstance(value, Mapping):
+            return {name: reveal(item) for name, item in value.items()}
+        return value
+
+    @field_validator("extra_body")
+    @classmethod
+    def _check_extra_body(cls, value: dict[str, Any]) -> dict[str, Any]:
+        where = find_non_finite(value)
+        if where is not None:
+            raise ValueError(f"{where} must be a finite number")
+        return value
+
+    @field_serializer("extra_headers")
+    def _dump_headers(self, value: dict[str, str], info: SerializationInfo) -> Any:
+        # Like SecretStr: JSON dumps mask secret header values, python dumps wrap them.
+        if info.mode_is_json():
+            return _mask_headers(value)
+        return {
+            name: SecretStr(item) if _SENSITIVE_HEADER.search(name) else item
+            for name, item in value.items()
+        }
+
+    @field_serializer("base_url")
+    def _dump_base_url(self, value: str | None, info: SerializationInfo) -> Any:
+        if value is None:
+            return None
+        if info.mode_is_json():
+            return _mask_url(value)
+        return secret_url(value)
 
     def __repr_args__(self) -> Any:
         for name, value in super().__repr_args__():
@@ -192,13 +228,7 @@ def _mask_headers(headers: Mapping[str, str]) -> dict[str, str]:
 
 
 def _mask_url(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.password is None and parts.username is None:
-        return url
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, f"***@{host}", parts.path, parts.query, parts.fragment))
+    return mask_url(url)
 
 
 #: The reader's LLM slots, and the slots each falls back to (in order) when unset.
