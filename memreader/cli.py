@@ -1,8 +1,14 @@
 """The ``memreader`` command line.
 
 ``memreader read INPUT --type chat|doc --mode fast [--config FILE] [-o OUT.jsonl]`` reads a JSON
-file of scenes (or a MemoryBank file, or for ``doc`` any document file), writes one JSON item per
-line, and exits non-zero with a one-line message on bad input.
+file of scenes (or a MemoryBank file; with ``--type doc`` the file is one document, whatever its
+extension), writes one JSON item per line, and exits with one line on stderr and status 2 for
+any error memreader raises on purpose (bad input, config, output path), or status 1 for an
+unexpected one (its traceback only with ``-v``). Never a traceback otherwise.
+
+Output files (``-o``, ``--report``) are checked before any work and written atomically: a
+temporary file beside the target, renamed over it only when the whole run succeeded, so a
+failed run never leaves a half-written file that looks complete.
 """
 
 from __future__ import annotations
@@ -11,9 +17,12 @@ import argparse
 import json
 import logging
 import os
+import re
+import stat
 import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+import tempfile
+from collections.abc import Sequence
+from contextlib import ExitStack
 from typing import IO, Any
 
 from memreader.config import MemReaderConfigFactory
@@ -22,6 +31,8 @@ from memreader.errors import InputError, MemReaderError
 from memreader.factory import MemReaderFactory
 from memreader.items import TextualMemoryItem
 from memreader.report import ReadReport
+
+logger = logging.getLogger(__name__)
 
 EXIT_BAD_INPUT = 2
 EXIT_FAILURE = 1
@@ -77,8 +88,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class OutputError(MemReaderError):
+    """An output file (``-o``, ``--report``) cannot be written."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``memreader`` console script."""
+    """Entry point of the ``memreader`` console script: 0 on success, 2 with one line on stderr
+    for any :class:`MemReaderError`, 1 with one line for anything unexpected."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(
         level=[logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)],
@@ -88,10 +104,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _read(args)
     except MemReaderError as exc:
-        print(f"memreader: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT if isinstance(exc, InputError | ValueError) else EXIT_FAILURE
+        _fail(f"error: {exc}")
+        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader of stdout went away (`| head`): stop quietly, and keep Python from
+        # complaining again when it flushes stdout at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_FAILURE
+    except Exception as exc:
+        # The last resort of a command line tool: one line and status 1, never a traceback
+        # (unless asked for with -v), whatever went wrong.
+        hint = "" if args.verbose else " (run with -v for the traceback)"
+        _fail(f"internal error: {type(exc).__name__}: {exc}{hint}")
+        if args.verbose:
+            logger.error("traceback of the internal error", exc_info=exc)
+        return EXIT_FAILURE
+
+
+def _fail(message: str) -> None:
+    """Write ``message`` to stderr as exactly one line (messages may quote multi-line text)."""
+    line = re.sub(r"\s*[\r\n\v\f\x85\u2028\u2029]+\s*", " ", message).strip()
+    print(f"memreader: {line}", file=sys.stderr)
 
 
 def _config(args: argparse.Namespace) -> MemReaderConfigFactory:
@@ -104,6 +140,11 @@ def _config(args: argparse.Namespace) -> MemReaderConfigFactory:
         config["window"]["max_tokens"] = args.max_tokens
     if args.overlap is not None:
         config["window"]["overlap_tokens"] = args.overlap
+    if args.type == "doc" and args.input != "-":
+        # Local paths are off by default (input may come from strangers); the file named on
+        # the command line, and only that file, is the user's own choice.
+        config["allow_local_paths"] = True
+        config["allowed_roots"] = [os.path.realpath(args.input)]
     if args.mode == "fine":
         config["llm"] = _llm_settings(args, config.get("llm"))
         if args.llm_concurrency is not None:
@@ -136,50 +177,157 @@ def _llm_settings(args: argparse.Namespace, configured: dict[str, Any] | None) -
 
 def _jobs(args: argparse.Namespace) -> list[tuple[dict[str, str], Any, int]]:
     """(info, scene_data, first scene's index in the input): one job per MemoryBank user, else
-    one per batch of scenes."""
+    one per batch of scenes; with ``--type doc`` one job of one document."""
     info = {"user_id": args.user_id, "session_id": args.session_id}
-    if args.type == "doc" and args.input != "-" and not args.input.endswith(".json"):
-        if not os.path.isfile(args.input):
-            raise InputError(f"no such file: {args.input}")
-        return [(info, [args.input], 0)]
+    if args.type == "doc":
+        if args.input == "-":
+            # Standard input is text: a part, so it is never taken for a file path.
+            return [(info, [{"type": "text", "text": _read_text("-")}], 0)]
+        if not os.path.exists(args.input):
+            raise InputError(f"cannot read {args.input}: no such file")
+        return [(info, [{"type": "file", "file": {"path": args.input}}], 0)]
     data = _load_json(args.input)
-    if args.type == "chat" and is_memorybank(data):
+    if is_memorybank(data):
         return [
             ({"user_id": user, "session_id": f"memorybank:{user}"}, scenes, 0)
             for user, scenes in memorybank_scenes(data).items()
         ]
     if not isinstance(data, list) or not data:
         return [(info, data, 0)]
-    if args.type == "chat" and all(isinstance(m, dict) for m in data):
+    if all(isinstance(m, dict) for m in data):
         return [(info, data, 0)]  # one flat scene
     return [(info, data[i : i + SCENES_PER_CALL], i) for i in range(0, len(data), SCENES_PER_CALL)]
 
 
-def _load_json(path: str) -> Any:
+def _read_text(path: str) -> str:
+    """The UTF-8 text of ``path`` (``-``: standard input); an :class:`InputError` otherwise."""
+    name = "standard input" if path == "-" else path
     try:
         if path == "-":
-            return json.load(sys.stdin)
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
+            stream = getattr(sys.stdin, "buffer", None)
+            raw = stream.read() if stream is not None else sys.stdin.read().encode()
+        else:
+            with open(path, "rb") as handle:
+                raw = handle.read()
     except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror}") from exc
+        raise InputError(f"cannot read {name}: {exc.strerror}") from exc
+    try:
+        # utf-8-sig: a byte order mark is valid UTF-8 that editors on Windows write.
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"{name} is not UTF-8 text (byte {raw[exc.start]:#04x} at offset {exc.start})"
+        ) from None
+
+
+def _load_json(path: str) -> Any:
+    name = "standard input" if path == "-" else path
+    text = _read_text(path)
+    try:
+        return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InputError(f"{path} is not valid JSON: {exc}") from exc
+        raise InputError(f"{name} is not valid JSON: {exc}") from None
+    except RecursionError:
+        # The decoder recurses once per nesting level; no scene file nests this deep.
+        raise InputError(f"{name} nests JSON too deeply to be a scene file") from None
 
 
-@contextmanager
-def _output(path: str | None) -> Iterator[IO[str]]:
-    if path is None:
-        yield sys.stdout
-        return
-    parent = os.path.dirname(path)
-    if parent:
-        os.makedirs(parent, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as handle:
-        yield handle
+class _Output:
+    """An output file, written atomically: opened (so checked) before any work, written to a
+    temporary file beside the target, and renamed over it by :meth:`commit`. A target that is
+    not a regular file (``/dev/stdout``, a pipe) is written directly.
+    """
+
+    def __init__(self, path: str, what: str) -> None:
+        self.what = what
+        self.path = path
+        self._temp: str | None = None
+        self.target = target = os.path.realpath(path)  # replace a symlink's target, not the link
+        try:
+            info: os.stat_result | None = os.stat(target)
+        except FileNotFoundError:
+            info = None
+        except OSError as exc:
+            raise OutputError(f"cannot write {what} {path}: {exc.strerror}") from None
+        if info is not None and stat.S_ISDIR(info.st_mode):
+            raise OutputError(f"cannot write {what} {path}: it is a directory")
+        try:
+            if info is not None and not stat.S_ISREG(info.st_mode):
+                self.handle: IO[str] = open(target, "w", encoding="utf-8")  # noqa: SIM115
+                return
+            if info is not None and not os.access(target, os.W_OK):
+                raise PermissionError(13, "Permission denied")
+            parent = os.path.dirname(target)
+            os.makedirs(parent, exist_ok=True)
+            fd, self._temp = tempfile.mkstemp(
+                prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=parent
+            )
+            self.handle = os.fdopen(fd, "w", encoding="utf-8")
+        except OSError as exc:
+            raise OutputError(f"cannot write {what} {path}: {exc.strerror}") from None
+
+    def commit(self) -> None:
+        """Make the written content the target's, all at once."""
+        try:
+            self.handle.close()
+            if self._temp is not None:
+                if os.path.exists(self.target):
+                    os.chmod(self._temp, stat.S_IMODE(os.stat(self.target).st_mode))
+                else:
+                    os.chmod(self._temp, 0o666 & ~_umask())
+                os.replace(self._temp, self.target)
+                self._temp = None
+        except OSError as exc:
+            raise OutputError(f"cannot write {self.what} {self.path}: {exc.strerror}") from None
+
+    def discard(self) -> None:
+        """Drop what was written (the target keeps its old content, if any)."""
+        self.handle.close()
+        if self._temp is not None:
+            try:
+                os.unlink(self._temp)
+            except OSError:
+                logger.warning("could not remove the temporary file %s", self._temp)
+            self._temp = None
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _open_outputs(stack: ExitStack, args: argparse.Namespace) -> list[_Output]:
+    outputs = []
+    for path, what in ((args.output, "output"), (args.report, "report")):
+        if path is not None:
+            output = _Output(path, what)
+            stack.callback(output.discard)
+            outputs.append(output)
+    return outputs
 
 
 def _read(args: argparse.Namespace) -> int:
+    with ExitStack() as stack:
+        # Unwritable outputs fail now, before any work (and a failed run discards both).
+        outputs = _open_outputs(stack, args)
+        out = outputs[0].handle if args.output is not None else sys.stdout
+        report = _run(args, out)
+        if args.report is not None:
+            json.dump(report.to_dict(), outputs[-1].handle, ensure_ascii=False, indent=2)
+        for output in outputs:
+            output.commit()
+    if report.fallbacks:
+        print(
+            f"memreader: {len(report.fallbacks)} of {len(report.windows)} windows fell back to "
+            "raw items (see --report)",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def _run(args: argparse.Namespace, out: IO[str]) -> ReadReport:
+    """Read every job and write its items to ``out``; the merged report."""
     from tqdm import tqdm
 
     reader = MemReaderFactory.from_config(_config(args))
@@ -188,10 +336,7 @@ def _read(args: argparse.Namespace) -> int:
     show = sys.stderr.isatty() if args.progress is None else args.progress
     count = 0
     report = ReadReport(mode=args.mode)
-    with (
-        _output(args.output) as out,
-        tqdm(total=total, unit="scene", disable=not show or total < 2, file=sys.stderr) as bar,
-    ):
+    with tqdm(total=total, unit="scene", disable=not show or total < 2, file=sys.stderr) as bar:
         for info, scenes, scene_offset in jobs:
             part = ReadReport()
             results = reader.get_memory(
@@ -208,17 +353,9 @@ def _read(args: argparse.Namespace) -> int:
                     _write(out, item, scene_offset)
                     count += 1
             bar.update(len(scenes) if isinstance(scenes, list) else 1)
-    logging.getLogger("memreader.cli").info("wrote %d items", count)
-    if report.fallbacks:
-        print(
-            f"memreader: {len(report.fallbacks)} of {len(report.windows)} windows fell back to "
-            "raw items (see --report)",
-            file=sys.stderr,
-        )
-    if args.report:
-        with _output(args.report) as handle:
-            json.dump(report.to_dict(), handle, ensure_ascii=False, indent=2)
-    return 0
+    out.flush()
+    logger.info("wrote %d items", count)
+    return report
 
 
 def _merge(total: ReadReport, part: ReadReport, scene_offset: int) -> None:

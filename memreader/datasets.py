@@ -33,14 +33,22 @@ def memorybank_scenes(data: Mapping[str, Any]) -> dict[str, list[list[dict[str, 
     for user, record in data.items():
         scenes = []
         for day, pairs in record["history"].items():
+            where = f"user {user!r}, day {day!r}"
+            if not isinstance(pairs, list):
+                raise InputError(f"{where}: expected a list of pairs, got {type(pairs).__name__}")
             scene = []
             for i, pair in enumerate(pairs):
                 if not isinstance(pair, Mapping):
-                    raise InputError(f"user {user!r}, day {day}: pair {i} is not a mapping")
+                    raise InputError(f"{where}: pair {i} is not a mapping")
                 for role, key in (("user", "query"), ("assistant", "response")):
                     text = pair.get(key)
-                    if isinstance(text, str):
-                        scene.append({"role": role, "content": text, "chat_time": day})
+                    if not isinstance(text, str):
+                        # Skipping it would lose a message without a word.
+                        raise InputError(
+                            f"{where}, pair {i}: {key!r} must be a string, "
+                            f"got {type(text).__name__}"
+                        )
+                    scene.append({"role": role, "content": text, "chat_time": day})
             if scene:
                 scenes.append(scene)
         users[str(user)] = scenes

@@ -7,8 +7,12 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from memreader import cli
+from memreader.readers.simple import SimpleStructMemReader
 
 from .conftest import MEMORYBANK_EN
 
@@ -228,3 +232,197 @@ def test_progress_bar_goes_to_stderr(tmp_path: Path) -> None:
     assert len(shown.stdout.splitlines()) == 40, "the bar never mixes with the items"
     hidden = run_cli("read", str(path), "--no-embedding", "--no-progress")
     assert hidden.stderr == ""
+
+
+# -- in-process: one line and exit 2 (or 1), never a traceback ----------------------------------
+
+SCENE = '[[{"role": "user", "content": "I like tea"}]]'
+
+
+def run_main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str], str]:
+    """``memreader.cli.main`` in this process: status, stderr lines, stdout."""
+    code = cli.main(["read", *args, "--no-embedding", "--no-progress"])
+    captured = capsys.readouterr()
+    return code, captured.err.splitlines(), captured.out
+
+
+def write(path: Path, content: str | bytes) -> Path:
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")
+    return path
+
+
+def assert_one_line(lines: list[str], *expected: str, prefix: str = "memreader: error: ") -> None:
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(prefix), lines
+    for text in expected:
+        assert text in lines[0]
+    assert "Traceback" not in lines[0]
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (
+            b'[[{"role": "user", "content": "caf\xe9"}]]',
+            "is not UTF-8 text (byte 0xe9 at offset 34)",
+        ),
+        ("[" * 100_000 + "]" * 100_000, "nests JSON too deeply"),
+        ("{not json", "is not valid JSON"),
+        ('[[{"role": "user", "content": "\\ud800"}]]', "scene 0, message 0: content holds a lone"),
+        (
+            '{"ann": {"history": {"2023-05-01": [{"query": "hi", "response": "hello"}, '
+            '{"query": "tea?", "response": null}]}}}',
+            "user 'ann', day '2023-05-01', pair 1: 'response' must be a string, got NoneType",
+        ),
+        (
+            '{"ann": {"history": {"2023-05-01": [{"query": 7, "response": "x"}]}}}',
+            "user 'ann', day '2023-05-01', pair 0: 'query' must be a string, got int",
+        ),
+    ],
+)
+def test_bad_input_files_are_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str | bytes, expected: str
+) -> None:
+    path = write(tmp_path / "in.json", content)
+    out = tmp_path / "items.jsonl"
+    code, err, _ = run_main(capsys, str(path), "-o", str(out))
+    assert code == 2
+    assert_one_line(err, expected)
+    assert not out.exists() and os.listdir(tmp_path) == ["in.json"], "no output, no temp file"
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (b"backend: simple_struct\nconfig: {window: {max_tokens: \xff}}\n", "is not valid UTF-8"),
+        ("config: " + "[" * 5000 + "]" * 5000 + "\n", "nested more than"),
+        ("backend: nope\n", "unknown reader backend"),
+    ],
+)
+def test_bad_configs_are_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str | bytes, expected: str
+) -> None:
+    config = write(tmp_path / "config.yaml", content)
+    scenes = write(tmp_path / "in.json", SCENE)
+    code, err, out = run_main(capsys, str(scenes), "--config", str(config))
+    assert code == 2 and out == ""
+    assert_one_line(err, expected)
+
+
+@pytest.mark.parametrize("flag", ["-o", "--report"])
+def test_unwritable_outputs_fail_before_any_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, flag: str
+) -> None:
+    def no_work(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the reader was built before the outputs were checked")
+
+    monkeypatch.setattr(cli.MemReaderFactory, "from_config", no_work)
+    scenes = write(tmp_path / "in.json", SCENE)
+    blocker = write(tmp_path / "plain-file", "")  # a file where a folder is needed
+    items = tmp_path / "items.jsonl"
+    args = ["-o", str(items), "--report", str(tmp_path / "report.json")]
+    args[args.index(flag) + 1] = str(blocker / "out.json")
+    code, err, _ = run_main(capsys, str(scenes), *args)
+    assert code == 2
+    what = "output" if flag == "-o" else "report"
+    assert_one_line(err, f"cannot write {what} {blocker / 'out.json'}: Not a directory")
+    assert sorted(os.listdir(tmp_path)) == ["in.json", "plain-file"], "nothing half-written"
+    code, err, _ = run_main(capsys, str(scenes), "-o", str(tmp_path))
+    assert code == 2
+    assert_one_line(err, f"cannot write output {tmp_path}: it is a directory")
+
+
+def test_a_failed_run_leaves_the_old_output_whole(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scenes = [[{"role": "user", "content": f"Scene {i}."}] for i in range(40)]
+    path = write(tmp_path / "in.json", json.dumps(scenes))
+    out = write(tmp_path / "items.jsonl", "old items\n")
+    original = SimpleStructMemReader.get_memory
+    calls = []
+
+    def fail_on_second_batch(self: SimpleStructMemReader, *args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("disk on fire")
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(SimpleStructMemReader, "get_memory", fail_on_second_batch)
+    code, err, _ = run_main(capsys, str(path), "-o", str(out))
+    assert code == 1
+    assert_one_line(
+        err,
+        "RuntimeError: disk on fire (run with -v for the traceback)",
+        prefix="memreader: internal error: ",
+    )
+    assert out.read_text(encoding="utf-8") == "old items\n"
+    assert sorted(os.listdir(tmp_path)) == ["in.json", "items.jsonl"]
+    monkeypatch.setattr(SimpleStructMemReader, "get_memory", original)
+    code, _, _ = run_main(capsys, str(path), "-o", str(out), "--report", str(tmp_path / "r.json"))
+    assert code == 0
+    assert len(out.read_text(encoding="utf-8").splitlines()) == 40
+    assert len(json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))["windows"]) == 40
+    assert sorted(os.listdir(tmp_path)) == ["in.json", "items.jsonl", "r.json"]
+
+
+def test_unexpected_errors_show_their_traceback_only_with_verbose(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def boom(*args: object, **kwargs: object) -> None:
+        raise KeyError("boom")
+
+    monkeypatch.setattr(SimpleStructMemReader, "get_memory", boom)
+    path = write(tmp_path / "in.json", SCENE)
+    code = cli.main(["-v", "read", str(path), "--no-embedding", "--no-progress"])
+    err = capsys.readouterr().err.splitlines()
+    assert code == 1
+    assert err == ["memreader: internal error: KeyError: 'boom'"]
+    [record] = [r for r in caplog.records if r.name == "memreader.cli" and r.exc_info]
+    assert record.exc_info is not None and record.exc_info[0] is KeyError
+
+
+def test_type_doc_reads_the_file_as_one_document_whatever_its_extension(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = '[[{"role": "user", "content": "this is a document, not scenes"}]]\n'
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    path = write(elsewhere / "notes.json", text)
+    monkeypatch.chdir(tmp_path)  # the file is not under the working folder
+    code, err, out = run_main(capsys, str(path), "--type", "doc")
+    assert code == 0, err
+    [item] = [json.loads(line) for line in out.splitlines()]
+    [source] = item["metadata"]["sources"]
+    assert (source["type"], source["doc_path"], source["content"]) == ("file", str(path), text)
+    assert item["metadata"]["file_ids"] == [str(path)]
+    code, err, _ = run_main(capsys, str(tmp_path / "missing.txt"), "--type", "doc")
+    assert code == 2
+    assert_one_line(err, "missing.txt: no such file")
+
+
+def test_only_the_named_document_is_allowed(tmp_path: Path) -> None:
+    parser = cli.build_parser()
+    path = write(tmp_path / "a.txt", "text")
+    doc = cli._config(parser.parse_args(["read", str(path), "--type", "doc"])).config
+    assert doc.allow_local_paths is True
+    assert doc.allowed_roots == [os.path.realpath(path)]
+    chat = cli._config(parser.parse_args(["read", str(path)])).config
+    assert chat.allow_local_paths is False and chat.allowed_roots == []
+
+
+def test_doc_from_standard_input_is_text_never_a_path(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"/etc/passwd"), "utf-8"))
+    code, err, out = run_main(capsys, "-", "--type", "doc")
+    assert code == 0, err
+    [item] = [json.loads(line) for line in out.splitlines()]
+    assert item["memory"] == "/etc/passwd"
