@@ -202,7 +202,8 @@ def test_docs_text_parts_and_paths(tmp_path) -> None:  # type: ignore[no-untyped
             {"type": "text", "text": "a text part"},
             str(note),
             [{"type": "text", "text": "part one"}, {"type": "file", "file": {"path": str(note)}}],
-        ]
+        ],
+        allow_local_paths=True,  # off by default: input may come from strangers
     )
     assert [s.type for s in scenes] == ["doc"] * 4
     assert scenes[0].messages[0].parts[0].text.startswith("plain text")
@@ -246,7 +247,7 @@ def test_office_files_convert_through_markitdown(tmp_path) -> None:  # type: ign
     sheet.append(["Emily", "oolong"])
     path = tmp_path / "drinks.xlsx"
     book.save(path)
-    [scene] = normalize_doc([str(path)])
+    [scene] = normalize_doc([str(path)], allow_local_paths=True, allowed_roots=[str(tmp_path)])
     part = scene.messages[0].parts[0]
     assert part.type == "file" and "| Emily | oolong |" in part.text
     with pytest.raises(DocumentError, match="not supported"):
