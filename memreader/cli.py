@@ -244,7 +244,7 @@ class _Output:
         self._temp: str | None = None
         self.target = target = os.path.realpath(path)  # replace a symlink's target, not the link
         try:
-            info: os.stat_result | None = os.stat(target)
+            info: os.stat_result | None = os.stat(path)
         except FileNotFoundError:
             info = None
         except OSError as exc:
@@ -253,7 +253,8 @@ class _Output:
             raise OutputError(f"cannot write {what} {path}: it is a directory")
         try:
             if info is not None and not stat.S_ISREG(info.st_mode):
-                self.handle: IO[str] = open(target, "w", encoding="utf-8")  # noqa: SIM115
+                # /dev/stdout, a pipe: nothing to replace, and nowhere to put a temporary file.
+                self.handle: IO[str] = open(path, "w", encoding="utf-8")  # noqa: SIM115
                 return
             if info is not None and not os.access(target, os.W_OK):
                 raise PermissionError(13, "Permission denied")

@@ -426,3 +426,17 @@ def test_doc_from_standard_input_is_text_never_a_path(
     assert code == 0, err
     [item] = [json.loads(line) for line in out.splitlines()]
     assert item["memory"] == "/etc/passwd"
+
+
+def test_output_through_a_symlink_writes_its_target(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenes = write(tmp_path / "in.json", SCENE)
+    real, link = tmp_path / "real.jsonl", tmp_path / "link.jsonl"
+    link.symlink_to(real)
+    code, err, _ = run_main(capsys, str(scenes), "-o", str(link))
+    assert code == 0, err
+    assert link.is_symlink() and len(real.read_text(encoding="utf-8").splitlines()) == 1
+    umask = os.umask(0)
+    os.umask(umask)
+    assert real.stat().st_mode & 0o777 == 0o666 & ~umask, "a new file gets the usual mode"
