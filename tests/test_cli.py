@@ -160,7 +160,14 @@ def test_fine_mode_from_flags_and_environment(tmp_path: Path) -> None:
     )
     out, report = tmp_path / "items.jsonl", tmp_path / "report.json"
     with LLMTestServer() as server:
-        server.responder = lambda request: Reply(body=openai_completion(answer, usage=(50, 10)))
+
+        def respond(request: Any) -> Reply:
+            # The extraction gets memories, the filter a verdict of its own schema.
+            schema = (request.json or {}).get("response_format", {}).get("json_schema", {})
+            content = answer if schema.get("name") == "memory_extraction" else '{"results": []}'
+            return Reply(body=openai_completion(content, usage=(50, 10)))
+
+        server.responder = respond
         env_key = "MR_CLI_TEST_KEY"
         os.environ[env_key] = "sk-cli-secret"
         try:
