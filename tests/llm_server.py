@@ -3,8 +3,10 @@
 It runs a stdlib :class:`~http.server.ThreadingHTTPServer` on ``127.0.0.1`` (ephemeral port) in a
 background thread and answers
 
-* ``POST /v1/chat/completions`` (OpenAI-compatible; point ``base_url`` at :attr:`url`), and
-* ``POST /api/chat`` (Ollama, non-streaming; point ``host`` at :attr:`ollama_host`)
+* ``POST /v1/chat/completions`` (OpenAI-compatible; point ``base_url`` at :attr:`url`),
+* ``POST /api/chat`` (Ollama, non-streaming; point ``host`` at :attr:`ollama_host`),
+* ``POST /v1/embeddings`` and ``POST /api/embed`` (deterministic vectors of
+  :data:`EMBED_DIM` floats per input text, see :func:`fake_vector`)
 
 from a script: a queue of :class:`Reply` objects consumed one per request, in arrival order.
 When the queue is empty, :attr:`LLMTestServer.responder` (a function of the request) answers;
@@ -13,6 +15,11 @@ by default it returns ``{}`` as the model's content in the right API's shape.
 Every request is recorded (:attr:`requests`), and the server tracks requests in flight and
 their maximum (:attr:`max_in_flight`), so tests can check concurrency limits. :attr:`latency`
 delays every answer.
+
+Faults: a :class:`Reply` can send any bytes with any content type (``content_type``), wait
+before answering (``delay``), send its headers and body one byte at a time (``slow_headers``,
+``trickle``), send a body that never ends (``endless``) or reset the connection without an
+answer (``reset``).
 
 Example::
 
@@ -32,8 +39,13 @@ Use the ``llm_server`` fixture (``from tests.llm_server import llm_server`` in a
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import logging
+import math
+import socket
+import struct
 import threading
 import time
 from collections import deque
@@ -45,12 +57,16 @@ from typing import Any
 import pytest
 
 __all__ = [
+    "EMBED_DIM",
     "LLMTestServer",
     "RecordedRequest",
     "Reply",
+    "fake_vector",
     "llm_server",
     "ollama_chat",
+    "ollama_embed",
     "openai_completion",
+    "openai_embeddings",
     "openai_error",
 ]
 
@@ -58,6 +74,10 @@ logger = logging.getLogger(__name__)
 
 OPENAI_PATH = "/v1/chat/completions"
 OLLAMA_PATH = "/api/chat"
+OPENAI_EMBED_PATH = "/v1/embeddings"
+OLLAMA_EMBED_PATH = "/api/embed"
+#: Length of the vectors the embedding routes return.
+EMBED_DIM = 8
 
 
 @dataclass
@@ -66,18 +86,35 @@ class Reply:
 
     Attributes:
         status: the HTTP status code.
-        body: a dict/list (sent as JSON), a str (sent as is) or ``None`` (empty body).
+        body: a dict/list (sent as JSON), a str (sent as is), bytes (sent as is) or ``None``
+            (empty body).
         headers: extra response headers (e.g. ``{"Retry-After": "0"}``).
         delay: seconds to wait before answering (use it to trigger client timeouts).
+        content_type: the ``Content-Type`` to send instead of the one the body implies (e.g.
+            ``application/json`` on bytes that are not JSON).
+        trickle: seconds between the bytes of the body (0: send it at once).
+        slow_headers: send the status line and headers one byte per ``trickle`` too.
+        endless: after the body, send a space every ``trickle`` seconds (at least 1 ms) until
+            the client goes away or the server stops; ``Content-Length`` promises 1 GB.
+        reset: close the connection with a TCP reset instead of answering.
     """
 
     status: int = 200
     body: Any = None
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    content_type: str | None = None
+    trickle: float = 0.0
+    slow_headers: bool = False
+    endless: bool = False
+    reset: bool = False
 
     def encoded(self) -> tuple[bytes, str]:
         """The body bytes and their content type."""
+        payload, implied = self._payload()
+        return payload, self.content_type or implied
+
+    def _payload(self) -> tuple[bytes, str]:
         if self.body is None:
             return b"", "application/json"
         if isinstance(self.body, (bytes, bytearray)):
@@ -107,12 +144,23 @@ class RecordedRequest:
 
     @property
     def api(self) -> str:
-        """``"openai"``, ``"ollama"`` or ``"other"`` from the path."""
+        """``"openai"``, ``"ollama"``, ``"openai_embed"``, ``"ollama_embed"`` or ``"other"``."""
         if self.path.startswith(OPENAI_PATH):
             return "openai"
         if self.path.startswith(OLLAMA_PATH):
             return "ollama"
+        if self.path.startswith(OPENAI_EMBED_PATH):
+            return "openai_embed"
+        if self.path.startswith(OLLAMA_EMBED_PATH):
+            return "ollama_embed"
         return "other"
+
+    @property
+    def inputs(self) -> list[str]:
+        """The texts of an embedding request (empty if none)."""
+        body = self.json
+        value = body.get("input", []) if isinstance(body, dict) else []
+        return [value] if isinstance(value, str) else list(value)
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -203,12 +251,42 @@ def ollama_chat(
     return body
 
 
+def fake_vector(text: str, dim: int = EMBED_DIM) -> list[float]:
+    """A deterministic unit vector derived from the text's sha256."""
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+    vector = [b - 127.5 for b in digest[:dim]]
+    norm = math.sqrt(sum(x * x for x in vector)) or 1.0
+    return [x / norm for x in vector]
+
+
+def openai_embeddings(texts: list[str], model: str = "test-embed") -> dict[str, Any]:
+    """An OpenAI ``/v1/embeddings`` body with :func:`fake_vector` of each text."""
+    return {
+        "object": "list",
+        "data": [
+            {"object": "embedding", "index": i, "embedding": fake_vector(text)}
+            for i, text in enumerate(texts)
+        ],
+        "model": model,
+        "usage": {"prompt_tokens": 1, "total_tokens": 1},
+    }
+
+
+def ollama_embed(texts: list[str], model: str = "test-embed") -> dict[str, Any]:
+    """An Ollama ``/api/embed`` body with :func:`fake_vector` of each text."""
+    return {"model": model, "embeddings": [fake_vector(text) for text in texts]}
+
+
 def default_responder(request: RecordedRequest) -> Reply:
-    """Answer ``{}`` in the shape of the API that was called; 404 elsewhere."""
+    """Answer ``{}`` (or the texts' vectors) in the shape of the API called; 404 elsewhere."""
     if request.api == "openai":
         return Reply(body=openai_completion("{}"))
     if request.api == "ollama":
         return Reply(body=ollama_chat("{}"))
+    if request.api == "openai_embed":
+        return Reply(body=openai_embeddings(request.inputs))
+    if request.api == "ollama_embed":
+        return Reply(body=ollama_embed(request.inputs))
     return Reply(status=404, body={"error": f"no route for {request.path}"})
 
 
@@ -382,6 +460,16 @@ class LLMTestServer:
             self.requests.append(request)
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        counted = [True]
+
+        def finished() -> None:
+            # Called before the last bytes go out: once the client has them it may send its
+            # next request, which must not find this one still counted as in flight.
+            with self._lock:
+                if counted[0]:
+                    counted[0] = False
+                    self.in_flight -= 1
+
         try:
             try:
                 reply = self._next_reply(request)
@@ -390,22 +478,63 @@ class LLMTestServer:
                 reply = Reply(status=500, body=openai_error(f"responder failed: {exc!r}"))
             wait = self.latency + reply.delay
             if wait > 0 and self._stopping.wait(wait):
+                handler.close_connection = True
                 return
-            payload, content_type = reply.encoded()
+            if reply.reset:
+                self._reset(handler)
+                return
             try:
-                handler.send_response(reply.status)
-                handler.send_header("Content-Type", content_type)
-                handler.send_header("Content-Length", str(len(payload)))
-                for name, value in reply.headers.items():
-                    handler.send_header(name, value)
-                handler.end_headers()
-                handler.wfile.write(payload)
-                handler.wfile.flush()
-            except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
+                self._write(handler, reply, finished)
+            except OSError:  # the client gave up (timeout) or went away
                 handler.close_connection = True
         finally:
-            with self._lock:
-                self.in_flight -= 1
+            finished()
+
+    def _write(self, handler: _Handler, reply: Reply, finished: Callable[[], None]) -> None:
+        payload, content_type = reply.encoded()
+        phrase = handler.responses.get(reply.status, ("",))[0]
+        headers = {
+            "Content-Type": content_type,
+            "Content-Length": str(10**9 if reply.endless else len(payload)),
+            **reply.headers,
+        }
+        head = f"HTTP/1.1 {reply.status} {phrase}\r\n" + "".join(
+            f"{name}: {value}\r\n" for name, value in headers.items()
+        )
+        head_bytes = (head + "\r\n").encode("latin-1")
+        if reply.endless:
+            handler.close_connection = True
+        if reply.trickle <= 0 and not reply.endless:
+            finished()
+            self._send(handler, head_bytes + payload, 0.0)
+            return
+        self._send(handler, head_bytes, reply.trickle if reply.slow_headers else 0.0)
+        self._send(handler, payload, reply.trickle)
+        interval = max(reply.trickle, 0.001)
+        while reply.endless and not self._stopping.wait(interval):
+            handler.wfile.write(b" ")
+            handler.wfile.flush()
+
+    def _send(self, handler: _Handler, data: bytes, trickle: float) -> None:
+        if trickle <= 0:
+            handler.wfile.write(data)
+            handler.wfile.flush()
+            return
+        for i in range(len(data)):
+            if self._stopping.wait(trickle):
+                raise ConnectionAbortedError("server stopping")
+            handler.wfile.write(data[i : i + 1])
+            handler.wfile.flush()
+
+    @staticmethod
+    def _reset(handler: _Handler) -> None:
+        """Close the connection with a TCP RST (SO_LINGER with a zero timeout)."""
+        handler.close_connection = True
+        sock = handler.connection
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        handler.rfile.close()  # drops the last reference that keeps the socket open
+        handler.wfile = io.BytesIO()  # the handler flushes it after do_POST: a harmless sink
+        sock.close()
 
 
 @pytest.fixture

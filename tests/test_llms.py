@@ -450,7 +450,8 @@ def test_openai_json_answers(
 ) -> None:
     finish = "length" if truncated else "stop"
     server.reply(Reply(body=openai_completion(content, usage=(20, 7), finish_reason=finish)))
-    client = build_llm(openai_cfg(server))
+    # No retries left: a cut-off answer is returned as it is (with retries it is re-asked).
+    client = build_llm(openai_cfg(server, max_retries=0))
     answer = client.complete(MESSAGES, schema=SCHEMA, schema_name="memories")
     assert answer.parsed == expected
     assert answer.truncated is truncated

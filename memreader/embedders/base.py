@@ -26,6 +26,13 @@ therefore:
 The weighted mean is one vector per text, so callers keep a 1:1 text-to-vector mapping; it is a
 standard way to embed a long document with a short-context model, and it keeps every part of
 the text in the vector instead of only its first ``max_input_tokens`` tokens.
+
+Failures are typed
+------------------
+Whatever goes wrong with one batch (a remote error, a reply that cannot be read, a backend that
+raises something untyped, vectors of the wrong shape) is an :class:`EmbeddingError` that names
+the batch: how many texts, and a short preview of the first (:func:`describe_batch`). Remote
+backends retry transient failures through :meth:`PoolingEmbedder.request_with_retries`.
 """
 
 from __future__ import annotations
@@ -34,8 +41,11 @@ import importlib
 import logging
 import math
 import threading
+import time
+import traceback
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple, Protocol, TypeVar, cast, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
 
@@ -52,14 +62,18 @@ __all__ = [
     "EMBEDDERS",
     "Embedder",
     "PoolingEmbedder",
+    "RequestFailure",
     "TextPiece",
     "build_embedder",
+    "describe_batch",
     "register_embedder",
     "split_by_tokens",
     "weighted_mean",
 ]
 
 logger = logging.getLogger(__name__)
+
+_R = TypeVar("_R")
 
 _BUILTIN_BACKEND_MODULES = (
     "memreader.embedders.local",
@@ -205,6 +219,43 @@ def weighted_mean(
     return mean
 
 
+#: How many characters of a batch's first text an error message shows.
+PREVIEW_CHARS = 40
+#: How many characters of an underlying error's text an error message keeps.
+DETAIL_LIMIT = 500
+
+
+def describe_batch(texts: Sequence[str]) -> str:
+    """``"a batch of 3 texts, the first (12 characters): 'hello world!'"``, clipped."""
+    count = f"a batch of {len(texts)} text{'' if len(texts) == 1 else 's'}"
+    if not texts:
+        return count
+    first = texts[0]
+    preview = first if len(first) <= PREVIEW_CHARS else first[:PREVIEW_CHARS] + "..."
+    return f"{count}, the first ({len(first)} characters): {preview!r}"
+
+
+def clip_detail(text: str, limit: int = DETAIL_LIMIT) -> str:
+    """``text`` cut to ``limit`` characters, marked when cut."""
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+@dataclass(frozen=True)
+class RequestFailure:
+    """How a remote embedder sees one failed request.
+
+    Attributes:
+        detail: what went wrong, for the error message (no secrets).
+        retryable: whether another request may succeed (timeouts, connection errors, 429,
+            5xx, a garbled reply).
+        retry_after: the server's ``Retry-After`` in seconds, if it sent one.
+    """
+
+    detail: str
+    retryable: bool
+    retry_after: float | None = None
+
+
 def redact_url(url: str) -> str:
     """``url`` without any ``user:password@`` part, for error messages and logs."""
     try:
@@ -255,6 +306,7 @@ class PoolingEmbedder(ABC):
         self.special_tokens = special_tokens
         self._dimension = dimension
         self._dimension_lock = threading.Lock()
+        self._secrets: list[str] = []
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
@@ -311,8 +363,7 @@ class PoolingEmbedder(ABC):
             )
         vectors: list[list[float]] = []
         for offset in range(0, len(flat), self.batch_size):
-            batch = flat[offset : offset + self.batch_size]
-            vectors.extend(self._check_batch(batch, self._embed_batch(batch)))
+            vectors.extend(self._embed_checked(flat[offset : offset + self.batch_size]))
         out: list[list[float]] = []
         k = 0
         for plan in plans:
@@ -323,6 +374,86 @@ class PoolingEmbedder(ABC):
                 out.append(weighted_mean(vectors[k : k + len(plan)], weights, self.normalize))
             k += len(plan)
         return out
+
+    def scrub(self, text: str) -> str:
+        """``text`` with the backend's secrets (API key, URL password) replaced by ``***``."""
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
+
+    def _embed_checked(self, batch: list[str]) -> list[list[float]]:
+        """One batch through the backend, checked; every failure is an EmbeddingError naming it."""
+        try:
+            return self._check_batch(batch, self._embed_batch(batch))
+        except EmbeddingError as exc:
+            raise EmbeddingError(f"{exc} ({describe_batch(batch)})") from exc
+        except Exception as exc:  # the backend boundary: whatever else it raises becomes typed
+            logger.debug(
+                "%s raised %s:\n%s",
+                self.name,
+                type(exc).__name__,
+                self.scrub("".join(traceback.format_exception(exc))).rstrip(),
+            )
+            detail = clip_detail(self.scrub(f"{type(exc).__name__}: {exc}"))
+            raise EmbeddingError(
+                f"{self.name}: embedding {describe_batch(batch)} failed: {detail}"
+            ) from exc
+
+    def request_failed(self, detail: str) -> EmbeddingError:
+        """The error for a request that failed for good (backends add their model and URL)."""
+        return EmbeddingError(f"{self.name}: embedding request failed: {detail}")
+
+    def classify_failure(self, exc: Exception) -> RequestFailure:
+        """How a failed request is reported and whether it is retried (backends refine this).
+
+        This default knows only replies that could not be decoded (retryable) and the response
+        size cap (not retryable); anything else is reported and not retried.
+        """
+        from memreader.transport import ResponseTooLargeError, unreadable_reply
+
+        if isinstance(exc, ResponseTooLargeError):
+            return RequestFailure(str(exc), retryable=False)
+        problem = unreadable_reply(exc)
+        if problem is not None:
+            return RequestFailure(problem, retryable=True)
+        return RequestFailure(f"{type(exc).__name__}: {exc}", retryable=False)
+
+    #: The first retry delay in seconds; doubles per retry, capped at ``retry_backoff_max_s``
+    #: (which also caps a server's ``Retry-After``).
+    retry_backoff_s: float = 0.5
+    retry_backoff_max_s: float = 8.0
+
+    def request_with_retries(self, send: Callable[[], _R], max_retries: int) -> _R:
+        """``send()``, retried up to ``max_retries`` times while failures are retryable.
+
+        At most ``max_retries + 1`` requests are sent. An :class:`EmbeddingError` raised by
+        ``send`` is passed on as it is; any other failure is classified by
+        :meth:`classify_failure` and, once it is final, raised as :meth:`request_failed`.
+        """
+        attempt = 0
+        while True:
+            try:
+                return send()
+            except EmbeddingError:
+                raise
+            except Exception as exc:  # every failure is classified, then retried or made typed
+                failure = self.classify_failure(exc)
+                if not failure.retryable or attempt >= max_retries:
+                    raise self.request_failed(clip_detail(self.scrub(failure.detail))) from exc
+            if failure.retry_after is not None:
+                delay = min(max(0.0, failure.retry_after), self.retry_backoff_max_s)
+            else:
+                delay = min(self.retry_backoff_s * 2**attempt, self.retry_backoff_max_s)
+            attempt += 1
+            logger.warning(
+                "%s: %s; retry %d/%d in %.2fs",
+                self.name,
+                clip_detail(self.scrub(failure.detail), 200),
+                attempt,
+                max_retries,
+                delay,
+            )
+            time.sleep(delay)
 
     def _check_batch(
         self, batch: list[str], vectors: Sequence[Sequence[float]]

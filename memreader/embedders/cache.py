@@ -3,18 +3,22 @@
 Keys are ``sha256(embedder.name + "\\0" + text)``, so vectors of different models never mix and
 the cache holds no raw text. :class:`CachedEmbedder` deduplicates a call's texts, embeds only the
 unique uncached ones (in batches of the inner embedder's ``batch_size``) and returns the vectors
-in input order.
+in input order. A batch the inner embedder fails on (an untyped exception from a plugin, vectors
+of the wrong count or shape) is an :class:`EmbeddingError` naming the batch; nothing wrong is
+cached.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import threading
+import traceback
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 
-from memreader.embedders.base import Embedder
+from memreader.embedders.base import Embedder, clip_detail, describe_batch
 from memreader.errors import ConfigError, EmbeddingError
 
 __all__ = ["CachedEmbedder", "EmbeddingCache", "cache_key"]
@@ -165,12 +169,52 @@ class CachedEmbedder:
         size = self.batch_size
         for offset in range(0, len(missing), size):
             chunk = missing[offset : offset + size]
-            vectors = self.inner.embed([text for _, text in chunk])
-            if len(vectors) != len(chunk):
-                raise EmbeddingError(
-                    f"{name}: embedder returned {len(vectors)} vectors for {len(chunk)} texts"
-                )
+            batch = [text for _, text in chunk]
+            vectors = self._embed_batch(name, batch)
             fresh = {key: vector for (key, _), vector in zip(chunk, vectors, strict=True)}
             self.cache.put_many(fresh)
             found.update({key: list(vector) for key, vector in fresh.items()})
         return [list(found[key]) for key in keys]
+
+    def _embed_batch(self, name: str, batch: list[str]) -> list[list[float]]:
+        """The inner embedder's vectors for ``batch``, checked; failures name the batch."""
+        try:
+            vectors = self.inner.embed(batch)
+        except EmbeddingError:
+            raise  # typed already; the built-in embedders name the batch themselves
+        except Exception as exc:  # a plugin's untyped failure becomes typed, naming the batch
+            logger.debug(
+                "%s raised %s:\n%s",
+                name,
+                type(exc).__name__,
+                "".join(traceback.format_exception(exc)).rstrip(),
+            )
+            raise EmbeddingError(
+                f"{name}: embedding {describe_batch(batch)} failed: "
+                f"{clip_detail(f'{type(exc).__name__}: {exc}')}"
+            ) from exc
+        return _checked(name, batch, vectors)
+
+
+def _checked(name: str, batch: list[str], vectors: object) -> list[list[float]]:
+    """``vectors`` as lists of finite floats, one per text, all of one length."""
+
+    def fail(problem: str) -> EmbeddingError:
+        return EmbeddingError(f"{name}: {problem} ({describe_batch(batch)})")
+
+    if isinstance(vectors, (str, bytes)) or not isinstance(vectors, Sequence):
+        raise fail(f"the embedder returned {type(vectors).__name__}, not a list of vectors")
+    if len(vectors) != len(batch):
+        raise fail(f"embedder returned {len(vectors)} vectors for {len(batch)} texts")
+    checked: list[list[float]] = []
+    for i, vector in enumerate(vectors):
+        try:
+            values = [float(x) for x in vector]
+        except (TypeError, ValueError):
+            raise fail(f"vector {i} is not a list of numbers") from None
+        if not values or not all(math.isfinite(x) for x in values):
+            raise fail(f"vector {i} is empty or not finite")
+        if checked and len(values) != len(checked[0]):
+            raise fail(f"vector {i} has {len(values)} dimensions, vector 0 has {len(checked[0])}")
+        checked.append(values)
+    return checked

@@ -3,9 +3,15 @@
 Works with OpenAI and with local servers that speak the same API (llama.cpp, vLLM, LM Studio,
 ...). Tokens are counted in cl100k (the tokenizer of OpenAI's embedding models; for other
 servers an estimate, so set ``max_input_tokens`` with some margin there). ``encoding_format`` is
-always ``"float"``, which every compatible server understands. Retries with backoff and timeouts
-are the openai client's (``max_retries``, ``timeout``). Errors become :class:`EmbeddingError`
-naming the model and base URL, never the API key.
+always ``"float"``, which every compatible server understands.
+
+Requests go through memreader's HTTP client (:mod:`memreader.transport`): ``timeout`` is a
+deadline for each whole request, the answer is capped at :attr:`OpenAIEmbedder.max_response_bytes`
+and credentials in ``base_url`` are sent as basic auth, never logged. Retries are memreader's,
+not the SDK's (the SDK's loop would not retry a garbled reply): connection errors, timeouts,
+408/409/429/5xx and replies that cannot be read are retried ``max_retries`` times, honouring
+``Retry-After``, so a call sends at most ``max_retries + 1`` requests per batch. Errors become
+:class:`EmbeddingError` naming the model, the base URL and the batch, never the API key.
 """
 
 from __future__ import annotations
@@ -17,15 +23,22 @@ from collections.abc import Sequence
 from typing import Any
 
 from memreader.embedders._tiktoken import count_cl100k, tiktoken_token_cuts
-from memreader.embedders.base import PoolingEmbedder, redact_url, register_embedder
+from memreader.embedders.base import (
+    PoolingEmbedder,
+    RequestFailure,
+    redact_url,
+    register_embedder,
+)
 from memreader.embedders.config import OpenAIEmbedderConfig
 from memreader.errors import EmbeddingError
+from memreader.transport import deadline, http_client, openai_http_lib, split_credentials
 
 __all__ = ["OpenAIEmbedder"]
 
 logger = logging.getLogger(__name__)
 
-_MAX_DETAIL = 500
+#: Statuses worth another request (as the openai SDK's own retry rule).
+_RETRY_STATUSES = frozenset({408, 409, 429})
 
 
 @register_embedder("openai")
@@ -38,6 +51,9 @@ class OpenAIEmbedder(PoolingEmbedder):
     """
 
     config_class = OpenAIEmbedderConfig
+
+    #: The largest response body read: 512 texts of 3,072 floats as JSON are about 35 MB.
+    max_response_bytes: int = 128 * 1024 * 1024
 
     def __init__(self, config: OpenAIEmbedderConfig) -> None:
         suffix = f":{config.dimensions}d" if config.dimensions is not None else ""
@@ -55,13 +71,25 @@ class OpenAIEmbedder(PoolingEmbedder):
             raise EmbeddingError("the openai embedder needs the openai package") from e
         self._openai = openai
         api_key = config.api_key.get_secret_value() if config.api_key is not None else None
-        self._api_key = api_key
+        if api_key:
+            self._secrets.append(api_key)
+        base_url, credentials = (
+            split_credentials(config.base_url) if config.base_url else (None, None)
+        )
+        if credentials is not None:
+            self._secrets.extend(s for s in (credentials[1] or credentials[0],) if s)
         self._client = openai.OpenAI(
-            base_url=config.base_url,
+            base_url=base_url,
             api_key=api_key or "EMPTY",
             timeout=config.timeout,
-            max_retries=config.max_retries,
+            max_retries=0,
             default_headers=config.extra_headers or None,
+            http_client=http_client(
+                openai_http_lib(openai),
+                timeout=config.timeout,
+                max_response_bytes=self.max_response_bytes,
+                credentials=credentials,
+            ),
         )
         self.base_url = redact_url(str(self._client.base_url))
 
@@ -72,43 +100,66 @@ class OpenAIEmbedder(PoolingEmbedder):
     def _token_cuts(self, text: str) -> Sequence[int | None]:
         return tiktoken_token_cuts(text)
 
-    def _fail(self, detail: str) -> EmbeddingError:
-        if self._api_key:
-            detail = detail.replace(self._api_key, "***")
-        if len(detail) > _MAX_DETAIL:
-            detail = detail[:_MAX_DETAIL] + "..."
+    def request_failed(self, detail: str) -> EmbeddingError:
+        """An error naming the model and base URL (the key is scrubbed by the caller)."""
         return EmbeddingError(
             f"embedding request failed (model {self.config.model!r}, "
             f"base_url {self.base_url}): {detail}"
         )
 
-    def _embed_batch(self, texts: list[str]) -> Sequence[Sequence[float]]:
+    def classify_failure(self, exc: Exception) -> RequestFailure:
+        """The openai SDK's errors, then the generic reply checks."""
         openai = self._openai
+        if isinstance(exc, openai.APIStatusError):
+            from memreader.llms.retry import parse_retry_after
+
+            status = exc.status_code
+            return RequestFailure(
+                f"HTTP {status}: {exc.message}",
+                retryable=status in _RETRY_STATUSES or status >= 500,
+                retry_after=parse_retry_after(exc.response.headers),
+            )
+        if isinstance(exc, openai.APITimeoutError):
+            return RequestFailure(
+                f"timed out: no complete answer within timeout={self.config.timeout:g}s",
+                retryable=True,
+            )
+        if isinstance(exc, openai.APIConnectionError):
+            cause = exc.__cause__ or exc.__context__
+            kind = f": {type(cause).__name__}" if cause is not None else ""
+            return RequestFailure(f"connection failed{kind}", retryable=True)
+        if isinstance(exc, openai.OpenAIError):
+            return RequestFailure(f"{type(exc).__name__}: {exc}", retryable=False)
+        if isinstance(exc, (AttributeError, TypeError, ValueError, struct.error)):
+            generic = super().classify_failure(exc)
+            if generic.retryable:  # not UTF-8 / not JSON / nested too deeply
+                return generic
+            return RequestFailure(f"malformed response: {type(exc).__name__}: {exc}", True)
+        return super().classify_failure(exc)
+
+    def _embed_batch(self, texts: list[str]) -> Sequence[Sequence[float]]:
         extra: dict[str, Any] = {}
         if self.config.dimensions is not None:
             extra["dimensions"] = self.config.dimensions
-        try:
-            response = self._client.embeddings.create(
-                model=self.config.model, input=texts, encoding_format="float", **extra
-            )
-        except openai.APIStatusError as e:
-            raise self._fail(f"HTTP {e.status_code}: {e.message}") from e
-        except openai.APITimeoutError as e:
-            raise self._fail(f"timed out after {self.config.timeout}s") from e
-        except openai.APIConnectionError as e:
-            raise self._fail(f"connection failed: {e}") from e
-        except openai.OpenAIError as e:
-            raise self._fail(f"{type(e).__name__}: {e}") from e
-        try:
-            data = sorted(response.data, key=lambda item: item.index)
-            indices = [item.index for item in data]
-            vectors = [_as_floats(item.embedding) for item in data]
-        except (AttributeError, TypeError, ValueError, struct.error) as e:
-            raise self._fail(f"malformed response: {type(e).__name__}: {e}") from e
-        if indices != list(range(len(texts))):
-            raise self._fail(
+
+        def send() -> list[list[float]]:
+            with deadline(self.config.timeout):
+                response = self._client.embeddings.create(
+                    model=self.config.model, input=texts, encoding_format="float", **extra
+                )
+            return self._vectors(response, len(texts))
+
+        return self.request_with_retries(send, self.config.max_retries)
+
+    def _vectors(self, response: Any, expected: int) -> list[list[float]]:
+        """The vectors of a response in input order; malformed data raises for a retry."""
+        data = sorted(response.data, key=lambda item: item.index)
+        indices = [item.index for item in data]
+        vectors = [_as_floats(item.embedding) for item in data]
+        if indices != list(range(expected)):
+            raise self.request_failed(
                 f"the response has {len(indices)} vectors with indices {indices[:10]}"
-                f"{'...' if len(indices) > 10 else ''} for {len(texts)} inputs"
+                f"{'...' if len(indices) > 10 else ''} for {expected} inputs"
             )
         return vectors
 

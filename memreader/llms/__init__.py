@@ -19,6 +19,7 @@ from memreader.llms.base import (
     LLMResponse,
     Messages,
     RawCompletion,
+    Validator,
     schema_instructions,
 )
 from memreader.llms.config import (
@@ -75,6 +76,7 @@ __all__ = [
     "Usage",
     "UsageMeter",
     "UsageSnapshot",
+    "Validator",
     "active_meter",
     "available_llm_backends",
     "build_llm",

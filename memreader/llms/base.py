@@ -9,27 +9,54 @@ answers, JSON recovery, usage metering and hooks.
 The loop is written once, as a generator (:meth:`BaseLLMClient._plan`) that yields "send this
 request" and "sleep this long" steps; :meth:`complete` runs the steps with blocking calls and
 :meth:`acomplete` with awaitables.
+
+What is re-asked (all within the one ``max_retries`` budget): an empty answer, an answer with no
+recoverable JSON, an answer that the caller's ``validate`` rejects with a ``ValueError``, and a
+cut-off answer (finish reason ``"length"`` or JSON that ends early), which is asked again for a
+complete, shorter answer; once the budget is spent a cut-off answer is returned as it is
+(``truncated=True``, its complete items parsed), the others raise.
+
+Whatever a backend raises that is not an :class:`LLMError` is turned into one at the single place
+where the loop calls the backend (:meth:`BaseLLMClient.unexpected_error`): a reply the SDK could
+not decode (not JSON, not UTF-8, nested too deeply, the wrong shape) becomes a retryable
+:class:`LLMServerError`, anything else a plain :class:`LLMError`; the original stays the
+``__cause__`` and is logged, secrets scrubbed, at debug level with its traceback.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import re
 import time
+import traceback
 from abc import ABC, abstractmethod
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from memreader.llms.config import LLMConfig, _mask_url
-from memreader.llms.errors import LLMEmptyResponseError, LLMError, LLMParseError, retry_after_of
+from memreader.llms.errors import (
+    LLMEmptyResponseError,
+    LLMError,
+    LLMParseError,
+    LLMServerError,
+    retry_after_of,
+)
 from memreader.llms.hooks import AfterCallEvent, BeforeCallEvent, ErrorEvent, LLMHooks
 from memreader.llms.limiter import ConcurrencyLimiter
 from memreader.llms.parsing import Expect, parse_json
-from memreader.llms.retry import RetryPolicy, empty_reask_messages, parse_reask_messages
+from memreader.llms.retry import (
+    RetryPolicy,
+    cutoff_reask_messages,
+    empty_reask_messages,
+    format_reask_messages,
+    parse_reask_messages,
+)
 from memreader.llms.usage import Usage, UsageMeter, resolve_meter
+from memreader.transport import ResponseTooLargeError, unreadable_reply
 
 __all__ = [
     "DEFAULT_MAX_CONCURRENCY",
@@ -38,6 +65,7 @@ __all__ = [
     "LLMResponse",
     "Messages",
     "RawCompletion",
+    "Validator",
     "schema_instructions",
 ]
 
@@ -45,6 +73,13 @@ logger = logging.getLogger(__name__)
 
 #: Chat messages: mappings with at least ``role`` and ``content``.
 Messages = Sequence[Mapping[str, Any]]
+
+#: Checks a parsed answer and returns what the caller keeps (:attr:`LLMResponse.validated`);
+#: raises ``ValueError`` (or a subclass) to have the answer re-asked.
+Validator = Callable[[Any], Any]
+
+#: How much of an unexpected error's text goes into an LLMError message.
+_DETAIL_LIMIT = 500
 
 #: The budget of a client built without a shared limiter.
 DEFAULT_MAX_CONCURRENCY = 4
@@ -62,9 +97,12 @@ class LLMResponse:
         attempts: requests sent (1 = first try succeeded).
         finish_reason: the server's reason (``"stop"``, ``"length"``, ...), if reported.
         slot: the slot the call was made for.
-        truncated: the JSON was cut off and only its complete prefix is in ``parsed``.
+        truncated: the answer was cut off (the server's finish reason was ``"length"``, or the
+            JSON ended early) and only its complete items are in ``parsed``; only set when a
+            schema was given, after re-asks for a complete answer were spent.
         repairs: what JSON recovery had to do (see :class:`memreader.llms.parsing.ParseResult`).
         elapsed_s: wall time of the whole call, waits included.
+        validated: what the call's ``validate`` returned for ``parsed`` (``None`` without one).
     """
 
     text: str
@@ -77,6 +115,7 @@ class LLMResponse:
     truncated: bool = False
     repairs: tuple[str, ...] = ()
     elapsed_s: float = 0.0
+    validated: Any = None
 
 
 @dataclass(frozen=True)
@@ -111,11 +150,17 @@ class LLMClient(Protocol):
         schema_name: str = "response",
         slot: str = "llm",
         meter: UsageMeter | None = None,
+        validate: Validator | None = None,
     ) -> LLMResponse:
         """Send ``messages``; with a ``schema``, return its JSON answer in ``parsed``.
 
+        With a ``schema`` and a ``validate``, ``validate(parsed)`` is called on each answer that
+        parses; a ``ValueError`` from it re-asks like unparseable JSON (within ``max_retries``),
+        and its return value is the response's ``validated``.
+
         Raises:
-            LLMError: a subclass saying what went wrong, after retries.
+            LLMError: a subclass saying what went wrong, after retries (``LLMParseError`` when
+                ``validate`` still rejected the last answer).
         """
         ...
 
@@ -127,6 +172,7 @@ class LLMClient(Protocol):
         schema_name: str = "response",
         slot: str = "llm",
         meter: UsageMeter | None = None,
+        validate: Validator | None = None,
     ) -> LLMResponse:
         """The async twin of :meth:`complete`."""
         ...
@@ -263,9 +309,12 @@ class BaseLLMClient(ABC):
         schema_name: str = "response",
         slot: str = "llm",
         meter: UsageMeter | None = None,
+        validate: Validator | None = None,
     ) -> LLMResponse:
         """Send ``messages`` (blocking); see :meth:`LLMClient.complete`."""
-        plan = self._plan(messages, schema, schema_name, slot, resolve_meter(self.meter, meter))
+        plan = self._plan(
+            messages, schema, schema_name, slot, resolve_meter(self.meter, meter), validate
+        )
         try:
             step = next(plan)
             while True:
@@ -291,9 +340,12 @@ class BaseLLMClient(ABC):
         schema_name: str = "response",
         slot: str = "llm",
         meter: UsageMeter | None = None,
+        validate: Validator | None = None,
     ) -> LLMResponse:
         """Send ``messages`` without blocking the event loop; see :meth:`LLMClient.complete`."""
-        plan = self._plan(messages, schema, schema_name, slot, resolve_meter(self.meter, meter))
+        plan = self._plan(
+            messages, schema, schema_name, slot, resolve_meter(self.meter, meter), validate
+        )
         try:
             step = next(plan)
             while True:
@@ -320,6 +372,9 @@ class BaseLLMClient(ABC):
                 raw = self._send(step.messages, step.schema, step.schema_name)
             except LLMError as err:
                 return _Outcome(error=err, elapsed_s=time.perf_counter() - started)
+            except Exception as exc:  # the SDK boundary: anything else becomes a typed LLMError
+                error = self.unexpected_error(exc)
+                return _Outcome(error=error, elapsed_s=time.perf_counter() - started)
             return _Outcome(raw=raw, elapsed_s=time.perf_counter() - started)
 
     async def _arun(self, step: _Send) -> _Outcome:
@@ -329,7 +384,31 @@ class BaseLLMClient(ABC):
                 raw = await self._asend(step.messages, step.schema, step.schema_name)
             except LLMError as err:
                 return _Outcome(error=err, elapsed_s=time.perf_counter() - started)
+            except Exception as exc:  # the SDK boundary: anything else becomes a typed LLMError
+                error = self.unexpected_error(exc)
+                return _Outcome(error=error, elapsed_s=time.perf_counter() - started)
             return _Outcome(raw=raw, elapsed_s=time.perf_counter() - started)
+
+    def unexpected_error(self, exc: Exception) -> LLMError:
+        """``exc``, raised by the backend but not an :class:`LLMError`, as one.
+
+        A reply that could not be decoded (not JSON, not UTF-8, nested too deeply, the wrong
+        shape) is a retryable :class:`LLMServerError`: a garbled answer is worth another try.
+        Anything else is a non-retryable :class:`LLMError`. ``exc`` becomes the ``__cause__``
+        and is logged at debug level with its traceback; secrets are scrubbed from both.
+        """
+        logger.debug(
+            "LLM backend %s raised %s (model=%s):\n%s",
+            self.backend,
+            type(exc).__name__,
+            self.config.model,
+            self.scrub("".join(traceback.format_exception(exc))).rstrip(),
+        )
+        error = _describe_unexpected(exc, self.backend)
+        error.reason = self.scrub(error.reason)[:_DETAIL_LIMIT]
+        error.args = (error.reason,)
+        error.__cause__ = exc
+        return error
 
     def _prepare(
         self, messages: Messages, schema: Mapping[str, Any] | None
@@ -359,6 +438,7 @@ class BaseLLMClient(ABC):
         schema_name: str,
         slot: str,
         meter: UsageMeter,
+        validate: Validator | None = None,
     ) -> Generator[_Step, _Outcome | None, LLMResponse]:
         """The call loop as a sequence of steps (see the module docstring)."""
         cfg = self.config
@@ -418,59 +498,95 @@ class BaseLLMClient(ABC):
             meter.add(slot, raw.usage)
             text = raw.text
             last_text = text
-            try:
-                response = self._interpret(raw, text, schema, slot, attempt, total, started)
-            except (LLMParseError, LLMEmptyResponseError) as err:
-                err.set_context(
-                    slot=slot, model=cfg.model, attempts=attempt, usage=total, last_output=text
-                )
-                will_retry = self.retry.can_retry(attempt)
-                self.hooks.emit_error(
-                    ErrorEvent(
+            verdict = self._judge(raw, text, schema, validate, slot, attempt, total, started)
+            if isinstance(verdict, LLMResponse):
+                self.hooks.emit_after(
+                    AfterCallEvent(
                         slot,
-                        cfg.model,
+                        verdict.model,
                         self.backend,
                         attempt,
                         snapshot,
-                        err,
+                        verdict,
                         total,
                         outcome.elapsed_s,
-                        will_retry,
+                        verdict.elapsed_s,
                     )
                 )
-                if not will_retry:
-                    raise err
-                logger.warning(
-                    "LLM answer unusable (backend=%s, slot=%s, model=%s, attempt %d): %s; "
-                    "asking again",
-                    self.backend,
+                return verdict
+            problem, correction = verdict
+            problem.set_context(
+                slot=slot, model=cfg.model, attempts=attempt, usage=total, last_output=text
+            )
+            will_retry = self.retry.can_retry(attempt)
+            self.hooks.emit_error(
+                ErrorEvent(
                     slot,
                     cfg.model,
-                    attempt,
-                    err.reason,
-                )
-                if isinstance(err, LLMParseError):
-                    conversation = [*conversation, *parse_reask_messages(text, err.reason)]
-                else:
-                    conversation = [
-                        *conversation,
-                        *empty_reask_messages(wants_json=schema is not None),
-                    ]
-                continue
-            self.hooks.emit_after(
-                AfterCallEvent(
-                    slot,
-                    response.model,
                     self.backend,
                     attempt,
                     snapshot,
-                    response,
+                    problem,
                     total,
                     outcome.elapsed_s,
-                    response.elapsed_s,
+                    will_retry,
                 )
             )
+            if not will_retry:
+                raise problem
+            logger.warning(
+                "LLM answer unusable (backend=%s, slot=%s, model=%s, attempt %d): %s; asking again",
+                self.backend,
+                slot,
+                cfg.model,
+                attempt,
+                problem.reason,
+            )
+            conversation = [*conversation, *correction]
+
+    def _judge(
+        self,
+        raw: RawCompletion,
+        text: str,
+        schema: Mapping[str, Any] | None,
+        validate: Validator | None,
+        slot: str,
+        attempt: int,
+        total: Usage,
+        started: float,
+    ) -> LLMResponse | tuple[LLMError, list[dict[str, Any]]]:
+        """The response to return, or the problem with this answer and the re-ask to send."""
+        cut_off = raw.finish_reason == "length"
+        try:
+            response = self._interpret(raw, text, schema, slot, attempt, total, started)
+        except LLMParseError as err:
+            if cut_off:
+                return err, cutoff_reask_messages()
+            return err, parse_reask_messages(text, err.reason)
+        except LLMEmptyResponseError as err:
+            if cut_off:
+                return err, cutoff_reask_messages()
+            return err, empty_reask_messages(wants_json=schema is not None)
+        if schema is None:
             return response
+        if response.truncated and self.retry.can_retry(attempt):
+            why = "finish_reason=length" if cut_off else "the JSON ends early"
+            problem = LLMParseError(f"the answer was cut off ({why})", raw_text=text)
+            return problem, cutoff_reask_messages()
+        if validate is None:
+            return response
+        try:
+            validated = validate(response.parsed)
+        except ValueError as exc:
+            detail = str(exc).strip() or type(exc).__name__
+            if len(detail) > _DETAIL_LIMIT:
+                detail = detail[:_DETAIL_LIMIT] + "..."
+            problem = LLMParseError(
+                f"the answer did not match the expected format: {detail}", raw_text=text
+            )
+            problem.__cause__ = exc
+            return problem, format_reask_messages(text, detail)
+        return dataclasses.replace(response, validated=validated)
 
     def _interpret(
         self,
@@ -490,6 +606,7 @@ class BaseLLMClient(ABC):
         if schema is not None:
             result = parse_json(text, expect=_expect_for(schema))
             parsed, truncated, repairs = result.value, result.truncated, result.repairs
+            truncated = truncated or raw.finish_reason == "length"
         return LLMResponse(
             text=text,
             parsed=parsed,
@@ -506,3 +623,22 @@ class BaseLLMClient(ABC):
     def __repr__(self) -> str:
         base_url = _mask_url(self.config.base_url) if self.config.base_url else None
         return f"{type(self).__name__}(model={self.config.model!r}, base_url={base_url!r})"
+
+
+def _describe_unexpected(exc: Exception, backend: str) -> LLMError:
+    if isinstance(exc, ResponseTooLargeError):
+        return LLMServerError(
+            f"the server's answer is larger than max_response_bytes ({exc.limit} bytes)",
+            retryable=False,
+        )
+    problem = unreadable_reply(exc)
+    if problem is not None:
+        return LLMServerError(problem, retryable=True)
+    if isinstance(exc, (TypeError, ValueError, KeyError, AttributeError, IndexError)):
+        # The SDK could not fit the reply into its response model (a JSON list, a string, null,
+        # missing fields): the server answered something other than the API's shape.
+        return LLMServerError(
+            f"the server's answer has an unexpected shape ({type(exc).__name__}: {exc})",
+            retryable=True,
+        )
+    return LLMError(f"unexpected {type(exc).__name__} in the {backend} client: {exc}")

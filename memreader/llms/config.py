@@ -92,7 +92,10 @@ class LLMConfig(_ConfigModel):
             placeholder (local servers ignore it).
         temperature, max_tokens: sampling settings (``max_tokens`` becomes ``num_predict`` for
             Ollama).
-        timeout: seconds per request (connect + read).
+        timeout: the deadline of one request in seconds: connecting, sending and reading the
+            whole answer must be done within it, however slowly the server answers.
+        max_response_bytes: the largest answer body read (default 32 MiB); a larger one is an
+            :class:`~memreader.llms.errors.LLMServerError`.
         extra_headers: extra HTTP headers for every request.
         extra_body: extra top-level JSON fields for OpenAI-compatible requests; for Ollama,
             ``think``/``keep_alive`` go to the request and everything else (or an ``options``
@@ -118,6 +121,7 @@ class LLMConfig(_ConfigModel):
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     max_tokens: int = Field(default=2048, ge=1)
     timeout: float = Field(default=60.0, gt=0.0)
+    max_response_bytes: int = Field(default=32 * 1024 * 1024, ge=1)
     extra_headers: dict[str, str] = Field(default_factory=dict)
     extra_body: dict[str, Any] = Field(default_factory=dict)
     structured_output: StructuredOutputMode = "json_schema"

@@ -5,7 +5,8 @@ Structured output: ``json_schema`` and ``json_object_schema`` send the schema as
 tool (Ollama cannot force a tool; a plain answer is parsed instead). Usage comes from
 ``prompt_eval_count`` and ``eval_count``. The ``ollama`` client does not expose response
 headers, so a 429 is retried with backoff, not ``Retry-After``. One ``AsyncClient`` is kept per
-event loop.
+event loop. The HTTP client under it is memreader's (:mod:`memreader.transport`): ``timeout`` is
+a deadline for the whole request and the answer is capped at ``max_response_bytes``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from typing import Any
 
 import httpx
 import ollama
-import pydantic
 
 from memreader.llms.base import BaseLLMClient, RawCompletion
 from memreader.llms.client_pool import ClientPool
@@ -34,10 +34,14 @@ from memreader.llms.limiter import ConcurrencyLimiter
 from memreader.llms.registry import register_llm
 from memreader.llms.schema import grammar_schema
 from memreader.llms.usage import Usage, UsageMeter
+from memreader.transport import deadline, deadline_transport, http_lib, split_credentials
 
 __all__ = ["OllamaClient", "build_ollama_request"]
 
 _DETAIL_LIMIT = 500
+#: What the ollama client raises for a failed request (anything else it raises is a reply it
+#: could not read, turned into an LLMServerError by BaseLLMClient.unexpected_error).
+_CLIENT_ERRORS = (ollama.ResponseError, ollama.RequestError, httpx.HTTPError, ConnectionError)
 #: ``extra_body`` keys that are request fields rather than model options.
 _REQUEST_FIELDS = ("think", "keep_alive")
 
@@ -125,14 +129,27 @@ class OllamaClient(BaseLLMClient):
         key = config.api_key_value()
         if key:
             headers["Authorization"] = f"Bearer {key}"
+        host, credentials = split_credentials(config.base_url) if config.base_url else (None, None)
         self._client_kwargs: dict[str, Any] = {
-            "host": config.base_url,
+            "host": host,
             "timeout": config.timeout,
             "headers": headers,
         }
+        if credentials is not None:
+            user, password = credentials
+            self._secrets.extend(s for s in (password or user,) if s)
+            self._client_kwargs["auth"] = httpx.BasicAuth(user, password)
         self._clients: ClientPool[ollama.Client, ollama.AsyncClient] = ClientPool(
-            lambda: ollama.Client(**self._client_kwargs),
-            lambda: ollama.AsyncClient(**self._client_kwargs),
+            lambda: ollama.Client(**self._client_kwargs, transport=self._transport(False)),
+            lambda: ollama.AsyncClient(**self._client_kwargs, transport=self._transport(True)),
+        )
+
+    def _transport(self, asynchronous: bool) -> Any:
+        return deadline_transport(
+            http_lib("httpx"),
+            timeout=self.config.timeout,
+            max_response_bytes=self.config.max_response_bytes,
+            asynchronous=asynchronous,
         )
 
     def _send(
@@ -140,8 +157,9 @@ class OllamaClient(BaseLLMClient):
     ) -> RawCompletion:
         kwargs = build_ollama_request(self.config, messages, schema, schema_name)
         try:
-            response = self._clients.sync().chat(**kwargs)
-        except Exception as exc:
+            with deadline(self.config.timeout):
+                response = self._clients.sync().chat(**kwargs)
+        except _CLIENT_ERRORS as exc:
             raise self._map_error(exc) from exc
         return _read_chat(response, self.config.model)
 
@@ -150,12 +168,13 @@ class OllamaClient(BaseLLMClient):
     ) -> RawCompletion:
         kwargs = build_ollama_request(self.config, messages, schema, schema_name)
         try:
-            response = await self._clients.for_running_loop().chat(**kwargs)
-        except Exception as exc:
+            with deadline(self.config.timeout):
+                response = await self._clients.for_running_loop().chat(**kwargs)
+        except _CLIENT_ERRORS as exc:
             raise self._map_error(exc) from exc
         return _read_chat(response, self.config.model)
 
-    def _map_error(self, exc: Exception) -> LLMError:
+    def _map_error(self, exc: BaseException) -> LLMError:
         if isinstance(exc, ollama.ResponseError):
             status = exc.status_code
             detail = self.scrub(str(exc.error))[:_DETAIL_LIMIT]
@@ -169,16 +188,14 @@ class OllamaClient(BaseLLMClient):
         if isinstance(exc, ollama.RequestError):
             return LLMRequestError(self.scrub(f"invalid request: {exc.error}")[:_DETAIL_LIMIT])
         if isinstance(exc, httpx.TimeoutException):
-            return LLMTimeoutError(f"request timed out after {self.config.timeout:g}s")
+            return LLMTimeoutError(
+                f"request timed out: no complete answer within timeout={self.config.timeout:g}s"
+            )
         if isinstance(exc, (httpx.TransportError, ConnectionError)):
             return LLMConnectionError(f"connection to the server failed: {type(exc).__name__}")
-        if isinstance(exc, (pydantic.ValidationError, json.JSONDecodeError)):
-            return LLMServerError(
-                "the server's answer is not an Ollama chat response", retryable=False
-            )
-        if isinstance(exc, httpx.HTTPError):
-            return LLMError(self.scrub(f"{type(exc).__name__}: {exc}")[:_DETAIL_LIMIT])
-        raise exc
+        # Other httpx errors (too many redirects, a bad URL, ...); undecodable replies are
+        # left to BaseLLMClient.unexpected_error.
+        return LLMError(self.scrub(f"{type(exc).__name__}: {exc}")[:_DETAIL_LIMIT])
 
     def close(self) -> None:
         """Close the sync client; async clients are dropped (close them with :meth:`aclose`)."""

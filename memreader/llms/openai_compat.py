@@ -4,6 +4,10 @@ The official client is built with ``max_retries=0``: retries, backoff and re-ask
 :class:`~memreader.llms.base.BaseLLMClient`. Async calls use one ``AsyncOpenAI`` per event loop,
 because an async HTTP connection pool cannot move between loops (``asyncio.run`` called twice
 would otherwise fail on stale connections).
+
+The SDK's HTTP client is memreader's (:mod:`memreader.transport`): ``timeout`` is a deadline
+for the whole request, the answer is capped at ``max_response_bytes``, and credentials in
+``base_url`` are sent as basic auth without ever being part of a URL the SDK logs.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from memreader.llms.registry import register_llm
 from memreader.llms.retry import parse_retry_after
 from memreader.llms.schema import grammar_schema
 from memreader.llms.usage import Usage, UsageMeter
+from memreader.transport import deadline, http_client, openai_http_lib, split_credentials
 
 __all__ = ["OpenAICompatibleClient", "build_openai_request"]
 
@@ -145,17 +150,34 @@ class OpenAICompatibleClient(BaseLLMClient):
             key = PLACEHOLDER_KEY
         else:
             self._secrets.append(key)
+        base_url, credentials = (
+            split_credentials(config.base_url) if config.base_url else (None, None)
+        )
+        if credentials is not None:
+            user, password = credentials
+            self._secrets.extend(s for s in (password or user,) if s)
+        self._credentials = credentials
+        self._http_lib = openai_http_lib(openai)
         self._client_kwargs: dict[str, Any] = {
             "api_key": key,
-            "base_url": config.base_url,
+            "base_url": base_url,
             "timeout": config.timeout,
             "max_retries": 0,
             "default_headers": dict(config.extra_headers) or None,
         }
         self._options: Any = {"timeout": config.timeout}  # the SDK's RequestOptions
         self._clients: ClientPool[openai.OpenAI, openai.AsyncOpenAI] = ClientPool(
-            lambda: openai.OpenAI(**self._client_kwargs),
-            lambda: openai.AsyncOpenAI(**self._client_kwargs),
+            lambda: openai.OpenAI(**self._client_kwargs, http_client=self._http(False)),
+            lambda: openai.AsyncOpenAI(**self._client_kwargs, http_client=self._http(True)),
+        )
+
+    def _http(self, asynchronous: bool) -> Any:
+        return http_client(
+            self._http_lib,
+            timeout=self.config.timeout,
+            max_response_bytes=self.config.max_response_bytes,
+            asynchronous=asynchronous,
+            credentials=self._credentials,
         )
 
     def _send(
@@ -163,9 +185,10 @@ class OpenAICompatibleClient(BaseLLMClient):
     ) -> RawCompletion:
         body = build_openai_request(self.config, messages, schema, schema_name)
         try:
-            completion = self._clients.sync().post(
-                _PATH, body=body, cast_to=ChatCompletion, options=self._options
-            )
+            with deadline(self.config.timeout):
+                completion = self._clients.sync().post(
+                    _PATH, body=body, cast_to=ChatCompletion, options=self._options
+                )
         except openai.OpenAIError as exc:
             raise self._map_error(exc) from exc
         return _read_completion(completion, self.config.model)
@@ -175,16 +198,19 @@ class OpenAICompatibleClient(BaseLLMClient):
     ) -> RawCompletion:
         body = build_openai_request(self.config, messages, schema, schema_name)
         try:
-            completion = await self._clients.for_running_loop().post(
-                _PATH, body=body, cast_to=ChatCompletion, options=self._options
-            )
+            with deadline(self.config.timeout):
+                completion = await self._clients.for_running_loop().post(
+                    _PATH, body=body, cast_to=ChatCompletion, options=self._options
+                )
         except openai.OpenAIError as exc:
             raise self._map_error(exc) from exc
         return _read_completion(completion, self.config.model)
 
     def _map_error(self, exc: openai.OpenAIError) -> LLMError:
         if isinstance(exc, openai.APITimeoutError):
-            return LLMTimeoutError(f"request timed out after {self.config.timeout:g}s")
+            return LLMTimeoutError(
+                f"request timed out: no complete answer within timeout={self.config.timeout:g}s"
+            )
         if isinstance(exc, openai.APIConnectionError):
             cause = exc.__cause__ or exc.__context__
             detail = f": {type(cause).__name__}" if cause is not None else ""

@@ -21,7 +21,7 @@ from memreader.llms.limiter import ConcurrencyLimiter
 from memreader.llms.usage import UsageMeter
 
 if TYPE_CHECKING:
-    from memreader.llms.base import LLMClient, LLMResponse, Messages
+    from memreader.llms.base import LLMClient, LLMResponse, Messages, Validator
     from memreader.llms.config import LLMConfig, LLMSlots
 
 __all__ = ["LLMRouter", "available_llm_backends", "build_llm", "register_llm"]
@@ -146,10 +146,16 @@ class LLMRouter:
         schema: Mapping[str, Any] | None = None,
         schema_name: str = "response",
         meter: UsageMeter | None = None,
+        validate: Validator | None = None,
     ) -> LLMResponse:
-        """``require(slot).complete(...)`` with the slot name filled in."""
+        """``require(slot).complete(...)`` with the slot name filled in.
+
+        ``validate`` is passed on only when given, so clients written before it existed still
+        work without one.
+        """
+        extra: dict[str, Any] = {} if validate is None else {"validate": validate}
         return self.require(slot).complete(
-            messages, schema=schema, schema_name=schema_name, slot=slot, meter=meter
+            messages, schema=schema, schema_name=schema_name, slot=slot, meter=meter, **extra
         )
 
     async def acomplete(
@@ -160,10 +166,12 @@ class LLMRouter:
         schema: Mapping[str, Any] | None = None,
         schema_name: str = "response",
         meter: UsageMeter | None = None,
+        validate: Validator | None = None,
     ) -> LLMResponse:
         """The async twin of :meth:`complete`."""
+        extra: dict[str, Any] = {} if validate is None else {"validate": validate}
         return await self.require(slot).acomplete(
-            messages, schema=schema, schema_name=schema_name, slot=slot, meter=meter
+            messages, schema=schema, schema_name=schema_name, slot=slot, meter=meter, **extra
         )
 
     async def aclose(self) -> None:

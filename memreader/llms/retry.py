@@ -5,8 +5,9 @@
   ``backoff_max``), otherwise exponential backoff with full jitter,
   ``uniform(0, min(backoff_max, backoff_base * 2 ** (retry - 1)))``.
 * Other 4xx answers are not retried.
-* An answer that is empty or holds no usable JSON is *re-asked* at once (no wait): the bad
-  answer and a short correction are appended to the conversation, instructor style.
+* An answer that is empty, holds no usable JSON or is rejected by the caller's ``validate`` is
+  *re-asked* at once (no wait): the bad answer and a short correction are appended to the
+  conversation, instructor style. A cut-off answer is re-asked for a complete, shorter one.
 
 Transient retries and re-asks share one budget, ``max_retries``: a call sends at most
 ``max_retries + 1`` requests, whatever went wrong.
@@ -23,13 +24,24 @@ from typing import Any
 
 __all__ = [
     "RetryPolicy",
+    "cutoff_reask_messages",
     "empty_reask_messages",
+    "format_reask_messages",
     "parse_reask_messages",
     "parse_retry_after",
 ]
 
 #: The correction appended after an unparseable answer (``{error}`` is the parse error).
 PARSE_REASK = "Your last answer was not valid JSON: {error}. Answer again with only the JSON."
+#: The correction appended after an answer the caller's ``validate`` rejected.
+FORMAT_REASK = (
+    "Your answer did not match the expected format: {error}. Answer again with only the JSON."
+)
+#: The correction appended after a cut-off answer (the bad answer is not echoed: it is long).
+CUTOFF_REASK = (
+    "Your answer was cut off before it was complete. Answer again with a complete, shorter "
+    "answer: fewer and shorter items, only the JSON."
+)
 #: The correction appended after an empty answer when a schema was requested.
 EMPTY_REASK_JSON = "Your last answer was empty. Answer again with only the JSON."
 #: The correction appended after an empty answer to a plain-text request.
@@ -120,3 +132,16 @@ def parse_reask_messages(bad_answer: str, error: str) -> list[dict[str, Any]]:
 def empty_reask_messages(*, wants_json: bool) -> list[dict[str, Any]]:
     """The message appended after an empty answer."""
     return [{"role": "user", "content": EMPTY_REASK_JSON if wants_json else EMPTY_REASK_TEXT}]
+
+
+def format_reask_messages(bad_answer: str, error: str) -> list[dict[str, Any]]:
+    """The messages appended after an answer the caller's ``validate`` rejected."""
+    return [
+        {"role": "assistant", "content": _echo(bad_answer)},
+        {"role": "user", "content": FORMAT_REASK.format(error=error)},
+    ]
+
+
+def cutoff_reask_messages() -> list[dict[str, Any]]:
+    """The message appended after a cut-off answer."""
+    return [{"role": "user", "content": CUTOFF_REASK}]
