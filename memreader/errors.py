@@ -126,3 +126,11 @@ class LLMRequiredError(UnsupportedModeError):
 
 class EmbeddingError(MemReaderError):
     """An embedder failed to produce vectors (model missing, remote error, wrong shape)."""
+
+
+class InternalError(MemReaderError):
+    """An unexpected failure inside memreader (a bug, or a plugin that broke its contract).
+
+    Public calls raise it instead of the untyped exception, which is kept as ``__cause__``; a
+    failure inside one window never raises it: that window falls back instead.
+    """

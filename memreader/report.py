@@ -17,9 +17,15 @@ class WindowReport:
     """One window's outcome.
 
     ``status`` is ``"ok"`` (items extracted, or a fast item), ``"fallback"`` (the raw window
-    stands in for what the LLM failed to give; ``fallback_reason`` says why) or ``"empty"`` (the
-    model found nothing and ``empty_window`` is ``"drop"``). ``uncited_messages`` lists the
+    stands in for what the LLM failed to give; ``fallback_reason`` says why: ``timeout``,
+    ``llm_error``, ``parse_error``, ``empty_response``, ``truncated``, ``empty`` or
+    ``internal_error``), ``"empty"`` (the model found nothing and ``empty_window`` is
+    ``"drop"``) or ``"error"`` (not even the raw window could be made into an item; ``error``
+    says why, and the window's messages are in no item). ``uncited_messages`` lists the
     messages of the window that no fine item cites: they are in no fine item's sources.
+    ``memories_over_limit`` counts memories the model gave beyond the 32 a window keeps.
+    ``embedding_error`` is set when the window's items could not be embedded: they are
+    returned without a vector and tagged ``embedding:failed``.
     """
 
     scene_index: int
@@ -36,6 +42,8 @@ class WindowReport:
     rewrite_changed: int = 0
     pass_errors: list[str] = field(default_factory=list)
     uncited_messages: list[int] = field(default_factory=list)
+    memories_over_limit: int = 0
+    embedding_error: str | None = None
 
 
 @dataclass
@@ -50,6 +58,11 @@ class ReadReport:
     def fallbacks(self) -> list[WindowReport]:
         """Windows whose items are raw fallbacks."""
         return [w for w in self.windows if w.status == "fallback"]
+
+    @property
+    def errors(self) -> list[WindowReport]:
+        """Windows that gave no item at all, or items without a vector."""
+        return [w for w in self.windows if w.status == "error" or w.embedding_error]
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready summary."""

@@ -215,7 +215,8 @@ def test_ids_are_deterministic_and_async_matches_sync(llm_server: LLMTestServer)
         (Reply(body=openai_completion("I'd rather not answer in JSON.")), "parse_error", 3),
         (Reply(status=500, body={"error": {"message": "boom"}}), "llm_error", 3),
         (Reply(body=openai_completion("")), "empty_response", 3),
-        (Reply(body=openai_completion('{"summary": "no list"}')), "parse_error", 1),
+        # The wrong schema is re-asked within max_retries (was: one request).
+        (Reply(body=openai_completion('{"summary": "no list"}')), "parse_error", 3),
         (Reply(status=400, body={"error": {"message": "bad request"}}), "llm_error", 1),
     ],
 )

@@ -10,6 +10,7 @@ from memreader.extraction.contract import (
     Extraction,
     memory_type_from,
     read_extraction,
+    read_results,
 )
 from memreader.extraction.fine import (
     LLMRequest,
@@ -17,7 +18,9 @@ from memreader.extraction.fine import (
     WindowInput,
     WindowOutcome,
     arun_plan,
+    failed_outcome,
     run_plan,
+    short_error,
     window_plan,
 )
 from memreader.extraction.language import detect_language
@@ -35,8 +38,11 @@ __all__ = [
     "WindowOutcome",
     "arun_plan",
     "detect_language",
+    "failed_outcome",
     "memory_type_from",
     "read_extraction",
+    "read_results",
     "run_plan",
+    "short_error",
     "window_plan",
 ]

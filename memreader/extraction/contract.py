@@ -20,6 +20,7 @@ MAX_VALUE_CHARS = 2000
 MAX_KEY_CHARS = 120
 MAX_SUMMARY_CHARS = 2000
 MAX_TAGS = 8
+MAX_TAG_CHARS = 64
 
 # Types the extraction prompt offers the model; other MemOS types come from other readers.
 EXTRACTABLE_TYPES = (MemoryType.LONG_TERM.value, MemoryType.USER.value)
@@ -83,7 +84,31 @@ REWRITE_SCHEMA = _results_schema(
 
 
 class ContractError(ValueError):
-    """The answer cannot be read as an extraction at all (not an object, no memory list)."""
+    """The answer does not follow the contract (not an object, no memory list, no usable
+    memory in a non-empty list); the client re-asks the model with this message."""
+
+
+def clip_text(text: str, limit: int) -> tuple[str, bool]:
+    """``text`` cut to at most ``limit`` characters (at a word boundary when one is near), and
+    whether it was cut. The schema's length limits are not enforced by grammar-based servers,
+    and a model can answer a megabyte in one value: keep the start, say it was clipped."""
+    if len(text) <= limit:
+        return text, False
+    cut = text[:limit]
+    space = cut.rfind(" ", limit - limit // 8)
+    return (cut[:space] if space > 0 else cut).rstrip(), True
+
+
+def read_results(parsed: Any) -> list[dict[str, Any]]:
+    """The ``results`` of a filter or rewrite answer: entries with an integer ``id``."""
+    results = parsed.get("results") if isinstance(parsed, Mapping) else None
+    if not isinstance(results, list):
+        raise ContractError('the answer must be a JSON object with a "results" list')
+    return [
+        r
+        for r in results
+        if isinstance(r, dict) and isinstance(r.get("id"), int) and not isinstance(r["id"], bool)
+    ]
 
 
 @dataclass
@@ -100,10 +125,12 @@ class ExtractedMemory:
 
 @dataclass
 class Extraction:
-    """A window's extraction: its memories and summary."""
+    """A window's extraction: its memories and summary; ``over_limit`` counts the memories past
+    :data:`MAX_MEMORIES` that were not kept (the schema asks for at most that many)."""
 
     memories: list[ExtractedMemory]
     summary: str
+    over_limit: int = 0
 
 
 def memory_type_from(value: Any) -> MemoryType | None:
@@ -133,12 +160,12 @@ def read_extraction(parsed: Any, valid_ids: Sequence[int]) -> Extraction:
     """Repair a parsed answer into an :class:`Extraction`; raise :class:`ContractError` when it
     has no memory list at all."""
     if not isinstance(parsed, Mapping):
-        raise ContractError(f"expected a JSON object, got {type(parsed).__name__}")
+        raise ContractError(f"expected a JSON object, got {_json_type(parsed)}")
     raw_list = parsed.get("memory_list", parsed.get("memory list", parsed.get("memories")))
     if raw_list is None:
-        raise ContractError("the answer has no memory_list")
+        raise ContractError('the answer has no "memory_list"')
     if not isinstance(raw_list, list):
-        raise ContractError(f"memory_list is {type(raw_list).__name__}, not a list")
+        raise ContractError(f'"memory_list" must be a list, got {_json_type(raw_list)}')
     summary = parsed.get("summary")
     valid = set(valid_ids)
     memories = []
@@ -171,14 +198,40 @@ def read_extraction(parsed: Any, valid_ids: Sequence[int]) -> Extraction:
         cited = [i for i in dict.fromkeys(ids) if i in valid]
         if len(cited) != len(ids):
             repairs.append("source_ids")
+        value, value_clipped = clip_text(value.strip(), MAX_VALUE_CHARS)
+        if value_clipped:
+            repairs.append("value_clipped")
+        key, key_clipped = clip_text(key.strip(), MAX_KEY_CHARS)
+        clipped_tags = [clip_text(t, MAX_TAG_CHARS) for t in tags[:MAX_TAGS]]
+        if key_clipped or len(tags) > MAX_TAGS or any(c for _, c in clipped_tags):
+            repairs.append("clipped")
         memories.append(
             ExtractedMemory(
-                key=key.strip()[:MAX_KEY_CHARS],
-                value=value.strip(),
+                key=key,
+                value=value,
                 memory_type=memory_type,
-                tags=tags[:MAX_TAGS],
+                tags=[t for t, _ in clipped_tags],
                 source_ids=cited,
                 repairs=repairs,
             )
         )
-    return Extraction(memories, summary.strip() if isinstance(summary, str) else "")
+    if raw_list and not memories:
+        raise ContractError(
+            f'none of the {len(raw_list)} entries of "memory_list" is an object with a '
+            'non-empty string "value"'
+        )
+    summary_text = summary.strip() if isinstance(summary, str) else ""
+    return Extraction(
+        memories[:MAX_MEMORIES],
+        clip_text(summary_text, MAX_SUMMARY_CHARS)[0],
+        over_limit=max(0, len(memories) - MAX_MEMORIES),
+    )
+
+
+def _json_type(value: Any) -> str:
+    """The JSON name of a parsed value's type, for messages the model reads."""
+    names = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}
+    for kind, name in names.items():
+        if isinstance(value, kind):
+            return name
+    return "number" if isinstance(value, int | float) else type(value).__name__

@@ -10,17 +10,22 @@ outcome (the raw window), and a failed filter or rewrite keeps the memories as t
 from __future__ import annotations
 
 import logging
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Literal
 
 from memreader.extraction.contract import (
     EXTRACTION_SCHEMA,
     FILTER_SCHEMA,
+    MAX_VALUE_CHARS,
     REWRITE_SCHEMA,
     ContractError,
     ExtractedMemory,
+    Extraction,
+    clip_text,
     read_extraction,
+    read_results,
 )
 from memreader.extraction.language import Language
 from memreader.extraction.prompts import (
@@ -47,12 +52,17 @@ RewriteMode = Literal["all", "user_only", "off"]
 
 @dataclass(frozen=True)
 class LLMRequest:
-    """One call a plan needs."""
+    """One call a plan needs.
+
+    ``validate`` checks the parsed answer; a ``ValueError`` from it makes the client re-ask the
+    model with the error (within ``max_retries``), and its result is ``LLMResponse.validated``.
+    """
 
     slot: str
     messages: list[dict[str, str]]
     schema: dict[str, Any]
     schema_name: str
+    validate: Callable[[Any], Any] | None = None
 
 
 @dataclass
@@ -74,6 +84,7 @@ class WindowOutcome:
     error: str | None = None
     truncated: bool = False
     extraction_attempts: int = 0
+    over_limit: int = 0
     filter: PassStatus = field(default_factory=PassStatus)
     rewrite: PassStatus = field(default_factory=PassStatus)
 
@@ -96,7 +107,14 @@ def fallback_reason(error: BaseException) -> str:
         return "empty_response"
     if isinstance(error, LLMTimeoutError):
         return "timeout"
-    return "llm_error"
+    if isinstance(error, LLMError):
+        return "llm_error"
+    return "internal_error"
+
+
+def failed_outcome(error: BaseException) -> WindowOutcome:
+    """The outcome of a window whose plan could not finish: its raw window stands in."""
+    return WindowOutcome(None, fallback_reason=fallback_reason(error), error=short_error(error))
 
 
 Plan = Generator[LLMRequest, LLMResponse, WindowOutcome]
@@ -113,16 +131,18 @@ def window_plan(
             extraction_messages(window.language, window.lines, window.custom_tags),
             EXTRACTION_SCHEMA,
             "memory_extraction",
+            validate=partial(read_extraction, valid_ids=valid_ids),
         )
-        extraction = read_extraction(response.parsed, valid_ids)
-    except (LLMError, ContractError) as exc:
-        logger.warning("extraction failed, keeping the raw window: %s", _short(exc))
-        return WindowOutcome(None, fallback_reason=fallback_reason(exc), error=_short(exc))
+        extraction: Extraction = response.validated
+    except LLMError as exc:
+        logger.warning("extraction failed, keeping the raw window: %s", short_error(exc))
+        return failed_outcome(exc)
     outcome = WindowOutcome(
         extraction.memories,
         summary=extraction.summary,
         truncated=response.truncated,
         extraction_attempts=response.attempts,
+        over_limit=extraction.over_limit,
     )
     if use_filter and outcome.memories:
         outcome.filter = yield from _filter(window, outcome)
@@ -133,13 +153,6 @@ def window_plan(
 
 def _numbered(memories: Sequence[ExtractedMemory]) -> list[tuple[int, str]]:
     return [(i + 1, m.value) for i, m in enumerate(memories)]
-
-
-def _results(parsed: Any) -> list[dict[str, Any]]:
-    results = parsed.get("results") if isinstance(parsed, dict) else None
-    if not isinstance(results, list):
-        raise ContractError("the answer has no results list")
-    return [r for r in results if isinstance(r, dict) and isinstance(r.get("id"), int)]
 
 
 def _filter(
@@ -155,11 +168,12 @@ def _filter(
             ),
             FILTER_SCHEMA,
             "memory_filter",
+            validate=read_results,
         )
-        results = _results(response.parsed)
-    except (LLMError, ContractError) as exc:
-        logger.warning("hallucination filter failed, keeping all memories: %s", _short(exc))
-        return PassStatus("failed", _short(exc))
+        results: list[dict[str, Any]] = response.validated
+    except LLMError as exc:
+        logger.warning("hallucination filter failed, keeping all memories: %s", short_error(exc))
+        return PassStatus("failed", short_error(exc))
     # Only an explicit "not supported" drops a memory: omission keeps it.
     unsupported = {r["id"] for r in results if r.get("supported") is False}
     kept = [m for i, m in enumerate(memories) if i + 1 not in unsupported]
@@ -185,23 +199,28 @@ def _rewrite(
             check_messages(system, lines, _numbered(memories), window.language),
             REWRITE_SCHEMA,
             "memory_rewrite",
+            validate=read_results,
         )
-        results = _results(response.parsed)
-    except (LLMError, ContractError) as exc:
-        logger.warning("rewrite failed, keeping memories as extracted: %s", _short(exc))
-        return PassStatus("failed", _short(exc))
+        results: list[dict[str, Any]] = response.validated
+    except LLMError as exc:
+        logger.warning("rewrite failed, keeping memories as extracted: %s", short_error(exc))
+        return PassStatus("failed", short_error(exc))
     changed = 0
     for result in results:
         index = result["id"] - 1
         value = result.get("value")
         text = value.strip() if isinstance(value, str) else ""
         if 0 <= index < len(memories) and text and text != memories[index].value:
-            memories[index].value = text
+            memory = memories[index]
+            memory.value, clipped = clip_text(text, MAX_VALUE_CHARS)
+            if clipped and "value_clipped" not in memory.repairs:
+                memory.repairs.append("value_clipped")
             changed += 1
     return PassStatus("ok", changed=changed)
 
 
-def _short(error: BaseException, limit: int = 300) -> str:
+def short_error(error: BaseException, limit: int = 300) -> str:
+    """``Type: message`` of ``error``, clipped for reports and logs."""
     text = f"{type(error).__name__}: {error}"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -218,6 +237,7 @@ def run_plan(plan: Plan, router: LLMRouter, meter: UsageMeter | None = None) -> 
                     schema=request.schema,
                     schema_name=request.schema_name,
                     meter=meter,
+                    validate=request.validate,
                 )
             except LLMError as exc:
                 request = plan.throw(exc)
@@ -241,6 +261,7 @@ async def arun_plan(
                     schema=request.schema,
                     schema_name=request.schema_name,
                     meter=meter,
+                    validate=request.validate,
                 )
             except LLMError as exc:
                 request = plan.throw(exc)

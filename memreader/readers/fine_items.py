@@ -34,13 +34,19 @@ def fine_window_items(
     report.rewrite_status, report.rewrite_changed = outcome.rewrite.status, outcome.rewrite.changed
     report.pass_errors = [e for e in (outcome.filter.error, outcome.rewrite.error) if e]
     report.truncated = outcome.truncated
+    report.memories_over_limit = outcome.over_limit
     reason = outcome.fallback_reason
     if outcome.memories is not None and not outcome.memories:
-        if not keep_empty:
+        if outcome.truncated:
+            # Cut off before its first complete memory (after every re-ask): not an empty
+            # window, a failed one; the raw window stands in.
+            reason = "truncated"
+        elif not keep_empty:
             report.status = "empty"
             report.uncited_messages = sorted({s.message_index for s in sources})
             return []
-        reason = "empty"
+        else:
+            reason = "empty"
     if reason is not None:
         report.status, report.fallback_reason, report.error = "fallback", reason, outcome.error
         item = make_item(

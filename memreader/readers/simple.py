@@ -7,19 +7,30 @@ import logging
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memreader.config import SimpleStructMemReaderConfig
 from memreader.documents.chunking import RecursiveSplitter
 from memreader.emit import make_item, memory_type_for, scene_digest, window_sources
-from memreader.errors import ConfigError, InputError, LLMRequiredError, UnsupportedModeError
+from memreader.errors import (
+    ConfigError,
+    EmbeddingError,
+    InputError,
+    InternalError,
+    LLMRequiredError,
+    MemReaderError,
+    UnsupportedModeError,
+)
 from memreader.extraction import (
     WindowInput,
     WindowOutcome,
     arun_plan,
     detect_language,
+    failed_outcome,
     run_plan,
+    short_error,
     window_plan,
 )
 from memreader.items import SourceMessage, TextualMemoryItem
@@ -159,15 +170,19 @@ class SimpleStructMemReader(BaseMemReader):
         custom_tags: Sequence[str],
         report: ReadReport | None = None,
     ) -> list[list[TextualMemoryItem]]:
-        """Fast extraction: each window becomes one item, all embedded in one batched call."""
+        """Fast extraction: each window becomes one item, all embedded in batched calls."""
         tags = ["mode:fast", *custom_tags]
         result = []
+        made: list[tuple[TextualMemoryItem, WindowReport]] = []
         for ws in windowed:
             items = []
             for window in ws.windows:
-                sources = window_sources(window, ws.units, ws.scene)
-                items.append(
-                    make_item(
+                entry = WindowReport(ws.scene.index, window.index)
+                if report is not None:
+                    report.windows.append(entry)
+                try:
+                    sources = window_sources(window, ws.units, ws.scene)
+                    item = make_item(
                         memory=window.text,
                         info=info,
                         sources=sources,
@@ -175,21 +190,47 @@ class SimpleStructMemReader(BaseMemReader):
                         tags=list(tags),
                         id_parts=(ws.scene.type, "fast", ws.digest, window.index),
                     )
-                )
-                if report is not None:
-                    report.windows.append(WindowReport(ws.scene.index, window.index, items=1))
+                except Exception as exc:  # one window's failure is that window's record
+                    _record_window_error(entry, exc)
+                    continue
+                entry.items = 1
+                items.append(item)
+                made.append((item, entry))
             result.append(items)
-        self.embed_items(result)
+        self.embed_items(made)
         return result
 
-    def embed_items(self, result: Sequence[Sequence[TextualMemoryItem]]) -> None:
-        """Embed every item's memory in one batched, cached call."""
-        items = [item for items in result for item in items]
-        if not items or (self._embedder is None and self.config.embedder is None):
+    def embed_items(self, made: Sequence[tuple[TextualMemoryItem, WindowReport]]) -> None:
+        """Embed the items' memories in batched, cached calls. A batch that fails leaves its
+        items without a vector, tagged ``embedding:failed``, and says so in their windows'
+        reports; the other batches keep theirs."""
+        if not made or (self._embedder is None and self.config.embedder is None):
             return
-        vectors = self.embedder.embed([item.memory for item in items])
-        for item, vector in zip(items, vectors, strict=True):
-            item.metadata.embedding = vector
+        embedder = self.embedder
+        size = getattr(embedder, "batch_size", None)
+        size = size if isinstance(size, int) and size > 0 else 64
+        for offset in range(0, len(made), size):
+            batch = made[offset : offset + size]
+            try:
+                vectors = embedder.embed([item.memory for item, _ in batch])
+                if len(vectors) != len(batch):
+                    raise EmbeddingError(
+                        f"{embedder.name}: {len(vectors)} vectors for {len(batch)} texts"
+                    )
+            except Exception as exc:  # a failed batch is its items' record, not the call's
+                error = short_error(exc)
+                logger.warning(
+                    "embedding %d items failed, returning them without vectors: %s",
+                    len(batch),
+                    error,
+                    exc_info=not isinstance(exc, EmbeddingError),
+                )
+                for item, entry in batch:
+                    item.metadata.tags.append("embedding:failed")
+                    entry.embedding_error = error
+                continue
+            for (item, _), vector in zip(batch, vectors, strict=True):
+                item.metadata.embedding = vector
 
     def _language(self, text: str) -> Language:
         language = self.config.fine.language
@@ -226,7 +267,24 @@ class SimpleStructMemReader(BaseMemReader):
 
     def _finish(self, job: FineJob, outcome: WindowOutcome) -> list[TextualMemoryItem]:
         """A window's items from its outcome (run as soon as its plan ends, so building items
-        overlaps the other windows' LLM calls)."""
+        overlaps the other windows' LLM calls). Whatever fails here falls back to the raw
+        window; if even that fails, the window is an error record."""
+        try:
+            return self._window_items(job, outcome)
+        except Exception as exc:  # one window's failure is that window's result
+            logger.exception(
+                "scene %d, window %d: building items failed, keeping the raw window",
+                job.report.scene_index,
+                job.report.window_index,
+            )
+            fallback = failed_outcome(exc)
+        try:
+            return self._window_items(job, fallback)
+        except Exception as exc:  # not even the raw window: an error record, never a raise
+            _record_window_error(job.report, exc)
+            return []
+
+    def _window_items(self, job: FineJob, outcome: WindowOutcome) -> list[TextualMemoryItem]:
         return fine_window_items(
             outcome,
             job.sources,
@@ -237,6 +295,17 @@ class SimpleStructMemReader(BaseMemReader):
             keep_empty=self.config.fine.empty_window == "fallback",
             report=job.report,
         )
+
+    def _guarded_outcome(self, job: FineJob, error: Exception) -> WindowOutcome:
+        # Not an LLM failure (those end inside the plan): a bug, or a plugin or SDK raising
+        # something untyped. It is this window's fallback; the other windows go on.
+        logger.error(
+            "scene %d, window %d: unexpected error, keeping the raw window",
+            job.report.scene_index,
+            job.report.window_index,
+            exc_info=error,
+        )
+        return failed_outcome(error)
 
     def _collect(
         self,
@@ -261,7 +330,11 @@ class SimpleStructMemReader(BaseMemReader):
         router = self.llm
 
         def work(job: FineJob) -> list[TextualMemoryItem]:
-            return self._finish(job, run_plan(self._plan(job), router, meter))
+            try:
+                outcome = run_plan(self._plan(job), router, meter)
+            except Exception as exc:  # see _guarded_outcome
+                outcome = self._guarded_outcome(job, exc)
+            return self._finish(job, outcome)
 
         with (
             router.meter.scope() as meter,
@@ -274,7 +347,7 @@ class SimpleStructMemReader(BaseMemReader):
         if report is not None:
             report.usage = meter.snapshot()
         result = self._collect(size, done, report)
-        self.embed_items(result)
+        self.embed_items([(item, job.report) for job, items in done for item in items])
         return result
 
     async def arun_fine(
@@ -284,7 +357,11 @@ class SimpleStructMemReader(BaseMemReader):
         router = self.llm
 
         async def work(job: FineJob) -> list[TextualMemoryItem]:
-            return self._finish(job, await arun_plan(self._plan(job), router, meter))
+            try:
+                outcome = await arun_plan(self._plan(job), router, meter)
+            except Exception as exc:  # see _guarded_outcome
+                outcome = self._guarded_outcome(job, exc)
+            return self._finish(job, outcome)
 
         with router.meter.scope() as meter:
             tasks = []
@@ -295,7 +372,8 @@ class SimpleStructMemReader(BaseMemReader):
         if report is not None:
             report.usage = meter.snapshot()
         result = self._collect(size, done, report)
-        await asyncio.to_thread(self.embed_items, result)
+        made = [(item, job.report) for job, items in done for item in items]
+        await asyncio.to_thread(self.embed_items, made)
         return result
 
     # -- public API -------------------------------------------------------------------------
@@ -333,16 +411,17 @@ class SimpleStructMemReader(BaseMemReader):
         the same ids in the same order. Pass ``report=ReadReport()`` to get per-window status
         and LLM usage.
         """
-        checked, tags = self._prepare(type, info, mode, custom_tags)
-        windowed = self.window(self.normalize(scene_data, type))
-        if report is not None:
-            report.mode = mode
-        logger.debug(
-            "%d scenes, %d windows", len(windowed), sum(len(ws.windows) for ws in windowed)
-        )
-        if mode == "fast":
-            return self.fast_items(windowed, checked, tags, report)
-        return self.run_fine(self.fine_jobs(windowed, checked, tags), len(windowed), report)
+        with typed_errors("get_memory"):
+            checked, tags = self._prepare(type, info, mode, custom_tags)
+            windowed = self.window(self.normalize(scene_data, type))
+            if report is not None:
+                report.mode = mode
+            logger.debug(
+                "%d scenes, %d windows", len(windowed), sum(len(ws.windows) for ws in windowed)
+            )
+            if mode == "fast":
+                return self.fast_items(windowed, checked, tags, report)
+            return self.run_fine(self.fine_jobs(windowed, checked, tags), len(windowed), report)
 
     async def aget_memory(
         self,
@@ -355,14 +434,16 @@ class SimpleStructMemReader(BaseMemReader):
         report: ReadReport | None = None,
     ) -> list[list[TextualMemoryItem]]:
         """The async twin of :meth:`get_memory` (same items, same ids)."""
-        checked, tags = self._prepare(type, info, mode, custom_tags)
-        scenes = await asyncio.to_thread(self.normalize, scene_data, type)
-        windowed = await asyncio.to_thread(self.window, scenes)
-        if report is not None:
-            report.mode = mode
-        if mode == "fast":
-            return await asyncio.to_thread(self.fast_items, windowed, checked, tags, report)
-        return await self.arun_fine(self.fine_jobs(windowed, checked, tags), len(windowed), report)
+        with typed_errors("aget_memory"):
+            checked, tags = self._prepare(type, info, mode, custom_tags)
+            scenes = await asyncio.to_thread(self.normalize, scene_data, type)
+            windowed = await asyncio.to_thread(self.window, scenes)
+            if report is not None:
+                report.mode = mode
+            if mode == "fast":
+                return await asyncio.to_thread(self.fast_items, windowed, checked, tags, report)
+            jobs = self.fine_jobs(windowed, checked, tags)
+            return await self.arun_fine(jobs, len(windowed), report)
 
     def refinement_jobs(
         self,
@@ -418,10 +499,11 @@ class SimpleStructMemReader(BaseMemReader):
         original user, session, info and provenance (the sources they cite). Idempotent: the
         same items give the same ids.
         """
-        jobs = self.refinement_jobs(items, type, _check_tags(custom_tags))
-        if report is not None:
-            report.mode = "refine"
-        return self.run_fine(jobs, len(items), report)
+        with typed_errors("fine_transfer_simple_mem"):
+            jobs = self.refinement_jobs(items, type, _check_tags(custom_tags))
+            if report is not None:
+                report.mode = "refine"
+            return self.run_fine(jobs, len(items), report)
 
     async def afine_transfer_simple_mem(
         self,
@@ -432,10 +514,11 @@ class SimpleStructMemReader(BaseMemReader):
         report: ReadReport | None = None,
     ) -> list[list[TextualMemoryItem]]:
         """The async twin of :meth:`fine_transfer_simple_mem`."""
-        jobs = self.refinement_jobs(items, type, _check_tags(custom_tags))
-        if report is not None:
-            report.mode = "refine"
-        return await self.arun_fine(jobs, len(items), report)
+        with typed_errors("afine_transfer_simple_mem"):
+            jobs = self.refinement_jobs(items, type, _check_tags(custom_tags))
+            if report is not None:
+                report.mode = "refine"
+            return await self.arun_fine(jobs, len(items), report)
 
     def close(self) -> None:
         """Close the LLM clients' connections."""
@@ -446,6 +529,29 @@ class SimpleStructMemReader(BaseMemReader):
         """Close the LLM clients' connections, the running loop's async ones included."""
         if self._router is not None:
             await self._router.aclose()
+
+
+def _record_window_error(entry: WindowReport, error: BaseException) -> None:
+    logger.error(
+        "scene %d, window %d: no item could be made: %s",
+        entry.scene_index,
+        entry.window_index,
+        short_error(error),
+        exc_info=error,
+    )
+    entry.status, entry.error, entry.items = "error", short_error(error), 0
+
+
+@contextmanager
+def typed_errors(call: str) -> Iterator[None]:
+    """Public calls raise only :class:`MemReaderError`: anything else is a bug, kept as the
+    cause of an :class:`InternalError` that names the call."""
+    try:
+        yield
+    except MemReaderError:
+        raise
+    except Exception as exc:
+        raise InternalError(f"{call} failed unexpectedly: {short_error(exc)}") from exc
 
 
 def _as_item(raw: TextualMemoryItem | Mapping[str, Any], position: int) -> TextualMemoryItem:
