@@ -104,6 +104,7 @@ class BaseReaderConfig(BaseModel):
       paths are allowed), a file is read only if its fully resolved path (symlinks followed)
       equals a root or lies under one; any other file named in the input is a
       ``DocumentError`` ("outside the allowed roots"), never read and never taken for text.
+      ``~`` is expanded; a relative root is relative to the working directory at read time.
       Empty: any local file (files under /proc, /sys and /dev are always refused).
     - ``max_file_bytes`` (50 MiB): the most bytes of one file, read from disk or decoded from
       ``file_data``; never more than this plus one byte is read, whatever size a file reports.
@@ -184,7 +185,7 @@ class MemReaderConfigFactory(BaseModel):
     JSON dumps show ``**********``. ``config`` is dumped as its actual (registered) class.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     backend: str = "simple_struct"
     # SerializeAsAny: dumps (and so cache_key) include the fields a reader's own config class

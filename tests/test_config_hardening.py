@@ -147,6 +147,14 @@ def test_embedder_configs_refuse_non_finite_numbers(config_class: Any, data: Any
         validate_backend_config("x", config_class, data)
 
 
+def test_non_finite_numbers_in_any_embedder_config_are_refused() -> None:
+    # Checked before the backend's own model: a plugin's model may not refuse them.
+    with pytest.raises(ConfigError, match=r"embedder\.config: .*scale\[1\] must be a finite"):
+        MemReaderConfigFactory.from_dict(
+            {"config": {"embedder": {"backend": "hash", "config": {"scale": [1.0, float("nan")]}}}}
+        )
+
+
 # -- secrets ---------------------------------------------------------------------------------
 
 

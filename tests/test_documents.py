@@ -231,7 +231,9 @@ def test_local_paths_are_off_by_default(tree: dict[str, Path]) -> None:
     assert scene.messages[0].parts[0].text == str(tree["secret"])
 
 
-def test_allowed_roots_read_files_under_them(tree: dict[str, Path]) -> None:
+def test_allowed_roots_read_files_under_them(
+    tree: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     opts = options(allow_local_paths=True, allowed_roots=[str(tree["docs"])])
     scenes = normalize_doc(
         [str(tree["note"]), [{"type": "file", "file": {"path": str(tree["note"])}}]], **opts
@@ -242,6 +244,10 @@ def test_allowed_roots_read_files_under_them(tree: dict[str, Path]) -> None:
     # A root may be a single file.
     only_note = options(allow_local_paths=True, allowed_roots=[str(tree["note"])])
     assert normalize_doc([str(tree["note"])], **only_note)[0].messages[0].parts[0].doc_path
+    # "~" is expanded.
+    monkeypatch.setenv("HOME", str(tree["docs"].parent))
+    home = options(allow_local_paths=True, allowed_roots=["~/docs"])
+    assert normalize_doc([str(tree["note"])], **home)[0].messages[0].parts[0].doc_path
     other = tree["docs"] / "other.txt"
     other.write_text("x", encoding="utf-8")
     with pytest.raises(DocumentError, match="outside the allowed roots"):

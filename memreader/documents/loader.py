@@ -180,7 +180,8 @@ def check_local_path(
     """The fully resolved path of ``path`` if it may be read, else a :class:`DocumentError`.
 
     With ``allowed_roots``, the resolved path (symlinks followed) must equal a resolved root or
-    lie under one. Files under /proc, /sys and /dev are always refused. Messages name the file
+    lie under one (``~`` in a root is expanded; relative roots are relative to the working
+    directory). Files under /proc, /sys and /dev are always refused. Messages name the file
     as the caller gave it (its base name), never where a symlink leads.
     """
     where = {"scene_index": scene_index, "message_index": message_index}
@@ -190,7 +191,9 @@ def check_local_path(
     except (OSError, ValueError) as exc:
         raise DocumentError(f"cannot resolve file {name!r}: {exc}", **where) from exc
     roots = list(allowed_roots)
-    if roots and not any(_is_within(resolved, os.path.realpath(root)) for root in roots):
+    if roots and not any(
+        _is_within(resolved, os.path.realpath(os.path.expanduser(root))) for root in roots
+    ):
         raise DocumentError(f"file {name!r} is outside the allowed roots", **where)
     if any(_is_within(resolved, virtual) for virtual in _VIRTUAL_ROOTS):
         raise DocumentError(f"file {name!r} is a system file, not a document", **where)

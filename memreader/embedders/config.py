@@ -34,7 +34,7 @@ from pydantic import (
 )
 
 from memreader.errors import config_error_from
-from memreader.redact import mask_url, reveal, secret_url, url_has_credentials
+from memreader.redact import find_non_finite, mask_url, reveal, secret_url, url_has_credentials
 
 __all__ = [
     "EmbedderConfig",
@@ -113,6 +113,10 @@ class EmbedderConfig(BaseModel):
     @field_validator("config", mode="after")
     @classmethod
     def _hide_secrets(cls, value: dict[str, Any]) -> dict[str, Any]:
+        # Checked here too, so a plugin backend whose own model allows them is covered.
+        where = find_non_finite(value)
+        if where is not None:
+            raise ValueError(f"{where} must be a finite number")
         hidden: dict[str, Any] = hide_secrets(value)
         return hidden
 
