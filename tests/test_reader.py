@@ -180,10 +180,17 @@ def test_memory_types_tags_and_info(reader: SimpleStructMemReader) -> None:
     assert TextualMemoryItem.from_dict(json.loads(json.dumps(item.to_dict()))) == item
 
 
-def test_docs_fast_mode(reader: SimpleStructMemReader, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_docs_fast_mode(tmp_path) -> None:  # type: ignore[no-untyped-def]
     path = tmp_path / "guide.md"
     body = "# Tea guide\n\n" + "Green tea is steamed or pan-fired. " * 200
     path.write_text(body, encoding="utf-8")
+    config = SimpleStructMemReaderConfig(
+        embedder=HASH_EMBEDDER,
+        window={"max_tokens": 256, "overlap_tokens": 32},
+        allow_local_paths=True,  # off by default: input may come from strangers
+        allowed_roots=[str(tmp_path)],
+    )
+    reader = SimpleStructMemReader(config)
     result = reader.get_memory(["A short note.", str(path)], type="doc", info=INFO)
     assert next(len(r) for r in result) == 1 and len(result[1]) > 3
     assert result[0][0].metadata.sources[0].type == "doc"

@@ -247,3 +247,35 @@ def test_public_calls_raise_only_typed_errors(monkeypatch: pytest.MonkeyPatch) -
     with pytest.raises(InternalError) as info:
         asyncio.run(reader.aget_memory(CHAT, type="chat", info=INFO))
     assert isinstance(info.value.__cause__, AttributeError)
+
+
+def test_lone_surrogates_in_model_output_never_reach_an_item(llm_server: LLMTestServer) -> None:
+    # json.loads turns an unpaired "\ud800" escape into a lone surrogate, which UTF-8 refuses.
+    raw = (
+        '{"memory_list": [{"key": "k\\ud800", "memory_type": "UserMemory", '
+        '"value": "Emily \\udfff likes tea", "tags": ["t\\ud800"], "source_ids": [1]}], '
+        '"summary": "s\\ud800"}'
+    )
+    llm_server.responder = lambda request: Reply(body=openai_completion(raw))
+    reader = make_reader(llm_server, fine=NO_CHECKS)
+    [items] = reader.get_memory(CHAT, type="chat", info=INFO, mode="fine")
+    [item] = items
+    assert item.memory == "Emily \ufffd likes tea"
+    json.dumps(item.to_dict(), ensure_ascii=False).encode("utf-8")  # writable
+
+
+def test_lone_surrogates_in_tags_and_refined_items_are_input_errors(
+    llm_server: LLMTestServer,
+) -> None:
+    from memreader.errors import InputError
+
+    reader = make_reader(llm_server)
+    with pytest.raises(InputError, match=r"custom_tags\[1\] holds a lone surrogate"):
+        reader.get_memory(CHAT, type="chat", info=INFO, custom_tags=["ok", "bad\ud800"])
+    [fast] = reader.get_memory(CHAT, type="chat", info=INFO)
+    stored = fast[0].to_dict()
+    stored["metadata"]["sources"][1]["content"] = "Welcome\ud800"
+    stored["metadata"]["sources"][1]["span"] = None
+    with pytest.raises(InputError, match="item 0, source 1 holds a lone surrogate"):
+        reader.fine_transfer_simple_mem([stored])
+    assert llm_server.requests == [], "refused before any LLM call"

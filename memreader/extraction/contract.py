@@ -9,6 +9,7 @@ window are removed. Every repair is recorded on the memory so it can be seen and
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -88,10 +89,18 @@ class ContractError(ValueError):
     memory in a non-empty list); the client re-asks the model with this message."""
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def clip_text(text: str, limit: int) -> tuple[str, bool]:
     """``text`` cut to at most ``limit`` characters (at a word boundary when one is near), and
     whether it was cut. The schema's length limits are not enforced by grammar-based servers,
-    and a model can answer a megabyte in one value: keep the start, say it was clipped."""
+    and a model can answer a megabyte in one value: keep the start, say it was clipped.
+
+    Lone surrogates (a model's unpaired ``"\\ud800"`` escape) become U+FFFD: an item holding
+    one could never be written as UTF-8."""
+    if not text.isascii():
+        text = _LONE_SURROGATE.sub("\ufffd", text)
     if len(text) <= limit:
         return text, False
     cut = text[:limit]

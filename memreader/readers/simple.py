@@ -39,7 +39,7 @@ from memreader.parsers import line_prefix, scene_units
 from memreader.readers.base import BaseMemReader, register_reader
 from memreader.readers.fine_items import fine_window_items
 from memreader.report import ReadReport, WindowReport
-from memreader.scene import Scene, normalize_chat, normalize_doc, validate_info
+from memreader.scene import Scene, check_text, normalize_chat, normalize_doc, validate_info
 from memreader.tokens import get_tokenizer
 from memreader.windows import Unit, Window, Windower
 
@@ -152,7 +152,7 @@ class SimpleStructMemReader(BaseMemReader):
         _check_type(type)
         if type == "chat":
             return normalize_chat(scene_data)
-        return normalize_doc(scene_data, allow_local_paths=self.config.allow_local_paths)
+        return normalize_doc(scene_data, **self.config.document_options())
 
     def window(self, scenes: Sequence[Scene]) -> list[WindowedScene]:
         """Steps 2 and 3: parse each scene into units and cut them into windows."""
@@ -459,6 +459,8 @@ class SimpleStructMemReader(BaseMemReader):
             sources = list(item.metadata.sources)
             if not sources:
                 raise InputError(f"item {position} ({item.id}) has no sources to refine from")
+            for k, source in enumerate(sources):
+                check_text(source.content, f"item {position}, source {k}", error=InputError)
             lines = [
                 (i + 1, line_prefix(s.role, s.chat_time) + s.content) for i, s in enumerate(sources)
             ]
@@ -577,4 +579,4 @@ def _check_tags(custom_tags: Sequence[str] | None) -> list[str]:
         return []
     if isinstance(custom_tags, str) or not all(isinstance(t, str) for t in custom_tags):
         raise InputError("custom_tags must be a list of strings")
-    return list(custom_tags)
+    return [check_text(t, f"custom_tags[{i}]", error=InputError) for i, t in enumerate(custom_tags)]
