@@ -58,10 +58,13 @@ import pytest
 
 __all__ = [
     "EMBED_DIM",
+    "SLOW_FAULTS",
+    "TRANSPORT_FAULTS",
     "LLMTestServer",
     "RecordedRequest",
     "Reply",
     "fake_vector",
+    "fault",
     "llm_server",
     "ollama_chat",
     "ollama_embed",
@@ -288,6 +291,69 @@ def default_responder(request: RecordedRequest) -> Reply:
     if request.api == "ollama_embed":
         return Reply(body=ollama_embed(request.inputs))
     return Reply(status=404, body={"error": f"no route for {request.path}"})
+
+
+# -- faults ----------------------------------------------------------------------------------
+
+#: Replies that break the HTTP exchange or the body, whatever the API (see :func:`fault`).
+TRANSPORT_FAULTS = (
+    "not_json",
+    "empty_body",
+    "bad_utf8",
+    "deep_json",
+    "json_list",
+    "json_string",
+    "json_null",
+    "html_200",
+    "http_429",
+    "http_500",
+    "http_503_text",
+    "http_400",
+    "reset",
+    "hang",
+    "slow_headers",
+    "trickle_body",
+    "endless_body",
+)
+#: The faults that only a timeout ends.
+SLOW_FAULTS = frozenset({"hang", "slow_headers", "trickle_body", "endless_body"})
+
+_JSON = "application/json"
+
+
+def fault(kind: str, *, stall: float = 30.0, trickle: float = 0.05) -> Reply:
+    """The reply of one of :data:`TRANSPORT_FAULTS`.
+
+    ``stall`` is how long ``hang`` waits before answering; ``trickle`` the seconds between the
+    bytes of ``slow_headers``, ``trickle_body`` (a 500-byte JSON body) and ``endless_body``.
+    Each byte arrives well within any read timeout, so only a deadline ends them.
+    """
+    replies: dict[str, Callable[[], Reply]] = {
+        "not_json": lambda: Reply(body=b"this is not JSON", content_type=_JSON),
+        "empty_body": lambda: Reply(body=b"", content_type=_JSON),
+        "bad_utf8": lambda: Reply(body=b'{"model": "\xff\xfe\xfd"}', content_type=_JSON),
+        "deep_json": lambda: Reply(body=b"[" * 100_000 + b"]" * 100_000, content_type=_JSON),
+        "json_list": lambda: Reply(body=[1, 2, 3]),
+        "json_string": lambda: Reply(body=b'"hello"', content_type=_JSON),
+        "json_null": lambda: Reply(body=b"null", content_type=_JSON),
+        "html_200": lambda: Reply(body=b"<html>proxy error</html>", content_type="text/html"),
+        "http_429": lambda: Reply(
+            status=429, body=openai_error("slow down"), headers={"Retry-After": "0"}
+        ),
+        "http_500": lambda: Reply(status=500, body=openai_error("boom")),
+        "http_503_text": lambda: Reply(status=503, body="service unavailable"),
+        "http_400": lambda: Reply(status=400, body=openai_error("bad request", kind="x")),
+        "reset": lambda: Reply(reset=True),
+        "hang": lambda: Reply(body={}, delay=stall),
+        "slow_headers": lambda: Reply(body={}, trickle=trickle, slow_headers=True),
+        "trickle_body": lambda: Reply(
+            body=b'{"pad": "' + b"x" * 500 + b'"}', content_type=_JSON, trickle=trickle
+        ),
+        "endless_body": lambda: Reply(body=b"{", content_type=_JSON, endless=True, trickle=trickle),
+    }
+    if kind not in replies:
+        raise ValueError(f"unknown fault {kind!r}; known: {', '.join(replies)}")
+    return replies[kind]()
 
 
 # -- the server ------------------------------------------------------------------------------
