@@ -52,7 +52,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -63,8 +63,10 @@ __all__ = [
     "LLMTestServer",
     "RecordedRequest",
     "Reply",
+    "default_responder",
     "fake_vector",
     "fault",
+    "finishes_within",
     "llm_server",
     "ollama_chat",
     "ollama_embed",
@@ -74,6 +76,8 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 OPENAI_PATH = "/v1/chat/completions"
 OLLAMA_PATH = "/api/chat"
@@ -356,6 +360,28 @@ def fault(kind: str, *, stall: float = 30.0, trickle: float = 0.05) -> Reply:
     return replies[kind]()
 
 
+def finishes_within(seconds: float, call: Callable[[], _T]) -> _T:
+    """``call()`` run on a daemon thread: its result or its exception, or a test failure if it
+    has not finished within ``seconds`` (a hung call cannot hang the suite)."""
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = call()
+        except BaseException as exc:  # handed to the test thread, raised there
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run, name="finishes-within", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        pytest.fail(f"the call did not finish within {seconds:g}s")
+    if "error" in outcome:
+        raise outcome["error"]
+    result: _T = outcome["value"]
+    return result
+
+
 # -- the server ------------------------------------------------------------------------------
 
 
@@ -364,6 +390,13 @@ class _Server(ThreadingHTTPServer):
     block_on_close = False
     allow_reuse_address = True
     owner: LLMTestServer
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that gave up (a deadline, a reset it provoked) is routine here; socketserver
+        # would print a traceback to stderr for each one.
+        logger.debug(
+            "llm test server: connection from %s ended early", client_address, exc_info=True
+        )
 
 
 class _Handler(BaseHTTPRequestHandler):

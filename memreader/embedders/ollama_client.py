@@ -106,7 +106,7 @@ class OllamaEmbedder(PoolingEmbedder):
                 retryable=True,
             )
         if isinstance(exc, (ConnectionError, httpx.TransportError)):
-            return RequestFailure(f"{type(exc).__name__}: {exc}", retryable=True)
+            return RequestFailure(f"connection failed: {type(exc).__name__}: {exc}", True)
         if isinstance(exc, (ollama.RequestError, httpx.HTTPError)):
             return RequestFailure(f"{type(exc).__name__}: {exc}", retryable=False)
         generic = super().classify_failure(exc)

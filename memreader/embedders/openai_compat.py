@@ -130,12 +130,17 @@ class OpenAIEmbedder(PoolingEmbedder):
             return RequestFailure(f"connection failed{kind}", retryable=True)
         if isinstance(exc, openai.OpenAIError):
             return RequestFailure(f"{type(exc).__name__}: {exc}", retryable=False)
-        if isinstance(exc, (AttributeError, TypeError, ValueError, struct.error)):
-            generic = super().classify_failure(exc)
-            if generic.retryable:  # not UTF-8 / not JSON / nested too deeply
-                return generic
-            return RequestFailure(f"malformed response: {type(exc).__name__}: {exc}", True)
-        return super().classify_failure(exc)
+        generic = super().classify_failure(exc)
+        if generic.retryable or not isinstance(
+            exc, (AttributeError, TypeError, ValueError, KeyError, IndexError, struct.error)
+        ):
+            return generic
+        # The SDK returns what the server sent when it is not an object (a JSON list, string or
+        # null); reading vectors out of it, or out of items of the wrong shape, fails here.
+        return RequestFailure(
+            f"the server's answer is not an embeddings response ({type(exc).__name__}: {exc})",
+            retryable=True,
+        )
 
     def _embed_batch(self, texts: list[str]) -> Sequence[Sequence[float]]:
         extra: dict[str, Any] = {}

@@ -1,0 +1,81 @@
+"""HTTP plumbing of the remote backends: one deadline for a whole request, a cap on the size of a
+response, and URLs and logs without credentials.
+
+Why this seam
+-------------
+The ``timeout`` of httpx (and of the SDKs built on it) bounds each socket operation, not the
+request: a server that sends one byte a second never trips a 2 s read timeout, and an endless
+body never ends. A deadline therefore has to reach every socket read. httpcore lets a connection
+pool take its own *network backend* (``ConnectionPool(network_backend=...)``: a public,
+documented interface, meant for wrapping), so :class:`DeadlineBackend` wraps the default one and
+gives every connect, read and write ``min(its own timeout, time left)``, failing with httpcore's
+own ``ConnectTimeout``/``ReadTimeout``/``WriteTimeout`` once no time is left. httpx, the openai
+SDK and ollama already turn those into their timeout errors, so nothing above needs to know.
+
+httpx's ``HTTPTransport`` does not forward a network backend, so :func:`deadline_transport`
+builds a small transport over the pool itself (the request/response conversion httpx's own
+transport does, a few lines), using only public interfaces (httpx ``BaseTransport``/
+``SyncByteStream``, httpcore ``ConnectionPool``/``NetworkBackend``): no private attribute is
+patched, so an upgrade of either library either keeps working or fails loudly at once. The
+alternatives were worse: a watchdog thread cannot portably interrupt a blocking ``recv``;
+checking the clock between body chunks still lets one read wait a full read timeout;
+``asyncio.timeout`` covers only async code.
+
+The deadline lives in a context variable (:func:`deadline`), so one ``with`` block bounds all a
+caller does (redirects included), it follows asyncio tasks, and the SDKs need no change. A
+transport used without an enclosing deadline gives each request its own ``timeout``.
+
+The transport also caps the response body (``max_response_bytes``; an endless 200 body ends at
+the cap or the deadline, whichever comes first), counted on the wire and after undoing gzip or
+deflate itself in bounded steps (httpx would inflate a compressed body without any limit; see
+:mod:`memreader.transport.body`), and is the seam through which a caller may pass their own
+transport (``inner``): the deadline between chunks, the cap and the bounded decoding still apply.
+
+httpx (used by ollama) and httpx2 (its fork, used by the openai SDK from version 3) have the same
+API under two names, so one implementation serves both (:func:`http_lib`).
+
+Credentials in a URL (``http://user:secret@host``) are taken out of it before any client sees
+it (:func:`split_credentials`) and sent as HTTP basic auth, exactly as httpx would have done, so
+the libraries' request logs cannot show them; :func:`install_log_redaction` adds a filter that
+masks URL credentials in the libraries' own log records anyway, for clients built elsewhere.
+
+Modules: :mod:`~memreader.transport.deadline` (the deadline and the network backends),
+:mod:`~memreader.transport.body` (the response body: deadline between chunks, decoding, cap,
+and what counts as an unreadable reply), :mod:`~memreader.transport.client` (the transport and
+clients), :mod:`~memreader.transport.libs` (httpx and httpx2), and
+:mod:`~memreader.transport.credentials` (URLs and logs without credentials).
+"""
+
+from __future__ import annotations
+
+from memreader.transport.body import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    ResponseTooLargeError,
+    UnreadableResponseError,
+    unreadable_reply,
+)
+from memreader.transport.client import deadline_transport, http_client
+from memreader.transport.credentials import (
+    install_log_redaction,
+    redact_credentials,
+    split_credentials,
+)
+from memreader.transport.deadline import deadline, time_left
+from memreader.transport.libs import HTTPLib, http_lib, openai_http_lib
+
+__all__ = [
+    "DEFAULT_MAX_RESPONSE_BYTES",
+    "HTTPLib",
+    "ResponseTooLargeError",
+    "UnreadableResponseError",
+    "deadline",
+    "deadline_transport",
+    "http_client",
+    "http_lib",
+    "install_log_redaction",
+    "openai_http_lib",
+    "redact_credentials",
+    "split_credentials",
+    "time_left",
+    "unreadable_reply",
+]
