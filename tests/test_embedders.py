@@ -32,6 +32,7 @@ from memreader.embedders import (
     OllamaEmbedder,
     OpenAIEmbedder,
     OpenAIEmbedderConfig,
+    PoolingEmbedder,
     build_embedder,
     cache_key,
     split_by_tokens,
@@ -372,6 +373,105 @@ def test_cache_is_thread_safe() -> None:
     for thread in threads:
         thread.join()
     assert len(cache) == 50
+
+
+# -- failures of one batch are typed and name it ----------------------------------------------
+
+
+class ScriptedPooling(PoolingEmbedder):
+    """A PoolingEmbedder whose batches answer with ``reply(texts)`` (it may raise)."""
+
+    config_class = OpenAIEmbedderConfig
+
+    def __init__(self, reply: Any) -> None:
+        super().__init__(name="scripted", max_input_tokens=50, batch_size=2, normalize=False)
+        self.reply = reply
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def _token_cuts(self, text: str) -> Sequence[int | None]:
+        return [None] * len(text.split())
+
+    def _embed_batch(self, texts: list[str]) -> Sequence[Sequence[float]]:
+        result: Sequence[Sequence[float]] = self.reply(texts)
+        return result
+
+
+class PluginEmbedder:
+    """A third-party embedder (no base class) that answers ``reply(texts)``."""
+
+    name = "plugin"
+    dimension = 2
+    max_input_tokens = 100
+    batch_size = 2
+
+    def __init__(self, reply: Any) -> None:
+        self.reply = reply
+
+    def count_tokens(self, text: str) -> int:
+        return 1
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        result: list[list[float]] = self.reply(list(texts))
+        return result
+
+
+def _raise(exc: BaseException) -> Any:
+    def reply(texts: list[str]) -> Any:
+        raise exc
+
+    return reply
+
+
+BAD_BATCHES: list[tuple[Any, str]] = [
+    (_raise(KeyError("data")), "failed: KeyError: 'data'"),
+    (_raise(RuntimeError("CUDA out of memory")), "failed: RuntimeError: CUDA out of memory"),
+    (lambda texts: [[1.0, 2.0]], "1 vectors for 2 texts"),
+    (lambda texts: [[1.0, 2.0], "ab"], "vector 1 is not a list of numbers"),
+    (lambda texts: [[1.0, 2.0], [1.0, float("nan")]], "vector 1 is empty or not finite"),
+    (lambda texts: [[1.0, 2.0], None], "vector 1 is not a list of numbers"),
+]
+
+
+@pytest.mark.parametrize(("reply", "problem"), BAD_BATCHES)
+def test_pooling_embedder_batch_failure_names_the_batch(reply: Any, problem: str) -> None:
+    texts = ["first fine text", "x" * 100 + " y", "third"]
+    embedder = ScriptedPooling(lambda batch: [[1.0, 0.0]] * len(batch))
+    assert len(embedder.embed(texts)) == 3
+    embedder.reply = reply
+    with pytest.raises(EmbeddingError) as info:
+        embedder.embed(texts)
+    message = str(info.value)
+    assert problem in message and message.startswith("scripted: ")
+    assert "a batch of 2 texts, the first (15 characters): 'first fine text'" in message
+
+
+@pytest.mark.parametrize(("reply", "problem"), BAD_BATCHES)
+def test_cached_embedder_batch_failure_names_the_batch_and_caches_nothing(
+    reply: Any, problem: str
+) -> None:
+    plugin = PluginEmbedder(reply)
+    cached = CachedEmbedder(plugin)
+    long_text = "a long text " * 10
+    with pytest.raises(EmbeddingError) as info:
+        cached.embed([long_text, "two", long_text])
+    message = str(info.value)
+    assert problem in message and message.startswith("plugin: ")
+    assert (
+        "a batch of 2 texts, the first (120 characters): 'a long text a long text a long text a "
+        in message
+    )
+    assert len(cached.cache) == 0
+    plugin.reply = lambda texts: [[0.6, 0.8] for _ in texts]
+    assert cached.embed(["two"]) == [[0.6, 0.8]] and len(cached.cache) == 1
+
+
+def test_cached_embedder_wrong_types_from_a_plugin_are_typed() -> None:
+    for answer in ("not vectors", None, 42, [[1.0], [1.0, 2.0]]):
+        cached = CachedEmbedder(PluginEmbedder(lambda texts, a=answer: a))
+        with pytest.raises(EmbeddingError, match=r"plugin: .*\(a batch of 2 texts"):
+            cached.embed(["one", "two"])
 
 
 # -- OpenAI-compatible ----------------------------------------------------------------------------

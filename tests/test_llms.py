@@ -600,6 +600,114 @@ def test_openai_non_json_body_is_a_server_error(server: LLMTestServer) -> None:
     assert answer.attempts == 2
 
 
+class ContractError(ValueError):
+    """Stands in for the extraction contract's error (a ValueError subclass)."""
+
+
+def memory_keys(parsed: Any) -> list[str]:
+    """A ``validate``: the memories' keys; every memory needs a string key."""
+    memories = parsed.get("memories") if isinstance(parsed, dict) else None
+    if not isinstance(memories, list):
+        raise ContractError("'memories' must be a list")
+    keys = [m.get("key") for m in memories if isinstance(m, dict)]
+    if len(keys) != len(memories) or not all(isinstance(k, str) for k in keys):
+        raise ContractError("every memory needs a string 'key'")
+    return keys
+
+
+@pytest.mark.parametrize("backend", ["openai", "ollama"])
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_validate_rejection_is_reasked_within_max_retries(
+    server: LLMTestServer, backend: str, mode: str
+) -> None:
+    events: list[Any] = []
+    hooks = LLMHooks(before_call=[events.append], on_error=[events.append])
+    cfg = openai_cfg(server) if backend == "openai" else ollama_cfg(server)
+    client = build_llm(cfg, hooks=hooks)
+    wrong = '{"memories": [{"key": 7}]}'
+    server.script([wrong, '{"memories": [{"key": "tea"}]}'])
+    if mode == "sync":
+        answer = client.complete(MESSAGES, schema=SCHEMA, validate=memory_keys)
+    else:
+        answer = asyncio.run(client.acomplete(MESSAGES, schema=SCHEMA, validate=memory_keys))
+    assert answer.attempts == 2 and answer.validated == ["tea"]
+    assert answer.parsed == {"memories": [{"key": "tea"}]}
+    reask = server.requests[1].messages
+    assert reask[-2] == {"role": "assistant", "content": wrong}
+    assert reask[-1] == {
+        "role": "user",
+        "content": "Your answer did not match the expected format: every memory needs a string "
+        "'key'. Answer again with only the JSON.",
+    }
+    # Hooks see both attempts and the rejection.
+    assert [type(e).__name__ for e in events] == [
+        "BeforeCallEvent",
+        "ErrorEvent",
+        "BeforeCallEvent",
+    ]
+    assert isinstance(events[1].error, LLMParseError) and events[1].will_retry
+
+
+def test_validate_rejection_after_the_budget_is_a_parse_error(server: LLMTestServer) -> None:
+    wrong = '{"memories": [{"key": 7}]}'
+    server.responder = lambda req: Reply(body=openai_completion(wrong))
+    router = LLMRouter(LLMSlots(llm=openai_cfg(server, max_retries=1)))
+    with pytest.raises(LLMParseError) as info:
+        router.complete("llm", MESSAGES, schema=SCHEMA, validate=memory_keys)
+    err = info.value
+    assert len(server.requests) == 2 and err.attempts == 2
+    assert err.reason == (
+        "the answer did not match the expected format: every memory needs a string 'key'"
+    )
+    assert err.last_output == wrong and isinstance(err.__cause__, ContractError)
+    # Without validate, the same answer is fine: the router passes validate on, nothing more.
+    server.reset()
+    server.reply(Reply(body=openai_completion(wrong)))
+    answer = router.complete("llm", MESSAGES, schema=SCHEMA)
+    assert answer.validated is None and answer.parsed == {"memories": [{"key": 7}]}
+
+
+@pytest.mark.parametrize("backend", ["openai", "ollama"])
+def test_cut_off_answer_is_reasked_for_a_shorter_one(server: LLMTestServer, backend: str) -> None:
+    cut = '{"memories": [{"key": "tea"}, {"key": "cof'
+    if backend == "openai":
+        cfg = openai_cfg(server, max_retries=1)
+        cut_reply = Reply(body=openai_completion(cut, finish_reason="length"))
+        full = Reply(body=openai_completion('{"memories": [{"key": "tea"}]}'))
+    else:
+        cfg = ollama_cfg(server, max_retries=1)
+        cut_reply = Reply(body=ollama_chat(cut, done_reason="length"))
+        full = Reply(body=ollama_chat('{"memories": [{"key": "tea"}]}'))
+    server.script([cut_reply, full])
+    answer = build_llm(cfg).complete(MESSAGES, schema=SCHEMA)
+    assert answer.attempts == 2 and not answer.truncated
+    reask = server.requests[1].messages[-1]["content"]
+    assert "cut off" in reask and "shorter" in reask and "fewer" in reask
+    assert answer.usage == Usage(10, 10, 20)
+
+    # Once the budget is spent the cut-off answer comes back as it is, its complete items kept.
+    server.reset()
+    server.script([cut_reply, cut_reply])
+    answer = build_llm(cfg).complete(MESSAGES, schema=SCHEMA)
+    assert answer.attempts == 2 and answer.truncated
+    assert answer.parsed == {"memories": [{"key": "tea"}]}
+    assert len(server.requests) == 2
+
+
+def test_json_that_ends_early_is_reasked_even_without_finish_reason_length(
+    server: LLMTestServer,
+) -> None:
+    server.script(['{"memories": [{"key": "tea"}, {"ke', '{"memories": []}'])
+    answer = build_llm(openai_cfg(server)).complete(MESSAGES, schema=SCHEMA)
+    assert answer.attempts == 2 and answer.parsed == {"memories": []}
+
+
+def test_parse_json_of_deeply_nested_output_is_a_parse_error() -> None:
+    for text in ("[" * 100_000, '{"a":' * 100_000, "[" * 100_000 + "]" * 100_000):
+        with pytest.raises(LLMParseError, match="nested too deeply"):
+            parse_json(text)
+
+
 @pytest.mark.parametrize("mode", ["json_schema", "json_object_schema", "tool_call", "prompt"])
 def test_openai_structured_output_payloads(server: LLMTestServer, mode: str) -> None:
     if mode == "tool_call":

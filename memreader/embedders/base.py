@@ -437,6 +437,12 @@ class PoolingEmbedder(ABC):
             except EmbeddingError:
                 raise
             except Exception as exc:  # every failure is classified, then retried or made typed
+                logger.debug(
+                    "%s: request failed with %s:\n%s",
+                    self.name,
+                    type(exc).__name__,
+                    self.scrub("".join(traceback.format_exception(exc))).rstrip(),
+                )
                 failure = self.classify_failure(exc)
                 if not failure.retryable or attempt >= max_retries:
                     raise self.request_failed(clip_detail(self.scrub(failure.detail))) from exc

@@ -60,7 +60,7 @@ from memreader.transport.credentials import (
     redact_credentials,
     split_credentials,
 )
-from memreader.transport.deadline import deadline, time_left
+from memreader.transport.deadline import deadline
 from memreader.transport.libs import HTTPLib, http_lib, openai_http_lib
 
 __all__ = [
@@ -76,6 +76,5 @@ __all__ = [
     "openai_http_lib",
     "redact_credentials",
     "split_credentials",
-    "time_left",
     "unreadable_reply",
 ]

@@ -38,7 +38,8 @@ def _bound_request_timeouts(request: Any, end: float) -> None:
 
 
 class _Transport:
-    """The deadline transport, sync and async (see :func:`deadline_transport`)."""
+    """The deadline transport, sync and async (see :func:`deadline_transport`); mixed with
+    httpx's ``BaseTransport`` or ``AsyncBaseTransport``, which give it ``with`` support."""
 
     def __init__(
         self,
@@ -146,18 +147,6 @@ class _Transport:
         """Close the connections (async)."""
         target = self._inner if self._inner is not None else self._pool
         await target.aclose()
-
-    def __enter__(self) -> _Transport:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> _Transport:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
 
 @cache
