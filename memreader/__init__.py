@@ -8,28 +8,25 @@ provenance.
 ...     type="chat", info={"user_id": "u1", "session_id": "s1"})
 """
 
-from memreader.config import (
-    BaseReaderConfig,
-    MemReaderConfigFactory,
-    SimpleStructMemReaderConfig,
-    WindowConfig,
-)
+from memreader.config import BaseReaderConfig, PipelineSpec, StepSpec, WindowConfig
 from memreader.embedders.config import EmbedderConfig
 from memreader.errors import (
     ConfigError,
     DocumentError,
     EmbeddingError,
     InputError,
+    InternalError,
     InvalidChatTimeError,
     InvalidInfoError,
     InvalidMessageError,
     InvalidSceneError,
     LLMRequiredError,
     MemReaderError,
+    PipelineError,
     UnknownRoleError,
     UnsupportedModeError,
 )
-from memreader.factory import MemReaderFactory
+from memreader.factory import MemReaderConfigFactory, MemReaderFactory
 from memreader.items import (
     MEMORY_TYPES,
     MemoryType,
@@ -37,7 +34,14 @@ from memreader.items import (
     TextualMemoryItem,
     TextualMemoryItemMetadata,
 )
-from memreader.readers import READERS, BaseMemReader, SimpleStructMemReader, register_reader
+from memreader.pipeline import Pipeline, ReadState, Step, StepEvent, StepHooks, step
+from memreader.readers import (
+    READERS,
+    BaseMemReader,
+    SimpleStructMemReader,
+    SimpleStructMemReaderConfig,
+    register_reader,
+)
 from memreader.report import ReadReport, WindowReport
 
 __version__ = "0.1.0"
@@ -52,6 +56,7 @@ __all__ = [
     "EmbedderConfig",
     "EmbeddingError",
     "InputError",
+    "InternalError",
     "InvalidChatTimeError",
     "InvalidInfoError",
     "InvalidMessageError",
@@ -61,10 +66,18 @@ __all__ = [
     "MemReaderError",
     "MemReaderFactory",
     "MemoryType",
+    "Pipeline",
+    "PipelineError",
+    "PipelineSpec",
     "ReadReport",
+    "ReadState",
     "SimpleStructMemReader",
     "SimpleStructMemReaderConfig",
     "SourceMessage",
+    "Step",
+    "StepEvent",
+    "StepHooks",
+    "StepSpec",
     "TextualMemoryItem",
     "TextualMemoryItemMetadata",
     "UnknownRoleError",
@@ -73,4 +86,5 @@ __all__ = [
     "WindowReport",
     "__version__",
     "register_reader",
+    "step",
 ]

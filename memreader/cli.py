@@ -25,10 +25,9 @@ from collections.abc import Sequence
 from contextlib import ExitStack
 from typing import IO, Any
 
-from memreader.config import MemReaderConfigFactory
 from memreader.datasets import is_memorybank, memorybank_scenes
 from memreader.errors import InputError, MemReaderError
-from memreader.factory import MemReaderFactory
+from memreader.factory import MemReaderConfigFactory, MemReaderFactory
 from memreader.items import TextualMemoryItem
 from memreader.report import ReadReport
 

@@ -1,11 +1,10 @@
-"""Configuration: pydantic models, YAML loading and ``${ENV}`` interpolation.
+"""Configuration models of readers, bounded YAML loading and ``${ENV}`` interpolation.
 
-A reader is configured by a :class:`MemReaderConfigFactory`: a registered ``backend`` name and
-its ``config``, validated against that backend's config model. Secrets are ``SecretStr`` and are
-never printed.
+A leaf module: no registry lookups here (those happen in :mod:`memreader.factory`, where a
+``backend`` name picks the reader and its config class). Secrets are ``SecretStr`` and are never
+printed.
 
->>> cfg = MemReaderConfigFactory(backend="simple_struct", config={"window": {"max_tokens": 512}})
->>> cfg.config.window.max_tokens
+>>> BaseReaderConfig(window={"max_tokens": 512}).window.max_tokens
 512
 """
 
@@ -16,21 +15,18 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 from pydantic import (
     BaseModel,
-    ConfigDict,
     Field,
     SecretStr,
-    SerializeAsAny,
-    ValidationError,
     field_validator,
     model_validator,
 )
 
+from memreader.config_model import ConfigModel
 from memreader.documents.limits import (
     DEFAULT_MAX_ARCHIVE_MEMBERS,
     DEFAULT_MAX_COMPRESSION_RATIO,
@@ -39,7 +35,8 @@ from memreader.documents.limits import (
     DEFAULT_MAX_UNPACKED_BYTES,
 )
 from memreader.embedders.config import EmbedderConfig
-from memreader.errors import ConfigError, config_error_from
+from memreader.errors import ConfigError
+from memreader.files import FileRefused, read_regular_file
 from memreader.llms.config import LLMConfig, LLMSlots
 
 #: A config file larger than this is refused before it is parsed (real ones are a few KiB).
@@ -51,10 +48,8 @@ MAX_CONFIG_DEPTH = 100
 MAX_CONFIG_NODES = 100_000
 
 
-class WindowConfig(BaseModel):
+class WindowConfig(ConfigModel):
     """How scenes are cut into windows (token counts in ``tokenizer``'s tokens)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     max_tokens: int = Field(default=1024, ge=64)
     overlap_tokens: int = Field(default=200, ge=0)
@@ -74,10 +69,8 @@ class WindowConfig(BaseModel):
         return self
 
 
-class FineConfig(BaseModel):
+class FineConfig(ConfigModel):
     """How fine mode checks what the LLM extracted."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     hallucination_filter: bool = True
     rewrite: Literal["all", "user_only", "off"] = "all"
@@ -86,7 +79,32 @@ class FineConfig(BaseModel):
     language: Literal["auto", "en", "zh"] = "auto"
 
 
-class BaseReaderConfig(BaseModel):
+class StepSpec(ConfigModel):
+    """One step of a pipeline declared in YAML: a registered step name (``redact``) or a
+    ``module:attr`` reference to a step class or factory, and the keyword arguments to build it
+    with."""
+
+    step: str = Field(min_length=1)
+    config: dict[str, Any] = Field(default_factory=dict)
+
+
+class PipelineSpec(ConfigModel):
+    """Changes to a reader's default pipeline, applied in this order: ``replace`` (step name ->
+    new step), ``remove`` (step names), ``insert_before`` and ``insert_after`` (step name -> new
+    steps, in order). Each change is checked as in Python; an unknown step or module is a
+    :class:`~memreader.errors.ConfigError`.
+
+    >>> PipelineSpec(insert_after={"parse": [{"step": "redact"}]}).insert_after["parse"][0].step
+    'redact'
+    """
+
+    replace: dict[str, StepSpec] = Field(default_factory=dict)
+    remove: list[str] = Field(default_factory=list)
+    insert_before: dict[str, list[StepSpec]] = Field(default_factory=dict)
+    insert_after: dict[str, list[StepSpec]] = Field(default_factory=dict)
+
+
+class BaseReaderConfig(ConfigModel):
     """Settings every reader shares.
 
     The LLM slots fall back: ``general_llm`` -> ``llm``; ``image_parser_llm``,
@@ -117,9 +135,9 @@ class BaseReaderConfig(BaseModel):
       1.2 million tokens); the backstop for formats whose expansion cannot be checked first.
 
     Every limit exceeded is a ``DocumentError`` naming the limit.
-    """
 
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    ``pipeline`` changes the reader's default steps (see :class:`PipelineSpec`).
+    """
 
     # None: items are not embedded (for stores that embed on their own).
     embedder: EmbedderConfig | None = Field(default_factory=EmbedderConfig)
@@ -139,6 +157,7 @@ class BaseReaderConfig(BaseModel):
     preference_extractor_llm: LLMConfig | None = None
     llm_max_concurrency: int = Field(default=4, ge=1, le=1024)
     fine: FineConfig = Field(default_factory=FineConfig)
+    pipeline: PipelineSpec = Field(default_factory=PipelineSpec)
 
     @field_validator("allowed_roots")
     @classmethod
@@ -149,7 +168,7 @@ class BaseReaderConfig(BaseModel):
         return roots
 
     def document_options(self) -> dict[str, Any]:
-        """Keyword arguments for :func:`memreader.scene.normalize_doc` from this config."""
+        """Keyword arguments for :func:`memreader.documents.normalize_doc` from this config."""
         return {
             "allow_local_paths": self.allow_local_paths,
             "allowed_roots": tuple(self.allowed_roots),
@@ -172,102 +191,46 @@ class BaseReaderConfig(BaseModel):
         )
 
 
-class SimpleStructMemReaderConfig(BaseReaderConfig):
-    """The simple structured reader's settings."""
+def read_yaml_config(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The mapping in the YAML file ``path`` (not yet interpolated nor validated).
 
-
-class MemReaderConfigFactory(BaseModel):
-    """A reader backend name and its validated config.
-
-    Dumps and reprs never show a secret: python-mode ``model_dump()`` keeps API keys, secret
-    header values and a ``base_url`` with a password as ``SecretStr`` (validating such a dump
-    again restores them, so ``MemReaderConfigFactory(**cfg.model_dump())`` round-trips), and
-    JSON dumps show ``**********``. ``config`` is dumped as its actual (registered) class.
+    Raises:
+        ConfigError: the file cannot be read or is not a regular file, is over
+            ``MAX_CONFIG_BYTES``, is not UTF-8, is not valid YAML, nests deeper than
+            ``MAX_CONFIG_DEPTH``, or is not a mapping.
     """
-
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-
-    backend: str = "simple_struct"
-    # SerializeAsAny: dumps (and so cache_key) include the fields a reader's own config class
-    # adds to BaseReaderConfig.
-    config: SerializeAsAny[BaseReaderConfig] = Field(default_factory=SimpleStructMemReaderConfig)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _validate_backend_config(cls, data: Any) -> Any:
-        from memreader.readers import READERS
-
-        if not isinstance(data, Mapping):
-            return data
-        backend = data.get("backend", "simple_struct")
-        if backend not in READERS:
-            raise ValueError(f"unknown reader backend {backend!r}; known: {sorted(READERS)}")
-        config_class = READERS[backend].config_class
-        raw = data.get("config") or {}
-        if isinstance(raw, BaseModel) and not isinstance(raw, config_class):
-            raw = raw.model_dump()
-        if not isinstance(raw, config_class):
-            raw = config_class.model_validate(raw)
-        return {**data, "backend": backend, "config": raw}
-
-    def __init__(self, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-            return
-        except ValidationError as exc:
-            error = config_error_from("reader config", exc)
-        raise error from None
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> MemReaderConfigFactory:
-        """Build from a plain mapping, interpolating ``${ENV}`` references in strings."""
-        if not isinstance(data, Mapping):
-            raise ConfigError(f"a reader config must be a mapping, got {type(data).__name__}")
-        return cls(**interpolate_env(dict(data)))
-
-    @classmethod
-    def from_yaml(cls, path: str | os.PathLike[str]) -> MemReaderConfigFactory:
-        """Load a YAML file (see ``configs/`` for examples).
-
-        Raises:
-            ConfigError: the file cannot be read, is over ``MAX_CONFIG_BYTES``, is not UTF-8,
-                is not valid YAML, nests deeper than ``MAX_CONFIG_DEPTH``, expands (through
-                aliases) to more than ``MAX_CONFIG_NODES`` values, or is not a valid config.
-        """
-        name = os.fspath(path)
-        try:
-            # Not read_text(): a named pipe or /dev/zero would be read without end.
-            with Path(path).open("rb") as handle:
-                raw = handle.read(MAX_CONFIG_BYTES + 1)
-        except OSError as exc:
-            raise ConfigError(f"cannot read config {name!r}: {exc.strerror}") from exc
-        if len(raw) > MAX_CONFIG_BYTES:
-            raise ConfigError(f"config {name!r} is over the {MAX_CONFIG_BYTES} byte limit")
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ConfigError(
-                f"config {name!r} is not valid UTF-8 (byte {raw[exc.start]:#04x} at offset "
-                f"{exc.start})"
-            ) from None
-        try:
-            data = yaml.load(text, Loader=_BoundedLoader)  # a SafeLoader subclass
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"config {name!r} is not valid YAML: {exc}") from exc
-        except ConfigError as exc:
-            raise ConfigError(f"config {name!r}: {exc}") from None
-        if data is not None and not isinstance(data, Mapping):
-            raise ConfigError(
-                f"config {name!r}: a reader config must be a mapping, got {type(data).__name__}"
-            )
-        return cls.from_dict(data or {})
-
-    def cache_key(self) -> str:
-        """A digest of the full config, secrets included (they are hashed, never shown)."""
-        payload = json.dumps(
-            self.model_dump(serialize_as_any=True), sort_keys=True, default=_reveal
+    name = os.fspath(path)
+    try:
+        raw = read_regular_file(path, MAX_CONFIG_BYTES)
+    except FileRefused as exc:
+        if not exc.too_large:
+            raise ConfigError(f"cannot read config {name!r}: not a regular file") from None
+        raise ConfigError(f"config {name!r} is over the {MAX_CONFIG_BYTES} byte limit") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read config {name!r}: {exc.strerror}") from exc
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"config {name!r} is not valid UTF-8 (byte {raw[exc.start]:#04x} at offset {exc.start})"
+        ) from None
+    try:
+        data = yaml.load(text, Loader=_BoundedLoader)  # a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config {name!r} is not valid YAML: {exc}") from exc
+    except ConfigError as exc:
+        raise ConfigError(f"config {name!r}: {exc}") from None
+    if data is not None and not isinstance(data, Mapping):
+        raise ConfigError(
+            f"config {name!r}: a reader config must be a mapping, got {type(data).__name__}"
         )
-        return hashlib.sha256(payload.encode()).hexdigest()
+    return dict(data or {})
+
+
+def cache_digest(config: BaseModel) -> str:
+    """A digest of a whole config, secrets included (hashed, never shown)."""
+    payload = json.dumps(config.model_dump(serialize_as_any=True), sort_keys=True, default=_reveal)
+    return hashlib.sha256(payload.encode()).hexdigest()
 
 
 def _reveal(value: Any) -> Any:

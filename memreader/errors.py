@@ -20,6 +20,12 @@ class ConfigError(MemReaderError, ValueError):
     """A configuration is invalid: unknown backend, bad value, unreadable YAML, missing env var."""
 
 
+class PipelineError(ConfigError):
+    """A pipeline is not well formed: a step requires what no earlier step produces, two steps
+    share a name, or a change names a step that is not there. Raised when the pipeline is built
+    or changed, never while data flows."""
+
+
 def config_error_from(what: str, exc: ValidationError) -> ConfigError:
     """A :class:`ConfigError` naming each invalid field of ``exc``, never the input values
     (they may be secrets). Raise it after the ``except`` block (``raise error from None``): the

@@ -48,11 +48,13 @@ class WindowReport:
 
 @dataclass
 class ReadReport:
-    """Per-window records and the LLM usage of one call."""
+    """Per-window records, the LLM usage and the time of each step of one call."""
 
     mode: str = "fast"
     windows: list[WindowReport] = field(default_factory=list)
     usage: UsageSnapshot | None = None
+    #: Seconds spent in each step of the pipeline, by step name.
+    steps: dict[str, float] = field(default_factory=dict)
 
     @property
     def fallbacks(self) -> list[WindowReport]:
@@ -73,4 +75,9 @@ class ReadReport:
                 "by_slot": {k: asdict(v) for k, v in self.usage.by_slot.items()},
                 "requests": self.usage.requests,
             }
-        return {"mode": self.mode, "windows": [asdict(w) for w in self.windows], "usage": usage}
+        return {
+            "mode": self.mode,
+            "windows": [asdict(w) for w in self.windows],
+            "usage": usage,
+            "steps": dict(self.steps),
+        }

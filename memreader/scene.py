@@ -1,31 +1,21 @@
-"""Input normalisation: the caller's scenes become typed, immutable :class:`Scene` objects.
+"""The scene model, and chat input normalised into it: typed, immutable :class:`Scene` objects.
 
 Chat input is a list of scenes; a scene is a list of OpenAI-style messages or a plain string.
-A single flat list of messages is one scene. Document input is a list of documents, each plain
-text, an explicit part (``{"type": "text"}`` / ``{"type": "file"}``), a list of such parts, or a
-string naming an existing local file. The caller's data is never mutated, and no ``chat_time``
-is ever made up from the clock.
+A single flat list of messages is one scene. Parts keep their raw payload (an image URL, a file
+reference, tool calls); the parser for each part type (:mod:`memreader.parsers`) makes the text
+a window shows. No I/O happens here: documents are read by :mod:`memreader.documents`. The
+caller's data is never mutated, and no ``chat_time`` is ever made up from the clock.
 """
 
 from __future__ import annotations
 
-import json
-import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
 from memreader.chat_time import parse_chat_time
-from memreader.documents.limits import (
-    DEFAULT_MAX_ARCHIVE_MEMBERS,
-    DEFAULT_MAX_COMPRESSION_RATIO,
-    DEFAULT_MAX_DOCUMENT_CHARS,
-    DEFAULT_MAX_FILE_BYTES,
-    DEFAULT_MAX_UNPACKED_BYTES,
-)
 from memreader.errors import (
-    DocumentError,
     InputError,
     InvalidChatTimeError,
     InvalidInfoError,
@@ -44,15 +34,18 @@ SceneType = Literal["chat", "doc"]
 class Part:
     """One piece of a message's content.
 
-    ``exact`` is true when ``text`` is the caller's text verbatim, so character spans into it
-    are provenance; placeholders for images or tool calls are not exact.
+    ``text`` is the caller's text verbatim for text parts (and a document's text, converted,
+    for files read as documents); ``exact`` says so, and then character spans into it are
+    provenance. Other parts (images, files in a chat, audio, tool calls) keep their raw
+    ``payload`` and no text of their own: their parser renders a short description.
     """
 
     type: str
-    text: str
+    text: str = ""
     index: int | None = None
     exact: bool = True
     doc_path: str | None = None
+    payload: Any = None
 
 
 @dataclass(frozen=True)
@@ -289,30 +282,19 @@ def _content_part(part: Any, scene: int, index: int, part_index: int) -> Part:
         url = url.get("url") if isinstance(url, Mapping) else url
         if not isinstance(url, str):
             raise fail(f"{kind} part needs image_url.url")
-        description = checked(_describe_url("image", url), f"{kind} url")
-        return Part(type="image_url", text=description, index=part_index, exact=False)
+        checked(url, f"{kind} url")
+        return Part(type="image_url", index=part_index, exact=False, payload=url)
     if kind in ("file", "input_file"):
         file = part.get("file")
         if not isinstance(file, Mapping):
             raise fail(f"{kind} part needs a 'file' mapping")
-        name = file.get("filename") or file.get("file_id") or file.get("path") or "file"
-        return Part(
-            type="file",
-            text=checked(f"[file: {name}]", f"{kind} name"),
-            index=part_index,
-            exact=False,
-        )
+        for key in ("filename", "file_id", "path"):
+            if isinstance(file.get(key), str):
+                checked(file[key], f"{kind} {key}")
+        return Part(type="file", index=part_index, exact=False, payload=dict(file))
     if kind == "input_audio":
-        return Part(type="input_audio", text="[audio]", index=part_index, exact=False)
+        return Part(type="input_audio", index=part_index, exact=False, payload=part.get(kind))
     raise fail(f"unknown content part type {kind!r}")
-
-
-def _describe_url(label: str, url: str) -> str:
-    if url.startswith("data:"):
-        # A data URL can be megabytes of base64: describe it, never copy it into a memory.
-        media = url[5:].split(";", 1)[0] or "unknown type"
-        return f"[{label}: inline {media}, {len(url)} characters]"
-    return f"[{label}: {url}]"
 
 
 def _tool_calls_part(tool_calls: Any, scene: int, index: int) -> Part:
@@ -327,100 +309,9 @@ def _tool_calls_part(tool_calls: Any, scene: int, index: int) -> Part:
             raise InvalidMessageError(
                 "each tool call needs a 'function' mapping", scene_index=scene, message_index=index
             )
-        calls.append(f"{function.get('name')}({function.get('arguments', '')})")
-    text = "[tool calls: " + "; ".join(calls) + "]"
-    check_text(text, "tool_calls", scene_index=scene, message_index=index)
-    return Part(type="tool_calls", text=text, exact=False)
-
-
-def normalize_doc(
-    scene_data: Any,
-    *,
-    allow_local_paths: bool = False,
-    allowed_roots: Iterable[str] = (),
-    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-    max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
-    max_compression_ratio: float = DEFAULT_MAX_COMPRESSION_RATIO,
-    max_archive_members: int = DEFAULT_MAX_ARCHIVE_MEMBERS,
-    max_document_chars: int = DEFAULT_MAX_DOCUMENT_CHARS,
-) -> list[Scene]:
-    """Normalise document input: one scene per document, one message per part.
-
-    Local files are read only with ``allow_local_paths`` (off by default: input may come from
-    strangers), and with ``allowed_roots`` only when their resolved path lies under one of them.
-    A string is text unless local paths are allowed and it names an existing regular file; such
-    a file outside ``allowed_roots`` is a :class:`DocumentError`, never read and never taken
-    for text. A string is never taken for a path because it contains a slash. The ``max_*``
-    limits are those of :class:`memreader.documents.limits.DocumentLimits`.
-    """
-    from memreader.documents.loader import load_file_part, load_path
-
-    roots = tuple(allowed_roots)
-    limits: dict[str, Any] = {
-        "max_file_bytes": max_file_bytes,
-        "max_unpacked_bytes": max_unpacked_bytes,
-        "max_compression_ratio": max_compression_ratio,
-        "max_archive_members": max_archive_members,
-        "max_document_chars": max_document_chars,
-    }
-
-    if isinstance(scene_data, str | Mapping):
-        scene_data = [scene_data]
-    if not isinstance(scene_data, Sequence) or isinstance(scene_data, bytes | bytearray):
-        raise InvalidSceneError(
-            f"doc input must be a list of documents, got {type(scene_data).__name__}"
-        )
-    if not scene_data:
-        raise InvalidSceneError("doc input holds no documents")
-    scenes = []
-    for scene_index, doc in enumerate(scene_data):
-        items = doc if isinstance(doc, list | tuple) else [doc]
-        if not items:
-            raise InvalidSceneError("document has no parts", scene_index=scene_index)
-        messages = []
-        for i, item in enumerate(items):
-            where = {"scene_index": scene_index, "message_index": i}
-            if isinstance(item, str):
-                if allow_local_paths and _is_local_file(item):
-                    part = load_path(item, allowed_roots=roots, **limits, **where)
-                else:
-                    part = Part(type="text", text=item)
-            elif isinstance(item, Mapping) and item.get("type") == "text":
-                text = item.get("text")
-                if not isinstance(text, str):
-                    raise DocumentError("text part needs a string 'text'", **where)
-                part = Part(type="text", text=text)
-            elif isinstance(item, Mapping) and item.get("type") == "file":
-                part = load_file_part(
-                    item.get("file"),
-                    allow_local_paths=allow_local_paths,
-                    allowed_roots=roots,
-                    **limits,
-                    **where,
-                )
-            else:
-                raise DocumentError(
-                    "document part must be text, a {'type': 'text'|'file'} part, or a file path; "
-                    f"got {_short(item)}",
-                    **where,
-                )
-            messages.append(Message(index=i, role=None, parts=(part,)))
-        scenes.append(Scene(index=scene_index, type="doc", messages=tuple(messages)))
-    return scenes
-
-
-def _is_local_file(text: str) -> bool:
-    if not text or len(text) > 4096 or "\n" in text or "\0" in text:
-        return False
-    try:
-        return os.path.isfile(text)
-    except (OSError, ValueError):
-        return False
-
-
-def _short(value: Any) -> str:
-    try:
-        text = json.dumps(value, default=repr)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+        name, arguments = function.get("name"), function.get("arguments", "")
+        for what, value in (("name", name), ("arguments", arguments)):
+            if isinstance(value, str):
+                check_text(value, f"tool call {what}", scene_index=scene, message_index=index)
+        calls.append({"name": name, "arguments": arguments})
+    return Part(type="tool_calls", exact=False, payload=tuple(calls))

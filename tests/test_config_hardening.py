@@ -3,6 +3,7 @@ repr, and a cache key that sees every field of a reader's own config class."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -106,9 +107,13 @@ def test_unreadable_config_files_are_config_errors(tmp_path: Path) -> None:
     huge = b"# " + b"x" * MAX_CONFIG_BYTES + b"\nbackend: simple_struct\n"
     with pytest.raises(ConfigError, match="over the 1048576 byte limit"):
         MemReaderConfigFactory.from_yaml(write(tmp_path, huge))
-    # A device is read no further than the limit either.
-    with pytest.raises(ConfigError, match="over the 1048576 byte limit"):
+    # A device is never read (it could be endless), nor a FIFO opened (it would block).
+    with pytest.raises(ConfigError, match="not a regular file"):
         run_with_deadline(lambda: MemReaderConfigFactory.from_yaml("/dev/zero"))
+    fifo = tmp_path / "fifo.yaml"
+    os.mkfifo(fifo)
+    with pytest.raises(ConfigError, match="not a regular file"):
+        run_with_deadline(lambda: MemReaderConfigFactory.from_yaml(fifo))
 
 
 # -- numbers ---------------------------------------------------------------------------------
@@ -286,7 +291,7 @@ def flavoured_backend() -> Iterator[str]:
         config_class = FlavouredConfig
 
     yield name
-    READERS.pop(name, None)
+    READERS.unregister(name)
 
 
 def test_cache_key_includes_fields_of_the_backend_config_class(flavoured_backend: str) -> None:

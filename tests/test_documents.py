@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from memreader import DocumentError, SimpleStructMemReader, SimpleStructMemReaderConfig
+from memreader.documents import normalize_doc
 from memreader.documents.limits import DocumentLimits
 from memreader.documents.loader import convert_bytes
-from memreader.scene import normalize_doc
 
 from .conftest import HASH_EMBEDDER
 

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from memreader.documents import normalize_doc
 from memreader.errors import (
     DocumentError,
     InvalidChatTimeError,
@@ -17,7 +18,8 @@ from memreader.errors import (
     InvalidSceneError,
     UnknownRoleError,
 )
-from memreader.scene import normalize_chat, normalize_doc, validate_info
+from memreader.parsers import scene_units
+from memreader.scene import normalize_chat, validate_info
 
 MSG = {"role": "user", "content": "I like tea", "chat_time": "1:56 pm on 8 May, 2023"}
 
@@ -102,8 +104,12 @@ def test_content_parts_tool_calls_and_ids() -> None:
     user, assistant, tool = scene.messages
     assert user.message_id == "m1"
     assert [p.type for p in user.parts] == ["text", "image_url"]
-    assert user.parts[1].exact is False and len(user.parts[1].text) < 100, "no base64 in memories"
-    assert assistant.parts[0].type == "tool_calls" and "search" in assistant.parts[0].text
+    # Parts keep their payload; the parser of each type renders what a window shows.
+    _, image = scene_units(scene)[0:2]
+    assert user.parts[1].exact is False and len(image.text) < 100, "no base64 in memories"
+    assert image.text.startswith("[image: inline image/png")
+    assert assistant.parts[0].type == "tool_calls"
+    assert scene_units(scene)[2].text == '[tool calls: search({"q": "tea"})]'
     assert tool.tool_call_id == "c1" and tool.parts[0].text == "green tea"
 
 

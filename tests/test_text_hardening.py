@@ -163,7 +163,7 @@ def chat(message: dict[str, Any]) -> list[list[dict[str, Any]]]:
             ),
             InvalidMessageError,
             (0, 1, None),
-            "tool_calls",
+            "tool call arguments",
         ),
         (
             chat(
@@ -182,7 +182,7 @@ def chat(message: dict[str, Any]) -> list[list[dict[str, Any]]]:
             chat({"role": "user", "content": [{"type": "file", "file": {"filename": SURROGATE}}]}),
             InvalidMessageError,
             (0, 1, 0),
-            "file name",
+            "file filename",
         ),
         (
             [[{"role": "user", "content": "x"}], "text " + SURROGATE],

@@ -17,7 +17,7 @@ from memreader import ReadReport, SimpleStructMemReader, SimpleStructMemReaderCo
 from memreader.embedders import register_embedder
 from memreader.errors import InternalError
 from memreader.extraction.contract import MAX_MEMORIES, MAX_VALUE_CHARS
-from memreader.parsers import router
+from memreader.pipeline import FunctionStep
 
 from .conftest import INFO
 from .llm_server import LLMTestServer, RecordedRequest, Reply, llm_server, openai_completion
@@ -42,23 +42,18 @@ def scenes_with(n: int, marker_at: int | None = None) -> list[list[dict[str, str
 def test_an_unexpected_error_in_one_window_is_that_windows_fallback(
     llm_server: LLMTestServer, monkeypatch: pytest.MonkeyPatch, use_async: bool
 ) -> None:
+    from memreader.pipeline import steps
+
     llm_server.responder = scripted_responder()
     reader = make_reader(llm_server, fine=NO_CHECKS)
-    real_plan = reader._plan
+    real_plan = steps.extract_plan
 
-    def plan(job: Any) -> Iterator[Any]:
-        inner = real_plan(job)
-        request = next(inner)
-        if any("BOOM" in line for _, line in job.window.lines):
+    def plan(window: Any) -> Iterator[Any]:
+        if any("BOOM" in line for _, line in window.lines):
             raise KeyError("a bug in one window")
-        response = yield request
-        try:
-            inner.send(response)
-        except StopIteration as stop:
-            return stop.value
-        raise AssertionError("one request per window without checks")
+        return (yield from real_plan(window))
 
-    monkeypatch.setattr(reader, "_plan", plan)
+    monkeypatch.setattr(steps, "extract_plan", plan)
     report = ReadReport()
     scenes = scenes_with(5, marker_at=2)
     if use_async:
@@ -236,13 +231,13 @@ def test_a_failed_embedding_batch_costs_only_its_items(
     assert report.errors == report.windows[4:]
 
 
-def test_public_calls_raise_only_typed_errors(monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(part: Any, message: Any) -> str:
-        raise AttributeError("a broken part parser")
+def test_public_calls_raise_only_typed_errors() -> None:
+    def broken(state: Any, runtime: Any) -> None:
+        raise AttributeError("a broken user step")
 
-    monkeypatch.setitem(router.PART_PARSERS, "text", broken)
     reader = SimpleStructMemReader(SimpleStructMemReaderConfig(embedder=None))
-    with pytest.raises(InternalError, match="get_memory failed unexpectedly: AttributeError"):
+    reader.pipeline.insert_after("parse", FunctionStep("broken", broken, requires=["units"]))
+    with pytest.raises(InternalError, match="step 'broken' failed: AttributeError"):
         reader.get_memory(CHAT, type="chat", info=INFO)
     with pytest.raises(InternalError) as info:
         asyncio.run(reader.aget_memory(CHAT, type="chat", info=INFO))

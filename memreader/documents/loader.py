@@ -19,7 +19,6 @@ import binascii
 import io
 import logging
 import os
-import stat
 import threading
 import urllib.parse
 import zipfile
@@ -39,6 +38,7 @@ from memreader.documents.limits import (
     check_text_length,
 )
 from memreader.errors import DocumentError
+from memreader.files import FileRefused, read_regular_file
 
 if TYPE_CHECKING:
     from markitdown import MarkItDown
@@ -67,14 +67,6 @@ REFUSED_EXTENSIONS = frozenset({".mp3", ".wav", ".m4a", ".flac", ".ogg", ".aac",
 # (/proc/self/environ) or never end. No document lives there, whatever the roots allow.
 _VIRTUAL_ROOTS = ("/proc", "/sys", "/dev")
 
-# Opening must never block (a FIFO waits for a writer) nor make a terminal ours.
-_OPEN_FLAGS = (
-    os.O_RDONLY
-    | getattr(os, "O_NONBLOCK", 0)
-    | getattr(os, "O_NOCTTY", 0)
-    | getattr(os, "O_CLOEXEC", 0)
-    | getattr(os, "O_BINARY", 0)
-)
 
 _converter: MarkItDown | None = None
 _converter_lock = threading.Lock()
@@ -206,34 +198,16 @@ def _is_within(path: str, root: str) -> bool:
 
 def _read_regular_file(resolved: str, name: str, max_bytes: int, where: dict[str, Any]) -> bytes:
     """At most ``max_bytes`` of a regular file; anything else, or more, is a DocumentError."""
-    # The path is already resolved: a symlink in its last component now means it was swapped.
-    fd = os.open(resolved, _OPEN_FLAGS | getattr(os, "O_NOFOLLOW", 0))
-    with os.fdopen(fd, "rb", buffering=0) as handle:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise DocumentError(f"file {name!r} is not a regular file", **where)
-        if info.st_size > max_bytes:
-            raise DocumentError(
-                f"file {name!r} is {info.st_size} bytes, over the max_file_bytes limit "
-                f"({max_bytes})",
-                **where,
-            )
-        # The reported size can lie (procfs, a file still growing): read one byte past the
-        # limit, whatever it says, to know.
-        chunks = []
-        left = max_bytes + 1
-        while left > 0:
-            chunk = handle.read(min(left, 1024 * 1024))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-    data = b"".join(chunks)
-    if len(data) > max_bytes:
+    try:
+        # The path is already resolved: a symlink in its last component now means a swap.
+        return read_regular_file(resolved, max_bytes, nofollow=True)
+    except FileRefused as exc:
+        if not exc.too_large:
+            raise DocumentError(f"file {name!r} is not a regular file", **where) from None
+        size = f"{exc.size} bytes, " if exc.size is not None else ""
         raise DocumentError(
-            f"file {name!r} is over the max_file_bytes limit ({max_bytes})", **where
-        )
-    return data
+            f"file {name!r} is {size}over the max_file_bytes limit ({max_bytes})", **where
+        ) from None
 
 
 def load_path(

@@ -1,5 +1,5 @@
-"""Fine-mode extraction: prompts (en/zh), the JSON contract, and the per-window plan of
-extract -> hallucination filter -> rewrite."""
+"""Fine-mode extraction: prompts (en/zh), the JSON contract, and the per-window plans of the
+passes (extract, hallucination filter, rewrite)."""
 
 from memreader.extraction.contract import (
     EXTRACTION_SCHEMA,
@@ -15,13 +15,16 @@ from memreader.extraction.contract import (
 from memreader.extraction.fine import (
     LLMRequest,
     PassStatus,
+    Plan,
     WindowInput,
     WindowOutcome,
     arun_plan,
+    extract_plan,
     failed_outcome,
+    filter_plan,
+    rewrite_plan,
     run_plan,
     short_error,
-    window_plan,
 )
 from memreader.extraction.language import detect_language
 
@@ -34,15 +37,18 @@ __all__ = [
     "Extraction",
     "LLMRequest",
     "PassStatus",
+    "Plan",
     "WindowInput",
     "WindowOutcome",
     "arun_plan",
     "detect_language",
+    "extract_plan",
     "failed_outcome",
+    "filter_plan",
     "memory_type_from",
     "read_extraction",
     "read_results",
+    "rewrite_plan",
     "run_plan",
     "short_error",
-    "window_plan",
 ]

@@ -1,10 +1,11 @@
-"""Fine extraction of one window: extract, then filter, then rewrite, as a plan of LLM calls.
+"""Fine extraction of one window, as plans of LLM calls: extract, filter, rewrite.
 
-A window's work is written once, as a generator that yields the LLM requests it needs and
-receives their answers (or has the call's error thrown into it). :func:`run_plan` drives a plan
-with blocking calls and :func:`arun_plan` with awaitables, so sync and async readers share every
-decision. The plan never raises for a model's failure: a failed extraction becomes a fallback
-outcome (the raw window), and a failed filter or rewrite keeps the memories as they were.
+Each pass over a window is written once, as a generator that yields the LLM requests it needs
+and receives their answers (or has the call's error thrown into it). :func:`run_plan` drives a
+plan with blocking calls and :func:`arun_plan` with awaitables, so sync and async readers share
+every decision; :mod:`memreader.extraction.driver` runs the plans of many windows at once. A plan
+never raises for a model's failure: a failed extraction becomes a fallback outcome (the raw
+window), and a failed filter or rewrite keeps the memories as they were.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import logging
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Literal
+from typing import Any
 
 from memreader.extraction.contract import (
     EXTRACTION_SCHEMA,
@@ -46,8 +47,6 @@ from memreader.llms import (
 )
 
 logger = logging.getLogger(__name__)
-
-RewriteMode = Literal["all", "user_only", "off"]
 
 
 @dataclass(frozen=True)
@@ -117,13 +116,14 @@ def failed_outcome(error: BaseException) -> WindowOutcome:
     return WindowOutcome(None, fallback_reason=fallback_reason(error), error=short_error(error))
 
 
-Plan = Generator[LLMRequest, LLMResponse, WindowOutcome]
+ExtractPlan = Generator[LLMRequest, LLMResponse, WindowOutcome]
+PassPlan = Generator[LLMRequest, LLMResponse, PassStatus]
+#: Any plan: what :func:`run_plan` drives.
+Plan = Generator[LLMRequest, LLMResponse, Any]
 
 
-def window_plan(
-    window: WindowInput, *, use_filter: bool = True, rewrite: RewriteMode = "all"
-) -> Plan:
-    """The calls and decisions of one window (see the module docstring)."""
+def extract_plan(window: WindowInput) -> ExtractPlan:
+    """The extraction call of one window and what it yields (see the module docstring)."""
     valid_ids = [n for n, _ in window.lines]
     try:
         response = yield LLMRequest(
@@ -137,28 +137,24 @@ def window_plan(
     except LLMError as exc:
         logger.warning("extraction failed, keeping the raw window: %s", short_error(exc))
         return failed_outcome(exc)
-    outcome = WindowOutcome(
+    return WindowOutcome(
         extraction.memories,
         summary=extraction.summary,
         truncated=response.truncated,
         extraction_attempts=response.attempts,
         over_limit=extraction.over_limit,
     )
-    if use_filter and outcome.memories:
-        outcome.filter = yield from _filter(window, outcome)
-    if rewrite != "off" and outcome.memories:
-        outcome.rewrite = yield from _rewrite(window, outcome, user_only=rewrite == "user_only")
-    return outcome
 
 
 def _numbered(memories: Sequence[ExtractedMemory]) -> list[tuple[int, str]]:
     return [(i + 1, m.value) for i, m in enumerate(memories)]
 
 
-def _filter(
-    window: WindowInput, outcome: WindowOutcome
-) -> Generator[LLMRequest, LLMResponse, PassStatus]:
-    assert outcome.memories is not None
+def filter_plan(window: WindowInput, outcome: WindowOutcome) -> PassPlan:
+    """The hallucination filter of one window's memories: drops those the model marks
+    unsupported (omission keeps a memory); on failure keeps them all."""
+    if not outcome.memories:
+        return PassStatus("skipped")
     memories = outcome.memories
     try:
         response = yield LLMRequest(
@@ -182,10 +178,12 @@ def _filter(
     return PassStatus("ok", changed=dropped)
 
 
-def _rewrite(
-    window: WindowInput, outcome: WindowOutcome, *, user_only: bool
-) -> Generator[LLMRequest, LLMResponse, PassStatus]:
-    assert outcome.memories is not None
+def rewrite_plan(window: WindowInput, outcome: WindowOutcome, *, user_only: bool) -> PassPlan:
+    """The rewrite of one window's memories (names for pronouns, absolute dates); with
+    ``user_only`` only the user's messages count as evidence. On failure keeps them as they
+    were."""
+    if not outcome.memories:
+        return PassStatus("skipped")
     memories = outcome.memories
     system = REWRITE_SYSTEM[window.language] + (USER_ONLY[window.language] if user_only else "")
     lines = window.lines
@@ -225,7 +223,7 @@ def short_error(error: BaseException, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def run_plan(plan: Plan, router: LLMRouter, meter: UsageMeter | None = None) -> WindowOutcome:
+def run_plan(plan: Plan, router: LLMRouter, meter: UsageMeter | None = None) -> Any:
     """Drive ``plan`` with blocking LLM calls."""
     try:
         request = next(plan)
@@ -244,12 +242,10 @@ def run_plan(plan: Plan, router: LLMRouter, meter: UsageMeter | None = None) -> 
             else:
                 request = plan.send(response)
     except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
+        return stop.value
 
 
-async def arun_plan(
-    plan: Plan, router: LLMRouter, meter: UsageMeter | None = None
-) -> WindowOutcome:
+async def arun_plan(plan: Plan, router: LLMRouter, meter: UsageMeter | None = None) -> Any:
     """Drive ``plan`` with async LLM calls."""
     try:
         request = next(plan)
@@ -268,4 +264,4 @@ async def arun_plan(
             else:
                 request = plan.send(response)
     except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
+        return stop.value

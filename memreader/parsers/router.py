@@ -1,4 +1,9 @@
-"""The part-type router: which parser renders which part, and how each line is prefixed."""
+"""The part-type router: which parser renders which part, and how each line is prefixed.
+
+A parser is ``parser(part, message) -> str``: the text a window shows for that part. Parsers
+are registered by part type in :data:`PART_PARSERS` (the built-in ones in this package's
+modules; a plugin may add its own for a new part type).
+"""
 
 from __future__ import annotations
 
@@ -6,35 +11,26 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from memreader.errors import DocumentError
-from memreader.scene import EMPTY_PART, Message, Part, Scene, check_text
+from memreader.registry import Registry
+from memreader.scene import Message, Part, Scene, check_text
 from memreader.windows import Unit
 
+__all__ = ["PART_PARSERS", "PartParser", "PartRef", "line_prefix", "scene_units"]
+
 PartParser = Callable[[Part, Message], str]
-PART_PARSERS: dict[str, PartParser] = {}
 
-
-def register_part_parser(part_type: str) -> Callable[[PartParser], PartParser]:
-    """Register the parser for a part type (a later registration replaces an earlier one)."""
-
-    def decorate(parser: PartParser) -> PartParser:
-        PART_PARSERS[part_type] = parser
-        return parser
-
-    return decorate
-
-
-@register_part_parser("text")
-@register_part_parser("file")
-def _verbatim(part: Part, message: Message) -> str:
-    return part.text
-
-
-@register_part_parser("image_url")
-@register_part_parser("input_audio")
-@register_part_parser("tool_calls")
-@register_part_parser(EMPTY_PART)
-def _placeholder(part: Part, message: Message) -> str:
-    return part.text
+#: Parsers by part type.
+PART_PARSERS: Registry[PartParser] = Registry(
+    "part parser",
+    lazy={
+        "text": "memreader.parsers.text",
+        "empty": "memreader.parsers.text",
+        "image_url": "memreader.parsers.image",
+        "file": "memreader.parsers.file",
+        "input_audio": "memreader.parsers.audio",
+        "tool_calls": "memreader.parsers.tool",
+    },
+)
 
 
 @dataclass(frozen=True)
@@ -64,12 +60,15 @@ def scene_units(scene: Scene) -> list[Unit]:
     :class:`~memreader.errors.DocumentError` names the document and part otherwise.
     """
     units = []
+    parsers: dict[str, PartParser] = {}
     for message in scene.messages:
         prefix = line_prefix(message.role, message.chat_time)
         for part in message.parts:
             if scene.type == "doc":
                 _check_document(scene, message, part)
-            parser = PART_PARSERS.get(part.type, _placeholder)
+            parser = parsers.get(part.type)
+            if parser is None:
+                parser = parsers[part.type] = PART_PARSERS.get(part.type)
             units.append(Unit(parser(part, message), prefix, PartRef(message, part)))
     return units
 

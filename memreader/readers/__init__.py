@@ -1,8 +1,14 @@
-"""Readers, registered by name: compositions of normalise, parse, window, extract, embed, emit."""
+"""Readers, registered by name: each a config class and a pipeline preset."""
 
 from __future__ import annotations
 
 from memreader.readers.base import READERS, BaseMemReader, register_reader
-from memreader.readers.simple import SimpleStructMemReader
+from memreader.readers.simple import SimpleStructMemReader, SimpleStructMemReaderConfig
 
-__all__ = ["READERS", "BaseMemReader", "SimpleStructMemReader", "register_reader"]
+__all__ = [
+    "READERS",
+    "BaseMemReader",
+    "SimpleStructMemReader",
+    "SimpleStructMemReaderConfig",
+    "register_reader",
+]

@@ -1,36 +1,106 @@
-"""The reader protocol and registry."""
+"""What every reader is: a config, a runtime (windower, embedder, LLM router, hooks) and a
+pipeline of named steps; and the reader registry.
+
+A reader class names its config class and its default pipeline; everything else, the whole
+public API (sync, async, refinement, closing), is here and runs the pipeline.
+"""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, ClassVar
 
-if TYPE_CHECKING:
-    from memreader.config import BaseReaderConfig
-    from memreader.items import TextualMemoryItem
-    from memreader.report import ReadReport
+from memreader.config import BaseReaderConfig
+from memreader.errors import (
+    InputError,
+    InternalError,
+    MemReaderError,
+    UnsupportedModeError,
+)
+from memreader.extraction import short_error
+from memreader.items import TextualMemoryItem
+from memreader.llms.hooks import LLMHooks
+from memreader.pipeline import Pipeline, ReaderRuntime, ReadState, StepHooks, apply_spec
+from memreader.registry import Registry
+from memreader.report import ReadReport
+from memreader.scene import check_text, validate_info
 
-READERS: dict[str, type[BaseMemReader]] = {}
-R = TypeVar("R", bound="type[BaseMemReader]")
+__all__ = ["READERS", "BaseMemReader", "register_reader"]
 
+#: Reader classes by backend name (``MemReaderConfigFactory.backend``).
+READERS: Registry[type[BaseMemReader]] = Registry("reader backend")
+#: Register a reader class under a name: ``@register_reader("my_reader")``.
+register_reader = READERS.register
 
-def register_reader(name: str) -> Callable[[R], R]:
-    """Register a reader class under ``name`` (used by ``MemReaderConfigFactory.backend``)."""
-
-    def decorate(cls: R) -> R:
-        READERS[name] = cls
-        return cls
-
-    return decorate
+SCENE_TYPES = ("chat", "doc")
+MODES = ("fast", "fine")
 
 
 class BaseMemReader(ABC):
-    """What every reader offers."""
+    """A reader: ``get_memory`` and friends run :attr:`pipeline` over the call's input.
+
+    Args:
+        config: the reader's settings (default: the config class's defaults).
+        embedder: an embedder to use instead of building the configured one.
+        hooks: callbacks around every LLM call (also reachable as ``reader.hooks``).
+        step_hooks: callbacks around every step (``reader.step_hooks``).
+
+    ``reader.pipeline`` is this reader's own copy of its steps: change it with
+    ``insert_before``, ``insert_after``, ``replace`` and ``remove`` (``print(reader.pipeline)``
+    lists them); the config's ``pipeline`` section is applied when the reader is built.
+    """
 
     config_class: ClassVar[type[BaseReaderConfig]]
 
+    def __init__(
+        self,
+        config: BaseReaderConfig | None = None,
+        *,
+        embedder: Any = None,
+        hooks: LLMHooks | None = None,
+        step_hooks: StepHooks | None = None,
+    ) -> None:
+        self.config = config if config is not None else self.config_class()
+        self.runtime = ReaderRuntime(
+            self.config, embedder=embedder, hooks=hooks, step_hooks=step_hooks
+        )
+        pipeline = self.default_pipeline(self.config)
+        apply_spec(pipeline, self.config.pipeline)
+        self.pipeline = pipeline
+
+    @classmethod
     @abstractmethod
+    def default_pipeline(cls, config: BaseReaderConfig) -> Pipeline:
+        """The steps this reader runs for ``config``, before the config's ``pipeline`` changes."""
+
+    # -- shared parts ---------------------------------------------------------------------------
+
+    @property
+    def hooks(self) -> LLMHooks:
+        """Callbacks around every LLM call: append to ``before_call``, ``after_call``,
+        ``on_error``."""
+        return self.runtime.hooks
+
+    @property
+    def step_hooks(self) -> StepHooks:
+        """Callbacks around every step: append to ``before_step``, ``after_step``,
+        ``on_step_error``."""
+        return self.runtime.step_hooks
+
+    @property
+    def embedder(self) -> Any:
+        """The embedder (built on first use)."""
+        return self.runtime.embedder
+
+    @property
+    def llm(self) -> Any:
+        """The LLM router of the reader's slots (built on first use)."""
+        return self.runtime.llm
+
+    # -- the API --------------------------------------------------------------------------------
+
     def get_memory(
         self,
         scene_data: Any,
@@ -41,4 +111,164 @@ class BaseMemReader(ABC):
         custom_tags: Sequence[str] | None = None,
         report: ReadReport | None = None,
     ) -> list[list[TextualMemoryItem]]:
-        """Turn ``scene_data`` into memory items: one inner list per scene, in input order."""
+        """Turn ``scene_data`` into memory items: one inner list per scene, in input order.
+
+        ``info`` must hold string ``user_id`` and ``session_id``; its other keys are kept in
+        each item's ``metadata.info``. Items are deterministic: the same input and config give
+        the same ids in the same order. Pass ``report=ReadReport()`` to get per-window status,
+        LLM usage and the time of each step.
+        """
+        with typed_errors("get_memory"):
+            state = self._state(scene_data, type, info, mode, custom_tags, report)
+            self.pipeline.run(state, self.runtime)
+            return state.items
+
+    async def aget_memory(
+        self,
+        scene_data: Any,
+        type: str = "chat",
+        info: Mapping[str, Any] | None = None,
+        mode: str = "fast",
+        *,
+        custom_tags: Sequence[str] | None = None,
+        report: ReadReport | None = None,
+    ) -> list[list[TextualMemoryItem]]:
+        """The async twin of :meth:`get_memory` (same items, same ids)."""
+        with typed_errors("aget_memory"):
+            state = self._state(scene_data, type, info, mode, custom_tags, report)
+            await self.pipeline.arun(state, self.runtime)
+            return state.items
+
+    def fine_transfer_simple_mem(
+        self,
+        items: Sequence[TextualMemoryItem | Mapping[str, Any]],
+        type: str = "chat",
+        *,
+        custom_tags: Sequence[str] | None = None,
+        report: ReadReport | None = None,
+    ) -> list[list[TextualMemoryItem]]:
+        """Refine stored fast items into fine items: one inner list per input item.
+
+        Each item's text and sources are sent through fine extraction; the new items keep the
+        original user, session, info and provenance (the sources they cite). Idempotent: the
+        same items give the same ids.
+        """
+        with typed_errors("fine_transfer_simple_mem"):
+            state = self._refine_state(items, type, custom_tags, report)
+            self.pipeline.run(state, self.runtime)
+            return state.items
+
+    async def afine_transfer_simple_mem(
+        self,
+        items: Sequence[TextualMemoryItem | Mapping[str, Any]],
+        type: str = "chat",
+        *,
+        custom_tags: Sequence[str] | None = None,
+        report: ReadReport | None = None,
+    ) -> list[list[TextualMemoryItem]]:
+        """The async twin of :meth:`fine_transfer_simple_mem`."""
+        with typed_errors("afine_transfer_simple_mem"):
+            state = self._refine_state(items, type, custom_tags, report)
+            await self.pipeline.arun(state, self.runtime)
+            return state.items
+
+    def close(self) -> None:
+        """Close the LLM clients' connections."""
+        self.runtime.close()
+
+    async def aclose(self) -> None:
+        """Close the LLM clients' connections, the running loop's async ones included."""
+        await self.runtime.aclose()
+
+    # -- call state -----------------------------------------------------------------------------
+
+    def _state(
+        self,
+        scene_data: Any,
+        type: str,
+        info: Mapping[str, Any] | None,
+        mode: str,
+        custom_tags: Sequence[str] | None,
+        report: ReadReport | None,
+    ) -> ReadState:
+        if mode not in MODES:
+            raise UnsupportedModeError(f"unknown mode {mode!r}; expected one of {MODES}")
+        _check_type(type)
+        checked = validate_info(info)
+        tags = _check_tags(custom_tags)
+        if mode == "fine":
+            _ = self.runtime.llm  # fail before any work when no LLM is configured
+        report = report if report is not None else ReadReport()
+        report.mode = mode
+        return ReadState(
+            mode=mode,
+            type=type,
+            info=checked,
+            custom_tags=tags,
+            report=report,
+            scene_data=scene_data,
+        )
+
+    def _refine_state(
+        self,
+        items: Sequence[TextualMemoryItem | Mapping[str, Any]],
+        type: str,
+        custom_tags: Sequence[str] | None,
+        report: ReadReport | None,
+    ) -> ReadState:
+        _check_type(type)
+        tags = _check_tags(custom_tags)
+        _ = self.runtime.llm  # fail before any work when no LLM is configured
+        if isinstance(items, str | bytes) or not isinstance(items, Sequence):
+            raise InputError(f"items must be a list of memory items, got {_type_name(items)}")
+        report = report if report is not None else ReadReport()
+        report.mode = "refine"
+        return ReadState(
+            mode="refine",
+            type=type,
+            custom_tags=tags,
+            report=report,
+            stored_items=[_as_item(raw, i) for i, raw in enumerate(items)],
+        )
+
+
+@contextmanager
+def typed_errors(call: str) -> Iterator[None]:
+    """Public calls raise only :class:`MemReaderError`: anything else is a bug, kept as the
+    cause of an :class:`InternalError` that names the call."""
+    try:
+        yield
+    except MemReaderError:
+        raise
+    except Exception as exc:
+        raise InternalError(f"{call} failed unexpectedly: {short_error(exc)}") from exc
+
+
+def _as_item(raw: TextualMemoryItem | Mapping[str, Any], position: int) -> TextualMemoryItem:
+    if isinstance(raw, TextualMemoryItem):
+        return raw
+    if isinstance(raw, Mapping):
+        try:
+            return TextualMemoryItem.from_dict(dict(raw))
+        except ValueError as exc:
+            raise InputError(f"item {position} is not a valid memory item: {exc}") from exc
+    raise InputError(
+        f"item {position} must be a TextualMemoryItem or its dict, got {_type_name(raw)}"
+    )
+
+
+def _type_name(value: object) -> str:
+    return type(value).__name__
+
+
+def _check_type(type: str) -> None:
+    if type not in SCENE_TYPES:
+        raise UnsupportedModeError(f"unknown input type {type!r}; expected one of {SCENE_TYPES}")
+
+
+def _check_tags(custom_tags: Sequence[str] | None) -> list[str]:
+    if custom_tags is None:
+        return []
+    if isinstance(custom_tags, str) or not all(isinstance(t, str) for t in custom_tags):
+        raise InputError("custom_tags must be a list of strings")
+    return [check_text(t, f"custom_tags[{i}]", error=InputError) for i, t in enumerate(custom_tags)]

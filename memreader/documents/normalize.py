@@ -1,0 +1,118 @@
+"""Document input normalised into scenes: one scene per document, one message per part.
+
+A document is plain text, an explicit part (``{"type": "text"}`` / ``{"type": "file"}``), a list
+of such parts, or a string naming a local file (only where the config allows local paths, and
+then only under ``allowed_roots``). Files are read and converted here, within the limits of
+:mod:`memreader.documents.limits`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from memreader.documents.limits import (
+    DEFAULT_MAX_ARCHIVE_MEMBERS,
+    DEFAULT_MAX_COMPRESSION_RATIO,
+    DEFAULT_MAX_DOCUMENT_CHARS,
+    DEFAULT_MAX_FILE_BYTES,
+    DEFAULT_MAX_UNPACKED_BYTES,
+)
+from memreader.documents.loader import load_file_part, load_path
+from memreader.errors import DocumentError, InvalidSceneError
+from memreader.scene import Message, Part, Scene
+
+__all__ = ["normalize_doc"]
+
+
+def normalize_doc(
+    scene_data: Any,
+    *,
+    allow_local_paths: bool = False,
+    allowed_roots: Iterable[str] = (),
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
+    max_compression_ratio: float = DEFAULT_MAX_COMPRESSION_RATIO,
+    max_archive_members: int = DEFAULT_MAX_ARCHIVE_MEMBERS,
+    max_document_chars: int = DEFAULT_MAX_DOCUMENT_CHARS,
+) -> list[Scene]:
+    """Normalise document input: one scene per document, one message per part.
+
+    Local files are read only with ``allow_local_paths`` (off by default: input may come from
+    strangers), and with ``allowed_roots`` only when their resolved path lies under one of them.
+    A string is text unless local paths are allowed and it names an existing regular file; such
+    a file outside ``allowed_roots`` is a :class:`DocumentError`, never read and never taken
+    for text. A string is never taken for a path because it contains a slash. The ``max_*``
+    limits are those of :class:`memreader.documents.limits.DocumentLimits`.
+    """
+    roots = tuple(allowed_roots)
+    limits: dict[str, Any] = {
+        "max_file_bytes": max_file_bytes,
+        "max_unpacked_bytes": max_unpacked_bytes,
+        "max_compression_ratio": max_compression_ratio,
+        "max_archive_members": max_archive_members,
+        "max_document_chars": max_document_chars,
+    }
+
+    if isinstance(scene_data, str | Mapping):
+        scene_data = [scene_data]
+    if not isinstance(scene_data, Sequence) or isinstance(scene_data, bytes | bytearray):
+        raise InvalidSceneError(
+            f"doc input must be a list of documents, got {type(scene_data).__name__}"
+        )
+    if not scene_data:
+        raise InvalidSceneError("doc input holds no documents")
+    scenes = []
+    for scene_index, doc in enumerate(scene_data):
+        items = doc if isinstance(doc, list | tuple) else [doc]
+        if not items:
+            raise InvalidSceneError("document has no parts", scene_index=scene_index)
+        messages = []
+        for i, item in enumerate(items):
+            where = {"scene_index": scene_index, "message_index": i}
+            if isinstance(item, str):
+                if allow_local_paths and _is_local_file(item):
+                    part = load_path(item, allowed_roots=roots, **limits, **where)
+                else:
+                    part = Part(type="text", text=item)
+            elif isinstance(item, Mapping) and item.get("type") == "text":
+                text = item.get("text")
+                if not isinstance(text, str):
+                    raise DocumentError("text part needs a string 'text'", **where)
+                part = Part(type="text", text=text)
+            elif isinstance(item, Mapping) and item.get("type") == "file":
+                part = load_file_part(
+                    item.get("file"),
+                    allow_local_paths=allow_local_paths,
+                    allowed_roots=roots,
+                    **limits,
+                    **where,
+                )
+            else:
+                raise DocumentError(
+                    "document part must be text, a {'type': 'text'|'file'} part, or a file path; "
+                    f"got {_short(item)}",
+                    **where,
+                )
+            messages.append(Message(index=i, role=None, parts=(part,)))
+        scenes.append(Scene(index=scene_index, type="doc", messages=tuple(messages)))
+    return scenes
+
+
+def _is_local_file(text: str) -> bool:
+    if not text or len(text) > 4096 or "\n" in text or "\0" in text:
+        return False
+    try:
+        return os.path.isfile(text)
+    except (OSError, ValueError):
+        return False
+
+
+def _short(value: Any) -> str:
+    try:
+        text = json.dumps(value, default=repr)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."

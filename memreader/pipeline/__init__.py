@@ -1,0 +1,25 @@
+"""Readers as pipelines of named steps over a typed state (see :mod:`.pipeline`, :mod:`.step`
+and :mod:`.steps`)."""
+
+from memreader.pipeline.hooks import StepEvent, StepHook, StepHooks
+from memreader.pipeline.pipeline import Pipeline
+from memreader.pipeline.runtime import ReaderRuntime
+from memreader.pipeline.spec import apply_spec, build_step
+from memreader.pipeline.state import FineWindow, ReadState, WindowedScene
+from memreader.pipeline.step import FunctionStep, Step, step
+
+__all__ = [
+    "FineWindow",
+    "FunctionStep",
+    "Pipeline",
+    "ReadState",
+    "ReaderRuntime",
+    "Step",
+    "StepEvent",
+    "StepHook",
+    "StepHooks",
+    "WindowedScene",
+    "apply_spec",
+    "build_step",
+    "step",
+]

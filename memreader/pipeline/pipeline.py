@@ -1,0 +1,241 @@
+"""An ordered list of named steps, checked whenever it is built or changed.
+
+Each step declares the state fields it ``requires`` and ``produces``. For every mode (``fast``,
+``fine``, ``refine``) the pipeline walks its steps in order and checks that what each active step
+requires is an input of the call or produced by an earlier active step. A step that names its
+``modes`` must be satisfiable in each of them; a step without ``modes`` runs in every mode where
+it is, and must be satisfiable in at least one. Names are unique. Every change is checked at
+once and leaves the pipeline unchanged when it fails, so nothing is checked for the first time
+while data flows.
+
+>>> from memreader.pipeline import FunctionStep
+>>> noop = lambda state, runtime: None
+>>> p = Pipeline([FunctionStep("a", noop, produces=["x"]), FunctionStep("b", noop, requires=["x"])])
+>>> p.remove("a")  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+memreader.errors.PipelineError: cannot remove step 'a': step 'b' requires 'x', which no ...
+>>> p.insert_after("a", FunctionStep("c", noop, requires=["x"], produces=["y"]))
+>>> p.names
+('a', 'c', 'b')
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING
+
+from memreader.errors import InternalError, MemReaderError, PipelineError
+from memreader.pipeline.hooks import StepEvent
+from memreader.pipeline.state import INPUTS, MODES, ReadState
+from memreader.pipeline.step import Step, as_step, describe
+
+if TYPE_CHECKING:
+    from memreader.pipeline.runtime import ReaderRuntime
+
+__all__ = ["Pipeline"]
+
+logger = logging.getLogger(__name__)
+
+
+def _plans(steps: Sequence[Step]) -> dict[str, tuple[Step, ...]]:
+    """The active steps of each mode; raises :class:`PipelineError` if the list is not sound."""
+    seen: set[str] = set()
+    for s in steps:
+        if s.name in seen:
+            raise PipelineError(f"two steps are named {s.name!r}")
+        seen.add(s.name)
+    plans: dict[str, tuple[Step, ...]] = {}
+    unplaced: dict[str, str] = {}  # steps without modes that no mode could run yet: why
+    for mode in MODES:
+        available = set(INPUTS)
+        active: list[Step] = []
+        for s in steps:
+            missing = [name for name in s.requires if name not in available]
+            if s.modes is None:
+                if missing:
+                    unplaced.setdefault(s.name, _missing(s, missing[0], None))
+                    continue
+            elif mode not in s.modes:
+                continue
+            elif missing:
+                raise PipelineError(_missing(s, missing[0], mode))
+            active.append(s)
+            available.update(s.produces)
+        plans[mode] = tuple(active)
+    for s in steps:
+        unknown = set(s.modes or ()) - set(MODES)
+        if unknown:
+            raise PipelineError(
+                f"step {s.name!r} names unknown modes {sorted(unknown)}; modes are {MODES}"
+            )
+        if s.modes is None and not any(s in plan for plan in plans.values()):
+            raise PipelineError(unplaced[s.name])
+    return plans
+
+
+def _missing(s: Step, name: str, mode: str | None) -> str:
+    where = f" (in {mode} mode)" if mode is not None else ""
+    return f"step {s.name!r} requires {name!r}, which no earlier step produces{where}"
+
+
+class Pipeline:
+    """Named steps in order; see the module docstring. ``print(pipeline)`` lists them."""
+
+    def __init__(self, steps: Iterable[Step] = ()) -> None:
+        checked = [as_step(s) for s in steps]
+        self._plans = _plans(checked)
+        self._steps = tuple(checked)
+        self._listeners: list[Callable[[Pipeline], object]] = []
+
+    # -- reading ----------------------------------------------------------------------------
+
+    @property
+    def steps(self) -> tuple[Step, ...]:
+        """The steps in order."""
+        return self._steps
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The step names in order."""
+        return tuple(s.name for s in self._steps)
+
+    def active(self, mode: str) -> tuple[Step, ...]:
+        """The steps that run in ``mode``, in order."""
+        try:
+            return self._plans[mode]
+        except KeyError:
+            raise PipelineError(f"unknown mode {mode!r}; modes are {MODES}") from None
+
+    def __getitem__(self, name: str) -> Step:
+        return self._steps[self._index(name)]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.names
+
+    def __iter__(self) -> Iterator[Step]:
+        return iter(self._steps)
+
+    def __len__(self) -> int:
+        return len(self._steps)
+
+    def __str__(self) -> str:
+        return "\n".join(f"{i + 1:>2}. {describe(s)}" for i, s in enumerate(self._steps))
+
+    def __repr__(self) -> str:
+        return f"Pipeline({list(self.names)!r})"
+
+    def copy(self) -> Pipeline:
+        """An independent pipeline with the same steps (no listeners)."""
+        return Pipeline(self._steps)
+
+    # -- changing ---------------------------------------------------------------------------
+
+    def insert_before(self, name: str, *steps: Step) -> None:
+        """Insert ``steps`` before the step ``name``."""
+        i = self._index(name)
+        self._change(self._steps[:i] + self._new(steps) + self._steps[i:], None)
+
+    def insert_after(self, name: str, *steps: Step) -> None:
+        """Insert ``steps`` after the step ``name``."""
+        i = self._index(name) + 1
+        self._change(self._steps[:i] + self._new(steps) + self._steps[i:], None)
+
+    def append(self, *steps: Step) -> None:
+        """Add ``steps`` at the end."""
+        self._change(self._steps + self._new(steps), None)
+
+    def replace(self, name: str, step: Step) -> None:
+        """Put ``step`` where the step ``name`` is (the new step may have another name)."""
+        i = self._index(name)
+        (new,) = self._new([step])
+        self._change((*self._steps[:i], new, *self._steps[i + 1 :]), f"replace step {name!r}")
+
+    def remove(self, name: str) -> None:
+        """Remove the step ``name``."""
+        i = self._index(name)
+        self._change(self._steps[:i] + self._steps[i + 1 :], f"remove step {name!r}")
+
+    def on_change(self, listener: Callable[[Pipeline], object]) -> None:
+        """Call ``listener(pipeline)`` after every successful change."""
+        self._listeners.append(listener)
+
+    def _index(self, name: str) -> int:
+        try:
+            return self.names.index(name)
+        except ValueError:
+            raise PipelineError(
+                f"no step named {name!r}; the steps are: {', '.join(self.names)}"
+            ) from None
+
+    @staticmethod
+    def _new(steps: Iterable[Step]) -> tuple[Step, ...]:
+        new = tuple(as_step(s) for s in steps)
+        if not new:
+            raise PipelineError("no step given")
+        return new
+
+    def _change(self, steps: tuple[Step, ...], action: str | None) -> None:
+        try:
+            plans = _plans(steps)
+        except PipelineError as exc:
+            if action is None:
+                raise
+            raise PipelineError(f"cannot {action}: {exc}") from None
+        self._steps, self._plans = steps, plans
+        for listener in list(self._listeners):
+            listener(self)
+
+    # -- running ----------------------------------------------------------------------------
+
+    def run(self, state: ReadState, runtime: ReaderRuntime) -> None:
+        """Run the steps active in ``state.mode``, in order."""
+        for s in self.active(state.mode):
+            started = self._before(s, state, runtime)
+            try:
+                s.run(state, runtime)
+            except BaseException as exc:
+                error = self._failed(s, state, runtime, started, exc)
+                if error is exc:
+                    raise
+                raise error from exc
+            self._after(s, state, runtime, started)
+
+    async def arun(self, state: ReadState, runtime: ReaderRuntime) -> None:
+        """The async twin of :meth:`run`."""
+        for s in self.active(state.mode):
+            started = self._before(s, state, runtime)
+            try:
+                await s.arun(state, runtime)
+            except BaseException as exc:
+                error = self._failed(s, state, runtime, started, exc)
+                if error is exc:
+                    raise
+                raise error from exc
+            self._after(s, state, runtime, started)
+
+    @staticmethod
+    def _before(s: Step, state: ReadState, runtime: ReaderRuntime) -> float:
+        runtime.step_hooks.emit("before_step", StepEvent(s.name, state.mode, 0.0, state.counts()))
+        return time.perf_counter()
+
+    @staticmethod
+    def _after(s: Step, state: ReadState, runtime: ReaderRuntime, started: float) -> None:
+        elapsed = time.perf_counter() - started
+        steps = state.report.steps
+        steps[s.name] = steps.get(s.name, 0.0) + elapsed
+        event = StepEvent(s.name, state.mode, elapsed, state.counts())
+        runtime.step_hooks.emit("after_step", event)
+
+    @staticmethod
+    def _failed(
+        s: Step, state: ReadState, runtime: ReaderRuntime, started: float, exc: BaseException
+    ) -> BaseException:
+        elapsed = time.perf_counter() - started
+        event = StepEvent(s.name, state.mode, elapsed, state.counts(), exc)
+        runtime.step_hooks.emit("on_step_error", event)
+        if isinstance(exc, MemReaderError) or not isinstance(exc, Exception):
+            return exc  # typed errors, and KeyboardInterrupt or cancellation, pass as they are
+        logger.error("step %r failed", s.name, exc_info=exc)
+        return InternalError(f"step {s.name!r} failed: {type(exc).__name__}: {exc}")

@@ -1,0 +1,121 @@
+"""The typed state a pipeline's steps read and write, one per call.
+
+Each built-in field has a name that steps declare in ``requires`` and ``produces``; the pipeline
+checks, when it is built or changed, that every field a step requires is produced by an earlier
+step (or is an input of the call). A user's step may add values of its own: it declares their
+names in ``produces`` and sets them with :meth:`ReadState.set`; a later step that declares the
+name in ``requires`` reads it with :meth:`ReadState.get`. Names are checked the same way, so a
+typo is a :class:`~memreader.errors.PipelineError` at build time, not a ``KeyError`` while data
+flows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from memreader.extraction import WindowInput, WindowOutcome
+from memreader.items import SourceMessage, TextualMemoryItem
+from memreader.llms import UsageMeter
+from memreader.report import ReadReport, WindowReport
+from memreader.scene import Scene
+from memreader.windows import Unit, Window
+
+__all__ = ["INPUTS", "MODES", "STATE_FIELDS", "FineWindow", "ReadState", "WindowedScene"]
+
+#: The modes a pipeline runs in: ``fast`` and ``fine`` read scenes, ``refine`` reads stored items.
+MODES = ("fast", "fine", "refine")
+
+
+@dataclass(frozen=True)
+class WindowedScene:
+    """A scene, its units, the windows cut over them, and one report entry per window.
+
+    ``digest`` identifies the scene by content, so item ids do not depend on how scenes were
+    batched into calls: re-ingesting a scene gives the same ids wherever it stands.
+    """
+
+    scene: Scene
+    units: list[Unit]
+    windows: list[Window]
+    digest: str
+    reports: list[WindowReport]
+
+
+@dataclass
+class FineWindow:
+    """What the LLM passes read of one window (or stored item), and where its items go.
+
+    ``sources[i]`` is the source of the line numbered ``i + 1`` in the prompt.
+    """
+
+    position: int  # index of the inner result list
+    input: WindowInput
+    sources: list[SourceMessage]
+    memory_text: str
+    id_base: tuple[object, ...]
+    report: WindowReport
+    custom_tags: list[str]
+    info: Mapping[str, Any]
+
+
+@dataclass(eq=False)
+class ReadState:
+    """What one call has made so far (see the module docstring).
+
+    Inputs of every call: ``scene_data``, ``type``, ``info``, ``mode``, ``custom_tags``,
+    ``report`` and, for refinement, ``stored_items``. The built-in steps fill, in order:
+    ``scenes`` (normalise), ``units`` (parse: one list per scene), ``windows`` (window),
+    ``fine_windows`` and ``outcomes`` (fine mode: one per window, then what the LLM passes made
+    of it), ``items`` (one list per scene or stored item: the call's result) and ``emitted``
+    (each item with its window's report, for the embed step). ``meter`` counts the call's LLM
+    usage.
+    """
+
+    mode: str
+    type: str = "chat"
+    info: dict[str, Any] = field(default_factory=dict)
+    custom_tags: list[str] = field(default_factory=list)
+    report: ReadReport = field(default_factory=ReadReport)
+    scene_data: Any = None
+    stored_items: list[TextualMemoryItem] = field(default_factory=list)
+    scenes: list[Scene] = field(default_factory=list)
+    units: list[list[Unit]] = field(default_factory=list)
+    windows: list[WindowedScene] = field(default_factory=list)
+    fine_windows: list[FineWindow] = field(default_factory=list)
+    outcomes: list[WindowOutcome] = field(default_factory=list)
+    items: list[list[TextualMemoryItem]] = field(default_factory=list)
+    emitted: list[tuple[TextualMemoryItem, WindowReport]] = field(default_factory=list)
+    meter: UsageMeter | None = None
+    values: dict[str, Any] = field(default_factory=dict)
+
+    def get(self, name: str) -> Any:
+        """A built-in field or a value a user's step set."""
+        if name in STATE_FIELDS:
+            return getattr(self, name)
+        try:
+            return self.values[name]
+        except KeyError:
+            raise KeyError(f"no value {name!r} in the read state (no step produced it)") from None
+
+    def set(self, name: str, value: Any) -> None:
+        """Set a built-in field or a value of a user's step."""
+        if name in STATE_FIELDS:
+            setattr(self, name, value)
+        else:
+            self.values[name] = value
+
+    def counts(self) -> Mapping[str, int]:
+        """Sizes of what has been made (for interceptors and logs)."""
+        return {
+            "scenes": len(self.scenes) or len(self.stored_items),
+            "windows": sum(len(ws.windows) for ws in self.windows) or len(self.fine_windows),
+            "items": sum(len(items) for items in self.items),
+        }
+
+
+#: The built-in fields steps may name (``values`` holds the others).
+STATE_FIELDS = frozenset(f.name for f in fields(ReadState)) - {"values"}
+#: The fields every call starts with.
+INPUTS = frozenset({"mode", "type", "info", "custom_tags", "report", "scene_data", "stored_items"})

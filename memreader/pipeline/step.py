@@ -1,0 +1,135 @@
+"""A step of a read: a name, the state fields it requires and produces, and a body.
+
+A step works on the whole call at once (all scenes, all windows), so a pipeline adds no
+per-window cost. Write ``run`` for a sync body; ``arun`` runs it in a worker thread unless a step
+overrides it with native async code (the LLM passes do).
+
+>>> class TagTeam(Step):
+...     name = "tag_team"
+...     requires = ("items",)
+...     produces = ("items",)
+...     def run(self, state, runtime):
+...         for items in state.items:
+...             for item in items:
+...                 item.metadata.tags.append("team:search")
+>>> TagTeam()
+Step('tag_team', requires=('items',), produces=('items',))
+
+A function works too, through :func:`step`:
+
+>>> @step("count_words", requires=("units",), produces=("word_count",))
+... def count_words(state, runtime):
+...     state.set("word_count", sum(len(u.text.split()) for us in state.units for u in us))
+>>> count_words.produces
+('word_count',)
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memreader.pipeline.runtime import ReaderRuntime
+    from memreader.pipeline.state import ReadState
+
+__all__ = ["FunctionStep", "Step", "step"]
+
+
+class Step:
+    """Base class of pipeline steps (see the module docstring).
+
+    Attributes:
+        name: unique within a pipeline; what ``insert_after`` and friends refer to.
+        requires: state fields (or user values) that must exist before the step runs.
+        produces: state fields (or user values) the step makes or changes.
+        modes: the modes the step runs in (``fast``, ``fine``, ``refine``). ``None`` (the
+            default for user steps): every mode in which what it requires is produced.
+    """
+
+    name: str = ""
+    requires: tuple[str, ...] = ()
+    produces: tuple[str, ...] = ()
+    modes: frozenset[str] | None = None
+
+    def run(self, state: ReadState, runtime: ReaderRuntime) -> None:
+        """The step's work on the whole call."""
+        raise NotImplementedError(f"step {self.name!r} has no run()")
+
+    async def arun(self, state: ReadState, runtime: ReaderRuntime) -> None:
+        """The async body: ``run`` in a worker thread unless overridden."""
+        await asyncio.to_thread(self.run, state, runtime)
+
+    def __repr__(self) -> str:
+        modes = f", modes={sorted(self.modes)}" if self.modes is not None else ""
+        return (
+            f"Step({self.name!r}, requires={tuple(self.requires)!r}, "
+            f"produces={tuple(self.produces)!r}{modes})"
+        )
+
+
+StepBody = Callable[["ReadState", "ReaderRuntime"], None]
+
+
+class FunctionStep(Step):
+    """A step made of a plain function ``fn(state, runtime)``."""
+
+    def __init__(
+        self,
+        name: str,
+        fn: StepBody,
+        *,
+        requires: Iterable[str] = (),
+        produces: Iterable[str] = (),
+        modes: Iterable[str] | None = None,
+    ) -> None:
+        self.name = name
+        self.fn = fn
+        self.requires = tuple(requires)
+        self.produces = tuple(produces)
+        self.modes = frozenset(modes) if modes is not None else None
+        self.__doc__ = fn.__doc__
+
+    def run(self, state: ReadState, runtime: ReaderRuntime) -> None:
+        """Call the function."""
+        self.fn(state, runtime)
+
+
+def step(
+    name: str,
+    *,
+    requires: Iterable[str] = (),
+    produces: Iterable[str] = (),
+    modes: Iterable[str] | None = None,
+) -> Callable[[StepBody], FunctionStep]:
+    """Decorator: the function becomes a :class:`FunctionStep` named ``name``."""
+
+    def decorate(fn: StepBody) -> FunctionStep:
+        return FunctionStep(name, fn, requires=requires, produces=produces, modes=modes)
+
+    return decorate
+
+
+def _describe_fields(names: Iterable[str]) -> str:
+    return ", ".join(names) or "-"
+
+
+def describe(step_: Step) -> str:
+    """One line: ``name  requires -> produces  [modes]``."""
+    modes = "all modes it can run in" if step_.modes is None else ", ".join(sorted(step_.modes))
+    return (
+        f"{step_.name:<14} {_describe_fields(step_.requires)} -> "
+        f"{_describe_fields(step_.produces)}  [{modes}]"
+    )
+
+
+def as_step(obj: Any) -> Step:
+    """``obj`` if it is a :class:`Step` instance; a clear error otherwise."""
+    from memreader.errors import PipelineError
+
+    if isinstance(obj, Step) and isinstance(obj.name, str) and obj.name:
+        return obj
+    if isinstance(obj, type) and issubclass(obj, Step):
+        raise PipelineError(f"{obj.__name__} is a step class; pass an instance: {obj.__name__}()")
+    raise PipelineError(f"a pipeline step must be a named Step instance, got {obj!r}")
