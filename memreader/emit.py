@@ -62,6 +62,7 @@ def segment_source(segment: Segment, unit: Unit, scene: Scene) -> SourceMessage:
         span=(segment.start, segment.end) if exact else None,
         content=unit.text[segment.start : segment.end] if exact else unit.text,
         doc_path=part.doc_path,
+        transformed_by=list(unit.transforms),
     )
 
 

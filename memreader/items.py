@@ -38,6 +38,10 @@ class SourceMessage(BaseModel):
     ``span`` holds start and end character offsets into the text of message ``message_index``
     of scene ``scene_index`` (for a content-part list, into part ``part_index``); ``content`` is
     that slice verbatim. Non-text parts (an image URL, a file) have no span.
+
+    ``transformed_by`` names the pipeline steps that changed this message's text before it was
+    windowed (``["redact"]``); then ``span`` and ``content`` index the text as those steps left
+    it, not the caller's original. Empty: the span indexes the caller's text itself.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -53,6 +57,7 @@ class SourceMessage(BaseModel):
     span: tuple[int, int] | None = None
     content: str = ""
     doc_path: str | None = None
+    transformed_by: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _span_matches_content(self) -> SourceMessage:

@@ -88,7 +88,7 @@ def check_text(
 
     >>> check_text("tea", "content")
     'tea'
-    >>> check_text("\ud800", "chat_time", scene_index=0, message_index=2)
+    >>> check_text("\\ud800", "chat_time", scene_index=0, message_index=2)
     Traceback (most recent call last):
     memreader.errors.InvalidMessageError: scene 0, message 2: chat_time holds a lone surrogate ...
     """
@@ -111,7 +111,7 @@ def check_nested_text(value: Any, what: str, *, error: type[InputError] = Invali
     """Apply :func:`check_text` to every string key and value in ``value``, which may nest
     mappings and lists (as ``info`` does); the error names the path, e.g. ``info['tags'][2]``.
 
-    >>> check_nested_text({"tags": ["a", "\udc80"]}, "info")
+    >>> check_nested_text({"tags": ["a", "\\udc80"]}, "info")
     Traceback (most recent call last):
     memreader.errors.InvalidInfoError: info['tags'][1] holds a lone surrogate ...
     """

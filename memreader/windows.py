@@ -41,11 +41,16 @@ _MIN_FREE_TOKENS = 32
 
 @dataclass(frozen=True)
 class Unit:
-    """One exact text to window, and the prefix its lines are rendered with."""
+    """One exact text to window, and the prefix its lines are rendered with.
+
+    ``transforms`` names the steps that changed ``text`` from the caller's (spans then index the
+    changed text; see :class:`memreader.items.SourceMessage`).
+    """
 
     text: str
     prefix: str = ""
     key: object = None  # the caller's handle, e.g. (message_index, part_index)
+    transforms: tuple[str, ...] = ()
 
 
 class Segment(NamedTuple):
