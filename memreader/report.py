@@ -20,8 +20,9 @@ class WindowReport:
     stands in for what the LLM failed to give; ``fallback_reason`` says why: ``timeout``,
     ``llm_error``, ``parse_error``, ``empty_response``, ``truncated``, ``empty`` or
     ``internal_error``), ``"empty"`` (the model found nothing and ``empty_window`` is
-    ``"drop"``) or ``"error"`` (not even the raw window could be made into an item; ``error``
-    says why, and the window's messages are in no item). ``uncited_messages`` lists the
+    ``"drop"``), ``"dropped"`` (a filter step such as ``min_length`` removed the window; ``error``
+    says why) or ``"error"`` (not even the raw window could be made into an item; ``error`` says
+    why, and the window's messages are in no item). ``uncited_messages`` lists the
     messages of the window that no fine item cites: they are in no fine item's sources.
     ``memories_over_limit`` counts memories the model gave beyond the 32 a window keeps.
     ``embedding_error`` is set when the window's items could not be embedded: they are
