@@ -23,6 +23,7 @@ from typing import Any
 from memreader.errors import DocumentError
 
 __all__ = [
+    "DEFAULT_LIMITS",
     "DEFAULT_MAX_ARCHIVE_MEMBERS",
     "DEFAULT_MAX_COMPRESSION_RATIO",
     "DEFAULT_MAX_DOCUMENT_CHARS",
@@ -83,6 +84,10 @@ class DocumentLimits:
         # ``ratio >= 1`` is false for NaN, and infinity is refused explicitly.
         if not isinstance(ratio, int | float) or not ratio >= 1 or ratio == float("inf"):
             raise ValueError(f"max_compression_ratio must be a finite number >= 1, got {ratio!r}")
+
+
+#: The defaults, for callers that pass none.
+DEFAULT_LIMITS = DocumentLimits()
 
 
 def check_archive(data: bytes, label: str, limits: DocumentLimits, where: dict[str, Any]) -> None:

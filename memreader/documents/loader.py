@@ -26,11 +26,8 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from memreader.documents.limits import (
-    DEFAULT_MAX_ARCHIVE_MEMBERS,
-    DEFAULT_MAX_COMPRESSION_RATIO,
-    DEFAULT_MAX_DOCUMENT_CHARS,
+    DEFAULT_LIMITS,
     DEFAULT_MAX_FILE_BYTES,
-    DEFAULT_MAX_UNPACKED_BYTES,
     ZIP_DOCUMENT_EXTENSIONS,
     DocumentLimits,
     check_archive,
@@ -83,29 +80,13 @@ def _markitdown() -> MarkItDown:
         return _converter
 
 
-def _limits(
-    max_file_bytes: int,
-    max_unpacked_bytes: int,
-    max_compression_ratio: float,
-    max_archive_members: int,
-    max_document_chars: int,
-) -> DocumentLimits:
-    return DocumentLimits(
-        max_file_bytes=max_file_bytes,
-        max_unpacked_bytes=max_unpacked_bytes,
-        max_compression_ratio=max_compression_ratio,
-        max_archive_members=max_archive_members,
-        max_document_chars=max_document_chars,
-    )
-
-
 def convert_bytes(
     data: bytes,
     extension: str,
     *,
     scene_index: int | None = None,
     message_index: int | None = None,
-    limits: DocumentLimits | None = None,
+    limits: DocumentLimits = DEFAULT_LIMITS,
 ) -> str:
     """Convert file bytes to text, choosing the converter by ``extension`` (with the dot).
 
@@ -116,7 +97,6 @@ def convert_bytes(
         DocumentError: the format is refused, the bytes cannot be converted, or a limit is
             exceeded (the message names the limit).
     """
-    limits = limits or DocumentLimits()
     extension = extension.lower()
     where: dict[str, Any] = {"scene_index": scene_index, "message_index": message_index}
     label = f"{extension} file" if extension else "file"
@@ -216,11 +196,7 @@ def load_path(
     scene_index: int,
     message_index: int,
     allowed_roots: Iterable[str] = (),
-    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-    max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
-    max_compression_ratio: float = DEFAULT_MAX_COMPRESSION_RATIO,
-    max_archive_members: int = DEFAULT_MAX_ARCHIVE_MEMBERS,
-    max_document_chars: int = DEFAULT_MAX_DOCUMENT_CHARS,
+    limits: DocumentLimits = DEFAULT_LIMITS,
 ) -> Part:
     """Read and convert a local file the caller named (the caller decided paths are allowed).
 
@@ -231,13 +207,6 @@ def load_path(
     from memreader.scene import Part
 
     where: dict[str, Any] = {"scene_index": scene_index, "message_index": message_index}
-    limits = _limits(
-        max_file_bytes,
-        max_unpacked_bytes,
-        max_compression_ratio,
-        max_archive_members,
-        max_document_chars,
-    )
     name = os.path.basename(path) or path
     resolved = check_local_path(path, allowed_roots=allowed_roots, **where)
     try:
@@ -256,11 +225,7 @@ def load_file_part(
     message_index: int,
     allow_local_paths: bool = False,
     allowed_roots: Iterable[str] = (),
-    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-    max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
-    max_compression_ratio: float = DEFAULT_MAX_COMPRESSION_RATIO,
-    max_archive_members: int = DEFAULT_MAX_ARCHIVE_MEMBERS,
-    max_document_chars: int = DEFAULT_MAX_DOCUMENT_CHARS,
+    limits: DocumentLimits = DEFAULT_LIMITS,
 ) -> Part:
     """Load a ``{"type": "file", "file": {...}}`` part: ``path``, or ``file_data`` (base64 or a
     data URL) with a ``filename`` that tells the format.
@@ -273,29 +238,22 @@ def load_file_part(
     from memreader.scene import Part
 
     where: dict[str, Any] = {"scene_index": scene_index, "message_index": message_index}
-    limit_args: dict[str, Any] = {
-        "max_file_bytes": max_file_bytes,
-        "max_unpacked_bytes": max_unpacked_bytes,
-        "max_compression_ratio": max_compression_ratio,
-        "max_archive_members": max_archive_members,
-        "max_document_chars": max_document_chars,
-    }
     if not isinstance(file, Mapping):
         raise DocumentError("file part needs a 'file' mapping", **where)
     path = file.get("path")
     if isinstance(path, str):
         if not allow_local_paths:
             raise DocumentError("local paths are disabled (allow_local_paths=False)", **where)
-        return load_path(path, allowed_roots=allowed_roots, **limit_args, **where)
+        return load_path(path, allowed_roots=allowed_roots, limits=limits, **where)
     data = file.get("file_data")
     filename = file.get("filename")
     if not isinstance(data, str):
         raise DocumentError(
             "file part needs 'path' or 'file_data' (a filename alone has no content)", **where
         )
-    raw = _decode_file_data(data, max_file_bytes, where)
+    raw = _decode_file_data(data, limits.max_file_bytes, where)
     name = os.path.basename(filename) if isinstance(filename, str) else ""
-    text = convert_bytes(raw, os.path.splitext(name)[1], limits=_limits(**limit_args), **where)
+    text = convert_bytes(raw, os.path.splitext(name)[1], limits=limits, **where)
     return Part(type="file", text=text, doc_path=name or None)
 
 

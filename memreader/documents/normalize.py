@@ -19,9 +19,10 @@ from memreader.documents.limits import (
     DEFAULT_MAX_DOCUMENT_CHARS,
     DEFAULT_MAX_FILE_BYTES,
     DEFAULT_MAX_UNPACKED_BYTES,
+    DocumentLimits,
 )
 from memreader.documents.loader import load_file_part, load_path
-from memreader.errors import DocumentError, InvalidSceneError
+from memreader.errors import ConfigError, DocumentError, InvalidSceneError
 from memreader.scene import Message, Part, Scene
 
 __all__ = ["normalize_doc"]
@@ -48,13 +49,16 @@ def normalize_doc(
     limits are those of :class:`memreader.documents.limits.DocumentLimits`.
     """
     roots = tuple(allowed_roots)
-    limits: dict[str, Any] = {
-        "max_file_bytes": max_file_bytes,
-        "max_unpacked_bytes": max_unpacked_bytes,
-        "max_compression_ratio": max_compression_ratio,
-        "max_archive_members": max_archive_members,
-        "max_document_chars": max_document_chars,
-    }
+    try:
+        limits = DocumentLimits(
+            max_file_bytes=max_file_bytes,
+            max_unpacked_bytes=max_unpacked_bytes,
+            max_compression_ratio=max_compression_ratio,
+            max_archive_members=max_archive_members,
+            max_document_chars=max_document_chars,
+        )
+    except ValueError as exc:
+        raise ConfigError(f"document limits: {exc}") from None
 
     if isinstance(scene_data, str | Mapping):
         scene_data = [scene_data]
@@ -74,7 +78,7 @@ def normalize_doc(
             where = {"scene_index": scene_index, "message_index": i}
             if isinstance(item, str):
                 if allow_local_paths and _is_local_file(item):
-                    part = load_path(item, allowed_roots=roots, **limits, **where)
+                    part = load_path(item, allowed_roots=roots, limits=limits, **where)
                 else:
                     part = Part(type="text", text=item)
             elif isinstance(item, Mapping) and item.get("type") == "text":
@@ -87,7 +91,7 @@ def normalize_doc(
                     item.get("file"),
                     allow_local_paths=allow_local_paths,
                     allowed_roots=roots,
-                    **limits,
+                    limits=limits,
                     **where,
                 )
             else:
