@@ -16,3 +16,14 @@ def test_quickstart_runs(capsys: pytest.CaptureFixture[str]) -> None:
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2
     assert all(" 384 " in line for line in lines)
+
+
+@pytest.mark.slow
+def test_pipeline_steps_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    runpy.run_path(str(ROOT / "examples" / "pipeline_steps.py"), run_name="__main__")
+    out = capsys.readouterr().out
+    assert "redact" in out and "tag_team" in out
+    items = [line for line in out.splitlines() if line.startswith("user:")]
+    assert items and all("[email]" in line and "[phone]" in line for line in items)
+    assert not any("example.com" in line or "4567" in line for line in items)
+    assert "(1, 'dropped', 'min_length: 2 characters of text, fewer than 20')" in out

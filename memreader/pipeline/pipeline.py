@@ -121,7 +121,11 @@ class Pipeline:
         return len(self._steps)
 
     def __str__(self) -> str:
-        return "\n".join(f"{i + 1:>2}. {describe(s)}" for i, s in enumerate(self._steps))
+        lines = []
+        for i, s in enumerate(self._steps):
+            modes = [mode for mode in MODES if s in self._plans[mode]]
+            lines.append(f"{i + 1:>2}. {describe(s, modes)}")
+        return "\n".join(lines)
 
     def __repr__(self) -> str:
         return f"Pipeline({list(self.names)!r})"

@@ -115,12 +115,11 @@ def _describe_fields(names: Iterable[str]) -> str:
     return ", ".join(names) or "-"
 
 
-def describe(step_: Step) -> str:
-    """One line: ``name  requires -> produces  [modes]``."""
-    modes = "all modes it can run in" if step_.modes is None else ", ".join(sorted(step_.modes))
+def describe(step_: Step, modes: Iterable[str]) -> str:
+    """One line: ``name  requires -> produces  [the modes it runs in]``."""
     return (
         f"{step_.name:<14} {_describe_fields(step_.requires)} -> "
-        f"{_describe_fields(step_.produces)}  [{modes}]"
+        f"{_describe_fields(step_.produces)}  [{', '.join(modes)}]"
     )
 
 
