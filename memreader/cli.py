@@ -364,6 +364,8 @@ def _merge(total: ReadReport, part: ReadReport, scene_offset: int) -> None:
         total.windows.append(window)
     if part.usage is not None:
         total.usage = part.usage if total.usage is None else total.usage + part.usage
+    for name, seconds in part.steps.items():
+        total.steps[name] = total.steps.get(name, 0.0) + seconds
 
 
 def _write(out: IO[str], item: TextualMemoryItem, scene_offset: int) -> None:

@@ -200,6 +200,8 @@ def test_fine_mode_from_flags_and_environment(tmp_path: Path) -> None:
     assert [w["status"] for w in data["windows"]] == ["ok"] * 3
     assert data["usage"]["requests"] == 6  # extraction + filter per window, no rewrite
     assert data["usage"]["total"]["prompt_tokens"] == 300
+    assert {"normalize", "extract", "filter", "fine_items"} <= set(data["steps"])
+    assert "rewrite" not in data["steps"], "--no-rewrite takes the step out"
     assert auth == {"Bearer sk-cli-secret"}
     assert "sk-cli-secret" not in result.stderr + out.read_text(encoding="utf-8")
 
