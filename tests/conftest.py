@@ -1,20 +1,17 @@
-"""Shared fixtures. ``hash`` is a deterministic test embedder registered through the real
-registry, so reader tests exercise the same build path as the local model without loading it."""
+"""Shared fixtures. ``hash`` is memreader's deterministic test embedder
+(:class:`memreader.testing.HashEmbedder`, registered through the real registry), so reader tests
+exercise the same build path as the local model without loading it."""
 
 from __future__ import annotations
 
-import hashlib
-import math
 import os
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import BaseModel, ConfigDict
 
 from memreader import MemReaderFactory, SimpleStructMemReader, SimpleStructMemReaderConfig
-from memreader.embedders import register_embedder
+from memreader.testing import HashEmbedder, HashEmbedderConfig
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 MEMORYBANK_EN = SHARED / "data" / "memorybank" / "memory_bank_en.json"
@@ -28,37 +25,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
-class HashEmbedderConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    dimension: int = 16
-
-
-@register_embedder("hash")
-class HashEmbedder:
-    """Vectors from a text's sha256: identical texts, identical vectors. Counts its calls."""
-
-    config_class = HashEmbedderConfig
-    max_input_tokens = 100_000
-
-    def __init__(self, config: HashEmbedderConfig) -> None:
-        self.dimension = config.dimension
-        self.name = f"hash:{config.dimension}"
-        self.batch_size = 64
-        self.calls: list[list[str]] = []
-
-    def count_tokens(self, text: str) -> int:
-        return len(text.split())
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        self.calls.append(list(texts))
-        out = []
-        for text in texts:
-            digest = hashlib.sha256(text.encode()).digest()
-            vector = [b - 127.5 for b in digest[: self.dimension]]
-            norm = math.sqrt(sum(x * x for x in vector))
-            out.append([x / norm for x in vector])
-        return out
-
+__all__ = ["HASH_EMBEDDER", "INFO", "HashEmbedder", "HashEmbedderConfig"]
 
 HASH_EMBEDDER: dict[str, Any] = {"backend": "hash", "config": {}}
 

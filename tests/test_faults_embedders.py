@@ -93,7 +93,12 @@ def make_embedder(
     cls: type[PoolingEmbedder] | None = None,
     **extra: Any,
 ) -> PoolingEmbedder:
-    settings_: dict[str, Any] = {"model": "e", "timeout": TIMEOUT, "max_retries": max_retries}
+    settings_: dict[str, Any] = {
+        "model": "e",
+        "timeout": TIMEOUT,
+        "max_retries": max_retries,
+        "backoff_base": BACKOFF,
+    }
     if backend == "openai":
         settings_["base_url"] = extra.pop("base_url", server.url)
     else:
@@ -105,7 +110,6 @@ def make_embedder(
         config_class = OpenAIEmbedderConfig if backend == "openai" else OllamaEmbedderConfig
         embedder = cls(config_class(**settings_))  # type: ignore[call-arg]
     assert isinstance(embedder, PoolingEmbedder)
-    embedder.retry_backoff_s = BACKOFF
     return embedder
 
 

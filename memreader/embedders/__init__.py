@@ -6,16 +6,8 @@ texts embedded before. Long texts are split at token boundaries and pooled, neve
 sentence-transformers, openai or ollama; backends import them when built.
 """
 
-from memreader.embedders.base import (
-    EMBEDDERS,
-    Embedder,
-    PoolingEmbedder,
-    TextPiece,
-    build_embedder,
-    register_embedder,
-    split_by_tokens,
-    weighted_mean,
-)
+from memreader.embedders.backends import EMBEDDERS, register_embedder
+from memreader.embedders.base import Embedder, PoolingEmbedder, build_embedder
 from memreader.embedders.cache import CachedEmbedder, EmbeddingCache, cache_key
 from memreader.embedders.config import (
     EmbedderConfig,
@@ -26,6 +18,8 @@ from memreader.embedders.config import (
 from memreader.embedders.local import LocalEmbedder
 from memreader.embedders.ollama_client import OllamaEmbedder
 from memreader.embedders.openai_compat import OpenAIEmbedder
+from memreader.embedders.pieces import TextPiece, split_by_tokens, weighted_mean
+from memreader.embedders.remote import RemoteEmbedder
 
 __all__ = [
     "EMBEDDERS",
@@ -40,6 +34,7 @@ __all__ = [
     "OpenAIEmbedder",
     "OpenAIEmbedderConfig",
     "PoolingEmbedder",
+    "RemoteEmbedder",
     "TextPiece",
     "build_embedder",
     "cache_key",

@@ -1,15 +1,15 @@
-"""The embedder protocol, the backend registry, and the split-and-pool logic all backends share.
+"""The embedder protocol, the batching and pooling base class, and :func:`build_embedder`.
 
 An :class:`Embedder` turns texts into vectors. Backends (``local``, ``openai``, ``ollama``, or a
-plugin) register themselves with :func:`register_embedder` and are built from an
-:class:`~memreader.embedders.config.EmbedderConfig` by :func:`build_embedder`.
+plugin) register themselves with :func:`~memreader.embedders.backends.register_embedder` and are
+built from an :class:`~memreader.embedders.config.EmbedderConfig` by :func:`build_embedder`.
 
 Long inputs are never truncated silently
 ----------------------------------------
 Every embedding model reads at most ``max_input_tokens`` tokens (including the model's special
 tokens, e.g. ``[CLS]``/``[SEP]``); servers and sentence-transformers cut longer inputs without a
 word, so the tail of a long text would simply not be represented. :class:`PoolingEmbedder`
-therefore:
+therefore (with :mod:`memreader.embedders.pieces`):
 
 1. tokenizes the text with the embedder's *own* tokenizer (wordpiece for the local model,
    cl100k for OpenAI-compatible and Ollama endpoints) and, when it has more than
@@ -32,39 +32,38 @@ Failures are typed
 Whatever goes wrong with one batch (a remote error, a reply that cannot be read, a backend that
 raises something untyped, vectors of the wrong shape) is an :class:`EmbeddingError` that names
 the batch: how many texts, and a short preview of the first (:func:`describe_batch`). Remote
-backends retry transient failures through :meth:`PoolingEmbedder.request_with_retries`.
+backends retry transient failures with the one retry policy of every remote call
+(:class:`~memreader.embedders.remote.RemoteEmbedder`).
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
 import math
 import threading
-import time
 import traceback
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, ClassVar, NamedTuple, Protocol, TypeVar, cast, runtime_checkable
-from urllib.parse import urlsplit, urlunsplit
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Protocol, cast, runtime_checkable
 
 from pydantic import BaseModel
 
+from memreader.embedders.backends import EMBEDDERS, register_embedder
 from memreader.embedders.config import (
     EmbedderConfig,
     parse_embedder_config,
     validate_backend_config,
 )
+from memreader.embedders.pieces import TextPiece, split_by_tokens, weighted_mean
 from memreader.errors import ConfigError, EmbeddingError
 
 __all__ = [
     "EMBEDDERS",
     "Embedder",
     "PoolingEmbedder",
-    "RequestFailure",
     "TextPiece",
     "build_embedder",
+    "clip_detail",
     "describe_batch",
     "register_embedder",
     "split_by_tokens",
@@ -72,14 +71,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-_R = TypeVar("_R")
-
-_BUILTIN_BACKEND_MODULES = (
-    "memreader.embedders.local",
-    "memreader.embedders.openai_compat",
-    "memreader.embedders.ollama_client",
-)
 
 
 @runtime_checkable
@@ -117,108 +108,6 @@ class Embedder(Protocol):
         ...
 
 
-class TextPiece(NamedTuple):
-    """A piece of a long text: ``text == source[start:end]`` and its token count."""
-
-    text: str
-    start: int
-    end: int
-    tokens: int
-
-
-TokenCuts = Callable[[str], Sequence[int | None]]
-"""Tokenizes a text; item ``k`` is the character offset at which the text may be cut just before
-token ``k``, or ``None`` where that is not allowed (item 0 is ignored). The list has one item per
-token."""
-
-
-def _is_soft_cut(text: str, pos: int) -> bool:
-    return pos >= len(text) or text[pos - 1].isspace() or text[pos].isspace()
-
-
-def _choose_cut(
-    text: str, cuts: Sequence[int | None], first: int, last: int, start: int
-) -> int | None:
-    """Best token index ``j`` in ``(first, last]`` to end a piece at, or ``None``."""
-    n = len(cuts)
-
-    def position(k: int) -> int | None:
-        if k == n:
-            return len(text)
-        pos = cuts[k]
-        return pos if pos is not None and pos > start else None
-
-    soft_floor = first + max(1, (last - first) // 2)
-    for k in range(last, soft_floor - 1, -1):
-        pos = position(k)
-        if pos is not None and _is_soft_cut(text, pos):
-            return k
-    for k in range(last, first, -1):
-        if position(k) is not None:
-            return k
-    return None
-
-
-def split_by_tokens(
-    text: str, budget: int, token_cuts: TokenCuts, count_tokens: Callable[[str], int]
-) -> list[TextPiece]:
-    """Cut ``text`` into contiguous pieces of at most ``budget`` tokens each.
-
-    The pieces are exact substrings that concatenate back to ``text``; each one's ``tokens`` is
-    ``count_tokens(piece.text)``, which never exceeds ``budget``. A text within the budget comes
-    back as one piece. Raises :class:`EmbeddingError` if no cut at a character boundary fits
-    (only possible with a budget of a few tokens).
-    """
-    if budget < 1:
-        raise ValueError(f"token budget must be at least 1, got {budget}")
-    cuts = token_cuts(text)
-    n = len(cuts)
-    if n <= budget:
-        return [TextPiece(text, 0, len(text), n)]
-    pieces: list[TextPiece] = []
-    first, start = 0, 0
-    while first < n:
-        last = min(first + budget, n)
-        while True:
-            j = _choose_cut(text, cuts, first, last, start) if last > first else None
-            if j is None:
-                raise EmbeddingError(
-                    f"cannot split a text of {n} tokens into pieces of at most {budget} tokens "
-                    f"at character boundaries (stuck at character {start})"
-                )
-            end = len(text) if j == n else cast(int, cuts[j])
-            piece = text[start:end]
-            count = count_tokens(piece)
-            if count <= budget:
-                break
-            # Re-tokenizing the piece on its own gave more tokens than the slice had: shorten.
-            last = j - max(1, count - budget)
-        pieces.append(TextPiece(piece, start, end, count))
-        first, start = j, end
-    return pieces
-
-
-def weighted_mean(
-    vectors: Sequence[Sequence[float]], weights: Sequence[float], normalize: bool
-) -> list[float]:
-    """Weighted mean of ``vectors`` (all weights zero: plain mean), unit length if ``normalize``."""
-    if not vectors or len(vectors) != len(weights):
-        raise ValueError("need one weight per vector and at least one vector")
-    total = math.fsum(weights)
-    if total <= 0:
-        weights = [1.0] * len(vectors)
-        total = float(len(vectors))
-    mean = [
-        math.fsum(w * x for w, x in zip(weights, column, strict=True)) / total
-        for column in zip(*vectors, strict=True)
-    ]
-    if normalize:
-        norm = math.sqrt(math.fsum(x * x for x in mean))
-        if norm > 0:
-            mean = [x / norm for x in mean]
-    return mean
-
-
 #: How many characters of a batch's first text an error message shows.
 PREVIEW_CHARS = 40
 #: How many characters of an underlying error's text an error message keeps.
@@ -238,35 +127,6 @@ def describe_batch(texts: Sequence[str]) -> str:
 def clip_detail(text: str, limit: int = DETAIL_LIMIT) -> str:
     """``text`` cut to ``limit`` characters, marked when cut."""
     return text if len(text) <= limit else text[:limit] + "..."
-
-
-@dataclass(frozen=True)
-class RequestFailure:
-    """How a remote embedder sees one failed request.
-
-    Attributes:
-        detail: what went wrong, for the error message (no secrets).
-        retryable: whether another request may succeed (timeouts, connection errors, 429,
-            5xx, a garbled reply).
-        retry_after: the server's ``Retry-After`` in seconds, if it sent one.
-    """
-
-    detail: str
-    retryable: bool
-    retry_after: float | None = None
-
-
-def redact_url(url: str) -> str:
-    """``url`` without any ``user:password@`` part, for error messages and logs."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<unparseable url>"
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port is not None else host
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
 class PoolingEmbedder(ABC):
@@ -382,11 +242,15 @@ class PoolingEmbedder(ABC):
         return text
 
     def _embed_checked(self, batch: list[str]) -> list[list[float]]:
-        """One batch through the backend, checked; every failure is an EmbeddingError naming it."""
+        """One batch through the backend, checked; every failure is an EmbeddingError naming it.
+
+        The error is raised without the original exception as cause or context (it is logged,
+        scrubbed, at debug level): an SDK error may quote a secret the server echoed back.
+        """
         try:
             return self._check_batch(batch, self._embed_batch(batch))
         except EmbeddingError as exc:
-            raise EmbeddingError(f"{exc} ({describe_batch(batch)})") from exc
+            error = EmbeddingError(f"{exc} ({describe_batch(batch)})")
         except Exception as exc:  # the backend boundary: whatever else it raises becomes typed
             logger.debug(
                 "%s raised %s:\n%s",
@@ -395,71 +259,10 @@ class PoolingEmbedder(ABC):
                 self.scrub("".join(traceback.format_exception(exc))).rstrip(),
             )
             detail = clip_detail(self.scrub(f"{type(exc).__name__}: {exc}"))
-            raise EmbeddingError(
+            error = EmbeddingError(
                 f"{self.name}: embedding {describe_batch(batch)} failed: {detail}"
-            ) from exc
-
-    def request_failed(self, detail: str) -> EmbeddingError:
-        """The error for a request that failed for good (backends add their model and URL)."""
-        return EmbeddingError(f"{self.name}: embedding request failed: {detail}")
-
-    def classify_failure(self, exc: Exception) -> RequestFailure:
-        """How a failed request is reported and whether it is retried (backends refine this).
-
-        This default knows only replies that could not be decoded (retryable) and the response
-        size cap (not retryable); anything else is reported and not retried.
-        """
-        from memreader.transport import ResponseTooLargeError, unreadable_reply
-
-        if isinstance(exc, ResponseTooLargeError):
-            return RequestFailure(str(exc), retryable=False)
-        problem = unreadable_reply(exc)
-        if problem is not None:
-            return RequestFailure(problem, retryable=True)
-        return RequestFailure(f"{type(exc).__name__}: {exc}", retryable=False)
-
-    #: The first retry delay in seconds; doubles per retry, capped at ``retry_backoff_max_s``
-    #: (which also caps a server's ``Retry-After``).
-    retry_backoff_s: float = 0.5
-    retry_backoff_max_s: float = 8.0
-
-    def request_with_retries(self, send: Callable[[], _R], max_retries: int) -> _R:
-        """``send()``, retried up to ``max_retries`` times while failures are retryable.
-
-        At most ``max_retries + 1`` requests are sent. An :class:`EmbeddingError` raised by
-        ``send`` is passed on as it is; any other failure is classified by
-        :meth:`classify_failure` and, once it is final, raised as :meth:`request_failed`.
-        """
-        attempt = 0
-        while True:
-            try:
-                return send()
-            except EmbeddingError:
-                raise
-            except Exception as exc:  # every failure is classified, then retried or made typed
-                logger.debug(
-                    "%s: request failed with %s:\n%s",
-                    self.name,
-                    type(exc).__name__,
-                    self.scrub("".join(traceback.format_exception(exc))).rstrip(),
-                )
-                failure = self.classify_failure(exc)
-                if not failure.retryable or attempt >= max_retries:
-                    raise self.request_failed(clip_detail(self.scrub(failure.detail))) from exc
-            if failure.retry_after is not None:
-                delay = min(max(0.0, failure.retry_after), self.retry_backoff_max_s)
-            else:
-                delay = min(self.retry_backoff_s * 2**attempt, self.retry_backoff_max_s)
-            attempt += 1
-            logger.warning(
-                "%s: %s; retry %d/%d in %.2fs",
-                self.name,
-                clip_detail(self.scrub(failure.detail), 200),
-                attempt,
-                max_retries,
-                delay,
             )
-            time.sleep(delay)
+        raise error from None
 
     def _check_batch(
         self, batch: list[str], vectors: Sequence[Sequence[float]]
@@ -490,37 +293,6 @@ class PoolingEmbedder(ABC):
         return checked
 
 
-EMBEDDERS: dict[str, type[Any]] = {}
-"""Registered backends: name -> class with a ``config_class`` and ``__init__(config)``."""
-
-_T = TypeVar("_T", bound=type[Any])
-
-
-def register_embedder(name: str) -> Callable[[_T], _T]:
-    """Class decorator registering an embedder backend under ``name``.
-
-    The class needs a ``config_class`` attribute (a pydantic model) and must be constructible as
-    ``cls(config)`` with an instance of it; instances must satisfy :class:`Embedder`.
-    """
-
-    def decorator(cls: _T) -> _T:
-        config_class = getattr(cls, "config_class", None)
-        if not (isinstance(config_class, type) and issubclass(config_class, BaseModel)):
-            raise TypeError(f"embedder {cls.__name__} needs a pydantic `config_class` attribute")
-        existing = EMBEDDERS.get(name)
-        if existing is not None and existing.__qualname__ != cls.__qualname__:
-            raise ValueError(f"embedder backend {name!r} is already registered to {existing}")
-        EMBEDDERS[name] = cls
-        return cls
-
-    return decorator
-
-
-def _load_builtin_backends() -> None:
-    for module in _BUILTIN_BACKEND_MODULES:
-        importlib.import_module(module)
-
-
 def build_embedder(cfg: EmbedderConfig | Mapping[str, Any]) -> Embedder:
     """Build the embedder ``cfg`` describes, validating ``cfg.config`` for its backend.
 
@@ -528,12 +300,8 @@ def build_embedder(cfg: EmbedderConfig | Mapping[str, Any]) -> Embedder:
     settings (naming the backend and fields); backends may raise :class:`EmbeddingError` when
     their model cannot be loaded.
     """
-    _load_builtin_backends()
     cfg = parse_embedder_config(cfg)
     cls = EMBEDDERS.get(cfg.backend)
-    if cls is None:
-        known = ", ".join(sorted(EMBEDDERS))
-        raise ConfigError(f"unknown embedder backend {cfg.backend!r}; known backends: {known}")
     config = validate_backend_config(cfg.backend, cls.config_class, cfg.config)
     logger.debug("building embedder backend %r", cfg.backend)
     return cast(Embedder, cls(config))

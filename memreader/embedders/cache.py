@@ -53,10 +53,6 @@ class EmbeddingCache:
         with self._lock:
             return len(self._data)
 
-    def __contains__(self, key: object) -> bool:
-        with self._lock:
-            return key in self._data
-
     def get(self, key: str) -> list[float] | None:
         """The vector stored under ``key`` (marking it recently used), or ``None``."""
         with self._lock:
@@ -189,11 +185,14 @@ class CachedEmbedder:
                 type(exc).__name__,
                 "".join(traceback.format_exception(exc)).rstrip(),
             )
-            raise EmbeddingError(
+            error = EmbeddingError(
                 f"{name}: embedding {describe_batch(batch)} failed: "
                 f"{clip_detail(f'{type(exc).__name__}: {exc}')}"
-            ) from exc
-        return _checked(name, batch, vectors)
+            )
+        else:
+            return _checked(name, batch, vectors)
+        # Raised without the plugin's exception attached: it may quote a secret (it is logged).
+        raise error from None
 
 
 def _checked(name: str, batch: list[str], vectors: object) -> list[list[float]]:

@@ -3,47 +3,33 @@
 ``EmbedderConfig`` picks a backend by name and carries that backend's settings as a plain
 mapping (as it comes from YAML); :func:`memreader.embedders.build_embedder` validates the mapping
 against the backend's own model below. Every model forbids unknown fields, so a typo is an error
-rather than a silently ignored setting.
+rather than a silently ignored setting, and refuses infinite and NaN numbers.
 
-Secrets never appear in ``repr``/``str``/JSON dumps and are never put into error messages:
-``EmbedderConfig`` wraps every string under a secret-looking key (``api_key``, ``token``,
-``password``, ``secret``, ``authorization``, ...) and every header value in ``SecretStr`` as soon
-as it is validated, and :func:`reveal_secrets` unwraps them just before the backend's own model
-validates the mapping (where ``api_key`` is a ``SecretStr`` field again). ``extra_headers`` of
-the OpenAI config (which often carry an ``Authorization`` header) are masked the same way, and
-so is a URL with a user name or password (``base_url``, ``host``), shown with its credentials
-replaced by ``***``. Python-mode dumps keep these secrets as ``SecretStr`` (validating the dump
-again restores them); JSON dumps show ``**********``. Every model refuses infinite and NaN
-numbers.
+Secrets never appear in ``repr``/``str``/JSON dumps and are never put into error messages, by the
+one set of rules of :mod:`memreader.redact`: ``EmbedderConfig`` hides the secrets of its raw
+mapping (strings under secret-looking keys, secret-looking header values, URLs with
+credentials, runtime objects such as a ``transport``) as soon as it is validated, and
+:func:`validate_backend_config` reveals them just before the backend's own model validates the
+mapping. The backend models hide the same things in their reprs and dumps
+(:class:`~memreader.redact.HidesSecrets`).
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any, TypeVar
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    SecretStr,
-    SerializationInfo,
-    ValidationError,
-    field_serializer,
-    field_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from memreader.errors import config_error_from
-from memreader.redact import find_non_finite, mask_url, reveal, secret_url, url_has_credentials
+from memreader.redact import HidesSecrets, Opaque, find_non_finite, hide_secrets, reveal_secrets
+from memreader.transport.client import check_transport
 
 __all__ = [
     "EmbedderConfig",
     "LocalEmbedderConfig",
     "OllamaEmbedderConfig",
     "OpenAIEmbedderConfig",
-    "hide_secrets",
     "parse_embedder_config",
-    "reveal_secrets",
     "validate_backend_config",
 ]
 
@@ -52,49 +38,6 @@ _C = TypeVar("_C", bound=BaseModel)
 # A piece must be able to hold at least one whole character in every tokenizer we use
 # (cl100k needs up to 4 tokens for one code point), plus the model's special tokens.
 _MIN_INPUT_TOKENS = 8
-
-_SECRET_WORDS = frozenset(
-    {"key", "apikey", "secret", "password", "passwd", "token", "authorization", "credential"}
-)
-_HEADER_KEYS = frozenset({"headers", "extra_headers", "default_headers"})
-_MASK = "**********"
-
-
-def _is_secret_key(key: str) -> bool:
-    """``api_key``, ``access-token``, ``Authorization``...; not ``max_input_tokens``."""
-    return any(part in _SECRET_WORDS for part in re.split(r"[_\-\s.]+", key.lower()))
-
-
-def hide_secrets(value: Any, *, secret: bool = False) -> Any:
-    """A copy of a config tree with strings under secret-looking keys wrapped in ``SecretStr``
-    (and URLs with credentials anywhere in :class:`~memreader.redact.SecretUrl`)."""
-    if isinstance(value, dict):
-        return {
-            key: hide_secrets(
-                item,
-                secret=secret
-                or (isinstance(key, str) and (_is_secret_key(key) or key.lower() in _HEADER_KEYS)),
-            )
-            for key, item in value.items()
-        }
-    if isinstance(value, list):
-        return [hide_secrets(item, secret=secret) for item in value]
-    if secret and isinstance(value, str):
-        return SecretStr(value)
-    if isinstance(value, str) and url_has_credentials(value):
-        return secret_url(value)
-    return value
-
-
-def reveal_secrets(value: Any) -> Any:
-    """The inverse of :func:`hide_secrets`: ``SecretStr`` values back to plain strings."""
-    if isinstance(value, dict):
-        return {key: reveal_secrets(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [reveal_secrets(item) for item in value]
-    if isinstance(value, SecretStr):
-        return value.get_secret_value()
-    return value
 
 
 class EmbedderConfig(BaseModel):
@@ -138,7 +81,36 @@ class LocalEmbedderConfig(BaseModel):
     max_input_tokens: int | None = Field(default=None, ge=_MIN_INPUT_TOKENS)
 
 
-class OpenAIEmbedderConfig(BaseModel):
+class _RemoteEmbedderConfig(HidesSecrets):
+    """What the remote embedders' settings share: batching, the deadline of one request, the
+    retry policy (:mod:`memreader.transport.retry`) and the transport seam.
+
+    ``max_retries`` retries timeouts, connection errors, 408, 409, 429, 5xx answers and replies
+    that cannot be read; the wait before retry *n* is the server's ``Retry-After`` (capped at
+    ``backoff_max``) or uniform in ``[0, min(backoff_max, backoff_base * 2**(n-1))]`` seconds.
+    ``transport`` replaces the network (an httpx-style transport: ``httpx2.MockTransport`` for
+    ``openai`` with openai 3, ``httpx.MockTransport`` for ``ollama``); the ``timeout`` deadline
+    and the response size cap still apply around it. It is never shown, python dumps keep it
+    as an :class:`~memreader.redact.OpaqueRef` (identified by identity in cache keys), JSON
+    dumps as ``null``.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    batch_size: int = Field(default=32, ge=1)
+    timeout: float = Field(default=30, gt=0)
+    max_retries: int = Field(default=3, ge=0, le=20)
+    backoff_base: float = Field(default=0.5, ge=0, le=60)
+    backoff_max: float = Field(default=8.0, ge=0, le=600)
+    transport: Opaque = Field(default=None, repr=False)
+
+    @field_validator("transport")
+    @classmethod
+    def _check_transport(cls, value: Any) -> Any:
+        return check_transport(value)
+
+
+class OpenAIEmbedderConfig(_RemoteEmbedderConfig):
     """Settings of an OpenAI-compatible ``/v1/embeddings`` endpoint.
 
     ``base_url`` ``None`` means the openai client's default. ``dimensions`` is sent to the API
@@ -146,82 +118,23 @@ class OpenAIEmbedderConfig(BaseModel):
     first response. ``api_key`` ``None`` sends the placeholder ``"EMPTY"`` (local servers).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-
     model: str = Field(min_length=1)
     base_url: str | None = None
     api_key: SecretStr | None = None
     dimensions: int | None = Field(default=None, ge=1)
     batch_size: int = Field(default=64, ge=1)
-    timeout: float = Field(default=30, gt=0)
-    max_retries: int = Field(default=3, ge=0)
     max_input_tokens: int = Field(default=8191, ge=_MIN_INPUT_TOKENS)
     extra_headers: dict[str, str] = Field(default_factory=dict)
 
-    def __repr_args__(self) -> Any:
-        # Header values often hold credentials: show the names only.
-        for key, value in super().__repr_args__():
-            if key == "extra_headers" and isinstance(value, dict):
-                yield key, {name: _MASK for name in value}
-            elif key == "base_url" and isinstance(value, str):
-                yield key, mask_url(value)
-            else:
-                yield key, value
 
-    @field_validator("base_url", mode="before")
-    @classmethod
-    def _reveal_base_url(cls, value: Any) -> Any:
-        # Accept this model's own python-mode dump, where secrets are SecretStr.
-        return reveal(value)
-
-    @field_validator("extra_headers", mode="before")
-    @classmethod
-    def _reveal_headers(cls, value: Any) -> Any:
-        if isinstance(value, dict):
-            return {name: reveal(item) for name, item in value.items()}
-        return value
-
-    @field_serializer("extra_headers")
-    def _mask_headers(self, value: dict[str, str], info: SerializationInfo) -> Any:
-        if info.mode_is_json():
-            return {name: _MASK for name in value}
-        return {name: SecretStr(item) for name, item in value.items()}
-
-    @field_serializer("base_url")
-    def _dump_base_url(self, value: str | None, info: SerializationInfo) -> Any:
-        if value is None:
-            return None
-        return mask_url(value) if info.mode_is_json() else secret_url(value)
-
-
-class OllamaEmbedderConfig(BaseModel):
-    """Settings of an Ollama server's ``/api/embed`` endpoint.
-
-    ``max_retries`` retries connection errors, timeouts, 429 and 5xx answers with exponential
-    backoff (the ollama client itself does not retry).
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+class OllamaEmbedderConfig(_RemoteEmbedderConfig):
+    """Settings of an Ollama server's ``/api/embed`` endpoint (the ollama client itself does not
+    retry; memreader's policy does)."""
 
     model: str = Field(default="nomic-embed-text", min_length=1)
     host: str = "http://127.0.0.1:11434"
-    batch_size: int = Field(default=32, ge=1)
-    timeout: float = Field(default=30, gt=0)
     max_input_tokens: int = Field(default=2048, ge=_MIN_INPUT_TOKENS)
-    max_retries: int = Field(default=2, ge=0)
-
-    def __repr_args__(self) -> Any:
-        for key, value in super().__repr_args__():
-            yield key, (mask_url(value) if key == "host" and isinstance(value, str) else value)
-
-    @field_validator("host", mode="before")
-    @classmethod
-    def _reveal_host(cls, value: Any) -> Any:
-        return reveal(value)
-
-    @field_serializer("host")
-    def _dump_host(self, value: str, info: SerializationInfo) -> Any:
-        return mask_url(value) if info.mode_is_json() else secret_url(value)
+    max_retries: int = Field(default=2, ge=0, le=20)
 
 
 def validate_backend_config(backend: str, config_class: type[_C], data: Any) -> _C:

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memreader.embedders.base import PoolingEmbedder, register_embedder
+from memreader.embedders.backends import register_embedder
+from memreader.embedders.base import PoolingEmbedder
 from memreader.embedders.config import LocalEmbedderConfig
 from memreader.errors import ConfigError, EmbeddingError
 

@@ -7,42 +7,32 @@ always ``"float"``, which every compatible server understands.
 
 Requests go through memreader's HTTP client (:mod:`memreader.transport`): ``timeout`` is a
 deadline for each whole request, the answer is capped at :attr:`OpenAIEmbedder.max_response_bytes`
-and credentials in ``base_url`` are sent as basic auth, never logged. Retries are memreader's,
-not the SDK's (the SDK's loop would not retry a garbled reply): connection errors, timeouts,
-408/409/429/5xx and replies that cannot be read are retried ``max_retries`` times, honouring
-``Retry-After``, so a call sends at most ``max_retries + 1`` requests per batch. Errors become
-:class:`EmbeddingError` naming the model, the base URL and the batch, never the API key.
+and credentials in ``base_url`` are sent as basic auth, never logged; a ``transport`` in the
+config replaces the network under those limits. Retries are memreader's one policy, not the
+SDK's (the SDK's loop would not retry a garbled reply): see :mod:`memreader.embedders.remote`.
+Errors become :class:`EmbeddingError` naming the model, the base URL and the batch, never the
+API key.
 """
 
 from __future__ import annotations
 
 import base64
-import logging
 import struct
 from collections.abc import Sequence
 from typing import Any
 
-from memreader.embedders._tiktoken import count_cl100k, tiktoken_token_cuts
-from memreader.embedders.base import (
-    PoolingEmbedder,
-    RequestFailure,
-    redact_url,
-    register_embedder,
-)
+from memreader.embedders.backends import register_embedder
 from memreader.embedders.config import OpenAIEmbedderConfig
+from memreader.embedders.remote import RemoteEmbedder
 from memreader.errors import EmbeddingError
+from memreader.redact import mask_url
 from memreader.transport import deadline, http_client, openai_http_lib, split_credentials
 
 __all__ = ["OpenAIEmbedder"]
 
-logger = logging.getLogger(__name__)
-
-#: Statuses worth another request (as the openai SDK's own retry rule).
-_RETRY_STATUSES = frozenset({408, 409, 429})
-
 
 @register_embedder("openai")
-class OpenAIEmbedder(PoolingEmbedder):
+class OpenAIEmbedder(RemoteEmbedder):
     """Embeds through an OpenAI-compatible endpoint.
 
     ``name`` is ``"openai:<model>"``, with ``":<dimensions>d"`` appended when ``dimensions`` is
@@ -51,25 +41,18 @@ class OpenAIEmbedder(PoolingEmbedder):
     """
 
     config_class = OpenAIEmbedderConfig
+    config: OpenAIEmbedderConfig
 
     #: The largest response body read: 512 texts of 3,072 floats as JSON are about 35 MB.
     max_response_bytes: int = 128 * 1024 * 1024
 
     def __init__(self, config: OpenAIEmbedderConfig) -> None:
         suffix = f":{config.dimensions}d" if config.dimensions is not None else ""
-        super().__init__(
-            name=f"openai:{config.model}{suffix}",
-            max_input_tokens=config.max_input_tokens,
-            batch_size=config.batch_size,
-            normalize=True,
-            dimension=config.dimensions,
-        )
-        self.config = config
+        super().__init__(config, name=f"openai:{config.model}{suffix}", dimension=config.dimensions)
         try:
             import openai
         except ImportError as e:  # pragma: no cover - openai is a core dependency
             raise EmbeddingError("the openai embedder needs the openai package") from e
-        self._openai = openai
         api_key = config.api_key.get_secret_value() if config.api_key is not None else None
         if api_key:
             self._secrets.append(api_key)
@@ -89,57 +72,16 @@ class OpenAIEmbedder(PoolingEmbedder):
                 timeout=config.timeout,
                 max_response_bytes=self.max_response_bytes,
                 credentials=credentials,
+                inner=config.transport,
             ),
         )
-        self.base_url = redact_url(str(self._client.base_url))
-
-    def count_tokens(self, text: str) -> int:
-        """Number of cl100k tokens of ``text``."""
-        return count_cl100k(text)
-
-    def _token_cuts(self, text: str) -> Sequence[int | None]:
-        return tiktoken_token_cuts(text)
+        self.base_url = mask_url(str(self._client.base_url))
 
     def request_failed(self, detail: str) -> EmbeddingError:
         """An error naming the model and base URL (the key is scrubbed by the caller)."""
         return EmbeddingError(
             f"embedding request failed (model {self.config.model!r}, "
             f"base_url {self.base_url}): {detail}"
-        )
-
-    def classify_failure(self, exc: Exception) -> RequestFailure:
-        """The openai SDK's errors, then the generic reply checks."""
-        openai = self._openai
-        if isinstance(exc, openai.APIStatusError):
-            from memreader.llms.retry import parse_retry_after
-
-            status = exc.status_code
-            return RequestFailure(
-                f"HTTP {status}: {exc.message}",
-                retryable=status in _RETRY_STATUSES or status >= 500,
-                retry_after=parse_retry_after(exc.response.headers),
-            )
-        if isinstance(exc, openai.APITimeoutError):
-            return RequestFailure(
-                f"timed out: no complete answer within timeout={self.config.timeout:g}s",
-                retryable=True,
-            )
-        if isinstance(exc, openai.APIConnectionError):
-            cause = exc.__cause__ or exc.__context__
-            kind = f": {type(cause).__name__}" if cause is not None else ""
-            return RequestFailure(f"connection failed{kind}", retryable=True)
-        if isinstance(exc, openai.OpenAIError):
-            return RequestFailure(f"{type(exc).__name__}: {exc}", retryable=False)
-        generic = super().classify_failure(exc)
-        if generic.retryable or not isinstance(
-            exc, (AttributeError, TypeError, ValueError, KeyError, IndexError, struct.error)
-        ):
-            return generic
-        # The SDK returns what the server sent when it is not an object (a JSON list, string or
-        # null); reading vectors out of it, or out of items of the wrong shape, fails here.
-        return RequestFailure(
-            f"the server's answer is not an embeddings response ({type(exc).__name__}: {exc})",
-            retryable=True,
         )
 
     def _embed_batch(self, texts: list[str]) -> Sequence[Sequence[float]]:
@@ -154,10 +96,11 @@ class OpenAIEmbedder(PoolingEmbedder):
                 )
             return self._vectors(response, len(texts))
 
-        return self.request_with_retries(send, self.config.max_retries)
+        return self.request(send)
 
     def _vectors(self, response: Any, expected: int) -> list[list[float]]:
-        """The vectors of a response in input order; malformed data raises for a retry."""
+        """The vectors of a response in input order; a reply of the wrong shape raises (the
+        SDK returns what the server sent when it is not an object: a list, a string, null)."""
         data = sorted(response.data, key=lambda item: item.index)
         indices = [item.index for item in data]
         vectors = [_as_floats(item.embedding) for item in data]

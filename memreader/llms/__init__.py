@@ -5,14 +5,17 @@ Typical use by a reader::
     from memreader.llms import LLMRouter, LLMSlots
 
     router = LLMRouter(LLMSlots(llm={"backend": "openai", "model": "gpt-4o-mini"}))
-    with router.meter.scope() as call_usage:
-        answer = router.complete("general_llm", messages, schema=schema, schema_name="memories")
+    call_usage = router.meter.child()
+    answer = router.complete(
+        "general_llm", messages, schema=schema, schema_name="memories", meter=call_usage
+    )
     answer.parsed, answer.truncated, call_usage.snapshot().by_slot
 
 Every client of one router shares one :class:`ConcurrencyLimiter`, one :class:`UsageMeter` and
 one :class:`LLMHooks`. Failures raise :class:`LLMError` subclasses after retries.
 """
 
+from memreader.llms.backends import LLM_BACKENDS, available_llm_backends, register_llm
 from memreader.llms.base import (
     BaseLLMClient,
     LLMClient,
@@ -41,12 +44,13 @@ from memreader.llms.errors import (
 )
 from memreader.llms.hooks import AfterCallEvent, BeforeCallEvent, ErrorEvent, LLMHooks
 from memreader.llms.limiter import ConcurrencyLimiter
-from memreader.llms.parsing import ParseResult, parse_json, schema_limit_violations, strip_think
-from memreader.llms.registry import LLMRouter, available_llm_backends, build_llm, register_llm
-from memreader.llms.retry import RetryPolicy, parse_retry_after
-from memreader.llms.usage import Usage, UsageMeter, UsageSnapshot, active_meter
+from memreader.llms.parsing import ParseResult, parse_json, strip_think
+from memreader.llms.router import LLMRouter, build_llm
+from memreader.llms.usage import Usage, UsageMeter, UsageSnapshot
+from memreader.transport.retry import RetryPolicy, parse_retry_after
 
 __all__ = [
+    "LLM_BACKENDS",
     "SLOT_FALLBACKS",
     "SLOT_NAMES",
     "AfterCallEvent",
@@ -77,13 +81,11 @@ __all__ = [
     "UsageMeter",
     "UsageSnapshot",
     "Validator",
-    "active_meter",
     "available_llm_backends",
     "build_llm",
     "parse_json",
     "parse_retry_after",
     "register_llm",
     "schema_instructions",
-    "schema_limit_violations",
     "strip_think",
 ]

@@ -16,11 +16,13 @@ cut-off answer (finish reason ``"length"`` or JSON that ends early), which is as
 complete, shorter answer; once the budget is spent a cut-off answer is returned as it is
 (``truncated=True``, its complete items parsed), the others raise.
 
-Whatever a backend raises that is not an :class:`LLMError` is turned into one at the single place
-where the loop calls the backend (:meth:`BaseLLMClient.unexpected_error`): a reply the SDK could
-not decode (not JSON, not UTF-8, nested too deeply, the wrong shape) becomes a retryable
-:class:`LLMServerError`, anything else a plain :class:`LLMError`; the original stays the
-``__cause__`` and is logged, secrets scrubbed, at debug level with its traceback.
+Whatever a backend raises that is not an :class:`LLMError` (the SDK's errors, httpx's, a reply
+the SDK could not decode) is turned into one at the single place where the loop calls the
+backend (:meth:`BaseLLMClient.error_for`), by the one rule of every remote call
+(:func:`memreader.transport.failures.classify`): timeouts, connection errors, 408/409/429/5xx and
+unreadable replies are retried, with the waits of :class:`~memreader.transport.retry.RetryPolicy`.
+The original exception is logged, secrets scrubbed, at debug level with its traceback, and is
+not kept as the typed error's cause (an SDK error may quote a secret the server echoed back).
 """
 
 from __future__ import annotations
@@ -37,26 +39,27 @@ from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from memreader.llms.config import LLMConfig, _mask_url
+from memreader.llms.config import LLMConfig
 from memreader.llms.errors import (
     LLMEmptyResponseError,
     LLMError,
     LLMParseError,
-    LLMServerError,
+    llm_error,
     retry_after_of,
 )
 from memreader.llms.hooks import AfterCallEvent, BeforeCallEvent, ErrorEvent, LLMHooks
 from memreader.llms.limiter import ConcurrencyLimiter
 from memreader.llms.parsing import Expect, parse_json
-from memreader.llms.retry import (
-    RetryPolicy,
+from memreader.llms.reask import (
     cutoff_reask_messages,
     empty_reask_messages,
     format_reask_messages,
     parse_reask_messages,
 )
-from memreader.llms.usage import Usage, UsageMeter, resolve_meter
-from memreader.transport import ResponseTooLargeError, unreadable_reply
+from memreader.llms.usage import Usage, UsageMeter
+from memreader.redact import mask_url
+from memreader.transport.failures import classify
+from memreader.transport.retry import RetryPolicy
 
 __all__ = [
     "DEFAULT_MAX_CONCURRENCY",
@@ -312,9 +315,8 @@ class BaseLLMClient(ABC):
         validate: Validator | None = None,
     ) -> LLMResponse:
         """Send ``messages`` (blocking); see :meth:`LLMClient.complete`."""
-        plan = self._plan(
-            messages, schema, schema_name, slot, resolve_meter(self.meter, meter), validate
-        )
+        meter = meter if meter is not None else self.meter
+        plan = self._plan(messages, schema, schema_name, slot, meter, validate)
         try:
             step = next(plan)
             while True:
@@ -343,9 +345,8 @@ class BaseLLMClient(ABC):
         validate: Validator | None = None,
     ) -> LLMResponse:
         """Send ``messages`` without blocking the event loop; see :meth:`LLMClient.complete`."""
-        plan = self._plan(
-            messages, schema, schema_name, slot, resolve_meter(self.meter, meter), validate
-        )
+        meter = meter if meter is not None else self.meter
+        plan = self._plan(messages, schema, schema_name, slot, meter, validate)
         try:
             step = next(plan)
             while True:
@@ -373,7 +374,7 @@ class BaseLLMClient(ABC):
             except LLMError as err:
                 return _Outcome(error=err, elapsed_s=time.perf_counter() - started)
             except Exception as exc:  # the SDK boundary: anything else becomes a typed LLMError
-                error = self.unexpected_error(exc)
+                error = self.error_for(exc)
                 return _Outcome(error=error, elapsed_s=time.perf_counter() - started)
             return _Outcome(raw=raw, elapsed_s=time.perf_counter() - started)
 
@@ -385,17 +386,17 @@ class BaseLLMClient(ABC):
             except LLMError as err:
                 return _Outcome(error=err, elapsed_s=time.perf_counter() - started)
             except Exception as exc:  # the SDK boundary: anything else becomes a typed LLMError
-                error = self.unexpected_error(exc)
+                error = self.error_for(exc)
                 return _Outcome(error=error, elapsed_s=time.perf_counter() - started)
             return _Outcome(raw=raw, elapsed_s=time.perf_counter() - started)
 
-    def unexpected_error(self, exc: Exception) -> LLMError:
+    def error_for(self, exc: Exception) -> LLMError:
         """``exc``, raised by the backend but not an :class:`LLMError`, as one.
 
-        A reply that could not be decoded (not JSON, not UTF-8, nested too deeply, the wrong
-        shape) is a retryable :class:`LLMServerError`: a garbled answer is worth another try.
-        Anything else is a non-retryable :class:`LLMError`. ``exc`` becomes the ``__cause__``
-        and is logged at debug level with its traceback; secrets are scrubbed from both.
+        Classified by :func:`memreader.transport.failures.classify` (what is retried is decided
+        there, for every backend). ``exc`` is logged at debug level with its traceback, secrets
+        scrubbed, and is *not* the cause of the returned error: an SDK error may quote what the
+        server sent back, a secret included.
         """
         logger.debug(
             "LLM backend %s raised %s (model=%s):\n%s",
@@ -404,10 +405,12 @@ class BaseLLMClient(ABC):
             self.config.model,
             self.scrub("".join(traceback.format_exception(exc))).rstrip(),
         )
-        error = _describe_unexpected(exc, self.backend)
+        failure = classify(exc)
+        error = llm_error(failure, timeout=self.config.timeout)
+        if failure.kind == "other":
+            error.reason = f"{error.reason} (in the {self.backend} client)"
         error.reason = self.scrub(error.reason)[:_DETAIL_LIMIT]
         error.args = (error.reason,)
-        error.__cause__ = exc
         return error
 
     def _prepare(
@@ -621,24 +624,5 @@ class BaseLLMClient(ABC):
         )
 
     def __repr__(self) -> str:
-        base_url = _mask_url(self.config.base_url) if self.config.base_url else None
+        base_url = mask_url(self.config.base_url) if self.config.base_url else None
         return f"{type(self).__name__}(model={self.config.model!r}, base_url={base_url!r})"
-
-
-def _describe_unexpected(exc: Exception, backend: str) -> LLMError:
-    if isinstance(exc, ResponseTooLargeError):
-        return LLMServerError(
-            f"the server's answer is larger than max_response_bytes ({exc.limit} bytes)",
-            retryable=False,
-        )
-    problem = unreadable_reply(exc)
-    if problem is not None:
-        return LLMServerError(problem, retryable=True)
-    if isinstance(exc, (TypeError, ValueError, KeyError, AttributeError, IndexError)):
-        # The SDK could not fit the reply into its response model (a JSON list, a string, null,
-        # missing fields): the server answered something other than the API's shape.
-        return LLMServerError(
-            f"the server's answer has an unexpected shape ({type(exc).__name__}: {exc})",
-            retryable=True,
-        )
-    return LLMError(f"unexpected {type(exc).__name__} in the {backend} client: {exc}")

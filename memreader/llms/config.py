@@ -6,8 +6,6 @@ pydantic ``ValidationError``, whose message would echo input values such as an A
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 from urllib.parse import urlsplit
 
@@ -16,15 +14,15 @@ from pydantic import (
     ConfigDict,
     Field,
     SecretStr,
-    SerializationInfo,
     ValidationError,
-    field_serializer,
     field_validator,
 )
 from typing_extensions import Self
 
 from memreader.errors import ConfigError, config_error_from
-from memreader.redact import find_non_finite, mask_url, reveal, secret_url
+from memreader.llms.backends import check_llm_backend
+from memreader.redact import HidesSecrets, Opaque, find_non_finite, is_secret_header
+from memreader.transport.client import check_transport
 
 __all__ = [
     "SLOT_FALLBACKS",
@@ -37,9 +35,6 @@ __all__ = [
 
 #: How the schema of a structured answer is enforced (see :class:`LLMConfig`).
 StructuredOutputMode = Literal["json_schema", "json_object_schema", "tool_call", "prompt"]
-
-#: Header names whose values are masked in reprs.
-_SENSITIVE_HEADER = re.compile(r"auth|key|token|secret|cookie|password", re.IGNORECASE)
 
 
 class _ConfigModel(BaseModel):
@@ -68,13 +63,7 @@ class _ConfigModel(BaseModel):
         raise error from None
 
 
-def _known_backends() -> list[str]:
-    from memreader.llms.registry import available_llm_backends
-
-    return available_llm_backends()
-
-
-class LLMConfig(_ConfigModel):
+class LLMConfig(_ConfigModel, HidesSecrets):
     """One LLM endpoint.
 
     Attributes:
@@ -108,10 +97,20 @@ class LLMConfig(_ConfigModel):
             schema goes into the system prompt. Ollama always sends the schema as ``format``
             (``"json"`` in ``prompt`` mode, a forced tool in ``tool_call`` mode).
         max_retries: retries after the first attempt, shared by transient failures (timeouts,
-            connection errors, 429, 5xx) and re-asks of unusable answers.
+            connection errors, 408, 409, 429, 5xx, unreadable replies) and re-asks of unusable
+            answers.
         backoff_base, backoff_max: exponential backoff with full jitter, in seconds; the wait
             before retry *n* is uniform in ``[0, min(backoff_max, backoff_base * 2**(n-1))]``.
             A ``Retry-After`` header is honoured, capped at ``backoff_max``.
+        transport: replaces the network, for tests and for users who route requests their own
+            way: an httpx-style transport (``handle_request``/``handle_async_request``), of
+            httpx for ``ollama`` (``httpx.MockTransport``) and of the openai SDK's library for
+            ``openai`` (``httpx2.MockTransport`` with openai 3; ``httpx`` before), or the
+            :class:`memreader.testing.ScriptedLLM` of the ``scripted`` backend. ``timeout`` and
+            ``max_response_bytes`` still apply around it. Never in reprs; python dumps keep it
+            as an :class:`~memreader.redact.OpaqueRef` (so the reader cache tells two
+            transports apart by identity), JSON dumps as ``null``. Default ``None``: the
+            network.
     """
 
     backend: str = "openai"
@@ -128,15 +127,12 @@ class LLMConfig(_ConfigModel):
     max_retries: int = Field(default=3, ge=0, le=20)
     backoff_base: float = Field(default=0.5, ge=0.0)
     backoff_max: float = Field(default=20.0, ge=0.0)
+    transport: Opaque = Field(default=None, repr=False)
 
     @field_validator("backend")
     @classmethod
     def _check_backend(cls, value: str) -> str:
-        name = value.strip().lower()
-        known = _known_backends()
-        if name not in known:
-            raise ValueError(f"unknown LLM backend {value!r}; known: {', '.join(known)}")
-        return name
+        return check_llm_backend(value)
 
     @field_validator("model")
     @classmethod
@@ -163,19 +159,6 @@ class LLMConfig(_ConfigModel):
             return None
         return value
 
-    @field_validator("base_url", mode="before")
-    @classmethod
-    def _reveal_base_url(cls, value: Any) -> Any:
-        # A python-mode dump holds a base_url with a password as SecretStr.
-        return reveal(value)
-
-    @field_validator("extra_headers", mode="before")
-    @classmethod
-    def _reveal_headers(cls, value: Any) -> Any:
-        if isinstance(value, Mapping):
-            return {name: reveal(item) for name, item in value.items()}
-        return value
-
     @field_validator("extra_body")
     @classmethod
     def _check_extra_body(cls, value: dict[str, Any]) -> dict[str, Any]:
@@ -184,32 +167,10 @@ class LLMConfig(_ConfigModel):
             raise ValueError(f"{where} must be a finite number")
         return value
 
-    @field_serializer("extra_headers")
-    def _dump_headers(self, value: dict[str, str], info: SerializationInfo) -> Any:
-        # Like SecretStr: JSON dumps mask secret header values, python dumps wrap them.
-        if info.mode_is_json():
-            return _mask_headers(value)
-        return {
-            name: SecretStr(item) if _SENSITIVE_HEADER.search(name) else item
-            for name, item in value.items()
-        }
-
-    @field_serializer("base_url")
-    def _dump_base_url(self, value: str | None, info: SerializationInfo) -> Any:
-        if value is None:
-            return None
-        if info.mode_is_json():
-            return _mask_url(value)
-        return secret_url(value)
-
-    def __repr_args__(self) -> Any:
-        for name, value in super().__repr_args__():
-            if name == "extra_headers" and isinstance(value, Mapping):
-                yield name, _mask_headers(value)
-            elif name == "base_url" and isinstance(value, str):
-                yield name, _mask_url(value)
-            else:
-                yield name, value
+    @field_validator("transport")
+    @classmethod
+    def _check_transport(cls, value: Any) -> Any:
+        return check_transport(value)
 
     def api_key_value(self) -> str | None:
         """The API key in clear, for building a client. Do not log it."""
@@ -217,7 +178,7 @@ class LLMConfig(_ConfigModel):
 
     def secrets(self) -> list[str]:
         """Strings that must never appear in logs or messages (the key, secret header values)."""
-        found = [v for k, v in self.extra_headers.items() if _SENSITIVE_HEADER.search(k) and v]
+        found = [v for k, v in self.extra_headers.items() if is_secret_header(k) and v]
         key = self.api_key_value()
         if key:
             found.append(key)
@@ -225,14 +186,6 @@ class LLMConfig(_ConfigModel):
         if password:
             found.append(password)
         return found
-
-
-def _mask_headers(headers: Mapping[str, str]) -> dict[str, str]:
-    return {k: ("**********" if _SENSITIVE_HEADER.search(k) else v) for k, v in headers.items()}
-
-
-def _mask_url(url: str) -> str:
-    return mask_url(url)
 
 
 #: The reader's LLM slots, and the slots each falls back to (in order) when unset.

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from memreader.errors import MemReaderError
+from memreader.transport.failures import Failure
 
 if TYPE_CHECKING:
     from memreader.llms.usage import Usage
@@ -148,7 +149,8 @@ class LLMServerError(LLMError):
 class LLMRequestError(LLMError):
     """HTTP 4xx other than 429: the request itself is wrong (auth, model name, payload).
 
-    Not retried: sending the same request again gives the same answer.
+    Not retried (sending the same request again gives the same answer), except 408 and 409,
+    which are transient (:func:`memreader.transport.failures.retryable_status`).
     """
 
 
@@ -172,3 +174,42 @@ def retry_after_of(error: BaseException) -> float | None:
     """The server-requested wait of ``error`` in seconds, if it carries one."""
     value = getattr(error, "retry_after", None)
     return float(value) if isinstance(value, (int, float)) else None
+
+
+def llm_error(failure: Failure, *, timeout: float) -> LLMError:
+    """The :class:`LLMError` subclass for a failed request (``timeout``: the config's, for the
+    message); whether it is retryable is the failure's (one rule for every backend)."""
+    kind, detail, retryable = failure.kind, failure.detail, failure.retryable
+    if kind == "timeout":
+        return LLMTimeoutError(f"request timed out: no complete answer within timeout={timeout:g}s")
+    if kind == "connection":
+        suffix = f": {detail}" if detail else ""
+        return LLMConnectionError(f"connection to the server failed{suffix}")
+    if kind == "status":
+        status = failure.status_code
+        after = failure.retry_after
+        if status == 429:
+            return LLMRateLimitError(f"rate limited: {detail}", retry_after=after, status_code=429)
+        if status is not None and 400 <= status < 500:
+            return LLMRequestError(
+                f"request rejected: {detail}", status_code=status, retryable=retryable
+            )
+        return LLMServerError(
+            f"server error: {detail}",
+            retry_after=after,
+            status_code=status if status is not None and status >= 500 else None,
+            retryable=retryable,
+        )
+    if kind == "invalid":
+        return LLMRequestError(detail, retryable=False)
+    if kind in ("unreadable", "too_large"):
+        if kind == "too_large":
+            detail = detail.replace("the response body", "the server's answer", 1)
+        return LLMServerError(detail, retryable=retryable)
+    if kind == "shape":
+        # The SDK could not fit the reply into its response model: the server answered
+        # something other than the API's shape.
+        return LLMServerError(
+            f"the server's answer has an unexpected shape ({detail})", retryable=retryable
+        )
+    return LLMError(detail, retryable=retryable)

@@ -92,16 +92,6 @@ class LLMHooks:
         """Run the ``on_error`` callbacks."""
         _run(self.on_error, event, "on_error")
 
-    def merged(self, other: LLMHooks | None) -> LLMHooks:
-        """A new hooks object with this one's callbacks followed by ``other``'s."""
-        if other is None:
-            return LLMHooks(list(self.before_call), list(self.after_call), list(self.on_error))
-        return LLMHooks(
-            [*self.before_call, *other.before_call],
-            [*self.after_call, *other.after_call],
-            [*self.on_error, *other.on_error],
-        )
-
 
 def _run(callbacks: list[Callable[[E], object]], event: E, kind: str) -> None:
     for callback in list(callbacks):

@@ -99,13 +99,8 @@ class ConcurrencyLimiter:
 
     @property
     def max_in_use(self) -> int:
-        """The most permits ever held at once (since creation or :meth:`reset_stats`)."""
+        """The most permits ever held at once."""
         return self._max_in_use
-
-    def reset_stats(self) -> None:
-        """Reset :attr:`max_in_use` to the current :attr:`in_use`."""
-        with self._count_lock:
-            self._max_in_use = self._in_use
 
     def _acquired(self) -> None:
         with self._count_lock:

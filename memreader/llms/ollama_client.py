@@ -18,30 +18,18 @@ from typing import Any
 import httpx
 import ollama
 
+from memreader.llms.backends import register_llm
 from memreader.llms.base import BaseLLMClient, RawCompletion
 from memreader.llms.client_pool import ClientPool
 from memreader.llms.config import LLMConfig
-from memreader.llms.errors import (
-    LLMConnectionError,
-    LLMError,
-    LLMRateLimitError,
-    LLMRequestError,
-    LLMServerError,
-    LLMTimeoutError,
-)
 from memreader.llms.hooks import LLMHooks
 from memreader.llms.limiter import ConcurrencyLimiter
-from memreader.llms.registry import register_llm
 from memreader.llms.schema import grammar_schema
 from memreader.llms.usage import Usage, UsageMeter
 from memreader.transport import deadline, deadline_transport, http_lib, split_credentials
 
 __all__ = ["OllamaClient", "build_ollama_request"]
 
-_DETAIL_LIMIT = 500
-#: What the ollama client raises for a failed request (anything else it raises is a reply it
-#: could not read, turned into an LLMServerError by BaseLLMClient.unexpected_error).
-_CLIENT_ERRORS = (ollama.ResponseError, ollama.RequestError, httpx.HTTPError, ConnectionError)
 #: ``extra_body`` keys that are request fields rather than model options.
 _REQUEST_FIELDS = ("think", "keep_alive")
 
@@ -156,46 +144,17 @@ class OllamaClient(BaseLLMClient):
         self, messages: list[dict[str, Any]], schema: Mapping[str, Any] | None, schema_name: str
     ) -> RawCompletion:
         kwargs = build_ollama_request(self.config, messages, schema, schema_name)
-        try:
-            with deadline(self.config.timeout):
-                response = self._clients.sync().chat(**kwargs)
-        except _CLIENT_ERRORS as exc:
-            raise self._map_error(exc) from exc
+        with deadline(self.config.timeout):
+            response = self._clients.sync().chat(**kwargs)
         return _read_chat(response, self.config.model)
 
     async def _asend(
         self, messages: list[dict[str, Any]], schema: Mapping[str, Any] | None, schema_name: str
     ) -> RawCompletion:
         kwargs = build_ollama_request(self.config, messages, schema, schema_name)
-        try:
-            with deadline(self.config.timeout):
-                response = await self._clients.for_running_loop().chat(**kwargs)
-        except _CLIENT_ERRORS as exc:
-            raise self._map_error(exc) from exc
+        with deadline(self.config.timeout):
+            response = await self._clients.for_running_loop().chat(**kwargs)
         return _read_chat(response, self.config.model)
-
-    def _map_error(self, exc: BaseException) -> LLMError:
-        if isinstance(exc, ollama.ResponseError):
-            status = exc.status_code
-            detail = self.scrub(str(exc.error))[:_DETAIL_LIMIT]
-            if status == 429:
-                return LLMRateLimitError(f"rate limited: {detail}", status_code=status)
-            if status >= 500:
-                return LLMServerError(f"server error: {detail}", status_code=status)
-            if 400 <= status < 500:
-                return LLMRequestError(f"request rejected: {detail}", status_code=status)
-            return LLMServerError(f"server error: {detail}", retryable=False)
-        if isinstance(exc, ollama.RequestError):
-            return LLMRequestError(self.scrub(f"invalid request: {exc.error}")[:_DETAIL_LIMIT])
-        if isinstance(exc, httpx.TimeoutException):
-            return LLMTimeoutError(
-                f"request timed out: no complete answer within timeout={self.config.timeout:g}s"
-            )
-        if isinstance(exc, (httpx.TransportError, ConnectionError)):
-            return LLMConnectionError(f"connection to the server failed: {type(exc).__name__}")
-        # Other httpx errors (too many redirects, a bad URL, ...); undecodable replies are
-        # left to BaseLLMClient.unexpected_error.
-        return LLMError(self.scrub(f"{type(exc).__name__}: {exc}")[:_DETAIL_LIMIT])
 
     def close(self) -> None:
         """Close the sync client; async clients are dropped (close them with :meth:`aclose`)."""

@@ -1,9 +1,10 @@
 """The OpenAI-compatible backend (OpenAI, vLLM, llama.cpp, LM Studio, ...), via ``openai``.
 
 The official client is built with ``max_retries=0``: retries, backoff and re-asks are done by
-:class:`~memreader.llms.base.BaseLLMClient`. Async calls use one ``AsyncOpenAI`` per event loop,
-because an async HTTP connection pool cannot move between loops (``asyncio.run`` called twice
-would otherwise fail on stale connections).
+:class:`~memreader.llms.base.BaseLLMClient`, with the one policy of every remote call (the
+SDK's errors are read by :func:`memreader.transport.failures.classify`). Async calls use one
+``AsyncOpenAI`` per event loop, because an async HTTP connection pool cannot move between
+loops (``asyncio.run`` called twice would otherwise fail on stale connections).
 
 The SDK's HTTP client is memreader's (:mod:`memreader.transport`): ``timeout`` is a deadline
 for the whole request, the answer is capped at ``max_response_bytes``, and credentials in
@@ -20,21 +21,13 @@ import openai
 from openai.types.chat import ChatCompletion
 
 from memreader.errors import ConfigError
+from memreader.llms.backends import register_llm
 from memreader.llms.base import BaseLLMClient, RawCompletion
 from memreader.llms.client_pool import ClientPool
 from memreader.llms.config import LLMConfig
-from memreader.llms.errors import (
-    LLMConnectionError,
-    LLMError,
-    LLMRateLimitError,
-    LLMRequestError,
-    LLMServerError,
-    LLMTimeoutError,
-)
+from memreader.llms.errors import LLMServerError
 from memreader.llms.hooks import LLMHooks
 from memreader.llms.limiter import ConcurrencyLimiter
-from memreader.llms.registry import register_llm
-from memreader.llms.retry import parse_retry_after
 from memreader.llms.schema import grammar_schema
 from memreader.llms.usage import Usage, UsageMeter
 from memreader.transport import deadline, http_client, openai_http_lib, split_credentials
@@ -49,7 +42,6 @@ _PATH = "/chat/completions"
 
 #: Sent as the key to servers that need none (llama.cpp, vLLM without auth).
 PLACEHOLDER_KEY = "not-needed"
-_DETAIL_LIMIT = 500
 
 
 def build_openai_request(
@@ -184,51 +176,21 @@ class OpenAICompatibleClient(BaseLLMClient):
         self, messages: list[dict[str, Any]], schema: Mapping[str, Any] | None, schema_name: str
     ) -> RawCompletion:
         body = build_openai_request(self.config, messages, schema, schema_name)
-        try:
-            with deadline(self.config.timeout):
-                completion = self._clients.sync().post(
-                    _PATH, body=body, cast_to=ChatCompletion, options=self._options
-                )
-        except openai.OpenAIError as exc:
-            raise self._map_error(exc) from exc
+        with deadline(self.config.timeout):
+            completion = self._clients.sync().post(
+                _PATH, body=body, cast_to=ChatCompletion, options=self._options
+            )
         return _read_completion(completion, self.config.model)
 
     async def _asend(
         self, messages: list[dict[str, Any]], schema: Mapping[str, Any] | None, schema_name: str
     ) -> RawCompletion:
         body = build_openai_request(self.config, messages, schema, schema_name)
-        try:
-            with deadline(self.config.timeout):
-                completion = await self._clients.for_running_loop().post(
-                    _PATH, body=body, cast_to=ChatCompletion, options=self._options
-                )
-        except openai.OpenAIError as exc:
-            raise self._map_error(exc) from exc
-        return _read_completion(completion, self.config.model)
-
-    def _map_error(self, exc: openai.OpenAIError) -> LLMError:
-        if isinstance(exc, openai.APITimeoutError):
-            return LLMTimeoutError(
-                f"request timed out: no complete answer within timeout={self.config.timeout:g}s"
+        with deadline(self.config.timeout):
+            completion = await self._clients.for_running_loop().post(
+                _PATH, body=body, cast_to=ChatCompletion, options=self._options
             )
-        if isinstance(exc, openai.APIConnectionError):
-            cause = exc.__cause__ or exc.__context__
-            detail = f": {type(cause).__name__}" if cause is not None else ""
-            return LLMConnectionError(self.scrub(f"connection to the server failed{detail}"))
-        if isinstance(exc, openai.APIStatusError):
-            status = exc.status_code
-            detail = self.scrub(str(exc.message))[:_DETAIL_LIMIT]
-            retry_after = parse_retry_after(exc.response.headers)
-            if status == 429:
-                return LLMRateLimitError(
-                    f"rate limited: {detail}", retry_after=retry_after, status_code=status
-                )
-            if status >= 500:
-                return LLMServerError(
-                    f"server error: {detail}", retry_after=retry_after, status_code=status
-                )
-            return LLMRequestError(f"request rejected: {detail}", status_code=status)
-        return LLMError(self.scrub(f"{type(exc).__name__}: {exc}")[:_DETAIL_LIMIT])
+        return _read_completion(completion, self.config.model)
 
     def close(self) -> None:
         """Close the sync client; async clients are dropped (close them with :meth:`aclose`)."""

@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from memreader.llms.errors import LLMParseError
 
-__all__ = ["ParseResult", "parse_json", "schema_limit_violations", "strip_think"]
+__all__ = ["ParseResult", "parse_json", "strip_think"]
 
 Expect = Literal["object", "array", "any"]
 
@@ -505,59 +505,3 @@ def _decode_string(body: str) -> str:
     except ValueError:  # e.g. a lone surrogate pair half; keep the text readable
         return body.encode("utf-8", "backslashreplace").decode("unicode_escape", "replace")
     return str(value)
-
-
-def schema_limit_violations(value: Any, schema: Mapping[str, Any], path: str = "$") -> list[str]:
-    """Where ``value`` breaks a ``maxItems``, ``maxLength`` or ``maxProperties`` of ``schema``.
-
-    Returns human-readable problems such as ``"$.memories: 14 items > maxItems 10"``. An answer
-    that runs past such limits was probably cut off or rambling; callers can re-ask or trim.
-    Only ``properties``, ``items`` (a schema), ``additionalProperties`` (a schema),
-    ``anyOf``/``oneOf``/``allOf`` and local ``$ref``s (``#/$defs/...``) are followed.
-    """
-    return _violations(value, schema, path, schema, 0)
-
-
-def _violations(
-    value: Any, schema: Mapping[str, Any], path: str, root: Mapping[str, Any], depth: int
-) -> list[str]:
-    if depth > 64 or not isinstance(schema, Mapping):
-        return []
-    ref = schema.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/"):
-        target: Any = root
-        for part in ref[2:].split("/"):
-            target = target.get(part) if isinstance(target, Mapping) else None
-        if isinstance(target, Mapping):
-            return _violations(value, target, path, root, depth + 1)
-        return []
-    problems: list[str] = []
-    for combo in ("allOf", "anyOf", "oneOf"):
-        subs = schema.get(combo)
-        if isinstance(subs, list):
-            for sub in subs:
-                problems.extend(_violations(value, sub, path, root, depth + 1))
-    if isinstance(value, list):
-        limit = schema.get("maxItems")
-        if isinstance(limit, int) and len(value) > limit:
-            problems.append(f"{path}: {len(value)} items > maxItems {limit}")
-        items = schema.get("items")
-        if isinstance(items, Mapping):
-            for i, item in enumerate(value):
-                problems.extend(_violations(item, items, f"{path}[{i}]", root, depth + 1))
-    elif isinstance(value, str):
-        limit = schema.get("maxLength")
-        if isinstance(limit, int) and len(value) > limit:
-            problems.append(f"{path}: {len(value)} characters > maxLength {limit}")
-    elif isinstance(value, dict):
-        limit = schema.get("maxProperties")
-        if isinstance(limit, int) and len(value) > limit:
-            problems.append(f"{path}: {len(value)} properties > maxProperties {limit}")
-        props = schema.get("properties")
-        props = props if isinstance(props, Mapping) else {}
-        extra = schema.get("additionalProperties")
-        for k, v in value.items():
-            sub = props.get(k, extra if isinstance(extra, Mapping) else None)
-            if isinstance(sub, Mapping):
-                problems.extend(_violations(v, sub, f"{path}.{k}", root, depth + 1))
-    return problems

@@ -1,30 +1,23 @@
 """Token usage: a small addable :class:`Usage` and a thread-safe :class:`UsageMeter`.
 
 A reader owns one meter; every client it builds records into it. To know what one
-``get_memory`` call spent, take a child meter for the call::
+``get_memory`` call spent, take a child meter for the call and pass it to each LLM call::
 
-    with reader_meter.scope() as call_meter:
-        ...  # LLM calls made in this thread / task (and tasks it starts) are recorded here
+    call_meter = reader_meter.child()
+    router.complete("llm", messages, meter=call_meter)
     call_meter.snapshot().total
 
 A child forwards everything it records to its parent, so the reader's totals stay complete.
-``scope()`` also makes the child the *active* meter in the current context (a
-:mod:`contextvars` variable): a client whose own meter is an ancestor of the active one records
-into the active one. Context variables follow asyncio tasks and ``asyncio.to_thread``, but not
-plain ``ThreadPoolExecutor.submit``; there, pass ``meter=call_meter`` to ``complete`` or run the
-work under ``contextvars.copy_context().run``.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-__all__ = ["Usage", "UsageMeter", "UsageSnapshot", "active_meter"]
+__all__ = ["Usage", "UsageMeter", "UsageSnapshot"]
 
 
 @dataclass(frozen=True)
@@ -142,7 +135,7 @@ class UsageMeter:
 
     @property
     def total(self) -> Usage:
-        """Everything recorded since creation or the last :meth:`reset`."""
+        """Everything recorded since creation."""
         with self._lock:
             return self._total
 
@@ -156,70 +149,10 @@ class UsageMeter:
                 requests_by_slot=MappingProxyType(dict(self._requests_by_slot)),
             )
 
-    def reset(self) -> UsageSnapshot:
-        """Zero this meter (not its parent) and return what it held."""
-        with self._lock:
-            snap = UsageSnapshot(
-                total=self._total,
-                by_slot=MappingProxyType(dict(self._by_slot)),
-                requests=self._requests,
-                requests_by_slot=MappingProxyType(dict(self._requests_by_slot)),
-            )
-            self._total = Usage()
-            self._by_slot.clear()
-            self._requests = 0
-            self._requests_by_slot.clear()
-        return snap
-
     def child(self) -> UsageMeter:
         """A new meter whose records also go to this one."""
         return UsageMeter(parent=self)
 
-    def descends_from(self, other: UsageMeter) -> bool:
-        """Whether ``other`` is this meter or one of its ancestors."""
-        meter: UsageMeter | None = self
-        while meter is not None:
-            if meter is other:
-                return True
-            meter = meter.parent
-        return False
-
-    @contextmanager
-    def scope(self) -> Iterator[UsageMeter]:
-        """A child meter, active in the current context for the ``with`` block.
-
-        Clients whose meter is this one (or an ancestor) record calls made inside the block
-        into the child, and so into this meter too.
-        """
-        meter = self.child()
-        token = _ACTIVE.set(meter)
-        try:
-            yield meter
-        finally:
-            _ACTIVE.reset(token)
-
     def __repr__(self) -> str:
         snap = self.snapshot()
         return f"UsageMeter(total={snap.total}, requests={snap.requests})"
-
-
-_ACTIVE: ContextVar[UsageMeter | None] = ContextVar("memreader_llm_active_meter", default=None)
-
-
-def active_meter() -> UsageMeter | None:
-    """The meter made active by the innermost :meth:`UsageMeter.scope`, if any."""
-    return _ACTIVE.get()
-
-
-def resolve_meter(own: UsageMeter, explicit: UsageMeter | None = None) -> UsageMeter:
-    """Where a client with meter ``own`` records a call.
-
-    ``explicit`` wins; otherwise the active scoped meter if it descends from ``own``; otherwise
-    ``own``.
-    """
-    if explicit is not None:
-        return explicit
-    active = _ACTIVE.get()
-    if active is not None and active.descends_from(own):
-        return active
-    return own

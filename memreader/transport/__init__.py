@@ -37,7 +37,12 @@ API under two names, so one implementation serves both (:func:`http_lib`).
 Credentials in a URL (``http://user:secret@host``) are taken out of it before any client sees
 it (:func:`split_credentials`) and sent as HTTP basic auth, exactly as httpx would have done, so
 the libraries' request logs cannot show them; :func:`install_log_redaction` adds a filter that
-masks URL credentials in the libraries' own log records anyway, for clients built elsewhere.
+masks URL credentials in the libraries' own log records anyway (with
+:func:`memreader.redact.mask_url`), for clients built elsewhere.
+
+Failed requests are read once, for every backend (:func:`classify`), and retried by one policy
+(:class:`RetryPolicy`): see :mod:`~memreader.transport.failures` and
+:mod:`~memreader.transport.retry`.
 
 Modules: :mod:`~memreader.transport.deadline` (the deadline and the network backends),
 :mod:`~memreader.transport.body` (the response body: deadline between chunks, decoding, cap,
@@ -54,27 +59,30 @@ from memreader.transport.body import (
     UnreadableResponseError,
     unreadable_reply,
 )
-from memreader.transport.client import deadline_transport, http_client
-from memreader.transport.credentials import (
-    install_log_redaction,
-    redact_credentials,
-    split_credentials,
-)
+from memreader.transport.client import check_transport, deadline_transport, http_client
+from memreader.transport.credentials import install_log_redaction, split_credentials
 from memreader.transport.deadline import deadline
+from memreader.transport.failures import Failure, classify, retryable_status
 from memreader.transport.libs import HTTPLib, http_lib, openai_http_lib
+from memreader.transport.retry import RetryPolicy, parse_retry_after
 
 __all__ = [
     "DEFAULT_MAX_RESPONSE_BYTES",
+    "Failure",
     "HTTPLib",
     "ResponseTooLargeError",
+    "RetryPolicy",
     "UnreadableResponseError",
+    "check_transport",
+    "classify",
     "deadline",
     "deadline_transport",
     "http_client",
     "http_lib",
     "install_log_redaction",
     "openai_http_lib",
-    "redact_credentials",
+    "parse_retry_after",
+    "retryable_status",
     "split_credentials",
     "unreadable_reply",
 ]

@@ -22,9 +22,25 @@ from memreader.transport.deadline import (
 )
 from memreader.transport.libs import HTTPLib, mapped_errors
 
-__all__ = ["deadline_transport", "http_client"]
+__all__ = ["check_transport", "deadline_transport", "http_client"]
 
 _TIMEOUT_KEYS = ("connect", "read", "write", "pool")
+#: What a transport answers requests with (httpx's ``BaseTransport``/``AsyncBaseTransport``).
+_TRANSPORT_METHODS = ("handle_request", "handle_async_request")
+
+
+def check_transport(value: Any) -> Any:
+    """``value`` if it can stand in for the network (``None``, or an object with httpx's
+    ``handle_request`` or ``handle_async_request``); raises ``ValueError`` otherwise, for config
+    validators."""
+    if value is not None and not any(
+        callable(getattr(value, name, None)) for name in _TRANSPORT_METHODS
+    ):
+        raise ValueError(
+            "transport must be an httpx-style transport (with handle_request or "
+            f"handle_async_request), got {type(value).__name__}"
+        )
+    return value
 
 
 def _bound_request_timeouts(request: Any, end: float) -> None:
@@ -212,16 +228,21 @@ def http_client(
     max_response_bytes: int | None = DEFAULT_MAX_RESPONSE_BYTES,
     asynchronous: bool = False,
     credentials: tuple[str, str] | None = None,
+    inner: Any = None,
     **kwargs: Any,
 ) -> Any:
     """An httpx(2) ``Client``/``AsyncClient`` over a :func:`deadline_transport`.
 
     ``credentials`` (from :func:`~memreader.transport.split_credentials`) are sent as HTTP basic
-    auth; other keyword arguments go to the client. Redirects are followed, as the SDKs' own
-    clients do.
+    auth; ``inner`` replaces the network (see :func:`deadline_transport`); other keyword
+    arguments go to the client. Redirects are followed, as the SDKs' own clients do.
     """
     transport = deadline_transport(
-        lib, timeout=timeout, max_response_bytes=max_response_bytes, asynchronous=asynchronous
+        lib,
+        timeout=timeout,
+        max_response_bytes=max_response_bytes,
+        asynchronous=asynchronous,
+        inner=inner,
     )
     kwargs.setdefault("follow_redirects", True)
     if credentials is not None:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import logging
-import re
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-__all__ = ["install_log_redaction", "redact_credentials", "split_credentials"]
+from memreader.redact import mask_url
+
+__all__ = ["install_log_redaction", "split_credentials"]
 
 
 def split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
@@ -22,14 +23,6 @@ def split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
     return bare, (unquote(parts.username or ""), unquote(parts.password or ""))
 
 
-_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/?#@\s]+@")
-
-
-def redact_credentials(text: str) -> str:
-    """``text`` with the ``user:password@`` part of every URL in it replaced by ``***@``."""
-    return _USERINFO.sub(r"\g<scheme>***@", text)
-
-
 class _RedactCredentials(logging.Filter):
     """Masks URL credentials in a library's log records (its request lines show URLs)."""
 
@@ -38,7 +31,7 @@ class _RedactCredentials(logging.Filter):
             message = record.getMessage()
         except Exception:  # a malformed record is the logging module's to report, not ours
             return True
-        redacted = redact_credentials(message)
+        redacted = mask_url(message)
         if redacted != message:
             record.msg, record.args = redacted, None
         return True

@@ -1,21 +1,19 @@
-"""Backends by name, and the per-reader set of slot clients.
+"""Clients from configs, and the per-reader set of slot clients.
 
-``register_llm("name")`` registers a factory (usually a :class:`BaseLLMClient` subclass) called
-as ``factory(config, limiter=..., meter=..., hooks=...)``; :func:`build_llm` builds a client for
-a config. The built-in backends (``openai``, ``ollama``) are imported on first use.
-
-:class:`LLMRouter` turns an :class:`LLMSlots` into clients that share one concurrency budget,
-one usage meter and one set of hooks, building each distinct config once.
+:func:`build_llm` builds a client for a config through the backend registry
+(:mod:`memreader.llms.backends`). :class:`LLMRouter` turns an :class:`LLMSlots` into clients that
+share one concurrency budget, one usage meter and one set of hooks, building each distinct
+config once.
 """
 
 from __future__ import annotations
 
-import importlib
 import threading
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-from memreader.errors import ConfigError, LLMRequiredError
+from memreader.errors import LLMRequiredError
+from memreader.llms.backends import LLM_BACKENDS
 from memreader.llms.hooks import LLMHooks
 from memreader.llms.limiter import ConcurrencyLimiter
 from memreader.llms.usage import UsageMeter
@@ -24,56 +22,7 @@ if TYPE_CHECKING:
     from memreader.llms.base import LLMClient, LLMResponse, Messages, Validator
     from memreader.llms.config import LLMConfig, LLMSlots
 
-__all__ = ["LLMRouter", "available_llm_backends", "build_llm", "register_llm"]
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-_BUILTINS = {
-    "openai": "memreader.llms.openai_compat",
-    "ollama": "memreader.llms.ollama_client",
-}
-_REGISTRY: dict[str, Callable[..., LLMClient]] = {}
-_LOCK = threading.Lock()
-
-
-def register_llm(name: str) -> Callable[[F], F]:
-    """Register a backend factory under ``name`` (lower-case); use as a class decorator.
-
-    The factory is called as ``factory(config, limiter=..., meter=..., hooks=...)`` and must
-    return an :class:`~memreader.llms.base.LLMClient`. Registering a name again replaces it.
-    """
-    key = name.strip().lower()
-    if not key:
-        raise ValueError("backend name must not be empty")
-
-    def decorator(factory: F) -> F:
-        with _LOCK:
-            _REGISTRY[key] = factory
-        if isinstance(factory, type) and hasattr(factory, "backend"):
-            factory.backend = key
-        return factory
-
-    return decorator
-
-
-def available_llm_backends() -> list[str]:
-    """Names accepted as ``LLMConfig.backend`` (built-ins and registered ones)."""
-    with _LOCK:
-        return sorted(set(_BUILTINS) | set(_REGISTRY))
-
-
-def _factory(name: str) -> Callable[..., LLMClient]:
-    with _LOCK:
-        factory = _REGISTRY.get(name)
-    if factory is None and name in _BUILTINS:
-        importlib.import_module(_BUILTINS[name])
-        with _LOCK:
-            factory = _REGISTRY.get(name)
-    if factory is None:
-        raise ConfigError(
-            f"unknown LLM backend {name!r}; known: {', '.join(available_llm_backends())}"
-        )
-    return factory
+__all__ = ["LLMRouter", "build_llm"]
 
 
 def build_llm(
@@ -88,7 +37,9 @@ def build_llm(
     Raises:
         ConfigError: the backend is unknown.
     """
-    return _factory(config.backend)(config, limiter=limiter, meter=meter, hooks=hooks)
+    factory = LLM_BACKENDS.get(config.backend)
+    client: LLMClient = factory(config, limiter=limiter, meter=meter, hooks=hooks)
+    return client
 
 
 class LLMRouter:
