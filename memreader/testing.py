@@ -81,7 +81,8 @@ class ScriptedRequest:
         messages: the chat messages sent (re-asks included: they grow the conversation).
         schema: the JSON schema of the answer, if one was asked for.
         schema_name: the schema's name (``"memory_extraction"``, ``"memory_filter"``,
-            ``"memory_rewrite"`` in fine mode; ``"response"`` by default).
+            ``"memory_rewrite"`` in fine mode; ``"response"`` by default, and over the Ollama
+            API, which sends no name).
         model: the model named in the config.
     """
 

@@ -17,6 +17,7 @@ import functools
 import gzip
 import json
 import logging
+import random
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -29,7 +30,7 @@ from hypothesis import strategies as st
 from memreader.embedders import OllamaEmbedder, OpenAIEmbedder, build_embedder
 from memreader.embedders.base import PoolingEmbedder
 from memreader.embedders.config import OllamaEmbedderConfig, OpenAIEmbedderConfig
-from memreader.errors import EmbeddingError
+from memreader.errors import ConfigError, EmbeddingError
 from tests.llm_server import (
     SLOW_FAULTS,
     TRANSPORT_FAULTS,
@@ -311,3 +312,57 @@ def test_compressed_answers_are_read_and_capped(server: LLMTestServer, backend: 
     assert "larger than max_response_bytes (100000 bytes)" in str(outcome)
     names_the_batch(outcome, backend, server)
     assert len(server.requests) == 1  # not worth another try
+
+
+# -- one retry policy, the same as the LLM backends' ----------------------------------------------
+
+
+def error_reply(request: RecordedRequest, status: int, **headers: str) -> Reply:
+    body: Any = (
+        {"error": {"message": "busy"}} if request.api == "openai_embed" else {"error": "busy"}
+    )
+    return Reply(status=status, body=body, headers=headers)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("status", [408, 409, 429, 503])
+def test_the_llm_backends_transient_statuses_are_retried(
+    server: LLMTestServer, backend: str, status: int
+) -> None:
+    # The Ollama embedder retried only 429 and 5xx, the OpenAI one 408 and 409 too; one rule.
+    server.script([lambda request: error_reply(request, status), reply_for("ok")])
+    vectors, _ = timed(make_embedder(server, backend), "sync")
+    assert vectors == [pytest.approx(fake_vector(text)) for text in TEXTS]
+    assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_waits_are_full_jitter_and_retry_after_is_capped_at_backoff_max(
+    server: LLMTestServer, backend: str
+) -> None:
+    embedder = make_embedder(server, backend, max_retries=3, backoff_base=1.0, backoff_max=1.5)
+    assert isinstance(embedder, (OpenAIEmbedder, OllamaEmbedder))
+    waits: list[float] = []
+    embedder.retry.sleep = waits.append
+    embedder.retry.rng = random.Random(7)
+    server.script(
+        [
+            lambda request: error_reply(request, 503),
+            lambda request: error_reply(request, 503),
+            lambda request: error_reply(request, 429, **{"Retry-After": "600"}),
+            reply_for("ok"),
+        ]
+    )
+    assert embedder.embed(TEXTS) == [pytest.approx(fake_vector(text)) for text in TEXTS]
+    same = random.Random(7)
+    expected = [same.uniform(0, 1.0), same.uniform(0, 1.5)]
+    # The ollama client does not expose response headers: no Retry-After there.
+    expected.append(1.5 if backend == "openai" else same.uniform(0, 1.5))
+    assert waits == pytest.approx(expected)
+
+
+def test_backoff_settings_are_checked_by_the_config() -> None:
+    for settings_ in ({"backoff_base": float("inf")}, {"backoff_max": -1}, {"max_retries": 99}):
+        with pytest.raises(ConfigError) as info:
+            build_embedder({"backend": "ollama", "config": settings_})
+        assert next(iter(settings_)) in str(info.value)

@@ -44,7 +44,7 @@ from memreader.llms import (
     build_llm,
 )
 from memreader.llms.base import BaseLLMClient
-from memreader.transport import deadline_transport, http_lib
+from memreader.transport import deadline_transport, http_lib, install_log_redaction
 from tests.llm_server import (
     SLOW_FAULTS,
     TRANSPORT_FAULTS,
@@ -434,3 +434,13 @@ def test_a_callers_transport_keeps_the_deadline_and_the_cap(server: LLMTestServe
         server.script([compressed(GOOD, "gzip", "openai")])
         answer = client.post(f"{server.url}/chat/completions").json()
         assert answer["choices"][0]["message"]["content"] == GOOD
+
+
+def test_the_log_filter_masks_a_password_holding_an_at_sign(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    install_log_redaction()
+    with caplog.at_level(logging.INFO, logger="httpx"):
+        logging.getLogger("httpx").info("HTTP Request: POST http://u:p@ss-w0rd@127.0.0.1:9/v1 ok")
+    (record,) = [r for r in caplog.records if r.name == "httpx"]
+    assert record.getMessage() == "HTTP Request: POST http://***@127.0.0.1:9/v1 ok"

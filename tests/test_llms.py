@@ -7,6 +7,7 @@ import contextlib
 import json
 import logging
 import pickle
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -450,6 +451,41 @@ def test_openai_plain_text_without_schema(server: LLMTestServer) -> None:
     server.reply("just words")
     answer = build_llm(openai_cfg(server)).complete(MESSAGES)
     assert answer.text == "just words" and answer.parsed is None
+
+
+@pytest.mark.parametrize("backend", ["openai", "ollama"])
+@pytest.mark.parametrize("status", [408, 409])
+def test_transient_4xx_answers_are_retried_like_the_embedders(
+    server: LLMTestServer, backend: str, status: int
+) -> None:
+    # One rule for every remote call: 408 and 409 are transient (they were "request rejected").
+    if backend == "openai":
+        server.script([Reply(status=status, body=openai_error("busy")), '{"memories": []}'])
+        client = build_llm(openai_cfg(server))
+    else:
+        server.script([Reply(status=status, body={"error": "busy"}), Reply(body=ollama_chat("{}"))])
+        client = build_llm(ollama_cfg(server))
+    answer = client.complete(MESSAGES, schema=SCHEMA)
+    assert answer.attempts == 2 and len(server.requests) == 2
+
+
+@pytest.mark.parametrize("backend", ["openai", "ollama"])
+def test_an_error_echoing_the_key_is_not_kept_as_the_cause(
+    server: LLMTestServer, backend: str
+) -> None:
+    echo = f"invalid key {SECRET}"
+    if backend == "openai":
+        server.script([Reply(status=401, body=openai_error(echo))])
+        client = build_llm(openai_cfg(server))
+    else:
+        server.script([Reply(status=401, body={"error": echo})])
+        client = build_llm(ollama_cfg(server, api_key=SECRET))
+    with pytest.raises(LLMRequestError) as info:
+        client.complete(MESSAGES)
+    assert re.search(r"request rejected: .*invalid key \*\*\*", str(info.value))
+    assert SECRET not in str(info.value) and info.value.status_code == 401
+    # The SDK's exception quotes the server, key and all; a traceback would print it.
+    assert info.value.__cause__ is None and info.value.__context__ is None
 
 
 def test_openai_429_retry_after_is_honoured(server: LLMTestServer) -> None:

@@ -6,7 +6,8 @@ tool (Ollama cannot force a tool; a plain answer is parsed instead). Usage comes
 ``prompt_eval_count`` and ``eval_count``. The ``ollama`` client does not expose response
 headers, so a 429 is retried with backoff, not ``Retry-After``. One ``AsyncClient`` is kept per
 event loop. The HTTP client under it is memreader's (:mod:`memreader.transport`): ``timeout`` is
-a deadline for the whole request and the answer is capped at ``max_response_bytes``.
+a deadline for the whole request and the answer is capped at ``max_response_bytes``; the
+config's ``transport`` (an httpx transport) replaces the network under both.
 """
 
 from __future__ import annotations
@@ -138,6 +139,7 @@ class OllamaClient(BaseLLMClient):
             timeout=self.config.timeout,
             max_response_bytes=self.config.max_response_bytes,
             asynchronous=asynchronous,
+            inner=self.config.transport,
         )
 
     def _send(

@@ -8,7 +8,9 @@ loops (``asyncio.run`` called twice would otherwise fail on stale connections).
 
 The SDK's HTTP client is memreader's (:mod:`memreader.transport`): ``timeout`` is a deadline
 for the whole request, the answer is capped at ``max_response_bytes``, and credentials in
-``base_url`` are sent as basic auth without ever being part of a URL the SDK logs.
+``base_url`` are sent as basic auth without ever being part of a URL the SDK logs. The
+config's ``transport`` (a transport of the SDK's HTTP library) replaces the network under the
+deadline and the cap.
 """
 
 from __future__ import annotations
@@ -170,6 +172,7 @@ class OpenAICompatibleClient(BaseLLMClient):
             max_response_bytes=self.config.max_response_bytes,
             asynchronous=asynchronous,
             credentials=self._credentials,
+            inner=self.config.transport,
         )
 
     def _send(

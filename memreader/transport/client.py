@@ -112,21 +112,19 @@ class _Transport:
 
     def _response(self, response: Any, end: float) -> Any:
         if self._inner is not None:
-            codings = content_codings(response.headers.raw)
-            if codings:  # undone by the body: httpx must not undo them again
-                del response.headers["Content-Encoding"]
-                response.headers.pop("Content-Length", None)
-            response.stream = self._body_class(
-                response.stream, self._lib, end, self._limit, codings
-            )
-            return response
-        headers = list(response.headers)
+            # A fresh response over the inner one's stream: one built from bytes has read them
+            # already, and would hand them out past the cap without the stream being read.
+            headers = list(response.headers.raw)
+            status = response.status_code
+        else:
+            headers = list(response.headers)
+            status = response.status
         codings = content_codings(headers)
-        if codings:
+        if codings:  # undone by the body: httpx must not undo them again
             drop = (b"content-encoding", b"content-length")
             headers = [(name, value) for name, value in headers if name.lower() not in drop]
         return self._lib.httpx.Response(
-            status_code=response.status,
+            status_code=status,
             headers=headers,
             stream=self._body_class(response.stream, self._lib, end, self._limit, codings),
             extensions=response.extensions,
