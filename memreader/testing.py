@@ -54,11 +54,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from memreader.embedders.backends import register_embedder
 from memreader.errors import ConfigError
 from memreader.llms.backends import register_llm
-from memreader.llms.base import BaseLLMClient, RawCompletion
+from memreader.llms.base import BaseLLMClient
 from memreader.llms.config import LLMConfig
 from memreader.llms.errors import LLMError
 from memreader.llms.hooks import LLMHooks
 from memreader.llms.limiter import ConcurrencyLimiter
+from memreader.llms.types import RawCompletion
 from memreader.llms.usage import Usage, UsageMeter
 
 __all__ = [

@@ -16,15 +16,7 @@ one :class:`LLMHooks`. Failures raise :class:`LLMError` subclasses after retries
 """
 
 from memreader.llms.backends import LLM_BACKENDS, available_llm_backends, register_llm
-from memreader.llms.base import (
-    BaseLLMClient,
-    LLMClient,
-    LLMResponse,
-    Messages,
-    RawCompletion,
-    Validator,
-    schema_instructions,
-)
+from memreader.llms.base import BaseLLMClient
 from memreader.llms.config import (
     SLOT_FALLBACKS,
     SLOT_NAMES,
@@ -46,6 +38,14 @@ from memreader.llms.hooks import AfterCallEvent, BeforeCallEvent, ErrorEvent, LL
 from memreader.llms.limiter import ConcurrencyLimiter
 from memreader.llms.parsing import ParseResult, parse_json, strip_think
 from memreader.llms.router import LLMRouter, build_llm
+from memreader.llms.types import (
+    LLMClient,
+    LLMResponse,
+    Messages,
+    RawCompletion,
+    Validator,
+    schema_instructions,
+)
 from memreader.llms.usage import Usage, UsageMeter, UsageSnapshot
 from memreader.transport.retry import RetryPolicy, parse_retry_after
 

@@ -1,16 +1,19 @@
-"""The client protocol, the response type, and the shared call loop of every backend.
+"""The shared call loop of every backend (the types it hands around are in
+:mod:`memreader.llms.types`).
 
 A backend subclasses :class:`BaseLLMClient` and implements only :meth:`BaseLLMClient._send` and
-:meth:`BaseLLMClient._asend`: one request, its answer as a :class:`RawCompletion`, and its
-failures mapped to :mod:`memreader.llms.errors`. The base class adds everything else, for sync
-and async calls alike: the concurrency budget, retries with backoff, re-asks of unusable
-answers, JSON recovery, usage metering and hooks.
+:meth:`BaseLLMClient._asend`: one request, and its answer as a
+:class:`~memreader.llms.types.RawCompletion` (failures are raised as they come: the SDK's own
+errors are read by the loop, or an :class:`~memreader.llms.errors.LLMError`). The base class
+adds everything else, for sync and async calls alike: the concurrency budget, retries with
+backoff, re-asks of unusable answers, JSON recovery, usage metering and hooks.
 
 The loop is written once, as a generator (:meth:`BaseLLMClient._plan`) that yields "send this
 request" and "sleep this long" steps; :meth:`complete` runs the steps with blocking calls and
 :meth:`acomplete` with awaitables.
 
-What is re-asked (all within the one ``max_retries`` budget): an empty answer, an answer with no
+What is re-asked (all within the one ``max_retries`` budget; see
+:func:`memreader.llms.reask.judge_answer`): an empty answer, an answer with no
 recoverable JSON, an answer that the caller's ``validate`` rejects with a ``ValueError``, and a
 cut-off answer (finish reason ``"length"`` or JSON that ends early), which is asked again for a
 complete, shorter answer; once the budget is spent a cut-off answer is returned as it is
@@ -28,187 +31,46 @@ not kept as the typed error's cause (an SDK error may quote a secret the server 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import json
 import logging
-import re
 import time
 import traceback
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Generator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from memreader.llms.config import LLMConfig
 from memreader.llms.errors import (
     LLMEmptyResponseError,
     LLMError,
-    LLMParseError,
     llm_error,
     retry_after_of,
 )
 from memreader.llms.hooks import AfterCallEvent, BeforeCallEvent, ErrorEvent, LLMHooks
 from memreader.llms.limiter import ConcurrencyLimiter
-from memreader.llms.parsing import Expect, parse_json
-from memreader.llms.reask import (
-    cutoff_reask_messages,
-    empty_reask_messages,
-    format_reask_messages,
-    parse_reask_messages,
+from memreader.llms.reask import judge_answer
+from memreader.llms.types import (
+    LLMResponse,
+    Messages,
+    RawCompletion,
+    Validator,
+    clean_schema_name,
+    schema_instructions,
 )
 from memreader.llms.usage import Usage, UsageMeter
 from memreader.redact import mask_url
 from memreader.transport.failures import classify
 from memreader.transport.retry import RetryPolicy
 
-__all__ = [
-    "DEFAULT_MAX_CONCURRENCY",
-    "BaseLLMClient",
-    "LLMClient",
-    "LLMResponse",
-    "Messages",
-    "RawCompletion",
-    "Validator",
-    "schema_instructions",
-]
+__all__ = ["DEFAULT_MAX_CONCURRENCY", "BaseLLMClient"]
 
 logger = logging.getLogger(__name__)
-
-#: Chat messages: mappings with at least ``role`` and ``content``.
-Messages = Sequence[Mapping[str, Any]]
-
-#: Checks a parsed answer and returns what the caller keeps (:attr:`LLMResponse.validated`);
-#: raises ``ValueError`` (or a subclass) to have the answer re-asked.
-Validator = Callable[[Any], Any]
 
 #: How much of an unexpected error's text goes into an LLMError message.
 _DETAIL_LIMIT = 500
 
 #: The budget of a client built without a shared limiter.
 DEFAULT_MAX_CONCURRENCY = 4
-
-
-@dataclass(frozen=True)
-class LLMResponse:
-    """The outcome of a successful call.
-
-    Attributes:
-        text: the model's answer as sent (for ``tool_call`` mode, the tool arguments).
-        parsed: the JSON value recovered from ``text`` when a schema was given, else ``None``.
-        usage: tokens of all attempts of the call.
-        model: the model that answered (as reported by the server).
-        attempts: requests sent (1 = first try succeeded).
-        finish_reason: the server's reason (``"stop"``, ``"length"``, ...), if reported.
-        slot: the slot the call was made for.
-        truncated: the answer was cut off (the server's finish reason was ``"length"``, or the
-            JSON ended early) and only its complete items are in ``parsed``; only set when a
-            schema was given, after re-asks for a complete answer were spent.
-        repairs: what JSON recovery had to do (see :class:`memreader.llms.parsing.ParseResult`).
-        elapsed_s: wall time of the whole call, waits included.
-        validated: what the call's ``validate`` returned for ``parsed`` (``None`` without one).
-    """
-
-    text: str
-    parsed: Any | None
-    usage: Usage
-    model: str
-    attempts: int
-    finish_reason: str | None
-    slot: str = "llm"
-    truncated: bool = False
-    repairs: tuple[str, ...] = ()
-    elapsed_s: float = 0.0
-    validated: Any = None
-
-
-@dataclass(frozen=True)
-class RawCompletion:
-    """One answer as a backend read it, before any interpretation."""
-
-    content: str | None
-    tool_arguments: str | None = None
-    usage: Usage = field(default_factory=Usage)
-    model: str | None = None
-    finish_reason: str | None = None
-
-    @property
-    def text(self) -> str:
-        """The answer to interpret: the tool arguments if any, else the content."""
-        if self.tool_arguments is not None and self.tool_arguments.strip():
-            return self.tool_arguments
-        return self.content or ""
-
-
-@runtime_checkable
-class LLMClient(Protocol):
-    """What the rest of memreader needs from an LLM."""
-
-    config: LLMConfig
-
-    def complete(
-        self,
-        messages: Messages,
-        *,
-        schema: Mapping[str, Any] | None = None,
-        schema_name: str = "response",
-        slot: str = "llm",
-        meter: UsageMeter | None = None,
-        validate: Validator | None = None,
-    ) -> LLMResponse:
-        """Send ``messages``; with a ``schema``, return its JSON answer in ``parsed``.
-
-        With a ``schema`` and a ``validate``, ``validate(parsed)`` is called on each answer that
-        parses; a ``ValueError`` from it re-asks like unparseable JSON (within ``max_retries``),
-        and its return value is the response's ``validated``.
-
-        Raises:
-            LLMError: a subclass saying what went wrong, after retries (``LLMParseError`` when
-                ``validate`` still rejected the last answer).
-        """
-        ...
-
-    async def acomplete(
-        self,
-        messages: Messages,
-        *,
-        schema: Mapping[str, Any] | None = None,
-        schema_name: str = "response",
-        slot: str = "llm",
-        meter: UsageMeter | None = None,
-        validate: Validator | None = None,
-    ) -> LLMResponse:
-        """The async twin of :meth:`complete`."""
-        ...
-
-    def close(self) -> None:
-        """Release connections."""
-        ...
-
-
-def schema_instructions(schema: Mapping[str, Any]) -> str:
-    """The system-prompt text of ``prompt`` mode for ``schema``."""
-    return (
-        "Answer with only a JSON value that conforms to this JSON schema, with no prose and no "
-        "code fences:\n" + json.dumps(schema, ensure_ascii=False)
-    )
-
-
-def _expect_for(schema: Mapping[str, Any]) -> Expect:
-    kind = schema.get("type", "object")
-    if kind == "array":
-        return "array"
-    if kind == "object":
-        return "object"
-    return "any"
-
-
-_SCHEMA_NAME = re.compile(r"[^A-Za-z0-9_-]")
-
-
-def clean_schema_name(name: str) -> str:
-    """``name`` made acceptable to OpenAI (``^[A-Za-z0-9_-]{1,64}$``)."""
-    cleaned = _SCHEMA_NAME.sub("_", name)[:64]
-    return cleaned or "response"
 
 
 @dataclass(frozen=True)
@@ -501,7 +363,17 @@ class BaseLLMClient(ABC):
             meter.add(slot, raw.usage)
             text = raw.text
             last_text = text
-            verdict = self._judge(raw, text, schema, validate, slot, attempt, total, started)
+            verdict = judge_answer(
+                raw,
+                schema,
+                validate,
+                model=cfg.model,
+                slot=slot,
+                attempt=attempt,
+                total=total,
+                started=started,
+                may_retry=self.retry.can_retry(attempt),
+            )
             if isinstance(verdict, LLMResponse):
                 self.hooks.emit_after(
                     AfterCallEvent(
@@ -546,82 +418,6 @@ class BaseLLMClient(ABC):
                 problem.reason,
             )
             conversation = [*conversation, *correction]
-
-    def _judge(
-        self,
-        raw: RawCompletion,
-        text: str,
-        schema: Mapping[str, Any] | None,
-        validate: Validator | None,
-        slot: str,
-        attempt: int,
-        total: Usage,
-        started: float,
-    ) -> LLMResponse | tuple[LLMError, list[dict[str, Any]]]:
-        """The response to return, or the problem with this answer and the re-ask to send."""
-        cut_off = raw.finish_reason == "length"
-        try:
-            response = self._interpret(raw, text, schema, slot, attempt, total, started)
-        except LLMParseError as err:
-            if cut_off:
-                return err, cutoff_reask_messages()
-            return err, parse_reask_messages(text, err.reason)
-        except LLMEmptyResponseError as err:
-            if cut_off:
-                return err, cutoff_reask_messages()
-            return err, empty_reask_messages(wants_json=schema is not None)
-        if schema is None:
-            return response
-        if response.truncated and self.retry.can_retry(attempt):
-            why = "finish_reason=length" if cut_off else "the JSON ends early"
-            problem = LLMParseError(f"the answer was cut off ({why})", raw_text=text)
-            return problem, cutoff_reask_messages()
-        if validate is None:
-            return response
-        try:
-            validated = validate(response.parsed)
-        except ValueError as exc:
-            detail = str(exc).strip() or type(exc).__name__
-            if len(detail) > _DETAIL_LIMIT:
-                detail = detail[:_DETAIL_LIMIT] + "..."
-            problem = LLMParseError(
-                f"the answer did not match the expected format: {detail}", raw_text=text
-            )
-            problem.__cause__ = exc
-            return problem, format_reask_messages(text, detail)
-        return dataclasses.replace(response, validated=validated)
-
-    def _interpret(
-        self,
-        raw: RawCompletion,
-        text: str,
-        schema: Mapping[str, Any] | None,
-        slot: str,
-        attempt: int,
-        total: Usage,
-        started: float,
-    ) -> LLMResponse:
-        if not text.strip():
-            raise LLMEmptyResponseError("the model returned an empty answer")
-        parsed: Any = None
-        truncated = False
-        repairs: tuple[str, ...] = ()
-        if schema is not None:
-            result = parse_json(text, expect=_expect_for(schema))
-            parsed, truncated, repairs = result.value, result.truncated, result.repairs
-            truncated = truncated or raw.finish_reason == "length"
-        return LLMResponse(
-            text=text,
-            parsed=parsed,
-            usage=total,
-            model=raw.model or self.config.model,
-            attempts=attempt,
-            finish_reason=raw.finish_reason,
-            slot=slot,
-            truncated=truncated,
-            repairs=repairs,
-            elapsed_s=time.perf_counter() - started,
-        )
 
     def __repr__(self) -> str:
         base_url = mask_url(self.config.base_url) if self.config.base_url else None

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from memreader.llms.usage import Usage
 
 if TYPE_CHECKING:
-    from memreader.llms.base import LLMResponse
+    from memreader.llms.types import LLMResponse
 
 __all__ = ["AfterCallEvent", "BeforeCallEvent", "ErrorEvent", "LLMHooks"]
 

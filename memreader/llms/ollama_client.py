@@ -20,12 +20,13 @@ import httpx
 import ollama
 
 from memreader.llms.backends import register_llm
-from memreader.llms.base import BaseLLMClient, RawCompletion
+from memreader.llms.base import BaseLLMClient
 from memreader.llms.client_pool import ClientPool
 from memreader.llms.config import LLMConfig
 from memreader.llms.hooks import LLMHooks
 from memreader.llms.limiter import ConcurrencyLimiter
 from memreader.llms.schema import grammar_schema
+from memreader.llms.types import RawCompletion
 from memreader.llms.usage import Usage, UsageMeter
 from memreader.transport import deadline, deadline_transport, http_lib, split_credentials
 

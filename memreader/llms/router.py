@@ -19,8 +19,8 @@ from memreader.llms.limiter import ConcurrencyLimiter
 from memreader.llms.usage import UsageMeter
 
 if TYPE_CHECKING:
-    from memreader.llms.base import LLMClient, LLMResponse, Messages, Validator
     from memreader.llms.config import LLMConfig, LLMSlots
+    from memreader.llms.types import LLMClient, LLMResponse, Messages, Validator
 
 __all__ = ["LLMRouter", "build_llm"]
 
