@@ -53,7 +53,9 @@ class RegistryError(ConfigError):
     """A name is taken by a different object."""
 
 
-_plugins_lock = threading.Lock()
+# Re-entrant: a plugin whose import looks a name up (validates a config, say) loads plugins again
+# from inside load_plugins; that nested call returns at once instead of deadlocking.
+_plugins_lock = threading.RLock()
 _plugins_loaded = False
 _plugin_failures: dict[str, str] = {}
 

@@ -28,6 +28,7 @@ from memreader.llms import (
 from memreader.pipeline.steps import STEPS
 from memreader.registry import PLUGIN_GROUP, Registry, RegistryError, load_plugins
 from memreader.testing import HashEmbedder
+from tests.llm_server import finishes_within
 
 from .conftest import INFO
 
@@ -288,6 +289,37 @@ def test_an_entry_point_plugin_brings_an_embedder_an_llm_backend_and_a_step(
     (items,) = reader.get_memory(CHAT, type="chat", info=INFO, mode="fine")
     assert items and all("shouted" in item.metadata.tags for item in items)
     assert all(item.metadata.embedding == [0.25, 1.0] for item in items)
+
+
+def test_a_plugin_that_looks_names_up_while_it_loads_does_not_deadlock(tmp_path: Path) -> None:
+    # Validating an LLMConfig checks the backend name, which loads the plugins: from inside
+    # the plugin's own import, that used to wait forever on the plugin loader's lock.
+    (tmp_path / "memreader_eager_plugin.py").write_text(
+        "from memreader.llms import LLMConfig\nCONFIG = LLMConfig(backend='ollama', model='m')\n",
+        encoding="utf-8",
+    )
+    info = tmp_path / "memreader_eager_plugin-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: memreader-eager-plugin\nVersion: 0.1\n", encoding="utf-8"
+    )
+    (info / "entry_points.txt").write_text(
+        f"[{PLUGIN_GROUP}]\neager = memreader_eager_plugin\n", encoding="utf-8"
+    )
+    sys.path.insert(0, str(tmp_path))
+    importlib.invalidate_caches()
+    finished = False
+    try:
+        failures = finishes_within(10, lambda: load_plugins(force=True))
+        finished = True
+        assert "eager" not in failures
+        assert sys.modules["memreader_eager_plugin"].CONFIG.backend == "ollama"
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("memreader_eager_plugin", None)
+        importlib.invalidate_caches()
+        if finished:  # a deadlocked loader still holds its lock: calling it again would hang
+            load_plugins(force=True)
 
 
 def test_a_broken_plugin_is_reported_never_fatal(tmp_path: Path) -> None:
