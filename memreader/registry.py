@@ -71,15 +71,17 @@ def load_plugins(*, force: bool = False) -> dict[str, str]:
         if _plugins_loaded and not force:
             return dict(_plugin_failures)
         _plugins_loaded = True
+        failures: dict[str, str] = {}
         for point in entry_points(group=PLUGIN_GROUP):
             try:
                 point.load()
             except Exception as exc:  # a broken plugin is reported, never fatal to lookups
                 reason = f"{type(exc).__name__}: {exc}"
-                _plugin_failures[point.name] = reason
+                failures[point.name] = reason
                 logger.warning("memreader plugin %r failed to load: %s", point.name, reason)
-            else:
-                _plugin_failures.pop(point.name, None)
+        # The failures of this load only: a plugin uninstalled since is no longer named.
+        _plugin_failures.clear()
+        _plugin_failures.update(failures)
         return dict(_plugin_failures)
 
 
