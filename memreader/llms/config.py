@@ -125,8 +125,8 @@ class LLMConfig(_ConfigModel, HidesSecrets):
     extra_body: dict[str, Any] = Field(default_factory=dict)
     structured_output: StructuredOutputMode = "json_schema"
     max_retries: int = Field(default=3, ge=0, le=20)
-    backoff_base: float = Field(default=0.5, ge=0.0)
-    backoff_max: float = Field(default=20.0, ge=0.0)
+    backoff_base: float = Field(default=0.5, ge=0.0, le=60.0)
+    backoff_max: float = Field(default=20.0, ge=0.0, le=600.0)
     transport: Opaque = Field(default=None, repr=False)
 
     @field_validator("backend")
