@@ -6,10 +6,13 @@ afterwards; the return value keeps its ``list[list[TextualMemoryItem]]`` shape.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from memreader.llms.usage import UsageSnapshot
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -45,6 +48,20 @@ class WindowReport:
     uncited_messages: list[int] = field(default_factory=list)
     memories_over_limit: int = 0
     embedding_error: str | None = None
+
+    def record_error(self, error: BaseException) -> None:
+        """Mark this window as one whose items could not be made at all (logged with the
+        traceback): one window's failure is that window's record, never the call's."""
+        text = f"{type(error).__name__}: {error}"
+        text = text if len(text) <= 300 else text[:297] + "..."
+        logger.error(
+            "scene %d, window %d: no item could be made: %s",
+            self.scene_index,
+            self.window_index,
+            text,
+            exc_info=error,
+        )
+        self.status, self.error, self.items = "error", text, 0
 
 
 @dataclass

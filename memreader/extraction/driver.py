@@ -24,7 +24,7 @@ OnError = Callable[[int, Exception], T]
 
 def run_plans(
     plans: Sequence[Plan],
-    router: LLMRouter,
+    router: LLMRouter | None,
     *,
     meter: UsageMeter | None,
     workers: int,
@@ -50,7 +50,7 @@ def run_plans(
 
 async def arun_plans(
     plans: Sequence[Plan],
-    router: LLMRouter,
+    router: LLMRouter | None,
     *,
     meter: UsageMeter | None,
     on_error: OnError[T],

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from memreader.errors import LLMRequiredError
 from memreader.extraction.contract import (
     EXTRACTION_SCHEMA,
     FILTER_SCHEMA,
@@ -223,12 +224,15 @@ def short_error(error: BaseException, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def run_plan(plan: Plan, router: LLMRouter, meter: UsageMeter | None = None) -> Any:
-    """Drive ``plan`` with blocking LLM calls."""
+def run_plan(plan: Plan, router: LLMRouter | None, meter: UsageMeter | None = None) -> Any:
+    """Drive ``plan`` with blocking LLM calls. Whatever a call raises is thrown into the plan
+    (a plan handles :class:`LLMError`; anything else ends it, for its caller to record)."""
     try:
         request = next(plan)
         while True:
             try:
+                if router is None:
+                    raise LLMRequiredError("this step asks an LLM, and the reader has none set")
                 response = router.complete(
                     request.slot,
                     request.messages,
@@ -237,7 +241,7 @@ def run_plan(plan: Plan, router: LLMRouter, meter: UsageMeter | None = None) -> 
                     meter=meter,
                     validate=request.validate,
                 )
-            except LLMError as exc:
+            except Exception as exc:  # handed to the plan, which knows what it means
                 request = plan.throw(exc)
             else:
                 request = plan.send(response)
@@ -245,12 +249,14 @@ def run_plan(plan: Plan, router: LLMRouter, meter: UsageMeter | None = None) -> 
         return stop.value
 
 
-async def arun_plan(plan: Plan, router: LLMRouter, meter: UsageMeter | None = None) -> Any:
-    """Drive ``plan`` with async LLM calls."""
+async def arun_plan(plan: Plan, router: LLMRouter | None, meter: UsageMeter | None = None) -> Any:
+    """Drive ``plan`` with async LLM calls (see :func:`run_plan`)."""
     try:
         request = next(plan)
         while True:
             try:
+                if router is None:
+                    raise LLMRequiredError("this step asks an LLM, and the reader has none set")
                 response = await router.acomplete(
                     request.slot,
                     request.messages,
@@ -259,7 +265,7 @@ async def arun_plan(plan: Plan, router: LLMRouter, meter: UsageMeter | None = No
                     meter=meter,
                     validate=request.validate,
                 )
-            except LLMError as exc:
+            except Exception as exc:  # handed to the plan, which knows what it means
                 request = plan.throw(exc)
             else:
                 request = plan.send(response)

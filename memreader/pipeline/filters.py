@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from memreader.pipeline.runtime import ReaderRuntime
 from memreader.pipeline.state import ReadState, WindowedScene
-from memreader.pipeline.step import Step
-from memreader.pipeline.steps import STEPS
+from memreader.pipeline.step import STEPS, Step
 
 __all__ = ["MinLength"]
 

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from memreader.errors import InternalError, MemReaderError, PipelineError
+from memreader.pipeline.chain import PerWindowStep, arun_chain, run_chain
 from memreader.pipeline.hooks import StepEvent
 from memreader.pipeline.state import INPUTS, MODES, ReadState
 from memreader.pipeline.step import Step, as_step, describe
@@ -194,52 +195,94 @@ class Pipeline:
     # -- running ----------------------------------------------------------------------------
 
     def run(self, state: ReadState, runtime: ReaderRuntime) -> None:
-        """Run the steps active in ``state.mode``, in order."""
-        for s in self.active(state.mode):
-            started = self._before(s, state, runtime)
+        """Run the steps active in ``state.mode``, in order (consecutive per-window steps as
+        one chain: see :mod:`memreader.pipeline.chain`)."""
+        for group in _groups(self.active(state.mode)):
+            started = self._before(group, state, runtime)
             try:
-                s.run(state, runtime)
+                if len(group) == 1 and not isinstance(group[0], PerWindowStep):
+                    group[0].run(state, runtime)
+                    spans = None
+                else:
+                    spans = run_chain(_chained(group), state, runtime)
             except BaseException as exc:
-                error = self._failed(s, state, runtime, started, exc)
+                error = self._failed(group, state, runtime, started, exc)
                 if error is exc:
                     raise
                 raise error from exc
-            self._after(s, state, runtime, started)
+            self._after(group, state, runtime, started, spans)
 
     async def arun(self, state: ReadState, runtime: ReaderRuntime) -> None:
         """The async twin of :meth:`run`."""
-        for s in self.active(state.mode):
-            started = self._before(s, state, runtime)
+        for group in _groups(self.active(state.mode)):
+            started = self._before(group, state, runtime)
             try:
-                await s.arun(state, runtime)
+                if len(group) == 1 and not isinstance(group[0], PerWindowStep):
+                    await group[0].arun(state, runtime)
+                    spans = None
+                else:
+                    spans = await arun_chain(_chained(group), state, runtime)
             except BaseException as exc:
-                error = self._failed(s, state, runtime, started, exc)
+                error = self._failed(group, state, runtime, started, exc)
                 if error is exc:
                     raise
                 raise error from exc
-            self._after(s, state, runtime, started)
+            self._after(group, state, runtime, started, spans)
 
     @staticmethod
-    def _before(s: Step, state: ReadState, runtime: ReaderRuntime) -> float:
-        runtime.step_hooks.emit("before_step", StepEvent(s.name, state.mode, 0.0, state.counts()))
+    def _before(group: Sequence[Step], state: ReadState, runtime: ReaderRuntime) -> float:
+        for s in group:
+            event = StepEvent(s.name, state.mode, 0.0, state.counts())
+            runtime.step_hooks.emit("before_step", event)
         return time.perf_counter()
 
     @staticmethod
-    def _after(s: Step, state: ReadState, runtime: ReaderRuntime, started: float) -> None:
+    def _after(
+        group: Sequence[Step],
+        state: ReadState,
+        runtime: ReaderRuntime,
+        started: float,
+        spans: dict[str, float] | None,
+    ) -> None:
         elapsed = time.perf_counter() - started
         steps = state.report.steps
-        steps[s.name] = steps.get(s.name, 0.0) + elapsed
-        event = StepEvent(s.name, state.mode, elapsed, state.counts())
-        runtime.step_hooks.emit("after_step", event)
+        for s in group:
+            seconds = spans[s.name] if spans is not None else elapsed
+            steps[s.name] = steps.get(s.name, 0.0) + seconds
+            event = StepEvent(s.name, state.mode, seconds, state.counts())
+            runtime.step_hooks.emit("after_step", event)
 
     @staticmethod
     def _failed(
-        s: Step, state: ReadState, runtime: ReaderRuntime, started: float, exc: BaseException
+        group: Sequence[Step],
+        state: ReadState,
+        runtime: ReaderRuntime,
+        started: float,
+        exc: BaseException,
     ) -> BaseException:
         elapsed = time.perf_counter() - started
-        event = StepEvent(s.name, state.mode, elapsed, state.counts(), exc)
-        runtime.step_hooks.emit("on_step_error", event)
+        names = " + ".join(repr(s.name) for s in group)
+        for s in group:
+            event = StepEvent(s.name, state.mode, elapsed, state.counts(), exc)
+            runtime.step_hooks.emit("on_step_error", event)
         if isinstance(exc, MemReaderError) or not isinstance(exc, Exception):
             return exc  # typed errors, and KeyboardInterrupt or cancellation, pass as they are
-        logger.error("step %r failed", s.name, exc_info=exc)
-        return InternalError(f"step {s.name!r} failed: {type(exc).__name__}: {exc}")
+        logger.error("step %s failed", names, exc_info=exc)
+        kind = "step" if len(group) == 1 else "steps"
+        return InternalError(f"{kind} {names} failed: {type(exc).__name__}: {exc}")
+
+
+def _groups(steps: Sequence[Step]) -> list[list[Step]]:
+    """Steps in order, consecutive per-window steps together."""
+    groups: list[list[Step]] = []
+    for s in steps:
+        chained = isinstance(s, PerWindowStep)
+        if chained and groups and isinstance(groups[-1][-1], PerWindowStep):
+            groups[-1].append(s)
+        else:
+            groups.append([s])
+    return groups
+
+
+def _chained(group: Sequence[Step]) -> list[PerWindowStep]:
+    return [s for s in group if isinstance(s, PerWindowStep)]

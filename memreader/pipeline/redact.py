@@ -33,8 +33,7 @@ from dataclasses import replace
 
 from memreader.pipeline.runtime import ReaderRuntime
 from memreader.pipeline.state import ReadState
-from memreader.pipeline.step import Step
-from memreader.pipeline.steps import STEPS
+from memreader.pipeline.step import STEPS, Step
 
 __all__ = ["KINDS", "Redact", "redact_text"]
 

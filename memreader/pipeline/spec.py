@@ -18,7 +18,7 @@ from typing import Any
 from memreader.config import PipelineSpec, StepSpec
 from memreader.errors import ConfigError, PipelineError
 from memreader.pipeline.pipeline import Pipeline
-from memreader.pipeline.step import Step
+from memreader.pipeline.step import STEPS, Step
 
 __all__ = ["apply_spec", "build_step"]
 
@@ -30,8 +30,6 @@ def build_step(spec: StepSpec) -> Step:
         ConfigError: the name is not registered, the module or attribute does not exist, or
             the step cannot be built with that config.
     """
-    from memreader.pipeline.steps import STEPS
-
     reference = spec.step.strip()
     factory: Any
     if ":" in reference:

@@ -51,13 +51,15 @@ class FineWindow:
     """
 
     position: int  # index of the inner result list
-    input: WindowInput
-    sources: list[SourceMessage]
     memory_text: str
     id_base: tuple[object, ...]
     report: WindowReport
     custom_tags: list[str]
     info: Mapping[str, Any]
+    # Filled by the step that prepares the window (prepare_fine does it per window, chained
+    # with the LLM passes, so the first calls start before the last window is prepared).
+    input: WindowInput = field(default_factory=lambda: WindowInput([], {}, "en"))
+    sources: list[SourceMessage] = field(default_factory=list)
 
 
 @dataclass(eq=False)

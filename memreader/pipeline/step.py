@@ -30,11 +30,13 @@ import asyncio
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from memreader.registry import Registry
+
 if TYPE_CHECKING:
     from memreader.pipeline.runtime import ReaderRuntime
     from memreader.pipeline.state import ReadState
 
-__all__ = ["FunctionStep", "Step", "step"]
+__all__ = ["STEPS", "FunctionStep", "Step", "step"]
 
 
 class Step:
@@ -70,6 +72,23 @@ class Step:
 
 
 StepBody = Callable[["ReadState", "ReaderRuntime"], None]
+
+#: Steps by name, for pipelines declared in YAML: each entry builds a step from its ``config``
+#: (a Step class, or a function returning a step).
+STEPS: Registry[Any] = Registry(
+    "pipeline step",
+    lazy={
+        **dict.fromkeys(
+            ["normalize", "parse", "window", "fast_items", "prepare_fine", "refine_input", "embed"],
+            "memreader.pipeline.steps",
+        ),
+        **dict.fromkeys(
+            ["extract", "filter", "rewrite", "fine_items"], "memreader.pipeline.passes"
+        ),
+        "redact": "memreader.pipeline.redact",
+        "min_length": "memreader.pipeline.filters",
+    },
+)
 
 
 class FunctionStep(Step):

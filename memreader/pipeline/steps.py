@@ -16,21 +16,18 @@ fine_items     fine_windows, outcomes                       items, emitted      
 embed          emitted                                      items                all
 =============  ===========================================  ===================  ============
 
-One window's failure is that window's result: the LLM passes turn an unexpected exception into
-that window's fallback (``internal_error``) or a failed pass, item building falls back to the
-raw window, and a failed embedding batch leaves only its items without vectors.
+One window's failure is that window's result: the LLM passes (:mod:`.passes`) turn an
+unexpected exception into that window's fallback (``internal_error``) or a failed pass, item
+building falls back to the raw window, and a failed embedding batch leaves only its items without
+vectors.
 """
 
 from __future__ import annotations
 
 import logging
-from abc import abstractmethod
-from collections.abc import Sequence
-from typing import Any
 
 from memreader.documents import normalize_doc
 from memreader.emit import (
-    fine_window_items,
     make_item,
     memory_type_for,
     scene_digest,
@@ -38,24 +35,16 @@ from memreader.emit import (
 )
 from memreader.errors import EmbeddingError, InputError
 from memreader.extraction import (
-    PassStatus,
     WindowInput,
-    WindowOutcome,
-    extract_plan,
-    failed_outcome,
-    filter_plan,
-    rewrite_plan,
     short_error,
 )
-from memreader.extraction.driver import arun_plans, run_plans
-from memreader.extraction.fine import Plan
 from memreader.items import TextualMemoryItem
-from memreader.llms import UsageMeter
 from memreader.parsers import line_prefix, scene_units
+from memreader.pipeline.chain import PerWindowStep, WindowWork
+from memreader.pipeline.passes import Extract, Filter, FineItems, Rewrite
 from memreader.pipeline.runtime import ReaderRuntime
 from memreader.pipeline.state import MODES, FineWindow, ReadState, WindowedScene
-from memreader.pipeline.step import Step
-from memreader.registry import Registry
+from memreader.pipeline.step import STEPS, Step
 from memreader.report import WindowReport
 from memreader.scene import check_text, normalize_chat
 
@@ -66,7 +55,6 @@ __all__ = [
     "FastItems",
     "Filter",
     "FineItems",
-    "LLMPass",
     "Normalize",
     "Parse",
     "PrepareFine",
@@ -79,13 +67,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 SCENE_MODES = frozenset({"fast", "fine"})
-LLM_MODES = frozenset({"fine", "refine"})
-
-#: Steps by name, for pipelines declared in YAML: each entry builds a step from its ``config``.
-STEPS: Registry[Any] = Registry(
-    "pipeline step",
-    lazy={"redact": "memreader.pipeline.redact", "min_length": "memreader.pipeline.filters"},
-)
 
 
 @STEPS.register("normalize")
@@ -167,7 +148,7 @@ class FastItems(Step):
                         id_parts=(ws.scene.type, "fast", ws.digest, window.index),
                     )
                 except Exception as exc:  # one window's failure is that window's record
-                    record_window_error(entry, exc)
+                    entry.record_error(exc)
                     continue
                 entry.items = 1
                 items.append(item)
@@ -177,36 +158,51 @@ class FastItems(Step):
 
 
 @STEPS.register("prepare_fine")
-class PrepareFine(Step):
-    """Fine mode: each window's numbered lines, roles, sources and prompt language."""
+class PrepareFine(PerWindowStep):
+    """Fine mode: each window's numbered lines, roles, sources and prompt language (prepared
+    per window, chained with the LLM passes that follow)."""
 
     name = "prepare_fine"
     requires = ("windows", "info", "custom_tags")
     produces = ("fine_windows",)
     modes = frozenset({"fine"})
 
-    def run(self, state: ReadState, runtime: ReaderRuntime) -> None:
-        tags = tuple(state.custom_tags)
-        fine_windows = []
+    def begin(self, state: ReadState, runtime: ReaderRuntime) -> None:
+        tags = list(state.custom_tags)
+        fine_windows, windows = [], []
         for position, ws in enumerate(state.windows):
             for window, entry in zip(ws.windows, ws.reports, strict=True):
-                sources = window_sources(window, ws.units, ws.scene)
-                lines = [(i + 1, s.line) for i, s in enumerate(window.segments)]
-                roles = {i + 1: source.role for i, source in enumerate(sources)}
-                entry.language = runtime.language(window.text)
+                windows.append((ws, window))
                 fine_windows.append(
                     FineWindow(
                         position=position,
-                        input=WindowInput(lines, roles, entry.language, tags),
-                        sources=sources,
                         memory_text=window.text,
                         id_base=(ws.scene.type, "fine", ws.digest, window.index),
                         report=entry,
-                        custom_tags=list(tags),
+                        custom_tags=tags,
                         info=state.info,
                     )
                 )
         state.fine_windows = fine_windows
+        state.set("_prepare_fine_windows", windows)
+
+    def window(self, state: ReadState, runtime: ReaderRuntime, index: int) -> WindowWork:
+        ws, window = state.get("_prepare_fine_windows")[index]
+        fw = state.fine_windows[index]
+        fw.sources = window_sources(window, ws.units, ws.scene)
+        lines = [(i + 1, s.line) for i, s in enumerate(window.segments)]
+        roles = {i + 1: source.role for i, source in enumerate(fw.sources)}
+        fw.report.language = runtime.language(window.text)
+        fw.input = WindowInput(lines, roles, fw.report.language, tuple(fw.custom_tags))
+        return
+        yield  # a generator that asks no LLM
+
+    def failed(self, state: ReadState, index: int, error: Exception) -> None:
+        # Without its prepared lines the window cannot be asked about: it falls back whole.
+        state.fine_windows[index].report.record_error(error)
+
+    def end(self, state: ReadState, runtime: ReaderRuntime) -> None:
+        state.values.pop("_prepare_fine_windows", None)
 
 
 @STEPS.register("refine_input")
@@ -255,208 +251,6 @@ class RefineInput(Step):
         state.fine_windows = fine_windows
 
 
-class LLMPass(Step):
-    """A step that runs one plan of LLM calls per window, all windows at once, on threads (sync)
-    or tasks (async), within the reader's LLM budget; the call's usage goes into the report.
-
-    Subclasses say which windows take part (:meth:`plans`), what a plan's result does
-    (:meth:`apply`) and what stands in when a plan raises (:meth:`failed`).
-    """
-
-    modes = LLM_MODES
-
-    @abstractmethod
-    def plans(self, state: ReadState, runtime: ReaderRuntime) -> list[tuple[int, Plan]]:
-        """(window index, plan) for each window this pass works on."""
-
-    @abstractmethod
-    def apply(self, state: ReadState, index: int, result: Any) -> None:
-        """Record a plan's result for window ``index``."""
-
-    @abstractmethod
-    def failed(self, state: ReadState, index: int, error: Exception) -> Any:
-        """What stands in for window ``index`` when its plan raised ``error``."""
-
-    def run(self, state: ReadState, runtime: ReaderRuntime) -> None:
-        work = self.plans(state, runtime)
-        if not work:
-            return
-        meter = _call_meter(state, runtime)
-        results = run_plans(
-            [plan for _, plan in work],
-            runtime.llm,
-            meter=meter,
-            workers=runtime.config.llm_max_concurrency,
-            on_error=lambda k, exc: self._unexpected(state, work[k][0], exc),
-        )
-        self._finish(state, work, results, meter)
-
-    async def arun(self, state: ReadState, runtime: ReaderRuntime) -> None:
-        work = self.plans(state, runtime)
-        if not work:
-            return
-        meter = _call_meter(state, runtime)
-        results = await arun_plans(
-            [plan for _, plan in work],
-            runtime.llm,
-            meter=meter,
-            on_error=lambda k, exc: self._unexpected(state, work[k][0], exc),
-        )
-        self._finish(state, work, results, meter)
-
-    def _unexpected(self, state: ReadState, index: int, error: Exception) -> Any:
-        # Not an LLM failure (those end inside the plan): a bug, or a plugin or SDK raising
-        # something untyped. It is this window's result; the other windows go on.
-        report = state.fine_windows[index].report
-        logger.error(
-            "scene %d, window %d: unexpected error in the %s pass",
-            report.scene_index,
-            report.window_index,
-            self.name,
-            exc_info=error,
-        )
-        return self.failed(state, index, error)
-
-    def _finish(
-        self,
-        state: ReadState,
-        work: Sequence[tuple[int, Plan]],
-        results: Sequence[Any],
-        meter: UsageMeter,
-    ) -> None:
-        for (index, _), result in zip(work, results, strict=True):
-            self.apply(state, index, result)
-        state.report.usage = meter.snapshot()
-
-
-def _call_meter(state: ReadState, runtime: ReaderRuntime) -> UsageMeter:
-    """The usage meter of this call (one for all its passes)."""
-    if state.meter is None:
-        state.meter = runtime.llm.meter.child()
-    return state.meter
-
-
-@STEPS.register("extract")
-class Extract(LLMPass):
-    """The LLM extracts memories from each window; a failure keeps the raw window."""
-
-    name = "extract"
-    requires = ("fine_windows",)
-    produces = ("outcomes",)
-
-    def plans(self, state: ReadState, runtime: ReaderRuntime) -> list[tuple[int, Plan]]:
-        state.outcomes = [WindowOutcome(None) for _ in state.fine_windows]
-        return [(i, extract_plan(fw.input)) for i, fw in enumerate(state.fine_windows)]
-
-    def apply(self, state: ReadState, index: int, result: Any) -> None:
-        state.outcomes[index] = result
-
-    def failed(self, state: ReadState, index: int, error: Exception) -> Any:
-        return failed_outcome(error)
-
-
-class _CheckPass(LLMPass):
-    """A pass over the windows that have memories; a failure keeps them as they are."""
-
-    requires = ("fine_windows", "outcomes")
-    produces = ("outcomes",)
-
-    def apply(self, state: ReadState, index: int, result: Any) -> None:
-        setattr(state.outcomes[index], self.name, result)
-
-    def failed(self, state: ReadState, index: int, error: Exception) -> Any:
-        return PassStatus("failed", short_error(error))
-
-
-@STEPS.register("filter")
-class Filter(_CheckPass):
-    """The hallucination filter: drops memories the LLM marks unsupported by the messages."""
-
-    name = "filter"
-
-    def plans(self, state: ReadState, runtime: ReaderRuntime) -> list[tuple[int, Plan]]:
-        return [
-            (i, filter_plan(fw.input, outcome))
-            for i, (fw, outcome) in enumerate(zip(state.fine_windows, state.outcomes, strict=True))
-            if outcome.memories
-        ]
-
-
-@STEPS.register("rewrite")
-class Rewrite(_CheckPass):
-    """The rewrite: names for pronouns, absolute dates (``user_only``: the user's messages are
-    the only evidence)."""
-
-    name = "rewrite"
-
-    def __init__(self, user_only: bool = False) -> None:
-        self.user_only = user_only
-
-    def plans(self, state: ReadState, runtime: ReaderRuntime) -> list[tuple[int, Plan]]:
-        return [
-            (i, rewrite_plan(fw.input, outcome, user_only=self.user_only))
-            for i, (fw, outcome) in enumerate(zip(state.fine_windows, state.outcomes, strict=True))
-            if outcome.memories
-        ]
-
-
-@STEPS.register("fine_items")
-class FineItems(Step):
-    """Fine mode's items from each window's outcome (fallback items for failed windows)."""
-
-    name = "fine_items"
-    requires = ("fine_windows", "outcomes")
-    produces = ("items", "emitted")
-    modes = LLM_MODES
-
-    def __init__(self, keep_empty: bool = True) -> None:
-        self.keep_empty = keep_empty
-
-    def run(self, state: ReadState, runtime: ReaderRuntime) -> None:
-        size = len(state.stored_items) if state.mode == "refine" else len(state.windows)
-        result: list[list[TextualMemoryItem]] = [[] for _ in range(size)]
-        for fw, outcome in zip(state.fine_windows, state.outcomes, strict=True):
-            items = self._items(fw, outcome)
-            result[fw.position].extend(items)
-            state.emitted.extend((item, fw.report) for item in items)
-        state.items = result
-        fallbacks = sum(1 for fw in state.fine_windows if fw.report.status == "fallback")
-        if fallbacks:
-            logger.warning(
-                "%d of %d windows fell back to raw items", fallbacks, len(state.fine_windows)
-            )
-
-    def _items(self, fw: FineWindow, outcome: WindowOutcome) -> list[TextualMemoryItem]:
-        """A window's items; whatever fails falls back to the raw window, and if even that
-        fails, the window is an error record."""
-        try:
-            return self._build(fw, outcome)
-        except Exception as exc:  # one window's failure is that window's result
-            logger.exception(
-                "scene %d, window %d: building items failed, keeping the raw window",
-                fw.report.scene_index,
-                fw.report.window_index,
-            )
-            fallback = failed_outcome(exc)
-        try:
-            return self._build(fw, fallback)
-        except Exception as exc:  # not even the raw window: an error record, never a raise
-            record_window_error(fw.report, exc)
-            return []
-
-    def _build(self, fw: FineWindow, outcome: WindowOutcome) -> list[TextualMemoryItem]:
-        return fine_window_items(
-            outcome,
-            fw.sources,
-            memory_text=fw.memory_text,
-            info=fw.info,
-            custom_tags=fw.custom_tags,
-            id_base=fw.id_base,
-            keep_empty=self.keep_empty,
-            report=fw.report,
-        )
-
-
 @STEPS.register("embed")
 class Embed(Step):
     """Every item's memory embedded, in batched, cached calls. A batch that fails leaves its
@@ -497,18 +291,6 @@ class Embed(Step):
                 continue
             for (item, _), vector in zip(batch, vectors, strict=True):
                 item.metadata.embedding = vector
-
-
-def record_window_error(entry: WindowReport, error: BaseException) -> None:
-    """Mark a window whose items could not be made at all (logged with the traceback)."""
-    logger.error(
-        "scene %d, window %d: no item could be made: %s",
-        entry.scene_index,
-        entry.window_index,
-        short_error(error),
-        exc_info=error,
-    )
-    entry.status, entry.error, entry.items = "error", short_error(error), 0
 
 
 def default_steps(

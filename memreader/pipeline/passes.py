@@ -1,0 +1,166 @@
+"""The LLM passes of fine mode (extract, filter, rewrite) as pipeline steps, and fine mode's
+items. Each works on one window at a time, so consecutive ones run chained per window, all
+windows at once, within the reader's LLM budget (:mod:`.chain`); one window's failure is that
+window's result (a fallback, or a failed pass that keeps the memories).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from memreader.emit import fine_window_items
+from memreader.extraction import (
+    PassStatus,
+    WindowOutcome,
+    extract_plan,
+    failed_outcome,
+    filter_plan,
+    rewrite_plan,
+    short_error,
+)
+from memreader.extraction.fine import PassPlan
+from memreader.items import TextualMemoryItem
+from memreader.pipeline.chain import PerWindowStep, WindowWork
+from memreader.pipeline.runtime import ReaderRuntime
+from memreader.pipeline.state import FineWindow, ReadState
+from memreader.pipeline.step import STEPS
+
+__all__ = ["LLM_MODES", "Extract", "Filter", "FineItems", "Rewrite"]
+
+logger = logging.getLogger(__name__)
+
+LLM_MODES = frozenset({"fine", "refine"})
+
+
+@STEPS.register("extract")
+class Extract(PerWindowStep):
+    """The LLM extracts memories from each window; a failure keeps the raw window."""
+
+    name = "extract"
+    requires = ("fine_windows",)
+    produces = ("outcomes",)
+    modes = LLM_MODES
+
+    def begin(self, state: ReadState, runtime: ReaderRuntime) -> None:
+        state.outcomes = [WindowOutcome(None) for _ in state.fine_windows]
+
+    def window(self, state: ReadState, runtime: ReaderRuntime, index: int) -> WindowWork:
+        state.outcomes[index] = yield from extract_plan(state.fine_windows[index].input)
+
+    def failed(self, state: ReadState, index: int, error: Exception) -> None:
+        state.outcomes[index] = failed_outcome(error)
+
+
+class _CheckPass(PerWindowStep):
+    """A pass over the windows that have memories; a failure keeps them as they are."""
+
+    requires = ("fine_windows", "outcomes")
+    produces = ("outcomes",)
+    modes = LLM_MODES
+
+    def window(self, state: ReadState, runtime: ReaderRuntime, index: int) -> WindowWork:
+        outcome = state.outcomes[index]
+        if outcome.memories:
+            status = yield from self.plan(state.fine_windows[index], outcome)
+            setattr(outcome, self.name, status)
+
+    def plan(self, fw: FineWindow, outcome: WindowOutcome) -> PassPlan:
+        """The pass's plan for one window that has memories."""
+        raise NotImplementedError
+
+    def failed(self, state: ReadState, index: int, error: Exception) -> None:
+        setattr(state.outcomes[index], self.name, PassStatus("failed", short_error(error)))
+
+
+@STEPS.register("filter")
+class Filter(_CheckPass):
+    """The hallucination filter: drops memories the LLM marks unsupported by the messages."""
+
+    name = "filter"
+
+    def plan(self, fw: FineWindow, outcome: WindowOutcome) -> PassPlan:
+        return filter_plan(fw.input, outcome)
+
+
+@STEPS.register("rewrite")
+class Rewrite(_CheckPass):
+    """The rewrite: names for pronouns, absolute dates (``user_only``: the user's messages are
+    the only evidence)."""
+
+    name = "rewrite"
+
+    def __init__(self, user_only: bool = False) -> None:
+        self.user_only = user_only
+
+    def plan(self, fw: FineWindow, outcome: WindowOutcome) -> PassPlan:
+        return rewrite_plan(fw.input, outcome, user_only=self.user_only)
+
+
+@STEPS.register("fine_items")
+class FineItems(PerWindowStep):
+    """Fine mode's items from each window's outcome (fallback items for failed windows), built
+    as each window is done, emitted in window order."""
+
+    name = "fine_items"
+    requires = ("fine_windows", "outcomes")
+    produces = ("items", "emitted")
+    modes = LLM_MODES
+
+    def __init__(self, keep_empty: bool = True) -> None:
+        self.keep_empty = keep_empty
+
+    def begin(self, state: ReadState, runtime: ReaderRuntime) -> None:
+        state.set("_fine_items_built", [[] for _ in state.fine_windows])
+
+    def window(self, state: ReadState, runtime: ReaderRuntime, index: int) -> WindowWork:
+        fw = state.fine_windows[index]
+        state.get("_fine_items_built")[index] = self._items(fw, state.outcomes[index])
+        return
+        yield  # a generator that asks no LLM
+
+    def failed(self, state: ReadState, index: int, error: Exception) -> None:
+        state.fine_windows[index].report.record_error(error)
+
+    def end(self, state: ReadState, runtime: ReaderRuntime) -> None:
+        built: list[list[TextualMemoryItem]] = state.values.pop("_fine_items_built")
+        size = len(state.stored_items) if state.mode == "refine" else len(state.windows)
+        result: list[list[TextualMemoryItem]] = [[] for _ in range(size)]
+        for fw, items in zip(state.fine_windows, built, strict=True):
+            result[fw.position].extend(items)
+            state.emitted.extend((item, fw.report) for item in items)
+        state.items = result
+        fallbacks = sum(1 for fw in state.fine_windows if fw.report.status == "fallback")
+        if fallbacks:
+            logger.warning(
+                "%d of %d windows fell back to raw items", fallbacks, len(state.fine_windows)
+            )
+
+    def _items(self, fw: FineWindow, outcome: WindowOutcome) -> list[TextualMemoryItem]:
+        """A window's items; whatever fails falls back to the raw window, and if even that
+        fails, the window is an error record."""
+        try:
+            return self._build(fw, outcome)
+        except Exception as exc:  # one window's failure is that window's result
+            logger.exception(
+                "scene %d, window %d: building items failed, keeping the raw window",
+                fw.report.scene_index,
+                fw.report.window_index,
+            )
+            fallback = failed_outcome(exc)
+        try:
+            return self._build(fw, fallback)
+        except Exception as exc:  # not even the raw window: an error record, never a raise
+            fw.report.record_error(exc)
+            return []
+
+    def _build(self, fw: FineWindow, outcome: WindowOutcome) -> list[TextualMemoryItem]:
+        return fine_window_items(
+            outcome,
+            fw.sources,
+            memory_text=fw.memory_text,
+            info=fw.info,
+            custom_tags=fw.custom_tags,
+            id_base=fw.id_base,
+            keep_empty=self.keep_empty,
+            report=fw.report,
+        )
