@@ -64,4 +64,11 @@ async def arun_plans(
             return on_error(index, exc)
         return result
 
-    return list(await asyncio.gather(*(work(i, plan) for i, plan in enumerate(plans))))
+    tasks = []
+    for i, plan in enumerate(plans):
+        tasks.append(asyncio.ensure_future(work(i, plan)))
+        # Let the new task send its first request, and the loop read the answers that have
+        # come in, before the next plan starts: creating every task at once would run each
+        # one's preparation before any answer is handled.
+        await asyncio.sleep(0)
+    return list(await asyncio.gather(*tasks))
