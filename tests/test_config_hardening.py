@@ -4,7 +4,6 @@ repr, and a cache key that sees every field of a reader's own config class."""
 from __future__ import annotations
 
 import os
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -28,6 +27,8 @@ from memreader.embedders.config import (
 from memreader.llms.config import LLMConfig
 from memreader.readers import READERS, register_reader
 
+from .llm_server import finishes_within
+
 KEY = "sk-live-KEY-123"
 PASSWORD = "pw-SECRET-456"
 HEADER = "hdr-SECRET-789"
@@ -43,22 +44,8 @@ def write(tmp_path: Path, text: str | bytes) -> Path:
 
 
 def run_with_deadline(call: Callable[[], Any], seconds: float = 10.0) -> Any:
-    """Run ``call`` in a thread; fail (instead of hanging the suite) if it does not return."""
-    outcome: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            outcome["value"] = call()
-        except BaseException as exc:  # handed back to the test thread below
-            outcome["error"] = exc
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert not thread.is_alive(), f"call did not return within {seconds} s"
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome.get("value")
+    """``call()``, or a test failure instead of a hang if it does not return in time."""
+    return finishes_within(seconds, call)
 
 
 # -- YAML ------------------------------------------------------------------------------------

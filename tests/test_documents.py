@@ -7,7 +7,6 @@ import base64
 import io
 import os
 import struct
-import threading
 import time
 import zlib
 from collections.abc import Callable
@@ -22,28 +21,15 @@ from memreader.documents.limits import DocumentLimits
 from memreader.documents.loader import convert_bytes
 
 from .conftest import HASH_EMBEDDER
+from .llm_server import finishes_within
 
 INFO = {"user_id": "u1", "session_id": "s1"}
 MIB = 1024 * 1024
 
 
 def run_with_deadline(call: Callable[[], Any], seconds: float = 10.0) -> Any:
-    """Run ``call`` in a thread; fail (instead of hanging the suite) if it does not return."""
-    outcome: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            outcome["value"] = call()
-        except BaseException as exc:  # handed back to the test thread below
-            outcome["error"] = exc
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert not thread.is_alive(), f"call did not return within {seconds} s"
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome.get("value")
+    """``call()``, or a test failure instead of a hang if it does not return in time."""
+    return finishes_within(seconds, call)
 
 
 def options(**config: Any) -> dict[str, Any]:

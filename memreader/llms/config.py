@@ -10,15 +10,12 @@ from typing import Any, ClassVar, Literal
 from urllib.parse import urlsplit
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     SecretStr,
-    ValidationError,
     field_validator,
 )
-from typing_extensions import Self
 
+from memreader.config_model import ConfigModel
 from memreader.errors import ConfigError, config_error_from
 from memreader.llms.backends import check_llm_backend
 from memreader.redact import HidesSecrets, Opaque, find_non_finite, is_secret_header
@@ -37,33 +34,7 @@ __all__ = [
 StructuredOutputMode = Literal["json_schema", "json_object_schema", "tool_call", "prompt"]
 
 
-class _ConfigModel(BaseModel):
-    """A pydantic model that forbids unknown fields and non-finite numbers, and raises
-    ConfigError when invalid."""
-
-    # allow_inf_nan=False: ``backoff_max: .inf`` would pass ``ge=0`` and overflow at the first
-    # retry; ``nan`` passes every comparison.
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-    def __init__(self, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-            return
-        except ValidationError as exc:
-            error = config_error_from(type(self).__name__, exc)
-        raise error from None
-
-    @classmethod
-    def model_validate(cls, obj: Any, *args: Any, **kwargs: Any) -> Self:
-        """Validate ``obj``; raises :class:`ConfigError` instead of ``ValidationError``."""
-        try:
-            return super().model_validate(obj, *args, **kwargs)
-        except ValidationError as exc:
-            error = config_error_from(cls.__name__, exc)
-        raise error from None
-
-
-class LLMConfig(_ConfigModel, HidesSecrets):
+class LLMConfig(ConfigModel, HidesSecrets):
     """One LLM endpoint.
 
     Attributes:
@@ -199,7 +170,7 @@ SLOT_FALLBACKS: dict[str, tuple[str, ...]] = {
 SLOT_NAMES: tuple[str, ...] = tuple(SLOT_FALLBACKS)
 
 
-class LLMSlots(_ConfigModel):
+class LLMSlots(ConfigModel):
     """The LLMs of one reader, by role, plus their shared concurrency budget.
 
     Unset slots fall back: ``general_llm`` -> ``llm``; ``image_parser_llm``,
