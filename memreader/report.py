@@ -29,7 +29,12 @@ class WindowReport:
     messages of the window that no fine item cites: they are in no fine item's sources.
     ``memories_over_limit`` counts memories the model gave beyond the 32 a window keeps.
     ``embedding_error`` is set when the window's items could not be embedded: they are
-    returned without a vector and tagged ``embedding:failed``.
+    returned without a vector and tagged ``embedding:failed``. ``unreadable_share`` is the
+    share (0..1) of the letters of the window's embedded text that the embedder cannot read (a
+    script it was not trained on, or characters it has no token for), or ``None`` when the
+    embedder does not say (see :mod:`memreader.embedders.languages`). ``notes`` are remarks
+    about a window that is not wrong but may not be what you expect: a window mostly unreadable
+    to the embedder gets one, saying its vector says little about it.
     """
 
     scene_index: int
@@ -48,6 +53,8 @@ class WindowReport:
     uncited_messages: list[int] = field(default_factory=list)
     memories_over_limit: int = 0
     embedding_error: str | None = None
+    unreadable_share: float | None = None
+    notes: list[str] = field(default_factory=list)
 
     def record_error(self, error: BaseException) -> None:
         """Mark this window as one whose items could not be made at all (logged with the

@@ -52,6 +52,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from memreader.embedders.backends import register_embedder
+from memreader.embedders.languages import LATIN, unreadable_share
 from memreader.errors import ConfigError
 from memreader.llms.backends import register_llm
 from memreader.llms.base import BaseLLMClient
@@ -279,18 +280,22 @@ class ScriptedClient(BaseLLMClient):
 
 
 class HashEmbedderConfig(BaseModel):
-    """Settings of the ``hash`` embedder: the length of its vectors (at most 32)."""
+    """Settings of the ``hash`` embedder: the length of its vectors (at most 32), and whether
+    it acts as an English-only model (``english_only``: it then reports, like the bundled
+    local model, the share of a text's letters outside Latin script as unreadable)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     dimension: int = Field(default=16, ge=1, le=32)
+    english_only: bool = False
 
 
 @register_embedder("hash")
 class HashEmbedder:
     """Vectors from a text's sha256: identical texts, identical unit vectors; no model, no
     network. ``name`` is ``"hash:<dimension>"``; every ``embed`` call is recorded in
-    :attr:`calls`; tokens are counted as whitespace-separated words.
+    :attr:`calls`; tokens are counted as whitespace-separated words. With ``english_only``,
+    :meth:`unreadable_share` says how much of a text is not in Latin script.
 
     >>> embedder = HashEmbedder(HashEmbedderConfig(dimension=4))
     >>> embedder.embed(["tea"]) == embedder.embed(["tea"]), embedder.calls
@@ -305,11 +310,19 @@ class HashEmbedder:
         config = config if config is not None else HashEmbedderConfig()
         self.dimension = config.dimension
         self.name = f"hash:{config.dimension}"
+        self.english_only = config.english_only
         self.calls: list[list[str]] = []
 
     def count_tokens(self, text: str) -> int:
         """Whitespace-separated words of ``text``."""
         return len(text.split())
+
+    def unreadable_share(self, text: str) -> float | None:
+        """With ``english_only``: the share of ``text``'s letters outside Latin script (see
+        :mod:`memreader.embedders.languages`); otherwise ``None`` (not checked)."""
+        if not self.english_only:
+            return None
+        return unreadable_share(text, scripts=LATIN)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One unit vector per text, from its sha256."""

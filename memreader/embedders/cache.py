@@ -136,6 +136,15 @@ class CachedEmbedder:
         """Token count in the inner embedder's tokenizer."""
         return self.inner.count_tokens(text)
 
+    def unreadable_share(self, text: str) -> float | None:
+        """The inner embedder's share of ``text``'s letters it cannot read, or ``None`` when it
+        has no ``unreadable_share`` (see :mod:`memreader.embedders.languages`)."""
+        check = getattr(self.inner, "unreadable_share", None)
+        if check is None:
+            return None
+        share = check(text)
+        return None if share is None else float(share)
+
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One vector per text, in input order, embedding only distinct uncached texts."""
         if isinstance(texts, str):

@@ -25,8 +25,14 @@ vectors.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 from memreader.documents import normalize_doc
+from memreader.embedders.languages import (
+    README_SECTION,
+    UNREADABLE_THRESHOLD,
+    unreadable_note,
+)
 from memreader.emit import (
     make_item,
     memory_type_for,
@@ -255,7 +261,12 @@ class RefineInput(Step):
 class Embed(Step):
     """Every item's memory embedded, in batched, cached calls. A batch that fails leaves its
     items without a vector, tagged ``embedding:failed``, and says so in their windows' reports;
-    the other batches keep theirs."""
+    the other batches keep theirs.
+
+    When the embedder can tell how much of a text it cannot read (an ``unreadable_share``
+    method: the bundled English-only model; see :mod:`memreader.embedders.languages`), each
+    window's embedded text is checked once: its report gets the share, and a note when the
+    text is mostly unreadable; one warning per call names how many windows that is."""
 
     name = "embed"
     requires = ("emitted",)
@@ -291,6 +302,61 @@ class Embed(Step):
                 continue
             for (item, _), vector in zip(batch, vectors, strict=True):
                 item.metadata.embedding = vector
+        _note_unreadable(made, embedder)
+
+
+def _note_unreadable(
+    made: Sequence[tuple[TextualMemoryItem, WindowReport]], embedder: object
+) -> None:
+    """Record on each window's report the share of its embedded text (its items' memories,
+    joined) that ``embedder`` cannot read, with a note when that is
+    :data:`~memreader.embedders.languages.UNREADABLE_THRESHOLD` or more, and log one warning
+    for all such windows. Does nothing for an embedder without ``unreadable_share``. A check
+    that fails leaves its window as it was (one warning with the first traceback)."""
+    check = getattr(embedder, "unreadable_share", None)
+    if not callable(check):
+        return
+    name = str(getattr(embedder, "name", type(embedder).__name__))
+    windows: dict[int, tuple[WindowReport, list[str]]] = {}
+    for item, entry in made:
+        windows.setdefault(id(entry), (entry, []))[1].append(item.memory)
+    noted: list[float] = []
+    failed: list[Exception] = []
+    for entry, memories in windows.values():
+        try:
+            share = check(memories[0] if len(memories) == 1 else "\n".join(memories))
+            if share is None:
+                continue
+            if not isinstance(share, (int, float)) or not 0.0 <= share <= 1.0:
+                raise EmbeddingError(f"unreadable_share gave {share!r}, not a share in [0, 1]")
+        except Exception as exc:  # the check is advice: its failure never costs the window
+            failed.append(exc)
+            continue
+        entry.unreadable_share = float(share)
+        if share >= UNREADABLE_THRESHOLD:
+            entry.notes.append(unreadable_note(share, name))
+            noted.append(share)
+    if failed:
+        logger.warning(
+            "%s: checking %d of %d windows for text the embedder cannot read failed: %s",
+            name,
+            len(failed),
+            len(windows),
+            short_error(failed[0]),
+            exc_info=failed[0],
+        )
+    if noted:
+        low, high = int(min(noted) * 100), int(max(noted) * 100)
+        logger.warning(
+            "%d of %d windows are mostly text the embedder %s cannot read (%s of their "
+            "letters); their vectors say little about them (see the windows' report notes, "
+            "and the README section '%s')",
+            len(noted),
+            len(windows),
+            name,
+            f"{low}%" if low == high else f"{low}% to {high}%",
+            README_SECTION,
+        )
 
 
 def default_steps(
