@@ -4,6 +4,7 @@ fine mode's items from a window's outcome."""
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -14,7 +15,7 @@ from memreader.items import MemoryType, SourceMessage, TextualMemoryItem, Textua
 from memreader.parsers import PartRef
 from memreader.report import WindowReport
 from memreader.scene import Scene
-from memreader.windows import Segment, Unit, Window
+from memreader.windows import SEPARATOR, Segment, Unit, Window
 
 # Namespace for item ids: uuid5 over the item's owner, position and content.
 ITEM_NAMESPACE = uuid.UUID("6d656d72-6561-6465-7200-000000000001")
@@ -69,6 +70,51 @@ def segment_source(segment: Segment, unit: Unit, scene: Scene) -> SourceMessage:
 def window_sources(window: Window, units: Sequence[Unit], scene: Scene) -> list[SourceMessage]:
     """One source per segment of ``window``, in order."""
     return [segment_source(s, units[s.unit], scene) for s in window.segments]
+
+
+def window_embedding_parts(
+    windows: Sequence[Window], k: int, units: Sequence[Unit], prefixes: bool = True
+) -> tuple[str, ...]:
+    """What fast mode embeds for window ``k``: its text as consecutive parts, cut where the
+    overlap with the previous and the next window begins and ends.
+
+    The parts are ``[shared with the previous window, own lines, shared with the next window]``
+    (empty ones left out), so an embedder that cuts long texts at part boundaries
+    (:meth:`~memreader.embedders.tokenized.TokenizedEmbedder.embed_parts`) embeds the overlap
+    once for both windows. Only whole carried lines are shared: a line the windower carried in
+    part starts the next window's own lines. With ``prefixes`` off the lines are rendered
+    without their ``role: [time]: `` prefixes (the item's memory keeps them).
+    """
+
+    def render(segment: Segment) -> str:
+        if prefixes:
+            return segment.line
+        return units[segment.unit].text[segment.start : segment.end]
+
+    segments = windows[k].segments
+    lines = [render(s) for s in segments]
+
+    def shared(before: Window, after: Window) -> int:
+        """How many whole lines ``after`` carries over from the end of ``before``."""
+        carried = after.segments[: after.carried]
+        count = 0
+        for n in range(len(carried), 0, -1):
+            if tuple(carried[-n:]) == tuple(before.segments[len(before.segments) - n :]):
+                count = n
+                break
+        return count if count < len(after.segments) else 0
+
+    head = shared(windows[k - 1], windows[k]) if k > 0 else 0
+    head_start = windows[k].carried - head if head else 0
+    tail = shared(windows[k], windows[k + 1]) if k + 1 < len(windows) else 0
+    tail = min(tail, len(segments) - head_start - head)
+    cuts = sorted({0, head_start, head_start + head, len(segments) - tail, len(segments)})
+    parts = []
+    for a, b in itertools.pairwise(cuts):
+        if a < b:
+            text = SEPARATOR.join(lines[a:b])
+            parts.append(text if b == len(segments) else text + SEPARATOR)
+    return tuple(parts) if parts else ("",)
 
 
 def memory_type_for(sources: Iterable[SourceMessage]) -> MemoryType:

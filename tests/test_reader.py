@@ -223,7 +223,8 @@ def test_embeddings_are_batched_and_deduplicated(reader: SimpleStructMemReader) 
     scene = [{"role": "user", "content": "same"}]
     reader.get_memory([scene, scene, scene], type="chat", info=INFO)
     inner = reader.embedder.inner  # type: ignore[attr-defined]
-    assert inner.calls == [["user: same"]], "one call, one unique text"
+    # Fast mode embeds the messages without their "role: [time]: " prefixes (embed_prefixes).
+    assert inner.calls == [["same"]], "one call, one unique text"
     reader.get_memory([scene], type="chat", info=INFO)
     assert len(inner.calls) == 1, "cached"
 

@@ -1,9 +1,9 @@
-"""Embedders: the local sentence-transformers model, OpenAI-compatible endpoints, Ollama.
+"""Embedders: the local ONNX model, sentence-transformers, OpenAI-compatible endpoints, Ollama.
 
 Build one from config with :func:`build_embedder`; wrap it in :class:`CachedEmbedder` to skip
 texts embedded before. Long texts are split at token boundaries and pooled, never truncated
 (see :mod:`memreader.embedders.base`). Importing this package does not import torch,
-sentence-transformers, openai or ollama; backends import them when built.
+sentence-transformers, onnxruntime, openai or ollama; backends import them when built.
 """
 
 from memreader.embedders.backends import EMBEDDERS, register_embedder
@@ -14,12 +14,15 @@ from memreader.embedders.config import (
     LocalEmbedderConfig,
     OllamaEmbedderConfig,
     OpenAIEmbedderConfig,
+    SentenceTransformersEmbedderConfig,
 )
 from memreader.embedders.local import LocalEmbedder
 from memreader.embedders.ollama_client import OllamaEmbedder
 from memreader.embedders.openai_compat import OpenAIEmbedder
 from memreader.embedders.pieces import TextPiece, split_by_tokens, weighted_mean
 from memreader.embedders.remote import RemoteEmbedder
+from memreader.embedders.sentence_transformers_backend import SentenceTransformersEmbedder
+from memreader.embedders.tokenized import TokenizedEmbedder
 
 __all__ = [
     "EMBEDDERS",
@@ -35,7 +38,10 @@ __all__ = [
     "OpenAIEmbedderConfig",
     "PoolingEmbedder",
     "RemoteEmbedder",
+    "SentenceTransformersEmbedder",
+    "SentenceTransformersEmbedderConfig",
     "TextPiece",
+    "TokenizedEmbedder",
     "build_embedder",
     "cache_key",
     "register_embedder",

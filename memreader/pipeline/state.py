@@ -71,8 +71,9 @@ class ReadState:
     ``scenes`` (normalise), ``units`` (parse: one list per scene), ``windows`` (window),
     ``fine_windows`` and ``outcomes`` (fine mode: one per window, then what the LLM passes made
     of it), ``items`` (one list per scene or stored item: the call's result) and ``emitted``
-    (each item with its window's report, for the embed step). ``meter`` counts the call's LLM
-    usage.
+    (each item with its window's report, for the embed step), with ``embedding_parts`` (by item
+    id: what to embed for an item instead of its memory, as consecutive parts; fast mode cuts
+    a window where its overlaps begin and end). ``meter`` counts the call's LLM usage.
     """
 
     mode: str
@@ -89,6 +90,7 @@ class ReadState:
     outcomes: list[WindowOutcome] = field(default_factory=list)
     items: list[list[TextualMemoryItem]] = field(default_factory=list)
     emitted: list[tuple[TextualMemoryItem, WindowReport]] = field(default_factory=list)
+    embedding_parts: dict[str, tuple[str, ...]] = field(default_factory=dict)
     meter: UsageMeter | None = None
     values: dict[str, Any] = field(default_factory=dict)
 

@@ -37,6 +37,7 @@ from memreader.emit import (
     make_item,
     memory_type_for,
     scene_digest,
+    window_embedding_parts,
     window_sources,
 )
 from memreader.errors import EmbeddingError, InputError
@@ -159,6 +160,9 @@ class FastItems(Step):
                 entry.items = 1
                 items.append(item)
                 state.emitted.append((item, entry))
+                state.embedding_parts[item.id] = window_embedding_parts(
+                    ws.windows, window.index, ws.units, runtime.config.embed_prefixes
+                )
             result.append(items)
         state.items = result
 
@@ -283,7 +287,7 @@ class Embed(Step):
         for offset in range(0, len(made), size):
             batch = made[offset : offset + size]
             try:
-                vectors = embedder.embed([item.memory for item, _ in batch])
+                vectors = _embed_items(embedder, batch, state.embedding_parts)
                 if len(vectors) != len(batch):
                     raise EmbeddingError(
                         f"{embedder.name}: {len(vectors)} vectors for {len(batch)} texts"
@@ -303,6 +307,21 @@ class Embed(Step):
             for (item, _), vector in zip(batch, vectors, strict=True):
                 item.metadata.embedding = vector
         _note_unreadable(made, embedder)
+
+
+def _embed_items(
+    embedder: object,
+    batch: Sequence[tuple[TextualMemoryItem, WindowReport]],
+    parts: dict[str, tuple[str, ...]],
+) -> list[list[float]]:
+    """The batch's vectors; items with parts go through ``embed_parts`` where the embedder
+    has it (otherwise their parts are joined)."""
+    inputs = [parts.get(item.id) or (item.memory,) for item, _ in batch]
+    embed_parts = getattr(embedder, "embed_parts", None)
+    if embed_parts is not None and any(len(p) > 1 for p in inputs):
+        vectors: list[list[float]] = embed_parts(inputs)
+        return vectors
+    return embedder.embed(["".join(p) for p in inputs])  # type: ignore[attr-defined,no-any-return]
 
 
 def _note_unreadable(

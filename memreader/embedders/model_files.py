@@ -1,0 +1,217 @@
+"""The ONNX files of the local embedder: built once from the installed weights, cached, checked.
+
+``memreader models build`` (run by ``make install``), or the first use of the ``local`` backend
+when the file is missing, writes the model into the user cache::
+
+    <cache>/onnx/<model>-<source digest>/model-fp32.onnx    the encoder (bert_onnx.py)
+    <cache>/onnx/<model>-<source digest>/model-int8.onnx    weights quantised per channel
+    <cache>/onnx/<model>-<source digest>/manifest.json      sha256 of each file, and versions
+
+``<cache>`` is ``$MEMREADER_CACHE_DIR``, else ``$XDG_CACHE_HOME/memreader``, else
+``~/.cache/memreader``. The source digest covers the model's ``config.json``, its weights file
+(size and modification time) and :data:`BUILD_VERSION`, so new weights or a new graph get a new
+folder. The build is deterministic (the same bytes for the same weights, ``onnx`` and
+``onnxruntime`` versions) and needs no network and no torch. Files are written to a temporary
+name and renamed, so a crash or a concurrent build never leaves half a file; every load checks
+the file's sha256 against the manifest, and a mismatch is an :class:`EmbeddingError` that says
+how to rebuild.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Literal
+
+from memreader.embedders.bert_onnx import build_bert_graph
+from memreader.errors import EmbeddingError
+
+__all__ = [
+    "BUILD_VERSION",
+    "Precision",
+    "build_model_files",
+    "cache_root",
+    "model_folder",
+    "read_model_file",
+]
+
+logger = logging.getLogger(__name__)
+
+Precision = Literal["fp32", "int8"]
+PRECISIONS: tuple[Precision, ...] = ("fp32", "int8")
+
+#: Bump when the graph or the quantisation changes: older cached files are then not reused.
+BUILD_VERSION = 1
+
+_BUILD_HINT = "memreader models build --force"
+_DEPENDENCY_HINT = (
+    "building the ONNX model needs the `onnx` and `safetensors` packages: "
+    "pip install 'memreader[local]'"
+)
+
+
+def cache_root() -> Path:
+    """The user cache folder of memreader (see the module docstring)."""
+    explicit = os.environ.get("MEMREADER_CACHE_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "memreader"
+
+
+def _source_digest(model_dir: Path) -> str:
+    weights = model_dir / "model.safetensors"
+    try:
+        config = (model_dir / "config.json").read_bytes()
+        stat = weights.stat()
+    except OSError as e:
+        raise EmbeddingError(f"cannot read the model in {str(model_dir)!r}: {e}") from e
+    h = hashlib.sha256()
+    h.update(f"memreader-onnx-{BUILD_VERSION}\0".encode())
+    h.update(config)
+    h.update(f"\0{stat.st_size}\0{stat.st_mtime_ns}".encode())
+    return h.hexdigest()[:16]
+
+
+def model_folder(model_dir: Path, name: str) -> Path:
+    """The cache folder of the ONNX files built from ``model_dir``."""
+    return cache_root() / "onnx" / f"{name}-{_source_digest(model_dir)}"
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def _quantize(fp32: bytes) -> bytes:
+    """int8 weights, one scale per output channel, activations quantised at run time."""
+    try:
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+    except ImportError as e:
+        raise EmbeddingError(_DEPENDENCY_HINT) from e
+    with tempfile.TemporaryDirectory(prefix="memreader-quantize-") as folder:
+        source, target = Path(folder) / "fp32.onnx", Path(folder) / "int8.onnx"
+        source.write_bytes(fp32)
+        # The quantiser warns that the model was not pre-processed; the graph is already fused.
+        quantize_logger = logging.getLogger()
+        level = quantize_logger.level
+        quantize_logger.setLevel(logging.ERROR)
+        try:
+            quantize_dynamic(source, target, per_channel=True, weight_type=QuantType.QInt8)
+        finally:
+            quantize_logger.setLevel(level)
+        return target.read_bytes()
+
+
+def build_model_files(
+    model_dir: Path, name: str, precisions: tuple[Precision, ...] = PRECISIONS, force: bool = False
+) -> dict[str, Path]:
+    """Build (or keep, when present and intact) the ONNX files of ``model_dir``; their paths.
+
+    Raises :class:`EmbeddingError` when the model cannot be read or the build tools are missing.
+    """
+    folder = model_folder(model_dir, name)
+    manifest = _read_manifest(folder)
+    paths: dict[str, Path] = {}
+    fp32: bytes | None = None
+    for precision in precisions:
+        path = folder / f"model-{precision}.onnx"
+        paths[precision] = path
+        if not force and _intact(path, manifest.get(path.name)):
+            continue
+        started = time.perf_counter()
+        if fp32 is None:
+            try:
+                fp32 = build_bert_graph(model_dir)
+            except ImportError as e:
+                raise EmbeddingError(_DEPENDENCY_HINT) from e
+        data = fp32 if precision == "fp32" else _quantize(fp32)
+        _write_atomic(path, data)
+        manifest[path.name] = hashlib.sha256(data).hexdigest()
+        logger.info(
+            "built %s (%.1f MB) in %.1fs", path, len(data) / 1e6, time.perf_counter() - started
+        )
+    _write_manifest(folder, manifest, model_dir)
+    return paths
+
+
+def _read_manifest(folder: Path) -> dict[str, str]:
+    try:
+        data = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    files = data.get("sha256") if isinstance(data, dict) else None
+    if not isinstance(files, dict):
+        return {}
+    return {str(k): str(v) for k, v in files.items()}
+
+
+def _write_manifest(folder: Path, files: dict[str, str], model_dir: Path) -> None:
+    import onnx
+    import onnxruntime
+
+    manifest = {
+        "source": str(model_dir),
+        "build_version": BUILD_VERSION,
+        "onnx": onnx.__version__,
+        "onnxruntime": onnxruntime.__version__,
+        "sha256": dict(sorted(files.items())),
+    }
+    _write_atomic(folder / "manifest.json", (json.dumps(manifest, indent=2) + "\n").encode())
+
+
+def _intact(path: Path, digest: str | None) -> bool:
+    if digest is None or not path.is_file():
+        return False
+    return hashlib.sha256(path.read_bytes()).hexdigest() == digest
+
+
+def read_model_file(
+    model_dir: Path, name: str, precision: Precision, auto_build: bool = True
+) -> bytes:
+    """The checked bytes of the ``precision`` ONNX file of ``model_dir``, built if missing.
+
+    Raises :class:`EmbeddingError` when the file is missing and ``auto_build`` is off, or when
+    its checksum does not match the manifest (a corrupt or changed file), saying how to rebuild.
+    """
+    folder = model_folder(model_dir, name)
+    path = folder / f"model-{precision}.onnx"
+    manifest = _read_manifest(folder)
+    expected = manifest.get(path.name)
+    if expected is None or not path.exists():
+        if not auto_build:
+            raise EmbeddingError(
+                f"the {precision} ONNX model of {name} is missing ({str(path)!r}); build it with "
+                f"`{_BUILD_HINT}` (or set auto_build: true)"
+            )
+        logger.info("building the %s ONNX model of %s once, into %s", precision, name, folder)
+        build_model_files(model_dir, name, (precision,))
+        manifest = _read_manifest(folder)
+        expected = manifest.get(path.name)
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise EmbeddingError(
+            f"cannot read the ONNX model {str(path)!r}: {e}; rebuild it with `{_BUILD_HINT}`"
+        ) from e
+    if hashlib.sha256(data).hexdigest() != expected:
+        raise EmbeddingError(
+            f"the ONNX model {str(path)!r} is corrupt (its sha256 does not match "
+            f"{str(folder / 'manifest.json')!r}); rebuild it with `{_BUILD_HINT}`"
+        )
+    return data
