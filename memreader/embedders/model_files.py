@@ -33,6 +33,7 @@ from memreader.errors import EmbeddingError
 
 __all__ = [
     "BUILD_VERSION",
+    "PRECISIONS",
     "Precision",
     "build_model_files",
     "cache_root",
