@@ -16,14 +16,13 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from memreader.embedders.backends import register_embedder
 from memreader.embedders.config import LocalEmbedderConfig
-from memreader.embedders.languages import LATIN, unknown_spans, unreadable_share
+from memreader.embedders.languages import LATIN
 from memreader.embedders.model_files import read_model_file
 from memreader.embedders.tokenized import TokenizedEmbedder, load_tokenizer
 from memreader.errors import ConfigError, EmbeddingError
@@ -174,7 +173,7 @@ class LocalEmbedder(TokenizedEmbedder):
         self.config = config
         self.model_path = str(model_dir)
         # The bundled model was trained on English text only.
-        self._scripts = LATIN if config.model_path is None else None
+        self.scripts = LATIN if config.model_path is None else None
 
     def _embed_ids(self, batch: list[list[int]]) -> Any:
         import numpy as np
@@ -186,12 +185,3 @@ class LocalEmbedder(TokenizedEmbedder):
             input_ids[row, : len(ids)] = ids
             mask[row, : len(ids)] = 1
         return self._session.run(None, {"input_ids": input_ids, "attention_mask": mask})[0]
-
-    def unreadable_share(self, text: str) -> float | None:
-        """Share of ``text``'s letters this model cannot read (``None``: not known for a
-        custom model); see :mod:`memreader.embedders.languages`."""
-        if self._scripts is None:
-            return None
-        encoding = self.tokenizer.encode(text, add_special_tokens=False)
-        spans: Sequence[tuple[int, int]] = unknown_spans(encoding, self._unknown_id)
-        return unreadable_share(text, unknown_spans=spans, scripts=self._scripts)

@@ -27,7 +27,7 @@ from typing import Any
 
 from memreader.embedders.backends import register_embedder
 from memreader.embedders.config import SentenceTransformersEmbedderConfig
-from memreader.embedders.languages import LATIN, unknown_spans, unreadable_share
+from memreader.embedders.languages import LATIN
 from memreader.embedders.local import BUNDLED_MODEL_NAME, bundled_model_path
 from memreader.embedders.tokenized import TokenizedEmbedder
 from memreader.errors import ConfigError, EmbeddingError
@@ -175,7 +175,7 @@ class SentenceTransformersEmbedder(TokenizedEmbedder):
         self.config = config
         self.model_path = path
         self._loaded = loaded
-        self._scripts = LATIN if config.model_path is None else None
+        self.scripts = LATIN if config.model_path is None else None
 
     @property
     def model(self) -> Any:
@@ -200,12 +200,3 @@ class SentenceTransformersEmbedder(TokenizedEmbedder):
         with self._loaded.lock, torch.inference_mode():
             output = model(features)["sentence_embedding"]
         return output.float().cpu().numpy()
-
-    def unreadable_share(self, text: str) -> float | None:
-        """Share of ``text``'s letters this model cannot read (``None`` for a custom model)."""
-        if self._scripts is None:
-            return None
-        encoding = self.tokenizer.encode(text, add_special_tokens=False)
-        return unreadable_share(
-            text, unknown_spans=unknown_spans(encoding, self._unknown_id), scripts=self._scripts
-        )

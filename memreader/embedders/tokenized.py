@@ -21,6 +21,7 @@ hands text to a backend (which tokenises it again), this class hands the model t
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from abc import abstractmethod
 from collections import OrderedDict
@@ -28,10 +29,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from memreader.embedders.base import PoolingEmbedder
+from memreader.embedders.languages import unk_token_id, unknown_spans, unreadable_share
 from memreader.embedders.pieces import TextPiece, plan_token_spans
 from memreader.errors import EmbeddingError
 
 __all__ = ["TokenizedEmbedder", "load_tokenizer"]
+
+_LONG_ASCII_WORD = re.compile(r"[A-Za-z0-9]{101,}")
 
 #: How many recently embedded pieces a TokenizedEmbedder keeps for reuse.
 _RECENT_PIECES = 64
@@ -106,7 +110,9 @@ class TokenizedEmbedder(PoolingEmbedder):
         )
         self.tokenizer = tokenizer
         self._head, self._tail = head, tail
-        self._unknown_id: int | None = tokenizer.token_to_id("[UNK]")
+        self._unknown_id: int | None = unk_token_id(tokenizer)
+        # The scripts the model reads (see memreader.embedders.languages); None: not known.
+        self.scripts: frozenset[str] | None = None
         self._stats_lock = threading.Lock()
         # The last pieces embedded: consecutive windows embedded in separate calls still share
         # their overlap's piece.
@@ -123,6 +129,19 @@ class TokenizedEmbedder(PoolingEmbedder):
         if len(texts) == 1:
             return [self.tokenizer.encode(texts[0], add_special_tokens=False)]
         return list(self.tokenizer.encode_batch(list(texts), add_special_tokens=False))
+
+    def unreadable_share(self, text: str) -> float | None:
+        """Share of ``text``'s letters this model cannot read, or ``None`` when its scripts are
+        not known (see :mod:`memreader.embedders.languages`)."""
+        if self.scripts is None:
+            return None
+        if text.isascii():
+            # The wordpiece tokenizers map ASCII to [UNK] only for words over 100 characters.
+            spans = [m.span() for m in _LONG_ASCII_WORD.finditer(text)]
+        else:
+            encoding = self.tokenizer.encode(text, add_special_tokens=False)
+            spans = unknown_spans(encoding, self._unknown_id)
+        return unreadable_share(text, unknown_spans=spans, scripts=self.scripts)
 
     def count_tokens(self, text: str) -> int:
         """Number of content tokens of ``text`` (no special tokens)."""
