@@ -111,6 +111,9 @@ class TokenizedEmbedder(PoolingEmbedder):
         self.tokenizer = tokenizer
         self._head, self._tail = head, tail
         self._unknown_id: int | None = unk_token_id(tokenizer)
+        # BERT's pre-tokenizer splits at white space, so texts that meet there tokenise apart
+        # as they do together (not so for SentencePiece-style "▁word" tokenizers).
+        self._joins_at_space = type(tokenizer.pre_tokenizer).__name__ == "BertPreTokenizer"
         # The scripts the model reads (see memreader.embedders.languages); None: not known.
         self.scripts: frozenset[str] | None = None
         self._stats_lock = threading.Lock()
@@ -227,8 +230,10 @@ class TokenizedEmbedder(PoolingEmbedder):
         if sum(len(enc.ids) for enc in encodings) <= budget:
             if len(parts) == 1:
                 return [tuple(encodings[0].ids)]
-            # Fits whole: tokenised whole, as the joined text (the parts' ids need not concatenate
-            # to the whole's where parts meet inside a word).
+            if self._joins_at_space and all(part[-1:].isspace() for part in parts[:-1]):
+                # Parts that meet at white space tokenise as the whole does (the pre-tokenizer
+                # splits there): their ids joined are the whole text's ids.
+                return [tuple(i for enc in encodings for i in enc.ids)]
             return [tuple(self._encode(["".join(parts)])[0].ids)]
         pieces: list[tuple[int, ...]] = []
         for part, enc in zip(parts, encodings, strict=True):
