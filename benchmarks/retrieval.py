@@ -55,10 +55,7 @@ def memorybank_recall(
         offset = 0
         for d, day in enumerate(days):
             first = next(i for i, m in enumerate(day) if m["role"] == "user")
-            if layout == "day":
-                key = (user, d, first)
-            else:
-                key = (user, 0, offset + first)
+            key = (user, d, first) if layout == "day" else (user, 0, offset + first)
             queries.append((day[first]["content"], key))
             offset += len(day)
         items = reader.get_memory(scenes, type="chat", info={"user_id": user, "session_id": "b"})

@@ -36,6 +36,7 @@ from memreader.errors import EmbeddingError
 __all__ = ["TokenizedEmbedder", "load_tokenizer"]
 
 _LONG_ASCII_WORD = re.compile(r"[A-Za-z0-9]{101,}")
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
 
 #: How many recently embedded pieces a TokenizedEmbedder keeps for reuse.
 _RECENT_PIECES = 64
@@ -138,8 +139,10 @@ class TokenizedEmbedder(PoolingEmbedder):
         not known (see :mod:`memreader.embedders.languages`)."""
         if self.scripts is None:
             return None
-        if text.isascii():
-            # The wordpiece tokenizers map ASCII to [UNK] only for words over 100 characters.
+        if text.isascii() or not any(m.group().isalpha() for m in _NON_ASCII.finditer(text)):
+            # Letters are ASCII here (emoji and punctuation are no letters, so they never count),
+            # and wordpiece maps ASCII letters to [UNK] only in words over 100 characters: no
+            # second tokenisation needed.
             spans = [m.span() for m in _LONG_ASCII_WORD.finditer(text)]
         else:
             encoding = self.tokenizer.encode(text, add_special_tokens=False)
