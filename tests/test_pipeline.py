@@ -512,3 +512,26 @@ def test_redact_marks_only_the_messages_it_changed() -> None:
     [[item]] = reader.get_memory(CHAT, type="chat", info=INFO)
     assert [s.transformed_by for s in item.metadata.sources] == [["redact"], [], ["redact"]]
     check_redacted(CHAT, [item], ["ann.lee@example.org", "555", "4111"], [])
+
+
+def test_fast_mode_embeds_the_messages_and_a_later_change_of_memory_is_what_gets_embedded() -> None:
+    scene = [
+        {"role": "user", "content": "I like green tea.", "chat_time": "2026-05-03"},
+        {"role": "assistant", "content": "Noted!", "chat_time": "2026-05-03"},
+    ]
+    reader = make_reader()
+    [[item]] = reader.get_memory([scene], type="chat", info=INFO)
+    inner = reader.embedder.inner  # type: ignore[attr-defined]
+    # Fast mode embeds the messages without their "role: [time]: " prefixes (embed_prefixes).
+    assert inner.calls[-1] == ["I like green tea.\nNoted!"]
+    assert item.memory.startswith("user: [2026-05-03]: I like green tea.")
+
+    def shout(state: ReadState, runtime: ReaderRuntime) -> None:
+        for item, _ in state.emitted:
+            item.memory = item.memory.upper()
+
+    changed = make_reader()
+    changed.pipeline.insert_before("embed", FunctionStep("shout", shout, requires=["emitted"]))
+    [[loud]] = changed.get_memory([scene], type="chat", info=INFO)
+    assert changed.embedder.inner.calls[-1] == [loud.memory]  # type: ignore[attr-defined]
+    assert loud.metadata.embedding == changed.embedder.embed([loud.memory])[0]

@@ -72,8 +72,9 @@ class ReadState:
     ``fine_windows`` and ``outcomes`` (fine mode: one per window, then what the LLM passes made
     of it), ``items`` (one list per scene or stored item: the call's result) and ``emitted``
     (each item with its window's report, for the embed step), with ``embedding_parts`` (by item
-    id: what to embed for an item instead of its memory, as consecutive parts; fast mode cuts
-    a window where its overlaps begin and end). ``meter`` counts the call's LLM usage.
+    id: the memory the item had and what to embed for it instead, as consecutive parts; fast
+    mode cuts a window where its overlaps begin and end; a step that changes the memory later
+    makes the embed step embed the new memory instead). ``meter`` counts the call's LLM usage.
     """
 
     mode: str
@@ -90,7 +91,7 @@ class ReadState:
     outcomes: list[WindowOutcome] = field(default_factory=list)
     items: list[list[TextualMemoryItem]] = field(default_factory=list)
     emitted: list[tuple[TextualMemoryItem, WindowReport]] = field(default_factory=list)
-    embedding_parts: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    embedding_parts: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
     meter: UsageMeter | None = None
     values: dict[str, Any] = field(default_factory=dict)
 

@@ -160,8 +160,11 @@ class FastItems(Step):
                 entry.items = 1
                 items.append(item)
                 state.emitted.append((item, entry))
-                state.embedding_parts[item.id] = window_embedding_parts(
-                    ws.windows, window.index, ws.units, runtime.config.embed_prefixes
+                state.embedding_parts[item.id] = (
+                    item.memory,
+                    window_embedding_parts(
+                        ws.windows, window.index, ws.units, runtime.config.embed_prefixes
+                    ),
                 )
             result.append(items)
         state.items = result
@@ -312,11 +315,15 @@ class Embed(Step):
 def _embed_items(
     embedder: object,
     batch: Sequence[tuple[TextualMemoryItem, WindowReport]],
-    parts: dict[str, tuple[str, ...]],
+    parts: dict[str, tuple[str, tuple[str, ...]]],
 ) -> list[list[float]]:
     """The batch's vectors; items with parts go through ``embed_parts`` where the embedder
-    has it (otherwise their parts are joined)."""
-    inputs = [parts.get(item.id) or (item.memory,) for item, _ in batch]
+    has it (otherwise their parts are joined). An item whose memory changed since its parts
+    were made is embedded as its memory."""
+    inputs = []
+    for item, _ in batch:
+        made = parts.get(item.id)
+        inputs.append(made[1] if made is not None and made[0] == item.memory else (item.memory,))
     embed_parts = getattr(embedder, "embed_parts", None)
     if embed_parts is not None and any(len(p) > 1 for p in inputs):
         vectors: list[list[float]] = embed_parts(inputs)
