@@ -97,6 +97,7 @@ def main() -> None:
         {"backend": "sentence_transformers"},
         {"backend": "local", "config": {"precision": "fp32"}},
         {"backend": "local", "config": {"precision": "int8"}},
+        {"backend": "static"},
     ]
     for layout in args.layouts.split(","):
         for embedder in configs:

@@ -1,4 +1,5 @@
-"""Embedders: the local ONNX model, sentence-transformers, OpenAI-compatible endpoints, Ollama.
+"""Embedders: the local ONNX model and its static distillation, sentence-transformers,
+OpenAI-compatible endpoints, Ollama.
 
 Build one from config with :func:`build_embedder`; wrap it in :class:`CachedEmbedder` to skip
 texts embedded before. Long texts are split at token boundaries and pooled, never truncated
@@ -15,6 +16,7 @@ from memreader.embedders.config import (
     OllamaEmbedderConfig,
     OpenAIEmbedderConfig,
     SentenceTransformersEmbedderConfig,
+    StaticEmbedderConfig,
 )
 from memreader.embedders.local import LocalEmbedder
 from memreader.embedders.ollama_client import OllamaEmbedder
@@ -22,6 +24,7 @@ from memreader.embedders.openai_compat import OpenAIEmbedder
 from memreader.embedders.pieces import TextPiece, split_by_tokens, weighted_mean
 from memreader.embedders.remote import RemoteEmbedder
 from memreader.embedders.sentence_transformers_backend import SentenceTransformersEmbedder
+from memreader.embedders.static import StaticEmbedder, build_static_model
 from memreader.embedders.tokenized import TokenizedEmbedder
 
 __all__ = [
@@ -40,9 +43,12 @@ __all__ = [
     "RemoteEmbedder",
     "SentenceTransformersEmbedder",
     "SentenceTransformersEmbedderConfig",
+    "StaticEmbedder",
+    "StaticEmbedderConfig",
     "TextPiece",
     "TokenizedEmbedder",
     "build_embedder",
+    "build_static_model",
     "cache_key",
     "register_embedder",
     "split_by_tokens",

@@ -23,6 +23,7 @@ EMBEDDERS: Registry[type[Any]] = Registry(
     "embedder backend",
     lazy={
         "local": "memreader.embedders.local",
+        "static": "memreader.embedders.static",
         "sentence_transformers": "memreader.embedders.sentence_transformers_backend",
         "openai": "memreader.embedders.openai_compat",
         "ollama": "memreader.embedders.ollama_client",

@@ -30,6 +30,7 @@ __all__ = [
     "OllamaEmbedderConfig",
     "OpenAIEmbedderConfig",
     "SentenceTransformersEmbedderConfig",
+    "StaticEmbedderConfig",
     "parse_embedder_config",
     "validate_backend_config",
 ]
@@ -185,3 +186,25 @@ def parse_embedder_config(data: Any) -> EmbedderConfig:
     except ValidationError as e:
         error = config_error_from("embedder config", e)
     raise error from None
+
+
+class StaticEmbedderConfig(BaseModel):
+    """Settings of the static embedder (backend ``static``, the speed tier): one vector per
+    vocabulary token, distilled once from a sentence-transformers BERT model
+    (:mod:`memreader.embedders.static`); a text's vector is the mean of its tokens' vectors.
+
+    ``model_path`` ``None`` means the bundled all-MiniLM-L6-v2. ``dims`` keeps the first
+    principal components of the distilled vectors: ``None`` keeps all of them (the model's
+    hidden size, 384 for the bundled model).
+    ``auto_build: false`` makes a missing distilled file an error instead of distilling it on
+    first use (under a minute on two cores). There is no length limit: a text is never
+    split.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    model_path: str | None = None
+    dims: int | None = Field(default=None, ge=1, le=65536)
+    batch_size: int = Field(default=256, ge=1, le=65536)
+    normalize: bool = True
+    auto_build: bool = True
