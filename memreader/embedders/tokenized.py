@@ -35,8 +35,12 @@ from memreader.errors import EmbeddingError
 
 __all__ = ["TokenizedEmbedder", "load_tokenizer"]
 
-_LONG_ASCII_WORD = re.compile(r"[A-Za-z0-9]{101,}")
-_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+# A run of more than 100 characters without the white space BERT splits at: wordpiece maps a
+# word that long to [UNK].
+_LONG_ASCII_WORD = re.compile(r"[^ \t\n\r]{101,}")
+
+#: White space that BERT's normaliser keeps as white space (where its pre-tokenizer splits).
+_BERT_SPACE = frozenset(" \t\n\r")
 
 #: How many recently embedded pieces a TokenizedEmbedder keeps for reuse.
 _RECENT_PIECES = 64
@@ -139,11 +143,11 @@ class TokenizedEmbedder(PoolingEmbedder):
         not known (see :mod:`memreader.embedders.languages`)."""
         if self.scripts is None:
             return None
-        if text.isascii() or not any(m.group().isalpha() for m in _NON_ASCII.finditer(text)):
-            # Letters are ASCII here (emoji and punctuation are no letters, so they never count),
-            # and wordpiece maps ASCII letters to [UNK] only in words over 100 characters: no
-            # second tokenisation needed.
-            spans = [m.span() for m in _LONG_ASCII_WORD.finditer(text)]
+        if text.isascii() and not _LONG_ASCII_WORD.search(text):
+            # Pure ASCII with no word over 100 characters: nothing becomes [UNK]. (Anything else
+            # is tokenised: an emoji glued to a word makes the whole word [UNK], and the
+            # normaliser deletes control characters such as \x1f, joining words.)
+            spans: list[tuple[int, int]] = []
         else:
             encoding = self.tokenizer.encode(text, add_special_tokens=False)
             spans = unknown_spans(encoding, self._unknown_id)
@@ -233,9 +237,11 @@ class TokenizedEmbedder(PoolingEmbedder):
         if sum(len(enc.ids) for enc in encodings) <= budget:
             if len(parts) == 1:
                 return [tuple(encodings[0].ids)]
-            if self._joins_at_space and all(part[-1:].isspace() for part in parts[:-1]):
+            if self._joins_at_space and all(part[-1] in _BERT_SPACE for part in parts[:-1]):
                 # Parts that meet at white space tokenise as the whole does (the pre-tokenizer
-                # splits there): their ids joined are the whole text's ids.
+                # splits there): their ids joined are the whole text's ids. Not at every
+                # str.isspace() character: BERT's normaliser deletes \x0b, \x0c, \x1c-\x1f
+                # and \x85 as control characters, joining the words around them.
                 return [tuple(i for enc in encodings for i in enc.ids)]
             return [tuple(self._encode(["".join(parts)])[0].ids)]
         pieces: list[tuple[int, ...]] = []
