@@ -659,7 +659,15 @@ def test_ollama_unreachable_server() -> None:
 
 @pytest.fixture(scope="module")
 def local() -> LocalEmbedder:
+    """The default embedder: the bundled model in int8 on ONNX Runtime."""
     embedder = build_embedder(EmbedderConfig())
+    assert isinstance(embedder, LocalEmbedder)
+    return embedder
+
+
+def _new_local(**config: Any) -> LocalEmbedder:
+    """A new local embedder (its own memory of recent pieces; the ONNX session is shared)."""
+    embedder = build_embedder({"backend": "local", "config": config})
     assert isinstance(embedder, LocalEmbedder)
     return embedder
 
@@ -682,7 +690,8 @@ TAXES = (
 @pytest.mark.slow
 def test_local_basics(local: LocalEmbedder) -> None:
     assert local.dimension == 384 and local.max_input_tokens == 256
-    assert local.name == "local:all-MiniLM-L6-v2" and isinstance(local, Embedder)
+    assert local.name == "local:all-MiniLM-L6-v2:int8" and isinstance(local, Embedder)
+    assert local.config.precision == "int8" and local.piece_budget == 254
     assert local.count_tokens("hello world") == 2
     vectors = local.embed(["hello world", "", "Grüße aus Köln 🙂"])
     assert len(vectors) == 3
@@ -692,26 +701,32 @@ def test_local_basics(local: LocalEmbedder) -> None:
 
 @pytest.mark.slow
 def test_local_model_is_loaded_once(local: LocalEmbedder) -> None:
-    again = build_embedder({"backend": "local", "config": {"batch_size": 4}})
-    assert isinstance(again, LocalEmbedder) and again.model is local.model
+    # One ONNX Runtime session per model file and thread count, shared by every embedder.
+    again = _new_local(batch_size=4)
+    assert again._session is local._session
+    fp32 = _new_local(precision="fp32")
+    assert fp32._session is not local._session
+    assert _new_local(precision="fp32", normalize=False)._session is fp32._session
 
 
 @pytest.mark.slow
 def test_local_shared_model_is_safe_across_threads(local: LocalEmbedder) -> None:
-    texts = [f"thread test sentence number {i}" for i in range(6)]
-    expected = local.embed(texts)
+    texts = [f"thread test sentence number {i}" for i in range(6)] + [CATS * 4]
+    # New embedders each time: an embedder reuses the vectors of pieces it embedded lately,
+    # and every thread must run the shared session. The same batches give the same vectors.
+    expected = _new_local(batch_size=2).embed(texts)
     results: dict[int, list[list[float]]] = {}
     errors: list[BaseException] = []
 
     def work(n: int) -> None:
         try:
-            other = build_embedder({"backend": "local", "config": {"batch_size": 2}})
-            results[n] = other.embed(texts) if n % 2 else local.embed(texts)
+            other = _new_local(batch_size=2)
+            results[n] = other.embed(texts)
             other.count_tokens(texts[n])
         except BaseException as e:  # pragma: no cover - reported below
             errors.append(e)
 
-    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(6)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -741,22 +756,27 @@ def test_local_paraphrase_is_closer_than_unrelated(local: LocalEmbedder) -> None
 
 
 @pytest.mark.slow
-def test_local_long_text_is_pooled_not_truncated(local: LocalEmbedder) -> None:
+def test_local_long_text_is_pooled_not_truncated() -> None:
+    # fp32: its vectors do not depend on what else is in the batch (int8's do, a little).
+    local = _new_local(precision="fp32")
     long = CATS * 7 + TAXES * 7
     assert local.count_tokens(long) > 256 + 200
     pieces = local.split_text(long)
     assert len(pieces) == 2
     _check_pieces(long, pieces, 254)
     assert [local.count_tokens(piece.text) for piece in pieces] == [p.tokens for p in pieces]
-    piece_vectors = local.embed([piece.text for piece in pieces])
+    piece_vectors = _new_local(precision="fp32").embed([piece.text for piece in pieces])
     expected = weighted_mean(piece_vectors, [piece.tokens for piece in pieces], normalize=True)
     (pooled,) = local.embed([long])
     assert pooled == pytest.approx(expected, abs=1e-5)
-    # What silent truncation would give: the model reads only the first 256 tokens (all cats).
-    truncated = local.model.encode([long], normalize_embeddings=True).tolist()[0]
+    # What silent truncation would give (sentence-transformers keeps [CLS], the first 254
+    # tokens and [SEP]): the model reads little more than the cats.
+    ids = local.tokenizer.encode(long).ids
+    (truncated,) = local._embed_ids([[*ids[:255], ids[-1]]]).tolist()
+    truncated = weighted_mean([truncated], [1], normalize=True)
     cut = local._token_cuts(long)[254]
     assert cut is not None
-    assert truncated == pytest.approx(local.embed([long[:cut]])[0], abs=1e-4)
+    assert truncated == pytest.approx(_new_local(precision="fp32").embed([long[:cut]])[0], abs=1e-5)
     assert _cosine(pooled, truncated) < 0.95
     (taxes,) = local.embed([TAXES])
     assert _cosine(pooled, taxes) > _cosine(truncated, taxes) + 0.1
