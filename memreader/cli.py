@@ -105,6 +105,11 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("fp32", "int8"),
         help="build only this precision (repeatable; default: both)",
     )
+    build.add_argument(
+        "--static",
+        action="store_true",
+        help="also distil the `static` embedder's token vectors (about a minute on two cores)",
+    )
     build.add_argument("--force", action="store_true", help="rebuild even if present and intact")
     return parser
 
@@ -158,9 +163,13 @@ def _models(args: argparse.Namespace) -> int:
     else:
         model_dir, name = Path(bundled_model_path()), BUNDLED_MODEL_NAME
     precisions = tuple(dict.fromkeys(args.precision)) if args.precision else PRECISIONS
-    paths = build_model_files(model_dir, name, precisions, force=args.force)
-    for precision, path in paths.items():
-        print(f"{precision}\t{path}")
+    paths: dict[str, Path] = dict(build_model_files(model_dir, name, precisions, force=args.force))
+    if args.static:
+        from memreader.embedders.static import build_static_model
+
+        paths["static"] = build_static_model(args.model_path, force=args.force)
+    for kind, path in paths.items():
+        print(f"{kind}\t{path}")
     return 0
 
 

@@ -37,8 +37,13 @@ __all__ = [
     "Precision",
     "build_model_files",
     "cache_root",
+    "is_intact",
     "model_folder",
+    "read_manifest",
     "read_model_file",
+    "source_digest",
+    "write_atomic",
+    "write_manifest",
 ]
 
 logger = logging.getLogger(__name__)
@@ -66,7 +71,8 @@ def cache_root() -> Path:
     return base / "memreader"
 
 
-def _source_digest(model_dir: Path) -> str:
+def source_digest(model_dir: Path) -> str:
+    """A short digest of a model folder's config, weights (size, time) and BUILD_VERSION."""
     weights = model_dir / "model.safetensors"
     try:
         config = (model_dir / "config.json").read_bytes()
@@ -82,10 +88,11 @@ def _source_digest(model_dir: Path) -> str:
 
 def model_folder(model_dir: Path, name: str) -> Path:
     """The cache folder of the ONNX files built from ``model_dir``."""
-    return cache_root() / "onnx" / f"{name}-{_source_digest(model_dir)}"
+    return cache_root() / "onnx" / f"{name}-{source_digest(model_dir)}"
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to a temporary file beside ``path``, then rename it over ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -127,13 +134,13 @@ def build_model_files(
     Raises :class:`EmbeddingError` when the model cannot be read or the build tools are missing.
     """
     folder = model_folder(model_dir, name)
-    manifest = _read_manifest(folder)
+    manifest = read_manifest(folder)
     paths: dict[str, Path] = {}
     fp32: bytes | None = None
     for precision in precisions:
         path = folder / f"model-{precision}.onnx"
         paths[precision] = path
-        if not force and _intact(path, manifest.get(path.name)):
+        if not force and is_intact(path, manifest.get(path.name)):
             continue
         started = time.perf_counter()
         if fp32 is None:
@@ -142,16 +149,17 @@ def build_model_files(
             except ImportError as e:
                 raise EmbeddingError(_DEPENDENCY_HINT) from e
         data = fp32 if precision == "fp32" else _quantize(fp32)
-        _write_atomic(path, data)
+        write_atomic(path, data)
         manifest[path.name] = hashlib.sha256(data).hexdigest()
         logger.info(
             "built %s (%.1f MB) in %.1fs", path, len(data) / 1e6, time.perf_counter() - started
         )
-    _write_manifest(folder, manifest, model_dir)
+    write_manifest(folder, manifest, _onnx_details(model_dir))
     return paths
 
 
-def _read_manifest(folder: Path) -> dict[str, str]:
+def read_manifest(folder: Path) -> dict[str, str]:
+    """The sha256 of each file in ``folder``'s manifest (empty when missing or unreadable)."""
     try:
         data = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -162,21 +170,26 @@ def _read_manifest(folder: Path) -> dict[str, str]:
     return {str(k): str(v) for k, v in files.items()}
 
 
-def _write_manifest(folder: Path, files: dict[str, str], model_dir: Path) -> None:
+def write_manifest(folder: Path, files: dict[str, str], details: dict[str, object]) -> None:
+    """Write ``folder``'s ``manifest.json``: ``details`` and the files' sha256."""
+    manifest = {**details, "sha256": dict(sorted(files.items()))}
+    write_atomic(folder / "manifest.json", (json.dumps(manifest, indent=2) + "\n").encode())
+
+
+def _onnx_details(model_dir: Path) -> dict[str, object]:
     import onnx
     import onnxruntime
 
-    manifest = {
+    return {
         "source": str(model_dir),
         "build_version": BUILD_VERSION,
         "onnx": onnx.__version__,
         "onnxruntime": onnxruntime.__version__,
-        "sha256": dict(sorted(files.items())),
     }
-    _write_atomic(folder / "manifest.json", (json.dumps(manifest, indent=2) + "\n").encode())
 
 
-def _intact(path: Path, digest: str | None) -> bool:
+def is_intact(path: Path, digest: str | None) -> bool:
+    """Whether ``path`` is a file whose sha256 is ``digest``."""
     if digest is None or not path.is_file():
         return False
     return hashlib.sha256(path.read_bytes()).hexdigest() == digest
@@ -192,7 +205,7 @@ def read_model_file(
     """
     folder = model_folder(model_dir, name)
     path = folder / f"model-{precision}.onnx"
-    manifest = _read_manifest(folder)
+    manifest = read_manifest(folder)
     expected = manifest.get(path.name)
     if expected is None or not path.exists():
         if not auto_build:
@@ -202,7 +215,7 @@ def read_model_file(
             )
         logger.info("building the %s ONNX model of %s once, into %s", precision, name, folder)
         build_model_files(model_dir, name, (precision,))
-        manifest = _read_manifest(folder)
+        manifest = read_manifest(folder)
         expected = manifest.get(path.name)
     try:
         data = path.read_bytes()

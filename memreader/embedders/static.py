@@ -71,10 +71,12 @@ from memreader.embedders.backends import register_embedder
 from memreader.embedders.config import LocalEmbedderConfig, StaticEmbedderConfig
 from memreader.embedders.languages import LATIN
 from memreader.embedders.model_files import (
-    _read_manifest,
-    _source_digest,
-    _write_atomic,
     cache_root,
+    is_intact,
+    read_manifest,
+    source_digest,
+    write_atomic,
+    write_manifest,
 )
 from memreader.embedders.tokenized import TokenizedEmbedder, load_tokenizer
 from memreader.errors import ConfigError, EmbeddingError
@@ -117,7 +119,7 @@ def _resolve(model_path: str | None) -> tuple[Path, str]:
 def static_folder(model_dir: Path, name: str) -> Path:
     """The cache folder of the static model distilled from ``model_dir``."""
     h = hashlib.sha256(f"memreader-static-{STATIC_VERSION}\0".encode())
-    h.update(_source_digest(model_dir).encode())
+    h.update(source_digest(model_dir).encode())
     return cache_root() / "static" / f"{name}-{h.hexdigest()[:16]}"
 
 
@@ -220,40 +222,32 @@ def build_static_model(
     model_dir, name = _resolve(model_path)
     folder = static_folder(model_dir, name)
     path = folder / (_FILE if tokens is None else f"vectors-first{tokens}.npy")
-    manifest = _read_manifest(folder)
-    if not force and _intact(path, manifest.get(path.name)):
+    manifest = read_manifest(folder)
+    if not force and is_intact(path, manifest.get(path.name)):
         return path
     started = time.perf_counter()
     data = _npy_bytes(distill_static_vectors(model_path, tokens=tokens))
-    _write_atomic(path, data)
-    manifest = _read_manifest(folder)  # a concurrent build may have added files
+    write_atomic(path, data)
+    manifest = read_manifest(folder)  # a concurrent build may have added files
     manifest[path.name] = hashlib.sha256(data).hexdigest()
-    _write_manifest(folder, manifest, model_dir)
+    write_manifest(folder, manifest, _details(model_dir))
     logger.info(
         "distilled %s (%.1f MB) in %.1fs", path, len(data) / 1e6, time.perf_counter() - started
     )
     return path
 
 
-def _intact(path: Path, digest: str | None) -> bool:
-    if digest is None or not path.is_file():
-        return False
-    return hashlib.sha256(path.read_bytes()).hexdigest() == digest
-
-
-def _write_manifest(folder: Path, files: dict[str, str], model_dir: Path) -> None:
+def _details(model_dir: Path) -> dict[str, object]:
     import numpy as np
     import onnxruntime
 
-    manifest = {
+    return {
         "source": str(model_dir),
         "static_version": STATIC_VERSION,
         "sif_coefficient": SIF_COEFFICIENT,
         "numpy": np.__version__,
         "onnxruntime": onnxruntime.__version__,
-        "sha256": dict(sorted(files.items())),
     }
-    _write_atomic(folder / "manifest.json", (json.dumps(manifest, indent=2) + "\n").encode())
 
 
 def _read_vectors(model_dir: Path, name: str, auto_build: bool, model_path: str | None) -> Any:
@@ -262,7 +256,7 @@ def _read_vectors(model_dir: Path, name: str, auto_build: bool, model_path: str 
 
     folder = static_folder(model_dir, name)
     path = folder / _FILE
-    expected = _read_manifest(folder).get(_FILE)
+    expected = read_manifest(folder).get(_FILE)
     if expected is None or not path.exists():
         if not auto_build:
             raise EmbeddingError(
@@ -271,7 +265,7 @@ def _read_vectors(model_dir: Path, name: str, auto_build: bool, model_path: str 
             )
         logger.info("distilling the static model of %s once, into %s", name, folder)
         build_static_model(model_path)
-        expected = _read_manifest(folder).get(_FILE)
+        expected = read_manifest(folder).get(_FILE)
     try:
         data = path.read_bytes()
     except OSError as e:
