@@ -209,10 +209,10 @@ def test_fp32_vectors_are_the_reference_vectors(reference: TokenizedEmbedder) ->
 def test_int8_vectors_are_close_to_the_reference_vectors(reference: TokenizedEmbedder) -> None:
     expected = reference.embed(TEXTS)
     cosines = _cosines(_local("int8").embed(TEXTS), expected)
-    # Measured (onnxruntime 1.2x, per-channel int8 weights): 0.990 to 0.996 for all but one,
-    # "Thanks! That's exactly what I needed." at 0.978 (the same embedded alone); mean 0.993.
-    # Short texts of common words lose the most to quantisation.
-    assert cosines.min() >= 0.97, dict(zip(TEXTS, cosines.round(4), strict=True))
+    # Measured (onnxruntime 1.32, per-channel asymmetric int8 weights): at least 0.985, mean
+    # 0.993; short texts of common words lose the most to quantisation (with symmetric weights
+    # "Thanks! That's exactly what I needed." fell to 0.978).
+    assert cosines.min() >= 0.98, dict(zip(TEXTS, cosines.round(4), strict=True))
     assert cosines.mean() >= 0.99, cosines.mean()
 
 
@@ -256,20 +256,15 @@ def reference_recall(reference: TokenizedEmbedder) -> dict[str, Any]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("precision", ["fp32", "int8"])
-def test_memorybank_recall_matches_the_reference(
-    reference_recall: dict[str, Any], precision: str
-) -> None:
+def test_memorybank_recall_matches_the_reference(reference_recall: dict[str, Any]) -> None:
     # Measured: recall@5 0.8591 for the reference and fp32, 0.8523 for int8 (one query less).
+    # fp32 is not run here: its vectors equal the reference's (test above), so its recall does.
     want = reference_recall
-    got = _recall({"backend": "local", "config": {"precision": precision}})
-    rows = {"reference": want, precision: got}
+    got = _recall({"backend": "local", "config": {"precision": "int8"}})
+    rows = {"reference": want, "int8": got}
     assert want["queries"] == got["queries"] == 149 and want["recall@5"] > 0.8, rows
     assert got["windows"] == want["windows"], rows
     assert abs(got["recall@5"] - want["recall@5"]) <= 0.01, rows
-    if precision == "fp32":
-        # The same vectors rank the same windows first.
-        assert got["recall@1"] == want["recall@1"], rows
 
 
 # -- pieces of a long text -------------------------------------------------------------------------
@@ -610,20 +605,13 @@ BATCH = ["hello world", "I like tea.", LONG_TEXTS[4], "Thanks! That's exactly wh
 
 
 @pytest.mark.slow
-def test_fp32_vectors_do_not_depend_on_the_batch() -> None:
-    together = _local("fp32").embed(BATCH)
+@pytest.mark.parametrize("precision", ["fp32", "int8"])
+def test_a_texts_vector_does_not_depend_on_its_batch(precision: str) -> None:
+    # int8 activations are quantised with one scale per tensor at run time, so in a batch a
+    # text's vector would depend on its neighbours (cosine 0.976-0.994 to itself alone): the
+    # int8 graph is run one sequence at a time.
+    together = _local(precision).embed(BATCH)
     for text, vector in zip(BATCH, together, strict=True):
-        assert _local("fp32").embed([text])[0] == pytest.approx(vector, abs=1e-5)
-
-
-@pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="int8 activations are quantised per tensor at run time, so a text's vector depends "
-    "on the other texts (and the padding) in its batch: these four texts alone and together "
-    "have cosines 0.976 to 0.994",
-)
-def test_int8_vectors_do_not_depend_on_the_batch() -> None:
-    together = _local("int8").embed(BATCH)
-    for text, vector in zip(BATCH, together, strict=True):
-        assert _local("int8").embed([text])[0] == pytest.approx(vector, abs=1e-3)
+        assert _local(precision).embed([text])[0] == pytest.approx(vector, abs=1e-5)
+    for got, want in zip(_local(precision, batch_size=2).embed(BATCH), together, strict=True):
+        assert got == pytest.approx(want, abs=1e-5)

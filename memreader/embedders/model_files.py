@@ -52,7 +52,7 @@ Precision = Literal["fp32", "int8"]
 PRECISIONS: tuple[Precision, ...] = ("fp32", "int8")
 
 #: Bump when the graph or the quantisation changes: older cached files are then not reused.
-BUILD_VERSION = 1
+BUILD_VERSION = 2
 
 _BUILD_HINT = "memreader models build --force"
 _DEPENDENCY_HINT = (
@@ -107,7 +107,8 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 
 def _quantize(fp32: bytes) -> bytes:
-    """int8 weights, one scale per output channel, activations quantised at run time."""
+    """int8 weights, one scale and zero point per output channel; activations quantised at
+    run time, one scale per tensor (so the local backend runs int8 one sequence at a time)."""
     try:
         from onnxruntime.quantization import QuantType, quantize_dynamic
     except ImportError as e:
@@ -120,7 +121,15 @@ def _quantize(fp32: bytes) -> bytes:
         level = quantize_logger.level
         quantize_logger.setLevel(logging.ERROR)
         try:
-            quantize_dynamic(source, target, per_channel=True, weight_type=QuantType.QInt8)
+            # Asymmetric weight ranges: the least-faithful realistic text goes from cosine 0.978
+            # to 0.985 against fp32 (MemoryBank messages: 0.974 to 0.981) for ~5% of the speed.
+            quantize_dynamic(
+                source,
+                target,
+                per_channel=True,
+                weight_type=QuantType.QInt8,
+                extra_options={"WeightSymmetric": False},
+            )
         finally:
             quantize_logger.setLevel(level)
         return target.read_bytes()
