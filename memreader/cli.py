@@ -154,14 +154,9 @@ def _models(args: argparse.Namespace) -> int:
     """``memreader models build``: build (or check) the local embedder's files; print them."""
     from pathlib import Path
 
-    from memreader.embedders.local import BUNDLED_MODEL_NAME, bundled_model_path
-    from memreader.embedders.model_files import PRECISIONS, build_model_files
+    from memreader.embedders.model_files import PRECISIONS, build_model_files, resolve_model
 
-    if args.model_path:
-        model_dir = Path(args.model_path).expanduser()
-        name = model_dir.name or args.model_path
-    else:
-        model_dir, name = Path(bundled_model_path()), BUNDLED_MODEL_NAME
+    model_dir, name = resolve_model(args.model_path)
     precisions = tuple(dict.fromkeys(args.precision)) if args.precision else PRECISIONS
     paths: dict[str, Path] = dict(build_model_files(model_dir, name, precisions, force=args.force))
     if args.static:

@@ -163,6 +163,29 @@ def build_bert_graph(model_dir: Path) -> bytes:
     )
     mask32 = node("Cast", ["attention_mask"], "mask_int32", to=TensorProto.INT32)
 
+    def dense(x: str, layer: str, weight_name: str, output: str, width: int) -> str:
+        """``x`` times a torch Linear's weight (stored [out, in]; ONNX MatMul wants [in, out])."""
+        return node(
+            "MatMul", [x, constant(weight_name, weight(layer + ".weight").T)], output, width=width
+        )
+
+    def skip_norm(x: str, skip: str, layer: str, name: str, bias_name: str, output: str) -> str:
+        """LayerNorm(x + skip + the preceding dense layer's bias), fused."""
+        return node(
+            "SkipLayerNormalization",
+            [
+                x,
+                skip,
+                constant(f"{name}_ln_gamma", weight(layer + ".LayerNorm.weight")),
+                constant(f"{name}_ln_beta", weight(layer + ".LayerNorm.bias")),
+                constant(bias_name, weight(layer + ".dense.bias")),
+            ],
+            output,
+            width=hidden,
+            domain=_MS_DOMAIN,
+            epsilon=shape.layer_norm_eps,
+        )
+
     for i in range(shape.num_layers):
         p = f"encoder.layer.{i}."
         # torch Linear stores [out, in]; ONNX MatMul wants [in, out].
@@ -181,31 +204,23 @@ def build_bert_graph(model_dir: Path) -> bytes:
             domain=_MS_DOMAIN,
             num_heads=shape.num_heads,
         )
-        projected = node(
-            "MatMul",
-            [context, constant(f"l{i}_attn_out_w", weight(p + "attention.output.dense.weight").T)],
+        projected = dense(
+            context,
+            p + "attention.output.dense",
+            f"l{i}_attn_out_w",
             f"l{i}_attn_projected",
-            width=hidden,
+            hidden,
         )
-        x = node(
-            "SkipLayerNormalization",
-            [
-                projected,
-                x,
-                constant(f"l{i}_attn_ln_gamma", weight(p + "attention.output.LayerNorm.weight")),
-                constant(f"l{i}_attn_ln_beta", weight(p + "attention.output.LayerNorm.bias")),
-                constant(f"l{i}_attn_out_b", weight(p + "attention.output.dense.bias")),
-            ],
+        x = skip_norm(
+            projected,
+            x,
+            p + "attention.output",
+            f"l{i}_attn",
+            f"l{i}_attn_out_b",
             f"l{i}_attention_output",
-            width=hidden,
-            domain=_MS_DOMAIN,
-            epsilon=shape.layer_norm_eps,
         )
-        up = node(
-            "MatMul",
-            [x, constant(f"l{i}_ffn_up_w", weight(p + "intermediate.dense.weight").T)],
-            f"l{i}_ffn_up",
-            width=shape.intermediate_size,
+        up = dense(
+            x, p + "intermediate.dense", f"l{i}_ffn_up_w", f"l{i}_ffn_up", shape.intermediate_size
         )
         activated = node(
             "BiasGelu",
@@ -214,26 +229,8 @@ def build_bert_graph(model_dir: Path) -> bytes:
             width=shape.intermediate_size,
             domain=_MS_DOMAIN,
         )
-        down = node(
-            "MatMul",
-            [activated, constant(f"l{i}_ffn_down_w", weight(p + "output.dense.weight").T)],
-            f"l{i}_ffn_down",
-            width=hidden,
-        )
-        x = node(
-            "SkipLayerNormalization",
-            [
-                down,
-                x,
-                constant(f"l{i}_ffn_ln_gamma", weight(p + "output.LayerNorm.weight")),
-                constant(f"l{i}_ffn_ln_beta", weight(p + "output.LayerNorm.bias")),
-                constant(f"l{i}_ffn_down_b", weight(p + "output.dense.bias")),
-            ],
-            f"l{i}_output",
-            width=hidden,
-            domain=_MS_DOMAIN,
-            epsilon=shape.layer_norm_eps,
-        )
+        down = dense(activated, p + "output.dense", f"l{i}_ffn_down_w", f"l{i}_ffn_down", hidden)
+        x = skip_norm(down, x, p + "output", f"l{i}_ffn", f"l{i}_ffn_down_b", f"l{i}_output")
 
     # Mean pooling over the tokens whose mask is 1 (sentence-transformers' Pooling module).
     mask = node("Cast", ["attention_mask"], "mask_float", to=TensorProto.FLOAT)

