@@ -20,11 +20,8 @@ from memreader.embedders import EmbedderConfig, StaticEmbedder, build_embedder
 from memreader.embedders.config import LocalEmbedderConfig, StaticEmbedderConfig
 from memreader.embedders.languages import LATIN, unknown_spans, unreadable_share
 from memreader.embedders.local import LocalEmbedder
-from memreader.embedders.static import (
-    _resolve,
-    build_static_model,
-    static_folder,
-)
+from memreader.embedders.model_files import resolve_model
+from memreader.embedders.static import build_static_model, static_folder
 from memreader.errors import ConfigError, EmbeddingError
 
 pytestmark = pytest.mark.slow
@@ -165,12 +162,12 @@ def test_distillation_is_deterministic(tmp_path: Path, monkeypatch: pytest.Monke
 def test_missing_and_corrupt_files_are_clear_errors(
     static: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    source = static_folder(*_resolve(None))
+    source = static_folder(*resolve_model(None))
     assert (source / "vectors.npy").is_file()
     monkeypatch.setenv("MEMREADER_CACHE_DIR", str(tmp_path))
     with pytest.raises(EmbeddingError, match=r"missing.*memreader models build --static"):
         StaticEmbedder(StaticEmbedderConfig(auto_build=False))
-    target = static_folder(*_resolve(None))
+    target = static_folder(*resolve_model(None))
     shutil.copytree(source, target)
     assert StaticEmbedder(StaticEmbedderConfig(auto_build=False)).embed(["tea"])
     path = target / "vectors.npy"
