@@ -329,9 +329,15 @@ def collect_inputs(reader: Any, scenes: Scenes) -> Any:
     return state
 
 
+def item_parts(state: Any, item: Any) -> tuple[str, ...]:
+    """What the embed step embeds for ``item`` (its parts while its memory is unchanged)."""
+    made = state.embedding_parts.get(item.id)
+    return made[1] if made is not None and made[0] == item.memory else (item.memory,)
+
+
 def embedding_inputs(state: Any) -> list[tuple[str, ...]]:
     """What the embed step embeds, item by item, in order."""
-    return [state.embedding_parts.get(item.id) or (item.memory,) for item, _ in state.emitted]
+    return [item_parts(state, item) for item, _ in state.emitted]
 
 
 def _model_check(embedder: Any, parts: Sequence[str]) -> bool | None:
@@ -361,7 +367,7 @@ def text_coverage(scenes: Scenes, state: Any, embedder: Any, prefixes: bool) -> 
     for ws in state.windows:
         for window in ws.windows:
             item, _ = next(emitted)
-            parts = state.embedding_parts.get(item.id) or (item.memory,)
+            parts = item_parts(state, item)
             windows += 1
             rendered = []
             for s in window.segments:
@@ -879,11 +885,17 @@ def targets(run: Run, summary: dict[str, Any]) -> list[dict[str, Any]]:
                 f"{row['x_reference']:.2f}x",
                 row["x_reference"] >= TARGET_SPEEDUP,
             )
-    ratios = [(r["e2e_over_alone"], k) for k, r in rows.items() if r["e2e_over_alone"] is not None]
+    # The ratio is a target for the model backends: next to the static tier (tens of times
+    # faster than a model) memreader's own work is most of a call, by design.
+    ratios = [
+        (r["e2e_over_alone"], k)
+        for k, r in rows.items()
+        if r["e2e_over_alone"] is not None and "|static|" not in k
+    ]
     if ratios:
         worst, where = min(ratios)
         add(
-            f"e2e/embedder alone >= {TARGET_RATIO} (every backend and corpus)",
+            f"e2e/embedder alone >= {TARGET_RATIO} (every model backend and corpus)",
             f"min {worst:.3f} ({where.replace('|off', '').replace('|', ', ')})",
             worst >= TARGET_RATIO,
         )
