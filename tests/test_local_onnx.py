@@ -615,3 +615,15 @@ def test_a_texts_vector_does_not_depend_on_its_batch(precision: str) -> None:
         assert _local(precision).embed([text])[0] == pytest.approx(vector, abs=1e-5)
     for got, want in zip(_local(precision, batch_size=2).embed(BATCH), together, strict=True):
         assert got == pytest.approx(want, abs=1e-5)
+
+
+@pytest.mark.slow
+def test_unreadable_share_of_a_text_just_embedded_is_the_same_without_tokenising_again() -> None:
+    parts = ["我喜欢喝绿茶。\n", "I like green tea, naïve café ☕tea.\n", "还有乌龙茶"]
+    text = "".join(parts)
+    fresh = _local("int8").unreadable_share(text)
+    embedder = _local("int8")
+    embedder.embed_parts([parts])
+    assert embedder._recent_unknown.get(text) is not None, "remembered from the embedding"
+    assert embedder.unreadable_share(text) == fresh
+    assert fresh is not None and 0.2 < fresh < 0.6

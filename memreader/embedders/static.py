@@ -399,7 +399,10 @@ class StaticEmbedder(TokenizedEmbedder):
             joined.append("".join(self._check_texts(parts)))
         if not joined:
             return []
-        ids = [encoding.ids for encoding in self._encode(joined)]
+        encodings = self._encode(joined)
+        for text, encoding in zip(joined, encodings, strict=True):
+            self._remember_unknown([text], [encoding])
+        ids = [encoding.ids for encoding in encodings]
         rows: list[list[float]] = []
         for offset in range(0, len(ids), self.batch_size):
             batch = [

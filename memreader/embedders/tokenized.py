@@ -44,6 +44,8 @@ _BERT_SPACE = frozenset(" \t\n\r")
 
 #: How many recently embedded pieces a TokenizedEmbedder keeps for reuse.
 _RECENT_PIECES = 64
+#: How many recently embedded texts' [UNK] spans it keeps (a call's windows, usually).
+_RECENT_TEXTS = 256
 
 logger = logging.getLogger(__name__)
 
@@ -125,6 +127,9 @@ class TokenizedEmbedder(PoolingEmbedder):
         # The last pieces embedded: consecutive windows embedded in separate calls still share
         # their overlap's piece.
         self._recent: OrderedDict[tuple[int, ...], Any] = OrderedDict()
+        # The [UNK] spans of the last texts embedded: unreadable_share on a text just embedded
+        # (the embed step checks each window's embedded text) needs no second tokenisation.
+        self._recent_unknown: OrderedDict[str, list[tuple[int, int]]] = OrderedDict()
         self.pieces_embedded = 0
         self.pieces_shared = 0
         self.tokens_embedded = 0
@@ -143,11 +148,15 @@ class TokenizedEmbedder(PoolingEmbedder):
         not known (see :mod:`memreader.embedders.languages`)."""
         if self.scripts is None:
             return None
-        if text.isascii() and not _LONG_ASCII_WORD.search(text):
+        with self._stats_lock:
+            remembered = self._recent_unknown.get(text)
+        if remembered is not None:
+            spans: list[tuple[int, int]] = remembered
+        elif text.isascii() and not _LONG_ASCII_WORD.search(text):
             # Pure ASCII with no word over 100 characters: nothing becomes [UNK]. (Anything else
             # is tokenised: an emoji glued to a word makes the whole word [UNK], and the
             # normaliser deletes control characters such as \x1f, joining words.)
-            spans: list[tuple[int, int]] = []
+            spans = []
         else:
             encoding = self.tokenizer.encode(text, add_special_tokens=False)
             spans = unknown_spans(encoding, self._unknown_id)
@@ -229,10 +238,31 @@ class TokenizedEmbedder(PoolingEmbedder):
                 raise TypeError(f"embed() takes strings; item {i} is {type(text).__name__}")
         return texts
 
+    def _remember_unknown(self, parts: Sequence[str], encodings: Sequence[Any]) -> None:
+        """Keep the [UNK] spans of the text ``parts`` make (tokenised part by part) for
+        :meth:`unreadable_share`, when the parts meet where the tokenizer splits anyway."""
+        if len(parts) > 1 and not (
+            self._joins_at_space and all(part[-1:] in _BERT_SPACE for part in parts[:-1])
+        ):
+            return
+        spans: list[tuple[int, int]] = []
+        offset = 0
+        for part, encoding in zip(parts, encodings, strict=True):
+            if self._unknown_id is not None and self._unknown_id in encoding.ids:
+                spans.extend(
+                    (offset + a, offset + b) for a, b in unknown_spans(encoding, self._unknown_id)
+                )
+            offset += len(part)
+        with self._stats_lock:
+            self._recent_unknown["".join(parts)] = spans
+            while len(self._recent_unknown) > _RECENT_TEXTS:
+                self._recent_unknown.popitem(last=False)
+
     def _plan(self, parts: list[str]) -> list[tuple[int, ...]]:
         """The content ids of each piece of one text given as parts."""
         parts = [part for part in parts if part] or [""]
         encodings = self._encode(parts)
+        self._remember_unknown(parts, encodings)
         budget = self.piece_budget
         if sum(len(enc.ids) for enc in encodings) <= budget:
             if len(parts) == 1:

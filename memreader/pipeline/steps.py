@@ -309,7 +309,16 @@ class Embed(Step):
                 continue
             for (item, _), vector in zip(batch, vectors, strict=True):
                 item.metadata.embedding = vector
-        _note_unreadable(made, embedder)
+        _note_unreadable(made, embedder, state.embedding_parts)
+
+
+def _embedding_input(
+    item: TextualMemoryItem, parts: dict[str, tuple[str, tuple[str, ...]]]
+) -> tuple[str, ...]:
+    """What is embedded for ``item``: its parts while its memory is what they were made from,
+    else its memory."""
+    made = parts.get(item.id)
+    return made[1] if made is not None and made[0] == item.memory else (item.memory,)
 
 
 def _embed_items(
@@ -320,10 +329,7 @@ def _embed_items(
     """The batch's vectors; items with parts go through ``embed_parts`` where the embedder
     has it (otherwise their parts are joined). An item whose memory changed since its parts
     were made is embedded as its memory."""
-    inputs = []
-    for item, _ in batch:
-        made = parts.get(item.id)
-        inputs.append(made[1] if made is not None and made[0] == item.memory else (item.memory,))
+    inputs = [_embedding_input(item, parts) for item, _ in batch]
     embed_parts = getattr(embedder, "embed_parts", None)
     if embed_parts is not None and any(len(p) > 1 for p in inputs):
         vectors: list[list[float]] = embed_parts(inputs)
@@ -332,10 +338,12 @@ def _embed_items(
 
 
 def _note_unreadable(
-    made: Sequence[tuple[TextualMemoryItem, WindowReport]], embedder: object
+    made: Sequence[tuple[TextualMemoryItem, WindowReport]],
+    embedder: object,
+    parts: dict[str, tuple[str, tuple[str, ...]]],
 ) -> None:
-    """Record on each window's report the share of its embedded text (its items' memories,
-    joined) that ``embedder`` cannot read, with a note when that is
+    """Record on each window's report the share of its embedded text (what was embedded for
+    its items, joined) that ``embedder`` cannot read, with a note when that is
     :data:`~memreader.embedders.languages.UNREADABLE_THRESHOLD` or more, and log one warning
     for all such windows. Does nothing for an embedder without ``unreadable_share``. A check
     that fails leaves its window as it was (one warning with the first traceback)."""
@@ -345,7 +353,7 @@ def _note_unreadable(
     name = str(getattr(embedder, "name", type(embedder).__name__))
     windows: dict[int, tuple[WindowReport, list[str]]] = {}
     for item, entry in made:
-        windows.setdefault(id(entry), (entry, []))[1].append(item.memory)
+        windows.setdefault(id(entry), (entry, []))[1].append("".join(_embedding_input(item, parts)))
     noted: list[float] = []
     failed: list[Exception] = []
     for entry, memories in windows.values():
