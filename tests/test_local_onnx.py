@@ -33,6 +33,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from memreader import SimpleStructMemReader
 from memreader.embedders import LocalEmbedder, build_embedder
 from memreader.embedders import local as local_module
 from memreader.embedders.local import BUNDLED_MODEL_NAME, bundled_model_path
@@ -547,6 +548,21 @@ def test_a_missing_model_without_auto_build_says_how_to_build(empty_cache: Path)
         _local("int8", auto_build=False)
     assert str(empty_cache) in str(info.value)
     assert not empty_cache.exists()
+
+
+@pytest.mark.slow
+def test_a_cache_folder_that_cannot_be_written_is_a_typed_error(
+    empty_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = empty_cache.parent / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("MEMREADER_CACHE_DIR", str(blocker))
+    with pytest.raises(EmbeddingError, match=r"cannot write the model file.*MEMREADER_CACHE_DIR"):
+        _local("fp32")
+    reader = SimpleStructMemReader()
+    with pytest.raises(EmbeddingError, match="MEMREADER_CACHE_DIR"):
+        scene = [{"role": "user", "content": "hi"}]
+        reader.get_memory([scene], type="chat", info={"user_id": "u", "session_id": "s"})
 
 
 @pytest.mark.slow

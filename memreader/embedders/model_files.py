@@ -111,8 +111,14 @@ def cache_root() -> Path:
     if explicit:
         return Path(explicit).expanduser()
     xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "memreader"
+    if xdg:
+        return Path(xdg).expanduser() / "memreader"
+    try:
+        return Path.home() / ".cache" / "memreader"
+    except RuntimeError as e:  # no home folder to be found
+        raise EmbeddingError(
+            f"cannot find a cache folder for model files ({e}); set MEMREADER_CACHE_DIR"
+        ) from e
 
 
 def source_digest(model_dir: Path) -> str:
@@ -136,15 +142,28 @@ def model_folder(model_dir: Path, name: str) -> Path:
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``path``, then rename it over ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    """Write ``data`` to a temporary file beside ``path``, then rename it over ``path``; an
+    :class:`EmbeddingError` (naming ``MEMREADER_CACHE_DIR``) when the folder is not writable."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as e:
+        raise EmbeddingError(
+            f"cannot write the model file {str(path)!r}: {e}; set MEMREADER_CACHE_DIR to a "
+            "writable folder"
+        ) from e
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(temp, path)
+    except OSError as e:
+        Path(temp).unlink(missing_ok=True)
+        raise EmbeddingError(
+            f"cannot write the model file {str(path)!r}: {e}; set MEMREADER_CACHE_DIR to a "
+            "writable folder with room for it"
+        ) from e
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
