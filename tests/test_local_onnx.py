@@ -643,3 +643,15 @@ def test_unreadable_share_of_a_text_just_embedded_is_the_same_without_tokenising
     assert embedder._recent_unknown.get(text) is not None, "remembered from the embedding"
     assert embedder.unreadable_share(text) == fresh
     assert fresh is not None and 0.2 < fresh < 0.6
+
+
+@pytest.mark.slow
+def test_text_the_tokenizer_refuses_is_a_typed_error() -> None:
+    embedder = _local("int8")
+    with pytest.raises(EmbeddingError, match="lone surrogate") as info:
+        embedder.embed(["fine", "ok \ud800 x"])
+    assert "lone surrogate '\\ud800' at character 3" in str(info.value)
+    assert "(text 1 of 2)" in str(info.value)
+    with pytest.raises(EmbeddingError, match="lone surrogate"):
+        embedder.unreadable_share("\udfff")
+    assert embedder.embed(["fine"])[0], "the embedder still works"

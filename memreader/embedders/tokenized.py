@@ -139,9 +139,22 @@ class TokenizedEmbedder(PoolingEmbedder):
         """Embed id sequences (special tokens included) in one pass: ``(len(batch), dim)``."""
 
     def _encode(self, texts: Sequence[str]) -> list[Any]:
-        if len(texts) == 1:
-            return [self.tokenizer.encode(texts[0], add_special_tokens=False)]
-        return list(self.tokenizer.encode_batch(list(texts), add_special_tokens=False))
+        """The tokenizer's encodings of ``texts`` (no special tokens); text it cannot take (a
+        lone surrogate is not valid Unicode) is an :class:`EmbeddingError` naming the text."""
+        try:
+            if len(texts) == 1:
+                return [self.tokenizer.encode(texts[0], add_special_tokens=False)]
+            return list(self.tokenizer.encode_batch(list(texts), add_special_tokens=False))
+        except Exception as e:  # tokenizers raises TypeError/Exception for text it refuses
+            for i, text in enumerate(texts):
+                bad = next((c for c in text if "\ud800" <= c <= "\udfff"), None)
+                if bad is not None:
+                    which = f"text {i}" if len(texts) > 1 else "the text"
+                    raise EmbeddingError(
+                        f"{self.name}: {which} holds a lone surrogate {bad!r} at character "
+                        f"{text.index(bad)} (not valid Unicode text)"
+                    ) from None
+            raise EmbeddingError(f"{self.name}: the tokenizer refused the text: {e}") from e
 
     def unreadable_share(self, text: str) -> float | None:
         """Share of ``text``'s letters this model cannot read, or ``None`` when its scripts are
@@ -158,16 +171,15 @@ class TokenizedEmbedder(PoolingEmbedder):
             # normaliser deletes control characters such as \x1f, joining words.)
             spans = []
         else:
-            encoding = self.tokenizer.encode(text, add_special_tokens=False)
-            spans = unknown_spans(encoding, self._unknown_id)
+            spans = unknown_spans(self._encode([text])[0], self._unknown_id)
         return unreadable_share(text, unknown_spans=spans, scripts=self.scripts)
 
     def count_tokens(self, text: str) -> int:
         """Number of content tokens of ``text`` (no special tokens)."""
-        return len(self.tokenizer.encode(text, add_special_tokens=False).ids)
+        return len(self._encode([text])[0].ids)
 
     def _token_cuts(self, text: str) -> Sequence[int | None]:
-        return _cuts(self.tokenizer.encode(text, add_special_tokens=False).offsets)
+        return _cuts(self._encode([text])[0].offsets)
 
     def _embed_batch(self, texts: list[str]) -> Sequence[Sequence[float]]:
         rows: list[list[float]] = self._run([enc.ids for enc in self._encode(texts)]).tolist()
@@ -201,7 +213,10 @@ class TokenizedEmbedder(PoolingEmbedder):
             if isinstance(parts, str):
                 raise TypeError(f"embed_parts() takes a list of parts per text; item {i} is a str")
             self._check_texts(parts)
-            plans.append(self._plan(list(parts)))
+            try:
+                plans.append(self._plan(list(parts)))
+            except EmbeddingError as e:
+                raise EmbeddingError(f"{e} (text {i} of {len(texts)})") from None
         if not plans:
             return []
         distinct: dict[tuple[int, ...], int] = {}
