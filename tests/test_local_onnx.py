@@ -655,3 +655,16 @@ def test_text_the_tokenizer_refuses_is_a_typed_error() -> None:
     with pytest.raises(EmbeddingError, match="lone surrogate"):
         embedder.unreadable_share("\udfff")
     assert embedder.embed(["fine"])[0], "the embedder still works"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["config.json", "tokenizer.json", "model.safetensors"])
+def test_a_model_folder_file_that_is_no_regular_file_is_refused_not_waited_on(
+    name: str, tmp_path: Path, empty_cache: Path
+) -> None:
+    folder = tmp_path / "model"
+    shutil.copytree(bundled_model_path(), folder)
+    (folder / name).unlink()
+    os.mkfifo(folder / name)  # reading a FIFO with no writer would block forever
+    with pytest.raises(EmbeddingError, match="not a regular file"):
+        build_embedder({"backend": "local", "config": {"model_path": str(folder)}})

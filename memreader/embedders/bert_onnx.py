@@ -18,11 +18,11 @@ states over the tokens whose mask is 1, before normalisation.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memreader.embedders.model_io import check_model_file, read_model_json
 from memreader.errors import EmbeddingError
 
 __all__ = ["BertShape", "build_bert_graph", "read_bert_shape"]
@@ -47,10 +47,7 @@ class BertShape:
 def read_bert_shape(model_dir: Path) -> BertShape:
     """Read ``config.json`` of a BERT model directory; refuse anything but a plain BERT."""
     path = model_dir / "config.json"
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise EmbeddingError(f"cannot read the model config {str(path)!r}: {e}") from e
+    config = read_model_json(path)
     if not isinstance(config, dict) or config.get("model_type") != "bert":
         raise EmbeddingError(
             f"{str(path)!r} is not a BERT model config; the onnx backend builds BERT encoders "
@@ -81,6 +78,7 @@ def _load_weights(model_dir: Path) -> dict[str, Any]:
     from safetensors.numpy import load_file
 
     path = model_dir / "model.safetensors"
+    check_model_file(path)
     try:
         weights = load_file(str(path))
     except Exception as e:  # safetensors raises its own error types for a bad file

@@ -11,7 +11,6 @@ threads safely.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import threading
@@ -29,6 +28,7 @@ from memreader.embedders.model_files import (
     read_model_file,
     resolve_model,
 )
+from memreader.embedders.model_io import read_model_json
 from memreader.embedders.tokenized import TokenizedEmbedder, load_tokenizer
 from memreader.errors import ConfigError, EmbeddingError
 
@@ -57,12 +57,12 @@ class _ModelInfo:
 
 
 def _model_info(model_dir: Path) -> _ModelInfo:
+    config = read_model_json(model_dir / "config.json")
+    limits = read_model_json(model_dir / "sentence_bert_config.json")
     try:
-        config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
         dimension = int(config["hidden_size"])
-        limits = json.loads((model_dir / "sentence_bert_config.json").read_text("utf-8"))
         max_seq_length = int(limits.get("max_seq_length") or config["max_position_embeddings"])
-    except (OSError, ValueError, KeyError, TypeError) as e:
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise EmbeddingError(
             f"cannot read the model description in {str(model_dir)!r} (config.json, "
             f"sentence_bert_config.json): {e}"

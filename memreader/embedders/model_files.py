@@ -29,7 +29,9 @@ from pathlib import Path
 from typing import Literal
 
 from memreader.embedders.bert_onnx import build_bert_graph
+from memreader.embedders.model_io import MAX_JSON_BYTES, MAX_MODEL_BYTES, read_model_bytes
 from memreader.errors import EmbeddingError
+from memreader.files import FileRefused, read_regular_file
 
 __all__ = [
     "BUILD_VERSION",
@@ -92,8 +94,8 @@ def read_verified(path: Path, digest: str | None, what: str, hint: str) -> bytes
     """The bytes of ``path``, checked against its manifest ``digest``; an
     :class:`EmbeddingError` naming ``what`` and the command ``hint`` when unreadable or corrupt."""
     try:
-        data = path.read_bytes()
-    except OSError as e:
+        data = read_regular_file(path, MAX_MODEL_BYTES)
+    except (FileRefused, OSError) as e:
         raise EmbeddingError(
             f"cannot read the {what} {str(path)!r}: {e}; rebuild it with `{hint}`"
         ) from e
@@ -124,8 +126,8 @@ def cache_root() -> Path:
 def source_digest(model_dir: Path) -> str:
     """A short digest of a model folder's config, weights (size, time) and BUILD_VERSION."""
     weights = model_dir / "model.safetensors"
+    config = read_model_bytes(model_dir / "config.json", MAX_JSON_BYTES)
     try:
-        config = (model_dir / "config.json").read_bytes()
         stat = weights.stat()
     except OSError as e:
         raise EmbeddingError(f"cannot read the model in {str(model_dir)!r}: {e}") from e
@@ -233,8 +235,8 @@ def build_model_files(
 def read_manifest(folder: Path) -> dict[str, str]:
     """The sha256 of each file in ``folder``'s manifest (empty when missing or unreadable)."""
     try:
-        data = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(read_regular_file(folder / "manifest.json", MAX_JSON_BYTES))
+    except (FileRefused, OSError, ValueError, RecursionError):
         return {}
     files = data.get("sha256") if isinstance(data, dict) else None
     if not isinstance(files, dict):
@@ -264,7 +266,11 @@ def is_intact(path: Path, digest: str | None) -> bool:
     """Whether ``path`` is a file whose sha256 is ``digest``."""
     if digest is None or not path.is_file():
         return False
-    return hashlib.sha256(path.read_bytes()).hexdigest() == digest
+    try:
+        data = read_regular_file(path, MAX_MODEL_BYTES)
+    except (FileRefused, OSError):
+        return False
+    return hashlib.sha256(data).hexdigest() == digest
 
 
 def read_model_file(

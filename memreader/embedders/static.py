@@ -58,7 +58,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 import logging
 import re
 import threading
@@ -80,6 +79,7 @@ from memreader.embedders.model_files import (
     write_atomic,
     write_manifest,
 )
+from memreader.embedders.model_io import read_model_json
 from memreader.embedders.tokenized import TokenizedEmbedder, load_tokenizer
 from memreader.errors import ConfigError, EmbeddingError
 
@@ -327,10 +327,10 @@ def _tokenizer(model_dir: Path) -> Any:
 
 
 def _hidden_size(model_dir: Path) -> int:
+    config = read_model_json(model_dir / "config.json")
     try:
-        config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
         return int(config["hidden_size"])
-    except (OSError, ValueError, KeyError, TypeError) as e:
+    except (ValueError, KeyError, TypeError) as e:
         raise EmbeddingError(
             f"cannot read the model description {str(model_dir / 'config.json')!r}: {e}"
         ) from e

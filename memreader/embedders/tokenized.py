@@ -26,10 +26,12 @@ import threading
 from abc import abstractmethod
 from collections import OrderedDict
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from memreader.embedders.base import PoolingEmbedder
 from memreader.embedders.languages import unk_token_id, unknown_spans, unreadable_share
+from memreader.embedders.model_io import MAX_JSON_BYTES, read_model_bytes
 from memreader.embedders.pieces import TextPiece, plan_token_spans
 from memreader.errors import EmbeddingError
 
@@ -58,8 +60,9 @@ def load_tokenizer(path: str) -> Any:
         raise EmbeddingError(
             "the local embedders need the `tokenizers` package: pip install 'memreader[local]'"
         ) from e
+    data = read_model_bytes(Path(path), MAX_JSON_BYTES)
     try:
-        tokenizer = Tokenizer.from_file(path)
+        tokenizer = Tokenizer.from_str(data.decode("utf-8"))
     except Exception as e:  # tokenizers raises a bare Exception for a bad file
         raise EmbeddingError(f"cannot read the tokenizer {path!r}: {e}") from e
     tokenizer.no_truncation()
