@@ -668,3 +668,22 @@ def test_a_model_folder_file_that_is_no_regular_file_is_refused_not_waited_on(
     os.mkfifo(folder / name)  # reading a FIFO with no writer would block forever
     with pytest.raises(EmbeddingError, match="not a regular file"):
         build_embedder({"backend": "local", "config": {"model_path": str(folder)}})
+
+
+@pytest.mark.slow
+def test_two_processes_building_different_precisions_keep_both_in_the_manifest(
+    empty_cache: Path,
+) -> None:
+    env = {**os.environ, "MEMREADER_CACHE_DIR": str(empty_cache), "HF_HUB_OFFLINE": "1"}
+    command = [sys.executable, "-m", "memreader.cli", "models", "build", "--precision"]
+    builds = [
+        subprocess.Popen([*command, precision], env=env, stdout=subprocess.PIPE, text=True)
+        for precision in ("int8", "fp32")
+    ]
+    for build in builds:
+        assert build.wait(timeout=120) == 0
+    folder = _bundled_folder()
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert sorted(manifest["sha256"]) == ["model-fp32.onnx", "model-int8.onnx"]
+    for precision in ("fp32", "int8"):
+        assert _local(precision, auto_build=False).embed(["tea"])[0]

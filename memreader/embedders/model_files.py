@@ -25,6 +25,8 @@ import logging
 import os
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
@@ -46,10 +48,10 @@ __all__ = [
     "read_manifest",
     "read_model_file",
     "read_verified",
+    "record_in_manifest",
     "resolve_model",
     "source_digest",
     "write_atomic",
-    "write_manifest",
 ]
 
 logger = logging.getLogger(__name__)
@@ -224,11 +226,10 @@ def build_model_files(
                 raise EmbeddingError(_DEPENDENCY_HINT) from e
         data = fp32 if precision == "fp32" else _quantize(fp32)
         write_atomic(path, data)
-        manifest[path.name] = hashlib.sha256(data).hexdigest()
+        record_in_manifest(folder, path.name, data, _onnx_details(model_dir))
         logger.info(
             "built %s (%.1f MB) in %.1fs", path, len(data) / 1e6, time.perf_counter() - started
         )
-    write_manifest(folder, manifest, _onnx_details(model_dir))
     return paths
 
 
@@ -244,10 +245,38 @@ def read_manifest(folder: Path) -> dict[str, str]:
     return {str(k): str(v) for k, v in files.items()}
 
 
-def write_manifest(folder: Path, files: dict[str, str], details: dict[str, object]) -> None:
-    """Write ``folder``'s ``manifest.json``: ``details`` and the files' sha256."""
-    manifest = {**details, "sha256": dict(sorted(files.items()))}
-    write_atomic(folder / "manifest.json", (json.dumps(manifest, indent=2) + "\n").encode())
+def record_in_manifest(folder: Path, name: str, data: bytes, details: dict[str, object]) -> None:
+    """Record the sha256 of the file ``name`` (its bytes ``data``) in ``folder``'s manifest,
+    with ``details`` (source, versions). Read, update and write happen under a lock on the
+    folder, so processes building different files at once keep each other's entries."""
+    with _folder_lock(folder):
+        files = read_manifest(folder)
+        files[name] = hashlib.sha256(data).hexdigest()
+        manifest = {**details, "sha256": dict(sorted(files.items()))}
+        write_atomic(folder / "manifest.json", (json.dumps(manifest, indent=2) + "\n").encode())
+
+
+@contextmanager
+def _folder_lock(folder: Path) -> Iterator[None]:
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: concurrent builds may drop an entry (rebuilt on next use)
+        yield
+        return
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        handle = open(folder / ".manifest.lock", "a+b")  # noqa: SIM115 - held for the block
+    except OSError as e:
+        raise EmbeddingError(
+            f"cannot write to the model cache {str(folder)!r}: {e}; set MEMREADER_CACHE_DIR to a "
+            "writable folder"
+        ) from e
+    with handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 def _onnx_details(model_dir: Path) -> dict[str, object]:

@@ -74,10 +74,10 @@ from memreader.embedders.model_files import (
     is_intact,
     read_manifest,
     read_verified,
+    record_in_manifest,
     resolve_model,
     source_digest,
     write_atomic,
-    write_manifest,
 )
 from memreader.embedders.model_io import read_model_json
 from memreader.embedders.tokenized import TokenizedEmbedder, load_tokenizer
@@ -221,9 +221,7 @@ def build_static_model(
     started = time.perf_counter()
     data = _npy_bytes(distill_static_vectors(model_path, tokens=tokens))
     write_atomic(path, data)
-    manifest = read_manifest(folder)  # a concurrent build may have added files
-    manifest[path.name] = hashlib.sha256(data).hexdigest()
-    write_manifest(folder, manifest, _details(model_dir))
+    record_in_manifest(folder, path.name, data, _details(model_dir))
     logger.info(
         "distilled %s (%.1f MB) in %.1fs", path, len(data) / 1e6, time.perf_counter() - started
     )
