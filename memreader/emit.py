@@ -81,15 +81,17 @@ def window_embedding_parts(
     The parts are ``[shared with the previous window, own lines, shared with the next window]``
     (empty ones left out), so an embedder that cuts long texts at part boundaries
     (:meth:`~memreader.embedders.tokenized.TokenizedEmbedder.embed_parts`) embeds the overlap
-    once for both windows. Only whole carried lines are shared: a line the windower carried in
-    part starts the next window's own lines. With ``prefixes`` off the lines are rendered
-    without their ``role: [time]: `` prefixes (the item's memory keeps them).
+    once for both windows. With ``prefixes`` off (fast mode's default) the lines are rendered
+    without their ``role: [time]: `` prefixes (the item's memory keeps them) and the whole
+    overlap is shared, a line carried in part included: its text is the end of the previous
+    window's line. With ``prefixes`` on only whole carried lines are shared (a line carried in
+    part gets its prefix again, so it is not the end of the previous window's text).
     """
+    if not prefixes:
+        return _bare_window_parts(windows, k, units)
 
     def render(segment: Segment) -> str:
-        if prefixes:
-            return segment.line
-        return units[segment.unit].text[segment.start : segment.end]
+        return segment.line
 
     segments = windows[k].segments
     lines = [render(s) for s in segments]
@@ -115,6 +117,29 @@ def window_embedding_parts(
             text = SEPARATOR.join(lines[a:b])
             parts.append(text if b == len(segments) else text + SEPARATOR)
     return tuple(parts) if parts else ("",)
+
+
+def _bare_window_parts(windows: Sequence[Window], k: int, units: Sequence[Unit]) -> tuple[str, ...]:
+    """``window_embedding_parts`` without prefixes: cut at the text the previous window's end
+    carries in and at the text the next window carries out (a suffix of this one's)."""
+
+    def text_of(segments: Sequence[Segment]) -> str:
+        return SEPARATOR.join(units[s.unit].text[s.start : s.end] for s in segments)
+
+    window = windows[k]
+    text = text_of(window.segments)
+    head_end = 0
+    if k > 0 and 0 < window.carried < len(window.segments):
+        head_end = len(text_of(window.segments[: window.carried])) + len(SEPARATOR)
+    tail_start = len(text)
+    if k + 1 < len(windows):
+        following = windows[k + 1]
+        carried_out = text_of(following.segments[: following.carried])
+        if 0 < following.carried < len(following.segments) and text.endswith(carried_out):
+            tail_start = max(head_end, len(text) - len(carried_out))
+    cuts = sorted({0, head_end, tail_start, len(text)})
+    parts = tuple(text[a:b] for a, b in itertools.pairwise(cuts) if a < b)
+    return parts or ("",)
 
 
 def memory_type_for(sources: Iterable[SourceMessage]) -> MemoryType:
