@@ -53,7 +53,6 @@ def available_cores() -> int:
 class _ModelInfo:
     dimension: int
     max_seq_length: int
-    english_only: bool
 
 
 def _model_info(model_dir: Path) -> _ModelInfo:
@@ -67,7 +66,7 @@ def _model_info(model_dir: Path) -> _ModelInfo:
             f"cannot read the model description in {str(model_dir)!r} (config.json, "
             f"sentence_bert_config.json): {e}"
         ) from e
-    return _ModelInfo(dimension, max_seq_length, english_only=False)
+    return _ModelInfo(dimension, max_seq_length)
 
 
 _SESSIONS: dict[tuple[str, str, int], Any] = {}

@@ -25,7 +25,7 @@ import logging
 import os
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
@@ -40,11 +40,13 @@ __all__ = [
     "BUNDLED_MODEL_NAME",
     "PRECISIONS",
     "Precision",
+    "build_cached",
     "build_model_files",
     "bundled_model_path",
     "cache_root",
     "is_intact",
     "model_folder",
+    "read_cached",
     "read_manifest",
     "read_model_file",
     "read_verified",
@@ -210,26 +212,22 @@ def build_model_files(
     Raises :class:`EmbeddingError` when the model cannot be read or the build tools are missing.
     """
     folder = model_folder(model_dir, name)
-    manifest = read_manifest(folder)
     paths: dict[str, Path] = {}
     fp32: bytes | None = None
-    for precision in precisions:
-        path = folder / f"model-{precision}.onnx"
-        paths[precision] = path
-        if not force and is_intact(path, manifest.get(path.name)):
-            continue
-        started = time.perf_counter()
+
+    def graph() -> bytes:
+        nonlocal fp32
         if fp32 is None:
             try:
                 fp32 = build_bert_graph(model_dir)
             except ImportError as e:
                 raise EmbeddingError(_DEPENDENCY_HINT) from e
-        data = fp32 if precision == "fp32" else _quantize(fp32)
-        write_atomic(path, data)
-        record_in_manifest(folder, path.name, data, _onnx_details(model_dir))
-        logger.info(
-            "built %s (%.1f MB) in %.1fs", path, len(data) / 1e6, time.perf_counter() - started
-        )
+        return fp32
+
+    for precision in precisions:
+        path = paths[precision] = folder / f"model-{precision}.onnx"
+        make = graph if precision == "fp32" else (lambda: _quantize(graph()))
+        build_cached(path, make, lambda: _onnx_details(model_dir), force)
     return paths
 
 
@@ -310,18 +308,45 @@ def read_model_file(
     Raises :class:`EmbeddingError` when the file is missing and ``auto_build`` is off, or when
     its checksum does not match the manifest (a corrupt or changed file), saying how to rebuild.
     """
-    folder = model_folder(model_dir, name)
-    path = folder / f"model-{precision}.onnx"
-    manifest = read_manifest(folder)
-    expected = manifest.get(path.name)
+    path = model_folder(model_dir, name) / f"model-{precision}.onnx"
+    return read_cached(
+        path,
+        lambda: build_model_files(model_dir, name, (precision,)),
+        auto_build,
+        f"{precision} ONNX model of {name}",
+        _BUILD_HINT,
+    )
+
+
+def build_cached(
+    path: Path, make: Callable[[], bytes], details: Callable[[], dict[str, object]], force: bool
+) -> bool:
+    """Write ``make()`` to ``path`` and record it in its folder's manifest with ``details()``,
+    unless the file is there and intact (and not ``force``); whether it was built."""
+    if not force and is_intact(path, read_manifest(path.parent).get(path.name)):
+        return False
+    started = time.perf_counter()
+    data = make()
+    write_atomic(path, data)
+    record_in_manifest(path.parent, path.name, data, details())
+    logger.info("built %s (%.1f MB) in %.1fs", path, len(data) / 1e6, time.perf_counter() - started)
+    return True
+
+
+def read_cached(
+    path: Path, build: Callable[[], object], auto_build: bool, what: str, hint: str
+) -> bytes:
+    """The checked bytes of the cached file ``path`` (the ``what``), built with ``build()``
+    first when missing and ``auto_build`` is on; an :class:`EmbeddingError` naming the
+    command ``hint`` when it is missing otherwise, unreadable or corrupt."""
+    expected = read_manifest(path.parent).get(path.name)
     if expected is None or not path.exists():
         if not auto_build:
             raise EmbeddingError(
-                f"the {precision} ONNX model of {name} is missing ({str(path)!r}); build it with "
-                f"`{_BUILD_HINT}` (or set auto_build: true)"
+                f"the {what} is missing ({str(path)!r}); build it with `{hint}` (or set "
+                "auto_build: true)"
             )
-        logger.info("building the %s ONNX model of %s once, into %s", precision, name, folder)
-        build_model_files(model_dir, name, (precision,))
-        manifest = read_manifest(folder)
-        expected = manifest.get(path.name)
-    return read_verified(path, expected, "ONNX model", _BUILD_HINT)
+        logger.info("building the %s once, into %s", what, path.parent)
+        build()
+        expected = read_manifest(path.parent).get(path.name)
+    return read_verified(path, expected, what, hint)

@@ -70,14 +70,11 @@ from memreader.embedders.backends import register_embedder
 from memreader.embedders.config import LocalEmbedderConfig, StaticEmbedderConfig
 from memreader.embedders.languages import LATIN
 from memreader.embedders.model_files import (
+    build_cached,
     cache_root,
-    is_intact,
-    read_manifest,
-    read_verified,
-    record_in_manifest,
+    read_cached,
     resolve_model,
     source_digest,
-    write_atomic,
 )
 from memreader.embedders.model_io import read_model_json
 from memreader.embedders.tokenized import TokenizedEmbedder, load_tokenizer
@@ -213,17 +210,14 @@ def build_static_model(
     Raises :class:`EmbeddingError` when the model cannot be read or distilled.
     """
     model_dir, name = resolve_model(model_path)
-    folder = static_folder(model_dir, name)
-    path = folder / (_FILE if tokens is None else f"vectors-first{tokens}.npy")
-    manifest = read_manifest(folder)
-    if not force and is_intact(path, manifest.get(path.name)):
-        return path
-    started = time.perf_counter()
-    data = _npy_bytes(distill_static_vectors(model_path, tokens=tokens))
-    write_atomic(path, data)
-    record_in_manifest(folder, path.name, data, _details(model_dir))
-    logger.info(
-        "distilled %s (%.1f MB) in %.1fs", path, len(data) / 1e6, time.perf_counter() - started
+    path = static_folder(model_dir, name) / (
+        _FILE if tokens is None else f"vectors-first{tokens}.npy"
+    )
+    build_cached(
+        path,
+        lambda: _npy_bytes(distill_static_vectors(model_path, tokens=tokens)),
+        lambda: _details(model_dir),
+        force,
     )
     return path
 
@@ -245,19 +239,14 @@ def _read_vectors(model_dir: Path, name: str, auto_build: bool, model_path: str 
     """The checked vectors of the static model of ``model_dir``, distilled if missing."""
     import numpy as np
 
-    folder = static_folder(model_dir, name)
-    path = folder / _FILE
-    expected = read_manifest(folder).get(_FILE)
-    if expected is None or not path.exists():
-        if not auto_build:
-            raise EmbeddingError(
-                f"the static model of {name} is missing ({str(path)!r}); build it with "
-                f"`{_BUILD_HINT}` (or set auto_build: true)"
-            )
-        logger.info("distilling the static model of %s once, into %s", name, folder)
-        build_static_model(model_path)
-        expected = read_manifest(folder).get(_FILE)
-    data = read_verified(path, expected, "static model", _BUILD_HINT)
+    path = static_folder(model_dir, name) / _FILE
+    data = read_cached(
+        path,
+        lambda: build_static_model(model_path),
+        auto_build,
+        f"static model of {name}",
+        _BUILD_HINT,
+    )
     try:
         vectors = np.load(io.BytesIO(data), allow_pickle=False)
     except ValueError as e:  # pragma: no cover - a file that matches its manifest loads
