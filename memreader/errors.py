@@ -122,6 +122,29 @@ class DocumentError(InputError):
     """A document part cannot be read or converted to text."""
 
 
+class FetchError(DocumentError):
+    """Bytes from outside (a URL, an S3 object, a local file named in a part) could not be
+    fetched: a status, a timeout, a size or redirect limit, a content type that is not what the
+    part should hold, a missing key or refused credentials. The message names the source as a
+    safe label (never a URL's credentials or query)."""
+
+
+class BlockedAddressError(FetchError):
+    """A URL was refused before (or while) connecting: a scheme that is not allowed, or a host
+    that is or resolves to a private, loopback, link-local, multicast or metadata address not on
+    the allow-list (checked for every redirect hop and for the address actually connected)."""
+
+
+class ImageError(DocumentError):
+    """An image cannot be used: not an allowed format, truncated or corrupt, over the pixel
+    limit (a decompression bomb) or over the byte limit."""
+
+
+class TranscriptionError(DocumentError):
+    """Audio could not be transcribed (the transcription endpoint failed or answered
+    nonsense)."""
+
+
 class UnsupportedModeError(MemReaderError, ValueError):
     """The requested mode or input type is not available with this reader's configuration."""
 
