@@ -45,9 +45,17 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     read = commands.add_parser("read", help="read scenes or documents into memory items (JSONL)")
     read.add_argument(
-        "input", help="JSON file of scenes, a MemoryBank file, a document, or - for stdin"
+        "input",
+        help="JSON file of scenes, a MemoryBank file, a document (a path, an http(s) URL or "
+        "s3://bucket/key), or - for stdin",
     )
     read.add_argument("--type", choices=("chat", "doc"), default="chat")
+    read.add_argument(
+        "--reader",
+        help="reader backend (default: the config's; simple_struct, multimodal_struct, ...). "
+        "A document given as a URL or s3:// key is read by multimodal_struct unless this says "
+        "otherwise",
+    )
     read.add_argument("--mode", choices=("fast", "fine"), default="fast")
     read.add_argument("--config", help="reader config YAML (default: built-in local defaults)")
     read.add_argument("-o", "--output", help="output JSONL file (default: stdout)")
@@ -178,13 +186,30 @@ def _config(args: argparse.Namespace) -> MemReaderConfigFactory:
     cfg = MemReaderConfigFactory.from_yaml(args.config) if args.config else MemReaderConfigFactory()
     data = cfg.model_dump()
     config = data["config"]
+    if args.reader:
+        data["backend"] = args.reader
+    elif args.type == "doc" and _is_remote(args.input) and cfg.backend == "simple_struct":
+        # Only the multimodal reader fetches; a URL on the command line asks for fetching.
+        data["backend"] = "multimodal_struct"
+    multimodal = data["backend"] == "multimodal_struct"
+    if (
+        multimodal
+        and args.type == "chat"
+        and args.input != "-"
+        and "allow_local_paths" not in cfg.config.model_fields_set
+    ):
+        # Files a chat file names are read from its own folder, and only from there.
+        folder = os.path.dirname(os.path.realpath(args.input))
+        config["allow_local_paths"] = True
+        config["allowed_roots"] = [folder]
+        config["base_dir"] = folder
     if args.no_embedding:
         config["embedder"] = None
     if args.max_tokens is not None:
         config["window"]["max_tokens"] = args.max_tokens
     if args.overlap is not None:
         config["window"]["overlap_tokens"] = args.overlap
-    if args.type == "doc" and args.input != "-":
+    if args.type == "doc" and args.input != "-" and not _is_remote(args.input):
         # Local paths are off by default (input may come from strangers); the file named on
         # the command line, and only that file, is the user's own choice.
         config["allow_local_paths"] = True
@@ -227,6 +252,8 @@ def _jobs(args: argparse.Namespace) -> list[tuple[dict[str, str], Any, int]]:
         if args.input == "-":
             # Standard input is text: a part, so it is never taken for a file path.
             return [(info, [{"type": "text", "text": _read_text("-")}], 0)]
+        if _is_remote(args.input):
+            return [(info, [{"type": "file", "file": {"url": args.input}}], 0)]
         if not os.path.exists(args.input):
             raise InputError(f"cannot read {args.input}: no such file")
         return [(info, [{"type": "file", "file": {"path": args.input}}], 0)]
@@ -241,6 +268,10 @@ def _jobs(args: argparse.Namespace) -> list[tuple[dict[str, str], Any, int]]:
     if all(isinstance(m, dict) for m in data):
         return [(info, data, 0)]  # one flat scene
     return [(info, data[i : i + SCENES_PER_CALL], i) for i in range(0, len(data), SCENES_PER_CALL)]
+
+
+def _is_remote(path: str) -> bool:
+    return path.startswith(("http://", "https://", "s3://"))
 
 
 def _read_text(path: str) -> str:
@@ -362,6 +393,13 @@ def _read(args: argparse.Namespace) -> int:
             json.dump(report.to_dict(), outputs[-1].handle, ensure_ascii=False, indent=2)
         for output in outputs:
             output.commit()
+    failed_parts = [p for p in report.parts if p.status == "error"]
+    if failed_parts:
+        print(
+            f"memreader: {len(failed_parts)} of {len(report.parts)} files, images or audio "
+            "parts could not be read; placeholders stand in (see --report)",
+            file=sys.stderr,
+        )
     if report.fallbacks:
         print(
             f"memreader: {len(report.fallbacks)} of {len(report.windows)} windows fell back to "
@@ -406,11 +444,18 @@ def _run(args: argparse.Namespace, out: IO[str]) -> ReadReport:
 def _merge(total: ReadReport, part: ReadReport, scene_offset: int) -> None:
     for window in part.windows:
         window.scene_index += scene_offset
+        for issue in window.part_issues:
+            issue["scene_index"] += scene_offset
         total.windows.append(window)
     if part.usage is not None:
         total.usage = part.usage if total.usage is None else total.usage + part.usage
     for name, seconds in part.steps.items():
         total.steps[name] = total.steps.get(name, 0.0) + seconds
+    for entry in part.parts:
+        entry.scene_index += scene_offset
+        total.parts.append(entry)
+    for name, count in part.resources.items():
+        total.count(name, count)
 
 
 def _write(out: IO[str], item: TextualMemoryItem, scene_offset: int) -> None:

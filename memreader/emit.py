@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from memreader.documents.headings import HeadingIndex, heading_trail
 from memreader.extraction import WindowOutcome
 from memreader.items import MemoryType, SourceMessage, TextualMemoryItem, TextualMemoryItemMetadata
 from memreader.parsers import PartRef
@@ -41,8 +42,52 @@ def scene_digest(scene_type: str, units: Sequence[Unit]) -> str:
     return digest.hexdigest()[:32]
 
 
-def segment_source(segment: Segment, unit: Unit, scene: Scene) -> SourceMessage:
-    """The provenance of one segment: exact span for verbatim text, a description otherwise."""
+def is_document_unit(unit: Unit, scene: Scene) -> bool:
+    """Whether ``unit`` is (part of) a document: every part of a doc scene, and a file read in a
+    chat. Its sources carry chunk positions and heading context."""
+    ref = unit.key
+    if not isinstance(ref, PartRef):
+        return False
+    return scene.type == "doc" or (ref.part.type == "file" and ref.part.exact)
+
+
+def chunk_positions(
+    windows: Sequence[Window], units: Sequence[Unit], scene: Scene
+) -> dict[tuple[int, int], tuple[int, int]]:
+    """``(window index, unit index) -> (chunk index, chunk count)`` for every document unit:
+    the windows holding part of a document are its chunks, in order."""
+    touching: dict[int, list[int]] = {}
+    for window in windows:
+        for unit in dict.fromkeys(s.unit for s in window.segments):
+            if is_document_unit(units[unit], scene):
+                touching.setdefault(unit, []).append(window.index)
+    return {
+        (window_index, unit): (k, len(indexes))
+        for unit, indexes in touching.items()
+        for k, window_index in enumerate(indexes)
+    }
+
+
+def heading_indexes(units: Sequence[Unit], scene: Scene) -> dict[int, HeadingIndex]:
+    """The Markdown heading index of each document unit that has headings."""
+    indexes = {}
+    for i, unit in enumerate(units):
+        if "#" in unit.text and is_document_unit(unit, scene):
+            index = heading_trail(unit.text)
+            if index.headings:
+                indexes[i] = index
+    return indexes
+
+
+def segment_source(
+    segment: Segment,
+    unit: Unit,
+    scene: Scene,
+    chunk: tuple[int, int] | None = None,
+    headings: HeadingIndex | None = None,
+) -> SourceMessage:
+    """The provenance of one segment: exact span for verbatim text, a description otherwise;
+    for a document, its chunk position and the headings in effect where the segment starts."""
     ref = unit.key
     assert isinstance(ref, PartRef)
     message, part = ref.message, ref.part
@@ -63,13 +108,34 @@ def segment_source(segment: Segment, unit: Unit, scene: Scene) -> SourceMessage:
         span=(segment.start, segment.end) if exact else None,
         content=unit.text[segment.start : segment.end] if exact else unit.text,
         doc_path=part.doc_path,
+        chunk_index=chunk[0] if chunk else None,
+        chunk_count=chunk[1] if chunk else None,
+        heading=(headings.context(segment.start) or None) if headings is not None else None,
         transformed_by=list(unit.transforms),
     )
 
 
-def window_sources(window: Window, units: Sequence[Unit], scene: Scene) -> list[SourceMessage]:
-    """One source per segment of ``window``, in order."""
-    return [segment_source(s, units[s.unit], scene) for s in window.segments]
+def window_sources(
+    window: Window,
+    units: Sequence[Unit],
+    scene: Scene,
+    chunks: Mapping[tuple[int, int], tuple[int, int]] | None = None,
+    headings: Mapping[int, HeadingIndex] | None = None,
+) -> list[SourceMessage]:
+    """One source per segment of ``window``, in order (``chunks`` and ``headings`` from
+    :func:`chunk_positions` and :func:`heading_indexes`)."""
+    chunks = chunks or {}
+    headings = headings or {}
+    return [
+        segment_source(
+            s,
+            units[s.unit],
+            scene,
+            chunks.get((window.index, s.unit)),
+            headings.get(s.unit),
+        )
+        for s in window.segments
+    ]
 
 
 def window_embedding_parts(

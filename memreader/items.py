@@ -42,6 +42,13 @@ class SourceMessage(BaseModel):
     ``transformed_by`` names the pipeline steps that changed this message's text before it was
     windowed (``["redact"]``); then ``span`` and ``content`` index the text as those steps left
     it, not the caller's original. Empty: the span indexes the caller's text itself.
+
+    For a document (or a file, image or audio read from a chat), ``doc_path`` names where it
+    came from: the path as given, the URL without credentials or query, or ``s3://bucket/key``;
+    spans then index its converted text (or transcript). A document cut into several windows
+    gives each source its chunk: ``chunk_index`` of ``chunk_count`` (the windows that hold part
+    of that document, in order), and ``heading``, the Markdown headings in effect where the
+    chunk starts (``"Report > Costs"``).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -57,6 +64,9 @@ class SourceMessage(BaseModel):
     span: tuple[int, int] | None = None
     content: str = ""
     doc_path: str | None = None
+    chunk_index: int | None = None
+    chunk_count: int | None = None
+    heading: str | None = None
     transformed_by: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
@@ -74,7 +84,12 @@ class SourceMessage(BaseModel):
 
 
 class TextualMemoryItemMetadata(BaseModel):
-    """Who the memory belongs to, what kind it is, and where it came from."""
+    """Who the memory belongs to, what kind it is, and where it came from.
+
+    ``RawFileMemory`` items (a document chunk kept verbatim in fine mode) are chained in document
+    order by ``preceding_id`` and ``following_id``, and ``summary_ids`` names the fine items
+    extracted from the chunk.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -90,6 +105,9 @@ class TextualMemoryItemMetadata(BaseModel):
     confidence: float | None = None
     info: dict[str, Any] = Field(default_factory=dict)
     file_ids: list[str] = Field(default_factory=list)
+    preceding_id: str | None = None
+    following_id: str | None = None
+    summary_ids: list[str] = Field(default_factory=list)
     created_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
 
     @field_validator("created_at")

@@ -34,12 +34,17 @@ class WindowReport:
     script it was not trained on, or characters it has no token for), or ``None`` when the
     embedder does not say (see :mod:`memreader.embedders.languages`). ``notes`` are remarks
     about a window that is not wrong but may not be what you expect: a window mostly unreadable
-    to the embedder gets one, saying its vector says little about it.
+    to the embedder gets one, saying its vector says little about it. ``part_issues`` lists
+    the window's parts that are unsupported or could not be read.
     """
 
     scene_index: int
     window_index: int
     status: str = "ok"
+    #: Parts of the window that are not what they should be: unsupported types, and files,
+    #: images or audio that could not be read (each: scene_index, message_index, part_index,
+    #: type, status, reason). They keep their place in the window as placeholders.
+    part_issues: list[dict[str, Any]] = field(default_factory=list)
     items: int = 0
     language: str | None = None
     fallback_reason: str | None = None
@@ -72,14 +77,55 @@ class WindowReport:
 
 
 @dataclass
+class PartReport:
+    """What became of one part that is read from outside the text: a file, an image, audio, or
+    a part of an unsupported type.
+
+    ``status`` is ``"ok"`` (read: converted, prepared, transcribed or described),
+    ``"reused"`` (the same content was already read in this call or a recent one: nothing was
+    fetched or converted again), ``"unsupported"`` (kept as a placeholder: an unknown part type,
+    or audio without a transcription model), ``"fallback"`` (an image the vision model could
+    not describe: a fallback item stands in) or ``"error"`` (it could not be read; ``error``
+    and ``error_type`` say why, and a placeholder keeps its place in the window). ``source`` is
+    where it came from (a path, a URL without credentials or query, ``s3://bucket/key``, or
+    ``inline``); ``digest`` is the sha256 of its bytes.
+    """
+
+    scene_index: int
+    message_index: int
+    part_index: int | None
+    type: str
+    status: str = "ok"
+    source: str | None = None
+    digest: str | None = None
+    bytes: int = 0
+    detail: str | None = None
+    error: str | None = None
+    error_type: str | None = None
+
+
+@dataclass
 class ReadReport:
-    """Per-window records, the LLM usage and the time of each step of one call."""
+    """Per-window records, the LLM usage and the time of each step of one call.
+
+    ``parts`` says what became of each file, image and audio part read from outside the text
+    (and of each part of an unsupported type); ``resources`` counts the work done and saved on
+    them: ``fetched``, ``fetch_reused``, ``converted``, ``conversion_reused``,
+    ``images_prepared``, ``images_described``, ``description_reused``, ``transcribed``,
+    ``transcription_reused``.
+    """
 
     mode: str = "fast"
     windows: list[WindowReport] = field(default_factory=list)
     usage: UsageSnapshot | None = None
     #: Seconds spent in each step of the pipeline, by step name.
     steps: dict[str, float] = field(default_factory=dict)
+    parts: list[PartReport] = field(default_factory=list)
+    resources: dict[str, int] = field(default_factory=dict)
+
+    def count(self, name: str, n: int = 1) -> None:
+        """Add ``n`` to the resource counter ``name``."""
+        self.resources[name] = self.resources.get(name, 0) + n
 
     @property
     def fallbacks(self) -> list[WindowReport]:
@@ -105,4 +151,6 @@ class ReadReport:
             "windows": [asdict(w) for w in self.windows],
             "usage": usage,
             "steps": dict(self.steps),
+            "parts": [asdict(p) for p in self.parts],
+            "resources": dict(self.resources),
         }

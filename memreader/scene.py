@@ -10,6 +10,7 @@ caller's data is never mutated, and no ``chat_time`` is ever made up from the cl
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -28,6 +29,9 @@ ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function
 # The part type of a message without any content: it has no text, so its source has no span.
 EMPTY_PART = "empty"
 SceneType = Literal["chat", "doc"]
+# What normalisation does with unknown part types, for the call in progress (a context variable
+# rather than a parameter threaded through every helper).
+_UNKNOWN_PARTS: ContextVar[str] = ContextVar("memreader_unknown_parts", default="error")
 
 
 @dataclass(frozen=True)
@@ -147,12 +151,36 @@ def validate_info(info: Mapping[str, Any] | None) -> dict[str, Any]:
     return dict(info)
 
 
-def normalize_chat(scene_data: Any) -> list[Scene]:
+#: The part type a content part of an unknown type becomes when ``unknown_parts="keep"``: its
+#: payload is ``{"type": the caller's type}``, rendered as a placeholder and reported.
+UNSUPPORTED_PART = "unsupported"
+#: Tool traffic given as content parts (MemOS's shapes), kept with their raw payload.
+TOOL_PART_TYPES = frozenset({"tool_description", "tool_input", "tool_output"})
+UnknownParts = Literal["error", "keep"]
+
+
+def normalize_chat(scene_data: Any, *, unknown_parts: UnknownParts = "error") -> list[Scene]:
     """Normalise chat input into scenes.
+
+    A content part of a type no parser knows is an :class:`InvalidMessageError` with
+    ``unknown_parts="error"``; with ``"keep"`` it becomes an ``unsupported`` part that keeps its
+    place (rendered as a placeholder, and reported per window by the readers that keep them).
 
     >>> [len(s.messages) for s in normalize_chat([{"role": "user", "content": "hi"}])]
     [1]
+    >>> part = normalize_chat([{"role": "user", "content": [{"type": "video"}]}],
+    ...                       unknown_parts="keep")[0].messages[0].parts[0]
+    >>> part.type, part.payload
+    ('unsupported', {'type': 'video'})
     """
+    token = _UNKNOWN_PARTS.set(unknown_parts)
+    try:
+        return _normalize_chat(scene_data)
+    finally:
+        _UNKNOWN_PARTS.reset(token)
+
+
+def _normalize_chat(scene_data: Any) -> list[Scene]:
     if isinstance(scene_data, str):
         return [_string_scene(scene_data, 0)]
     if not isinstance(scene_data, Sequence) or isinstance(scene_data, bytes | bytearray):
@@ -221,10 +249,18 @@ def _message(raw: Any, scene: int, index: int) -> Message:
             message_index=index,
         )
     parts = list(_content_parts(raw.get("content"), scene, index))
+    refusal = raw.get("refusal")
+    if refusal is not None:
+        if not isinstance(refusal, str):
+            raise InvalidMessageError(
+                "refusal must be a string", scene_index=scene, message_index=index
+            )
+        check_text(refusal, "refusal", scene_index=scene, message_index=index)
+        parts.append(Part(type="refusal", text=refusal))
     tool_calls = raw.get("tool_calls")
     if tool_calls:
         parts.append(_tool_calls_part(tool_calls, scene, index))
-    if "content" not in raw and not tool_calls:
+    if "content" not in raw and not tool_calls and refusal is None:
         raise InvalidMessageError("message has no content", scene_index=scene, message_index=index)
     if not parts:
         # No text at all (content None or []): the message still counts (every message is in
@@ -258,7 +294,7 @@ def _content_parts(content: Any, scene: int, index: int) -> list[Part]:
     return [_content_part(part, scene, index, i) for i, part in enumerate(content)]
 
 
-def _content_part(part: Any, scene: int, index: int, part_index: int) -> Part:
+def _content_part(part: Any, scene: int, index: int, part_index: int | None) -> Part:
     def fail(reason: str) -> InvalidMessageError:
         return InvalidMessageError(
             reason, scene_index=scene, message_index=index, part_index=part_index
@@ -277,24 +313,62 @@ def _content_part(part: Any, scene: int, index: int, part_index: int) -> Part:
         if not isinstance(text, str):
             raise fail(f"{kind} part needs a string 'text'")
         return Part(type="text", text=checked(text, "text"), index=part_index)
-    if kind in ("image_url", "input_image"):
-        url = part.get("image_url")
-        url = url.get("url") if isinstance(url, Mapping) else url
-        if not isinstance(url, str):
-            raise fail(f"{kind} part needs image_url.url")
+    if kind in ("image_url", "input_image", "image"):
+        url = _image_url(part, kind)
+        if not isinstance(url, str) or not url:
+            raise fail(f"{kind} part needs image_url.url (or an image source)")
         checked(url, f"{kind} url")
         return Part(type="image_url", index=part_index, exact=False, payload=url)
     if kind in ("file", "input_file"):
         file = part.get("file")
         if not isinstance(file, Mapping):
             raise fail(f"{kind} part needs a 'file' mapping")
-        for key in ("filename", "file_id", "path"):
+        for key in ("filename", "file_id", "path", "url"):
             if isinstance(file.get(key), str):
                 checked(file[key], f"{kind} {key}")
         return Part(type="file", index=part_index, exact=False, payload=dict(file))
-    if kind == "input_audio":
-        return Part(type="input_audio", index=part_index, exact=False, payload=part.get(kind))
+    if kind in ("input_audio", "audio"):
+        audio = part.get(kind)
+        if audio is not None and not isinstance(audio, Mapping):
+            raise fail(f"{kind} part needs a mapping (data and format, or a url or path)")
+        return Part(type="input_audio", index=part_index, exact=False, payload=dict(audio or {}))
+    if kind == "refusal":
+        text = part.get("refusal")
+        if not isinstance(text, str):
+            raise fail("refusal part needs a string 'refusal'")
+        return Part(type="refusal", text=checked(text, "refusal"), index=part_index)
+    if kind in TOOL_PART_TYPES:
+        checked_payload = dict(part)
+        check_nested_text(checked_payload, f"{kind} part", error=InvalidMessageError)
+        return Part(type=kind, index=part_index, exact=False, payload=checked_payload)
+    if _UNKNOWN_PARTS.get() == "keep":
+        checked(kind, "part type")
+        return Part(type=UNSUPPORTED_PART, index=part_index, exact=False, payload={"type": kind})
     raise fail(f"unknown content part type {kind!r}")
+
+
+def parse_content_part(
+    part: Any, scene_index: int, message_index: int, part_index: int | None
+) -> Part:
+    """One content part (a string, or a mapping with a ``type``) as a :class:`Part`; raises
+    :class:`InvalidMessageError` naming where it is when it is malformed."""
+    return _content_part(part, scene_index, message_index, part_index)
+
+
+def _image_url(part: Mapping[str, Any], kind: str) -> Any:
+    """The URL of an image part: OpenAI's ``image_url`` (a string or ``{"url": ...}``), or an
+    Anthropic-style ``source`` (``url``, or ``base64`` data made into a ``data:`` URL)."""
+    url = part.get("image_url", part.get("image"))
+    if isinstance(url, Mapping):
+        url = url.get("url")
+    if url is None and isinstance(part.get("source"), Mapping):
+        source = part["source"]
+        if source.get("type") == "url":
+            url = source.get("url")
+        elif source.get("type") == "base64" and isinstance(source.get("data"), str):
+            media = source.get("media_type") if isinstance(source.get("media_type"), str) else ""
+            url = f"data:{media or 'application/octet-stream'};base64,{source['data']}"
+    return url
 
 
 def _tool_calls_part(tool_calls: Any, scene: int, index: int) -> Part:

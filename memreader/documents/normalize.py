@@ -25,7 +25,10 @@ from memreader.documents.loader import load_file_part, load_path
 from memreader.errors import ConfigError, DocumentError, InvalidSceneError
 from memreader.scene import Message, Part, Scene
 
-__all__ = ["normalize_doc"]
+__all__ = ["normalize_doc", "normalize_doc_refs"]
+
+#: URL schemes a document string may name when documents are fetched (the multimodal reader).
+REMOTE_PREFIXES = ("http://", "https://", "s3://")
 
 
 def normalize_doc(
@@ -103,6 +106,68 @@ def normalize_doc(
             messages.append(Message(index=i, role=None, parts=(part,)))
         scenes.append(Scene(index=scene_index, type="doc", messages=tuple(messages)))
     return scenes
+
+
+def normalize_doc_refs(scene_data: Any, *, allow_local_paths: bool = False) -> list[Scene]:
+    """Normalise document input without reading anything: one scene per document, one message
+    per part, where files stay references for a reader that fetches them (the multimodal
+    reader's ``read_parts`` step).
+
+    A string is a URL to fetch when it is one line starting with ``http://``, ``https://`` or
+    ``s3://``; a local file when local paths are allowed and it names an existing file; text
+    otherwise. Parts may be ``{"type": "text"}``, ``{"type": "file", "file": {...}}`` (``path``,
+    ``url``, ``file_data``) or an image part (``image_url``).
+
+    >>> scene = normalize_doc_refs(["https://example.com/report.pdf", "plain text"])[0]
+    >>> [(m.parts[0].type, m.parts[0].exact) for m in scene.messages]
+    [('file', False), ('text', True)]
+    """
+    from memreader.scene import parse_content_part
+
+    if isinstance(scene_data, str | Mapping):
+        scene_data = [scene_data]
+    if not isinstance(scene_data, Sequence) or isinstance(scene_data, bytes | bytearray):
+        raise InvalidSceneError(
+            f"doc input must be a list of documents, got {type(scene_data).__name__}"
+        )
+    if not scene_data:
+        raise InvalidSceneError("doc input holds no documents")
+    scenes = []
+    for scene_index, doc in enumerate(scene_data):
+        items = doc if isinstance(doc, list | tuple) else [doc]
+        if not items:
+            raise InvalidSceneError("document has no parts", scene_index=scene_index)
+        messages = []
+        for i, item in enumerate(items):
+            where = {"scene_index": scene_index, "message_index": i}
+            if isinstance(item, str):
+                part = _string_part(item, allow_local_paths)
+            elif isinstance(item, Mapping) and item.get("type") in ("text", "file", "image_url"):
+                try:
+                    part = parse_content_part(item, scene_index, i, None)
+                except InvalidSceneError:
+                    raise
+                except DocumentError:
+                    raise
+                except ValueError as exc:
+                    raise DocumentError(getattr(exc, "reason", str(exc)), **where) from None
+            else:
+                raise DocumentError(
+                    "document part must be text, a {'type': 'text'|'file'|'image_url'} part, a "
+                    f"URL or a file path; got {_short(item)}",
+                    **where,
+                )
+            messages.append(Message(index=i, role=None, parts=(part,)))
+        scenes.append(Scene(index=scene_index, type="doc", messages=tuple(messages)))
+    return scenes
+
+
+def _string_part(text: str, allow_local_paths: bool) -> Part:
+    if "\n" not in text and text.strip() == text and text.startswith(REMOTE_PREFIXES):
+        return Part(type="file", exact=False, payload={"url": text})
+    if allow_local_paths and _is_local_file(text):
+        return Part(type="file", exact=False, payload={"path": text})
+    return Part(type="text", text=text)
 
 
 def _is_local_file(text: str) -> bool:

@@ -30,6 +30,9 @@ __all__ = [
 #: re-encoded before sending.
 DEFAULT_IMAGE_FORMATS = ("PNG", "JPEG", "GIF", "WEBP", "BMP", "TIFF")
 
+Scheme = Literal["http", "https", "s3"]
+ALL_SCHEMES: tuple[Scheme, ...] = ("http", "https", "s3")
+
 
 class S3Config(ConfigModel):
     """Where ``s3://bucket/key`` is read from. Credentials come from the usual AWS chain
@@ -75,9 +78,7 @@ class FetchConfig(ConfigModel):
     max_retries: int = Field(default=2, ge=0, le=10)
     backoff_base_s: float = Field(default=0.5, ge=0, le=60)
     max_concurrency: int = Field(default=4, ge=1, le=256)
-    allowed_schemes: list[Literal["http", "https", "s3"]] = Field(
-        default_factory=lambda: ["http", "https", "s3"]
-    )
+    allowed_schemes: list[Scheme] = Field(default_factory=lambda: list(ALL_SCHEMES))
     allow_hosts: list[str] = Field(default_factory=list)
     direct_markdown_hostnames: list[str] = Field(default_factory=list)
     allowed_content_types: list[str] = Field(default_factory=list)
@@ -89,7 +90,7 @@ class FetchConfig(ConfigModel):
         cleaned = []
         for host in hosts:
             host = host.strip().lower().rstrip(".")
-            if not host or any(c in host for c in "/\\@ \0") and not _is_network(host):
+            if not host or (any(c in host for c in "/\\@ \0") and not _is_network(host)):
                 raise ValueError(f"{host!r} is not a host name, IP address or network")
             cleaned.append(host)
         return cleaned

@@ -59,7 +59,7 @@ class LLMRequest:
     """
 
     slot: str
-    messages: list[dict[str, str]]
+    messages: list[dict[str, Any]]
     schema: dict[str, Any]
     schema_name: str
     validate: Callable[[Any], Any] | None = None

@@ -1,4 +1,5 @@
-"""Audio parts: a placeholder (transcription would need a web service)."""
+"""Audio parts: the transcript once a reader has transcribed the audio (its spans index the
+transcript), else what the reader wrote in its place, else ``[audio]``."""
 
 from __future__ import annotations
 
@@ -8,5 +9,5 @@ from memreader.scene import Message, Part
 
 @PART_PARSERS.register("input_audio")
 def parse_audio(part: Part, message: Message) -> str:
-    """``[audio]``."""
-    return "[audio]"
+    """The transcript, a placeholder naming the audio, or ``[audio]``."""
+    return part.text or "[audio]"

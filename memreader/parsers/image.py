@@ -21,5 +21,5 @@ def describe_url(label: str, url: str) -> str:
 
 @PART_PARSERS.register("image_url")
 def parse_image(part: Part, message: Message) -> str:
-    """``[image: URL]``."""
-    return describe_url("image", str(part.payload))
+    """What a reader wrote for the image (its description), else ``[image: URL]``."""
+    return part.text or describe_url("image", str(part.payload))

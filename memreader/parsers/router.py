@@ -29,6 +29,11 @@ PART_PARSERS: Registry[PartParser] = Registry(
         "file": "memreader.parsers.file",
         "input_audio": "memreader.parsers.audio",
         "tool_calls": "memreader.parsers.tool",
+        "tool_description": "memreader.parsers.tool",
+        "tool_input": "memreader.parsers.tool",
+        "tool_output": "memreader.parsers.tool",
+        "refusal": "memreader.parsers.text",
+        "unsupported": "memreader.parsers.text",
     },
 )
 

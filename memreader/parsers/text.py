@@ -1,9 +1,10 @@
-"""Text parts, indexed verbatim (their spans are provenance), and messages without content."""
+"""Text parts, indexed verbatim (their spans are provenance), refusals, messages without content,
+and parts of a type no parser knows."""
 
 from __future__ import annotations
 
 from memreader.parsers.router import PART_PARSERS
-from memreader.scene import EMPTY_PART, Message, Part
+from memreader.scene import EMPTY_PART, UNSUPPORTED_PART, Message, Part
 
 
 @PART_PARSERS.register("text")
@@ -12,7 +13,21 @@ def parse_text(part: Part, message: Message) -> str:
     return part.text
 
 
+@PART_PARSERS.register("refusal")
+def parse_refusal(part: Part, message: Message) -> str:
+    """An assistant's refusal, verbatim (its source has type ``refusal``)."""
+    return part.text
+
+
 @PART_PARSERS.register(EMPTY_PART)
 def parse_empty(part: Part, message: Message) -> str:
     """Nothing: the message is kept (and in its window's sources) but has no text."""
     return ""
+
+
+@PART_PARSERS.register(UNSUPPORTED_PART)
+def parse_unsupported(part: Part, message: Message) -> str:
+    """``[unsupported part: video]``: the part keeps its place in its window and its source, and
+    the readers that keep such parts report them per window."""
+    kind = part.payload.get("type") if isinstance(part.payload, dict) else None
+    return f"[unsupported part: {kind or 'unknown'}]"

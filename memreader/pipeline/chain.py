@@ -33,7 +33,7 @@ from memreader.pipeline.runtime import ReaderRuntime
 from memreader.pipeline.state import ReadState
 from memreader.pipeline.step import Step
 
-__all__ = ["PerWindowStep", "WindowWork", "arun_chain", "run_chain"]
+__all__ = ["PerWindowStep", "WindowWork", "arun_chain", "call_router", "run_chain"]
 
 logger = logging.getLogger(__name__)
 
@@ -127,7 +127,9 @@ def _finish(
         state.report.usage = state.meter.snapshot()
 
 
-def _router(state: ReadState, runtime: ReaderRuntime) -> tuple[LLMRouter | None, UsageMeter | None]:
+def call_router(
+    state: ReadState, runtime: ReaderRuntime
+) -> tuple[LLMRouter | None, UsageMeter | None]:
     """The reader's LLM router and this call's usage meter, or none when no LLM is set (a chain
     that then asks for one fails its windows with :class:`LLMRequiredError`)."""
     try:
@@ -156,7 +158,7 @@ def run_chain(
     span in seconds."""
     spans = _Spans(steps)
     chains = _chains(steps, state, runtime, spans)
-    router, meter = _router(state, runtime)
+    router, meter = call_router(state, runtime)
     run_plans(
         chains,
         router,
@@ -174,7 +176,7 @@ async def arun_chain(
     """The async twin of :func:`run_chain`: one task per window."""
     spans = _Spans(steps)
     chains = _chains(steps, state, runtime, spans)
-    router, meter = _router(state, runtime)
+    router, meter = call_router(state, runtime)
     await arun_plans(chains, router, meter=meter, on_error=_backstop(state, steps))
     _finish(steps, state, runtime, spans)
     return {s.name: spans.seconds(s.name) for s in steps}

@@ -4,7 +4,8 @@ hooks. Costly parts (the embedding model, LLM clients) are built on first use, o
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memreader.documents.chunking import RecursiveSplitter
 from memreader.errors import ConfigError, LLMRequiredError
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
     from memreader.llms import LLMRouter
 
 __all__ = ["ReaderRuntime"]
+
+T = TypeVar("T")
 
 
 class ReaderRuntime:
@@ -50,6 +53,7 @@ class ReaderRuntime:
         self._embedder = embedder
         self._router: LLMRouter | None = None
         self._lock = threading.Lock()
+        self._shared: dict[str, Any] = {}
 
     @property
     def embeds(self) -> bool:
@@ -88,6 +92,15 @@ class ReaderRuntime:
                     self._router = LLMRouter(slots, hooks=self.hooks)
         return self._router
 
+    def shared(self, name: str, build: Callable[[], T]) -> T:
+        """The reader's part ``name``, built by ``build()`` on first use and kept (a fetcher, a
+        transcriber, a content cache: what a reader's own steps share across calls). A part
+        with a ``close()`` method is closed with the reader."""
+        with self._lock:
+            if name not in self._shared:
+                self._shared[name] = build()
+            return self._shared[name]  # type: ignore[no-any-return]
+
     def language(self, text: str) -> Language:
         """The prompt language for ``text`` (``fine.language``, or detected)."""
         from memreader.extraction import detect_language
@@ -96,11 +109,22 @@ class ReaderRuntime:
         return detect_language(text) if language == "auto" else language
 
     def close(self) -> None:
-        """Close the LLM clients' connections."""
+        """Close the LLM clients' connections and the shared parts that can be closed."""
         if self._router is not None:
             self._router.close()
+        self._close_shared()
 
     async def aclose(self) -> None:
         """Close the LLM clients' connections, the running loop's async ones included."""
         if self._router is not None:
             await self._router.aclose()
+        self._close_shared()
+
+    def _close_shared(self) -> None:
+        with self._lock:
+            parts = list(self._shared.values())
+            self._shared.clear()
+        for part in parts:
+            close = getattr(part, "close", None)
+            if callable(close):
+                close()

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from memreader.documents.headings import HeadingIndex
+from memreader.emit import window_sources
 from memreader.extraction import WindowInput, WindowOutcome
 from memreader.items import SourceMessage, TextualMemoryItem
 from memreader.llms import UsageMeter
@@ -33,7 +35,8 @@ class WindowedScene:
     """A scene, its units, the windows cut over them, and one report entry per window.
 
     ``digest`` identifies the scene by content, so item ids do not depend on how scenes were
-    batched into calls: re-ingesting a scene gives the same ids wherever it stands.
+    batched into calls: re-ingesting a scene gives the same ids wherever it stands. ``chunks``
+    and ``headings`` place each document's segments (see :func:`memreader.emit.chunk_positions`).
     """
 
     scene: Scene
@@ -41,6 +44,12 @@ class WindowedScene:
     windows: list[Window]
     digest: str
     reports: list[WindowReport]
+    chunks: Mapping[tuple[int, int], tuple[int, int]] = field(default_factory=dict)
+    headings: Mapping[int, HeadingIndex] = field(default_factory=dict)
+
+    def sources(self, window: Window) -> list[SourceMessage]:
+        """The sources of ``window``'s segments, in order."""
+        return window_sources(window, self.units, self.scene, self.chunks, self.headings)
 
 
 @dataclass

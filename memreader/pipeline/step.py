@@ -85,6 +85,17 @@ STEPS: Registry[Any] = Registry(
         **dict.fromkeys(
             ["extract", "filter", "rewrite", "fine_items"], "memreader.pipeline.passes"
         ),
+        **dict.fromkeys(
+            [
+                "normalize_parts",
+                "read_parts",
+                "describe_images",
+                "note_parts",
+                "image_items",
+                "raw_file_items",
+            ],
+            "memreader.pipeline.multimodal",
+        ),
         "redact": "memreader.pipeline.redact",
         "min_length": "memreader.pipeline.filters",
     },

@@ -34,11 +34,12 @@ from memreader.embedders.languages import (
     unreadable_note,
 )
 from memreader.emit import (
+    chunk_positions,
+    heading_indexes,
     make_item,
     memory_type_for,
     scene_digest,
     window_embedding_parts,
-    window_sources,
 )
 from memreader.errors import EmbeddingError, InputError
 from memreader.extraction import (
@@ -121,7 +122,15 @@ class WindowStep(Step):
             reports = [WindowReport(scene.index, w.index) for w in windows]
             state.report.windows.extend(reports)
             windowed.append(
-                WindowedScene(scene, units, windows, scene_digest(scene.type, units), reports)
+                WindowedScene(
+                    scene,
+                    units,
+                    windows,
+                    scene_digest(scene.type, units),
+                    reports,
+                    chunk_positions(windows, units, scene),
+                    heading_indexes(units, scene),
+                )
             )
         state.windows = windowed
         logger.debug(
@@ -145,7 +154,7 @@ class FastItems(Step):
             items = []
             for window, entry in zip(ws.windows, ws.reports, strict=True):
                 try:
-                    sources = window_sources(window, ws.units, ws.scene)
+                    sources = ws.sources(window)
                     item = make_item(
                         memory=window.text,
                         info=state.info,
@@ -202,7 +211,7 @@ class PrepareFine(PerWindowStep):
     def window(self, state: ReadState, runtime: ReaderRuntime, index: int) -> WindowWork:
         ws, window = state.get("_prepare_fine_windows")[index]
         fw = state.fine_windows[index]
-        fw.sources = window_sources(window, ws.units, ws.scene)
+        fw.sources = ws.sources(window)
         lines = [(i + 1, s.line) for i, s in enumerate(window.segments)]
         roles = {i + 1: source.role for i, source in enumerate(fw.sources)}
         fw.report.language = runtime.language(window.text)

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 from memreader.readers.base import READERS, BaseMemReader, register_reader
+from memreader.readers.multimodal import (
+    MultiModalStructMemReader,
+    MultiModalStructMemReaderConfig,
+)
 from memreader.readers.simple import SimpleStructMemReader, SimpleStructMemReaderConfig
 
 __all__ = [
     "READERS",
     "BaseMemReader",
+    "MultiModalStructMemReader",
+    "MultiModalStructMemReaderConfig",
     "SimpleStructMemReader",
     "SimpleStructMemReaderConfig",
     "register_reader",

@@ -1,0 +1,561 @@
+"""Reading what a part points at: files, images and audio, each fetched, converted, prepared or
+transcribed once per content, within the limits.
+
+A :class:`PartTask` names one part to read (from a chat message or a document); the
+:class:`ResourceReader` reads many at once on a pool of threads bounded by the downloads'
+concurrency budget. Work is shared twice over: parts naming the same reference (a URL, a path,
+the same inline data) are fetched once per call, and content with the same sha256 is converted,
+prepared or transcribed once, in this call or a recent one (a small LRU cache kept by the
+reader). One part's failure is that part's result: it comes back as a :class:`Resolved` with
+``status="error"``, the typed error, and a placeholder that keeps its place in its window.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import logging
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from memreader.documents.limits import DEFAULT_LIMITS, DocumentLimits
+from memreader.errors import DocumentError, MemReaderError
+
+if TYPE_CHECKING:
+    from memreader.documents.audio import Transcriber
+    from memreader.documents.fetch import Fetched, Fetcher
+    from memreader.documents.images import PreparedImage
+    from memreader.documents.sources_config import ImageConfig
+
+__all__ = ["PartTask", "Resolved", "ResourceCache", "ResourceReader", "ResourceStats"]
+
+logger = logging.getLogger(__name__)
+
+Kind = Literal["document", "image", "audio"]
+#: Placeholder reasons are clipped to this many characters.
+_REASON_LIMIT = 200
+
+
+@dataclass(frozen=True)
+class PartTask:
+    """One part to read: where it is in the input, what kind it is, and what it names.
+
+    ``ref`` is a URL (``http(s)``, ``s3``, ``data:``) or a local path; ``inline`` holds data
+    given in the part itself (base64 ``file_data``, ``input_audio.data``), decoded here.
+    ``name`` is a file name hint for the format (``filename``); ``audio_format`` is an
+    ``input_audio`` part's ``format``.
+    """
+
+    scene_index: int
+    message_index: int
+    part_index: int | None
+    kind: Kind
+    ref: str | None = None
+    inline: str | None = None
+    name: str = ""
+    audio_format: str | None = None
+    unsupported: str | None = None  # a reason to keep it as a placeholder without reading
+
+    @property
+    def where(self) -> dict[str, int | None]:
+        """The location keywords of typed errors."""
+        return {
+            "scene_index": self.scene_index,
+            "message_index": self.message_index,
+            "part_index": self.part_index,
+        }
+
+    @property
+    def share_key(self) -> tuple[str, str] | None:
+        """Parts with the same key are fetched once per call."""
+        if self.ref is not None:
+            return (self.kind, self.ref)
+        if self.inline is not None:
+            return (self.kind, hashlib.sha256(self.inline.encode()).hexdigest())
+        return None
+
+
+@dataclass
+class Resolved:
+    """What a part became.
+
+    ``text`` is what the part shows in its window: a document's converted text or an audio's
+    transcript (``exact``: spans index it), or a line describing an image, or a placeholder
+    naming what could not be read and why. ``image`` is the prepared image (for the vision
+    model); ``error`` the typed error of a part that failed.
+    """
+
+    status: str
+    text: str
+    exact: bool = False
+    source: str | None = None
+    digest: str | None = None
+    bytes: int = 0
+    detail: str | None = None
+    image: PreparedImage | None = None
+    error: MemReaderError | None = None
+    reused: bool = False
+
+
+@dataclass
+class ResourceStats:
+    """Work done and saved by one :meth:`ResourceReader.read_all` call."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, name: str, n: int = 1) -> None:
+        with self.lock:
+            self.counts[name] = self.counts.get(name, 0) + n
+
+
+class ResourceCache:
+    """What was made of recent content, by sha256 (and kind): converted text, prepared images,
+    transcripts and image descriptions. Bounded by entries; thread-safe."""
+
+    def __init__(self, max_entries: int = 256) -> None:
+        self.max_entries = max_entries
+        self._entries: OrderedDict[tuple[str, str], Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, str]) -> Any:
+        with self._lock:
+            value = self._entries.get(key)
+            if value is not None:
+                self._entries.move_to_end(key)
+            return value
+
+    def put(self, key: tuple[str, str], value: Any) -> None:
+        with self._lock:
+            self._entries[key] = value
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+
+
+class ResourceReader:
+    """Reads parts' files, images and audio (see the module docstring).
+
+    Args:
+        fetcher: downloads and local reads, with their limits and budget.
+        images: how images are checked and prepared.
+        limits: the document limits (conversion).
+        transcriber: the transcription endpoint, or ``None`` (audio becomes a placeholder).
+        cache: content-keyed results shared across calls.
+    """
+
+    def __init__(
+        self,
+        fetcher: Fetcher,
+        images: ImageConfig,
+        *,
+        limits: DocumentLimits = DEFAULT_LIMITS,
+        transcriber: Transcriber | None = None,
+        cache: ResourceCache | None = None,
+        workers: int = 4,
+    ) -> None:
+        self.fetcher = fetcher
+        self.images = images
+        self.limits = limits
+        self.transcriber = transcriber
+        self.cache = cache if cache is not None else ResourceCache()
+        self.workers = max(1, workers)
+
+    def read_all(
+        self, tasks: Sequence[PartTask], stats: ResourceStats | None = None
+    ) -> list[Resolved]:
+        """One :class:`Resolved` per task, in order; never raises for one part's failure."""
+        stats = stats if stats is not None else ResourceStats()
+        if not tasks:
+            return []
+        shared: dict[tuple[str, str], Future[Resolved]] = {}
+        lock = threading.Lock()
+        in_progress: dict[tuple[str, str], Future[Any]] = {}
+
+        def one(task: PartTask) -> Resolved:
+            key = task.share_key
+            if key is None:
+                return self._read(task, stats, in_progress, lock)
+            with lock:
+                future = shared.get(key)
+                owner = future is None
+                if owner:
+                    future = shared[key] = Future()
+            assert future is not None
+            if not owner:
+                result = future.result()
+                stats.add("fetch_reused")
+                return _reused(result)
+            try:
+                result = self._read(task, stats, in_progress, lock)
+            except BaseException as exc:
+                future.set_exception(exc)
+                raise
+            future.set_result(result)
+            return result
+
+        # Every task runs to its end on its own thread; a task that waits on another's future
+        # waits for work already running (the owner registered it before starting), so the
+        # pool cannot deadlock.
+        with ThreadPoolExecutor(
+            max_workers=min(self.workers, len(tasks)), thread_name_prefix="memreader-fetch"
+        ) as pool:
+            futures = [pool.submit(one, task) for task in tasks]
+            results = []
+            for task, future in zip(tasks, futures, strict=True):
+                try:
+                    results.append(future.result())
+                except Exception as exc:  # a bug in one part's reading is that part's result
+                    logger.error("reading part failed unexpectedly", exc_info=exc)
+                    results.append(_failed(task, _typed(exc, task)))
+            return results
+
+    # -- one part --------------------------------------------------------------------------------
+
+    def _read(
+        self,
+        task: PartTask,
+        stats: ResourceStats,
+        in_progress: dict[tuple[str, str], Future[Any]],
+        lock: threading.Lock,
+    ) -> Resolved:
+        if task.unsupported is not None:
+            return Resolved("unsupported", _placeholder(task, task.unsupported))
+        try:
+            fetched = self._fetch(task, stats)
+            made = self._once(
+                (task.kind, fetched.digest),
+                lambda: self._make(task, fetched, stats),
+                in_progress,
+                lock,
+                stats,
+            )
+        except MemReaderError as exc:
+            return _failed(task, exc)
+        return made(task, fetched)
+
+    def _fetch(self, task: PartTask, stats: ResourceStats) -> Fetched:
+        from memreader.documents.fetch import Fetched
+
+        limit = self.images.max_bytes if task.kind == "image" else None
+        if task.inline is not None:
+            data = _decode_base64(task.inline, limit or self.fetcher_limit, task)
+            name = task.name
+            return Fetched(
+                data=data,
+                source=os.path.basename(name) or "inline",
+                name=name,
+                extension=os.path.splitext(name)[1].lower(),
+                media_type=None,
+                markdown=False,
+                digest=hashlib.sha256(data).hexdigest(),
+            )
+        assert task.ref is not None
+        fetched = self.fetcher.fetch(
+            task.ref, kind=task.kind, max_bytes=limit, name=task.name or None, where=task.where
+        )
+        if fetched.source != "inline":
+            stats.add("fetched")
+        return fetched
+
+    @property
+    def fetcher_limit(self) -> int:
+        return self.limits.max_file_bytes
+
+    def _once(
+        self,
+        key: tuple[str, str],
+        make: Callable[[], _Maker],
+        in_progress: dict[tuple[str, str], Future[Any]],
+        lock: threading.Lock,
+        stats: ResourceStats,
+    ) -> _Maker:
+        """``make()`` for content ``key`` once: from the cache, from another thread doing it now,
+        or made here."""
+        cached = self.cache.get(key)
+        if cached is not None:
+            stats.add(_REUSE_COUNTER[key[0]])
+            return cached  # type: ignore[no-any-return]
+        with lock:
+            future = in_progress.get(key)
+            owner = future is None
+            if owner:
+                future = in_progress[key] = Future()
+        assert future is not None
+        if not owner:
+            stats.add(_REUSE_COUNTER[key[0]])
+            return future.result()  # type: ignore[no-any-return]
+        try:
+            maker = make()
+        except BaseException as exc:
+            future.set_exception(exc)
+            with lock:
+                in_progress.pop(key, None)  # a failure is not shared with later parts
+            raise
+        future.set_result(maker)
+        self.cache.put(key, maker)
+        return maker
+
+    def _make(self, task: PartTask, fetched: Fetched, stats: ResourceStats) -> _Maker:
+        """The content-keyed work on ``fetched`` (conversion, preparation, transcription), as a
+        function of the part that turns it into that part's :class:`Resolved`."""
+        if task.kind == "document":
+            text = self._convert(task, fetched)
+            stats.add("converted")
+            return _Document(text)
+        if task.kind == "image":
+            from memreader.documents.images import prepare_image
+
+            image = prepare_image(
+                fetched.data, self.images, label=_label(task, fetched), where=task.where
+            )
+            stats.add("images_prepared")
+            return _Image(image)
+        if self.transcriber is None:
+            return _Audio(None)
+        from memreader.documents.audio import audio_format
+
+        extension, media_type = audio_format(task.audio_format, fetched.name or task.name)
+        filename = fetched.name or task.name or f"audio{extension}"
+        transcript = self.transcriber.transcribe(
+            fetched.data, filename=filename, media_type=media_type, where=task.where
+        )
+        stats.add("transcribed")
+        return _Audio(transcript)
+
+    def _convert(self, task: PartTask, fetched: Fetched) -> str:
+        from memreader.documents.loader import convert_bytes
+
+        extension = ".md" if fetched.markdown else fetched.extension
+        if not extension:
+            extension = os.path.splitext(task.name)[1].lower()
+        where = {"scene_index": task.scene_index, "message_index": task.message_index}
+        return convert_bytes(fetched.data, extension, limits=self.limits, **where)
+
+
+# -- what content becomes, per part -------------------------------------------------------------
+
+
+class _Maker:
+    """Content-keyed result; :meth:`__call__` makes a part's :class:`Resolved` from it."""
+
+    def __call__(self, task: PartTask, fetched: Fetched) -> Resolved:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class _Document(_Maker):
+    text: str
+
+    def __call__(self, task: PartTask, fetched: Fetched) -> Resolved:
+        return Resolved(
+            "ok",
+            self.text,
+            exact=True,
+            source=fetched.source,
+            digest=fetched.digest,
+            bytes=len(fetched.data),
+            detail=f"{len(self.text)} characters",
+        )
+
+
+@dataclass(frozen=True)
+class _Image(_Maker):
+    image: PreparedImage
+
+    def __call__(self, task: PartTask, fetched: Fetched) -> Resolved:
+        return Resolved(
+            "ok",
+            self.image.describe(fetched.source or "inline"),
+            source=fetched.source,
+            digest=fetched.digest,
+            bytes=len(fetched.data),
+            detail=f"{self.image.format} {self.image.width}x{self.image.height}",
+            image=self.image,
+        )
+
+
+@dataclass(frozen=True)
+class _Audio(_Maker):
+    transcript: str | None
+
+    def __call__(self, task: PartTask, fetched: Fetched) -> Resolved:
+        common: dict[str, Any] = {
+            "source": fetched.source,
+            "digest": fetched.digest,
+            "bytes": len(fetched.data),
+        }
+        if self.transcript is None:
+            reason = "not transcribed: no transcription model is configured"
+            return Resolved(
+                "unsupported", _placeholder(task, reason, fetched), detail=reason, **common
+            )
+        return Resolved("ok", self.transcript, exact=True, detail="transcribed", **common)
+
+
+_REUSE_COUNTER = {
+    "document": "conversion_reused",
+    "image": "image_reused",
+    "audio": "transcription_reused",
+}
+
+
+def _reused(result: Resolved) -> Resolved:
+    if result.status not in ("ok", "unsupported"):
+        return result
+    return Resolved(
+        "reused" if result.status == "ok" else result.status,
+        result.text,
+        exact=result.exact,
+        source=result.source,
+        digest=result.digest,
+        bytes=result.bytes,
+        detail=result.detail,
+        image=result.image,
+        reused=True,
+    )
+
+
+def _label(task: PartTask, fetched: Fetched | None = None) -> str:
+    if fetched is not None and fetched.name:
+        return fetched.name
+    if task.name:
+        return os.path.basename(task.name)
+    if fetched is not None and fetched.source not in ("", "inline"):
+        return fetched.source
+    return task.kind if task.kind != "document" else "file"
+
+
+def _placeholder(task: PartTask, reason: str, fetched: Fetched | None = None) -> str:
+    what = {"document": "file", "image": "image", "audio": "audio"}[task.kind]
+    label = _label(task, fetched)
+    size = f", {_size(len(fetched.data))}" if fetched is not None else ""
+    reason = reason if len(reason) <= _REASON_LIMIT else reason[: _REASON_LIMIT - 3] + "..."
+    if label in (what, "file"):
+        return f"[{what}{size}: {reason}]"
+    return f"[{what}: {label}{size}: {reason}]"
+
+
+def _size(n: int) -> str:
+    return f"{n} bytes" if n < 1024 else f"{n / 1024:.0f} KB"
+
+
+def _failed(task: PartTask, error: MemReaderError) -> Resolved:
+    reason = getattr(error, "reason", None) or str(error)
+    logger.warning(
+        "scene %d, message %d: %s part not read: %s",
+        task.scene_index,
+        task.message_index,
+        task.kind,
+        reason,
+    )
+    return Resolved(
+        "error",
+        _placeholder(task, f"not read ({type(error).__name__}: {reason})"),
+        error=error,
+    )
+
+
+def _typed(error: Exception, task: PartTask) -> MemReaderError:
+    if isinstance(error, MemReaderError):
+        return error
+    return DocumentError(
+        f"reading the {task.kind} failed unexpectedly: {type(error).__name__}: {error}",
+        **task.where,
+    )
+
+
+def _decode_base64(data: str, max_bytes: int, task: PartTask) -> bytes:
+    """The bytes of inline base64 (or a ``data:`` URL), refused early when too big."""
+    payload = data.partition(",")[2] if data.startswith("data:") else data
+    payload = "".join(payload.split())
+    if len(payload) * 3 // 4 - 2 > max_bytes:
+        raise DocumentError(
+            f"inline {task.kind} data is over the {max_bytes} byte limit "
+            f"({len(payload)} base64 characters)",
+            **task.where,
+        )
+    try:
+        raw = base64.b64decode(payload, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise DocumentError(
+            f"inline {task.kind} data is not valid base64: {exc}", **task.where
+        ) from None
+    if len(raw) > max_bytes:
+        raise DocumentError(
+            f"inline {task.kind} data is {len(raw)} bytes, over the {max_bytes} byte limit",
+            **task.where,
+        )
+    return raw
+
+
+def task_for_part(
+    part_type: str,
+    payload: Any,
+    *,
+    scene_index: int,
+    message_index: int,
+    part_index: int | None,
+) -> PartTask | None:
+    """The task reading a part of ``part_type`` with ``payload``, or ``None`` for parts that
+    read nothing from outside (text, tool traffic)."""
+    at = (scene_index, message_index, part_index)
+    if part_type == "image_url" and isinstance(payload, str):
+        return PartTask(*at, "image", ref=payload, name=_url_name(payload))
+    if part_type == "file" and isinstance(payload, Mapping):
+        return _file_task(payload, at)
+    if part_type == "input_audio" and isinstance(payload, Mapping):
+        fmt = _text(payload.get("format")) or None
+        name = _text(payload.get("filename"))
+        for key in ("url", "path"):
+            ref = _text(payload.get(key))
+            if ref:
+                return PartTask(
+                    *at, "audio", ref=ref, name=name or _url_name(ref), audio_format=fmt
+                )
+        data = _text(payload.get("data"))
+        if data:
+            return PartTask(*at, "audio", inline=data, name=name, audio_format=fmt)
+        return PartTask(*at, "audio", unsupported="audio part has no data, url or path")
+    return None
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _file_task(file: Mapping[str, Any], at: tuple[int, int, int | None]) -> PartTask:
+    name = os.path.basename(_text(file.get("filename")))
+    for key in ("url", "path"):
+        ref = _text(file.get(key))
+        if ref:
+            return PartTask(*at, "document", ref=ref, name=name or _url_name(ref))
+    data = _text(file.get("file_data"))
+    if data:
+        if data.startswith(("http://", "https://", "s3://", "data:")):
+            return PartTask(*at, "document", ref=data, name=name or _url_name(data))
+        return PartTask(*at, "document", inline=data, name=name)
+    file_id = _text(file.get("file_id"))
+    if file_id:
+        return PartTask(
+            *at,
+            "document",
+            name=name,
+            unsupported=f"file_id {file_id!r} names an uploaded file; memreader cannot fetch "
+            "files by id (give path, url or file_data)",
+        )
+    return PartTask(*at, "document", name=name, unsupported="file part has no content")
+
+
+def _url_name(ref: str) -> str:
+    """The last path segment of a URL or path (no query), for the format."""
+    if ref.startswith("data:"):
+        return ""
+    path = ref.split("?", 1)[0].split("#", 1)[0]
+    return os.path.basename(path.rstrip("/"))
