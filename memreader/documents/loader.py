@@ -75,8 +75,19 @@ def _markitdown() -> MarkItDown:
     with _converter_lock:
         if _converter is None:
             from markitdown import MarkItDown
+            from markitdown.converters import ZipConverter
 
-            _converter = MarkItDown(enable_plugins=False)
+            converter = MarkItDown(enable_plugins=False)
+            # When an office converter fails on a zip (say, any zip named .docx), markitdown
+            # falls back to its ZipConverter, which unpacks every member and converts nested
+            # archives recursively: a 35 KB ".docx" holding a zip bomb expanded 300 MiB past
+            # check_archive. Other zips are refused before conversion, so nothing needs it.
+            converter._converters = [
+                registration
+                for registration in converter._converters
+                if not isinstance(registration.converter, ZipConverter)
+            ]
+            _converter = converter
         return _converter
 
 
