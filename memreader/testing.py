@@ -95,8 +95,16 @@ class ScriptedRequest:
 
     @property
     def prompt(self) -> str:
-        """The content of the last message (the window or the items to check, in fine mode)."""
+        """The text of the last message (the window or the items to check, in fine mode); for
+        a message of content parts (the vision shape), its text parts joined by newlines."""
         content = self.messages[-1].get("content") if self.messages else None
+        if isinstance(content, list):
+            texts: list[str] = []
+            for part in content:
+                text = part.get("text") if isinstance(part, Mapping) else part
+                if isinstance(text, str) and text:
+                    texts.append(text)
+            return "\n".join(texts)
         return content if isinstance(content, str) else ""
 
 

@@ -6,7 +6,9 @@ background thread and answers
 * ``POST /v1/chat/completions`` (OpenAI-compatible; point ``base_url`` at :attr:`url`),
 * ``POST /api/chat`` (Ollama, non-streaming; point ``host`` at :attr:`ollama_host`),
 * ``POST /v1/embeddings`` and ``POST /api/embed`` (deterministic vectors of
-  :data:`EMBED_DIM` floats per input text, see :func:`fake_vector`)
+  :data:`EMBED_DIM` floats per input text, see :func:`fake_vector`),
+* ``POST /v1/audio/transcriptions`` (multipart; the fields are on
+  :attr:`RecordedRequest.form`; by default ``{"text": "<transcript of N bytes>"}``)
 
 from a script: a queue of :class:`Reply` objects consumed one per request, in arrival order.
 When the queue is empty, :attr:`LLMTestServer.responder` (a function of the request) answers;
@@ -60,6 +62,7 @@ __all__ = [
     "EMBED_DIM",
     "SLOW_FAULTS",
     "TRANSPORT_FAULTS",
+    "FormPart",
     "LLMTestServer",
     "RecordedRequest",
     "Reply",
@@ -73,6 +76,7 @@ __all__ = [
     "openai_completion",
     "openai_embeddings",
     "openai_error",
+    "parse_multipart",
 ]
 
 logger = logging.getLogger(__name__)
@@ -83,6 +87,7 @@ OPENAI_PATH = "/v1/chat/completions"
 OLLAMA_PATH = "/api/chat"
 OPENAI_EMBED_PATH = "/v1/embeddings"
 OLLAMA_EMBED_PATH = "/api/embed"
+OPENAI_AUDIO_PATH = "/v1/audio/transcriptions"
 #: Length of the vectors the embedding routes return.
 EMBED_DIM = 8
 
@@ -132,6 +137,56 @@ class Reply:
 
 
 @dataclass(frozen=True)
+class FormPart:
+    """One field of a ``multipart/form-data`` body (``filename`` is set for a file)."""
+
+    name: str
+    value: bytes
+    filename: str | None = None
+    content_type: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The value as UTF-8 text."""
+        return self.value.decode("utf-8", "replace")
+
+
+def parse_multipart(body: bytes, content_type: str) -> dict[str, FormPart]:
+    """The fields of a ``multipart/form-data`` body, by name (just enough for tests: no nested
+    parts, no transfer encodings). Empty if ``content_type`` is not multipart."""
+    kind, _, params = content_type.partition(";")
+    if kind.strip().lower() != "multipart/form-data":
+        return {}
+    boundary = ""
+    for param in params.split(";"):
+        key, _, value = param.strip().partition("=")
+        if key.lower() == "boundary":
+            boundary = value.strip().strip('"')
+    if not boundary:
+        return {}
+    parts: dict[str, FormPart] = {}
+    delimiter = b"--" + boundary.encode("latin-1")
+    for chunk in body.split(delimiter)[1:]:
+        if chunk.startswith(b"--"):
+            break
+        head, _, value = chunk.removeprefix(b"\r\n").partition(b"\r\n\r\n")
+        value = value.removesuffix(b"\r\n")
+        headers: dict[str, str] = {}
+        for line in head.decode("utf-8", "replace").split("\r\n"):
+            name, _, header_value = line.partition(":")
+            headers[name.strip().lower()] = header_value.strip()
+        disposition: dict[str, str] = {}
+        for item in headers.get("content-disposition", "").split(";")[1:]:
+            key, _, raw = item.strip().partition("=")
+            disposition[key.lower()] = raw.strip().strip('"')
+        field_name = disposition.get("name", "")
+        parts[field_name] = FormPart(
+            field_name, value, disposition.get("filename"), headers.get("content-type")
+        )
+    return parts
+
+
+@dataclass(frozen=True)
 class RecordedRequest:
     """A request the server received."""
 
@@ -150,8 +205,16 @@ class RecordedRequest:
             return None
 
     @property
+    def form(self) -> dict[str, FormPart]:
+        """The fields of a ``multipart/form-data`` body (empty for any other body)."""
+        return parse_multipart(self.body, self.headers.get("content-type", ""))
+
+    @property
     def api(self) -> str:
-        """``"openai"``, ``"ollama"``, ``"openai_embed"``, ``"ollama_embed"`` or ``"other"``."""
+        """``"openai"``, ``"ollama"``, ``"openai_embed"``, ``"ollama_embed"``,
+        ``"openai_audio"`` or ``"other"``."""
+        if self.path.startswith(OPENAI_AUDIO_PATH):
+            return "openai_audio"
         if self.path.startswith(OPENAI_PATH):
             return "openai"
         if self.path.startswith(OLLAMA_PATH):
@@ -285,7 +348,8 @@ def ollama_embed(texts: list[str], model: str = "test-embed") -> dict[str, Any]:
 
 
 def default_responder(request: RecordedRequest) -> Reply:
-    """Answer ``{}`` (or the texts' vectors) in the shape of the API called; 404 elsewhere."""
+    """Answer ``{}`` (or the texts' vectors, or a transcript naming the audio's size) in the
+    shape of the API called; 404 elsewhere."""
     if request.api == "openai":
         return Reply(body=openai_completion("{}"))
     if request.api == "ollama":
@@ -294,6 +358,10 @@ def default_responder(request: RecordedRequest) -> Reply:
         return Reply(body=openai_embeddings(request.inputs))
     if request.api == "ollama_embed":
         return Reply(body=ollama_embed(request.inputs))
+    if request.api == "openai_audio":
+        audio = request.form.get("file")
+        size = len(audio.value) if audio is not None else 0
+        return Reply(body={"text": f"<transcript of {size} bytes>"})
     return Reply(status=404, body={"error": f"no route for {request.path}"})
 
 
@@ -498,7 +566,8 @@ class LLMTestServer:
         """Queue answers for the next requests, one each, in order.
 
         An entry may be a :class:`Reply`, a dict (a 200 JSON body), a str (the *content* of a
-        200 answer in the requested API's shape) or a function ``fn(request) -> Reply``.
+        200 answer in the requested API's shape; for a transcription, ``{"text": str}``) or a
+        function ``fn(request) -> Reply``.
         """
         with self._lock:
             self._script.extend(replies)
@@ -542,6 +611,8 @@ class LLMTestServer:
         if isinstance(entry, str):
             if request.api == "ollama":
                 return Reply(body=ollama_chat(entry))
+            if request.api == "openai_audio":
+                return Reply(body={"text": entry})
             return Reply(body=openai_completion(entry))
         return entry(request)
 

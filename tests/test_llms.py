@@ -1139,3 +1139,113 @@ def test_error_hierarchy() -> None:
         LLMEmptyResponseError,
     ):
         assert issubclass(cls, LLMError) and issubclass(cls, MemReaderError)
+
+
+# -- vision messages (content parts) ---------------------------------------------------------
+
+IMAGE_B64 = (  # a 1x1 PNG
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4"
+    "nGNgYGD4DwABBAEAwS2OUAAAAABJRU5ErkJggg=="
+)
+VISION_MESSAGES: list[dict[str, Any]] = [
+    {"role": "system", "content": "Describe images."},
+    {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "What is in this picture?"},
+            {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{IMAGE_B64}"}},
+            {"type": "text", "text": "Answer briefly."},
+        ],
+    },
+]
+
+
+@pytest.mark.parametrize("mode", ["json_schema", "tool_call", "json_object_schema"])
+def test_openai_vision_parts_pass_through(server: LLMTestServer, mode: str) -> None:
+    server.reply(Reply(body=openai_completion("{}", tool_call=("response", "{}"))))
+    build_llm(openai_cfg(server, structured_output=mode)).complete(
+        VISION_MESSAGES, schema={"type": "object"}
+    )
+    assert server.requests[0].messages == VISION_MESSAGES
+
+
+def test_openai_prompt_mode_with_content_parts(server: LLMTestServer) -> None:
+    llm = build_llm(openai_cfg(server, structured_output="prompt"))
+    # No system message: one is inserted, the parts are untouched.
+    server.reply("{}")
+    llm.complete(VISION_MESSAGES[1:], schema=SCHEMA)
+    messages = server.requests[0].messages
+    assert [m["role"] for m in messages] == ["system", "user"]
+    assert json.dumps(SCHEMA) in messages[0]["content"]
+    assert messages[1] == VISION_MESSAGES[1]
+    # A system message of parts: the instructions are one more text part of it.
+    system = {"role": "system", "content": [{"type": "text", "text": "Describe images."}]}
+    server.reply("{}")
+    llm.complete([system, VISION_MESSAGES[1]], schema=SCHEMA)
+    messages = server.requests[1].messages
+    assert len(messages) == 2 and messages[1] == VISION_MESSAGES[1]
+    parts = messages[0]["content"]
+    assert parts[0] == {"type": "text", "text": "Describe images."}
+    assert parts[1]["type"] == "text" and json.dumps(SCHEMA) in parts[1]["text"]
+
+
+@pytest.mark.parametrize("mode", ["json_schema", "prompt"])
+def test_ollama_vision_parts_become_images(server: LLMTestServer, mode: str) -> None:
+    server.reply("{}")
+    build_llm(ollama_cfg(server, structured_output=mode)).complete(VISION_MESSAGES, schema=SCHEMA)
+    messages = server.requests[0].messages
+    assert messages[-1] == {
+        "role": "user",
+        "content": "What is in this picture?\nAnswer briefly.",
+        "images": [IMAGE_B64],  # raw base64, no data: prefix
+    }
+    assert messages[0]["role"] == "system" and "images" not in messages[0]
+    if mode == "prompt":
+        assert json.dumps(SCHEMA) in messages[0]["content"]
+
+
+@pytest.mark.parametrize(
+    ("part", "message"),
+    [
+        ({"type": "image_url", "image_url": {"url": "https://host/cat.png"}}, "data: URLs only"),
+        ({"type": "image_url", "image_url": "file:///etc/passwd"}, "data: URLs only"),
+        ({"type": "image_url", "image_url": {"url": "data:image/png,rawbytes"}}, "base64"),
+        ({"type": "image_url", "image_url": {"url": "data:image/png;base64,@@@"}}, "base64"),
+        ({"type": "input_audio", "input_audio": {"data": "", "format": "wav"}}, "input_audio"),
+    ],
+)
+def test_ollama_refuses_what_it_cannot_send(
+    server: LLMTestServer, part: dict[str, Any], message: str
+) -> None:
+    llm = build_llm(ollama_cfg(server))
+    with pytest.raises(LLMRequestError, match=message) as caught:
+        llm.complete([{"role": "user", "content": [{"type": "text", "text": "hi"}, part]}])
+    assert caught.value.attempts == 1  # not retried
+    assert server.requests == []  # refused before sending
+
+
+def test_ollama_image_that_looks_like_a_path_is_sent_as_data(server: LLMTestServer) -> None:
+    # "etc//passwd" is valid base64 and an existing path relative to "/": the ollama client,
+    # given a string, would send that file. The bytes are sent instead.
+    path_like = "/etc//passwd"
+    server.reply("{}")
+    url = f"data:image/png;base64,{path_like}"
+    build_llm(ollama_cfg(server)).complete(
+        [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}}]}]
+    )
+    assert server.requests[0].messages[0]["images"] == [path_like]
+
+
+def test_scripted_llm_reads_content_parts() -> None:
+    from memreader.testing import ScriptedLLM
+
+    llm = ScriptedLLM(["{}", "{}", "{}"])
+    build_llm(llm.config()).complete(VISION_MESSAGES)
+    assert llm.requests[0].prompt == "What is in this picture?\nAnswer briefly."
+    assert llm.requests[0].messages[1]["content"][1]["type"] == "image_url"
+    # Through the real SDKs, with the script as their transport.
+    build_llm(llm.config(backend="openai", base_url="http://llm.test/v1")).complete(VISION_MESSAGES)
+    assert llm.requests[1].prompt == "What is in this picture?\nAnswer briefly."
+    build_llm(llm.config(backend="ollama", base_url="http://llm.test")).complete(VISION_MESSAGES)
+    assert llm.requests[2].prompt == "What is in this picture?\nAnswer briefly."
+    assert llm.requests[2].messages[1]["images"] == [IMAGE_B64]

@@ -290,8 +290,14 @@ class BaseLLMClient(ABC):
         if schema is not None and self.schema_in_prompt():
             instructions = schema_instructions(schema)
             first = prepared[0]
-            if first.get("role") == "system" and isinstance(first.get("content"), str):
-                prepared[0] = {**first, "content": f"{first['content']}\n\n{instructions}"}
+            content = first.get("content")
+            if first.get("role") == "system" and isinstance(content, str):
+                prepared[0] = {**first, "content": f"{content}\n\n{instructions}"}
+            elif first.get("role") == "system" and isinstance(content, list):
+                # A system message of content parts (OpenAI's vision shape): one more text part,
+                # so the parts already there (and their order) are kept as they are.
+                part = {"type": "text", "text": instructions}
+                prepared[0] = {**first, "content": [*content, part]}
             else:
                 prepared.insert(0, {"role": "system", "content": instructions})
         return prepared

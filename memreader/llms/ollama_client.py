@@ -8,10 +8,17 @@ headers, so a 429 is retried with backoff, not ``Retry-After``. One ``AsyncClien
 event loop. The HTTP client under it is memreader's (:mod:`memreader.transport`): ``timeout`` is
 a deadline for the whole request and the answer is capped at ``max_response_bytes``; the
 config's ``transport`` (an httpx transport) replaces the network under both.
+
+Vision: a message whose ``content`` is a list of OpenAI content parts (``text`` and
+``image_url`` with a ``data:`` URL) is sent in Ollama's shape, its texts joined as ``content``
+and its images in ``images`` (see :func:`ollama_message`). Ollama cannot fetch an image URL, so
+any other URL is refused before sending.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -23,6 +30,7 @@ from memreader.llms.backends import register_llm
 from memreader.llms.base import BaseLLMClient
 from memreader.llms.client_pool import ClientPool
 from memreader.llms.config import LLMConfig
+from memreader.llms.errors import LLMRequestError
 from memreader.llms.hooks import LLMHooks
 from memreader.llms.limiter import ConcurrencyLimiter
 from memreader.llms.schema import grammar_schema
@@ -30,10 +38,73 @@ from memreader.llms.types import RawCompletion
 from memreader.llms.usage import Usage, UsageMeter
 from memreader.transport import deadline, deadline_transport, http_lib, split_credentials
 
-__all__ = ["OllamaClient", "build_ollama_request"]
+__all__ = ["OllamaClient", "build_ollama_request", "ollama_message"]
 
 #: ``extra_body`` keys that are request fields rather than model options.
 _REQUEST_FIELDS = ("think", "keep_alive")
+
+
+def _image_bytes(part: Mapping[str, Any]) -> bytes:
+    """The image of an ``image_url`` part, which must hold a base64 ``data:`` URL."""
+    image_url = part.get("image_url")
+    url = image_url.get("url") if isinstance(image_url, Mapping) else image_url
+    if not isinstance(url, str) or not url.startswith("data:"):
+        shown = url.split(":", 1)[0] + ":..." if isinstance(url, str) else type(url).__name__
+        raise LLMRequestError(
+            f"the ollama backend takes images as data: URLs only, not {shown} (Ollama cannot "
+            "fetch an image from a URL)",
+            retryable=False,
+        )
+    header, comma, payload = url.partition(",")
+    if not comma or not header.endswith(";base64"):
+        raise LLMRequestError(
+            "an image data: URL for the ollama backend must be base64-encoded", retryable=False
+        )
+    try:
+        return base64.b64decode(payload, validate=True)
+    except (binascii.Error, ValueError):
+        raise LLMRequestError(
+            "an image data: URL holds data that is not valid base64", retryable=False
+        ) from None
+
+
+def ollama_message(message: Mapping[str, Any]) -> dict[str, Any]:
+    """``message`` in Ollama's shape: a ``content`` list of OpenAI content parts becomes the
+    parts' texts joined by newlines, and its images (base64 ``data:`` URLs) go to ``images``.
+    Other messages are returned as they are.
+
+    The images are handed to the ``ollama`` client as raw bytes, which it sends base64-encoded:
+    given a string, it would first try it as a local file path (and send that file), which an
+    untrusted payload must never get to choose.
+
+    Raises:
+        LLMRequestError: a part that is not text or an image, or an image that is not a base64
+            ``data:`` URL (not retried: the same request would fail again).
+    """
+    content = message.get("content")
+    if not isinstance(content, list):
+        return dict(message)
+    texts: list[str] = []
+    images: list[Any] = list(message.get("images") or ())
+    for part in content:
+        if isinstance(part, str):
+            texts.append(part)
+            continue
+        kind = part.get("type") if isinstance(part, Mapping) else None
+        if kind == "text" and isinstance(part, Mapping):
+            texts.append(str(part.get("text") or ""))
+        elif kind == "image_url" and isinstance(part, Mapping):
+            images.append(_image_bytes(part))
+        else:
+            raise LLMRequestError(
+                f"a content part of type {str(kind)[:40]!r} cannot be sent to the ollama backend "
+                "(only 'text' and 'image_url')",
+                retryable=False,
+            )
+    converted = {**message, "content": "\n".join(text for text in texts if text)}
+    if images:
+        converted["images"] = images
+    return converted
 
 
 def build_ollama_request(
@@ -42,7 +113,8 @@ def build_ollama_request(
     schema: Mapping[str, Any] | None,
     schema_name: str,
 ) -> dict[str, Any]:
-    """The keyword arguments of ``ollama.Client.chat`` for one request."""
+    """The keyword arguments of ``ollama.Client.chat`` for one request (vision messages
+    converted by :func:`ollama_message`)."""
     options: dict[str, Any] = {"temperature": config.temperature, "num_predict": config.max_tokens}
     extra = dict(config.extra_body)
     request_fields = {k: extra.pop(k) for k in _REQUEST_FIELDS if k in extra}
@@ -52,7 +124,7 @@ def build_ollama_request(
     options.update(extra)
     kwargs: dict[str, Any] = {
         "model": config.model,
-        "messages": messages,
+        "messages": [ollama_message(message) for message in messages],
         "options": options,
         "stream": False,
         **request_fields,
