@@ -49,8 +49,10 @@ __all__ = [
     "DocumentLimits",
     "check_local_path",
     "convert_bytes",
+    "decode_file_data",
     "load_file_part",
     "load_path",
+    "read_local_file",
 ]
 
 logger = logging.getLogger(__name__)
@@ -187,8 +189,13 @@ def _is_within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def _read_regular_file(resolved: str, name: str, max_bytes: int, where: dict[str, Any]) -> bytes:
-    """At most ``max_bytes`` of a regular file; anything else, or more, is a DocumentError."""
+def read_local_file(resolved: str, name: str, max_bytes: int, where: dict[str, Any]) -> bytes:
+    """At most ``max_bytes`` of a regular file; anything else, or more, is a DocumentError.
+
+    ``resolved`` comes from :func:`check_local_path`; ``name`` is how messages name the file;
+    ``where`` holds the error location (``scene_index``, ``message_index``, ``part_index``).
+    ``OSError`` (missing, unreadable) is left to the caller, who knows how to word it.
+    """
     try:
         # The path is already resolved: a symlink in its last component now means a swap.
         return read_regular_file(resolved, max_bytes, nofollow=True)
@@ -221,7 +228,7 @@ def load_path(
     name = os.path.basename(path) or path
     resolved = check_local_path(path, allowed_roots=allowed_roots, **where)
     try:
-        data = _read_regular_file(resolved, name, limits.max_file_bytes, where)
+        data = read_local_file(resolved, name, limits.max_file_bytes, where)
     except OSError as exc:
         raise DocumentError(f"cannot read file {name!r}: {exc.strerror}", **where) from exc
     text = convert_bytes(data, os.path.splitext(path)[1], limits=limits, **where)
@@ -262,14 +269,15 @@ def load_file_part(
         raise DocumentError(
             "file part needs 'path' or 'file_data' (a filename alone has no content)", **where
         )
-    raw = _decode_file_data(data, limits.max_file_bytes, where)
+    raw = decode_file_data(data, limits.max_file_bytes, where)
     name = os.path.basename(filename) if isinstance(filename, str) else ""
     text = convert_bytes(raw, os.path.splitext(name)[1], limits=limits, **where)
     return Part(type="file", text=text, doc_path=name or None)
 
 
-def _decode_file_data(data: str, max_bytes: int, where: dict[str, Any]) -> bytes:
-    """The bytes of base64 ``file_data`` or of a data URL, refused early when too big."""
+def decode_file_data(data: str, max_bytes: int, where: dict[str, Any]) -> bytes:
+    """The bytes of base64 ``file_data`` or of a data URL, refused early when too big
+    (a :class:`DocumentError` located by ``where``)."""
     payload, is_base64 = data, True
     if data.startswith("data:"):
         header, _, payload = data.partition(",")
@@ -296,3 +304,8 @@ def _decode_file_data(data: str, max_bytes: int, where: dict[str, Any]) -> bytes
             **where,
         )
     return raw
+
+
+# The names these helpers had before they were shared with memreader.documents.fetch.
+_read_regular_file = read_local_file
+_decode_file_data = decode_file_data

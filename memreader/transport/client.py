@@ -65,6 +65,7 @@ class _Transport:
         timeout: float,
         max_response_bytes: int | None,
         inner: Any = None,
+        network_backend: Any = None,
     ) -> None:
         if timeout <= 0:
             raise ValueError(f"timeout must be positive, got {timeout}")
@@ -77,10 +78,12 @@ class _Transport:
         if inner is None:
             core = lib.httpcore
             pool_class = core.AsyncConnectionPool if asynchronous else core.ConnectionPool
+            if network_backend is None:
+                network_backend = core.AnyIOBackend() if asynchronous else core.SyncBackend()
             backend = (
-                AsyncDeadlineBackend(core.AnyIOBackend(), core)
+                AsyncDeadlineBackend(network_backend, core)
                 if asynchronous
-                else DeadlineBackend(core.SyncBackend(), core)
+                else DeadlineBackend(network_backend, core)
             )
             self._pool = pool_class(
                 ssl_context=_ssl_context(lib),
@@ -192,6 +195,7 @@ def deadline_transport(
     max_response_bytes: int | None = DEFAULT_MAX_RESPONSE_BYTES,
     asynchronous: bool = False,
     inner: Any = None,
+    network_backend: Any = None,
 ) -> Any:
     """An httpx(2) transport that ends every request within ``timeout`` seconds.
 
@@ -205,6 +209,10 @@ def deadline_transport(
         inner: a transport to wrap instead of memreader's own connection pool. The deadline
             is then only checked between body chunks (each read is bounded by ``inner``'s own
             timeouts); the size cap and the bounded decoding still apply.
+        network_backend: the httpcore network backend doing the I/O under the deadline
+            (default: httpcore's ``SyncBackend``, or ``AnyIOBackend`` when asynchronous), e.g.
+            a :class:`~memreader.transport.guard.GuardedBackend` that checks the addresses
+            connected to. Ignored with ``inner`` (which owns the network).
 
     Also installs the URL-credential log filter (:func:`install_log_redaction`).
     """
@@ -216,6 +224,7 @@ def deadline_transport(
         timeout=timeout,
         max_response_bytes=max_response_bytes,
         inner=inner,
+        network_backend=network_backend,
     )
 
 
@@ -227,13 +236,15 @@ def http_client(
     asynchronous: bool = False,
     credentials: tuple[str, str] | None = None,
     inner: Any = None,
+    network_backend: Any = None,
     **kwargs: Any,
 ) -> Any:
     """An httpx(2) ``Client``/``AsyncClient`` over a :func:`deadline_transport`.
 
     ``credentials`` (from :func:`~memreader.transport.split_credentials`) are sent as HTTP basic
-    auth; ``inner`` replaces the network (see :func:`deadline_transport`); other keyword
-    arguments go to the client. Redirects are followed, as the SDKs' own clients do.
+    auth; ``inner`` replaces the network and ``network_backend`` the socket layer under the
+    deadline (see :func:`deadline_transport`); other keyword arguments go to the client.
+    Redirects are followed, as the SDKs' own clients do.
     """
     transport = deadline_transport(
         lib,
@@ -241,6 +252,7 @@ def http_client(
         max_response_bytes=max_response_bytes,
         asynchronous=asynchronous,
         inner=inner,
+        network_backend=network_backend,
     )
     kwargs.setdefault("follow_redirects", True)
     if credentials is not None:
