@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from contextlib import ExitStack
 from typing import IO, Any
 
+from memreader.config import read_yaml_config
 from memreader.datasets import is_memorybank, memorybank_scenes
 from memreader.errors import InputError, MemReaderError
 from memreader.factory import MemReaderConfigFactory, MemReaderFactory
@@ -183,14 +184,15 @@ def _fail(message: str) -> None:
 
 
 def _config(args: argparse.Namespace) -> MemReaderConfigFactory:
-    cfg = MemReaderConfigFactory.from_yaml(args.config) if args.config else MemReaderConfigFactory()
+    raw = read_yaml_config(args.config) if args.config else {}
+    if args.reader:
+        raw["backend"] = args.reader
+    elif args.type == "doc" and _is_remote(args.input) and not raw.get("backend"):
+        # Only the multimodal reader fetches; a URL on the command line asks for fetching.
+        raw["backend"] = "multimodal_struct"
+    cfg = MemReaderConfigFactory.from_dict(raw)
     data = cfg.model_dump()
     config = data["config"]
-    if args.reader:
-        data["backend"] = args.reader
-    elif args.type == "doc" and _is_remote(args.input) and cfg.backend == "simple_struct":
-        # Only the multimodal reader fetches; a URL on the command line asks for fetching.
-        data["backend"] = "multimodal_struct"
     multimodal = data["backend"] == "multimodal_struct"
     if (
         multimodal

@@ -118,7 +118,7 @@ def normalize_doc_refs(scene_data: Any, *, allow_local_paths: bool = False) -> l
     otherwise. Parts may be ``{"type": "text"}``, ``{"type": "file", "file": {...}}`` (``path``,
     ``url``, ``file_data``) or an image part (``image_url``).
 
-    >>> scene = normalize_doc_refs(["https://example.com/report.pdf", "plain text"])[0]
+    >>> scene = normalize_doc_refs([["https://example.com/report.pdf", "plain text"]])[0]
     >>> [(m.parts[0].type, m.parts[0].exact) for m in scene.messages]
     [('file', False), ('text', True)]
     """

@@ -226,7 +226,9 @@ class ResourceReader:
         lock: threading.Lock,
     ) -> Resolved:
         if task.unsupported is not None:
-            return Resolved("unsupported", _placeholder(task, task.unsupported))
+            return Resolved(
+                "unsupported", _placeholder(task, task.unsupported), detail=task.unsupported
+            )
         try:
             fetched = self._fetch(task, stats)
             made = self._once(
