@@ -152,6 +152,12 @@ def convert_bytes(
         )
     except MarkItDownException as exc:
         raise DocumentError(f"cannot convert {extension or 'file'}: {exc}", **where) from exc
+    if is_pdf and result.text_content.lstrip().startswith("%PDF-"):
+        # markitdown fell back to reading the bytes as text after its pdf converter failed:
+        # the text of a real pdf never starts with its own header.
+        raise DocumentError(
+            f"{label} is not a readable pdf (its text could not be extracted)", **where
+        )
     return check_text_length(result.text_content, label, limits, where)
 
 
