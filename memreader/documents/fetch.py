@@ -14,13 +14,13 @@ once, for every kind of part:
   address connected to must be the checked one), redirects followed here, each hop's scheme and
   host checked, and every connection made through
   :class:`~memreader.transport.guard.GuardedBackend` (resolve, check every address, connect to a
-  checked one, check the peer). The size limit is
-  enforced while streaming; transient failures (connection errors, timeouts, 408, 429, 5xx) are
-  retried with backoff and jitter (``Retry-After`` honoured, capped).
+  checked one, check the peer). The size limit is enforced while streaming; transient failures
+  (connection errors, timeouts, 408, 429, 5xx) are retried with backoff and jitter
+  (``Retry-After`` honoured, capped).
 * ``s3://bucket/key``: boto3, built lazily from
   :class:`~memreader.documents.sources_config.S3Config`. The endpoint is configured by the
-  operator and trusted: it is not put through the SSRF check
-  (MinIO on a private address is the common case).
+  operator and trusted: it is not put through the SSRF check (MinIO on a private address is the
+  common case).
 * ``data:`` URLs and local paths reuse :mod:`memreader.documents.loader`'s decoding and its
   bounded regular-file reader.
 

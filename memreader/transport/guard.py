@@ -232,7 +232,7 @@ class GuardedBackend:
         def run() -> None:
             try:
                 outcome["value"] = self._resolve(host, port)
-            except OSError as exc:
+            except (OSError, UnicodeError, ValueError) as exc:  # gaierror, a bad IDNA name
                 outcome["error"] = exc
 
         thread = threading.Thread(target=run, name="memreader-resolve", daemon=True)
