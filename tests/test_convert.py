@@ -523,3 +523,10 @@ def test_os_path_names_are_only_used_as_format_hints(tmp_path: Path) -> None:
     path.write_bytes(docgen.make_docx(["收入增长。"], headings=[(0, 1, "季度报告")]))
     text = load_path(str(path), scene_index=0, message_index=0).text
     assert text.startswith("# 季度报告") and "收入增长。" in text
+
+
+@pytest.mark.parametrize("data", [b"%PDF-1.4\n", b"%PDF-1.4\n1 0 obj\nnot a pdf at all\n"])
+def test_a_pdf_read_back_as_its_own_bytes_is_refused(data: bytes) -> None:
+    # markitdown falls back to plain text when its pdf converter fails; that text is no pdf's.
+    with pytest.raises(DocumentError, match="is not a readable pdf"):
+        convert_bytes(data, ".pdf")
