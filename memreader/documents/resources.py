@@ -19,12 +19,13 @@ import logging
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from memreader.documents.limits import DEFAULT_LIMITS, DocumentLimits
+from memreader.documents.part_tasks import PartTask, task_for_part
 from memreader.errors import DocumentError, MemReaderError
 
 if TYPE_CHECKING:
@@ -33,52 +34,19 @@ if TYPE_CHECKING:
     from memreader.documents.images import PreparedImage
     from memreader.documents.sources_config import ImageConfig
 
-__all__ = ["PartTask", "Resolved", "ResourceCache", "ResourceReader", "ResourceStats"]
+__all__ = [
+    "PartTask",
+    "Resolved",
+    "ResourceCache",
+    "ResourceReader",
+    "ResourceStats",
+    "task_for_part",
+]
 
 logger = logging.getLogger(__name__)
 
-Kind = Literal["document", "image", "audio"]
 #: Placeholder reasons are clipped to this many characters.
 _REASON_LIMIT = 200
-
-
-@dataclass(frozen=True)
-class PartTask:
-    """One part to read: where it is in the input, what kind it is, and what it names.
-
-    ``ref`` is a URL (``http(s)``, ``s3``, ``data:``) or a local path; ``inline`` holds data
-    given in the part itself (base64 ``file_data``, ``input_audio.data``), decoded here.
-    ``name`` is a file name hint for the format (``filename``); ``audio_format`` is an
-    ``input_audio`` part's ``format``.
-    """
-
-    scene_index: int
-    message_index: int
-    part_index: int | None
-    kind: Kind
-    ref: str | None = None
-    inline: str | None = None
-    name: str = ""
-    audio_format: str | None = None
-    unsupported: str | None = None  # a reason to keep it as a placeholder without reading
-
-    @property
-    def where(self) -> dict[str, int | None]:
-        """The location keywords of typed errors."""
-        return {
-            "scene_index": self.scene_index,
-            "message_index": self.message_index,
-            "part_index": self.part_index,
-        }
-
-    @property
-    def share_key(self) -> tuple[str, str] | None:
-        """Parts with the same key are fetched once per call."""
-        if self.ref is not None:
-            return (self.kind, self.ref)
-        if self.inline is not None:
-            return (self.kind, hashlib.sha256(self.inline.encode()).hexdigest())
-        return None
 
 
 @dataclass
@@ -495,69 +463,3 @@ def _decode_base64(data: str, max_bytes: int, task: PartTask) -> bytes:
             **task.where,
         )
     return raw
-
-
-def task_for_part(
-    part_type: str,
-    payload: Any,
-    *,
-    scene_index: int,
-    message_index: int,
-    part_index: int | None,
-) -> PartTask | None:
-    """The task reading a part of ``part_type`` with ``payload``, or ``None`` for parts that
-    read nothing from outside (text, tool traffic)."""
-    at = (scene_index, message_index, part_index)
-    if part_type == "image_url" and isinstance(payload, str):
-        return PartTask(*at, "image", ref=payload, name=_url_name(payload))
-    if part_type == "file" and isinstance(payload, Mapping):
-        return _file_task(payload, at)
-    if part_type == "input_audio" and isinstance(payload, Mapping):
-        fmt = _text(payload.get("format")) or None
-        name = _text(payload.get("filename"))
-        for key in ("url", "path"):
-            ref = _text(payload.get(key))
-            if ref:
-                return PartTask(
-                    *at, "audio", ref=ref, name=name or _url_name(ref), audio_format=fmt
-                )
-        data = _text(payload.get("data"))
-        if data:
-            return PartTask(*at, "audio", inline=data, name=name, audio_format=fmt)
-        return PartTask(*at, "audio", unsupported="audio part has no data, url or path")
-    return None
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _file_task(file: Mapping[str, Any], at: tuple[int, int, int | None]) -> PartTask:
-    name = os.path.basename(_text(file.get("filename")))
-    for key in ("url", "path"):
-        ref = _text(file.get(key))
-        if ref:
-            return PartTask(*at, "document", ref=ref, name=name or _url_name(ref))
-    data = _text(file.get("file_data"))
-    if data:
-        if data.startswith(("http://", "https://", "s3://", "data:")):
-            return PartTask(*at, "document", ref=data, name=name or _url_name(data))
-        return PartTask(*at, "document", inline=data, name=name)
-    file_id = _text(file.get("file_id"))
-    if file_id:
-        return PartTask(
-            *at,
-            "document",
-            name=name,
-            unsupported=f"file_id {file_id!r} names an uploaded file; memreader cannot fetch "
-            "files by id (give path, url or file_data)",
-        )
-    return PartTask(*at, "document", name=name, unsupported="file part has no content")
-
-
-def _url_name(ref: str) -> str:
-    """The last path segment of a URL or path (no query), for the format."""
-    if ref.startswith("data:"):
-        return ""
-    path = ref.split("?", 1)[0].split("#", 1)[0]
-    return os.path.basename(path.rstrip("/"))

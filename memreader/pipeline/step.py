@@ -86,16 +86,10 @@ STEPS: Registry[Any] = Registry(
             ["extract", "filter", "rewrite", "fine_items"], "memreader.pipeline.passes"
         ),
         **dict.fromkeys(
-            [
-                "normalize_parts",
-                "read_parts",
-                "describe_images",
-                "note_parts",
-                "image_items",
-                "raw_file_items",
-            ],
-            "memreader.pipeline.multimodal",
+            ["normalize_parts", "read_parts", "note_parts"], "memreader.pipeline.parts"
         ),
+        **dict.fromkeys(["describe_images", "image_items"], "memreader.pipeline.images"),
+        "raw_file_items": "memreader.pipeline.raw_files",
         "redact": "memreader.pipeline.redact",
         "min_length": "memreader.pipeline.filters",
     },

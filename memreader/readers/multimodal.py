@@ -28,14 +28,9 @@ from pydantic import Field, field_validator
 from memreader.config import BaseReaderConfig
 from memreader.documents.sources_config import FetchConfig, ImageConfig, TranscriptionConfig
 from memreader.pipeline import Pipeline
-from memreader.pipeline.multimodal import (
-    DescribeImages,
-    ImageItems,
-    NormalizeParts,
-    NoteParts,
-    RawFileItems,
-    ReadParts,
-)
+from memreader.pipeline.images import DescribeImages, ImageItems
+from memreader.pipeline.parts import NormalizeParts, NoteParts, ReadParts
+from memreader.pipeline.raw_files import RawFileItems
 from memreader.pipeline.steps import default_steps
 from memreader.readers.base import BaseMemReader, register_reader
 
