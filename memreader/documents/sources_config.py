@@ -44,6 +44,12 @@ class S3Config(ConfigModel):
     profile_name: str | None = None
     addressing_style: Literal["auto", "virtual", "path"] = "auto"
 
+    @field_validator("endpoint_url", "region_name", "profile_name")
+    @classmethod
+    def _empty_is_unset(cls, value: str | None) -> str | None:
+        # ``${VAR:-}`` in YAML gives "" for an unset variable: the default, not a bad value.
+        return value if value is None or value.strip() else None
+
     @field_validator("endpoint_url")
     @classmethod
     def _check_endpoint(cls, value: str | None) -> str | None:
