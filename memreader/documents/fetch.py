@@ -17,16 +17,25 @@ once, for every kind of part:
   checked one, check the peer). The size limit is enforced while streaming; transient failures
   (connection errors, timeouts, 408, 429, 5xx) are retried with backoff and jitter
   (``Retry-After`` honoured, capped).
-* ``s3://bucket/key``: boto3, built lazily from
-  :class:`~memreader.documents.sources_config.S3Config`. The endpoint is configured by the
-  operator and trusted: it is not put through the SSRF check (MinIO on a private address is the
-  common case).
+* ``s3://bucket/key``: :class:`~memreader.documents.fetch_s3.S3Reader` (boto3, built lazily
+  from :class:`~memreader.documents.sources_config.S3Config`). The endpoint is configured by
+  the operator and trusted: it is not put through the SSRF check (MinIO on a private address is
+  the common case).
 * ``data:`` URLs and local paths reuse :mod:`memreader.documents.loader`'s decoding and its
   bounded regular-file reader.
 
 Remote downloads share one budget of ``max_concurrency`` slots per :class:`Fetcher`; messages,
 logs and :attr:`Fetched.source` name a source by its safe label (:func:`safe_label`), never by
 its credentials or query.
+
+Where the rest lives
+--------------------
+This module keeps the Fetcher itself: dispatch, the concurrency budget, local, inline and http
+sources. The rules on names and types (:func:`check_content_type`, :func:`media_type_of`,
+:func:`extension_for`, :func:`safe_label`, :func:`is_remote`) are in
+:mod:`memreader.documents.fetch_types` and the S3 reading in
+:mod:`memreader.documents.fetch_s3`; both are re-exported or used from here, and neither
+imports this module.
 """
 
 from __future__ import annotations
@@ -35,7 +44,6 @@ import base64
 import functools
 import hashlib
 import logging
-import mimetypes
 import os
 import posixpath
 import re
@@ -43,17 +51,20 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from email.message import Message
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import urlsplit
 
-from memreader.documents.limits import ZIP_DOCUMENT_EXTENSIONS
-from memreader.documents.loader import (
-    TEXT_EXTENSIONS,
-    check_local_path,
-    decode_file_data,
-    read_local_file,
+from memreader.documents.fetch_s3 import S3Reader
+from memreader.documents.fetch_types import (
+    FetchKind,
+    check_content_type,
+    disposition_name,
+    extension_for,
+    is_remote,
+    media_type_of,
+    safe_label,
 )
+from memreader.documents.loader import check_local_path, decode_file_data, read_local_file
 from memreader.documents.sources_config import FetchConfig
 from memreader.errors import BlockedAddressError, DocumentError, FetchError
 from memreader.transport import (
@@ -66,13 +77,19 @@ from memreader.transport import (
 from memreader.transport.failures import Failure, parse_retry_after
 from memreader.transport.guard import AddressPolicy, GuardedBackend, Resolver
 
-__all__ = ["FetchKind", "Fetched", "Fetcher", "is_remote", "safe_label"]
+__all__ = [
+    "FetchKind",
+    "Fetched",
+    "Fetcher",
+    "check_content_type",
+    "extension_for",
+    "is_remote",
+    "media_type_of",
+    "safe_label",
+]
 
 logger = logging.getLogger(__name__)
 
-FetchKind = Literal["document", "image", "audio"]
-
-_REMOTE_PREFIXES = ("http://", "https://", "s3://")
 _URL_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 #: 4xx answers worth another request; every 5xx is too.
@@ -80,72 +97,6 @@ _RETRY_STATUSES = frozenset({408, 429})
 #: The longest wait between attempts, ``Retry-After`` included.
 _BACKOFF_MAX_S = 10.0
 _WHERE_KEYS = ("scene_index", "message_index", "part_index")
-_CHUNK = 64 * 1024
-
-#: Document types accepted by default (with every ``text/*``).
-_DOCUMENT_TYPES = frozenset(
-    {
-        "application/pdf",
-        "application/msword",
-        "application/vnd.ms-excel",
-        "application/vnd.ms-powerpoint",
-        "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-        "application/vnd.openxmlformats-officedocument.presentationml.presentation",
-        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-        "application/epub+zip",
-        "application/json",
-        "application/x-ndjson",
-        "application/xml",
-        "application/xhtml+xml",
-        "application/yaml",
-        "application/x-yaml",
-    }
-)
-#: Types that say nothing: the extension decides.
-_BINARY_TYPES = frozenset({"application/octet-stream", "binary/octet-stream"})
-_DOCUMENT_EXTENSIONS = (
-    TEXT_EXTENSIONS
-    | ZIP_DOCUMENT_EXTENSIONS
-    | {".pdf", ".doc", ".xls", ".ppt", ".html", ".htm", ".csv", ".xml"}
-)
-_IMAGE_EXTENSIONS = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".tif", ".tiff"})
-_AUDIO_EXTENSIONS = frozenset(
-    {
-        ".mp3",
-        ".mpga",
-        ".mpeg",
-        ".wav",
-        ".m4a",
-        ".mp4",
-        ".flac",
-        ".ogg",
-        ".oga",
-        ".opus",
-        ".aac",
-        ".webm",
-    }
-)
-#: Extensions for media types, where the standard table has none or several.
-_TYPE_EXTENSIONS = {
-    "text/plain": ".txt",
-    "text/markdown": ".md",
-    "text/x-markdown": ".md",
-    "text/xml": ".xml",
-    "application/xml": ".xml",
-    "application/epub+zip": ".epub",
-    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": ".docx",
-    "application/vnd.openxmlformats-officedocument.presentationml.presentation": ".pptx",
-    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": ".xlsx",
-    "image/jpeg": ".jpg",
-    "image/webp": ".webp",
-    "audio/mpeg": ".mp3",
-    "audio/wav": ".wav",
-    "audio/x-wav": ".wav",
-    "audio/ogg": ".ogg",
-    "audio/mp4": ".m4a",
-    "audio/flac": ".flac",
-    "audio/webm": ".webm",
-}
 
 
 @dataclass(frozen=True)
@@ -171,30 +122,6 @@ class Fetched:
     media_type: str | None
     markdown: bool
     digest: str
-
-
-def is_remote(ref: str) -> bool:
-    """Whether ``ref`` is fetched over the network (``http://``, ``https://``, ``s3://``)."""
-    return ref[:8].lower().startswith(_REMOTE_PREFIXES)
-
-
-def safe_label(url: str) -> str:
-    """``scheme://host[:port]/path`` of ``url``: no userinfo, query or fragment (presigned URLs
-    carry their signature in the query).
-
-    >>> safe_label("https://user:pw@Example.COM:8443/a/b.pdf?X-Amz-Signature=abc#top")
-    'https://example.com:8443/a/b.pdf'
-    """
-    try:
-        parts = urlsplit(url.strip())
-        host = parts.hostname or ""
-        port = parts.port
-    except ValueError:
-        return f"{url.partition(':')[0][:16].lower()}://(invalid URL)"
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = f"{host}:{port}" if port is not None else host
-    return f"{parts.scheme.lower()}://{netloc}{parts.path}"
 
 
 class _StatusError(Exception):
@@ -263,8 +190,7 @@ class Fetcher:
         self._slots = threading.BoundedSemaphore(config.max_concurrency)
         self._lock = threading.Lock()
         self._client: Any = None  # the HTTP transport, built on first use
-        self._s3_client = s3_client
-        self._s3_built = False
+        self._s3 = S3Reader(config, client=s3_client, on_retries=self._count_retries)
         self._retry = RetryPolicy(
             max_retries=config.max_retries,
             backoff_base=config.backoff_base_s,
@@ -317,12 +243,7 @@ class Fetcher:
             client, self._client = self._client, None
         if client is not None:
             client.close()
-        with self._lock:
-            s3, built, self._s3_built = self._s3_client, self._s3_built, False
-            if built:
-                self._s3_client = None
-        if built and s3 is not None:
-            s3.close()
+        self._s3.close()
 
     def __enter__(self) -> Fetcher:
         return self
@@ -347,7 +268,8 @@ class Fetcher:
             raise FetchError(f"{label}: download budget busy (no slot within {wait:g}s)")
         try:
             if scheme == "s3":
-                return self._s3_get(ref[5:], kind, limit, hint)
+                got = self._s3.get(ref[5:], kind, limit, hint)
+                return _fetched(got.data, got.label, got.name, got.media_type)
             return self._http(ref, kind, limit, hint)
         finally:
             self._slots.release()
@@ -468,7 +390,7 @@ class Fetcher:
                 raise FetchError(f"{label}: unexpected HTTP {status}")
             media_type = media_type_of(response.headers.get("content-type"))
             name = (
-                hint or _disposition_name(response.headers) or posixpath.basename(response.url.path)
+                hint or disposition_name(response.headers) or posixpath.basename(response.url.path)
             )
             if not markdown:
                 check_content_type(kind, media_type, name, label, self._config)
@@ -525,102 +447,14 @@ class Fetcher:
             return FetchError(f"{label}: connection failed ({failure.detail})")
         return FetchError(f"{label}: download failed ({failure.detail})")
 
-    # -- s3 --
-
-    def _s3_get(self, path: str, kind: FetchKind, limit: int, hint: str) -> Fetched:
-        """``s3://`` + ``path``: one GetObject, read in chunks up to ``limit + 1`` bytes.
-
-        botocore retries transient failures itself (standard mode, ``max_retries``); its
-        errors are worded here by their code, never with the request's credentials.
-        """
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        bucket, _, key = path.partition("/")
-        label = f"s3://{bucket}/{key}"
-        if not bucket or not key:
-            raise FetchError(f"{label}: an s3:// URL needs a bucket and a key")
-        try:
-            response = self._s3().get_object(Bucket=bucket, Key=key)
-        except ClientError as exc:
-            raise _s3_refusal(exc, label, bucket) from None
-        except BotoCoreError as exc:
-            raise FetchError(f"{label}: {_botocore_problem(exc)}") from None
-        self._count(retries=int(response.get("ResponseMetadata", {}).get("RetryAttempts", 0)))
-        body = response["Body"]
-        try:
-            length = response.get("ContentLength")
-            if isinstance(length, int) and length > limit:
-                raise FetchError(f"{label}: {length} bytes, over the limit of {limit} bytes")
-            media_type = media_type_of(response.get("ContentType"))
-            name = hint or posixpath.basename(key)
-            check_content_type(kind, media_type, name, label, self._config, lenient=True)
-            data = self._s3_read(body, limit, label)
-        finally:
-            body.close()
-        return _fetched(data, label, name, media_type)
-
-    def _s3_read(self, body: Any, limit: int, label: str) -> bytes:
-        """The object's bytes; each read is bounded by botocore's read timeout, and the whole
-        by ``timeout_s`` checked between chunks."""
-        from botocore.exceptions import BotoCoreError
-
-        end = time.monotonic() + self._config.timeout_s
-        chunks: list[bytes] = []
-        total = 0
-        try:
-            while total <= limit:
-                if time.monotonic() > end:
-                    raise FetchError(
-                        f"{label}: no complete answer within {self._config.timeout_s:g}s"
-                    )
-                chunk = body.read(min(_CHUNK, limit + 1 - total))
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                total += len(chunk)
-        except (BotoCoreError, OSError) as exc:
-            raise FetchError(f"{label}: {_botocore_problem(exc)}") from None
-        if total > limit:
-            raise FetchError(f"{label}: the object is over the limit of {limit} bytes")
-        return b"".join(chunks)
-
-    def _s3(self) -> Any:
-        """The S3 client: the injected one, or one built once from ``config.s3``."""
-        with self._lock:
-            if self._s3_client is None:
-                import boto3
-                from botocore.config import Config
-                from botocore.exceptions import BotoCoreError
-
-                s3 = self._config.s3
-                timeout = self._config.timeout_s
-                try:
-                    session = boto3.Session(profile_name=s3.profile_name)
-                    self._s3_client = session.client(
-                        "s3",
-                        endpoint_url=s3.endpoint_url,
-                        region_name=s3.region_name,
-                        config=Config(
-                            connect_timeout=timeout,
-                            read_timeout=timeout,
-                            retries={
-                                "max_attempts": self._config.max_retries + 1,
-                                "mode": "standard",
-                            },
-                            s3={"addressing_style": s3.addressing_style},
-                            max_pool_connections=self._config.max_concurrency,
-                        ),
-                    )
-                except BotoCoreError as exc:
-                    raise FetchError(f"cannot set up S3: {_botocore_problem(exc)}") from None
-                self._s3_built = True
-            return self._s3_client
-
     # -- bookkeeping --
 
     def _backoff(self, seconds: float) -> None:
         self._count(retries=1)
         time.sleep(seconds)
+
+    def _count_retries(self, retries: int) -> None:
+        self._count(retries=retries)
 
     def _count(self, **counts: int) -> None:
         with self._lock:
@@ -641,144 +475,3 @@ def _user_agent() -> str:
     from memreader import __version__
 
     return f"memreader/{__version__}"
-
-
-def _disposition_name(headers: Any) -> str:
-    """The base name of a ``Content-Disposition`` filename (never a path)."""
-    value = headers.get("content-disposition")
-    if not value:
-        return ""
-    message = Message()
-    message["content-disposition"] = value
-    filename = message.get_filename() or ""
-    return posixpath.basename(filename.replace("\\", "/"))
-
-
-# -- content types --
-
-
-def media_type_of(content_type: str | None) -> str | None:
-    """``Content-Type`` without its parameters, lower case (``None`` if absent or empty)."""
-    if not content_type:
-        return None
-    return content_type.partition(";")[0].strip().lower() or None
-
-
-@functools.cache
-def _mime_table() -> mimetypes.MimeTypes:
-    # Python's own table only: the system's mime.types differs between machines.
-    return mimetypes.MimeTypes()
-
-
-def extension_for(name: str, media_type: str | None) -> str:
-    """The extension of ``name``, else the usual one of ``media_type``, else ``""``."""
-    extension = os.path.splitext(name)[1].lower()
-    if extension or media_type is None:
-        return extension
-    return _TYPE_EXTENSIONS.get(media_type) or _mime_table().guess_extension(media_type) or ""
-
-
-def check_content_type(
-    kind: FetchKind,
-    media_type: str | None,
-    name: str,
-    label: str,
-    config: FetchConfig,
-    *,
-    lenient: bool = False,
-) -> None:
-    """Refuse a response whose type does not fit the part (before its body is read).
-
-    Images must be ``image/*``, audio ``audio/*``; documents one of the built-in types (or of
-    ``config.allowed_content_types`` when set, ``type/*`` patterns allowed). A missing or
-    ``application/octet-stream`` type is decided by the extension of ``name`` for audio and
-    documents (with the built-in list), and for images too when ``lenient`` (S3 objects,
-    whose type is whatever the uploader set, often ``binary/octet-stream``).
-
-    Raises:
-        FetchError: "content type 'x' is not a document" (an image, audio).
-    """
-    extension = os.path.splitext(name)[1].lower()
-    binary = media_type is None or media_type in _BINARY_TYPES
-    shown = media_type or "(none)"
-    if kind == "image":
-        if (media_type or "").startswith("image/") or (
-            lenient and binary and extension in _IMAGE_EXTENSIONS
-        ):
-            return
-        raise FetchError(f"{label}: content type {shown!r} is not an image")
-    if kind == "audio":
-        if (media_type or "").startswith("audio/") or (binary and extension in _AUDIO_EXTENSIONS):
-            return
-        raise FetchError(f"{label}: content type {shown!r} is not audio")
-    allowed = config.allowed_content_types
-    if allowed:
-        if media_type is not None and any(_type_matches(media_type, p) for p in allowed):
-            return
-    elif (
-        media_type is not None and (media_type.startswith("text/") or media_type in _DOCUMENT_TYPES)
-    ) or (binary and extension in _DOCUMENT_EXTENSIONS):
-        return
-    raise FetchError(f"{label}: content type {shown!r} is not a document")
-
-
-def _type_matches(media_type: str, pattern: str) -> bool:
-    pattern = pattern.strip().lower()
-    if pattern.endswith("/*"):
-        return media_type.startswith(pattern[:-1])
-    return media_type == pattern
-
-
-# -- S3 errors --
-
-_S3_MISSING_KEY = frozenset({"NoSuchKey", "404", "NotFound"})
-_S3_REFUSED = frozenset(
-    {
-        "AccessDenied",
-        "InvalidAccessKeyId",
-        "SignatureDoesNotMatch",
-        "403",
-        "Forbidden",
-        "AllAccessDisabled",
-        "ExpiredToken",
-        "InvalidToken",
-        "TokenRefreshRequired",
-    }
-)
-
-
-def _s3_refusal(exc: Any, label: str, bucket: str) -> FetchError:
-    """An S3 error answer in words: by its code and status, never its request."""
-    error = exc.response.get("Error", {})
-    code = str(error.get("Code", ""))
-    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-    if code in _S3_MISSING_KEY:
-        return FetchError(f"{label}: no such key")
-    if code == "NoSuchBucket":
-        return FetchError(f"{label}: no such bucket {bucket!r}")
-    if code in _S3_REFUSED:
-        return FetchError(f"{label}: access refused ({code})")
-    return FetchError(f"{label}: S3 error {code or 'unknown'} (HTTP {status})")
-
-
-def _botocore_problem(exc: BaseException) -> str:
-    """A botocore failure in words, without its message (which may quote a presigned URL)."""
-    from botocore.exceptions import (
-        ConnectionError as BotoConnectionError,
-    )
-    from botocore.exceptions import (
-        NoCredentialsError,
-        PartialCredentialsError,
-        ProfileNotFound,
-        ReadTimeoutError,
-    )
-
-    if isinstance(exc, (NoCredentialsError, PartialCredentialsError)):
-        return "no usable AWS credentials were found"
-    if isinstance(exc, ProfileNotFound):
-        return "the configured AWS profile does not exist"
-    if isinstance(exc, ReadTimeoutError):
-        return f"the S3 endpoint timed out ({type(exc).__name__})"
-    if isinstance(exc, BotoConnectionError):
-        return f"cannot reach the S3 endpoint ({type(exc).__name__})"
-    return f"S3 request failed ({type(exc).__name__})"
