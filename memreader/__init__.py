@@ -8,6 +8,7 @@ provenance.
 ...     type="chat", info={"user_id": "u1", "session_id": "s1"})
 """
 
+from memreader._version import __version__
 from memreader.config import BaseReaderConfig, PipelineSpec, StepSpec, WindowConfig
 from memreader.embedders.config import EmbedderConfig
 from memreader.errors import (
@@ -43,8 +44,6 @@ from memreader.readers import (
     register_reader,
 )
 from memreader.report import ReadReport, WindowReport
-
-__version__ = "0.1.0"
 
 __all__ = [
     "MEMORY_TYPES",

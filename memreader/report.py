@@ -111,8 +111,8 @@ class ReadReport:
     ``parts`` says what became of each file, image and audio part read from outside the text
     (and of each part of an unsupported type); ``resources`` counts the work done and saved on
     them: ``fetched``, ``fetch_reused``, ``converted``, ``conversion_reused``,
-    ``images_prepared``, ``images_described``, ``description_reused``, ``transcribed``,
-    ``transcription_reused``.
+    ``images_prepared``, ``image_reused``, ``images_described``, ``description_reused``,
+    ``transcribed``, ``transcription_reused``.
     """
 
     mode: str = "fast"

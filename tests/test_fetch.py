@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import logging
-import os
 import socket
 import threading
 import time
@@ -32,6 +31,9 @@ from tests.http_fixtures import (
     sequence,
     trickle,
 )
+from tests.s3_server import moto_s3
+
+__all__ = ["moto_s3"]  # the fixture, imported for its side of pytest
 
 # Every test here talks to a server: none may hang the suite (the fetcher's own deadlines end
 # them well before this).
@@ -668,34 +670,15 @@ def test_local_paths(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def s3_endpoint() -> Iterator[str]:
-    server_mod = pytest.importorskip("moto.server")
-    with pytest.MonkeyPatch.context() as patch:
-        for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"):
-            patch.delenv(name, raising=False)
-        patch.setenv("AWS_ACCESS_KEY_ID", "testing")
-        patch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-        patch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-        patch.setenv("AWS_CONFIG_FILE", os.devnull)
-        patch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
-        patch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-        moto = server_mod.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-        moto.start()
-        host, port = moto.get_host_and_port()
-        endpoint = f"http://{host}:{port}"
-        import boto3
+def s3_endpoint(moto_s3: str) -> str:
+    import boto3
 
-        client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
-        client.create_bucket(Bucket="docs")
-        client.put_object(
-            Bucket="docs", Key="dir/report.pdf", Body=PDF, ContentType="application/pdf"
-        )
-        client.put_object(Bucket="docs", Key="pic.png", Body=PNG)  # binary/octet-stream
-        client.put_object(Bucket="docs", Key="big.txt", Body=b"x" * 5000, ContentType="text/plain")
-        try:
-            yield endpoint
-        finally:
-            moto.stop()
+    client = boto3.client("s3", endpoint_url=moto_s3, region_name="us-east-1")
+    client.create_bucket(Bucket="docs")
+    client.put_object(Bucket="docs", Key="dir/report.pdf", Body=PDF, ContentType="application/pdf")
+    client.put_object(Bucket="docs", Key="pic.png", Body=PNG)  # binary/octet-stream
+    client.put_object(Bucket="docs", Key="big.txt", Body=b"x" * 5000, ContentType="text/plain")
+    return moto_s3
 
 
 def s3_fetcher(endpoint: str, **settings: Any) -> Fetcher:

@@ -27,10 +27,17 @@ from memreader.items import MemoryType, TextualMemoryItem
 from memreader.readers import MultiModalStructMemReader, MultiModalStructMemReaderConfig
 
 from .conftest import HASH_EMBEDDER, INFO
-from .docgen import corrupt_pdf, make_docx, make_pdf
+from .docgen import (
+    corrupt_pdf,
+    decompression_bomb_png,
+    make_docx,
+    make_pdf,
+    zip_bomb_docx,
+)
 from .llm_server import LLMTestServer, RecordedRequest, Reply, llm_server, openai_completion
+from .s3_server import moto_s3
 
-__all__ = ["llm_server"]
+__all__ = ["llm_server", "moto_s3"]
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -212,7 +219,16 @@ def test_failed_parts_are_placeholders_with_typed_reasons(tmp_path: Path) -> Non
             DocumentError,
         ),
         ({"type": "file", "file": {"path": "/nonexistent/missing.docx"}}, FetchError),
+        (
+            {"type": "image_url", "image_url": {"url": data_url(decompression_bomb_png())}},
+            ImageError,
+        ),
+        (
+            {"type": "file", "file": {"filename": "bomb.docx", "file_data": b64(zip_bomb_docx())}},
+            DocumentError,
+        ),
     ],
+    ids=["truncated-image", "corrupt-pdf", "missing-file", "decompression-bomb", "zip-bomb-docx"],
 )
 def test_strict_parts_raise_the_typed_error(content: dict[str, Any], error: type) -> None:
     mm = reader(strict_parts=True, allow_local_paths=True)
@@ -647,3 +663,62 @@ def test_cli_reads_a_document_by_url(tmp_path: Path, file_server: str) -> None:
     (item,) = [json.loads(line) for line in result.stdout.splitlines()]
     assert "| coffee | 4 |" in item["memory"]
     assert item["metadata"]["sources"][0]["doc_path"] == f"{file_server}/r.csv"
+
+
+# -- S3 -----------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def s3_docs(moto_s3: str) -> str:
+    import boto3
+
+    client = boto3.client("s3", endpoint_url=moto_s3, region_name="us-east-1")
+    client.create_bucket(Bucket="docs")
+    client.put_object(
+        Bucket="docs", Key="notes/report.docx", Body=make_docx(["Emily likes oolong."])
+    )
+    client.put_object(Bucket="docs", Key="pics/cat.png", Body=png(), ContentType="image/png")
+    return moto_s3
+
+
+def test_documents_and_images_from_s3(s3_docs: str) -> None:
+    mm = reader(fetch={"s3": {"endpoint_url": s3_docs, "addressing_style": "path"}})
+    report = ReadReport()
+    result = mm.get_memory(
+        [
+            "s3://docs/notes/report.docx",
+            [{"type": "image_url", "image_url": {"url": "s3://docs/pics/cat.png"}}],
+            "s3://docs/notes/missing.docx",
+        ],
+        type="doc",
+        info=INFO,
+        report=report,
+    )
+    assert "Emily likes oolong." in result[0][0].memory
+    assert result[0][0].metadata.sources[0].doc_path == "s3://docs/notes/report.docx"
+    assert "[image: cat.png (PNG, 64x48" in result[1][0].memory
+    missing = report.parts[-1]
+    assert missing.status == "error" and missing.error_type == "FetchError"
+    assert "no such key" in (missing.error or "")
+
+
+def test_cli_reads_a_document_from_s3(tmp_path: Path, s3_docs: str) -> None:
+    root = Path(__file__).resolve().parents[1]
+    env_config = tmp_path / "s3.yaml"
+    env_config.write_text((root / "configs" / "multimodal.yaml").read_text() + "  embedder: null\n")
+    os.environ["MEMREADER_S3_ENDPOINT"] = s3_docs
+    try:
+        result = run_cli(
+            "read",
+            "s3://docs/notes/report.docx",
+            "--type",
+            "doc",
+            "--config",
+            str(env_config),
+            cwd=tmp_path,
+        )
+    finally:
+        del os.environ["MEMREADER_S3_ENDPOINT"]
+    assert result.returncode == 0, result.stderr
+    (item,) = [json.loads(line) for line in result.stdout.splitlines()]
+    assert "Emily likes oolong." in item["memory"]

@@ -54,6 +54,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from memreader._version import __version__
 from memreader.documents.fetch_s3 import S3Reader
 from memreader.documents.fetch_types import (
     FetchKind,
@@ -472,6 +473,4 @@ def _fetched(
 
 @functools.cache
 def _user_agent() -> str:
-    from memreader import __version__
-
     return f"memreader/{__version__}"

@@ -100,8 +100,10 @@ def convert_bytes(
     scene_index: int | None = None,
     message_index: int | None = None,
     limits: DocumentLimits = DEFAULT_LIMITS,
+    media_type: str | None = None,
 ) -> str:
-    """Convert file bytes to text, choosing the converter by ``extension`` (with the dot).
+    """Convert file bytes to text, choosing the converter by ``extension`` (with the dot) and,
+    when known, ``media_type`` (a download's content type), both given to markitdown as hints.
 
     Zip-based formats and pdfs are checked against ``limits`` before conversion, and the text
     against ``limits.max_document_chars`` after it.
@@ -148,7 +150,7 @@ def convert_bytes(
 
     try:
         result = _markitdown().convert_stream(
-            io.BytesIO(data), stream_info=StreamInfo(extension=extension)
+            io.BytesIO(data), stream_info=StreamInfo(extension=extension, mimetype=media_type)
         )
     except MarkItDownException as exc:
         raise DocumentError(f"cannot convert {extension or 'file'}: {exc}", **where) from exc

@@ -306,7 +306,9 @@ class ResourceReader:
         if not extension:
             extension = os.path.splitext(task.name)[1].lower()
         where = {"scene_index": task.scene_index, "message_index": task.message_index}
-        return convert_bytes(fetched.data, extension, limits=self.limits, **where)
+        return convert_bytes(
+            fetched.data, extension, limits=self.limits, media_type=fetched.media_type, **where
+        )
 
 
 # -- what content becomes, per part -------------------------------------------------------------

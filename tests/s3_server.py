@@ -1,0 +1,35 @@
+"""An S3-compatible server for tests: moto in server mode on 127.0.0.1, with fake credentials in
+the environment (and no real AWS configuration read), started once per test module.
+
+Use the ``moto_s3`` fixture (``from tests.s3_server import moto_s3``); it yields the endpoint URL.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+__all__ = ["moto_s3"]
+
+
+@pytest.fixture(scope="module")
+def moto_s3() -> Iterator[str]:
+    server_mod = pytest.importorskip("moto.server")
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"):
+            patch.delenv(name, raising=False)
+        patch.setenv("AWS_ACCESS_KEY_ID", "testing")
+        patch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+        patch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+        patch.setenv("AWS_CONFIG_FILE", os.devnull)
+        patch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
+        patch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+        moto = server_mod.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        moto.start()
+        host, port = moto.get_host_and_port()
+        try:
+            yield f"http://{host}:{port}"
+        finally:
+            moto.stop()
