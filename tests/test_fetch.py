@@ -435,7 +435,7 @@ def test_429_retry_after_is_honoured_and_capped(server: FetchTestServer) -> None
     )
     waits: list[float] = []
     with make(max_retries=1) as fetcher:
-        fetcher._retry.sleep = waits.append  # record instead of sleeping
+        fetcher._http._retry.sleep = waits.append  # record instead of sleeping
         assert fetcher.fetch(url).data == CSV
     assert waits == [10.0]
 
