@@ -37,6 +37,9 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["DescribeImages", "ImageItems"]
 
+#: An image to describe: its sha256, where it appears, and its cached outcome (if any).
+_Job = tuple[str, list[PartKey], ImageOutcome | None]
+
 FINE = frozenset({"fine"})
 #: An image description shown in a window is clipped to this many characters.
 MAX_DESCRIPTION_CHARS = 1500
@@ -75,7 +78,9 @@ class DescribeImages(Step):
 
     def _plans(
         self, state: ReadState, runtime: ReaderRuntime
-    ) -> tuple[list[tuple[str, list[PartKey]]], list[Any]]:
+    ) -> tuple[list[_Job], list[Any]]:
+        """One job per distinct image (with its cached outcome, if any) and the plans of the
+        images to ask about, in job order. Per call: a reader may serve calls concurrently."""
         reads: dict[PartKey, PartRead] = state.get("part_reads")
         by_digest: dict[str, list[PartKey]] = {}
         for key, read in reads.items():
@@ -84,16 +89,14 @@ class DescribeImages(Step):
                 by_digest.setdefault(result.digest, []).append(key)
         config: MultiModalStructMemReaderConfig = runtime.config  # type: ignore[assignment]
         cache = resource_reader(runtime).cache
-        jobs: list[tuple[str, list[PartKey]]] = []
+        jobs: list[_Job] = []
         plans = []
-        self._cached: dict[str, ImageOutcome] = {}
         if not config.images.describe:
             return [], []
         for digest, keys in by_digest.items():
             cached = cache.get(("description", digest))
             if isinstance(cached, ImageOutcome):
-                self._cached[digest] = cached
-                jobs.append((digest, keys))
+                jobs.append((digest, keys, cached))
                 continue
             first = reads[keys[0]]
             assert first.resolved is not None and first.resolved.image is not None
@@ -107,22 +110,21 @@ class DescribeImages(Step):
                     runtime.language(context or label),
                 )
             )
-            jobs.append((digest, keys))
+            jobs.append((digest, keys, None))
         return jobs, plans
 
     def _finish(
         self,
         state: ReadState,
         runtime: ReaderRuntime,
-        jobs: list[tuple[str, list[PartKey]]],
+        jobs: list[_Job],
         asked: list[ImageOutcome],
     ) -> None:
         reads: dict[PartKey, PartRead] = state.get("part_reads")
         cache = resource_reader(runtime).cache
         outcomes: dict[str, tuple[ImageOutcome, PartKey]] = {}
         answers = iter(asked)
-        for digest, keys in jobs:
-            outcome = self._cached.get(digest)
+        for digest, keys, outcome in jobs:
             if outcome is None:
                 outcome = next(answers)
                 if outcome.fallback_reason is None:
@@ -162,7 +164,8 @@ def _context(scene: Scene, message_index: int) -> str:
     lines = []
     for message in scene.messages:
         if message_index - CONTEXT_BEFORE <= message.index <= message_index + CONTEXT_AFTER:
-            text = " ".join(p.text for p in message.parts if p.exact and p.text)
+            # The words around the image, not the documents attached to the messages.
+            text = " ".join(p.text for p in message.parts if p.type == "text" and p.text)
             if text:
                 lines.append(f"{message.role}: {text}" if message.role else text)
     return "\n".join(lines)
