@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from memreader.documents.limits import (
@@ -63,49 +63,31 @@ def normalize_doc(
     except ValueError as exc:
         raise ConfigError(f"document limits: {exc}") from None
 
-    if isinstance(scene_data, str | Mapping):
-        scene_data = [scene_data]
-    if not isinstance(scene_data, Sequence) or isinstance(scene_data, bytes | bytearray):
-        raise InvalidSceneError(
-            f"doc input must be a list of documents, got {type(scene_data).__name__}"
+    def part(item: Any, where: dict[str, int]) -> Part:
+        if isinstance(item, str):
+            if allow_local_paths and _is_local_file(item):
+                return load_path(item, allowed_roots=roots, limits=limits, **where)
+            return Part(type="text", text=item)
+        if isinstance(item, Mapping) and item.get("type") == "text":
+            text = item.get("text")
+            if not isinstance(text, str):
+                raise DocumentError("text part needs a string 'text'", **where)
+            return Part(type="text", text=text)
+        if isinstance(item, Mapping) and item.get("type") == "file":
+            return load_file_part(
+                item.get("file"),
+                allow_local_paths=allow_local_paths,
+                allowed_roots=roots,
+                limits=limits,
+                **where,
+            )
+        raise DocumentError(
+            "document part must be text, a {'type': 'text'|'file'} part, or a file path; "
+            f"got {_short(item)}",
+            **where,
         )
-    if not scene_data:
-        raise InvalidSceneError("doc input holds no documents")
-    scenes = []
-    for scene_index, doc in enumerate(scene_data):
-        items = doc if isinstance(doc, list | tuple) else [doc]
-        if not items:
-            raise InvalidSceneError("document has no parts", scene_index=scene_index)
-        messages = []
-        for i, item in enumerate(items):
-            where = {"scene_index": scene_index, "message_index": i}
-            if isinstance(item, str):
-                if allow_local_paths and _is_local_file(item):
-                    part = load_path(item, allowed_roots=roots, limits=limits, **where)
-                else:
-                    part = Part(type="text", text=item)
-            elif isinstance(item, Mapping) and item.get("type") == "text":
-                text = item.get("text")
-                if not isinstance(text, str):
-                    raise DocumentError("text part needs a string 'text'", **where)
-                part = Part(type="text", text=text)
-            elif isinstance(item, Mapping) and item.get("type") == "file":
-                part = load_file_part(
-                    item.get("file"),
-                    allow_local_paths=allow_local_paths,
-                    allowed_roots=roots,
-                    limits=limits,
-                    **where,
-                )
-            else:
-                raise DocumentError(
-                    "document part must be text, a {'type': 'text'|'file'} part, or a file path; "
-                    f"got {_short(item)}",
-                    **where,
-                )
-            messages.append(Message(index=i, role=None, parts=(part,)))
-        scenes.append(Scene(index=scene_index, type="doc", messages=tuple(messages)))
-    return scenes
+
+    return _doc_scenes(scene_data, part)
 
 
 def normalize_doc_refs(scene_data: Any, *, allow_local_paths: bool = False) -> list[Scene]:
@@ -124,6 +106,26 @@ def normalize_doc_refs(scene_data: Any, *, allow_local_paths: bool = False) -> l
     """
     from memreader.scene import parse_content_part
 
+    def part(item: Any, where: dict[str, int]) -> Part:
+        if isinstance(item, str):
+            return _string_part(item, allow_local_paths)
+        if isinstance(item, Mapping) and item.get("type") in ("text", "file", "image_url"):
+            try:
+                return parse_content_part(item, where["scene_index"], where["message_index"], None)
+            except ValueError as exc:  # a malformed part, named where it is
+                raise DocumentError(getattr(exc, "reason", str(exc)), **where) from None
+        raise DocumentError(
+            "document part must be text, a {'type': 'text'|'file'|'image_url'} part, a URL or "
+            f"a file path; got {_short(item)}",
+            **where,
+        )
+
+    return _doc_scenes(scene_data, part)
+
+
+def _doc_scenes(scene_data: Any, part: Callable[[Any, dict[str, int]], Part]) -> list[Scene]:
+    """One scene per document and one message per part, each part made by ``part(item,
+    where)``; the shape of the input is checked here."""
     if isinstance(scene_data, str | Mapping):
         scene_data = [scene_data]
     if not isinstance(scene_data, Sequence) or isinstance(scene_data, bytes | bytearray):
@@ -137,27 +139,14 @@ def normalize_doc_refs(scene_data: Any, *, allow_local_paths: bool = False) -> l
         items = doc if isinstance(doc, list | tuple) else [doc]
         if not items:
             raise InvalidSceneError("document has no parts", scene_index=scene_index)
-        messages = []
-        for i, item in enumerate(items):
-            where = {"scene_index": scene_index, "message_index": i}
-            if isinstance(item, str):
-                part = _string_part(item, allow_local_paths)
-            elif isinstance(item, Mapping) and item.get("type") in ("text", "file", "image_url"):
-                try:
-                    part = parse_content_part(item, scene_index, i, None)
-                except InvalidSceneError:
-                    raise
-                except DocumentError:
-                    raise
-                except ValueError as exc:
-                    raise DocumentError(getattr(exc, "reason", str(exc)), **where) from None
-            else:
-                raise DocumentError(
-                    "document part must be text, a {'type': 'text'|'file'|'image_url'} part, a "
-                    f"URL or a file path; got {_short(item)}",
-                    **where,
-                )
-            messages.append(Message(index=i, role=None, parts=(part,)))
+        messages = [
+            Message(
+                index=i,
+                role=None,
+                parts=(part(item, {"scene_index": scene_index, "message_index": i}),),
+            )
+            for i, item in enumerate(items)
+        ]
         scenes.append(Scene(index=scene_index, type="doc", messages=tuple(messages)))
     return scenes
 

@@ -22,7 +22,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from memreader.documents.limits import DEFAULT_LIMITS, DocumentLimits
 from memreader.documents.part_tasks import PartTask, task_for_part
@@ -44,6 +44,8 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 #: Placeholder reasons are clipped to this many characters.
 _REASON_LIMIT = 200
@@ -107,6 +109,38 @@ class ResourceCache:
                 self._entries.popitem(last=False)
 
 
+class _Once(Generic[T]):
+    """Work done once per key among threads: the first caller does it, callers that come while
+    it runs wait for its result (or its error); a failure is not kept for later callers.
+
+    A waiter waits for work that is already running (its owner registered it before starting),
+    so a pool whose tasks wait on each other cannot deadlock.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._futures: dict[tuple[str, str], Future[T]] = {}
+
+    def run(self, key: tuple[str, str], make: Callable[[], T]) -> tuple[T, bool]:
+        """``make()``'s value for ``key``, and whether another caller made it."""
+        with self._lock:
+            future = self._futures.get(key)
+            owner = future is None
+            if future is None:
+                future = self._futures[key] = Future()
+        if not owner:
+            return future.result(), True
+        try:
+            value = make()
+        except BaseException as exc:
+            future.set_exception(exc)
+            with self._lock:
+                self._futures.pop(key, None)
+            raise
+        future.set_result(value)
+        return value, False
+
+
 class ResourceReader:
     """Reads parts' files, images and audio (see the module docstring).
 
@@ -142,35 +176,21 @@ class ResourceReader:
         stats = stats if stats is not None else ResourceStats()
         if not tasks:
             return []
-        shared: dict[tuple[str, str], Future[Resolved]] = {}
-        lock = threading.Lock()
-        in_progress: dict[tuple[str, str], Future[Any]] = {}
+        by_ref: _Once[Resolved] = _Once()
+        by_content: _Once[_Maker] = _Once()
 
         def one(task: PartTask) -> Resolved:
             key = task.share_key
             if key is None:
-                return self._read(task, stats, in_progress, lock)
-            with lock:
-                future = shared.get(key)
-                owner = future is None
-                if owner:
-                    future = shared[key] = Future()
-            assert future is not None
-            if not owner:
-                result = future.result()
+                return self._read(task, stats, by_content)
+            result, shared = by_ref.run(key, lambda: self._read(task, stats, by_content))
+            if shared:
                 stats.add("fetch_reused")
                 return _reused(result)
-            try:
-                result = self._read(task, stats, in_progress, lock)
-            except BaseException as exc:
-                future.set_exception(exc)
-                raise
-            future.set_result(result)
             return result
 
-        # Every task runs to its end on its own thread; a task that waits on another's future
-        # waits for work already running (the owner registered it before starting), so the
-        # pool cannot deadlock.
+        # Every task runs to its end on its own thread (see _Once for why waits cannot
+        # deadlock).
         with ThreadPoolExecutor(
             max_workers=min(self.workers, len(tasks)), thread_name_prefix="memreader-fetch"
         ) as pool:
@@ -186,26 +206,23 @@ class ResourceReader:
 
     # -- one part --------------------------------------------------------------------------------
 
-    def _read(
-        self,
-        task: PartTask,
-        stats: ResourceStats,
-        in_progress: dict[tuple[str, str], Future[Any]],
-        lock: threading.Lock,
-    ) -> Resolved:
+    def _read(self, task: PartTask, stats: ResourceStats, by_content: _Once[_Maker]) -> Resolved:
         if task.unsupported is not None:
             return Resolved(
                 "unsupported", _placeholder(task, task.unsupported), detail=task.unsupported
             )
         try:
             fetched = self._fetch(task, stats)
-            made = self._once(
-                (task.kind, fetched.digest),
-                lambda: self._make(task, fetched, stats),
-                in_progress,
-                lock,
-                stats,
-            )
+            key = (task.kind, fetched.digest)
+            made: _Maker | None = self.cache.get(key)
+            if made is None:
+                made, shared = by_content.run(key, lambda: self._make(task, fetched, stats))
+                if not shared:
+                    self.cache.put(key, made)
+            else:
+                shared = True
+            if shared:
+                stats.add(_REUSE_COUNTER[task.kind])
         except MemReaderError as exc:
             return _failed(task, exc)
         return made(task, fetched)
@@ -237,40 +254,6 @@ class ResourceReader:
     @property
     def fetcher_limit(self) -> int:
         return self.limits.max_file_bytes
-
-    def _once(
-        self,
-        key: tuple[str, str],
-        make: Callable[[], _Maker],
-        in_progress: dict[tuple[str, str], Future[Any]],
-        lock: threading.Lock,
-        stats: ResourceStats,
-    ) -> _Maker:
-        """``make()`` for content ``key`` once: from the cache, from another thread doing it now,
-        or made here."""
-        cached = self.cache.get(key)
-        if cached is not None:
-            stats.add(_REUSE_COUNTER[key[0]])
-            return cached  # type: ignore[no-any-return]
-        with lock:
-            future = in_progress.get(key)
-            owner = future is None
-            if owner:
-                future = in_progress[key] = Future()
-        assert future is not None
-        if not owner:
-            stats.add(_REUSE_COUNTER[key[0]])
-            return future.result()  # type: ignore[no-any-return]
-        try:
-            maker = make()
-        except BaseException as exc:
-            future.set_exception(exc)
-            with lock:
-                in_progress.pop(key, None)  # a failure is not shared with later parts
-            raise
-        future.set_result(maker)
-        self.cache.put(key, maker)
-        return maker
 
     def _make(self, task: PartTask, fetched: Fetched, stats: ResourceStats) -> _Maker:
         """The content-keyed work on ``fetched`` (conversion, preparation, transcription), as a

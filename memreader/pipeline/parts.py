@@ -37,6 +37,7 @@ from memreader.parsers import PartRef
 from memreader.pipeline.runtime import ReaderRuntime
 from memreader.pipeline.state import ReadState
 from memreader.pipeline.step import STEPS, Step
+from memreader.pipeline.steps import Normalize
 from memreader.report import PartReport
 from memreader.scene import UNSUPPORTED_PART, Part, Scene, check_text, normalize_chat
 
@@ -70,15 +71,10 @@ class PartRead:
 
 
 @STEPS.register("normalize_parts")
-class NormalizeParts(Step):
+class NormalizeParts(Normalize):
     """The caller's input as typed scenes that keep every part: chats with parts of unknown
     types kept (as ``unsupported``), documents with files, URLs and ``s3://`` keys left as
     references for ``read_parts``."""
-
-    name = "normalize"
-    requires = ("scene_data", "type")
-    produces = ("scenes",)
-    modes = SCENE_MODES
 
     def run(self, state: ReadState, runtime: ReaderRuntime) -> None:
         if state.type == "chat":
