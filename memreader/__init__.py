@@ -12,9 +12,12 @@ from memreader._version import __version__
 from memreader.config import BaseReaderConfig, PipelineSpec, StepSpec, WindowConfig
 from memreader.embedders.config import EmbedderConfig
 from memreader.errors import (
+    BlockedAddressError,
     ConfigError,
     DocumentError,
     EmbeddingError,
+    FetchError,
+    ImageError,
     InputError,
     InternalError,
     InvalidChatTimeError,
@@ -24,6 +27,7 @@ from memreader.errors import (
     LLMRequiredError,
     MemReaderError,
     PipelineError,
+    TranscriptionError,
     UnknownRoleError,
     UnsupportedModeError,
 )
@@ -39,21 +43,26 @@ from memreader.pipeline import Pipeline, ReadState, Step, StepEvent, StepHooks, 
 from memreader.readers import (
     READERS,
     BaseMemReader,
+    MultiModalStructMemReader,
+    MultiModalStructMemReaderConfig,
     SimpleStructMemReader,
     SimpleStructMemReaderConfig,
     register_reader,
 )
-from memreader.report import ReadReport, WindowReport
+from memreader.report import PartReport, ReadReport, WindowReport
 
 __all__ = [
     "MEMORY_TYPES",
     "READERS",
     "BaseMemReader",
     "BaseReaderConfig",
+    "BlockedAddressError",
     "ConfigError",
     "DocumentError",
     "EmbedderConfig",
     "EmbeddingError",
+    "FetchError",
+    "ImageError",
     "InputError",
     "InternalError",
     "InvalidChatTimeError",
@@ -65,6 +74,9 @@ __all__ = [
     "MemReaderError",
     "MemReaderFactory",
     "MemoryType",
+    "MultiModalStructMemReader",
+    "MultiModalStructMemReaderConfig",
+    "PartReport",
     "Pipeline",
     "PipelineError",
     "PipelineSpec",
@@ -79,6 +91,7 @@ __all__ = [
     "StepSpec",
     "TextualMemoryItem",
     "TextualMemoryItemMetadata",
+    "TranscriptionError",
     "UnknownRoleError",
     "UnsupportedModeError",
     "WindowConfig",

@@ -204,6 +204,9 @@ class ImageItems(Step):
             ws = state.windows[position]
             index = _part_window(ws, message_index, part_index)
             if index is None:  # a step removed the window: nothing to attach the items to
+                reads[key].report.detail = (
+                    f"{reads[key].report.detail}; no items: its window was removed by a step"
+                )
                 continue
             window, entry = ws.windows[index], ws.reports[index]
             sources = [
