@@ -33,6 +33,7 @@ from memreader.documents.limits import (
     DEFAULT_MAX_DOCUMENT_CHARS,
     DEFAULT_MAX_FILE_BYTES,
     DEFAULT_MAX_UNPACKED_BYTES,
+    DocumentLimits,
 )
 from memreader.embedders.config import EmbedderConfig
 from memreader.errors import ConfigError
@@ -183,6 +184,16 @@ class BaseReaderConfig(ConfigModel):
             "max_archive_members": self.max_archive_members,
             "max_document_chars": self.max_document_chars,
         }
+
+    def document_limits(self) -> DocumentLimits:
+        """The document limits of this config."""
+        return DocumentLimits(
+            max_file_bytes=self.max_file_bytes,
+            max_unpacked_bytes=self.max_unpacked_bytes,
+            max_compression_ratio=self.max_compression_ratio,
+            max_archive_members=self.max_archive_members,
+            max_document_chars=self.max_document_chars,
+        )
 
     def llm_slots(self) -> LLMSlots:
         """The LLM slots of this config, with their shared concurrency budget."""

@@ -169,6 +169,12 @@ class ResourceReader:
         self.cache = cache if cache is not None else ResourceCache()
         self.workers = max(1, workers)
 
+    def close(self) -> None:
+        """Close the fetcher's connections and the transcriber's."""
+        self.fetcher.close()
+        if self.transcriber is not None:
+            self.transcriber.close()
+
     def read_all(
         self, tasks: Sequence[PartTask], stats: ResourceStats | None = None
     ) -> list[Resolved]:

@@ -90,7 +90,6 @@ def resource_reader(runtime: ReaderRuntime) -> ResourceReader:
 
     def build() -> ResourceReader:
         from memreader.documents.fetch import Fetcher
-        from memreader.documents.limits import DocumentLimits
 
         config: MultiModalStructMemReaderConfig = runtime.config  # type: ignore[assignment]
         transcriber = None
@@ -105,30 +104,16 @@ def resource_reader(runtime: ReaderRuntime) -> ResourceReader:
             allowed_roots=tuple(config.allowed_roots),
             base_dir=config.base_dir,
         )
-        limits = DocumentLimits(
-            max_file_bytes=config.max_file_bytes,
-            max_unpacked_bytes=config.max_unpacked_bytes,
-            max_compression_ratio=config.max_compression_ratio,
-            max_archive_members=config.max_archive_members,
-            max_document_chars=config.max_document_chars,
-        )
-        return _ClosingReader(
+        return ResourceReader(
             fetcher,
             config.images,
-            limits=limits,
+            limits=config.document_limits(),
             transcriber=transcriber,
             cache=ResourceCache(config.resource_cache_size),
             workers=config.fetch.max_concurrency,
         )
 
     return runtime.shared("resource_reader", build)
-
-
-class _ClosingReader(ResourceReader):
-    def close(self) -> None:
-        self.fetcher.close()
-        if self.transcriber is not None:
-            self.transcriber.close()
 
 
 @STEPS.register("read_parts")
