@@ -39,6 +39,7 @@ from memreader.embedders.config import EmbedderConfig
 from memreader.errors import ConfigError
 from memreader.files import FileRefused, read_regular_file
 from memreader.llms.config import LLMConfig, LLMSlots
+from memreader.skills import SkillsConfig
 
 #: A config file larger than this is refused before it is parsed (real ones are a few KiB).
 MAX_CONFIG_BYTES = 1024 * 1024
@@ -70,14 +71,53 @@ class WindowConfig(ConfigModel):
         return self
 
 
+#: The passes of fine mode, in the order they run.
+PASS_NAMES = ("extract", "filter", "rewrite", "tool", "preference", "skill", "tool_schema")
+PassName = Literal["extract", "filter", "rewrite", "tool", "preference", "skill", "tool_schema"]
+
+
 class FineConfig(ConfigModel):
-    """How fine mode checks what the LLM extracted."""
+    """How fine mode extracts and checks memories, and which passes run.
+
+    ``passes`` lists the passes (``None``: ``extract``, then ``filter`` unless
+    ``hallucination_filter`` is off, ``rewrite`` unless ``rewrite: off``, and ``tool_schema``,
+    which asks no LLM). The extra passes cost LLM calls and are off unless listed: ``tool``
+    (tool trajectories, on windows with tool traffic), ``preference`` (the user's preferences,
+    ``preference_extractor_llm`` slot) and ``skill`` (skills from successful tool use, written as
+    ``SKILL.md`` bundles where ``skills.output`` says; needs ``tool``). ``extract`` is required.
+    ``rewrite`` picks the rewrite's evidence (``user_only``) when it runs.
+    """
 
     hallucination_filter: bool = True
     rewrite: Literal["all", "user_only", "off"] = "all"
     # A window the model finds nothing in: keep it as a raw item ("fallback") or only report it.
     empty_window: Literal["fallback", "drop"] = "fallback"
     language: Literal["auto", "en", "zh"] = "auto"
+    passes: list[PassName] | None = None
+    skills: SkillsConfig = Field(default_factory=SkillsConfig)
+
+    @field_validator("passes")
+    @classmethod
+    def _check_passes(cls, passes: list[str] | None) -> list[str] | None:
+        if passes is None:
+            return None
+        if len(set(passes)) != len(passes):
+            raise ValueError("passes lists a pass twice")
+        if "extract" not in passes:
+            raise ValueError("passes must include extract (the other passes work on its windows)")
+        if "skill" in passes and "tool" not in passes:
+            raise ValueError("the skill pass needs the tool pass (skills come from tool use)")
+        return passes
+
+    def enabled_passes(self) -> tuple[str, ...]:
+        """The passes that run, in run order."""
+        if self.passes is not None:
+            chosen = set(self.passes)
+        else:
+            chosen = {"extract", "tool_schema"}
+            chosen |= {"filter"} if self.hallucination_filter else set()
+            chosen |= {"rewrite"} if self.rewrite != "off" else set()
+        return tuple(name for name in PASS_NAMES if name in chosen)
 
 
 class StepSpec(ConfigModel):

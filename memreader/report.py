@@ -45,6 +45,9 @@ class WindowReport:
     #: images or audio that could not be read (each: scene_index, message_index, part_index,
     #: type, status, reason). They keep their place in the window as placeholders.
     part_issues: list[dict[str, Any]] = field(default_factory=list)
+    #: The extra fine passes that ran on this window and how each ended (``ok``, ``failed``,
+    #: ``skipped``: e.g. the tool pass on a window without tool traffic).
+    passes: dict[str, str] = field(default_factory=dict)
     items: int = 0
     language: str | None = None
     fallback_reason: str | None = None
@@ -105,6 +108,24 @@ class PartReport:
 
 
 @dataclass
+class PassStats:
+    """What one LLM pass of fine mode (extract, filter, rewrite, tool, preference, skill) did in a
+    call: ``calls`` requests made (``attempts`` counts their retries and re-asks too), the
+    tokens they used, ``failed_calls`` that ended in an error, ``windows`` the pass worked on,
+    ``items`` (memories) it produced, and ``failed_windows`` where it failed (a fallback for
+    extract; the other passes' failures lose only their own items)."""
+
+    calls: int = 0
+    attempts: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    failed_calls: int = 0
+    windows: int = 0
+    items: int = 0
+    failed_windows: int = 0
+
+
+@dataclass
 class ReadReport:
     """Per-window records, the LLM usage and the time of each step of one call.
 
@@ -112,7 +133,8 @@ class ReadReport:
     (and of each part of an unsupported type); ``resources`` counts the work done and saved on
     them: ``fetched``, ``fetch_reused``, ``converted``, ``conversion_reused``,
     ``images_prepared``, ``image_reused``, ``images_described``, ``description_reused``,
-    ``transcribed``, ``transcription_reused``.
+    ``transcribed``, ``transcription_reused``. ``passes`` says what each LLM pass of fine mode
+    did (calls, tokens, windows, items, failures).
     """
 
     mode: str = "fast"
@@ -122,6 +144,15 @@ class ReadReport:
     steps: dict[str, float] = field(default_factory=dict)
     parts: list[PartReport] = field(default_factory=list)
     resources: dict[str, int] = field(default_factory=dict)
+    #: Per LLM pass of fine mode, by pass name (see :class:`PassStats`).
+    passes: dict[str, PassStats] = field(default_factory=dict)
+
+    def pass_stats(self, name: str) -> PassStats:
+        """The stats of pass ``name`` (made on first use)."""
+        stats = self.passes.get(name)
+        if stats is None:
+            stats = self.passes[name] = PassStats()
+        return stats
 
     def count(self, name: str, n: int = 1) -> None:
         """Add ``n`` to the resource counter ``name``."""
@@ -153,4 +184,5 @@ class ReadReport:
             "steps": dict(self.steps),
             "parts": [asdict(p) for p in self.parts],
             "resources": dict(self.resources),
+            "passes": {name: asdict(stats) for name, stats in self.passes.items()},
         }

@@ -260,6 +260,7 @@ def _message(raw: Any, scene: int, index: int) -> Message:
     tool_calls = raw.get("tool_calls")
     if tool_calls:
         parts.append(_tool_calls_part(tool_calls, scene, index))
+    parts.extend(_tool_definitions(raw.get("tools"), scene, index))
     if "content" not in raw and not tool_calls and refusal is None:
         raise InvalidMessageError("message has no content", scene_index=scene, message_index=index)
     if not parts:
@@ -369,6 +370,28 @@ def _image_url(part: Mapping[str, Any], kind: str) -> Any:
             media = source.get("media_type") if isinstance(source.get("media_type"), str) else ""
             url = f"data:{media or 'application/octet-stream'};base64,{source['data']}"
     return url
+
+
+def _tool_definitions(tools: Any, scene: int, index: int) -> list[Part]:
+    """A message's ``tools`` (OpenAI function definitions, or ``{name, description,
+    parameters}``) as ``tool_description`` parts, one per tool."""
+    if tools is None:
+        return []
+    if not isinstance(tools, Sequence) or isinstance(tools, str | bytes | bytearray):
+        raise InvalidMessageError("tools must be a list", scene_index=scene, message_index=index)
+    parts = []
+    for tool in tools:
+        definition = tool.get("function", tool) if isinstance(tool, Mapping) else None
+        if not isinstance(definition, Mapping) or not isinstance(definition.get("name"), str):
+            raise InvalidMessageError(
+                "each tool definition needs a string 'name' (or a 'function' with one)",
+                scene_index=scene,
+                message_index=index,
+            )
+        payload = {"type": "tool_description", **definition}
+        check_nested_text(payload, "tool definition", error=InvalidMessageError)
+        parts.append(Part(type="tool_description", exact=False, payload=payload))
+    return parts
 
 
 def _tool_calls_part(tool_calls: Any, scene: int, index: int) -> Part:

@@ -55,6 +55,7 @@ DEFAULT = (
     "filter",
     "rewrite",
     "fine_items",
+    "tool_schema",
     "embed",
 )
 
@@ -265,6 +266,7 @@ def test_pipelines_declared_in_yaml(tmp_path: Path) -> None:
         "extract",
         "count_words",
         "fine_items",
+        "tool_schema",
         "add_tag",
         "embed",
     )

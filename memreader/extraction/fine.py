@@ -11,7 +11,7 @@ window), and a failed filter or rewrite keeps the memories as they were.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -123,13 +123,14 @@ PassPlan = Generator[LLMRequest, LLMResponse, PassStatus]
 Plan = Generator[LLMRequest, LLMResponse, Any]
 
 
-def extract_plan(window: WindowInput) -> ExtractPlan:
-    """The extraction call of one window and what it yields (see the module docstring)."""
+def extract_plan(window: WindowInput, prompts: Mapping[Language, str] | None = None) -> ExtractPlan:
+    """The extraction call of one window and what it yields (see the module docstring);
+    ``prompts`` replaces the system prompt (same contract)."""
     valid_ids = [n for n, _ in window.lines]
     try:
         response = yield LLMRequest(
             "llm",
-            extraction_messages(window.language, window.lines, window.custom_tags),
+            extraction_messages(window.language, window.lines, window.custom_tags, prompts),
             EXTRACTION_SCHEMA,
             "memory_extraction",
             validate=partial(read_extraction, valid_ids=valid_ids),

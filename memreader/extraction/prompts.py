@@ -13,7 +13,7 @@ the same way.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from memreader.extraction.language import Language
 
@@ -119,10 +119,14 @@ def numbered_lines(lines: Sequence[tuple[int, str]]) -> str:
 
 
 def extraction_messages(
-    language: Language, lines: Sequence[tuple[int, str]], custom_tags: Sequence[str]
+    language: Language,
+    lines: Sequence[tuple[int, str]],
+    custom_tags: Sequence[str],
+    prompts: Mapping[Language, str] | None = None,
 ) -> list[dict[str, str]]:
-    """The chat messages of one extraction call."""
-    system = EXTRACT_SYSTEM[language]
+    """The chat messages of one extraction call (``prompts``: another system prompt set, e.g.
+    the strategy reader's, with the same answer contract)."""
+    system = (prompts or EXTRACT_SYSTEM)[language]
     if custom_tags:
         tags = ", ".join(one_line(tag) for tag in custom_tags)
         system += "\n" + CUSTOM_TAGS[language].format(tags=tags)

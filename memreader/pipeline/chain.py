@@ -21,6 +21,7 @@ to the moment the last one left it (spans of chained steps overlap).
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Generator, Sequence
 from typing import Any
@@ -33,7 +34,14 @@ from memreader.pipeline.runtime import ReaderRuntime
 from memreader.pipeline.state import ReadState
 from memreader.pipeline.step import Step
 
-__all__ = ["PerWindowStep", "WindowWork", "arun_chain", "call_router", "run_chain"]
+__all__ = [
+    "PerWindowStep",
+    "WindowWork",
+    "arun_chain",
+    "call_router",
+    "count_pass",
+    "run_chain",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -109,13 +117,63 @@ def _chains(
                 return  # not even the raw window can be made into an item: recorded, done
             spans.enter(s.name)
             try:
-                yield from s.window(state, runtime, index)
+                yield from _counted(s.window(state, runtime, index), state, s.name)
             except Exception as exc:  # one window's failure is that window's result
                 logger.error("window %d: unexpected error in step %r", index, s.name, exc_info=exc)
                 s.failed(state, index, exc)
             spans.leave(s.name)
 
     return [chain(i) for i in range(size)]
+
+
+# Pass stats are updated from the threads that run the windows.
+_STATS_LOCK = threading.Lock()
+
+
+def _counted(work: WindowWork, state: ReadState, name: str) -> WindowWork:
+    """``work``, with its LLM requests, their attempts and tokens, and their failures counted
+    in ``report.passes[name]`` (a step that asks nothing leaves no entry)."""
+    try:
+        request = next(work)
+    except StopIteration:
+        return
+    while True:
+        try:
+            response = yield request
+        except Exception as exc:  # counted, then handed to the work, which knows what it means
+            _count(state, name, getattr(exc, "usage", None), getattr(exc, "attempts", 1), True)
+            try:
+                request = work.throw(exc)
+            except StopIteration:
+                return
+        else:
+            _count(state, name, response.usage, response.attempts, False)
+            try:
+                request = work.send(response)
+            except StopIteration:
+                return
+
+
+def _count(state: ReadState, name: str, usage: Any, attempts: Any, failed: bool) -> None:
+    with _STATS_LOCK:
+        stats = state.report.pass_stats(name)
+        stats.calls += 1
+        stats.attempts += attempts if isinstance(attempts, int) and attempts > 0 else 1
+        stats.failed_calls += int(failed)
+        if usage is not None:
+            stats.prompt_tokens += usage.prompt_tokens
+            stats.completion_tokens += usage.completion_tokens
+
+
+def count_pass(
+    state: ReadState, name: str, *, windows: int = 0, items: int = 0, failed: int = 0
+) -> None:
+    """Add to pass ``name``'s window, item and failure counts (thread-safe)."""
+    with _STATS_LOCK:
+        stats = state.report.pass_stats(name)
+        stats.windows += windows
+        stats.items += items
+        stats.failed_windows += failed
 
 
 def _finish(

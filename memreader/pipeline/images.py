@@ -76,9 +76,7 @@ class DescribeImages(Step):
         outcomes = await arun_plans(plans, router, meter=meter, on_error=_failed_image)
         self._finish(state, runtime, jobs, outcomes)
 
-    def _plans(
-        self, state: ReadState, runtime: ReaderRuntime
-    ) -> tuple[list[_Job], list[Any]]:
+    def _plans(self, state: ReadState, runtime: ReaderRuntime) -> tuple[list[_Job], list[Any]]:
         """One job per distinct image (with its cached outcome, if any) and the plans of the
         images to ask about, in job order. Per call: a reader may serve calls concurrently."""
         reads: dict[PartKey, PartRead] = state.get("part_reads")
@@ -204,7 +202,9 @@ class ImageItems(Step):
             ws = state.windows[position]
             index = _part_window(ws, message_index, part_index)
             if index is None:  # a step removed the window: nothing to attach the items to
-                reads[key].report.detail = (
+                reads[
+                    key
+                ].report.detail = (
                     f"{reads[key].report.detail}; no items: its window was removed by a step"
                 )
                 continue

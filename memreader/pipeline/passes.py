@@ -7,6 +7,7 @@ window's result (a fallback, or a failed pass that keeps the memories).
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
 from memreader.emit import fine_window_items
 from memreader.extraction import (
@@ -19,8 +20,9 @@ from memreader.extraction import (
     short_error,
 )
 from memreader.extraction.fine import PassPlan
+from memreader.extraction.language import Language
 from memreader.items import TextualMemoryItem
-from memreader.pipeline.chain import PerWindowStep, WindowWork
+from memreader.pipeline.chain import PerWindowStep, WindowWork, count_pass
 from memreader.pipeline.runtime import ReaderRuntime
 from memreader.pipeline.state import FineWindow, ReadState
 from memreader.pipeline.step import STEPS
@@ -34,18 +36,23 @@ LLM_MODES = frozenset({"fine", "refine"})
 
 @STEPS.register("extract")
 class Extract(PerWindowStep):
-    """The LLM extracts memories from each window; a failure keeps the raw window."""
+    """The LLM extracts memories from each window; a failure keeps the raw window. ``prompts``
+    replaces the system prompt (the strategy reader's attributes each memory to its speaker)."""
 
     name = "extract"
     requires = ("fine_windows",)
     produces = ("outcomes",)
     modes = LLM_MODES
 
+    def __init__(self, prompts: Mapping[Language, str] | None = None) -> None:
+        self.prompts = prompts
+
     def begin(self, state: ReadState, runtime: ReaderRuntime) -> None:
         state.outcomes = [WindowOutcome(None) for _ in state.fine_windows]
 
     def window(self, state: ReadState, runtime: ReaderRuntime, index: int) -> WindowWork:
-        state.outcomes[index] = yield from extract_plan(state.fine_windows[index].input)
+        window = state.fine_windows[index].input
+        state.outcomes[index] = yield from extract_plan(window, self.prompts)
 
     def failed(self, state: ReadState, index: int, error: Exception) -> None:
         state.outcomes[index] = failed_outcome(error)
@@ -96,6 +103,22 @@ class Rewrite(_CheckPass):
         return rewrite_plan(fw.input, outcome, user_only=self.user_only)
 
 
+def _count_outcomes(state: ReadState) -> None:
+    """What extract, filter and rewrite made of each window, in ``report.passes``."""
+    for outcome in state.outcomes:
+        memories = len(outcome.memories or ())
+        count_pass(
+            state,
+            "extract",
+            windows=1,
+            items=memories if outcome.fallback_reason is None else 0,
+            failed=int(outcome.fallback_reason is not None),
+        )
+        for name, status in (("filter", outcome.filter), ("rewrite", outcome.rewrite)):
+            if status.status != "skipped" and name in state.report.passes:
+                count_pass(state, name, windows=1, failed=int(status.status == "failed"))
+
+
 @STEPS.register("fine_items")
 class FineItems(PerWindowStep):
     """Fine mode's items from each window's outcome (fallback items for failed windows), built
@@ -129,6 +152,7 @@ class FineItems(PerWindowStep):
             result[fw.position].extend(items)
             state.emitted.extend((item, fw.report) for item in items)
         state.items = result
+        _count_outcomes(state)
         fallbacks = sum(1 for fw in state.fine_windows if fw.report.status == "fallback")
         if fallbacks:
             logger.warning(

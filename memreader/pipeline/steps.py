@@ -25,8 +25,9 @@ vectors.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
+from memreader.config import FineConfig
 from memreader.documents import normalize_doc
 from memreader.embedders.languages import (
     README_SECTION,
@@ -46,6 +47,7 @@ from memreader.extraction import (
     WindowInput,
     short_error,
 )
+from memreader.extraction.language import Language
 from memreader.items import TextualMemoryItem
 from memreader.parsers import line_prefix, scene_units
 from memreader.pipeline.chain import PerWindowStep, WindowWork
@@ -403,9 +405,14 @@ def _note_unreadable(
 
 
 def default_steps(
-    *, hallucination_filter: bool = True, rewrite: str = "all", empty_window: str = "fallback"
+    fine: FineConfig | None = None, *, extract_prompts: Mapping[Language, str] | None = None
 ) -> list[Step]:
-    """The steps of the simple reader, for these fine-mode settings."""
+    """The steps of the simple reader for these fine-mode settings (the passes of
+    ``fine.enabled_passes()``; ``extract_prompts`` replaces the extraction prompt)."""
+    from memreader.pipeline.agent_steps import PassItems, ToolSchemas, iter_passes
+
+    fine = fine if fine is not None else FineConfig()
+    passes = fine.enabled_passes()
     steps: list[Step] = [
         Normalize(),
         Parse(),
@@ -413,11 +420,18 @@ def default_steps(
         FastItems(),
         PrepareFine(),
         RefineInput(),
-        Extract(),
+        Extract(extract_prompts),
     ]
-    if hallucination_filter:
+    if "filter" in passes:
         steps.append(Filter())
-    if rewrite != "off":
-        steps.append(Rewrite(user_only=rewrite == "user_only"))
-    steps += [FineItems(keep_empty=empty_window == "fallback"), Embed()]
+    if "rewrite" in passes:
+        steps.append(Rewrite(user_only=fine.rewrite == "user_only"))
+    extra = list(iter_passes(passes))
+    steps += extra
+    steps.append(FineItems(keep_empty=fine.empty_window == "fallback"))
+    if extra:
+        steps.append(PassItems())
+    if "tool_schema" in passes:
+        steps.append(ToolSchemas())
+    steps.append(Embed())
     return steps

@@ -18,7 +18,8 @@ traffic, and documents from local paths, URLs and S3, read with the simple reade
 13. fine_items     fine_windows, outcomes -> items, emitted  [fine, refine]
 14. image_items    windows, items, emitted, image_outcomes -> items, emitted  [fine]
 15. raw_file_items windows, items, emitted -> items, emitted  [fine]
-16. embed          emitted -> items  [fast, fine, refine]
+16. tool_schema    windows, items, emitted -> items, emitted  [fine]
+17. embed          emitted -> items  [fast, fine, refine]
 """
 
 from __future__ import annotations
@@ -86,14 +87,7 @@ class MultiModalStructMemReader(BaseMemReader):
     @classmethod
     def default_pipeline(cls, config: BaseReaderConfig) -> Pipeline:
         """The simple reader's steps with the multimodal ones around them."""
-        fine = config.fine
-        pipeline = Pipeline(
-            default_steps(
-                hallucination_filter=fine.hallucination_filter,
-                rewrite=fine.rewrite,
-                empty_window=fine.empty_window,
-            )
-        )
+        pipeline = Pipeline(default_steps(config.fine))
         pipeline.replace("normalize", NormalizeParts())
         pipeline.insert_after("normalize", ReadParts())
         pipeline.insert_after("read_parts", DescribeImages())

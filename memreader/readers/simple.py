@@ -13,7 +13,8 @@
  8. filter         fine_windows, outcomes -> outcomes  [fine, refine]
  9. rewrite        fine_windows, outcomes -> outcomes  [fine, refine]
 10. fine_items     fine_windows, outcomes -> items, emitted  [fine, refine]
-11. embed          emitted -> items  [fast, fine, refine]
+11. tool_schema    windows, items, emitted -> items, emitted  [fine]
+12. embed          emitted -> items  [fast, fine, refine]
 >>> items = reader.get_memory([[{"role": "user", "content": "I love green tea."}]],
 ...                           type="chat", info={"user_id": "u1", "session_id": "s1"})
 >>> items[0][0].memory
@@ -45,11 +46,4 @@ class SimpleStructMemReader(BaseMemReader):
     @classmethod
     def default_pipeline(cls, config: BaseReaderConfig) -> Pipeline:
         """The built-in steps, without ``filter``/``rewrite`` where ``fine`` turns them off."""
-        fine = config.fine
-        return Pipeline(
-            default_steps(
-                hallucination_filter=fine.hallucination_filter,
-                rewrite=fine.rewrite,
-                empty_window=fine.empty_window,
-            )
-        )
+        return Pipeline(default_steps(config.fine))
