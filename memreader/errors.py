@@ -40,7 +40,10 @@ def config_error_from(what: str, exc: ValidationError) -> ConfigError:
         inner = (err.get("ctx") or {}).get("error")
         nested: list[tuple[str, str]] | None = getattr(inner, "config_problems", None)
         if isinstance(inner, ConfigError) and nested:
-            problems.extend((f"{loc}.{sub}" if loc else sub, msg) for sub, msg in nested)
+            problems.extend(
+                (f"{loc}.{sub}" if loc and sub != "(root)" else loc or sub, msg)
+                for sub, msg in nested
+            )
         else:
             problems.append((loc or "(root)", err["msg"]))
     error = ConfigError(f"invalid {what}: " + "; ".join(f"{loc}: {msg}" for loc, msg in problems))

@@ -90,6 +90,11 @@ STEPS: Registry[Any] = Registry(
         ),
         **dict.fromkeys(["describe_images", "image_items"], "memreader.pipeline.images"),
         "raw_file_items": "memreader.pipeline.raw_files",
+        **dict.fromkeys(
+            ["tool", "preference", "skill", "pass_items", "tool_schema"],
+            "memreader.pipeline.agent_steps",
+        ),
+        "strategy_window": "memreader.readers.strategy",
         "redact": "memreader.pipeline.redact",
         "min_length": "memreader.pipeline.filters",
     },

@@ -8,6 +8,7 @@ from memreader.readers.multimodal import (
     MultiModalStructMemReaderConfig,
 )
 from memreader.readers.simple import SimpleStructMemReader, SimpleStructMemReaderConfig
+from memreader.readers.strategy import StrategyStructMemReader, StrategyStructMemReaderConfig
 
 __all__ = [
     "READERS",
@@ -16,5 +17,7 @@ __all__ = [
     "MultiModalStructMemReaderConfig",
     "SimpleStructMemReader",
     "SimpleStructMemReaderConfig",
+    "StrategyStructMemReader",
+    "StrategyStructMemReaderConfig",
     "register_reader",
 ]
