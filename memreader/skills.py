@@ -27,7 +27,6 @@ import os
 import re
 import secrets
 import stat
-import threading
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +35,7 @@ import yaml
 from pydantic import Field, field_validator
 
 from memreader.config_model import ConfigModel
+from memreader.documents.s3_client import LazyS3Client
 from memreader.documents.sources_config import S3Config
 from memreader.errors import MemReaderError
 
@@ -307,9 +307,7 @@ class SkillWriter:
 
     def __init__(self, config: SkillsConfig, *, s3_client: Any = None) -> None:
         self._config = config
-        self._client = s3_client
-        self._built = False
-        self._lock = threading.Lock()
+        self._clients = LazyS3Client(config.s3, client=s3_client)
 
     def __enter__(self) -> SkillWriter:
         return self
@@ -341,12 +339,7 @@ class SkillWriter:
     def close(self) -> None:
         """Close the S3 client built here, if any (a later write builds a new one); an injected
         client is left open."""
-        with self._lock:
-            client, built, self._built = self._client, self._built, False
-            if built:
-                self._client = None
-        if built and client is not None:
-            client.close()
+        self._clients.close()
 
     def _put(self, bucket: str, prefix: str, slug: str, data: bytes) -> str:
         """One PutObject; failures worded by their code or type, never their message (which
@@ -367,35 +360,16 @@ class SkillWriter:
 
     def _s3(self, label: str) -> Any:
         """The S3 client: the injected one, or one built once from ``config.s3``."""
-        with self._lock:
-            if self._client is None:
-                try:
-                    import boto3
-                    from botocore.config import Config
-                except ImportError:
-                    raise SkillWriteError(
-                        f"cannot write {label}: S3 output needs boto3 (pip install boto3)"
-                    ) from None
-                s3 = self._config.s3
-                try:
-                    session = boto3.Session(profile_name=s3.profile_name)
-                    self._client = session.client(
-                        "s3",
-                        endpoint_url=s3.endpoint_url,
-                        region_name=s3.region_name,
-                        config=Config(
-                            connect_timeout=10,
-                            read_timeout=60,
-                            retries={"max_attempts": 3, "mode": "standard"},
-                            s3={"addressing_style": s3.addressing_style},
-                        ),
-                    )
-                except Exception as exc:
-                    raise SkillWriteError(
-                        f"cannot write {label}: cannot set up S3 ({_s3_problem(exc, '')})"
-                    ) from None
-                self._built = True
-            return self._client
+        try:
+            return self._clients.get()
+        except ImportError:
+            raise SkillWriteError(
+                f"cannot write {label}: S3 output needs boto3 (pip install boto3)"
+            ) from None
+        except Exception as exc:  # botocore's configuration errors, worded by type
+            raise SkillWriteError(
+                f"cannot write {label}: cannot set up S3 ({_s3_problem(exc, '')})"
+            ) from None
 
 
 def _s3_problem(exc: BaseException, bucket: str) -> str:

@@ -19,13 +19,13 @@ the Fetcher does both, so this module never imports it.
 from __future__ import annotations
 
 import posixpath
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from memreader.documents.fetch_types import FetchKind, check_content_type, media_type_of
+from memreader.documents.s3_client import LazyS3Client
 from memreader.documents.sources_config import FetchConfig
 from memreader.errors import FetchError
 
@@ -87,10 +87,15 @@ class S3Reader:
         on_retries: Callable[[int], None] | None = None,
     ) -> None:
         self._config = config
-        self._client = client
-        self._built = False
+        self._clients = LazyS3Client(
+            config.s3,
+            client=client,
+            connect_timeout=config.timeout_s,
+            read_timeout=config.timeout_s,
+            attempts=config.max_retries + 1,
+            pool=config.max_concurrency,
+        )
         self._on_retries = on_retries
-        self._lock = threading.Lock()
 
     def get(self, path: str, kind: FetchKind, limit: int, hint: str) -> S3Object:
         """``s3://`` + ``path``: one GetObject, read in chunks up to ``limit + 1`` bytes.
@@ -131,14 +136,8 @@ class S3Reader:
         return S3Object(data, label, name, media_type)
 
     def close(self) -> None:
-        """Close the client built here, if any (a later get builds a new one); an injected
-        client is left open."""
-        with self._lock:
-            client, built, self._built = self._client, self._built, False
-            if built:
-                self._client = None
-        if built and client is not None:
-            client.close()
+        """Close the client built here, if any; an injected client is left open."""
+        self._clients.close()
 
     def _read(self, body: Any, limit: int, label: str) -> bytes:
         """The object's bytes; each read is bounded by botocore's read timeout, and the whole
@@ -167,35 +166,12 @@ class S3Reader:
 
     def _s3(self) -> Any:
         """The S3 client: the injected one, or one built once from ``config.s3``."""
-        with self._lock:
-            if self._client is None:
-                import boto3
-                from botocore.config import Config
-                from botocore.exceptions import BotoCoreError
+        from botocore.exceptions import BotoCoreError
 
-                s3 = self._config.s3
-                timeout = self._config.timeout_s
-                try:
-                    session = boto3.Session(profile_name=s3.profile_name)
-                    self._client = session.client(
-                        "s3",
-                        endpoint_url=s3.endpoint_url,
-                        region_name=s3.region_name,
-                        config=Config(
-                            connect_timeout=timeout,
-                            read_timeout=timeout,
-                            retries={
-                                "max_attempts": self._config.max_retries + 1,
-                                "mode": "standard",
-                            },
-                            s3={"addressing_style": s3.addressing_style},
-                            max_pool_connections=self._config.max_concurrency,
-                        ),
-                    )
-                except BotoCoreError as exc:
-                    raise FetchError(f"cannot set up S3: {_botocore_problem(exc)}") from None
-                self._built = True
-            return self._client
+        try:
+            return self._clients.get()
+        except BotoCoreError as exc:
+            raise FetchError(f"cannot set up S3: {_botocore_problem(exc)}") from None
 
 
 def _s3_refusal(exc: Any, label: str, bucket: str) -> FetchError:

@@ -56,7 +56,8 @@ from memreader.pipeline.runtime import ReaderRuntime
 from memreader.pipeline.state import MODES, FineWindow, ReadState, WindowedScene
 from memreader.pipeline.step import STEPS, Step
 from memreader.report import WindowReport
-from memreader.scene import check_text, normalize_chat
+from memreader.scene import Scene, check_text, normalize_chat
+from memreader.windows import Unit, Window
 
 __all__ = [
     "STEPS",
@@ -120,7 +121,7 @@ class WindowStep(Step):
     def run(self, state: ReadState, runtime: ReaderRuntime) -> None:
         windowed = []
         for scene, units in zip(state.scenes, state.units, strict=True):
-            windows = runtime.windower.windows(units)
+            windows = self.windows_of(scene, units, runtime)
             reports = [WindowReport(scene.index, w.index) for w in windows]
             state.report.windows.extend(reports)
             windowed.append(
@@ -138,6 +139,10 @@ class WindowStep(Step):
         logger.debug(
             "%d scenes, %d windows", len(windowed), sum(len(ws.windows) for ws in windowed)
         )
+
+    def windows_of(self, scene: Scene, units: list[Unit], runtime: ReaderRuntime) -> list[Window]:
+        """The windows of one scene (a reader with another splitter overrides this)."""
+        return runtime.windower.windows(units)
 
 
 @STEPS.register("fast_items")

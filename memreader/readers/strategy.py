@@ -19,15 +19,14 @@ from pydantic import Field, model_validator
 
 from memreader.config import BaseReaderConfig
 from memreader.config_model import ConfigModel
-from memreader.emit import chunk_positions, heading_indexes, scene_digest
 from memreader.extraction.agent_prompts import STRATEGY_EXTRACT_SYSTEM
 from memreader.grouping import GroupingConfig, group_windows
-from memreader.pipeline import Pipeline, ReaderRuntime, ReadState
-from memreader.pipeline.state import WindowedScene
+from memreader.pipeline import Pipeline, ReaderRuntime
 from memreader.pipeline.step import STEPS
 from memreader.pipeline.steps import WindowStep, default_steps
 from memreader.readers.base import BaseMemReader, register_reader
-from memreader.report import WindowReport
+from memreader.scene import Scene
+from memreader.windows import Unit, Window
 
 __all__ = [
     "StrategyConfig",
@@ -82,29 +81,11 @@ class StrategyWindow(WindowStep):
     """Chats in groups of whole messages (see :mod:`memreader.grouping`), documents by tokens
     as in the simple reader; one report entry per window."""
 
-    def run(self, state: ReadState, runtime: ReaderRuntime) -> None:
+    def windows_of(self, scene: Scene, units: list[Unit], runtime: ReaderRuntime) -> list[Window]:
+        if scene.type != "chat":
+            return runtime.windower.windows(units)
         config: StrategyStructMemReaderConfig = runtime.config  # type: ignore[assignment]
-        grouping = config.strategy.grouping()
-        windowed = []
-        for scene, units in zip(state.scenes, state.units, strict=True):
-            if scene.type == "chat":
-                windows = group_windows(units, grouping, runtime.windower)
-            else:
-                windows = runtime.windower.windows(units)
-            reports = [WindowReport(scene.index, w.index) for w in windows]
-            state.report.windows.extend(reports)
-            windowed.append(
-                WindowedScene(
-                    scene,
-                    units,
-                    windows,
-                    scene_digest(scene.type, units),
-                    reports,
-                    chunk_positions(windows, units, scene),
-                    heading_indexes(units, scene),
-                )
-            )
-        state.windows = windowed
+        return group_windows(units, config.strategy.grouping(), runtime.windower)
 
 
 @register_reader("strategy_struct")
