@@ -48,10 +48,10 @@ def test_an_unexpected_error_in_one_window_is_that_windows_fallback(
     reader = make_reader(llm_server, fine=NO_CHECKS)
     real_plan = steps.extract_plan
 
-    def plan(window: Any) -> Iterator[Any]:
+    def plan(window: Any, *args: Any) -> Iterator[Any]:
         if any("BOOM" in line for _, line in window.lines):
             raise KeyError("a bug in one window")
-        return (yield from real_plan(window))
+        return (yield from real_plan(window, *args))
 
     monkeypatch.setattr(steps, "extract_plan", plan)
     report = ReadReport()
