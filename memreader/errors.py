@@ -148,6 +148,12 @@ class TranscriptionError(DocumentError):
     nonsense)."""
 
 
+class SkillWriteError(MemReaderError):
+    """A skill bundle could not be written: the folder cannot be created or written, a symlink
+    stands where the bundle goes, or S3 refused the object. The message names the destination
+    (a path or ``s3://bucket/key``), never credentials or the endpoint."""
+
+
 class UnsupportedModeError(MemReaderError, ValueError):
     """The requested mode or input type is not available with this reader's configuration."""
 

@@ -19,14 +19,10 @@ file atomically, so a reader never sees half a bundle. The text is rendered dete
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import hashlib
 import json
 import os
 import re
-import secrets
-import stat
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,7 +33,8 @@ from pydantic import Field, field_validator
 from memreader.config_model import ConfigModel
 from memreader.documents.s3_client import LazyS3Client
 from memreader.documents.sources_config import S3Config
-from memreader.errors import MemReaderError
+from memreader.errors import SkillWriteError
+from memreader.skill_files import SKILL_FILE, write_local
 
 __all__ = [
     "Skill",
@@ -48,8 +45,6 @@ __all__ = [
     "skill_slug",
 ]
 
-#: The file every bundle folder holds.
-SKILL_FILE = "SKILL.md"
 
 #: The Agent Skills limit on the front matter's ``description``.
 MAX_DESCRIPTION_CHARS = 1024
@@ -88,12 +83,6 @@ _RESERVED = frozenset(
 _LIST_MARKER = re.compile(r"^(?:\d{1,3}[.)]|[-*+•])\s+")
 _S3_BUCKET = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$")
 _URL_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
-
-
-class SkillWriteError(MemReaderError):
-    """A skill bundle could not be written: the folder cannot be created or written, a symlink
-    stands where the bundle goes, or S3 refused the object. The message names the destination
-    (a path or ``s3://bucket/key``), never credentials or the endpoint."""
 
 
 @dataclass(frozen=True)
@@ -278,21 +267,6 @@ def _split_s3(url: str) -> tuple[str, str]:
     return bucket, prefix
 
 
-# O_NOFOLLOW refuses a symlink as the last component; O_CLOEXEC keeps the descriptors from
-# leaking into child processes.
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
-_DIR_FDS = (
-    _DIRECTORY != 0
-    and os.open in os.supports_dir_fd
-    and os.mkdir in os.supports_dir_fd
-    and os.rename in os.supports_dir_fd
-    and os.stat in os.supports_dir_fd
-    and os.unlink in os.supports_dir_fd
-)
-
-
 class SkillWriter:
     """Writes skill bundles where ``config.output`` says.
 
@@ -334,7 +308,7 @@ class SkillWriter:
         destination = self._config.s3_destination
         if destination is not None:
             return self._put(destination[0], destination[1], slug, data)
-        return _write_local(os.path.expanduser(output), slug, data)
+        return write_local(os.path.expanduser(output), slug, data)
 
     def close(self) -> None:
         """Close the S3 client built here, if any (a later write builds a new one); an injected
@@ -391,114 +365,3 @@ def _s3_problem(exc: BaseException, bucket: str) -> str:
     if name in ("EndpointConnectionError", "ConnectionClosedError", "ConnectTimeoutError"):
         return f"cannot reach the S3 endpoint ({name})"
     return f"S3 request failed ({name})"
-
-
-def _write_local(output: str, slug: str, data: bytes) -> str:
-    """Write ``data`` to ``<realpath(output)>/<slug>/SKILL.md`` atomically, never through a
-    symlink; the path written."""
-    try:
-        os.makedirs(output, exist_ok=True)
-        folder = os.path.realpath(output)
-    except (OSError, ValueError) as exc:
-        raise SkillWriteError(
-            f"cannot create the skills folder {output}: {_os_problem(exc)}"
-        ) from None
-    skill_dir = os.path.join(folder, slug)
-    target = os.path.join(skill_dir, SKILL_FILE)
-    # Defence in depth: the slug cannot name anything else, but check the joined path anyway.
-    if (
-        os.path.commonpath([folder, os.path.realpath(skill_dir)]) != folder
-        or os.path.dirname(skill_dir) != folder
-    ):
-        raise SkillWriteError(f"cannot write {target}: it is outside the skills folder")
-    try:
-        if _DIR_FDS:
-            _write_with_dir_fds(folder, slug, data, target)
-        else:  # platforms without dir_fd support (Windows)
-            _write_by_path(skill_dir, data, target)
-    except SkillWriteError:
-        raise
-    except OSError as exc:
-        raise SkillWriteError(f"cannot write {target}: {_os_problem(exc)}") from None
-    return target
-
-
-def _write_with_dir_fds(folder: str, slug: str, data: bytes, target: str) -> None:
-    """Every step relative to an opened folder, with O_NOFOLLOW: a symlink swapped in after a
-    check cannot redirect the write."""
-    folder_fd = os.open(folder, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
-    try:
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(slug, dir_fd=folder_fd)
-        try:
-            dir_fd = os.open(
-                slug, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=folder_fd
-            )
-        except OSError as exc:
-            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                raise SkillWriteError(
-                    f"cannot write {target}: {os.path.dirname(target)} is a symlink or not a folder"
-                ) from None
-            raise
-        try:
-            _refuse_symlink(SKILL_FILE, dir_fd, target)
-            tmp = f".{SKILL_FILE}.{secrets.token_hex(8)}.tmp"
-            fd = os.open(
-                tmp,
-                os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC,
-                0o666,
-                dir_fd=dir_fd,
-            )
-            try:
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(data)
-                    handle.flush()
-                    os.fsync(handle.fileno())
-                os.replace(tmp, SKILL_FILE, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp, dir_fd=dir_fd)
-                raise
-        finally:
-            os.close(dir_fd)
-    finally:
-        os.close(folder_fd)
-
-
-def _refuse_symlink(name: str, dir_fd: int, target: str) -> None:
-    """A symlink where the bundle goes was planted there: refuse it (replacing it would be
-    safe, but it says something is wrong with the folder)."""
-    try:
-        info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-    except FileNotFoundError:
-        return
-    if stat.S_ISLNK(info.st_mode):
-        raise SkillWriteError(f"cannot write {target}: a symlink stands there")
-
-
-def _write_by_path(skill_dir: str, data: bytes, target: str) -> None:
-    """The same steps by path, where ``dir_fd`` is not supported."""
-    if os.path.islink(skill_dir):
-        raise SkillWriteError(f"cannot write {target}: {skill_dir} is a symlink or not a folder")
-    os.makedirs(skill_dir, exist_ok=True)
-    if os.path.islink(target):
-        raise SkillWriteError(f"cannot write {target}: a symlink stands there")
-    tmp = os.path.join(skill_dir, f".{SKILL_FILE}.{secrets.token_hex(8)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def _os_problem(exc: BaseException) -> str:
-    """An OS error in words, without repeating the path it quotes."""
-    if isinstance(exc, OSError) and exc.strerror:
-        return exc.strerror
-    return type(exc).__name__

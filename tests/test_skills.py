@@ -365,9 +365,9 @@ def test_symlinked_skill_file_is_refused(tmp_path: Path) -> None:
 
 def test_path_fallback_without_dir_fds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Where os.open has no dir_fd (Windows), the same checks are made by path.
-    import memreader.skills as skills
+    import memreader.skill_files as skill_files
 
-    monkeypatch.setattr(skills, "_DIR_FDS", False)
+    monkeypatch.setattr(skill_files, "_DIR_FDS", False)
     folder = tmp_path / "skills"
     writer = SkillWriter(SkillsConfig(output=str(folder)))
     where = writer.write(_skill(name="../x"))
