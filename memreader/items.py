@@ -88,7 +88,8 @@ class TextualMemoryItemMetadata(BaseModel):
 
     ``RawFileMemory`` items (a document chunk kept verbatim in fine mode) are chained in document
     order by ``preceding_id`` and ``following_id``, and ``summary_ids`` names the fine items
-    extracted from the chunk.
+    extracted from the chunk. Items made by ``fine_transfer_simple_mem`` name the stored item
+    they were refined from in ``refined_from``.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -108,6 +109,7 @@ class TextualMemoryItemMetadata(BaseModel):
     preceding_id: str | None = None
     following_id: str | None = None
     summary_ids: list[str] = Field(default_factory=list)
+    refined_from: str | None = None
     created_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
 
     @field_validator("created_at")

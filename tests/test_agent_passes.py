@@ -330,4 +330,5 @@ def test_passes_work_in_refinement(llm_server: LLMTestServer) -> None:
         llm_server, passes=["extract", "tool", "preference"]
     ).fine_transfer_simple_mem(fast[0], report=report)
     assert by_type(refined, MemoryType.TOOL_TRAJECTORY) and by_type(refined, MemoryType.PREFERENCE)
+    assert {i.metadata.refined_from for i in refined} == {fast[0][0].id}, "each points back"
     assert report.passes["tool"].calls == 1

@@ -329,6 +329,7 @@ class PassItems(Step):
         for index, fw in enumerate(state.fine_windows):
             fw.report.pass_errors.extend(made.errors.get(index, ()))
             for item in made.items.get(index, ()):
+                item.metadata.refined_from = fw.refined_from
                 state.items[fw.position].append(item)
                 state.emitted.append((item, fw.report))
 

@@ -149,6 +149,8 @@ class FineItems(PerWindowStep):
         size = len(state.stored_items) if state.mode == "refine" else len(state.windows)
         result: list[list[TextualMemoryItem]] = [[] for _ in range(size)]
         for fw, items in zip(state.fine_windows, built, strict=True):
+            for item in items:
+                item.metadata.refined_from = fw.refined_from
             result[fw.position].extend(items)
             state.emitted.extend((item, fw.report) for item in items)
         state.items = result

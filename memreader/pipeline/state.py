@@ -69,6 +69,8 @@ class FineWindow:
     # with the LLM passes, so the first calls start before the last window is prepared).
     input: WindowInput = field(default_factory=lambda: WindowInput([], {}, "en"))
     sources: list[SourceMessage] = field(default_factory=list)
+    #: Refinement: the id of the stored item this window is.
+    refined_from: str | None = None
 
 
 @dataclass(eq=False)

@@ -275,6 +275,7 @@ class RefineInput(Step):
                     report=entry,
                     custom_tags=tags,
                     info=info,
+                    refined_from=item.id,
                 )
             )
         state.fine_windows = fine_windows
