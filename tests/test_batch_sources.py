@@ -1,0 +1,553 @@
+"""The inputs of batch jobs: discovery (files, folders, globs, S3 prefixes), hashing, and lazy
+reading of every format into batches and bad records, in bounded memory for JSONL."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import re
+import shutil
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memreader.batch.job import JobConfig
+from memreader.batch.sources import BadRecord, Batch, InputRef, Sources
+from memreader.datasets import load_memorybank
+from memreader.errors import ConfigError, InputError
+from tests.s3_server import moto_s3
+
+__all__ = ["moto_s3"]  # the fixture, imported for its side of pytest
+
+MEMORYBANK = Path(__file__).resolve().parents[2] / "shared" / "data" / "memorybank"
+
+
+def _job(base: Path, *inputs: dict[str, Any], **changes: Any) -> JobConfig:
+    data: dict[str, Any] = {
+        "inputs": list(inputs),
+        "output": {"path": "out"},
+        "base_dir": str(base),
+        **changes,
+    }
+    return JobConfig.model_validate(data)
+
+
+def _read_all(sources: Sources, ref: InputRef) -> tuple[list[Batch], list[BadRecord]]:
+    batches: list[Batch] = []
+    bad: list[BadRecord] = []
+    for unit in sources.read(ref):
+        (batches if isinstance(unit, Batch) else bad).append(unit)  # type: ignore[arg-type]
+    return batches, bad
+
+
+def _only(base: Path, spec: dict[str, Any], **changes: Any) -> tuple[Sources, InputRef]:
+    sources = Sources(_job(base, spec, **changes))
+    (ref,) = sources.discover()
+    return sources, ref
+
+
+def _scene(text: str) -> list[dict[str, str]]:
+    return [{"role": "user", "content": text}, {"role": "assistant", "content": "ok"}]
+
+
+def _write_jsonl(path: Path, records: list[Any]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+# --- discovery ---------------------------------------------------------------------------------
+
+
+def test_discover_files_folders_globs(tmp_path: Path) -> None:
+    (tmp_path / "chats" / "sub").mkdir(parents=True)
+    for name in ("chats/b.jsonl", "chats/a.jsonl", "chats/sub/c.jsonl", "chats/.hidden.jsonl"):
+        _write_jsonl(tmp_path / name, [_scene("x")])
+    (tmp_path / "chats" / "notes.txt").write_text("n")
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.jsonl"
+    _write_jsonl(outside, [_scene("y")])
+    try:
+        job = _job(
+            tmp_path,
+            {"path": "chats/a.jsonl"},
+            {"path": "chats"},
+            {"path": "chats/**/*.jsonl"},  # all already found: deduplicated
+            {"path": str(outside)},
+        )
+        refs = Sources(job).discover()
+    finally:
+        outside.unlink()
+    assert [(r.key, r.spec_index) for r in refs] == [
+        ("chats/a.jsonl", 0),
+        ("chats/b.jsonl", 1),
+        ("chats/notes.txt", 1),
+        ("chats/sub/c.jsonl", 1),
+        (str(outside), 3),
+    ]
+    assert all(os.path.isabs(r.location) for r in refs)
+    assert refs[0].size == (tmp_path / "chats" / "a.jsonl").stat().st_size
+    # A glob alone: sorted, recursive, files only.
+    refs = Sources(_job(tmp_path, {"path": "chats/**/*.jsonl"})).discover()
+    assert [r.key for r in refs] == ["chats/a.jsonl", "chats/b.jsonl", "chats/sub/c.jsonl"]
+
+
+@pytest.mark.parametrize(
+    ("path", "message"),
+    [
+        ("x/*.json", "inputs.1: no file matches 'x/*.json'"),
+        ("missing.jsonl", "inputs.1: no such file or folder 'missing.jsonl'"),
+        ("empty", "inputs.1: no file in folder 'empty'"),
+    ],
+)
+def test_discover_nothing_is_an_error(tmp_path: Path, path: str, message: str) -> None:
+    _write_jsonl(tmp_path / "a.jsonl", [_scene("x")])
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError) as info:
+        Sources(_job(tmp_path, {"path": "a.jsonl"}, {"path": path})).discover()
+    assert str(info.value) == message
+
+
+def test_format_must_fit_the_job_type(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"inputs\.0\.format"):
+        Sources(_job(tmp_path, {"path": "a.pdf", "format": "document"}))
+    with pytest.raises(ConfigError, match=r"inputs\.0\.format"):
+        Sources(_job(tmp_path, {"path": "a.json", "format": "json"}, type="doc"))
+    (tmp_path / "a.pdf").write_bytes(b"%PDF")
+    sources, ref = _only(tmp_path, {"path": "a.pdf"})
+    with pytest.raises(InputError, match=r"a\.pdf: not a chat input"):
+        list(sources.read(ref))
+
+
+# --- JSONL -------------------------------------------------------------------------------------
+
+
+def test_jsonl_bad_line_is_recorded_and_reading_goes_on(tmp_path: Path) -> None:
+    path = tmp_path / "chat.jsonl"
+    lines = [
+        json.dumps(_scene("one")),
+        "",  # blank: no scene, but counted as a line
+        "{not json",
+        json.dumps({"messages": _scene("two"), "extra": 1}),
+        json.dumps([{"role": "robot", "content": "x"}]),
+        json.dumps(42),
+        json.dumps(_scene("three")),
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    sources, ref = _only(tmp_path, {"path": "chat.jsonl"})
+    units = list(sources.read(ref))
+    assert [type(u).__name__ for u in units] == [
+        "Batch",
+        "BadRecord",
+        "Batch",
+        "BadRecord",
+        "BadRecord",
+        "Batch",
+    ]
+    first, bad_json, second, bad_role, bad_shape, third = units
+    assert isinstance(first, Batch) and isinstance(second, Batch) and isinstance(third, Batch)
+    assert first.scene_data == [_scene("one")] and first.labels == ["line 1"]
+    assert first.info == {"user_id": "chat", "session_id": "chat"}
+    assert bad_json == BadRecord(1, "line 3", "InvalidSceneError", bad_json.message)  # type: ignore[arg-type]
+    assert bad_json.message.startswith("not JSON")  # type: ignore[union-attr]
+    assert (second.first_scene, second.labels, second.scene_data) == (
+        2,
+        ["line 4"],
+        [_scene("two")],
+    )
+    assert isinstance(bad_role, BadRecord)
+    assert (bad_role.scene, bad_role.label, bad_role.reason) == (3, "line 5", "UnknownRoleError")
+    assert bad_role.message.startswith("message 0: unknown role 'robot'")
+    assert isinstance(bad_shape, BadRecord) and bad_shape.reason == "InvalidSceneError"
+    assert (third.first_scene, third.labels) == (5, ["line 7"])
+
+
+def test_jsonl_mapped_records(tmp_path: Path) -> None:
+    records = [
+        {
+            "conv": "c1",
+            "turns": [
+                {"who": "Alice", "said": "I moved to Lyon.", "at": "2024-03-01 10:00"},
+                {"who": "bot", "said": "Nice!"},
+                {"who": "assistant", "said": "Anything else?"},
+            ],
+        }
+    ]
+    _write_jsonl(tmp_path / "m.jsonl", records)
+    mapping = {
+        "messages": "turns",
+        "role": "who",
+        "content": "said",
+        "time": "at",
+        "roles": {"bot": "assistant"},
+    }
+    sources, ref = _only(tmp_path, {"path": "m.jsonl", "mapping": mapping})
+    (batch,), bad = _read_all(sources, ref)
+    assert bad == []
+    assert batch.scene_data == [
+        [
+            {
+                "role": "user",
+                "name": "Alice",
+                "content": "I moved to Lyon.",
+                "chat_time": "2024-03-01 10:00",
+            },
+            {"role": "assistant", "name": "bot", "content": "Nice!"},
+            {"role": "assistant", "content": "Anything else?"},
+        ]
+    ]
+    # A message without the mapped content key is a bad record naming it.
+    _write_jsonl(tmp_path / "m.jsonl", [{"turns": [{"who": "Alice"}]}])
+    _, bad = _read_all(sources, ref)
+    assert [(b.reason, b.message) for b in bad] == [
+        ("InvalidMessageError", "message 0: message has no 'said' key")
+    ]
+
+
+def test_jsonl_ids_from_field_file_name_constant(tmp_path: Path) -> None:
+    records = [
+        {"user": "u1", "conv": "s1", "messages": _scene("a")},
+        {"user": "u1", "conv": "s1", "messages": _scene("b")},
+        {"user": "u2", "conv": 7, "messages": _scene("c")},
+        {"conv": "s3", "messages": _scene("d")},  # no user: a bad record
+        {"user": "u2", "conv": 7, "messages": _scene("e")},
+    ]
+    _write_jsonl(tmp_path / "people.jsonl", records)
+    spec = {
+        "path": "people.jsonl",
+        "user_id": {"from": "field", "field": "user"},
+        "session_id": {"from": "field", "field": "conv"},
+    }
+    sources, ref = _only(tmp_path, spec)
+    units = list(sources.read(ref))
+    assert [(u.info, u.first_scene, u.labels) if isinstance(u, Batch) else u for u in units] == [
+        ({"user_id": "u1", "session_id": "s1"}, 0, ["line 1", "line 2"]),
+        ({"user_id": "u2", "session_id": "7"}, 2, ["line 3"]),
+        BadRecord(3, "line 4", "InvalidInfoError", "user_id: the record has no 'user' field"),
+        ({"user_id": "u2", "session_id": "7"}, 4, ["line 5"]),
+    ]
+    spec = {
+        "path": "people.jsonl",
+        "user_id": {"from": "constant", "value": "team"},
+        "session_id": {"from": "file_name"},
+    }
+    sources, ref = _only(tmp_path, spec)
+    (batch,), bad = _read_all(sources, ref)
+    assert bad == [] and batch.info == {"user_id": "team", "session_id": "people"}
+    assert len(batch.scene_data) == 5
+
+
+def test_batches_follow_scenes_per_call(tmp_path: Path) -> None:
+    _write_jsonl(tmp_path / "c.jsonl", [_scene(str(i)) for i in range(7)])
+    sources, ref = _only(tmp_path, {"path": "c.jsonl"}, scenes_per_call=3)
+    batches, bad = _read_all(sources, ref)
+    assert bad == []
+    assert [(b.first_scene, len(b.scene_data)) for b in batches] == [(0, 3), (3, 3), (6, 1)]
+    assert batches[1].labels == ["line 4", "line 5", "line 6"]
+    assert batches[1].scene_data[0] == _scene("3")
+
+
+def test_jsonl_streams_in_bounded_memory(tmp_path: Path) -> None:
+    path = tmp_path / "big.jsonl"
+    filler = "x" * 2000
+    with path.open("w", encoding="utf-8") as handle:
+        for i in range(10_000):
+            handle.write(json.dumps(_scene(f"{i} {filler}")) + "\n")
+    size = path.stat().st_size
+    assert size > 20_000_000
+    sources, ref = _only(tmp_path, {"path": "big.jsonl"})
+    scenes = 0
+    tracemalloc.start()
+    try:
+        for unit in sources.read(ref):
+            assert isinstance(unit, Batch)
+            scenes += len(unit.scene_data)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert scenes == 10_000
+    assert peak < 5_000_000, peak
+
+
+def test_long_line_is_a_bad_record_not_held(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import memreader.batch.sources as sources_module
+
+    monkeypatch.setattr(sources_module, "MAX_LINE_BYTES", 100)
+    path = tmp_path / "c.jsonl"
+    path.write_text(
+        json.dumps(_scene("a"))
+        + "\n"
+        + json.dumps(_scene("b" * 500))
+        + "\n"
+        + json.dumps(_scene("c")),
+        encoding="utf-8",
+    )
+    sources, ref = _only(tmp_path, {"path": "c.jsonl"})
+    units = list(sources.read(ref))
+    assert [u.labels if isinstance(u, Batch) else u.label for u in units] == [
+        ["line 1"],
+        "line 2",
+        ["line 3"],
+    ]
+    assert isinstance(units[1], BadRecord) and units[1].message == "over 100 bytes"
+
+
+def test_max_bytes_is_enforced_before_reading(tmp_path: Path) -> None:
+    _write_jsonl(tmp_path / "c.jsonl", [_scene("a")])
+    (tmp_path / "c.json").write_text(json.dumps([_scene("a")]))
+    for name in ("c.jsonl", "c.json"):
+        sources, ref = _only(tmp_path, {"path": name, "max_bytes": 10})
+        with pytest.raises(InputError, match=f"{name}: .*over the limit of 10"):
+            list(sources.read(ref))
+
+
+def test_lines_give_every_line(tmp_path: Path) -> None:
+    (tmp_path / "items.jsonl").write_bytes(b'\xef\xbb\xbf{"a": 1}\n\n{"b": \xff}\n')
+    sources, ref = _only(tmp_path, {"path": "items.jsonl"})
+    assert list(sources.lines(ref)) == ['{"a": 1}', "", '{"b": \ufffd}']
+
+
+# --- JSON, MemoryBank, LoCoMo, documents -------------------------------------------------------
+
+
+def test_json_list_of_scenes_and_flat_scene(tmp_path: Path) -> None:
+    (tmp_path / "list.json").write_text(
+        json.dumps([_scene("a"), {"messages": _scene("b")}, "just text", {"no": "messages"}])
+    )
+    sources, ref = _only(tmp_path, {"path": "list.json"})
+    units = list(sources.read(ref))
+    assert isinstance(units[0], Batch)
+    assert units[0].scene_data == [_scene("a"), _scene("b"), "just text"]
+    assert units[0].labels == ["scene 0", "scene 1", "scene 2"]
+    assert isinstance(units[1], BadRecord)
+    assert (units[1].scene, units[1].reason) == (3, "InvalidSceneError")
+
+    (tmp_path / "flat.json").write_text(json.dumps(_scene("flat")))
+    sources, ref = _only(tmp_path, {"path": "flat.json", "format": "json"})
+    (batch,), bad = _read_all(sources, ref)
+    assert bad == [] and batch.scene_data == [_scene("flat")] and batch.labels == ["scene 0"]
+
+    (tmp_path / "broken.json").write_text("[1, 2")
+    sources, ref = _only(tmp_path, {"path": "broken.json"})
+    with pytest.raises(InputError, match=r"broken\.json: not JSON"):
+        list(sources.read(ref))
+
+
+def test_memorybank_real_file(tmp_path: Path) -> None:
+    source = MEMORYBANK / "memory_bank_en.json"
+    if not source.exists():
+        pytest.skip("shared/data/memorybank is not there")
+    shutil.copy(source, tmp_path / "memory_bank_en.json")
+    expected = load_memorybank(source)
+    sources, ref = _only(tmp_path, {"path": "memory_bank_en.json"}, scenes_per_call=4)
+    batches, bad = _read_all(sources, ref)
+    assert bad == []
+    raw = json.loads(source.read_text(encoding="utf-8"))
+    users = [u.strip() for u in raw]
+    assert len(users) == 15
+    assert sorted({b.info["user_id"] for b in batches}) == sorted(users)
+    for user_key, user in zip(raw, users, strict=True):
+        mine = [b for b in batches if b.info["user_id"] == user]
+        assert all(b.info == {"user_id": user, "session_id": f"memorybank:{user}"} for b in mine)
+        assert all(len(b.scene_data) <= 4 for b in mine)
+        assert [s for b in mine for s in b.scene_data] == expected[str(user_key)]
+        # A day without pairs (John Zhang has one) is no scene.
+        days = [day for day, pairs in raw[user_key]["history"].items() if pairs]
+        assert [label for b in mine for label in b.labels] == [
+            f"user {user}, day {day}" for day in days
+        ]
+    assert sum(len(b.scene_data) for b in batches) == 149  # 150 days, one without pairs
+    firsts = [b.first_scene for b in batches]
+    assert firsts[0] == 0 and firsts == sorted(firsts)
+
+    # Ids the spec sets override MemoryBank's own: a record's field, the file name.
+    spec = {
+        "path": "memory_bank_en.json",
+        "format": "memorybank",
+        "user_id": {"from": "field", "field": "name"},
+        "session_id": {"from": "file_name"},
+    }
+    sources, ref = _only(tmp_path, spec)
+    batches, bad = _read_all(sources, ref)
+    assert bad == []
+    first_user = next(iter(raw.values()))
+    assert batches[0].info == {"user_id": first_user["name"], "session_id": "memory_bank_en"}
+
+
+def test_memorybank_bad_day_is_a_record(tmp_path: Path) -> None:
+    data = {
+        "Ann": {"history": {"2023-01-01": [{"query": "hi", "response": "hello"}], "2023-01-02": 5}},
+        "Bob": {"history": {"2023-01-03": [{"query": "yo", "response": "hey"}]}},
+    }
+    (tmp_path / "mb.json").write_text(json.dumps(data))
+    sources, ref = _only(tmp_path, {"path": "mb.json", "format": "memorybank"})
+    units = list(sources.read(ref))
+    assert [u.labels if isinstance(u, Batch) else (u.scene, u.label) for u in units] == [
+        ["user Ann, day 2023-01-01"],
+        (1, "user Ann, day 2023-01-02"),
+        ["user Bob, day 2023-01-03"],
+    ]
+
+
+def _locomo_sample(sample_id: str) -> dict[str, Any]:
+    return {
+        "sample_id": sample_id,
+        "qa": [{"question": "Where?", "answer": "Lyon"}],
+        "conversation": {
+            "speaker_a": "Caroline",
+            "speaker_b": "Melanie",
+            "session_10": [{"speaker": "Caroline", "text": "Late one.", "dia_id": "D10:1"}],
+            "session_10_date_time": "9:00 am on 1 June, 2023",
+            "session_2": [
+                {"speaker": "Melanie", "text": "How was Lyon?", "dia_id": "D2:1"},
+                {"speaker": "Caroline", "text": "Lovely.", "dia_id": "D2:2"},
+            ],
+            "session_2_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [{"speaker": "Caroline", "text": "I moved to Lyon.", "dia_id": "D1:1"}],
+            "session_1_date_time": "1:00 pm on 1 May, 2023",
+        },
+    }
+
+
+def test_locomo(tmp_path: Path) -> None:
+    broken = _locomo_sample("conv-2")
+    broken["conversation"]["session_1"] = [{"speaker": "Caroline"}]
+    (tmp_path / "locomo10.json").write_text(json.dumps([_locomo_sample("conv-1"), broken]))
+    sources, ref = _only(tmp_path, {"path": "locomo10.json"})
+    units = list(sources.read(ref))
+    first = units[0]
+    assert isinstance(first, Batch)
+    assert first.info == {"user_id": "conv-1", "session_id": "locomo:conv-1"}
+    assert first.labels == [
+        "sample conv-1, session_1",
+        "sample conv-1, session_2",
+        "sample conv-1, session_10",
+    ]
+    assert first.scene_data[1] == [
+        {
+            "role": "assistant",
+            "name": "Melanie",
+            "content": "How was Lyon?",
+            "chat_time": "1:56 pm on 8 May, 2023",
+            "message_id": "D2:1",
+        },
+        {
+            "role": "user",
+            "name": "Caroline",
+            "content": "Lovely.",
+            "chat_time": "1:56 pm on 8 May, 2023",
+            "message_id": "D2:2",
+        },
+    ]
+    bad = units[1]
+    assert isinstance(bad, BadRecord)
+    assert (bad.scene, bad.label, bad.reason) == (
+        3,
+        "sample conv-2, session_1",
+        "InvalidMessageError",
+    )
+    second = units[2]
+    assert isinstance(second, Batch)
+    assert (second.first_scene, second.info["user_id"]) == (4, "conv-2")
+
+    # One sample (not a list), roles mapped, user from the file name.
+    (tmp_path / "one.json").write_text(json.dumps(_locomo_sample("conv-9")))
+    spec = {
+        "path": "one.json",
+        "format": "locomo",
+        "user_id": {"from": "file_name"},
+        "mapping": {"roles": {"Caroline": "assistant", "Melanie": "user"}},
+    }
+    sources, ref = _only(tmp_path, spec)
+    (batch,), _ = _read_all(sources, ref)
+    assert batch.info == {"user_id": "one", "session_id": "locomo:conv-9"}
+    assert batch.scene_data[0][0]["role"] == "assistant"
+
+
+def test_documents(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "report.pdf").write_bytes(b"%PDF-1.4 tiny")
+    (tmp_path / "docs" / "notes.md").write_text("# Notes\n")
+    job = _job(
+        tmp_path, {"path": "docs", "user_id": {"from": "constant", "value": "u"}}, type="doc"
+    )
+    sources = Sources(job)
+    refs = sources.discover()
+    assert [r.key for r in refs] == ["docs/notes.md", "docs/report.pdf"]
+    (batch,), bad = _read_all(sources, refs[1])
+    assert bad == []
+    assert batch.info == {"user_id": "u", "session_id": "report"}
+    (document,) = batch.scene_data
+    assert document == [
+        {
+            "type": "file",
+            "file": {
+                "file_data": base64.b64encode(b"%PDF-1.4 tiny").decode(),
+                "filename": "report.pdf",
+            },
+        }
+    ]
+    big = _job(tmp_path, {"path": "docs/report.pdf", "max_bytes": 5}, type="doc")
+    sources = Sources(big)
+    with pytest.raises(InputError, match="over the limit of 5"):
+        list(sources.read(sources.discover()[0]))
+
+
+def test_content_hash(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    data = os.urandom(3 * 1024 * 1024 + 17)
+    path.write_bytes(data)
+    sources, ref = _only(tmp_path, {"path": "c.jsonl"})
+    assert sources.content_hash(ref) == hashlib.sha256(data).hexdigest()
+    path.write_bytes(data + b"\n")
+    assert sources.content_hash(ref) == hashlib.sha256(data + b"\n").hexdigest()
+
+
+# --- S3 ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(60)
+def test_s3_discovery_and_reading(moto_s3: str, tmp_path: Path) -> None:
+    boto3 = pytest.importorskip("boto3")
+    client = boto3.client("s3", endpoint_url=moto_s3, region_name="us-east-1")
+    client.create_bucket(Bucket="corpus")
+    body = "\n".join([json.dumps(_scene("one")), "oops", json.dumps(_scene("two"))]) + "\n"
+    objects = {
+        "chats/b.jsonl": body,
+        "chats/a/x.jsonl": json.dumps(_scene("x")),
+        "chats/folder/": "",
+        "chats-old/z.jsonl": json.dumps(_scene("z")),
+    }
+    for key, text in objects.items():
+        client.put_object(Bucket="corpus", Key=key, Body=text.encode())
+    s3 = {"endpoint_url": moto_s3, "region_name": "us-east-1", "addressing_style": "path"}
+    job = _job(tmp_path, {"path": "s3://corpus/chats"}, s3=s3)
+    sources = Sources(job)
+    try:
+        refs = sources.discover()
+        assert [(r.key, r.location, r.size) for r in refs] == [
+            (
+                "s3://corpus/chats/a/x.jsonl",
+                "s3://corpus/chats/a/x.jsonl",
+                len(objects["chats/a/x.jsonl"]),
+            ),
+            ("s3://corpus/chats/b.jsonl", "s3://corpus/chats/b.jsonl", len(body)),
+        ]
+        units = list(sources.read(refs[1]))
+        assert [u.labels if isinstance(u, Batch) else (u.label, u.reason) for u in units] == [
+            ["line 1"],
+            ("line 2", "InvalidSceneError"),
+            ["line 3"],
+        ]
+        assert isinstance(units[0], Batch) and units[0].info["user_id"] == "b"
+        assert sources.content_hash(refs[1]) == hashlib.sha256(body.encode()).hexdigest()
+        with pytest.raises(
+            InputError, match=re.escape("inputs.0: no object matches 's3://corpus/none'")
+        ):
+            Sources(_job(tmp_path, {"path": "s3://corpus/none"}), s3_client=client).discover()
+    finally:
+        sources.close()
