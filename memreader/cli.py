@@ -120,6 +120,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="also distil the `static` embedder's token vectors (about a minute on two cores)",
     )
     build.add_argument("--force", action="store_true", help="rebuild even if present and intact")
+    for name, text in (
+        ("ingest", "run a batch job: read every input of a job file into items (resumable)"),
+        ("refine", "run a refinement job: fine items from JSONL of fast items (resumable)"),
+    ):
+        job = commands.add_parser(name, help=text, description=text)
+        job.add_argument("job", help="the job file (YAML; see the README's Batch ingestion)")
+        job.add_argument(
+            "--restart", action="store_true", help="ignore the manifest: read every input again"
+        )
+        job.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
+        if name == "ingest":
+            job.add_argument(
+                "--dry-run",
+                action="store_true",
+                help="list the inputs and the windows they make, without LLM calls or embeddings",
+            )
     return parser
 
 
@@ -137,7 +153,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         stream=sys.stderr,
     )
     try:
-        return _models(args) if args.command == "models" else _read(args)
+        if args.command == "models":
+            return _models(args)
+        if args.command in ("ingest", "refine"):
+            from memreader.batch.cli import run_job_command
+
+            return run_job_command(args)
+        return _read(args)
     except MemReaderError as exc:
         _fail(f"error: {exc}")
         return EXIT_BAD_INPUT

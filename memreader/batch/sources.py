@@ -25,6 +25,7 @@ import glob
 import hashlib
 import json
 import os
+import posixpath
 import re
 import stat
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -34,7 +35,7 @@ from functools import partial
 from pathlib import PurePath, PurePosixPath
 from typing import Any, Literal, TypeVar
 
-from memreader.batch.job import FieldMapping, IdSpec, InputSpec, JobConfig
+from memreader.batch.job import JOB_FILES, FieldMapping, IdSpec, InputSpec, JobConfig
 from memreader.datasets import is_memorybank, memorybank_scenes
 from memreader.documents.s3_client import LazyS3Client
 from memreader.errors import (
@@ -356,6 +357,8 @@ class Sources:
             else:
                 found = self._discover_local(i, spec)
             for ref in found:
+                if posixpath.basename(ref.location) in JOB_FILES:
+                    continue  # a job's own manifest, errors file or summary
                 if ref.location not in seen:
                     seen.add(ref.location)
                     refs.append(ref)

@@ -1,0 +1,189 @@
+"""Batch job files: what to read (inputs), with which reader, in which mode, where to write
+(output) and on which engine; validated by pydantic, with ``${ENV}`` interpolation, and errors
+that name the key at fault (``inputs.0.format: ...``).
+
+>>> job = JobConfig.model_validate(
+...     {"inputs": [{"path": "chats/*.jsonl"}], "output": {"path": "out"}})
+>>> job.inputs[0].format, job.engine.kind, job.output.format
+('auto', 'local', 'jsonl')
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from memreader.config import interpolate_env, read_yaml_config
+from memreader.config_model import ConfigModel
+from memreader.documents.sources_config import S3Config
+from memreader.errors import ConfigError
+
+__all__ = [
+    "ERRORS_FILE",
+    "JOB_FILES",
+    "MANIFEST_FILE",
+    "SUMMARY_FILE",
+    "EngineSpec",
+    "FieldMapping",
+    "IdSpec",
+    "InputFormat",
+    "InputSpec",
+    "JobConfig",
+    "OutputSpec",
+    "load_job",
+]
+
+#: The files a job writes next to its items; never taken for inputs (a refinement job reads an
+#: ingest job's output folder).
+MANIFEST_FILE = "_manifest.json"
+ERRORS_FILE = "_errors.jsonl"
+SUMMARY_FILE = "_summary.json"
+JOB_FILES = frozenset({MANIFEST_FILE, ERRORS_FILE, SUMMARY_FILE})
+
+InputFormat = Literal["auto", "json", "jsonl", "memorybank", "locomo", "document"]
+
+
+class IdSpec(ConfigModel):
+    """How an input's ``user_id`` or ``session_id`` is derived: a field of the record
+    (``from: field``, ``field: user``), the input's file name without extension
+    (``from: file_name``), or a constant (``from: constant``, ``value: u1``)."""
+
+    source: Literal["field", "file_name", "constant"] = Field(default="file_name", alias="from")
+    field: str | None = None
+    value: str | None = None
+
+    @model_validator(mode="after")
+    def _complete(self) -> IdSpec:
+        if self.source == "field" and not self.field:
+            raise ValueError("from: field needs `field` (the record's key)")
+        if self.source == "constant" and not self.value:
+            raise ValueError("from: constant needs a non-empty `value`")
+        return self
+
+
+class FieldMapping(ConfigModel):
+    """Where the messages of a record are, and which keys of a message hold its role, text and
+    time (for JSON/JSONL layouts that are not OpenAI-style scenes). ``messages: null``: the
+    record itself is the list of messages. ``roles`` maps the layout's role (or speaker) values
+    to OpenAI roles; unmapped values are kept as the message's ``name`` with role ``user``."""
+
+    messages: str | None = None
+    role: str = "role"
+    content: str = "content"
+    time: str | None = "chat_time"
+    roles: dict[str, str] = Field(default_factory=dict)
+
+
+class InputSpec(ConfigModel):
+    """One entry of ``inputs``: a file, a folder (its files, recursively, sorted), a glob
+    (``data/**/*.jsonl``) or an S3 prefix (``s3://bucket/prefix``), and how to read it.
+
+    ``format``: ``json`` (a list of scenes, or one flat scene), ``jsonl`` (one scene per line:
+    a list of messages, or a record with ``mapping.messages``), ``memorybank`` (users' ``history``
+    by day: one scene per day), ``locomo`` (``session_N`` lists with ``session_N_date_time``),
+    ``document`` (each file one document), or ``auto`` (by extension, and MemoryBank/LoCoMo by
+    shape).
+
+    ``user_id`` and ``session_id`` (see :class:`IdSpec`); unset, each format has its own: the
+    user for MemoryBank (session ``memorybank:<user>``), the sample for LoCoMo, else the file
+    name.
+    """
+
+    path: str = Field(min_length=1)
+    format: InputFormat = "auto"
+    mapping: FieldMapping | None = None
+    user_id: IdSpec | None = None
+    session_id: IdSpec | None = None
+    max_bytes: int = Field(default=1024**3 * 4, gt=0)
+
+    @field_validator("path")
+    @classmethod
+    def _no_nul(cls, value: str) -> str:
+        if "\0" in value:
+            raise ValueError("path holds a NUL character")
+        return value
+
+
+class OutputSpec(ConfigModel):
+    """Where items go: a folder or ``s3://bucket/prefix``; ``jsonl`` (one file per input, or
+    shards of about ``shard_bytes``) or ``parquet`` (needs ``pyarrow``: ``pip install
+    memreader[parquet]``). The manifest, errors file and summary go next to the items."""
+
+    path: str = Field(min_length=1)
+    format: Literal["jsonl", "parquet"] = "jsonl"
+    shard_bytes: int | None = Field(default=None, gt=0)
+
+
+class EngineSpec(ConfigModel):
+    """Where inputs run: ``local`` (``workers`` processes, each building its reader once) or
+    ``ray`` (``address``: ``auto``, ``ray://host:port`` or ``host:port`` for a cluster; none: a
+    local instance). The LLM concurrency budget of the reader config applies per worker."""
+
+    kind: Literal["local", "ray"] = "local"
+    workers: int = Field(default=1, ge=1, le=1024)
+    address: str | None = None
+
+
+class JobConfig(ConfigModel):
+    """A batch job (see the README's "Batch ingestion").
+
+    ``reader``: the reader config, inline (``backend`` and ``config``) or a path to a reader
+    YAML (relative to the job file). ``type`` and ``mode``: as in ``get_memory`` (``refine``
+    jobs take JSONL of fast items and ignore ``mode``). ``scenes_per_call``: scenes given to one
+    ``get_memory`` call (embedding batches span them). ``created_at``: stamped on every item
+    instead of the time it was made, for outputs that are byte-identical across runs.
+    """
+
+    reader: dict[str, Any] | str = Field(default_factory=dict)
+    type: Literal["chat", "doc"] = "chat"
+    mode: Literal["fast", "fine"] = "fast"
+    inputs: list[InputSpec] = Field(min_length=1)
+    output: OutputSpec
+    engine: EngineSpec = Field(default_factory=EngineSpec)
+    s3: S3Config = Field(default_factory=S3Config)
+    scenes_per_call: int = Field(default=16, ge=1, le=10_000)
+    created_at: datetime | None = None
+    tags: list[str] = Field(default_factory=list)
+    base_dir: str | None = None
+
+    @field_validator("created_at")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            raise ValueError("created_at must include a time zone (e.g. 2026-01-01T00:00:00Z)")
+        return value
+
+    def reader_config(self) -> dict[str, Any]:
+        """The reader config as a mapping (read from its file when ``reader`` is a path)."""
+        if isinstance(self.reader, str):
+            path = Path(self.reader)
+            if not path.is_absolute() and self.base_dir:
+                path = Path(self.base_dir) / path
+            return dict(interpolate_env(read_yaml_config(path), "reader"))
+        return dict(self.reader)
+
+    def resolve(self, path: str) -> str:
+        """``path`` relative to the job file's folder (URLs and absolute paths as they are)."""
+        if "://" in path or os.path.isabs(path) or not self.base_dir:
+            return path
+        return os.path.join(self.base_dir, path)
+
+
+def load_job(path: str | os.PathLike[str]) -> JobConfig:
+    """The job in the YAML file ``path``, ``${ENV}`` interpolated and validated; relative paths in
+    it are relative to the file's folder.
+
+    Raises:
+        ConfigError: the file cannot be read, is not YAML, or a key is wrong (named by its path,
+            e.g. ``inputs.0.user_id.from``).
+    """
+    data = read_yaml_config(path)
+    data = interpolate_env(data, "job")
+    if not isinstance(data, dict):  # pragma: no cover - read_yaml_config returns mappings
+        raise ConfigError(f"job {os.fspath(path)!r} must be a mapping")
+    data.setdefault("base_dir", os.path.dirname(os.path.abspath(path)))
+    return JobConfig.model_validate(data)

@@ -1,0 +1,77 @@
+"""The job's manifest: for each input, its key, the sha256 of its content and its outcome, kept
+next to the outputs (``_manifest.json``), so a job run again after a crash skips what finished
+and redoes the rest, and an input whose content changed is redone.
+
+The manifest is replaced atomically, at most about once a second while a job runs and once at
+its end: a crash loses at most the last second's records, whose inputs are then redone (their
+items have stable ids and their files are replaced whole, so nothing is duplicated).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from memreader.batch.job import MANIFEST_FILE
+from memreader.batch.runner import InputResult
+from memreader.batch.sinks import Sink
+from memreader.errors import ConfigError
+
+__all__ = ["MANIFEST", "Manifest"]
+
+MANIFEST = MANIFEST_FILE
+_VERSION = 1
+
+
+class Manifest:
+    """The records of one output location (see the module docstring)."""
+
+    def __init__(self, sink: Sink, *, restart: bool = False, every_s: float = 1.0) -> None:
+        self.sink = sink
+        self.every_s = every_s
+        self.entries: dict[str, InputResult] = {}
+        self._dirty = False
+        self._written = 0.0
+        if not restart:
+            self._load()
+
+    def _load(self) -> None:
+        text = self.sink.read_text(MANIFEST)
+        if text is None:
+            return
+        try:
+            data = json.loads(text)
+            inputs = data["inputs"]
+            if data.get("version") != _VERSION or not isinstance(inputs, dict):
+                raise ValueError("unknown manifest version")
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ConfigError(
+                f"the manifest {self.sink.location(MANIFEST)} cannot be read ({exc}); "
+                "run with --restart to ignore it"
+            ) from None
+        self.entries = {key: InputResult.from_dict(key, entry) for key, entry in inputs.items()}
+
+    def finished(self, key: str, digest: str) -> bool:
+        """Whether ``key`` with this content was read to its end (``done`` or ``failed``)."""
+        entry = self.entries.get(key)
+        return entry is not None and entry.digest == digest
+
+    def record(self, result: InputResult) -> None:
+        """Keep ``result``; written now if the last write is a second old."""
+        self.entries[result.key] = result
+        self._dirty = True
+        if time.monotonic() - self._written >= self.every_s:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the manifest if anything changed since the last write."""
+        if not self._dirty:
+            return
+        payload: dict[str, Any] = {
+            "version": _VERSION,
+            "inputs": {key: self.entries[key].to_dict() for key in sorted(self.entries)},
+        }
+        self.sink.write_text(MANIFEST, json.dumps(payload, ensure_ascii=False, indent=1))
+        self._dirty = False
+        self._written = time.monotonic()

@@ -1,0 +1,162 @@
+"""Running a job: find its inputs, skip those the manifest says are finished (same content),
+hand the rest to the engine, record each result as it comes back, and write the errors file and
+the summary next to the outputs.
+
+>>> JobSummary().exit_code
+0
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from memreader.batch.engines import run_engine
+from memreader.batch.job import ERRORS_FILE, SUMMARY_FILE, JobConfig
+from memreader.batch.manifest import Manifest
+from memreader.batch.runner import COUNTERS, InputResult
+from memreader.batch.sinks import Sink
+from memreader.batch.sources import BadRecord, Sources
+
+__all__ = ["ERRORS", "SUMMARY", "JobSummary", "dry_run", "run_job"]
+
+logger = logging.getLogger(__name__)
+
+ERRORS = ERRORS_FILE
+SUMMARY = SUMMARY_FILE
+
+
+@dataclass
+class JobSummary:
+    """What a job did: inputs found, read now, skipped (finished before, same content) and
+    failed; the counts summed over every input the manifest holds; the wall time of this run."""
+
+    inputs: int = 0
+    read: int = 0
+    skipped: int = 0
+    failed_inputs: int = 0
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTERS, 0))
+    wall_s: float = 0.0
+    messages_per_s: float = 0.0
+    outputs: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        """0 when nothing failed, 1 when an input, scene or window failed."""
+        return 1 if self.failed_inputs or self.counts.get("failures") else 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready."""
+        data = asdict(self)
+        data["exit_code"] = self.exit_code
+        return data
+
+    def lines(self) -> list[str]:
+        """The summary for a terminal."""
+        c = self.counts
+        return [
+            f"inputs {self.inputs} (read {self.read}, skipped {self.skipped}, failed "
+            f"{self.failed_inputs}); scenes {c['scenes']}, windows {c['windows']}, items "
+            f"{c['items']}",
+            f"failures {c['failures']}, fallbacks {c['fallbacks']}; LLM calls {c['llm_calls']} "
+            f"({c['prompt_tokens']} prompt + {c['completion_tokens']} completion tokens); "
+            f"embeddings {c['embeddings']}",
+            f"wall {self.wall_s:.1f} s ({self.messages_per_s:.0f} messages/s)",
+        ]
+
+
+OnResult = Callable[[InputResult], None]
+
+
+def run_job(
+    job: JobConfig,
+    *,
+    refine: bool = False,
+    restart: bool = False,
+    on_result: OnResult | None = None,
+    on_plan: Callable[[int, int], None] | None = None,
+) -> JobSummary:
+    """Run ``job`` (see the module docstring). ``on_plan(inputs_to_read, skipped)`` is called once
+    the inputs are known, ``on_result`` after each input (progress bars)."""
+    start = time.perf_counter()
+    sources = Sources(job)
+    sink = Sink(job.output, s3=job.s3, base_dir=job.base_dir)
+    try:
+        manifest = Manifest(sink, restart=restart)
+        refs = sources.discover()
+        todo = []
+        summary = JobSummary(inputs=len(refs))
+        for ref in refs:
+            digest = sources.content_hash(ref)
+            if manifest.finished(ref.key, digest):
+                summary.skipped += 1
+            else:
+                todo.append((ref, digest))
+        if on_plan is not None:
+            on_plan(len(todo), summary.skipped)
+        read_messages = 0
+        try:
+            for result in run_engine(job, todo, refine=refine):
+                manifest.record(result)
+                summary.read += 1
+                read_messages += result.counts.get("messages", 0)
+                if on_result is not None:
+                    on_result(result)
+        finally:
+            manifest.flush()
+        keys = {ref.key for ref in refs}
+        entries = [manifest.entries[k] for k in sorted(keys) if k in manifest.entries]
+        errors = []
+        for entry in entries:
+            summary.failed_inputs += entry.status == "failed"
+            summary.outputs.extend(entry.outputs)
+            for name in COUNTERS:
+                summary.counts[name] += entry.counts.get(name, 0)
+            errors.extend(entry.errors)
+        summary.wall_s = time.perf_counter() - start
+        summary.messages_per_s = read_messages / summary.wall_s if summary.wall_s else 0.0
+        sink.write_text(ERRORS, "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in errors))
+        sink.write_text(SUMMARY, json.dumps(summary.to_dict(), ensure_ascii=False, indent=1))
+        return summary
+    finally:
+        sources.close()
+        sink.close()
+
+
+def dry_run(job: JobConfig) -> list[dict[str, Any]]:
+    """What the job would read: each input with its scenes and windows, counted by the reader's
+    own windowing with no LLM call and no embedding."""
+    from memreader.factory import MemReaderConfigFactory
+    from memreader.report import ReadReport
+
+    data = job.reader_config()
+    config = dict(data.get("config") or {})
+    config["embedder"] = None
+    reader = MemReaderConfigFactory.from_dict({**data, "config": config}).build()
+    sources = Sources(job)
+    rows = []
+    try:
+        for ref in sources.discover():
+            row: dict[str, Any] = {"input": ref.key, "scenes": 0, "windows": 0, "bad_records": 0}
+            for unit in sources.read(ref):
+                if isinstance(unit, BadRecord):
+                    row["bad_records"] += 1
+                    continue
+                report = ReadReport()
+                try:
+                    reader.get_memory(unit.scene_data, type=job.type, info=unit.info, report=report)
+                except Exception as exc:  # counted, not fatal: a dry run lists what it can
+                    row["bad_records"] += len(unit.scene_data)
+                    logger.debug("dry run: %s", exc)
+                    continue
+                row["scenes"] += len(unit.scene_data)
+                row["windows"] += len(report.windows)
+            rows.append(row)
+    finally:
+        sources.close()
+        reader.close()
+    return rows

@@ -1,0 +1,275 @@
+"""One input of a batch job, read from start to end: its batches of scenes through the reader,
+its items into the sink (made visible at once on commit), and a result the driver records in
+the manifest. A :class:`Worker` builds its reader, sources and sink once and serves many inputs;
+the engines (:mod:`memreader.batch.engines`) decide where workers run.
+
+One input's failure is that input's result: a malformed record, a scene the reader refuses or a
+window that fails becomes an error entry (input, scene, window, typed reason, message) and the
+rest goes on; an input that cannot be read at all is recorded as ``failed``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from memreader.batch.job import JobConfig
+from memreader.batch.sinks import InputWriter, Sink
+from memreader.batch.sources import BadRecord, Batch, InputRef, Sources
+from memreader.errors import MemReaderError
+from memreader.items import TextualMemoryItem
+from memreader.report import ReadReport
+
+__all__ = ["COUNTERS", "InputResult", "Worker"]
+
+logger = logging.getLogger(__name__)
+
+#: What each input's result counts (summed into the job's summary).
+COUNTERS = (
+    "scenes",
+    "messages",
+    "windows",
+    "items",
+    "fallbacks",
+    "failures",
+    "llm_calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "embeddings",
+)
+
+
+@dataclass
+class InputResult:
+    """What became of one input: ``done`` (its items committed; errors may be listed) or
+    ``failed`` (nothing of it was committed: ``error`` says why)."""
+
+    key: str
+    digest: str
+    status: str = "done"
+    outputs: list[str] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTERS, 0))
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready record (the manifest's entry for this input)."""
+        return {
+            "digest": self.digest,
+            "status": self.status,
+            "outputs": self.outputs,
+            "counts": self.counts,
+            "errors": self.errors,
+            "error": self.error,
+            "seconds": round(self.seconds, 3),
+        }
+
+    @classmethod
+    def from_dict(cls, key: str, data: dict[str, Any]) -> InputResult:
+        """Back from :meth:`to_dict`."""
+        return cls(
+            key=key,
+            digest=str(data.get("digest", "")),
+            status=str(data.get("status", "failed")),
+            outputs=list(data.get("outputs") or []),
+            counts={**dict.fromkeys(COUNTERS, 0), **(data.get("counts") or {})},
+            errors=list(data.get("errors") or []),
+            error=data.get("error"),
+            seconds=float(data.get("seconds") or 0.0),
+        )
+
+
+def _error(
+    key: str, scene: int | None, window: int | None, reason: str, message: str
+) -> dict[str, Any]:
+    return {
+        "input": key,
+        "scene": scene,
+        "window": window,
+        "reason": reason,
+        "message": message[:500],
+    }
+
+
+class Worker:
+    """Reads inputs of ``job`` one at a time (see the module docstring). ``refine``: the inputs
+    are JSONL of stored fast items, refined with ``fine_transfer_simple_mem``."""
+
+    def __init__(self, job: JobConfig, *, refine: bool = False) -> None:
+        from memreader.factory import MemReaderConfigFactory
+
+        self.job = job
+        self.refine = refine
+        self.reader = MemReaderConfigFactory.from_dict(job.reader_config()).build()
+        self.sources = Sources(job)
+        self.sink = Sink(job.output, s3=job.s3, base_dir=job.base_dir)
+
+    def close(self) -> None:
+        """Close the reader's clients, the sources and the sink."""
+        self.reader.close()
+        self.sources.close()
+        self.sink.close()
+
+    def process(self, ref: InputRef, digest: str) -> InputResult:
+        """Read ``ref`` whole and commit its items; never raises for the input's own problems."""
+        start = time.perf_counter()
+        result = InputResult(ref.key, digest)
+        writer = self.sink.open_input(ref.key)
+        try:
+            units = self._refine_units(ref) if self.refine else self.sources.read(ref)
+            for unit in units:
+                if isinstance(unit, BadRecord):
+                    result.errors.append(
+                        _error(
+                            ref.key, unit.scene, None, unit.reason, f"{unit.label}: {unit.message}"
+                        )
+                    )
+                    result.counts["failures"] += 1
+                    continue
+                self._batch(unit, ref, writer, result)
+            result.outputs = writer.commit()
+        except Exception as exc:  # the input's own failure is its result; the job goes on
+            writer.discard()
+            reason = type(exc).__name__ if isinstance(exc, MemReaderError) else "InternalError"
+            if not isinstance(exc, MemReaderError):
+                logger.error("input %s failed unexpectedly", ref.key, exc_info=exc)
+            result.status, result.error = "failed", f"{reason}: {exc}"[:500]
+            result.errors.append(_error(ref.key, None, None, reason, str(exc)))
+            result.counts["failures"] += 1
+        result.seconds = time.perf_counter() - start
+        return result
+
+    # -- batches ------------------------------------------------------------------------------
+
+    def _batch(self, batch: Batch, ref: InputRef, writer: InputWriter, result: InputResult) -> None:
+        """One batch through the reader; when the reader refuses it, scene by scene so only the
+        bad scenes are lost (and recorded)."""
+        try:
+            self._call(batch.scene_data, batch, 0, ref, writer, result)
+        except MemReaderError:
+            if len(batch.scene_data) == 1:
+                self._call_one(batch, 0, ref, writer, result)
+                return
+            for k in range(len(batch.scene_data)):
+                self._call_one(batch, k, ref, writer, result)
+
+    def _call_one(
+        self, batch: Batch, k: int, ref: InputRef, writer: InputWriter, result: InputResult
+    ) -> None:
+        try:
+            self._call([batch.scene_data[k]], batch, k, ref, writer, result)
+        except MemReaderError as exc:
+            scene = batch.first_scene + k
+            result.errors.append(
+                _error(ref.key, scene, None, type(exc).__name__, f"{batch.labels[k]}: {exc}")
+            )
+            result.counts["failures"] += 1
+
+    def _call(
+        self,
+        scenes: Sequence[Any],
+        batch: Batch,
+        offset: int,
+        ref: InputRef,
+        writer: InputWriter,
+        result: InputResult,
+    ) -> None:
+        report = ReadReport()
+        if self.refine:
+            items = self.reader.fine_transfer_simple_mem(
+                list(scenes), type=self.job.type, custom_tags=self.job.tags, report=report
+            )
+        else:
+            items = self.reader.get_memory(
+                list(scenes),
+                type=self.job.type,
+                info=batch.info,
+                mode=self.job.mode,
+                custom_tags=self.job.tags,
+                report=report,
+            )
+        first = batch.first_scene + offset
+        for scene_items in items:
+            for item in scene_items:
+                writer.write(self._item_dict(item, first))
+        self._count(report, scenes, items, first, ref, result)
+
+    def _item_dict(self, item: TextualMemoryItem, first_scene: int) -> dict[str, Any]:
+        if self.job.created_at is not None:
+            item.metadata.created_at = self.job.created_at
+        data = item.to_dict()
+        if first_scene and not self.refine:
+            # Calls number scenes from 0; sources index the whole input.
+            for source in data["metadata"]["sources"]:
+                source["scene_index"] += first_scene
+        return data
+
+    def _count(
+        self,
+        report: ReadReport,
+        scenes: Sequence[Any],
+        items: list[list[TextualMemoryItem]],
+        first: int,
+        ref: InputRef,
+        result: InputResult,
+    ) -> None:
+        counts = result.counts
+        counts["scenes"] += len(scenes)
+        counts["messages"] += sum(len(s) if isinstance(s, list) else 1 for s in scenes)
+        counts["windows"] += len(report.windows)
+        made = sum(len(i) for i in items)
+        counts["items"] += made
+        counts["embeddings"] += sum(
+            1
+            for scene_items in items
+            for item in scene_items
+            if item.metadata.embedding is not None
+        )
+        for window in report.windows:
+            if window.status == "fallback":
+                counts["fallbacks"] += 1
+            if window.status == "error" or window.embedding_error:
+                counts["failures"] += 1
+                result.errors.append(
+                    _error(
+                        ref.key,
+                        window.scene_index + (0 if self.refine else first),
+                        window.window_index,
+                        "WindowError" if window.status == "error" else "EmbeddingError",
+                        window.error or window.embedding_error or "",
+                    )
+                )
+        if report.usage is not None:
+            counts["llm_calls"] += report.usage.requests
+            counts["prompt_tokens"] += report.usage.total.prompt_tokens
+            counts["completion_tokens"] += report.usage.total.completion_tokens
+
+    def _refine_units(self, ref: InputRef) -> Iterator[Batch | BadRecord]:
+        """Stored fast items (one JSON object per line), in batches of ``scenes_per_call``."""
+        pending: list[dict[str, Any]] = []
+        labels: list[str] = []
+        first = 0
+        for number, line in enumerate(self.sources.lines(ref), 1):
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+                if not isinstance(data, dict):
+                    raise ValueError(f"expected an item object, got {type(data).__name__}")
+                TextualMemoryItem.from_dict(data)
+            except ValueError as exc:
+                yield BadRecord(None, f"line {number}", "InputError", str(exc)[:300])
+                continue
+            pending.append(data)
+            labels.append(f"line {number}")
+            if len(pending) == self.job.scenes_per_call:
+                yield Batch(pending, {}, first, labels)
+                first += len(pending)
+                pending, labels = [], []
+        if pending:
+            yield Batch(pending, {}, first, labels)
