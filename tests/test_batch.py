@@ -371,3 +371,33 @@ def test_the_shipped_memorybank_job_file(tmp_path: Path) -> None:
     rows = dry_run(job)
     assert {Path(r["input"]).name for r in rows} >= {"memory_bank_en.json", "memory_bank_cn.json"}
     assert all(r["windows"] > 0 and r["bad_records"] == 0 for r in rows)
+
+
+def test_a_document_job_with_parquet_output(tmp_path: Path) -> None:
+    pyarrow_parquet = pytest.importorskip("pyarrow.parquet")
+    from .docgen import make_csv, make_docx
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "notes.docx").write_bytes(
+        make_docx(["Emily drinks oolong.", "She lives in Lisbon."])
+    )
+    (tmp_path / "docs" / "prices.csv").write_bytes(make_csv([["item", "price"], ["tea", 3]]))
+    job = load_job(
+        write_job(
+            tmp_path,
+            {
+                "type": "doc",
+                "inputs": [{"path": "docs", "format": "document"}],
+                "output": {"path": "out", "format": "parquet"},
+            },
+        )
+    )
+    summary = run_job(job)
+    assert summary.exit_code == 0 and summary.read == 2
+    tables = [pyarrow_parquet.read_table(p) for p in sorted((tmp_path / "out").glob("*.parquet"))]
+    memories = [m for t in tables for m in t.column("memory").to_pylist()]
+    assert any("Emily drinks oolong." in m for m in memories)
+    assert any("| tea | 3 |" in m for m in memories)
+    metadata = [json.loads(m) for t in tables for m in t.column("metadata").to_pylist()]
+    assert {s["doc_path"] for m in metadata for s in m["sources"]} == {"notes.docx", "prices.csv"}
+    assert all(len(e) == 16 for t in tables for e in t.column("embedding").to_pylist())
