@@ -7,6 +7,7 @@ Use the ``moto_s3`` fixture (``from tests.s3_server import moto_s3``); it yields
 from __future__ import annotations
 
 import os
+import urllib.request
 from collections.abc import Iterator
 
 import pytest
@@ -29,7 +30,13 @@ def moto_s3() -> Iterator[str]:
         moto = server_mod.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         moto.start()
         host, port = moto.get_host_and_port()
+        endpoint = f"http://{host}:{port}"
+        # moto keeps its buckets in process-wide state: start each module from none, so one
+        # module's objects never show up in another's listings.
+        urllib.request.urlopen(
+            urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"), timeout=30
+        ).close()
         try:
-            yield f"http://{host}:{port}"
+            yield endpoint
         finally:
             moto.stop()
