@@ -31,7 +31,7 @@ import yaml
 from pydantic import Field, field_validator
 
 from memreader.config_model import ConfigModel
-from memreader.documents.s3_client import LazyS3Client
+from memreader.documents.s3_client import LazyS3Client, s3_problem
 from memreader.documents.sources_config import S3Config
 from memreader.errors import SkillWriteError
 from memreader.skill_files import SKILL_FILE, write_local
@@ -329,39 +329,9 @@ class SkillWriter:
                 ContentType="text/markdown; charset=utf-8",
             )
         except Exception as exc:  # an injected client may raise anything: word it by type
-            raise SkillWriteError(f"cannot write {label}: {_s3_problem(exc, bucket)}") from None
+            raise SkillWriteError(f"cannot write {label}: {s3_problem(exc, bucket)}") from None
         return label
 
     def _s3(self, label: str) -> Any:
         """The S3 client: the injected one, or one built once from ``config.s3``."""
-        try:
-            return self._clients.get()
-        except ImportError:
-            raise SkillWriteError(
-                f"cannot write {label}: S3 output needs boto3 (pip install boto3)"
-            ) from None
-        except Exception as exc:  # botocore's configuration errors, worded by type
-            raise SkillWriteError(
-                f"cannot write {label}: cannot set up S3 ({_s3_problem(exc, '')})"
-            ) from None
-
-
-def _s3_problem(exc: BaseException, bucket: str) -> str:
-    """An S3 failure in words: the error code of an answer, else the exception's type."""
-    response = getattr(exc, "response", None)
-    if isinstance(response, dict):
-        code = str(response.get("Error", {}).get("Code", "")) or "unknown"
-        status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-        if code == "NoSuchBucket":
-            return f"no such bucket {bucket!r}"
-        if code in ("AccessDenied", "403", "Forbidden", "InvalidAccessKeyId"):
-            return f"access refused ({code})"
-        return f"S3 error {code} (HTTP {status})"
-    name = type(exc).__name__
-    if name in ("NoCredentialsError", "PartialCredentialsError"):
-        return "no usable AWS credentials were found"
-    if name == "ProfileNotFound":
-        return "the configured AWS profile does not exist"
-    if name in ("EndpointConnectionError", "ConnectionClosedError", "ConnectTimeoutError"):
-        return f"cannot reach the S3 endpoint ({name})"
-    return f"S3 request failed ({name})"
+        return self._clients.get_or_raise(SkillWriteError, f"cannot write {label}")

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from memreader.batch.job import OutputSpec
-from memreader.documents.s3_client import LazyS3Client
+from memreader.documents.s3_client import LazyS3Client, s3_code, s3_problem
 from memreader.documents.sources_config import S3Config
 from memreader.errors import ConfigError, MemReaderError
 
@@ -381,7 +381,7 @@ class Sink:
                 )
             except Exception as exc:  # an injected client may raise anything: word it by type
                 raise SinkError(
-                    f"cannot write {self.location(name)}: {_s3_problem(exc, self._bucket)}"
+                    f"cannot write {self.location(name)}: {s3_problem(exc, self._bucket)}"
                 ) from None
             return self.location(name)
         temp = self._temp_file(name)
@@ -409,10 +409,10 @@ class Sink:
                 answer = client.get_object(Bucket=self._bucket, Key=self._key(name))
                 data: bytes = answer["Body"].read()
             except Exception as exc:
-                if _s3_code(exc) in ("NoSuchKey", "404", "NotFound"):
+                if s3_code(exc) in ("NoSuchKey", "404", "NotFound"):
                     return None
                 raise SinkError(
-                    f"cannot read {self.location(name)}: {_s3_problem(exc, self._bucket)}"
+                    f"cannot read {self.location(name)}: {s3_problem(exc, self._bucket)}"
                 ) from None
         else:
             try:
@@ -471,7 +471,7 @@ class Sink:
                 temp, self._bucket, self._key(name), ExtraArgs={"ContentType": content_type}
             )
         except Exception as exc:
-            raise SinkError(f"cannot write {location}: {_s3_problem(exc, self._bucket)}") from None
+            raise SinkError(f"cannot write {location}: {s3_problem(exc, self._bucket)}") from None
         _remove_quietly(temp)
         return location
 
@@ -514,21 +514,12 @@ class Sink:
         except Exception as exc:
             raise SinkError(
                 f"cannot remove stale outputs under {self.location(stem)}: "
-                f"{_s3_problem(exc, self._bucket)}"
+                f"{s3_problem(exc, self._bucket)}"
             ) from None
 
     def _s3(self, name: str) -> Any:
         """The S3 client (built once); its setup failures worded as :class:`SinkError`."""
-        try:
-            return self._clients.get()
-        except ImportError:
-            raise SinkError(
-                f"cannot write {self.location(name)}: S3 output needs boto3 (pip install boto3)"
-            ) from None
-        except Exception as exc:  # botocore's configuration errors, worded by type
-            raise SinkError(
-                f"cannot write {self.location(name)}: cannot set up S3 ({_s3_problem(exc, '')})"
-            ) from None
+        return self._clients.get_or_raise(SinkError, f"cannot write {self.location(name)}")
 
     def _clean_temp_files(self) -> None:
         """Remove our temporary files older than a day from the output folder (a killed run's
@@ -629,39 +620,6 @@ def _text_type(name: str) -> str:
 
 def _os_problem(exc: OSError) -> str:
     return exc.strerror or type(exc).__name__
-
-
-def _s3_code(exc: BaseException) -> str:
-    """The error code of an S3 answer behind ``exc`` (boto3's upload wraps it), or ``""``."""
-    seen: BaseException | None = exc
-    for _ in range(4):
-        if seen is None:
-            break
-        response = getattr(seen, "response", None)
-        if isinstance(response, dict):
-            return str(response.get("Error", {}).get("Code", "")) or "unknown"
-        seen = seen.__cause__ or seen.__context__
-    return ""
-
-
-def _s3_problem(exc: BaseException, bucket: str) -> str:
-    """An S3 failure in words: the code of an answer, else the exception's type; never its
-    message, which may quote a presigned URL or the request's credentials."""
-    code = _s3_code(exc)
-    if code == "NoSuchBucket":
-        return f"no such bucket {bucket!r}"
-    if code in ("AccessDenied", "403", "Forbidden", "InvalidAccessKeyId", "SignatureDoesNotMatch"):
-        return f"access refused ({code})"
-    if code:
-        return f"S3 error {code}"
-    name = type(exc).__name__
-    if name in ("NoCredentialsError", "PartialCredentialsError"):
-        return "no usable AWS credentials were found"
-    if name == "ProfileNotFound":
-        return "the configured AWS profile does not exist"
-    if name in ("EndpointConnectionError", "ConnectionClosedError", "ConnectTimeoutError"):
-        return f"cannot reach the S3 endpoint ({name})"
-    return f"S3 request failed ({name})"
 
 
 def _fsync_folder(folder: str) -> None:

@@ -7,11 +7,12 @@ client used as it is. boto3 is imported only when a client is first needed.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from memreader.documents.sources_config import S3Config
 
-__all__ = ["LazyS3Client"]
+__all__ = ["LazyS3Client", "s3_code", "s3_problem"]
 
 
 class LazyS3Client:
@@ -66,6 +67,16 @@ class LazyS3Client:
                 self._built = True
             return self._client
 
+    def get_or_raise(self, error: Callable[[str], Exception], what: str) -> Any:
+        """:meth:`get`, with a missing boto3 or a configuration that cannot make a client raised
+        as ``error("<what>: <reason>")`` (worded by type, never the exception's message)."""
+        try:
+            return self.get()
+        except ImportError:
+            raise error(f"{what}: S3 needs boto3 (pip install boto3)") from None
+        except Exception as exc:  # botocore's configuration errors, worded by type
+            raise error(f"{what}: cannot set up S3 ({s3_problem(exc, '')})") from None
+
     def close(self) -> None:
         """Close the client built here, if any (a later :meth:`get` builds a new one); an
         injected client is left open."""
@@ -75,3 +86,36 @@ class LazyS3Client:
                 self._client = None
         if built and client is not None:
             client.close()
+
+
+def s3_code(exc: BaseException) -> str:
+    """The error code of an S3 answer behind ``exc`` (boto3's upload wraps it), or ``""``."""
+    seen: BaseException | None = exc
+    for _ in range(4):
+        if seen is None:
+            break
+        response = getattr(seen, "response", None)
+        if isinstance(response, dict):
+            return str(response.get("Error", {}).get("Code", "")) or "unknown"
+        seen = seen.__cause__ or seen.__context__
+    return ""
+
+
+def s3_problem(exc: BaseException, bucket: str) -> str:
+    """An S3 failure in words: the code of an answer, else the exception's type; never its
+    message, which may quote a presigned URL or the request's credentials."""
+    code = s3_code(exc)
+    if code == "NoSuchBucket":
+        return f"no such bucket {bucket!r}"
+    if code in ("AccessDenied", "403", "Forbidden", "InvalidAccessKeyId", "SignatureDoesNotMatch"):
+        return f"access refused ({code})"
+    if code:
+        return f"S3 error {code}"
+    name = type(exc).__name__
+    if name in ("NoCredentialsError", "PartialCredentialsError"):
+        return "no usable AWS credentials were found"
+    if name == "ProfileNotFound":
+        return "the configured AWS profile does not exist"
+    if name in ("EndpointConnectionError", "ConnectionClosedError", "ConnectTimeoutError"):
+        return f"cannot reach the S3 endpoint ({name})"
+    return f"S3 request failed ({name})"
