@@ -21,6 +21,7 @@ from memreader.batch.manifest import Manifest
 from memreader.batch.runner import COUNTERS, InputResult
 from memreader.batch.sinks import Sink
 from memreader.batch.sources import BadRecord, Sources
+from memreader.errors import MemReaderError
 
 __all__ = ["ERRORS", "SUMMARY", "JobSummary", "dry_run", "run_job"]
 
@@ -149,7 +150,7 @@ def dry_run(job: JobConfig) -> list[dict[str, Any]]:
                 report = ReadReport()
                 try:
                     reader.get_memory(unit.scene_data, type=job.type, info=unit.info, report=report)
-                except Exception as exc:  # counted, not fatal: a dry run lists what it can
+                except MemReaderError as exc:  # counted, not fatal: a dry run lists what it can
                     row["bad_records"] += len(unit.scene_data)
                     logger.debug("dry run: %s", exc)
                     continue
