@@ -340,64 +340,87 @@ def zip_bomb_docx(unpacked_mib: int = 1024) -> bytes:
     """
     if not 0 < unpacked_mib < 4096:
         raise ValueError("unpacked_mib must be between 1 and 4095")
-    base = make_docx(["Quarterly report.", "All figures are final."])
-    zeros = b"\0" * MIB
-    packer = zlib.compressobj(9, zlib.DEFLATED, -15)
-    block = packer.compress(zeros) + packer.flush(zlib.Z_FULL_FLUSH)
-    deflated = block * unpacked_mib + packer.flush()
-    crc = 0
-    # The CRC of all the zeros, one MiB at a time (crc32 runs at GB/s: 1 GiB in ~0.1 s).
-    for _ in range(unpacked_mib):
-        crc = zlib.crc32(zeros, crc)
-    return _append_raw_member(base, "word/media/filler.bin", deflated, unpacked_mib * MIB, crc)
+    with zipfile.ZipFile(
+        io.BytesIO(make_docx(["Quarterly report.", "All figures are final."]))
+    ) as docx:
+        members = {info.filename: docx.read(info) for info in docx.infolist()}
+    return zip_bytes(members, bomb=("word/media/filler.bin", unpacked_mib))
 
 
-def _append_raw_member(archive: bytes, name: str, deflated: bytes, size: int, crc: int) -> bytes:
-    """``archive`` with one more member whose deflated bytes are given, central directory
-    rewritten (zipfile cannot write pre-compressed data)."""
-    with zipfile.ZipFile(io.BytesIO(archive)) as source:
-        members = [(info, source.read(info)) for info in source.infolist()]
+def zip_bytes(members: dict[str, bytes], bomb: tuple[str, int] | None = None) -> bytes:
+    """A zip of ``members`` (deflated), plus optionally a member of ``bomb[1]`` MiB of zeros.
+
+    The bomb member is written by hand from one deflate block repeated (a full flush resets
+    the compressor, so every block is the same bytes): 200 MiB in about 200 KB, built in a
+    tenth of a second. It is a real, valid deflate stream with the right CRC.
+    """
+    entries: list[tuple[str, bytes, int, int]] = []  # name, deflated, size, crc
+    for name, data in members.items():
+        packer = zlib.compressobj(6, zlib.DEFLATED, -15)
+        entries.append((name, packer.compress(data) + packer.flush(), len(data), zlib.crc32(data)))
+    if bomb is not None:
+        name, mib = bomb
+        zeros = b"\0" * MIB
+        packer = zlib.compressobj(9, zlib.DEFLATED, -15)
+        block = packer.compress(zeros) + packer.flush(zlib.Z_FULL_FLUSH)
+        crc = 0
+        for _ in range(mib):
+            crc = zlib.crc32(zeros, crc)
+        entries.append((name, block * mib + packer.flush(), mib * MIB, crc))
     out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
-        for info, data in members:
-            target.writestr(info, data)
-    data = out.getvalue()
-    end = data.rfind(b"PK\x05\x06")
-    (_, _, _, count, _, central_size, central_start, _) = struct.unpack(
-        "<4s4H2LH", data[end : end + 22]
+    central = io.BytesIO()
+    for name, deflated, size, crc in entries:
+        raw_name = name.encode()
+        offset = out.tell()
+        out.write(
+            struct.pack(
+                "<4s5H3L2H",
+                b"PK\x03\x04",
+                20,
+                0,
+                8,
+                0,
+                0,
+                crc,
+                len(deflated),
+                size,
+                len(raw_name),
+                0,
+            )
+        )
+        out.write(raw_name + deflated)
+        central.write(
+            struct.pack(
+                "<4s6H3L5H2L",
+                b"PK\x01\x02",
+                20,
+                20,
+                0,
+                8,
+                0,
+                0,
+                crc,
+                len(deflated),
+                size,
+                len(raw_name),
+                0,
+                0,
+                0,
+                0,
+                0,
+                offset,
+            )
+        )
+        central.write(raw_name)
+    start = out.tell()
+    out.write(central.getvalue())
+    count = len(entries)
+    out.write(
+        struct.pack(
+            "<4s4H2LH", b"PK\x05\x06", 0, 0, count, count, len(central.getvalue()), start, 0
+        )
     )
-    body, central = data[:central_start], data[central_start : central_start + central_size]
-    raw_name = name.encode()
-    offset = len(body)
-    local = struct.pack(
-        "<4s5H3L2H", b"PK\x03\x04", 20, 0, 8, 0, 0, crc, len(deflated), size, len(raw_name), 0
-    )
-    entry = struct.pack(
-        "<4s6H3L5H2L",
-        b"PK\x01\x02",
-        20,
-        20,
-        0,
-        8,
-        0,
-        0,
-        crc,
-        len(deflated),
-        size,
-        len(raw_name),
-        0,
-        0,
-        0,
-        0,
-        0,
-        offset,
-    )
-    body += local + raw_name + deflated
-    central += entry + raw_name
-    tail = struct.pack(
-        "<4s4H2LH", b"PK\x05\x06", 0, 0, count + 1, count + 1, len(central), len(body), 0
-    )
-    return body + central + tail
+    return out.getvalue()
 
 
 def decompression_bomb_png(width: int = 20_000, height: int = 20_000) -> bytes:

@@ -18,8 +18,10 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from .background_server import BackgroundServer, OwnedServer
 
 __all__ = [
     "FetchTestServer",
@@ -37,20 +39,9 @@ logger = logging.getLogger(__name__)
 Route = Callable[["_Handler"], None]
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-    allow_reuse_address = True
-    owner: FetchTestServer
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # A client that gave up (deadline, size limit) is what these tests provoke.
-        logger.debug("fetch test server: %s ended early", client_address, exc_info=True)
-
-
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server: _Server
+    server: OwnedServer
 
     def do_GET(self) -> None:
         owner = self.server.owner
@@ -72,7 +63,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     @property
     def stopping(self) -> threading.Event:
-        return self.server.owner.stopping
+        event: threading.Event = self.server.owner.stopping
+        return event
 
     def head(self, status: int, headers: dict[str, str]) -> None:
         """Send the status line and headers."""
@@ -82,47 +74,18 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
 
 
-class FetchTestServer:
+class FetchTestServer(BackgroundServer):
     """Routes (path → :data:`Route`) served on 127.0.0.1; :attr:`hits` counts requests per path
     and :attr:`headers` keeps each request's headers."""
+
+    handler = _Handler
 
     def __init__(self) -> None:
         self.routes: dict[str, Route] = {}
         self.hits: Counter[str] = Counter()
         self.headers: list[dict[str, str]] = []
         self.lock = threading.Lock()
-        self.stopping = threading.Event()
-        self._httpd: _Server | None = None
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> FetchTestServer:
-        httpd = _Server(("127.0.0.1", 0), _Handler)
-        httpd.owner = self
-        self._httpd = httpd
-        self._thread = threading.Thread(
-            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.stopping.set()
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> FetchTestServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def port(self) -> int:
-        assert self._httpd is not None
-        return int(self._httpd.server_address[1])
+        super().__init__()
 
     def url(self, path: str, host: str = "127.0.0.1") -> str:
         return f"http://{host}:{self.port}{path}"

@@ -53,10 +53,12 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, TypeVar
 
 import pytest
+
+from .background_server import BackgroundServer, OwnedServer
 
 __all__ = [
     "EMBED_DIM",
@@ -453,24 +455,10 @@ def finishes_within(seconds: float, call: Callable[[], _T]) -> _T:
 # -- the server ------------------------------------------------------------------------------
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-    allow_reuse_address = True
-    owner: LLMTestServer
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # A client that gave up (a deadline, a reset it provoked) is routine here; socketserver
-        # would print a traceback to stderr for each one.
-        logger.debug(
-            "llm test server: connection from %s ended early", client_address, exc_info=True
-        )
-
-
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True
-    server: _Server
+    server: OwnedServer
 
     def do_POST(self) -> None:
         self.server.owner._handle(self)
@@ -485,7 +473,7 @@ class _Handler(BaseHTTPRequestHandler):
 ReplyLike = Reply | dict[str, Any] | str | Callable[[RecordedRequest], Reply]
 
 
-class LLMTestServer:
+class LLMTestServer(BackgroundServer):
     """A scripted OpenAI/Ollama server (see the module docstring).
 
     Attributes:
@@ -496,6 +484,8 @@ class LLMTestServer:
         max_in_flight: the most requests handled at once since start or :meth:`reset`.
     """
 
+    handler = _Handler
+
     def __init__(self, *, latency: float = 0.0) -> None:
         self.responder: Callable[[RecordedRequest], Reply] = default_responder
         self.latency = latency
@@ -504,51 +494,11 @@ class LLMTestServer:
         self.max_in_flight = 0
         self._script: deque[ReplyLike] = deque()
         self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._httpd: _Server | None = None
-        self._thread: threading.Thread | None = None
+        super().__init__()
 
     # -- lifecycle --
 
-    def start(self) -> LLMTestServer:
-        """Bind an ephemeral port on 127.0.0.1 and serve in a background thread."""
-        if self._httpd is not None:
-            return self
-        self._stopping.clear()
-        httpd = _Server(("127.0.0.1", 0), _Handler)
-        httpd.owner = self
-        self._httpd = httpd
-        self._thread = threading.Thread(
-            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving; delayed answers in progress are cut short."""
-        self._stopping.set()
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        self._httpd = None
-        self._thread = None
-
-    def __enter__(self) -> LLMTestServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
     # -- addresses --
-
-    @property
-    def port(self) -> int:
-        """The bound port."""
-        if self._httpd is None:
-            raise RuntimeError("server not started")
-        return int(self._httpd.server_address[1])
 
     @property
     def ollama_host(self) -> str:
@@ -647,7 +597,7 @@ class LLMTestServer:
                 logger.exception("llm test server responder failed")
                 reply = Reply(status=500, body=openai_error(f"responder failed: {exc!r}"))
             wait = self.latency + reply.delay
-            if wait > 0 and self._stopping.wait(wait):
+            if wait > 0 and self.stopping.wait(wait):
                 handler.close_connection = True
                 return
             if reply.reset:
@@ -681,7 +631,7 @@ class LLMTestServer:
         self._send(handler, head_bytes, reply.trickle if reply.slow_headers else 0.0)
         self._send(handler, payload, reply.trickle)
         interval = max(reply.trickle, 0.001)
-        while reply.endless and not self._stopping.wait(interval):
+        while reply.endless and not self.stopping.wait(interval):
             handler.wfile.write(b" ")
             handler.wfile.flush()
 
@@ -691,7 +641,7 @@ class LLMTestServer:
             handler.wfile.flush()
             return
         for i in range(len(data)):
-            if self._stopping.wait(trickle):
+            if self.stopping.wait(trickle):
                 raise ConnectionAbortedError("server stopping")
             handler.wfile.write(data[i : i + 1])
             handler.wfile.flush()

@@ -46,10 +46,12 @@ def chat_lines(n: int, tag: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_job(folder: Path, job: dict[str, Any]) -> Path:
+def write_job(folder: Path, job: dict[str, Any], name: str = "job.yaml") -> Path:
+    """``job`` as a YAML job file in ``folder`` (the hash embedder and a fixed ``created_at``
+    unless it says otherwise)."""
     job.setdefault("reader", HASH_READER)
     job.setdefault("created_at", CREATED)
-    path = folder / "job.yaml"
+    path = folder / name
     path.write_text(yaml.safe_dump(job), encoding="utf-8")
     return path
 
@@ -166,17 +168,14 @@ def test_two_local_workers_give_the_same_items_as_one(tmp_path: Path) -> None:
         (tmp_path / "in" / f"c{k}.jsonl").write_text(chat_lines(5, f"c{k}"))
     one = load_job(write_job(tmp_path, {"inputs": [{"path": "in"}], "output": {"path": "one"}}))
     run_job(one)
-    two_path = tmp_path / "two.yaml"
-    two_path.write_text(
-        yaml.safe_dump(
-            {
-                "reader": HASH_READER,
-                "created_at": CREATED,
-                "inputs": [{"path": "in"}],
-                "output": {"path": "two"},
-                "engine": {"kind": "local", "workers": 2},
-            }
-        )
+    two_path = write_job(
+        tmp_path,
+        {
+            "inputs": [{"path": "in"}],
+            "output": {"path": "two"},
+            "engine": {"kind": "local", "workers": 2},
+        },
+        "two.yaml",
     )
     summary = run_job(load_job(two_path))
     assert summary.read == 4 and summary.exit_code == 0
@@ -191,17 +190,14 @@ def test_the_ray_engine_gives_byte_identical_items(tmp_path: Path) -> None:
         (tmp_path / "in" / f"c{k}.jsonl").write_text(chat_lines(4, f"r{k}"))
     local = load_job(write_job(tmp_path, {"inputs": [{"path": "in"}], "output": {"path": "local"}}))
     run_job(local)
-    ray_job = tmp_path / "ray.yaml"
-    ray_job.write_text(
-        yaml.safe_dump(
-            {
-                "reader": HASH_READER,
-                "created_at": CREATED,
-                "inputs": [{"path": "in"}],
-                "output": {"path": "ray"},
-                "engine": {"kind": "ray", "workers": 2},
-            }
-        )
+    ray_job = write_job(
+        tmp_path,
+        {
+            "inputs": [{"path": "in"}],
+            "output": {"path": "ray"},
+            "engine": {"kind": "ray", "workers": 2},
+        },
+        "ray.yaml",
     )
     summary = run_job(load_job(ray_job))
     assert summary.read == 3 and summary.exit_code == 0
@@ -336,16 +332,14 @@ def test_refine_job_points_back_to_the_fast_items(
             },
         },
     }
-    refine = tmp_path / "refine.yaml"
-    refine.write_text(
-        yaml.safe_dump(
-            {
-                "reader": reader,
-                "created_at": CREATED,
-                "inputs": [{"path": "fast", "format": "jsonl"}],
-                "output": {"path": "fine"},
-            }
-        )
+    refine = write_job(
+        tmp_path,
+        {
+            "reader": reader,
+            "inputs": [{"path": "fast", "format": "jsonl"}],
+            "output": {"path": "fine"},
+        },
+        "refine.yaml",
     )
     result = cli("refine", str(refine), "--quiet", cwd=tmp_path)
     assert result.returncode == 0, result.stderr

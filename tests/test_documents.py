@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import io
 import os
-import struct
 import time
 import zlib
 from collections.abc import Callable
@@ -21,6 +20,7 @@ from memreader.documents.limits import DocumentLimits
 from memreader.documents.loader import convert_bytes
 
 from .conftest import HASH_EMBEDDER
+from .docgen import zip_bytes
 from .llm_server import finishes_within
 
 INFO = {"user_id": "u1", "session_id": "s1"}
@@ -60,82 +60,6 @@ def docx_xml(*paragraphs: str) -> str:
         '<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="http://schemas.'
         f'openxmlformats.org/wordprocessingml/2006/main"><w:body>{body}</w:body></w:document>'
     )
-
-
-def zip_bytes(members: dict[str, bytes], bomb: tuple[str, int] | None = None) -> bytes:
-    """A zip of ``members`` (deflated), plus optionally a member of ``bomb[1]`` MiB of zeros.
-
-    The bomb member is written by hand from one deflate block repeated (a full flush resets
-    the compressor, so every block is the same bytes): 200 MiB in about 200 KB, built in a
-    tenth of a second. It is a real, valid deflate stream with the right CRC.
-    """
-    entries: list[tuple[str, bytes, int, int]] = []  # name, deflated, size, crc
-    for name, data in members.items():
-        packer = zlib.compressobj(6, zlib.DEFLATED, -15)
-        entries.append((name, packer.compress(data) + packer.flush(), len(data), zlib.crc32(data)))
-    if bomb is not None:
-        name, mib = bomb
-        zeros = b"\0" * MIB
-        packer = zlib.compressobj(9, zlib.DEFLATED, -15)
-        block = packer.compress(zeros) + packer.flush(zlib.Z_FULL_FLUSH)
-        crc = 0
-        for _ in range(mib):
-            crc = zlib.crc32(zeros, crc)
-        entries.append((name, block * mib + packer.flush(), mib * MIB, crc))
-    out = io.BytesIO()
-    central = io.BytesIO()
-    for name, deflated, size, crc in entries:
-        raw_name = name.encode()
-        offset = out.tell()
-        out.write(
-            struct.pack(
-                "<4s5H3L2H",
-                b"PK\x03\x04",
-                20,
-                0,
-                8,
-                0,
-                0,
-                crc,
-                len(deflated),
-                size,
-                len(raw_name),
-                0,
-            )
-        )
-        out.write(raw_name + deflated)
-        central.write(
-            struct.pack(
-                "<4s6H3L5H2L",
-                b"PK\x01\x02",
-                20,
-                20,
-                0,
-                8,
-                0,
-                0,
-                crc,
-                len(deflated),
-                size,
-                len(raw_name),
-                0,
-                0,
-                0,
-                0,
-                0,
-                offset,
-            )
-        )
-        central.write(raw_name)
-    start = out.tell()
-    out.write(central.getvalue())
-    count = len(entries)
-    out.write(
-        struct.pack(
-            "<4s4H2LH", b"PK\x05\x06", 0, 0, count, count, len(central.getvalue()), start, 0
-        )
-    )
-    return out.getvalue()
 
 
 def docx_bytes(*paragraphs: str, bomb: tuple[str, int] | None = None) -> bytes:
