@@ -30,6 +30,7 @@ from memreader.datasets import is_memorybank, memorybank_scenes
 from memreader.errors import InputError, MemReaderError
 from memreader.factory import MemReaderConfigFactory, MemReaderFactory
 from memreader.items import TextualMemoryItem
+from memreader.models_cli import add_models_parser, run_models
 from memreader.report import ReadReport
 
 logger = logging.getLogger(__name__)
@@ -93,33 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     progress = read.add_mutually_exclusive_group()
     progress.add_argument("--progress", dest="progress", action="store_true", default=None)
     progress.add_argument("--no-progress", dest="progress", action="store_false")
-    models = commands.add_parser(
-        "models", help="build the local embedder's model files (run once by `make install`)"
-    )
-    models_commands = models.add_subparsers(dest="models_command", required=True)
-    build = models_commands.add_parser(
-        "build",
-        help="build the ONNX files (fp32, int8) of the local embedder into the user cache",
-        description="Build the local embedder's ONNX files from the installed model weights "
-        "(no network, no torch) into the user cache ($MEMREADER_CACHE_DIR, else "
-        "$XDG_CACHE_HOME/memreader, else ~/.cache/memreader). Files already built and intact "
-        "are kept unless --force.",
-    )
-    build.add_argument(
-        "--model-path", help="a sentence-transformers BERT model folder (default: the bundled one)"
-    )
-    build.add_argument(
-        "--precision",
-        action="append",
-        choices=("fp32", "int8"),
-        help="build only this precision (repeatable; default: both)",
-    )
-    build.add_argument(
-        "--static",
-        action="store_true",
-        help="also distil the `static` embedder's token vectors (about a minute on two cores)",
-    )
-    build.add_argument("--force", action="store_true", help="rebuild even if present and intact")
+    add_models_parser(commands)
     for name, text in (
         ("ingest", "run a batch job: read every input of a job file into items (resumable)"),
         ("refine", "run a refinement job: fine items from JSONL of fast items (resumable)"),
@@ -154,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         if args.command == "models":
-            return _models(args)
+            return run_models(args)
         if args.command in ("ingest", "refine"):
             from memreader.batch.cli import run_job_command
 
@@ -179,24 +154,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.verbose:
             logger.error("traceback of the internal error", exc_info=exc)
         return EXIT_FAILURE
-
-
-def _models(args: argparse.Namespace) -> int:
-    """``memreader models build``: build (or check) the local embedder's files; print them."""
-    from pathlib import Path
-
-    from memreader.embedders.model_files import PRECISIONS, build_model_files, resolve_model
-
-    model_dir, name = resolve_model(args.model_path)
-    precisions = tuple(dict.fromkeys(args.precision)) if args.precision else PRECISIONS
-    paths: dict[str, Path] = dict(build_model_files(model_dir, name, precisions, force=args.force))
-    if args.static:
-        from memreader.embedders.static import build_static_model
-
-        paths["static"] = build_static_model(args.model_path, force=args.force)
-    for kind, path in paths.items():
-        print(f"{kind}\t{path}")
-    return 0
 
 
 def _fail(message: str) -> None:

@@ -89,7 +89,10 @@ class TextualMemoryItemMetadata(BaseModel):
     ``RawFileMemory`` items (a document chunk kept verbatim in fine mode) are chained in document
     order by ``preceding_id`` and ``following_id``, and ``summary_ids`` names the fine items
     extracted from the chunk. Items made by ``fine_transfer_simple_mem`` name the stored item
-    they were refined from in ``refined_from``.
+    they were refined from in ``refined_from``. ``embedding_model`` names the embedder that
+    made ``embedding``, with the precision it ran in (``local:all-MiniLM-L6-v2:int8``, or
+    ``local:all-MiniLM-L6-v2`` where int8 failed this CPU's check and fp32 ran instead), so
+    vectors of different models or precisions are never compared unknowingly.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -102,6 +105,7 @@ class TextualMemoryItemMetadata(BaseModel):
     tags: list[str] = Field(default_factory=list)
     sources: list[SourceMessage] = Field(default_factory=list)
     embedding: list[float] | None = None
+    embedding_model: str | None = None
     background: str = ""
     confidence: float | None = None
     info: dict[str, Any] = Field(default_factory=dict)

@@ -326,6 +326,7 @@ class Embed(Step):
                 continue
             for (item, _), vector in zip(batch, vectors, strict=True):
                 item.metadata.embedding = vector
+                item.metadata.embedding_model = embedder.name
         _note_unreadable(made, embedder, state.embedding_parts)
 
 
