@@ -12,6 +12,8 @@ import os
 import secrets
 import stat
 
+from collections.abc import Sequence
+
 from memreader.errors import SkillWriteError
 
 __all__ = ["SKILL_FILE", "write_local"]
@@ -34,9 +36,9 @@ _DIR_FDS = (
 )
 
 
-def write_local(output: str, slug: str, data: bytes) -> str:
-    """Write ``data`` to ``<realpath(output)>/<slug>/SKILL.md`` atomically, never through a
-    symlink; the path written."""
+def write_local(output: str, folders: Sequence[str], data: bytes) -> str:
+    """Write ``data`` to ``<realpath(output)>/<folders...>/SKILL.md`` atomically, never through
+    a symlink; the path written. ``folders`` are plain names (the owner's folder, the slug)."""
     try:
         os.makedirs(output, exist_ok=True)
         folder = os.path.realpath(output)
@@ -44,17 +46,18 @@ def write_local(output: str, slug: str, data: bytes) -> str:
         raise SkillWriteError(
             f"cannot create the skills folder {output}: {_os_problem(exc)}"
         ) from None
-    skill_dir = os.path.join(folder, slug)
+    skill_dir = os.path.join(folder, *folders)
     target = os.path.join(skill_dir, SKILL_FILE)
-    # Defence in depth: the slug cannot name anything else, but check the joined path anyway.
+    # Defence in depth: slugs cannot name anything else, but check the names and the path.
     if (
-        os.path.commonpath([folder, os.path.realpath(skill_dir)]) != folder
-        or os.path.dirname(skill_dir) != folder
+        not folders
+        or any(not name or name in (".", "..") or os.sep in name or "/" in name for name in folders)
+        or os.path.commonpath([folder, os.path.realpath(skill_dir)]) != folder
     ):
         raise SkillWriteError(f"cannot write {target}: it is outside the skills folder")
     try:
         if _DIR_FDS:
-            _write_with_dir_fds(folder, slug, data, target)
+            _write_with_dir_fds(folder, folders, data, target)
         else:  # platforms without dir_fd support (Windows)
             _write_by_path(skill_dir, data, target)
     except SkillWriteError:
@@ -64,46 +67,53 @@ def write_local(output: str, slug: str, data: bytes) -> str:
     return target
 
 
-def _write_with_dir_fds(folder: str, slug: str, data: bytes, target: str) -> None:
+def _open_folder(name: str, parent_fd: int, where: str) -> int:
+    """Create (if missing) and open the folder ``name`` inside ``parent_fd``, never through a
+    symlink."""
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(name, dir_fd=parent_fd)
+    try:
+        return os.open(name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=parent_fd)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise SkillWriteError(
+                f"cannot write {where}: a folder on its way is a symlink or not a folder"
+            ) from None
+        raise
+
+
+def _write_with_dir_fds(folder: str, folders: Sequence[str], data: bytes, target: str) -> None:
     """Every step relative to an opened folder, with O_NOFOLLOW: a symlink swapped in after a
     check cannot redirect the write."""
-    folder_fd = os.open(folder, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+    dir_fd = os.open(folder, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
     try:
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(slug, dir_fd=folder_fd)
-        try:
-            dir_fd = os.open(
-                slug, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=folder_fd
-            )
-        except OSError as exc:
-            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                raise SkillWriteError(
-                    f"cannot write {target}: {os.path.dirname(target)} is a symlink or not a folder"
-                ) from None
-            raise
-        try:
-            _refuse_symlink(SKILL_FILE, dir_fd, target)
-            tmp = f".{SKILL_FILE}.{secrets.token_hex(8)}.tmp"
-            fd = os.open(
-                tmp,
-                os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC,
-                0o666,
-                dir_fd=dir_fd,
-            )
+        for name in folders:
+            parent_fd, dir_fd = dir_fd, -1
             try:
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(data)
-                    handle.flush()
-                    os.fsync(handle.fileno())
-                os.replace(tmp, SKILL_FILE, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp, dir_fd=dir_fd)
-                raise
-        finally:
-            os.close(dir_fd)
+                dir_fd = _open_folder(name, parent_fd, target)
+            finally:
+                os.close(parent_fd)
+        _refuse_symlink(SKILL_FILE, dir_fd, target)
+        tmp = f".{SKILL_FILE}.{secrets.token_hex(8)}.tmp"
+        fd = os.open(
+            tmp,
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC,
+            0o666,
+            dir_fd=dir_fd,
+        )
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, SKILL_FILE, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dir_fd)
+            raise
     finally:
-        os.close(folder_fd)
+        if dir_fd >= 0:
+            os.close(dir_fd)
 
 
 def _refuse_symlink(name: str, dir_fd: int, target: str) -> None:
@@ -119,8 +129,8 @@ def _refuse_symlink(name: str, dir_fd: int, target: str) -> None:
 
 def _write_by_path(skill_dir: str, data: bytes, target: str) -> None:
     """The same steps by path, where ``dir_fd`` is not supported."""
-    if os.path.islink(skill_dir):
-        raise SkillWriteError(f"cannot write {target}: {skill_dir} is a symlink or not a folder")
+    if os.path.islink(skill_dir) or os.path.islink(os.path.dirname(skill_dir)):
+        raise SkillWriteError(f"cannot write {target}: a folder on its way is a symlink")
     os.makedirs(skill_dir, exist_ok=True)
     if os.path.islink(target):
         raise SkillWriteError(f"cannot write {target}: a symlink stands there")

@@ -4,7 +4,9 @@ written as a ``SKILL.md`` bundle (the Agent Skills layout: one folder per skill 
 
 Everything in a :class:`Skill` comes from a model and is untrusted. So the folder name is a
 slug that can only be ``[a-z0-9-]`` (:func:`skill_slug`): no input can name a path outside the
-configured folder, a hidden file or a reserved Windows device. Local writes check the resolved
+configured folder, a hidden file or a reserved Windows device. Skills are kept per owner
+(``<output>/<owner folder>/<slug>/SKILL.md``, :func:`owner_folder`), so two users' skills never
+share a path, whatever their names. Local writes check the resolved
 target all the same, refuse to write through a symlink planted in the folder, and replace the
 file atomically, so a reader never sees half a bundle. The text is rendered deterministically
 (:func:`render_skill_md`): writing the same skill twice gives the same bytes.
@@ -15,6 +17,8 @@ file atomically, so a reader never sees half a bundle. The text is rendered dete
 'etc-passwd'
 >>> skill_slug("con")
 'skill-con'
+>>> owner_folder("alice")
+'alice-2bd806c97f0e'
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ __all__ = [
     "SkillWriteError",
     "SkillWriter",
     "SkillsConfig",
+    "owner_folder",
     "render_skill_md",
     "skill_slug",
 ]
@@ -96,6 +101,8 @@ class Skill:
         inputs: the parameters it needs (names or descriptions).
         tools: the tools it uses.
         source: where it was distilled from, e.g. ``"scene 0, messages 3-5"``.
+        owner: the ``user_id`` it belongs to; its bundle goes into the owner's own folder
+            (:func:`owner_folder`). ``None``: straight into the output folder.
     """
 
     name: str
@@ -104,6 +111,15 @@ class Skill:
     inputs: list[str]
     tools: list[str] = field(default_factory=list)
     source: str = ""
+    owner: str | None = None
+
+
+def owner_folder(owner: str) -> str:
+    """The folder of ``owner``'s skills: a readable slug of the id and 12 hex digits of its
+    sha256, so different ids never share a folder ("Alice" and "alice" included).
+    """
+    digest = hashlib.sha256(owner.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{skill_slug(owner, max_chars=48)}-{digest}"
 
 
 def skill_slug(name: str, *, max_chars: int = 64) -> str:
@@ -293,8 +309,9 @@ class SkillWriter:
         """Write ``skill``'s bundle; rewriting the same skill gives the same bytes.
 
         Returns:
-            Where it went: the file's path (``<realpath of the folder>/<slug>/SKILL.md``) or
-            ``s3://bucket/prefix/<slug>/SKILL.md``; ``None`` when ``output`` is ``None``.
+            Where it went: the file's path (``<realpath of the folder>/<owner folder>/<slug>/
+            SKILL.md``) or ``s3://bucket/prefix/<owner folder>/<slug>/SKILL.md``; ``None`` when
+            ``output`` is ``None``.
 
         Raises:
             SkillWriteError: the folder or file cannot be written, a symlink stands where the
@@ -304,21 +321,22 @@ class SkillWriter:
         if output is None:
             return None
         slug = skill_slug(skill.name, max_chars=self._config.max_name_chars)
+        folders = (slug,) if skill.owner is None else (owner_folder(skill.owner), slug)
         data = render_skill_md(skill, max_name_chars=self._config.max_name_chars).encode("utf-8")
         destination = self._config.s3_destination
         if destination is not None:
-            return self._put(destination[0], destination[1], slug, data)
-        return write_local(os.path.expanduser(output), slug, data)
+            return self._put(destination[0], destination[1], "/".join(folders), data)
+        return write_local(os.path.expanduser(output), folders, data)
 
     def close(self) -> None:
         """Close the S3 client built here, if any (a later write builds a new one); an injected
         client is left open."""
         self._clients.close()
 
-    def _put(self, bucket: str, prefix: str, slug: str, data: bytes) -> str:
+    def _put(self, bucket: str, prefix: str, folder: str, data: bytes) -> str:
         """One PutObject; failures worded by their code or type, never their message (which
         may quote a presigned URL or the request's credentials)."""
-        key = f"{prefix}/{slug}/{SKILL_FILE}" if prefix else f"{slug}/{SKILL_FILE}"
+        key = f"{prefix}/{folder}/{SKILL_FILE}" if prefix else f"{folder}/{SKILL_FILE}"
         label = f"s3://{bucket}/{key}"
         client = self._s3(label)
         try:

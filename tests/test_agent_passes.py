@@ -12,6 +12,7 @@ import pytest
 
 from memreader import ConfigError, ReadReport, SimpleStructMemReader, SimpleStructMemReaderConfig
 from memreader.items import MemoryType, TextualMemoryItem
+from memreader.skills import owner_folder
 
 from .conftest import HASH_EMBEDDER, INFO
 from .llm_server import LLMTestServer, RecordedRequest, Reply, llm_server, openai_completion
@@ -146,6 +147,28 @@ def requests_for(server: LLMTestServer, name: str) -> list[RecordedRequest]:
     return [r for r in server.requests if schema_name(r) == name]
 
 
+def test_skills_of_different_owners_never_share_a_path_or_an_id(
+    llm_server: LLMTestServer, tmp_path: Path
+) -> None:
+    # The same skill name (up to its slug) from alice and from bob, and from "Alice", whose id
+    # differs from alice's only in case: three bundles, three ids.
+    llm_server.responder = responder()
+    skills = tmp_path / "skills"
+    reader = make_reader(llm_server, passes=ALL_PASSES, skills={"output": str(skills)})
+    found = {}
+    for user in ("alice", "bob", "Alice"):
+        info = {**INFO, "user_id": user}
+        (items,) = reader.get_memory([TOOL_CHAT], type="chat", info=info, mode="fine")
+        (skill,) = by_type(items, MemoryType.SKILL)
+        found[user] = (skill.id, skill.metadata.file_ids[0])
+    assert len({item_id for item_id, _ in found.values()}) == 3
+    assert len({path for _, path in found.values()}) == 3
+    for user, (_, path) in found.items():
+        assert Path(path).parent.parent.name == owner_folder(user)
+        assert Path(path).read_text().startswith("---\nname: check-city-weather\n")
+    assert len(list(skills.rglob("SKILL.md"))) == 3
+
+
 def test_every_pass_on_a_chat_with_real_tool_calls(
     llm_server: LLMTestServer, tmp_path: Path
 ) -> None:
@@ -180,10 +203,11 @@ def test_every_pass_on_a_chat_with_real_tool_calls(
     (skill,) = by_type(items, MemoryType.SKILL)
     assert skill.memory.startswith("Skill ../../Check city weather: Look up the weather")
     (written,) = skill.metadata.file_ids
-    assert written == str(skills.resolve() / "check-city-weather" / "SKILL.md")
+    owner = owner_folder(INFO["user_id"])
+    assert written == str(skills.resolve() / owner / "check-city-weather" / "SKILL.md")
     assert Path(written).read_text().startswith("---\nname: check-city-weather\n")
     assert [p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file()] == [
-        Path("skills/check-city-weather/SKILL.md")
+        Path(f"skills/{owner}/check-city-weather/SKILL.md")
     ]
 
     assert report.windows[0].passes == {"tool": "ok", "preference": "ok", "skill": "ok"}

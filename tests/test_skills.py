@@ -20,6 +20,7 @@ from memreader.skills import (
     SkillsConfig,
     SkillWriteError,
     SkillWriter,
+    owner_folder,
     render_skill_md,
     skill_slug,
 )
@@ -285,6 +286,33 @@ def test_config_errors(data: dict[str, Any], field: str) -> None:
 
 
 # --- local writes ------------------------------------------------------------------------------
+
+
+def test_owners_get_their_own_folders(tmp_path: Path) -> None:
+    folder = tmp_path / "skills"
+    writer = SkillWriter(SkillsConfig(output=str(folder)))
+    paths = {
+        owner: writer.write(_skill(name=name, owner=owner))
+        for owner, name in (("alice", "Deploy App"), ("bob", "deploy-app!"), ("Alice", "x"))
+    }
+    assert len(set(paths.values())) == 3
+    assert _files(folder) == {
+        f"{owner_folder('alice')}/deploy-app/SKILL.md",
+        f"{owner_folder('bob')}/deploy-app/SKILL.md",
+        f"{owner_folder('Alice')}/x/SKILL.md",
+    }
+    assert owner_folder("alice") != owner_folder("Alice")
+    assert owner_folder("../../etc").startswith("etc-")
+
+
+def test_a_symlink_planted_as_an_owner_folder_is_refused(tmp_path: Path) -> None:
+    folder, outside = tmp_path / "skills", tmp_path / "outside"
+    folder.mkdir()
+    outside.mkdir()
+    (folder / owner_folder("mallory")).symlink_to(outside, target_is_directory=True)
+    with pytest.raises(SkillWriteError, match="symlink"):
+        SkillWriter(SkillsConfig(output=str(folder))).write(_skill(owner="mallory"))
+    assert list(outside.iterdir()) == []
 
 
 def test_write_local(tmp_path: Path) -> None:

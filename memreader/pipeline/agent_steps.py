@@ -265,6 +265,7 @@ class SkillPass(_ExtraPass):
                 inputs=draft.inputs,
                 tools=draft.tools,
                 source=_where(sources),
+                owner=str(fw.info["user_id"]),
             )
             tags = ["mode:fine", "skill", *(f"tool:{t}" for t in draft.tools)]
             tags += ["sources:window"] if whole else []
