@@ -11,7 +11,6 @@ import errno
 import os
 import secrets
 import stat
-
 from collections.abc import Sequence
 
 from memreader.errors import SkillWriteError
