@@ -99,6 +99,7 @@ def segment_source(
     return SourceMessage(
         type=source_type,
         role=message.role,
+        name=message.name,
         chat_time=message.chat_time,
         timestamp=message.timestamp,
         message_id=message.message_id,

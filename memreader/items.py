@@ -43,6 +43,9 @@ class SourceMessage(BaseModel):
     windowed (``["redact"]``); then ``span`` and ``content`` index the text as those steps left
     it, not the caller's original. Empty: the span indexes the caller's text itself.
 
+    ``name`` is the speaker's name when the message gave one (OpenAI's ``name`` field; LoCoMo's
+    speakers), so several speakers with the same ``role`` stay apart.
+
     For a document (or a file, image or audio read from a chat), ``doc_path`` names where it
     came from: the path as given, the URL without credentials or query, or ``s3://bucket/key``;
     spans then index its converted text (or transcript). A document cut into several windows
@@ -55,6 +58,7 @@ class SourceMessage(BaseModel):
 
     type: str = "chat"
     role: str | None = None
+    name: str | None = None
     chat_time: str | None = None
     timestamp: datetime | None = None
     message_id: str | None = None

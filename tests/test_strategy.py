@@ -133,6 +133,40 @@ def test_fine_mode_uses_the_attributing_prompt(llm_server: LLMTestServer) -> Non
     assert any(schema_name(r) == "memory_filter" for r in llm_server.requests)
 
 
+SPEAKERS = [
+    {"role": "user", "name": "Anna", "content": "I moved to Porto in May."},
+    {"role": "user", "name": "Ben", "content": "I still live in Lisbon."},
+    {"role": "user", "name": "Carl", "content": "I am moving to Berlin next year."},
+    {"role": "assistant", "content": "Noted, all three of you."},
+]
+
+
+def test_speakers_who_share_a_role_stay_apart(llm_server: LLMTestServer) -> None:
+    llm_server.responder = responder
+    mm = fine_reader(llm_server)
+    (fast,) = mm.get_memory([SPEAKERS], type="chat", info=INFO)
+    (item,) = fast
+    assert item.memory.splitlines() == [
+        "user (Anna): I moved to Porto in May.",
+        "user (Ben): I still live in Lisbon.",
+        "user (Carl): I am moving to Berlin next year.",
+        "assistant: Noted, all three of you.",
+    ]
+    assert [(s.role, s.name) for s in item.metadata.sources] == [
+        ("user", "Anna"), ("user", "Ben"), ("user", "Carl"), ("assistant", None),
+    ]  # fmt: skip
+    mm.get_memory([SPEAKERS], type="chat", info=INFO, mode="fine")
+    (request,) = [r for r in llm_server.requests if schema_name(r) == "memory_extraction"]
+    prompt = request.messages[-1]["content"]
+    for line in ("user (Anna): I moved", "user (Ben): I still", "user (Carl): I am moving"):
+        assert line in prompt
+    # Refinement re-renders stored items' lines with their speakers too.
+    llm_server.requests.clear()
+    mm.fine_transfer_simple_mem(fast)
+    (request,) = [r for r in llm_server.requests if schema_name(r) == "memory_extraction"]
+    assert "user (Ben): I still live in Lisbon." in request.messages[-1]["content"]
+
+
 def test_fine_mode_in_chinese_and_fallbacks(llm_server: LLMTestServer) -> None:
     llm_server.responder = lambda request: Reply(status=500, body={"error": {"message": "down"}})
     chat = [{"role": "user", "content": "我下周要去上海出差，想住在外滩附近。"}]

@@ -46,16 +46,28 @@ class PartRef:
     part: Part
 
 
-def line_prefix(role: str | None, chat_time: str | None) -> str:
-    """``role: [chat_time]: `` for chat messages, nothing for documents and plain strings.
+#: The longest speaker name a line shows (a name is a label, not content).
+MAX_NAME_CHARS = 64
+
+
+def line_prefix(role: str | None, chat_time: str | None, name: str | None = None) -> str:
+    """``role: [chat_time]: `` for chat messages, ``role (name): [chat_time]: `` when the
+    message names its speaker (so three ``user`` speakers stay three people), nothing for
+    documents and plain strings. A name is shown on one line, at most
+    :data:`MAX_NAME_CHARS` characters.
 
     The one place lines are rendered: windows, and fine-mode refinement of stored items.
+
+    >>> line_prefix("user", "2024-05-01", "Anna")
+    'user (Anna): [2024-05-01]: '
     """
     if role is None:
         return ""
+    speaker = " ".join(name.split())[:MAX_NAME_CHARS].strip() if name else ""
+    who = f"{role} ({speaker})" if speaker else role
     if chat_time:
-        return f"{role}: [{chat_time}]: "
-    return f"{role}: "
+        return f"{who}: [{chat_time}]: "
+    return f"{who}: "
 
 
 def scene_units(scene: Scene) -> list[Unit]:
@@ -67,7 +79,7 @@ def scene_units(scene: Scene) -> list[Unit]:
     units = []
     parsers: dict[str, PartParser] = {}
     for message in scene.messages:
-        prefix = line_prefix(message.role, message.chat_time)
+        prefix = line_prefix(message.role, message.chat_time, message.name)
         for part in message.parts:
             if scene.type == "doc":
                 _check_document(scene, message, part)

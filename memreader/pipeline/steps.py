@@ -252,7 +252,8 @@ class RefineInput(Step):
             for k, source in enumerate(sources):
                 check_text(source.content, f"item {position}, source {k}", error=InputError)
             lines = [
-                (i + 1, line_prefix(s.role, s.chat_time) + s.content) for i, s in enumerate(sources)
+                (i + 1, line_prefix(s.role, s.chat_time, s.name) + s.content)
+                for i, s in enumerate(sources)
             ]
             roles = {i + 1: s.role for i, s in enumerate(sources)}
             language = runtime.language(item.memory)
