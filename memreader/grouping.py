@@ -6,6 +6,13 @@ strategy reader instead reads a chat in *groups of messages*, as its prompts exp
 ``content_length`` rendered characters (``chunk_by="content_length"``), consecutive groups sharing
 ``chunk_overlap`` whole messages so that no exchange is read without its context.
 
+The overlap is bounded, so it can never multiply the text read (and the LLM calls of fine
+mode): every message is read at most twice. In session mode ``chunk_overlap`` may be at most
+half of ``chunk_session``; in content-length mode a group carries only messages the previous
+group read for the first time, and at most half of ``content_length`` characters of them
+(the oldest carried messages give way first). So a chat of C rendered characters is read as
+at most 2C characters, in at most about twice the groups it would need without overlap.
+
 A message is never cut for the overlap: only whole messages are repeated, and a message too long
 for ``content_length`` on its own is split exactly into pieces that are groups of their own (its
 neighbours are not carried into or out of them; a piece already fills the budget). Groups are
@@ -22,7 +29,7 @@ they fill more than the first window of the next group; only the first window sa
 
 Everything is linear in the input: messages are measured once, each group is segmented once and
 counted once (a group over the token budget once more by the windower), and a unit is in at most
-``chunk_overlap + 1`` groups.
+two groups.
 """
 
 from __future__ import annotations
@@ -83,10 +90,16 @@ class GroupingConfig:
             raise ConfigError(f"chunk_session must be at least 1, got {self.chunk_session}")
         if self.chunk_overlap < 0:
             raise ConfigError(f"chunk_overlap must be at least 0, got {self.chunk_overlap}")
-        if self.chunk_by == "session" and self.chunk_overlap >= self.chunk_session:
+        if self.chunk_by == "session" and self.chunk_overlap > self.chunk_session // 2:
+            factor = -(-self.chunk_session // max(1, self.chunk_session - self.chunk_overlap))
+            cost = (
+                f"it would read every message up to {factor} times"
+                if self.chunk_overlap < self.chunk_session
+                else "no group would bring a new message"
+            )
             raise ConfigError(
-                f"chunk_overlap ({self.chunk_overlap}) must be smaller than "
-                f"chunk_session ({self.chunk_session})"
+                f"chunk_overlap ({self.chunk_overlap}) must be at most half of chunk_session "
+                f"({self.chunk_session}): {cost}"
             )
 
 
@@ -193,8 +206,17 @@ def _content_groups(
         carried = sum(len(runs[m]) for m in carry)
         slices = _whole(units, runs, members)
         groups.append(MessageGroup(tuple(slices), carried, range(members[0], members[-1] + 1)))
-        carry = members[-overlap:] if overlap else []
+        carry = _next_carry(members[len(carry) :], overlap, lengths, budget // 2)
     return groups
+
+
+def _next_carry(new: list[int], overlap: int, lengths: list[int], limit: int) -> list[int]:
+    """The messages the next group repeats: the last ``overlap`` of those this group read first
+    (never one carried already), within ``limit`` rendered characters, newest kept."""
+    carry = new[-overlap:] if overlap else []
+    while carry and sum(lengths[m] + 1 for m in carry) > limit:
+        carry.pop(0)
+    return carry
 
 
 def _split_message(units: Sequence[Unit], run: range, budget: int) -> list[tuple[Slice, ...]]:

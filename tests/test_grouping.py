@@ -169,6 +169,12 @@ def test_content_length_groups(
     groups = check(units, config, windower)
     runs = message_runs(units)
     length = [len(lines(units, MessageGroup(tuple(_whole(units, r)), 0, range(0)))) for r in runs]
+    shared_of: dict[int, int] = {}
+    reads = [0] * len(runs)
+    for group in groups:
+        for m in group.messages:
+            reads[m] += not group.split  # a split message's pieces are read once each
+    assert max(reads, default=0) <= 2, "every message is read at most twice"
     for k, group in enumerate(groups):
         assert len(lines(units, group)) <= content_length
         if group.split:
@@ -187,12 +193,19 @@ def test_content_length_groups(
         shared = previous.messages.stop - group.messages.start
         assert 0 <= shared <= overlap
         assert shared < len(group.messages), "every group brings a new message"
-        if shared < min(overlap, len(previous.messages)):
-            # One more carried message would not have fit beside the first new one.
+        carried = range(group.messages.start, group.messages.start + shared)
+        assert sum(length[m] + 1 for m in carried) <= content_length // 2, "half at most"
+        before = shared_of.get(k - 1, 0)
+        assert group.messages.start >= previous.messages.start + before, "never carried twice"
+        first_read = previous.messages.stop - (previous.messages.start + before)
+        if shared < min(overlap, first_read):
+            # One more carried message would not have fit beside the first new one, or would
+            # have made the carried text more than half the budget.
             m = previous.messages.stop - shared - 1
             new = previous.messages.stop
-            extra = sum(length[i] + 1 for i in range(m, new)) + length[new]
-            assert extra > content_length
+            carry = sum(length[i] + 1 for i in range(m, new))
+            assert carry > content_length // 2 or carry + length[new] > content_length
+        shared_of[k] = shared
 
 
 def _whole(units: list[Unit], run: range) -> list[Slice]:
@@ -202,7 +215,7 @@ def _whole(units: list[Unit], run: range) -> list[Slice]:
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     messages=messages_strategy,
-    size_overlap=st.integers(1, 6).flatmap(lambda n: st.tuples(st.just(n), st.integers(0, n - 1))),
+    size_overlap=st.integers(1, 6).flatmap(lambda n: st.tuples(st.just(n), st.integers(0, n // 2))),
     max_tokens=st.integers(64, 300),
     recursive=st.booleans(),
 )
@@ -295,6 +308,19 @@ def test_session_message_over_the_token_budget_is_split_by_tokens() -> None:
     assert all(w.tokens <= 128 for w in nested[0])
 
 
+def test_a_large_overlap_never_reads_a_message_more_than_twice() -> None:
+    # 1,500 short messages with an overlap of 1,000 messages: once 2,732 groups (121 times the
+    # text); now every message is read at most twice.
+    units = chat([("user: ", [f"short message {i}"], True) for i in range(1500)])
+    config = GroupingConfig("content_length", content_length=4000, chunk_overlap=1000)
+    groups = plan_groups(units, config)
+    read = sum(len(lines(units, g)) for g in groups)
+    text = len(lines(units, MessageGroup(tuple(_whole(units, range(len(units)))), 0, range(0))))
+    assert read <= 2 * text
+    single = plan_groups(units, GroupingConfig("content_length", content_length=4000))
+    assert len(groups) <= 2 * len(single) + 1
+
+
 def test_session_overlap_is_whole_messages() -> None:
     units = chat([("user: ", [f"message {i}", f"part two of {i}"], True) for i in range(10)])
     config = GroupingConfig("session", chunk_session=4, chunk_overlap=2)
@@ -309,11 +335,18 @@ def test_session_overlap_is_whole_messages() -> None:
     [
         (
             {"chunk_by": "session", "chunk_session": 20, "chunk_overlap": 20},
-            "chunk_overlap (20) must be smaller than chunk_session (20)",
+            "chunk_overlap (20) must be at most half of chunk_session (20): no group would "
+            "bring a new message",
         ),
         (
             {"chunk_by": "session", "chunk_session": 3, "chunk_overlap": 5},
-            "chunk_overlap (5) must be smaller than chunk_session (3)",
+            "chunk_overlap (5) must be at most half of chunk_session (3): no group would bring "
+            "a new message",
+        ),
+        (
+            {"chunk_by": "session", "chunk_session": 200, "chunk_overlap": 199},
+            "chunk_overlap (199) must be at most half of chunk_session (200): it would read "
+            "every message up to 200 times",
         ),
         ({"chunk_overlap": -1}, "chunk_overlap must be at least 0, got -1"),
         ({"chunk_session": 0}, "chunk_session must be at least 1, got 0"),

@@ -67,7 +67,7 @@ def test_content_length_groups_and_a_message_longer_than_the_budget() -> None:
 
 def test_invalid_grouping_is_a_config_error_naming_the_fields() -> None:
     with pytest.raises(
-        ConfigError, match=r"chunk_overlap \(20\) must be smaller than chunk_session \(20\)"
+        ConfigError, match=r"chunk_overlap \(20\) must be at most half of chunk_session \(20\)"
     ):
         StrategyStructMemReaderConfig(strategy={"chunk_by": "session", "chunk_overlap": 20})
     with pytest.raises(ConfigError, match=r"strategy\.content_length"):

@@ -6,9 +6,9 @@ that says whose each memory is; documents as in the simple reader.
 >>> [s.name for s in reader.pipeline][:4]
 ['normalize', 'parse', 'window', 'fast_items']
 >>> StrategyStructMemReaderConfig(strategy={"chunk_by": "session", "chunk_session": 4,
-...                                         "chunk_overlap": 4})  # doctest: +ELLIPSIS
+...                                         "chunk_overlap": 3})  # doctest: +ELLIPSIS
 Traceback (most recent call last):
-memreader.errors.ConfigError: ...chunk_overlap (4) must be smaller than chunk_session (4)
+memreader.errors.ConfigError: ...chunk_overlap (3) must be at most half of chunk_session (4)...
 """
 
 from __future__ import annotations
@@ -42,8 +42,10 @@ class StrategyConfig(ConfigModel):
     - ``chunk_by``: ``content_length`` (as many whole messages as fit ``content_length``
       characters of rendered lines; a longer message is split exactly into pieces of its own) or
       ``session`` (``chunk_session`` messages per group).
-    - ``chunk_overlap``: whole messages shared by consecutive groups; smaller than
-      ``chunk_session`` in session mode.
+    - ``chunk_overlap``: whole messages shared by consecutive groups: at most half of
+      ``chunk_session`` in session mode; in content-length mode at most half of
+      ``content_length`` characters are carried, and only messages not carried before. Every
+      message is read at most twice (see :mod:`memreader.grouping`).
 
     Every group is also held to the window token budget (``window.max_tokens``): a longer one
     is cut into several windows.
