@@ -13,6 +13,7 @@ from memreader.config import BaseReaderConfig, PipelineSpec, StepSpec, WindowCon
 from memreader.embedders.config import EmbedderConfig
 from memreader.errors import (
     BlockedAddressError,
+    BlockedBucketError,
     ConfigError,
     DocumentError,
     EmbeddingError,
@@ -60,6 +61,7 @@ __all__ = [
     "BaseMemReader",
     "BaseReaderConfig",
     "BlockedAddressError",
+    "BlockedBucketError",
     "ConfigError",
     "DocumentError",
     "EmbedderConfig",

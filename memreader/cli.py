@@ -60,6 +60,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     read.add_argument("--mode", choices=("fast", "fine"), default="fast")
     read.add_argument("--config", help="reader config YAML (default: built-in local defaults)")
+    read.add_argument(
+        "--allow-root",
+        action="append",
+        default=[],
+        dest="allow_roots",
+        metavar="DIR",
+        help="a folder (or file) whose files the input may name, e.g. a chat's images and "
+        "attachments (repeatable). Without it no local file named in the input is read; hidden "
+        "files and folders under it stay refused unless the config sets allow_hidden_files",
+    )
     read.add_argument("-o", "--output", help="output JSONL file (default: stdout)")
     read.add_argument("--user-id", default="cli-user")
     read.add_argument("--session-id", default="cli-session")
@@ -177,13 +187,15 @@ def _config(args: argparse.Namespace) -> MemReaderConfigFactory:
         multimodal
         and args.type == "chat"
         and args.input != "-"
-        and "allow_local_paths" not in cfg.config.model_fields_set
+        and "base_dir" not in cfg.config.model_fields_set
     ):
-        # Files a chat file names are read from its own folder, and only from there.
-        folder = os.path.dirname(os.path.realpath(args.input))
+        # Relative paths a chat file names are relative to its own folder. Nothing is read
+        # from there unless --allow-root names a root: a chat is content, often a stranger's,
+        # and its folder is often $HOME or ~/Downloads (.aws/credentials, .ssh/id_rsa, .env).
+        config["base_dir"] = os.path.dirname(os.path.realpath(args.input))
+    if args.allow_roots:
         config["allow_local_paths"] = True
-        config["allowed_roots"] = [folder]
-        config["base_dir"] = folder
+        config["allowed_roots"] = [*config["allowed_roots"], *_roots(args.allow_roots)]
     if args.no_embedding:
         config["embedder"] = None
     if args.max_tokens is not None:
@@ -192,9 +204,15 @@ def _config(args: argparse.Namespace) -> MemReaderConfigFactory:
         config["window"]["overlap_tokens"] = args.overlap
     if args.type == "doc" and args.input != "-" and not _is_remote(args.input):
         # Local paths are off by default (input may come from strangers); the file named on
-        # the command line, and only that file, is the user's own choice.
+        # the command line, and only that file (with the --allow-root roots), is the user's
+        # own choice.
         config["allow_local_paths"] = True
-        config["allowed_roots"] = [os.path.realpath(args.input)]
+        config["allowed_roots"] = [os.path.realpath(args.input), *_roots(args.allow_roots)]
+    if args.type == "doc" and args.input.startswith("s3://") and "fetch" in config:
+        # The same for an s3:// document named on the command line: that object, not its
+        # bucket, joins the buckets content may name (fetch.s3.allow_buckets).
+        s3 = config["fetch"]["s3"]
+        s3["allow_buckets"] = [*s3.get("allow_buckets", []), args.input[len("s3://") :]]
     if args.mode == "fine":
         config["llm"] = _llm_settings(args, config.get("llm"))
         if args.llm_concurrency is not None:
@@ -204,6 +222,18 @@ def _config(args: argparse.Namespace) -> MemReaderConfigFactory:
         if args.no_rewrite:
             config["fine"]["rewrite"] = "off"
     return MemReaderConfigFactory(**data)
+
+
+def _roots(paths: Sequence[str]) -> list[str]:
+    """The ``--allow-root`` paths, resolved; an :class:`InputError` for one that does not
+    exist (a typo must not silently allow nothing, or something else later)."""
+    roots = []
+    for path in paths:
+        resolved = os.path.realpath(os.path.expanduser(path))
+        if not os.path.exists(resolved):
+            raise InputError(f"--allow-root {path}: no such file or folder")
+        roots.append(resolved)
+    return roots
 
 
 def _llm_settings(args: argparse.Namespace, configured: dict[str, Any] | None) -> Any:

@@ -122,8 +122,8 @@ class FineConfig(ConfigModel):
 
 class StepSpec(ConfigModel):
     """One step of a pipeline declared in YAML: a registered step name (``redact``) or a
-    ``module:attr`` reference to a step class or factory, and the keyword arguments to build it
-    with."""
+    ``module:attr`` reference to a step class, a step, or a registered step factory (only with
+    :attr:`PipelineSpec.allow_imports`), and the keyword arguments to build it with."""
 
     step: str = Field(min_length=1)
     config: dict[str, Any] = Field(default_factory=dict)
@@ -135,6 +135,14 @@ class PipelineSpec(ConfigModel):
     steps, in order). Each change is checked as in Python; an unknown step or module is a
     :class:`~memreader.errors.ConfigError`.
 
+    ``allow_imports`` (default ``False``): whether steps may be named as ``module:attr``.
+    Importing a module runs its code, so **a config that names modules is code**: without this
+    switch such a step is a ``ConfigError`` and nothing is imported. With it, the module is
+    imported and the attribute must be a :class:`~memreader.pipeline.Step` subclass, a step,
+    or a factory registered in ``STEPS``; anything else (``os:system``) is a ``ConfigError``
+    before anything is called. Steps registered by name (built-ins, and plugins installed
+    through the ``memreader.plugins`` entry points) need no switch.
+
     >>> PipelineSpec(insert_after={"parse": [{"step": "redact"}]}).insert_after["parse"][0].step
     'redact'
     """
@@ -143,6 +151,7 @@ class PipelineSpec(ConfigModel):
     remove: list[str] = Field(default_factory=list)
     insert_before: dict[str, list[StepSpec]] = Field(default_factory=dict)
     insert_after: dict[str, list[StepSpec]] = Field(default_factory=dict)
+    allow_imports: bool = False
 
 
 class BaseReaderConfig(ConfigModel):
@@ -165,6 +174,12 @@ class BaseReaderConfig(ConfigModel):
       ``DocumentError`` ("outside the allowed roots"), never read and never taken for text.
       ``~`` is expanded; a relative root is relative to the working directory at read time.
       Empty: any local file (files under /proc, /sys and /dev are always refused).
+    - ``allow_hidden_files`` (default ``False``): whether a local file may be read when its
+      resolved path has a hidden component (a name starting with ``.``) below its root:
+      ``.env``, ``.aws/credentials``, ``.ssh/id_rsa`` and ``.git/config`` hold secrets, and a
+      chat's folder is often ``$HOME`` or ``~/Downloads``. Refused by default (a
+      ``DocumentError``), wherever content names local files; a root that is itself hidden is
+      fine (whoever listed it chose it).
     - ``max_file_bytes`` (50 MiB): the most bytes of one file, read from disk or decoded from
       ``file_data``; never more than this plus one byte is read, whatever size a file reports.
     - ``max_unpacked_bytes`` (200 MiB): the most that a docx, pptx, xlsx or epub may unpack to
@@ -191,6 +206,7 @@ class BaseReaderConfig(ConfigModel):
     embed_prefixes: bool = False
     allow_local_paths: bool = False
     allowed_roots: list[str] = Field(default_factory=list)
+    allow_hidden_files: bool = False
     max_file_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, gt=0)
     max_unpacked_bytes: int = Field(default=DEFAULT_MAX_UNPACKED_BYTES, gt=0)
     max_compression_ratio: float = Field(default=DEFAULT_MAX_COMPRESSION_RATIO, ge=1.0)
@@ -218,6 +234,7 @@ class BaseReaderConfig(ConfigModel):
         return {
             "allow_local_paths": self.allow_local_paths,
             "allowed_roots": tuple(self.allowed_roots),
+            "allow_hidden_files": self.allow_hidden_files,
             "max_file_bytes": self.max_file_bytes,
             "max_unpacked_bytes": self.max_unpacked_bytes,
             "max_compression_ratio": self.max_compression_ratio,

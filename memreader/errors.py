@@ -138,6 +138,13 @@ class BlockedAddressError(FetchError):
     the allow-list (checked for every redirect hop and for the address actually connected)."""
 
 
+class BlockedBucketError(BlockedAddressError):
+    """An ``s3://bucket/key`` named in content was refused before any request: the bucket (or
+    the key's prefix) is not listed in ``fetch.s3.allow_buckets``, or the key holds ``.`` or
+    ``..`` segments. Content is not the operator: it never reaches a bucket the operator did
+    not name, whatever the credentials could read."""
+
+
 class ImageError(DocumentError):
     """An image cannot be used: not an allowed format, truncated or corrupt, over the pixel
     limit (a decompression bomb) or over the byte limit."""

@@ -177,6 +177,12 @@ class Registry(Generic[T]):
                 item = self._items.get(key)
         return item
 
+    def holds(self, obj: object) -> bool:
+        """Whether ``obj`` itself is registered under some name (no import, no plugin load:
+        a module that registers it has been imported already)."""
+        with self._lock:
+            return any(item is obj for item in self._items.values())
+
     def names(self) -> list[str]:
         """Every name that :meth:`get` accepts (registered, built-in, or from a plugin)."""
         load_plugins()

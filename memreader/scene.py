@@ -24,6 +24,7 @@ from memreader.errors import (
     InvalidSceneError,
     UnknownRoleError,
 )
+from memreader.rendering import MAX_LABEL, clip
 
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 # The part type of a message without any content: it has no text, so its source has no span.
@@ -244,7 +245,7 @@ def _message(raw: Any, scene: int, index: int) -> Message:
     role = raw.get("role")
     if not isinstance(role, str) or role not in ROLES:
         raise UnknownRoleError(
-            f"unknown role {role!r}; expected one of {sorted(ROLES)}",
+            f"unknown role {clip(repr(role), MAX_LABEL).text}; expected one of {sorted(ROLES)}",
             scene_index=scene,
             message_index=index,
         )
@@ -345,7 +346,7 @@ def _content_part(part: Any, scene: int, index: int, part_index: int | None) -> 
     if _UNKNOWN_PARTS.get() == "keep":
         checked(kind, "part type")
         return Part(type=UNSUPPORTED_PART, index=part_index, exact=False, payload={"type": kind})
-    raise fail(f"unknown content part type {kind!r}")
+    raise fail(f"unknown content part type {clip(repr(kind), MAX_LABEL).text}")
 
 
 def parse_content_part(

@@ -212,7 +212,10 @@ def test_kill_and_resume_gives_the_uninterrupted_output(tmp_path: Path) -> None:
         "backend": "simple_struct",
         "config": {
             "embedder": {"backend": "hash"},
-            "pipeline": {"insert_before": {"embed": [{"step": "tests.test_batch:Slow"}]}},
+            "pipeline": {
+                "insert_before": {"embed": [{"step": "tests.test_batch:Slow"}]},
+                "allow_imports": True,
+            },
         },
     }
     job = write_job(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import ipaddress
 import logging
 import socket
 import threading
@@ -21,6 +22,7 @@ from memreader.documents.fetch import Fetcher, is_remote, safe_label
 from memreader.documents.sources_config import FetchConfig
 from memreader.errors import BlockedAddressError, DocumentError, FetchError
 from memreader.transport import deadline_transport, http_lib
+from memreader.transport.addresses import embedded_ipv4
 from memreader.transport.guard import AddressPolicy, GuardedBackend, parse_ip
 from tests.http_fixtures import (
     FetchTestServer,
@@ -292,6 +294,8 @@ def test_schemes_not_allowed(ref: str, schemes: list[str]) -> None:
         ("64:ff9b::a9fe:a9fe", True),  # NAT64 of 169.254.169.254
         ("2002:a00:1::", True),  # 6to4 of 10.0.0.1
         ("8.8.8.8", False),
+        ("2002:808:808::1", False),  # 6to4 of 8.8.8.8
+        ("64:ff9b::808:808", False),  # NAT64 of 8.8.8.8
         ("2606:4700::1111", False),
         ("::ffff:8.8.8.8", False),
     ],
@@ -300,6 +304,57 @@ def test_address_policy(address: str, blocked: bool) -> None:
     ip = parse_ip(address)
     assert ip is not None
     assert AddressPolicy().address_allowed(ip) is not blocked
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "::7f00:1",  # IPv4-compatible 127.0.0.1
+        "::a9fe:a9fe",  # IPv4-compatible 169.254.169.254
+        "::a00:1",  # IPv4-compatible 10.0.0.1
+        "::ffff:0:a9fe:a9fe",  # SIIT 169.254.169.254
+        "::ffff:0:7f00:1",  # SIIT 127.0.0.1
+        "64:ff9b:1::a9fe:a9fe",  # RFC 8215 NAT64 of 169.254.169.254
+        "64:ff9b:1::808:808",  # RFC 8215 local use: never public, whatever it embeds
+        "64:ff9b::7f00:1",  # NAT64 of 127.0.0.1
+        "::ffff:7f00:1",  # IPv4-mapped 127.0.0.1
+        "2002:7f00:1::",  # 6to4 of 127.0.0.1
+        "2002:a9fe:a9fe::1",  # 6to4 of 169.254.169.254
+        "2001:0:4136:e378:8000:63bf:3fff:fdd2",  # Teredo
+        "2001:0:808:808::1",  # Teredo, a public server: the client behind it is unknown
+        "3fff::1",  # documentation (RFC 9637)
+        "5f00::1",  # SRv6 SIDs
+        "fec0::1",  # site-local
+        "100::1",  # discard
+    ],
+)
+def test_ipv6_forms_carrying_a_private_ipv4_are_refused(address: str) -> None:
+    ip = parse_ip(address)
+    assert ip is not None
+    assert not AddressPolicy().address_allowed(ip)
+    with pytest.raises(BlockedAddressError, match="not public"):
+        AddressPolicy().check_host(f"[{address}]", "x")
+
+
+def test_embedded_ipv4_is_extracted_from_every_form() -> None:
+    expected = ipaddress.IPv4Address("169.254.169.254")
+    for text in (
+        "::a9fe:a9fe",
+        "::ffff:a9fe:a9fe",
+        "::ffff:0:a9fe:a9fe",
+        "64:ff9b::a9fe:a9fe",
+        "64:ff9b:1::a9fe:a9fe",
+        "2002:a9fe:a9fe::",
+        "2001:0:a9fe:a9fe::1",
+    ):
+        assert embedded_ipv4(ipaddress.IPv6Address(text)) == expected, text
+    assert embedded_ipv4(ipaddress.IPv6Address("2606:4700::1111")) is None
+
+
+def test_resolved_ipv4_compatible_address_is_refused_at_connect() -> None:
+    resolve = resolver({"sneaky.example": ["::7f00:1"]})
+    with make(allow=[], resolve=resolve) as fetcher, pytest.raises(BlockedAddressError):
+        fetcher.fetch("http://sneaky.example/x.pdf")
 
 
 def test_address_policy_allow_list() -> None:
@@ -684,7 +739,12 @@ def s3_endpoint(moto_s3: str) -> str:
 def s3_fetcher(endpoint: str, **settings: Any) -> Fetcher:
     settings.setdefault("max_retries", 0)
     config = FetchConfig(
-        s3={"endpoint_url": endpoint, "region_name": "us-east-1", "addressing_style": "path"},
+        s3={
+            "endpoint_url": endpoint,
+            "region_name": "us-east-1",
+            "addressing_style": "path",
+            "allow_buckets": ["docs", "no-such-bucket"],
+        },
         **settings,
     )
     return Fetcher(config, max_bytes=1000)
@@ -707,7 +767,8 @@ def test_s3_injected_client(s3_endpoint: str) -> None:
     import boto3
 
     client = boto3.client("s3", endpoint_url=s3_endpoint, region_name="us-east-1")
-    fetcher = Fetcher(FetchConfig(), max_bytes=1000, s3_client=client)
+    config = FetchConfig(s3={"allow_buckets": ["docs"]})
+    fetcher = Fetcher(config, max_bytes=1000, s3_client=client)
     assert fetcher.fetch("s3://docs/dir/report.pdf").data == PDF
     fetcher.close()
 

@@ -1209,7 +1209,7 @@ def test_ollama_vision_parts_become_images(server: LLMTestServer, mode: str) -> 
     [
         ({"type": "image_url", "image_url": {"url": "https://host/cat.png"}}, "data: URLs only"),
         ({"type": "image_url", "image_url": "file:///etc/passwd"}, "data: URLs only"),
-        ({"type": "image_url", "image_url": {"url": "data:image/png,rawbytes"}}, "base64"),
+        ({"type": "image_url", "image_url": {"url": "data:image/png;base64"}}, "no ','"),
         ({"type": "image_url", "image_url": {"url": "data:image/png;base64,@@@"}}, "base64"),
         ({"type": "input_audio", "input_audio": {"data": "", "format": "wav"}}, "input_audio"),
     ],

@@ -637,6 +637,8 @@ def test_cli_reads_a_multimodal_chat_file_with_files_beside_it(tmp_path: Path) -
         "chat.json",
         "--reader",
         "multimodal_struct",
+        "--allow-root",
+        ".",
         "--no-embedding",
         "--report",
         "report.json",
@@ -682,7 +684,11 @@ def s3_docs(moto_s3: str) -> str:
 
 
 def test_documents_and_images_from_s3(s3_docs: str) -> None:
-    mm = reader(fetch={"s3": {"endpoint_url": s3_docs, "addressing_style": "path"}})
+    mm = reader(
+        fetch={
+            "s3": {"endpoint_url": s3_docs, "addressing_style": "path", "allow_buckets": ["docs"]}
+        }
+    )
     report = ReadReport()
     result = mm.get_memory(
         [

@@ -251,7 +251,8 @@ def test_pipelines_declared_in_yaml(tmp_path: Path) -> None:
         "      embed: [{step: 'tests.test_pipeline:AddTag', config: {tag: from-yaml}}]\n"
         "    remove: [rewrite]\n"
         "    replace:\n"
-        "      filter: {step: 'tests.test_pipeline:count_words'}\n",
+        "      filter: {step: 'tests.test_pipeline:count_words'}\n"
+        "    allow_imports: true\n",
     )
     reader = MemReaderFactory.from_config(MemReaderConfigFactory.from_yaml(path))
     assert reader.pipeline.names == (
@@ -281,11 +282,13 @@ def test_pipelines_declared_in_yaml(tmp_path: Path) -> None:
         ("    remove: [nope]\n", "config pipeline: no step named 'nope'"),
         ("    insert_after: {parse: [{step: nosuchstep}]}\n", "unknown pipeline step 'nosuchstep'"),
         (
-            "    insert_after: {parse: [{step: 'no_such_module_xyz:Step'}]}\n",
+            "    insert_after: {parse: [{step: 'no_such_module_xyz:Step'}]}\n"
+            "    allow_imports: true\n",
             "cannot import module 'no_such_module_xyz'",
         ),
         (
-            "    insert_after: {parse: [{step: 'tests.test_pipeline:Missing'}]}\n",
+            "    insert_after: {parse: [{step: 'tests.test_pipeline:Missing'}]}\n"
+            "    allow_imports: true\n",
             "module 'tests.test_pipeline' has no 'Missing'",
         ),
         (

@@ -271,6 +271,9 @@ def test_lone_surrogates_in_tags_and_refined_items_are_input_errors(
     stored = fast[0].to_dict()
     stored["metadata"]["sources"][1]["content"] = "Welcome\ud800"
     stored["metadata"]["sources"][1]["span"] = None
-    with pytest.raises(InputError, match="item 0, source 1 holds a lone surrogate"):
-        reader.fine_transfer_simple_mem([stored])
+    report = ReadReport()
+    assert reader.fine_transfer_simple_mem([stored], report=report) == [[]]
+    (record,) = report.windows
+    assert record.status == "error" and record.error is not None
+    assert "item 0 (" in record.error and "source 1 holds a lone surrogate" in record.error
     assert llm_server.requests == [], "refused before any LLM call"

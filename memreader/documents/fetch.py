@@ -20,9 +20,14 @@ once, for every kind of part:
 * ``s3://bucket/key``: :class:`~memreader.documents.fetch_s3.S3Reader` (boto3, built lazily
   from :class:`~memreader.documents.sources_config.S3Config`). The endpoint is configured by
   the operator and trusted: it is not put through the SSRF check (MinIO on a private address is
-  the common case).
-* ``data:`` URLs and local paths reuse :mod:`memreader.documents.loader`'s decoding and its
-  bounded regular-file reader.
+  the common case). The buckets are not: a reference here comes from content and would be read
+  with the operator's credentials, so only buckets (or key prefixes) listed in
+  ``s3.allow_buckets`` are read, anything else is a
+  :class:`~memreader.errors.BlockedBucketError` before any request.
+* ``data:`` URLs go through the one inline decoder (:mod:`memreader.documents.data_urls`),
+  local paths through :mod:`memreader.documents.loader`'s bounded regular-file reader. Local
+  paths are read only with ``allow_local_paths``, under ``allowed_roots``, and never through
+  a hidden file or folder below the root unless ``allow_hidden_files``.
 
 Remote downloads share one budget of ``max_concurrency`` slots per :class:`Fetcher`; messages,
 logs and :attr:`Fetched.source` name a source by its safe label (:func:`safe_label`), never by
@@ -51,6 +56,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from memreader.documents.data_urls import decode_inline, is_data_url
 from memreader.documents.fetch_http import HTTPReader
 from memreader.documents.fetch_s3 import S3Reader
 from memreader.documents.fetch_types import (
@@ -61,7 +67,7 @@ from memreader.documents.fetch_types import (
     media_type_of,
     safe_label,
 )
-from memreader.documents.loader import check_local_path, decode_file_data, read_local_file
+from memreader.documents.loader import check_local_path, read_local_file
 from memreader.documents.sources_config import FetchConfig
 from memreader.errors import BlockedAddressError, DocumentError, FetchError
 from memreader.transport.guard import Resolver
@@ -116,6 +122,9 @@ class Fetcher:
         max_bytes: the most bytes of one fetch (a call's ``max_bytes`` overrides it).
         allow_local_paths: whether local paths may be read at all.
         allowed_roots: when given, local paths must resolve under one of them.
+        allow_hidden_files: whether a local path with a hidden component (a name starting with
+            ``.``) below its root may be read (see
+            :func:`~memreader.documents.loader.check_local_path`).
         base_dir: what relative local paths are relative to (default: the working directory).
         transport: an httpx transport to use instead of the network. The deadline between body
             chunks, the size limit and the checks of each hop's scheme and host still apply;
@@ -134,6 +143,7 @@ class Fetcher:
         max_bytes: int,
         allow_local_paths: bool = False,
         allowed_roots: Sequence[str] = (),
+        allow_hidden_files: bool = False,
         base_dir: str | None = None,
         transport: Any = None,
         s3_client: Any = None,
@@ -145,6 +155,7 @@ class Fetcher:
         self._max_bytes = max_bytes
         self._allow_local = allow_local_paths
         self._roots = tuple(allowed_roots)
+        self._allow_hidden = allow_hidden_files
         self._base_dir = base_dir
         self._slots = threading.BoundedSemaphore(config.max_concurrency)
         self._lock = threading.Lock()
@@ -173,10 +184,13 @@ class Fetcher:
             where: ``scene_index``/``message_index``/``part_index`` for the error.
 
         Raises:
-            BlockedAddressError: a scheme not allowed, or an address that is not public.
+            BlockedAddressError: a scheme not allowed, or an address that is not public;
+                :class:`~memreader.errors.BlockedBucketError` for an ``s3://`` bucket or prefix
+                not in ``s3.allow_buckets``.
             FetchError: the source could not be fetched (status, timeout, size, redirects,
                 content type, missing key or file, refused credentials).
-            DocumentError: local paths are disabled or outside the roots; a bad data URL.
+            DocumentError: local paths are disabled, outside the roots or hidden; a bad data
+                URL.
         """
         loc = {key: (where or {}).get(key) for key in _WHERE_KEYS}
         limit = self._max_bytes if max_bytes is None else max_bytes
@@ -206,7 +220,7 @@ class Fetcher:
     # -- dispatch --
 
     def _dispatch(self, ref: str, kind: FetchKind, limit: int, hint: str) -> Fetched:
-        if ref[:5].lower() == "data:":
+        if is_data_url(ref):
             return self._inline(ref, limit, hint)
         match = _URL_SCHEME.match(ref)
         if match is None:
@@ -228,10 +242,8 @@ class Fetcher:
             self._slots.release()
 
     def _inline(self, ref: str, limit: int, hint: str) -> Fetched:
-        data = decode_file_data("data:" + ref[5:], limit, {})
-        header = ref[5:].partition(",")[0]
-        media_type = header.partition(";")[0].strip().lower() or "text/plain"
-        return _fetched(data, "inline", hint, media_type)
+        inline = decode_inline(ref, limit, what="data: URL")
+        return _fetched(inline.data, "inline", hint, inline.media_type)
 
     def _local(self, ref: str, limit: int, hint: str) -> Fetched:
         if not self._allow_local:
@@ -240,7 +252,9 @@ class Fetcher:
         if self._base_dir is not None and not os.path.isabs(ref):
             path = os.path.join(self._base_dir, ref)
         name = os.path.basename(ref) or ref
-        resolved = check_local_path(path, allowed_roots=self._roots)
+        resolved = check_local_path(
+            path, allowed_roots=self._roots, allow_hidden=self._allow_hidden
+        )
         try:
             data = read_local_file(resolved, name, limit, {})
         except FileNotFoundError:

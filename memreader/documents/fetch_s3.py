@@ -26,10 +26,10 @@ from typing import Any
 
 from memreader.documents.fetch_types import FetchKind, check_content_type, media_type_of
 from memreader.documents.s3_client import LazyS3Client
-from memreader.documents.sources_config import FetchConfig
-from memreader.errors import FetchError
+from memreader.documents.sources_config import FetchConfig, FetchS3Config, has_dot_segments
+from memreader.errors import BlockedBucketError, FetchError
 
-__all__ = ["S3Object", "S3Reader"]
+__all__ = ["S3Object", "S3Reader", "check_bucket_allowed"]
 
 _CHUNK = 64 * 1024
 
@@ -114,6 +114,7 @@ class S3Reader:
         label = f"s3://{bucket}/{key}"
         if not bucket or not key:
             raise FetchError(f"{label}: an s3:// URL needs a bucket and a key")
+        check_bucket_allowed(bucket, key, self._config.s3, label)
         try:
             response = self._s3().get_object(Bucket=bucket, Key=key)
         except ClientError as exc:
@@ -209,3 +210,27 @@ def _botocore_problem(exc: BaseException) -> str:
     if isinstance(exc, BotoConnectionError):
         return f"cannot reach the S3 endpoint ({type(exc).__name__})"
     return f"S3 request failed ({type(exc).__name__})"
+
+
+def check_bucket_allowed(bucket: str, key: str, config: FetchS3Config, label: str) -> None:
+    """Refuse ``s3://bucket/key`` unless ``config.allow_buckets`` (``fetch.s3.allow_buckets``)
+    lists the bucket, or a prefix of the key in it (see :class:`FetchS3Config`).
+
+    Raises:
+        BlockedBucketError: naming the object and the setting to change.
+    """
+    if has_dot_segments(key):
+        raise BlockedBucketError(f"{label}: an s3:// key with '.' or '..' segments is refused")
+    if config.allows(bucket, key):
+        return
+    prefixes = [entry for entry in config.allow_buckets if entry.partition("/")[0] == bucket]
+    if prefixes:
+        raise BlockedBucketError(
+            f"{label}: the key is outside the prefixes fetch.s3.allow_buckets allows in bucket "
+            f"{bucket!r} ({', '.join(repr(p) for p in prefixes)})"
+        )
+    raise BlockedBucketError(
+        f"{label}: bucket {bucket!r} is not in fetch.s3.allow_buckets; s3:// references in "
+        f"content are read only from buckets the operator lists there (add {bucket!r}, or "
+        f"'{bucket}/prefix/' for part of it)"
+    )

@@ -6,25 +6,24 @@ Markdown, and spans index that Markdown. Audio is refused: markitdown would send
 service. File names from the input are used only to pick a converter, never as paths.
 
 Local files are read only when the caller allows it (``allow_local_paths``) and, when
-``allowed_roots`` is given, only under those roots after resolving symlinks. Only regular files
-are read, never more than ``max_file_bytes + 1`` bytes whatever size the file reports, and
-archives, pdf streams and the converted text are held to the limits of
-:class:`~memreader.documents.limits.DocumentLimits`.
+``allowed_roots`` is given, only under those roots after resolving symlinks; hidden files and
+folders (a name starting with ``.``: ``.env``, ``.aws``, ``.ssh``) only with ``allow_hidden``
+(``allow_hidden_files`` in a reader config). Only regular files are read, never more than
+``max_file_bytes + 1`` bytes whatever size the file reports, and archives, pdf streams and the
+converted text are held to the limits of :class:`~memreader.documents.limits.DocumentLimits`.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import io
 import logging
 import os
 import threading
-import urllib.parse
 import zipfile
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from memreader.documents.data_urls import decode_inline
 from memreader.documents.limits import (
     DEFAULT_LIMITS,
     DEFAULT_MAX_FILE_BYTES,
@@ -167,6 +166,7 @@ def check_local_path(
     path: str,
     *,
     allowed_roots: Iterable[str] = (),
+    allow_hidden: bool = False,
     scene_index: int | None = None,
     message_index: int | None = None,
 ) -> str:
@@ -174,8 +174,12 @@ def check_local_path(
 
     With ``allowed_roots``, the resolved path (symlinks followed) must equal a resolved root or
     lie under one (``~`` in a root is expanded; relative roots are relative to the working
-    directory). Files under /proc, /sys and /dev are always refused. Messages name the file
-    as the caller gave it (its base name), never where a symlink leads.
+    directory). Unless ``allow_hidden``, a file whose resolved path has a hidden component (a
+    name starting with ``.``) below its root is refused: ``.env``, ``.aws/credentials``,
+    ``.ssh/id_rsa``, ``.git/config`` hold secrets, not documents (a root itself may be hidden:
+    whoever named it chose it; without roots every component counts). Files under /proc, /sys
+    and /dev are always refused. Messages name the file as the caller gave it (its base name),
+    never where a symlink leads.
     """
     where = {"scene_index": scene_index, "message_index": message_index}
     name = os.path.basename(path) or path
@@ -183,18 +187,30 @@ def check_local_path(
         resolved = os.path.realpath(path)
     except (OSError, ValueError) as exc:
         raise DocumentError(f"cannot resolve file {name!r}: {exc}", **where) from exc
-    roots = list(allowed_roots)
-    if roots and not any(
-        _is_within(resolved, os.path.realpath(os.path.expanduser(root))) for root in roots
-    ):
+    roots = [os.path.realpath(os.path.expanduser(root)) for root in allowed_roots]
+    containing = [root for root in roots if _is_within(resolved, root)]
+    if roots and not containing:
         raise DocumentError(f"file {name!r} is outside the allowed roots", **where)
     if any(_is_within(resolved, virtual) for virtual in _VIRTUAL_ROOTS):
         raise DocumentError(f"file {name!r} is a system file, not a document", **where)
+    if not allow_hidden and all(_hidden_below(resolved, root) for root in containing or [os.sep]):
+        raise DocumentError(
+            f"file {name!r} is hidden (a file or folder name on its path starts with '.'); "
+            "hidden files are read only with allow_hidden_files: true",
+            **where,
+        )
     return resolved
 
 
 def _is_within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _hidden_below(path: str, root: str) -> bool:
+    """Whether ``path`` (under ``root``, both resolved) has a component starting with ``.``
+    below ``root``."""
+    below = os.path.relpath(path, root) if path != root else ""
+    return any(part.startswith(".") and part not in (".", "") for part in below.split(os.sep))
 
 
 def read_local_file(resolved: str, name: str, max_bytes: int, where: dict[str, Any]) -> bytes:
@@ -222,19 +238,23 @@ def load_path(
     scene_index: int,
     message_index: int,
     allowed_roots: Iterable[str] = (),
+    allow_hidden: bool = False,
     limits: DocumentLimits = DEFAULT_LIMITS,
 ) -> Part:
     """Read and convert a local file the caller named (the caller decided paths are allowed).
 
     Raises:
-        DocumentError: the file is outside ``allowed_roots``, not a regular file, unreadable,
-            over a limit, or cannot be converted.
+        DocumentError: the file is outside ``allowed_roots``, hidden (see
+            :func:`check_local_path`), not a regular file, unreadable, over a limit, or cannot
+            be converted.
     """
     from memreader.scene import Part
 
     where: dict[str, Any] = {"scene_index": scene_index, "message_index": message_index}
     name = os.path.basename(path) or path
-    resolved = check_local_path(path, allowed_roots=allowed_roots, **where)
+    resolved = check_local_path(
+        path, allowed_roots=allowed_roots, allow_hidden=allow_hidden, **where
+    )
     try:
         data = read_local_file(resolved, name, limits.max_file_bytes, where)
     except OSError as exc:
@@ -251,6 +271,7 @@ def load_file_part(
     message_index: int,
     allow_local_paths: bool = False,
     allowed_roots: Iterable[str] = (),
+    allow_hidden: bool = False,
     limits: DocumentLimits = DEFAULT_LIMITS,
 ) -> Part:
     """Load a ``{"type": "file", "file": {...}}`` part: ``path``, or ``file_data`` (base64 or a
@@ -270,7 +291,9 @@ def load_file_part(
     if isinstance(path, str):
         if not allow_local_paths:
             raise DocumentError("local paths are disabled (allow_local_paths=False)", **where)
-        return load_path(path, allowed_roots=allowed_roots, limits=limits, **where)
+        return load_path(
+            path, allowed_roots=allowed_roots, allow_hidden=allow_hidden, limits=limits, **where
+        )
     data = file.get("file_data")
     filename = file.get("filename")
     if not isinstance(data, str):
@@ -285,33 +308,9 @@ def load_file_part(
 
 def decode_file_data(data: str, max_bytes: int, where: dict[str, Any]) -> bytes:
     """The bytes of base64 ``file_data`` or of a data URL, refused early when too big
-    (a :class:`DocumentError` located by ``where``)."""
-    payload, is_base64 = data, True
-    if data.startswith("data:"):
-        header, _, payload = data.partition(",")
-        is_base64 = header.endswith(";base64")
-    # Valid base64 of n characters holds at least 3 * n / 4 - 2 bytes; percent-encoding turns
-    # one byte into at most three characters.
-    smallest = len(payload) * 3 // 4 - 2 if is_base64 else len(payload) // 3
-    if smallest > max_bytes:
-        raise DocumentError(
-            f"file_data is over the max_file_bytes limit ({max_bytes}): "
-            f"{len(payload)} encoded characters",
-            **where,
-        )
-    if is_base64:
-        try:
-            raw = base64.b64decode(payload, validate=True)
-        except (binascii.Error, ValueError) as exc:
-            raise DocumentError(f"file_data is not valid base64: {exc}", **where) from exc
-    else:
-        raw = urllib.parse.unquote_to_bytes(payload)
-    if len(raw) > max_bytes:
-        raise DocumentError(
-            f"file_data is {len(raw)} bytes, over the max_file_bytes limit ({max_bytes})",
-            **where,
-        )
-    return raw
+    (a :class:`DocumentError` located by ``where``): the one inline decoder,
+    :func:`~memreader.documents.data_urls.decode_inline`."""
+    return decode_inline(data, max_bytes, what="file_data", where=where).data
 
 
 # The names these helpers had before they were shared with memreader.documents.fetch.

@@ -36,6 +36,7 @@ def normalize_doc(
     *,
     allow_local_paths: bool = False,
     allowed_roots: Iterable[str] = (),
+    allow_hidden_files: bool = False,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
     max_compression_ratio: float = DEFAULT_MAX_COMPRESSION_RATIO,
@@ -48,7 +49,9 @@ def normalize_doc(
     strangers), and with ``allowed_roots`` only when their resolved path lies under one of them.
     A string is text unless local paths are allowed and it names an existing regular file; such
     a file outside ``allowed_roots`` is a :class:`DocumentError`, never read and never taken
-    for text. A string is never taken for a path because it contains a slash. The ``max_*``
+    for text. Hidden files and folders (a name starting with ``.`` below the root) are refused
+    unless ``allow_hidden_files``. A string is never taken for a path because it contains a
+    slash. The ``max_*``
     limits are those of :class:`memreader.documents.limits.DocumentLimits`.
     """
     roots = tuple(allowed_roots)
@@ -66,7 +69,13 @@ def normalize_doc(
     def part(item: Any, where: dict[str, int]) -> Part:
         if isinstance(item, str):
             if allow_local_paths and _is_local_file(item):
-                return load_path(item, allowed_roots=roots, limits=limits, **where)
+                return load_path(
+                    item,
+                    allowed_roots=roots,
+                    allow_hidden=allow_hidden_files,
+                    limits=limits,
+                    **where,
+                )
             return Part(type="text", text=item)
         if isinstance(item, Mapping) and item.get("type") == "text":
             text = item.get("text")
@@ -78,6 +87,7 @@ def normalize_doc(
                 item.get("file"),
                 allow_local_paths=allow_local_paths,
                 allowed_roots=roots,
+                allow_hidden=allow_hidden_files,
                 limits=limits,
                 **where,
             )
@@ -90,15 +100,19 @@ def normalize_doc(
     return _doc_scenes(scene_data, part)
 
 
-def normalize_doc_refs(scene_data: Any, *, allow_local_paths: bool = False) -> list[Scene]:
+def normalize_doc_refs(
+    scene_data: Any, *, allow_local_paths: bool = False, base_dir: str | None = None
+) -> list[Scene]:
     """Normalise document input without reading anything: one scene per document, one message
     per part, where files stay references for a reader that fetches them (the multimodal
     reader's ``read_parts`` step).
 
     A string is a URL to fetch when it is one line starting with ``http://``, ``https://`` or
-    ``s3://``; a local file when local paths are allowed and it names an existing file; text
-    otherwise. Parts may be ``{"type": "text"}``, ``{"type": "file", "file": {...}}`` (``path``,
-    ``url``, ``file_data``) or an image part (``image_url``).
+    ``s3://``; a local file when local paths are allowed and it names an existing file (a
+    relative path is looked up under ``base_dir`` when one is set, never in the working
+    directory: the fetcher reads it from there, under ``allowed_roots``); text otherwise.
+    Parts may be ``{"type": "text"}``, ``{"type": "file", "file": {...}}`` (``path``, ``url``,
+    ``file_data``) or an image part (``image_url``).
 
     >>> scene = normalize_doc_refs([["https://example.com/report.pdf", "plain text"]])[0]
     >>> [(m.parts[0].type, m.parts[0].exact) for m in scene.messages]
@@ -108,7 +122,7 @@ def normalize_doc_refs(scene_data: Any, *, allow_local_paths: bool = False) -> l
 
     def part(item: Any, where: dict[str, int]) -> Part:
         if isinstance(item, str):
-            return _string_part(item, allow_local_paths)
+            return _string_part(item, allow_local_paths, base_dir)
         if isinstance(item, Mapping) and item.get("type") in ("text", "file", "image_url"):
             try:
                 return parse_content_part(item, where["scene_index"], where["message_index"], None)
@@ -151,19 +165,24 @@ def _doc_scenes(scene_data: Any, part: Callable[[Any, dict[str, int]], Part]) ->
     return scenes
 
 
-def _string_part(text: str, allow_local_paths: bool) -> Part:
+def _string_part(text: str, allow_local_paths: bool, base_dir: str | None) -> Part:
     if "\n" not in text and text.strip() == text and text.startswith(REMOTE_PREFIXES):
         return Part(type="file", exact=False, payload={"url": text})
-    if allow_local_paths and _is_local_file(text):
+    if allow_local_paths and _is_local_file(text, base_dir):
         return Part(type="file", exact=False, payload={"path": text})
     return Part(type="text", text=text)
 
 
-def _is_local_file(text: str) -> bool:
+def _is_local_file(text: str, base_dir: str | None = None) -> bool:
+    """Whether ``text`` names an existing file: a relative name under ``base_dir`` when one is
+    set (where the fetcher will read it), else under the working directory."""
     if not text or len(text) > 4096 or "\n" in text or "\0" in text:
         return False
     try:
-        return os.path.isfile(text)
+        path = text
+        if base_dir is not None and not os.path.isabs(path):
+            path = os.path.join(base_dir, path)
+        return os.path.isfile(path)
     except (OSError, ValueError):
         return False
 

@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from memreader.documents.data_urls import is_data_url
+
 __all__ = ["Kind", "PartTask", "task_for_part"]
 
 Kind = Literal["document", "image", "audio"]
@@ -97,7 +99,7 @@ def _file_task(file: Mapping[str, Any], at: tuple[int, int, int | None]) -> Part
             return PartTask(*at, "document", ref=ref, name=name or _url_name(ref))
     data = _text(file.get("file_data"))
     if data:
-        if data.startswith(("http://", "https://", "s3://", "data:")):
+        if data[:8].lower().startswith(("http://", "https://", "s3://")) or is_data_url(data):
             return PartTask(*at, "document", ref=data, name=name or _url_name(data))
         return PartTask(*at, "document", inline=data, name=name)
     file_id = _text(file.get("file_id"))
@@ -114,7 +116,7 @@ def _file_task(file: Mapping[str, Any], at: tuple[int, int, int | None]) -> Part
 
 def _url_name(ref: str) -> str:
     """The last path segment of a URL or path (no query), for the format."""
-    if ref.startswith("data:"):
+    if is_data_url(ref):
         return ""
     path = ref.split("?", 1)[0].split("#", 1)[0]
     return os.path.basename(path.rstrip("/"))

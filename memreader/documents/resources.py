@@ -12,8 +12,6 @@ reader). One part's failure is that part's result: it comes back as a :class:`Re
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import logging
 import os
@@ -24,6 +22,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from memreader.documents.data_urls import decode_inline
 from memreader.documents.limits import DEFAULT_LIMITS, DocumentLimits
 from memreader.documents.part_tasks import PartTask, task_for_part
 from memreader.errors import DocumentError, MemReaderError
@@ -238,14 +237,21 @@ class ResourceReader:
 
         limit = self.images.max_bytes if task.kind == "image" else None
         if task.inline is not None:
-            data = _decode_base64(task.inline, limit or self.fetcher_limit, task)
+            inline = decode_inline(
+                task.inline,
+                limit or self.fetcher_limit,
+                what=f"inline {task.kind} data",
+                limit_name="images.max_bytes" if task.kind == "image" else "max_file_bytes",
+                where=task.where,
+            )
+            data = inline.data
             name = task.name
             return Fetched(
                 data=data,
                 source=os.path.basename(name) or "inline",
                 name=name,
                 extension=os.path.splitext(name)[1].lower(),
-                media_type=None,
+                media_type=inline.media_type,
                 markdown=False,
                 digest=hashlib.sha256(data).hexdigest(),
             )
@@ -430,27 +436,3 @@ def _typed(error: Exception, task: PartTask) -> MemReaderError:
         f"reading the {task.kind} failed unexpectedly: {type(error).__name__}: {error}",
         **task.where,
     )
-
-
-def _decode_base64(data: str, max_bytes: int, task: PartTask) -> bytes:
-    """The bytes of inline base64 (or a ``data:`` URL), refused early when too big."""
-    payload = data.partition(",")[2] if data.startswith("data:") else data
-    payload = "".join(payload.split())
-    if len(payload) * 3 // 4 - 2 > max_bytes:
-        raise DocumentError(
-            f"inline {task.kind} data is over the {max_bytes} byte limit "
-            f"({len(payload)} base64 characters)",
-            **task.where,
-        )
-    try:
-        raw = base64.b64decode(payload, validate=True)
-    except (binascii.Error, ValueError) as exc:
-        raise DocumentError(
-            f"inline {task.kind} data is not valid base64: {exc}", **task.where
-        ) from None
-    if len(raw) > max_bytes:
-        raise DocumentError(
-            f"inline {task.kind} data is {len(raw)} bytes, over the {max_bytes} byte limit",
-            **task.where,
-        )
-    return raw

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from memreader.documents.sources_config import S3Config
+from memreader.transport.log_scrub import install_log_redaction
 
 __all__ = ["LazyS3Client", "s3_code", "s3_problem"]
 
@@ -65,6 +66,7 @@ class LazyS3Client:
                     ),
                 )
                 self._built = True
+            install_log_redaction()  # botocore's loggers print endpoints and signatures
             return self._client
 
     def get_or_raise(self, error: Callable[[str], Exception], what: str) -> Any:

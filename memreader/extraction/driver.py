@@ -64,11 +64,19 @@ async def arun_plans(
             return on_error(index, exc)
         return result
 
-    tasks = []
-    for i, plan in enumerate(plans):
-        tasks.append(asyncio.ensure_future(work(i, plan)))
-        # Let the new task send its first request, and the loop read the answers that have
-        # come in, before the next plan starts: creating every task at once would run each
-        # one's preparation before any answer is handled.
-        await asyncio.sleep(0)
-    return list(await asyncio.gather(*tasks))
+    tasks: list[asyncio.Future[T]] = []
+    try:
+        for i, plan in enumerate(plans):
+            tasks.append(asyncio.ensure_future(work(i, plan)))
+            # Let the new task send its first request, and the loop read the answers that have
+            # come in, before the next plan starts: creating every task at once would run each
+            # one's preparation before any answer is handled.
+            await asyncio.sleep(0)
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        # Cancelled (or failed) while tasks run: none may outlive the call, asking the LLM
+        # for a caller that has gone. Cancel them and wait until they have ended.
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise

@@ -3,8 +3,10 @@
 ``before_call`` runs before each request (each attempt), ``on_error`` after each failed attempt
 (transport error, or an answer that had to be re-asked) and ``after_call`` once, when a call
 succeeds. Callbacks run synchronously in the calling thread (or on the event loop for
-``acomplete``), so keep them quick. A callback that raises is logged and ignored: hooks can
-never break a call.
+``acomplete``), so keep them quick. A callback may be ``async def``: in async calls it is
+scheduled on the event loop, in sync calls skipped with a warning
+(:mod:`memreader.callbacks`). A callback that raises is logged and ignored: hooks can never
+break a call.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from memreader.callbacks import call_observer
 from memreader.llms.usage import Usage
 
 if TYPE_CHECKING:
@@ -95,13 +98,4 @@ class LLMHooks:
 
 def _run(callbacks: list[Callable[[E], object]], event: E, kind: str) -> None:
     for callback in list(callbacks):
-        try:
-            callback(event)
-        except Exception:
-            logger.warning(
-                "LLM %s hook %r raised; ignoring it", kind, _name(callback), exc_info=True
-            )
-
-
-def _name(callback: Callable[..., object]) -> str:
-    return getattr(callback, "__qualname__", None) or type(callback).__name__
+        call_observer(callback, event, f"LLM {kind} hook")

@@ -17,8 +17,6 @@ any other URL is refused before sending.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -26,6 +24,8 @@ from typing import Any
 import httpx
 import ollama
 
+from memreader.documents.data_urls import decode_inline, is_data_url
+from memreader.errors import DocumentError
 from memreader.llms.backends import register_llm
 from memreader.llms.base import BaseLLMClient
 from memreader.llms.client_pool import ClientPool
@@ -45,27 +45,20 @@ _REQUEST_FIELDS = ("think", "keep_alive")
 
 
 def _image_bytes(part: Mapping[str, Any]) -> bytes:
-    """The image of an ``image_url`` part, which must hold a base64 ``data:`` URL."""
+    """The image of an ``image_url`` part, which must hold a ``data:`` URL."""
     image_url = part.get("image_url")
     url = image_url.get("url") if isinstance(image_url, Mapping) else image_url
-    if not isinstance(url, str) or not url.startswith("data:"):
+    if not isinstance(url, str) or not is_data_url(url):
         shown = url.split(":", 1)[0] + ":..." if isinstance(url, str) else type(url).__name__
         raise LLMRequestError(
             f"the ollama backend takes images as data: URLs only, not {shown} (Ollama cannot "
             "fetch an image from a URL)",
             retryable=False,
         )
-    header, comma, payload = url.partition(",")
-    if not comma or not header.endswith(";base64"):
-        raise LLMRequestError(
-            "an image data: URL for the ollama backend must be base64-encoded", retryable=False
-        )
-    try:
-        return base64.b64decode(payload, validate=True)
-    except (binascii.Error, ValueError):
-        raise LLMRequestError(
-            "an image data: URL holds data that is not valid base64", retryable=False
-        ) from None
+    try:  # the one inline decoder: ;BASE64, wrapped base64 and percent-encoding alike
+        return decode_inline(url, None, what="an image data: URL for the ollama backend").data
+    except DocumentError as exc:
+        raise LLMRequestError(exc.reason, retryable=False) from None
 
 
 def ollama_message(message: Mapping[str, Any]) -> dict[str, Any]:
@@ -78,8 +71,8 @@ def ollama_message(message: Mapping[str, Any]) -> dict[str, Any]:
     untrusted payload must never get to choose.
 
     Raises:
-        LLMRequestError: a part that is not text or an image, or an image that is not a base64
-            ``data:`` URL (not retried: the same request would fail again).
+        LLMRequestError: a part that is not text or an image, or an image that is not a
+            decodable ``data:`` URL (not retried: the same request would fail again).
     """
     content = message.get("content")
     if not isinstance(content, list):

@@ -6,6 +6,13 @@ are provenance); other parts (images, files in chat, audio, tool calls) are inde
 placeholder that names them.
 """
 
-from memreader.parsers.router import PART_PARSERS, PartParser, PartRef, line_prefix, scene_units
+from memreader.parsers.router import (
+    PART_PARSERS,
+    PartParser,
+    PartRef,
+    line_prefix,
+    part_notes,
+    scene_units,
+)
 
-__all__ = ["PART_PARSERS", "PartParser", "PartRef", "line_prefix", "scene_units"]
+__all__ = ["PART_PARSERS", "PartParser", "PartRef", "line_prefix", "part_notes", "scene_units"]

@@ -12,7 +12,7 @@ def describe_url(label: str, url: str) -> str:
     >>> describe_url("image", "data:image/png;base64,iVBORw0KGgo=")
     '[image: inline image/png, 34 characters]'
     """
-    if url.startswith("data:"):
+    if url[:5].lower() == "data:":
         # A data URL can be megabytes of base64: describe it, never copy it into a memory.
         media = url[5:].split(";", 1)[0].split(",", 1)[0] or "unknown type"
         return f"[{label}: inline {media}, {len(url)} characters]"

@@ -7,15 +7,16 @@ modules; a plugin may add its own for a new part type).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from memreader.errors import DocumentError
 from memreader.registry import Registry
+from memreader.rendering import NotedText
 from memreader.scene import Message, Part, Scene, check_text
-from memreader.windows import Unit
+from memreader.windows import Unit, Window
 
-__all__ = ["PART_PARSERS", "PartParser", "PartRef", "line_prefix", "scene_units"]
+__all__ = ["PART_PARSERS", "PartParser", "PartRef", "line_prefix", "part_notes", "scene_units"]
 
 PartParser = Callable[[Part, Message], str]
 
@@ -40,10 +41,13 @@ PART_PARSERS: Registry[PartParser] = Registry(
 
 @dataclass(frozen=True)
 class PartRef:
-    """What a unit came from: the message and the part within it."""
+    """What a unit came from: the message and the part within it, and a ``note`` for the
+    report of each window that shows it (its parser left something out: see
+    :mod:`memreader.rendering`)."""
 
     message: Message
     part: Part
+    note: str | None = None
 
 
 #: The longest speaker name a line shows (a name is a label, not content).
@@ -86,8 +90,26 @@ def scene_units(scene: Scene) -> list[Unit]:
             parser = parsers.get(part.type)
             if parser is None:
                 parser = parsers[part.type] = PART_PARSERS.get(part.type)
-            units.append(Unit(parser(part, message), prefix, PartRef(message, part)))
+            text = parser(part, message)
+            note = None
+            if isinstance(text, NotedText):
+                where = f"message {message.index}" + (
+                    f", part {part.index}" if part.index is not None else ""
+                )
+                note = f"{where}: {text.note}"
+            units.append(Unit(str(text), prefix, PartRef(message, part, note)))
     return units
+
+
+def part_notes(window: Window, units: Sequence[Unit]) -> list[str]:
+    """The notes of the parts ``window`` shows (each once, in order): what their parsers left
+    out, e.g. tool arguments clipped. The window step puts them in the window's report."""
+    notes: list[str] = []
+    for segment in window.segments:
+        key = units[segment.unit].key
+        if isinstance(key, PartRef) and key.note and key.note not in notes:
+            notes.append(key.note)
+    return notes
 
 
 def _check_document(scene: Scene, message: Message, part: Part) -> None:

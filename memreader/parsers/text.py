@@ -4,6 +4,7 @@ and parts of a type no parser knows."""
 from __future__ import annotations
 
 from memreader.parsers.router import PART_PARSERS
+from memreader.rendering import MAX_LABEL, NotedText, clip
 from memreader.scene import EMPTY_PART, UNSUPPORTED_PART, Message, Part
 
 
@@ -30,4 +31,7 @@ def parse_unsupported(part: Part, message: Message) -> str:
     """``[unsupported part: video]``: the part keeps its place in its window and its source, and
     the readers that keep such parts report them per window."""
     kind = part.payload.get("type") if isinstance(part.payload, dict) else None
-    return f"[unsupported part: {kind or 'unknown'}]"
+    shown = clip(str(kind or "unknown"), MAX_LABEL)
+    text = f"[unsupported part: {shown.text}]"
+    note = shown.note("the unsupported part's type name")
+    return NotedText(text, note) if note else text

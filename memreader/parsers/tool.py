@@ -3,26 +3,36 @@ was called with, its output), each rendered on one line."""
 
 from __future__ import annotations
 
-import json
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from memreader.parsers.router import PART_PARSERS
+from memreader.rendering import MAX_TOOL_TEXT, NotedText, render_line
 from memreader.scene import Message, Part
 
-#: A tool part's rendered payload is clipped to this many characters (outputs can be huge).
-MAX_TOOL_TEXT = 4000
+__all__ = ["MAX_TOOL_TEXT"]
+
+
+def _line(head: str, items: Iterable[Any], what: str) -> str:
+    """``[head items]``, the items clipped to :data:`MAX_TOOL_TEXT` characters together; a
+    :class:`NotedText` (a note for the window's report) when anything was left out."""
+    shown = render_line(items)
+    text = f"[{head}{shown.text}]"
+    note = shown.note(what)
+    return NotedText(text, note) if note else text
 
 
 @PART_PARSERS.register("tool_calls")
 def parse_tool_calls(part: Part, message: Message) -> str:
-    """``[tool calls: search({"q": "tea"})]``."""
-    calls = [f"{call.get('name')}({call.get('arguments', '')})" for call in part.payload or ()]
-    return "[tool calls: " + "; ".join(calls) + "]"
+    """``[tool calls: search({"q": "tea"})]``: arguments as given when a string (JSON text),
+    as JSON otherwise."""
 
+    def items() -> Iterator[Any]:
+        for index, call in enumerate(part.payload or ()):
+            yield from ("; " if index else "", call.get("name") or "tool", "(")
+            yield from (call.get("arguments", ""), ")")
 
-def _compact(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= MAX_TOOL_TEXT else text[: MAX_TOOL_TEXT - 3] + "..."
+    return _line("tool calls: ", items(), "tool call arguments")
 
 
 def _field(payload: dict[str, Any], *names: str) -> Any:
@@ -36,30 +46,29 @@ def _field(payload: dict[str, Any], *names: str) -> Any:
 def parse_tool_description(part: Part, message: Message) -> str:
     """``[tool description: search: Search the web; parameters {...}]``."""
     payload = part.payload if isinstance(part.payload, dict) else {}
-    name = _field(payload, "name") or "tool"
-    text = f"[tool description: {name}"
+    items: list[Any] = [_field(payload, "name") or "tool"]
     description = _field(payload, "description")
     if description is not None:
-        text += f": {_compact(description)}"
+        items += [": ", description]
     parameters = _field(payload, "parameters", "input_schema")
     if parameters is not None:
-        text += f"; parameters {_compact(parameters)}"
-    return text + "]"
+        items += ["; parameters ", parameters]
+    return _line("tool description: ", items, "tool description")
 
 
 @PART_PARSERS.register("tool_input")
 def parse_tool_input(part: Part, message: Message) -> str:
     """``[tool input: search {"q": "tea"}]``."""
     payload = part.payload if isinstance(part.payload, dict) else {}
-    name = _field(payload, "name") or "tool"
     arguments = _field(payload, "argument", "arguments", "input")
-    return f"[tool input: {name} {_compact(arguments if arguments is not None else {})}]"
+    items = [_field(payload, "name") or "tool", " ", {} if arguments is None else arguments]
+    return _line("tool input: ", items, "tool input")
 
 
 @PART_PARSERS.register("tool_output")
 def parse_tool_output(part: Part, message: Message) -> str:
     """``[tool output: search {"results": [...]}]``."""
     payload = part.payload if isinstance(part.payload, dict) else {}
-    name = _field(payload, "name") or "tool"
     output = _field(payload, "output", "result", "content")
-    return f"[tool output: {name} {_compact(output if output is not None else '')}]"
+    items = [_field(payload, "name") or "tool", " ", "" if output is None else output]
+    return _line("tool output: ", items, "tool output")

@@ -23,7 +23,6 @@ loses only its own items there: the window report's ``passes`` says which failed
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import threading
 from collections.abc import Iterator, Sequence
@@ -47,6 +46,7 @@ from memreader.pipeline.chain import PerWindowStep, WindowWork, count_pass
 from memreader.pipeline.runtime import ReaderRuntime
 from memreader.pipeline.state import FineWindow, ReadState
 from memreader.pipeline.step import STEPS, Step
+from memreader.rendering import render_json
 
 __all__ = [
     "PASS_STEPS",
@@ -379,7 +379,7 @@ class ToolSchemas(Step):
 def _schema_of(payload: dict[str, Any]) -> str:
     """The canonical JSON of a tool schema (what identifies it)."""
     body = {k: v for k, v in payload.items() if k != "type"}
-    return json.dumps(body, ensure_ascii=False, sort_keys=True, default=str)
+    return render_json(body, limit=None, sort_keys=True).text  # json.dumps, depth-bounded
 
 
 def _schema_item(
@@ -391,7 +391,7 @@ def _schema_item(
     memory = f"Tool {name}"
     memory += f": {description}" if isinstance(description, str) and description else ""
     if parameters is not None:
-        shown = json.dumps(parameters, ensure_ascii=False, sort_keys=True, default=str)
+        shown = render_json(parameters, sort_keys=True).text  # clipped, like the tool's line
         memory += f" Parameters: {shown}"
     return make_item(
         memory=memory,

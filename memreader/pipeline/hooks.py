@@ -3,7 +3,10 @@
 ``before_step`` gets a :class:`StepEvent` before a step runs, ``after_step`` after it ends, and
 ``on_step_error`` when it raises (the error then propagates as usual). Each event carries the
 step's name, the mode, the seconds it took and the sizes of what the call has made so far. A
-callback that raises is logged and ignored: observing a read never breaks it.
+callback that raises is logged and ignored: observing a read never breaks it. A callback may be
+``async def``: in async calls it runs on the event loop and has ended before the call returns
+or raises (a cancelled call included); in sync calls it is skipped with a warning
+(:mod:`memreader.callbacks`).
 
 >>> seen = []
 >>> hooks = StepHooks(after_step=[lambda e: seen.append((e.step, e.counts["windows"]))])
@@ -14,6 +17,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+
+from memreader.callbacks import call_observer
 
 __all__ = ["StepEvent", "StepHook", "StepHooks"]
 
@@ -53,8 +58,6 @@ class StepHooks:
 
     def emit(self, which: str, event: StepEvent) -> None:
         """Call every callback of ``which`` (``before_step``, ...) with ``event``."""
-        for callback in getattr(self, which):
-            try:
-                callback(event)
-            except Exception:  # an interceptor must never break a read; it is logged
-                logger.exception("%s interceptor %r failed (step %r)", which, callback, event.step)
+        for callback in list(getattr(self, which)):
+            # An interceptor never breaks a read: it is logged; an async one is scheduled.
+            call_observer(callback, event, f"{which} interceptor (step {event.step!r})")

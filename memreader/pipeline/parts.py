@@ -38,6 +38,7 @@ from memreader.pipeline.runtime import ReaderRuntime
 from memreader.pipeline.state import ReadState
 from memreader.pipeline.step import STEPS, Step
 from memreader.pipeline.steps import Normalize
+from memreader.rendering import MAX_LABEL, clip
 from memreader.report import PartReport
 from memreader.scene import UNSUPPORTED_PART, Part, Scene, check_text, normalize_chat
 
@@ -81,7 +82,9 @@ class NormalizeParts(Normalize):
             state.scenes = normalize_chat(state.scene_data, unknown_parts="keep")
         else:
             state.scenes = normalize_doc_refs(
-                state.scene_data, allow_local_paths=runtime.config.allow_local_paths
+                state.scene_data,
+                allow_local_paths=runtime.config.allow_local_paths,
+                base_dir=getattr(runtime.config, "base_dir", None),
             )
 
 
@@ -102,6 +105,7 @@ def resource_reader(runtime: ReaderRuntime) -> ResourceReader:
             max_bytes=config.max_file_bytes,
             allow_local_paths=config.allow_local_paths,
             allowed_roots=tuple(config.allowed_roots),
+            allow_hidden_files=config.allow_hidden_files,
             base_dir=config.base_dir,
         )
         return ResourceReader(
@@ -136,14 +140,15 @@ class ReadParts(Step):
                     key = (position, message.index, part.index)
                     if part.type == UNSUPPORTED_PART:
                         kind = part.payload.get("type") if isinstance(part.payload, dict) else None
+                        shown = clip(str(kind), MAX_LABEL).text  # a type name can be huge
                         reads[key] = PartRead(
                             PartReport(
                                 scene.index,
                                 message.index,
                                 part.index,
-                                str(kind),
+                                shown,
                                 status="unsupported",
-                                detail=f"no parser for part type {kind!r}",
+                                detail=f"no parser for part type {shown!r}",
                             )
                         )
                         continue

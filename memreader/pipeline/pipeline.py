@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
+from memreader.callbacks import settle_observers
 from memreader.errors import InternalError, MemReaderError, PipelineError
 from memreader.pipeline.chain import PerWindowStep, arun_chain, run_chain
 from memreader.pipeline.hooks import StepEvent
@@ -213,9 +214,11 @@ class Pipeline:
             self._after(group, state, runtime, started, spans)
 
     async def arun(self, state: ReadState, runtime: ReaderRuntime) -> None:
-        """The async twin of :meth:`run`."""
+        """The async twin of :meth:`run`. Async interceptors have ended before each step starts
+        and before this returns or raises (cancelled included: ``on_step_error`` sees it)."""
         for group in _groups(self.active(state.mode)):
             started = self._before(group, state, runtime)
+            await settle_observers()
             try:
                 if len(group) == 1 and not isinstance(group[0], PerWindowStep):
                     await group[0].arun(state, runtime)
@@ -224,10 +227,12 @@ class Pipeline:
                     spans = await arun_chain(_chained(group), state, runtime)
             except BaseException as exc:
                 error = self._failed(group, state, runtime, started, exc)
+                await settle_observers()
                 if error is exc:
                     raise
                 raise error from exc
             self._after(group, state, runtime, started, spans)
+        await settle_observers()
 
     @staticmethod
     def _before(group: Sequence[Step], state: ReadState, runtime: ReaderRuntime) -> float:

@@ -17,6 +17,7 @@ from typing import Any
 
 from memreader.documents.headings import HeadingIndex
 from memreader.emit import window_sources
+from memreader.errors import InputError
 from memreader.extraction import WindowInput, WindowOutcome
 from memreader.items import SourceMessage, TextualMemoryItem
 from memreader.llms import UsageMeter
@@ -94,7 +95,9 @@ class ReadState:
     custom_tags: list[str] = field(default_factory=list)
     report: ReadReport = field(default_factory=ReadReport)
     scene_data: Any = None
-    stored_items: list[TextualMemoryItem] = field(default_factory=list)
+    #: Refinement's input: each stored item, or why it could not be read as one (that item's
+    #: error record; the others are refined).
+    stored_items: list[TextualMemoryItem | InputError] = field(default_factory=list)
     scenes: list[Scene] = field(default_factory=list)
     units: list[list[Unit]] = field(default_factory=list)
     windows: list[WindowedScene] = field(default_factory=list)

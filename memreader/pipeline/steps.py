@@ -42,21 +42,22 @@ from memreader.emit import (
     scene_digest,
     window_embedding_parts,
 )
-from memreader.errors import EmbeddingError, InputError
+from memreader.errors import EmbeddingError
 from memreader.extraction import (
     WindowInput,
     short_error,
 )
 from memreader.extraction.language import Language
 from memreader.items import TextualMemoryItem
-from memreader.parsers import line_prefix, scene_units
+from memreader.parsers import part_notes, scene_units
 from memreader.pipeline.chain import PerWindowStep, WindowWork
 from memreader.pipeline.passes import Extract, Filter, FineItems, Rewrite
+from memreader.pipeline.refine import RefineInput
 from memreader.pipeline.runtime import ReaderRuntime
 from memreader.pipeline.state import MODES, FineWindow, ReadState, WindowedScene
 from memreader.pipeline.step import STEPS, Step
 from memreader.report import WindowReport
-from memreader.scene import Scene, check_text, normalize_chat
+from memreader.scene import Scene, normalize_chat
 from memreader.windows import Unit, Window
 
 __all__ = [
@@ -122,7 +123,9 @@ class WindowStep(Step):
         windowed = []
         for scene, units in zip(state.scenes, state.units, strict=True):
             windows = self.windows_of(scene, units, runtime)
-            reports = [WindowReport(scene.index, w.index) for w in windows]
+            reports = [
+                WindowReport(scene.index, w.index, notes=part_notes(w, units)) for w in windows
+            ]
             state.report.windows.extend(reports)
             windowed.append(
                 WindowedScene(
@@ -232,54 +235,6 @@ class PrepareFine(PerWindowStep):
 
     def end(self, state: ReadState, runtime: ReaderRuntime) -> None:
         state.values.pop("_prepare_fine_windows", None)
-
-
-@STEPS.register("refine_input")
-class RefineInput(Step):
-    """Refinement: one window per stored item, rebuilt from its text and sources."""
-
-    name = "refine_input"
-    requires = ("stored_items", "type", "custom_tags")
-    produces = ("fine_windows",)
-    modes = frozenset({"refine"})
-
-    def run(self, state: ReadState, runtime: ReaderRuntime) -> None:
-        fine_windows = []
-        for position, item in enumerate(state.stored_items):
-            sources = list(item.metadata.sources)
-            if not sources:
-                raise InputError(f"item {position} ({item.id}) has no sources to refine from")
-            for k, source in enumerate(sources):
-                check_text(source.content, f"item {position}, source {k}", error=InputError)
-            lines = [
-                (i + 1, line_prefix(s.role, s.chat_time, s.name) + s.content)
-                for i, s in enumerate(sources)
-            ]
-            roles = {i + 1: s.role for i, s in enumerate(sources)}
-            language = runtime.language(item.memory)
-            info = {
-                **item.metadata.info,
-                "user_id": item.metadata.user_id,
-                "session_id": item.metadata.session_id,
-            }
-            kept = [t for t in item.metadata.tags if not t.startswith(("mode:", "fallback:"))]
-            tags = list(dict.fromkeys([*kept, *state.custom_tags]))
-            entry = WindowReport(sources[0].scene_index, position, language=language)
-            state.report.windows.append(entry)
-            fine_windows.append(
-                FineWindow(
-                    position=position,
-                    input=WindowInput(lines, roles, language, tuple(tags)),
-                    sources=sources,
-                    memory_text=item.memory,
-                    id_base=(state.type, "refine", item.id),
-                    report=entry,
-                    custom_tags=tags,
-                    info=info,
-                    refined_from=item.id,
-                )
-            )
-        state.fine_windows = fine_windows
 
 
 @STEPS.register("embed")

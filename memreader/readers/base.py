@@ -244,15 +244,19 @@ def typed_errors(call: str) -> Iterator[None]:
         raise InternalError(f"{call} failed unexpectedly: {short_error(exc)}") from exc
 
 
-def _as_item(raw: TextualMemoryItem | Mapping[str, Any], position: int) -> TextualMemoryItem:
+def _as_item(
+    raw: TextualMemoryItem | Mapping[str, Any], position: int
+) -> TextualMemoryItem | InputError:
+    """The stored item ``raw``, or the error that says why it is not one (that item's record:
+    the other items are refined all the same)."""
     if isinstance(raw, TextualMemoryItem):
         return raw
     if isinstance(raw, Mapping):
         try:
             return TextualMemoryItem.from_dict(dict(raw))
-        except ValueError as exc:
-            raise InputError(f"item {position} is not a valid memory item: {exc}") from exc
-    raise InputError(
+        except (ValueError, TypeError, RecursionError) as exc:
+            return InputError(f"item {position} is not a valid memory item: {short_error(exc)}")
+    return InputError(
         f"item {position} must be a TextualMemoryItem or its dict, got {_type_name(raw)}"
     )
 

@@ -42,7 +42,8 @@ class MultiModalStructMemReaderConfig(BaseReaderConfig):
     """The multimodal reader's settings: those every reader shares, plus
 
     - ``fetch``: downloads (timeouts, redirects, retries, the download budget, the private-address
-      allow-list, ``direct_markdown_hostnames``, the S3 endpoint); see
+      allow-list, ``direct_markdown_hostnames``, the S3 endpoint and ``s3.allow_buckets``, the
+      buckets ``s3://`` in content may name: none by default); see
       :class:`~memreader.documents.sources_config.FetchConfig`.
     - ``images``: formats, byte and pixel limits, the longest side sent to a vision model, and
       whether fine mode describes images; see
@@ -53,11 +54,13 @@ class MultiModalStructMemReaderConfig(BaseReaderConfig):
       instead of keeping a placeholder and reporting it.
     - ``resource_cache_size`` (256): converted documents, prepared images, transcripts and image
       descriptions kept by content hash across calls.
-    - ``base_dir``: the folder relative local paths in parts are resolved against (default: the
-      working directory); they must still lie under ``allowed_roots``.
+    - ``base_dir``: the folder relative local paths are resolved against, in chat parts and in
+      doc input (default: the working directory); they must still lie under
+      ``allowed_roots``. With local paths allowed, a doc input string that names an existing
+      file under ``base_dir`` (``"ok.txt"``) is that file, read; any other string is text.
 
     Local paths (in file parts and doc input) are read only with ``allow_local_paths``, under
-    ``allowed_roots``, as in every reader.
+    ``allowed_roots``, and hidden ones only with ``allow_hidden_files``, as in every reader.
     """
 
     fetch: FetchConfig = Field(default_factory=FetchConfig)

@@ -36,9 +36,10 @@ API under two names, so one implementation serves both (:func:`http_lib`).
 
 Credentials in a URL (``http://user:secret@host``) are taken out of it before any client sees
 it (:func:`split_credentials`) and sent as HTTP basic auth, exactly as httpx would have done, so
-the libraries' request logs cannot show them; :func:`install_log_redaction` adds a filter that
-masks URL credentials in the libraries' own log records anyway (with
-:func:`memreader.redact.mask_url`), for clients built elsewhere.
+the libraries' request logs cannot show them; :func:`install_log_redaction` adds a filter to
+the HTTP and S3 libraries' loggers that scrubs their own records anyway (URL credentials, URL
+queries such as a presigned URL's signature, secret headers and parameters, at every level:
+:mod:`~memreader.transport.log_scrub`), for clients built elsewhere.
 
 Failed requests are read once, for every backend (:func:`classify`), and retried by one policy
 (:class:`RetryPolicy`): see :mod:`~memreader.transport.failures` and
@@ -48,7 +49,9 @@ Modules: :mod:`~memreader.transport.deadline` (the deadline and the network back
 :mod:`~memreader.transport.body` (the response body: deadline between chunks, decoding, cap,
 and what counts as an unreadable reply), :mod:`~memreader.transport.client` (the transport and
 clients), :mod:`~memreader.transport.libs` (httpx and httpx2), and
-:mod:`~memreader.transport.credentials` (URLs and logs without credentials).
+:mod:`~memreader.transport.credentials` (URLs without credentials),
+:mod:`~memreader.transport.log_scrub` (log records without secrets) and
+:mod:`~memreader.transport.addresses` (which addresses are public).
 """
 
 from __future__ import annotations

@@ -14,9 +14,11 @@ the name, not the IP connected to.
 
 What is refused (:class:`AddressPolicy`): addresses that are not globally reachable (private,
 loopback, link-local, shared, reserved, unspecified, documentation ranges), multicast
-addresses, and IPv6 addresses embedding such an IPv4 address (IPv4-mapped, NAT64, 6to4);
-and the names ``localhost`` (and its subdomains) and the cloud metadata names, before any
-lookup. ``allow_hosts`` lets a host name, an address or a network through anyway.
+addresses, and IPv6 addresses embedding such an IPv4 address (IPv4-mapped, IPv4-compatible,
+SIIT, NAT64, 6to4; Teredo and NAT64 local use whole), by explicit tables
+(:mod:`memreader.transport.addresses`); and the names ``localhost`` (and its subdomains) and
+the cloud metadata names, before any lookup. ``allow_hosts`` lets a host name, an address or a
+network through anyway.
 """
 
 from __future__ import annotations
@@ -29,13 +31,13 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from memreader.errors import BlockedAddressError
+from memreader.transport.addresses import IPAddress, embedded_ipv4, is_public
 from memreader.transport.deadline import time_left
 
 __all__ = ["AddressPolicy", "GuardedBackend", "Resolver", "system_resolve"]
 
 logger = logging.getLogger(__name__)
 
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 #: ``resolve(host, port)``: the IP addresses (as text) to try for ``host``, in order.
 Resolver = Callable[[str, int], Sequence[str]]
 
@@ -55,32 +57,12 @@ _BLOCKED_NAMES = frozenset(
         "instance-data.ec2.internal",
     }
 )
-_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 
 
 def system_resolve(host: str, port: int) -> list[str]:
     """Every address ``host`` resolves to for a TCP connection (the system resolver)."""
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
-
-
-def _embedded_ipv4(ip: IPAddress) -> ipaddress.IPv4Address | None:
-    if not isinstance(ip, ipaddress.IPv6Address):
-        return None
-    if ip.ipv4_mapped is not None:
-        return ip.ipv4_mapped
-    if ip.sixtofour is not None:
-        return ip.sixtofour
-    if ip in _NAT64:
-        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
-    return None
-
-
-def _not_public(ip: IPAddress) -> bool:
-    embedded = _embedded_ipv4(ip)
-    if embedded is not None and _not_public(embedded):
-        return True
-    return ip.is_multicast or not ip.is_global
 
 
 def parse_ip(text: str) -> IPAddress | None:
@@ -121,10 +103,10 @@ class AddressPolicy:
         """Whether ``ip`` may be reached: public, or in an allowed network."""
         if any(ip.version == net.version and ip in net for net in self._networks):
             return True
-        embedded = _embedded_ipv4(ip)
+        embedded = embedded_ipv4(ip)
         if embedded is not None and any(embedded in net for net in self._networks):
             return True
-        return not _not_public(ip)
+        return is_public(ip)
 
     def check_host(self, host: str, label: str) -> None:
         """Refuse ``host`` before any lookup: a non-public IP literal or a local name.
