@@ -155,6 +155,48 @@ def test_recommit_replaces_and_removes_stale_shards(tmp_path: Path) -> None:
     assert _read_jsonl(other_files) == [first[0]]
 
 
+def test_a_commit_that_fails_midway_leaves_no_file_of_its_input(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sink = _sink(tmp_path, shard_bytes=1000)
+    other = sink.open_input("other")  # another input's files are never touched
+    other.write(_items(1, seed=9)[0])
+    other_files = other.commit()
+    writer = sink.open_input("k")
+    for item in _items(30, seed=8):
+        writer.write(item)
+    real_replace = os.replace
+    calls = []
+
+    def replace(src: Any, dst: Any) -> None:
+        calls.append(dst)
+        if len(calls) == 2:  # the second shard cannot be published
+            raise OSError(28, "No space left on device")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    with pytest.raises(SinkError, match="No space left on device"):
+        writer.commit()
+    monkeypatch.undo()
+    assert len(calls) == 2, "the first shard was published before the failure"
+    # Neither the shard published before the failure nor any temporary file stays.
+    assert sorted(os.listdir(tmp_path)) == [os.path.basename(p) for p in other_files]
+
+
+def test_a_commit_removes_the_files_of_the_other_format(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    items = _items(3, seed=10)
+    writer = _sink(tmp_path).open_input("k")
+    for item in items:
+        writer.write(item)
+    writer.commit()
+    writer = _sink(tmp_path, format="parquet").open_input("k")
+    for item in items:
+        writer.write(item)
+    (location,) = writer.commit()
+    assert _visible(tmp_path) == [os.path.basename(location)], "the jsonl items are gone"
+
+
 def test_discard_leaves_nothing(tmp_path: Path) -> None:
     for spec in ({}, {"shard_bytes": 500}, {"format": "parquet", "shard_bytes": 500}):
         folder = tmp_path / str(len(os.listdir(tmp_path)))

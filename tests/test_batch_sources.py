@@ -110,6 +110,40 @@ def test_discover_nothing_is_an_error(tmp_path: Path, path: str, message: str) -
     assert str(info.value) == message
 
 
+def test_the_jobs_own_output_is_never_an_input(tmp_path: Path) -> None:
+    for name in ("data/a.jsonl", "data/out/in_a.jsonl-0123456789.jsonl", "data/out/sub/k.jsonl"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        _write_jsonl(tmp_path / name, [_scene("x")])
+    (tmp_path / "data" / "out" / "_manifest.json").write_text("{}")
+    output = {"output": {"path": "data/out"}}
+    # The files directly in the output folder are the job's; a folder below it is not written
+    # by the job, so it is read.
+    expected = ["data/a.jsonl", "data/out/sub/k.jsonl"]
+    for path in ("data", "data/**/*.jsonl", "data/**"):
+        refs = Sources(_job(tmp_path, {"path": path}, **output)).discover()
+        assert [r.key for r in refs] == expected, path
+    # The same folder reached through a link, or named absolutely.
+    (tmp_path / "link").symlink_to(tmp_path / "data" / "out")
+    refs = Sources(_job(tmp_path, {"path": "data"}, output={"path": "link"})).discover()
+    assert [r.key for r in refs] == expected
+    refs = Sources(_job(tmp_path, {"path": "data"}, output={"path": str(tmp_path / "data/out")}))
+    assert [r.key for r in refs.discover()] == expected
+    with pytest.raises(InputError, match=r"^inputs\.0: 'data/out/\*\.jsonl' holds only the job's"):
+        Sources(_job(tmp_path, {"path": "data/out/*.jsonl"}, **output)).discover()
+
+
+def test_hidden_files_and_folders_are_counted(tmp_path: Path) -> None:
+    for name in ("in/a.jsonl", "in/.b.jsonl", "in/sub/.DS_Store", "in/.git/x", "in/.git/y"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        _write_jsonl(tmp_path / name, [_scene("x")])
+    sources = Sources(_job(tmp_path, {"path": "in"}, {"path": "in/*"}))
+    assert [r.key for r in sources.discover()] == ["in/a.jsonl"]
+    # .b.jsonl, .DS_Store and .git (once, not its files); the glob does not match hidden names
+    # and walks in/sub again, whose .DS_Store is still one file passed over.
+    assert sources.hidden == 3
+    assert sources.discover() and sources.hidden == 3, "counted per discovery, not summed"
+
+
 def test_format_must_fit_the_job_type(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"inputs\.0\.format"):
         Sources(_job(tmp_path, {"path": "a.pdf", "format": "document"}))
@@ -551,3 +585,36 @@ def test_s3_discovery_and_reading(moto_s3: str, tmp_path: Path) -> None:
             Sources(_job(tmp_path, {"path": "s3://corpus/none"}), s3_client=client).discover()
     finally:
         sources.close()
+
+
+@pytest.mark.timeout(60)
+def test_s3_the_jobs_own_output_is_never_an_input(moto_s3: str, tmp_path: Path) -> None:
+    boto3 = pytest.importorskip("boto3")
+    client = boto3.client("s3", endpoint_url=moto_s3, region_name="us-east-1")
+    client.create_bucket(Bucket="own")
+    for key in ("a.jsonl", "chats/b.jsonl", "out/x.jsonl", "out/_summary.json", "out/deep/y.jsonl"):
+        client.put_object(Bucket="own", Key=key, Body=json.dumps(_scene("x")).encode())
+
+    def keys(output: str, path: str = "s3://own/") -> list[str]:
+        job = _job(tmp_path, {"path": path}, output={"path": output})
+        return [r.key for r in Sources(job, s3_client=client).discover()]
+
+    assert keys("s3://own/out/") == [
+        "s3://own/a.jsonl",
+        "s3://own/chats/b.jsonl",
+        "s3://own/out/deep/y.jsonl",
+    ]
+    # An output at the bucket's root: the objects at the root are its own.
+    assert keys("s3://own") == [
+        "s3://own/chats/b.jsonl",
+        "s3://own/out/deep/y.jsonl",
+        "s3://own/out/x.jsonl",
+    ]
+    assert keys("s3://other/out") == [
+        "s3://own/a.jsonl",
+        "s3://own/chats/b.jsonl",
+        "s3://own/out/deep/y.jsonl",
+        "s3://own/out/x.jsonl",
+    ]
+    with pytest.raises(InputError, match=r"'s3://own/out/x\.jsonl' holds only the job's own"):
+        keys("s3://own/out", path="s3://own/out/x.jsonl")

@@ -172,6 +172,24 @@ class JobConfig(ConfigModel):
             return path
         return os.path.join(self.base_dir, path)
 
+    def output_location(self) -> str:
+        """Where the outputs go, as the sink resolves ``output.path``: ``s3://bucket/prefix``
+        (without outer slashes) or the absolute local folder. Nothing is created.
+
+        >>> JobConfig.model_validate(
+        ...     {"inputs": [{"path": "x"}], "output": {"path": "s3://b/out/"}}).output_location()
+        's3://b/out'
+        """
+        path = self.output.path
+        if path.lower().startswith("s3://"):
+            bucket, _, prefix = path[len("s3://") :].partition("/")
+            prefix = prefix.strip("/")
+            return f"s3://{bucket}/{prefix}" if prefix else f"s3://{bucket}"
+        path = os.path.expanduser(path)
+        if not os.path.isabs(path) and self.base_dir:
+            path = os.path.join(self.base_dir, path)
+        return os.path.abspath(path)
+
 
 def load_job(path: str | os.PathLike[str]) -> JobConfig:
     """The job in the YAML file ``path``, ``${ENV}`` interpolated and validated; relative paths in

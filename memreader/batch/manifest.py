@@ -1,6 +1,8 @@
-"""The job's manifest: for each input, its key, the sha256 of its content and its outcome, kept
-next to the outputs (``_manifest.json``), so a job run again after a crash skips what finished
-and redoes the rest, and an input whose content changed is redone.
+"""The job's manifest: for each input, its key, the sha256 of its content, the fingerprint of the
+job that read it (:mod:`memreader.batch.fingerprint`) and its outcome, kept next to the outputs
+(``_manifest.json``). A job run again skips only the inputs that are ``done`` with the same
+content and the same fingerprint; it reads again those that failed, changed, or were read by a
+different job (another reader config, mode, type, mapping...), and those it never finished.
 
 The manifest is replaced atomically, at most about once a second while a job runs and once at
 its end: a crash loses at most the last second's records, whose inputs are then redone (their
@@ -11,17 +13,24 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import Any, Literal
 
 from memreader.batch.job import MANIFEST_FILE
 from memreader.batch.runner import InputResult
 from memreader.batch.sinks import Sink
 from memreader.errors import ConfigError
 
-__all__ = ["MANIFEST", "Manifest"]
+__all__ = ["MANIFEST", "Manifest", "Why"]
 
 MANIFEST = MANIFEST_FILE
-_VERSION = 1
+# 2 added each input's fingerprint; the entries of a version 1 manifest have none, so each of
+# its inputs is read once more (the job that read it is unknown).
+_VERSION = 2
+_READABLE = (1, 2)
+
+#: Why an input is read: never read (or not finished), read but failed, its content changed,
+#: or read by a job with another fingerprint.
+Why = Literal["new", "failed", "content", "job"]
 
 
 class Manifest:
@@ -43,7 +52,7 @@ class Manifest:
         try:
             data = json.loads(text)
             inputs = data["inputs"]
-            if data.get("version") != _VERSION or not isinstance(inputs, dict):
+            if data.get("version") not in _READABLE or not isinstance(inputs, dict):
                 raise ValueError("unknown manifest version")
         except (ValueError, KeyError, TypeError) as exc:
             raise ConfigError(
@@ -52,10 +61,19 @@ class Manifest:
             ) from None
         self.entries = {key: InputResult.from_dict(key, entry) for key, entry in inputs.items()}
 
-    def finished(self, key: str, digest: str) -> bool:
-        """Whether ``key`` with this content was read to its end (``done`` or ``failed``)."""
+    def why_read(self, key: str, digest: str, fingerprint: str) -> Why | None:
+        """Why ``key`` (with this content digest, for a job with this fingerprint) must be read;
+        ``None`` when it is ``done`` already, with the same content, by the same job."""
         entry = self.entries.get(key)
-        return entry is not None and entry.digest == digest
+        if entry is None:
+            return "new"
+        if entry.status != "done":
+            return "failed"
+        if entry.digest != digest:
+            return "content"
+        if entry.fingerprint != fingerprint:
+            return "job"
+        return None
 
     def record(self, result: InputResult) -> None:
         """Keep ``result``; written now if the last write is a second old."""

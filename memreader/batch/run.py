@@ -1,6 +1,6 @@
-"""Running a job: find its inputs, skip those the manifest says are finished (same content),
-hand the rest to the engine, record each result as it comes back, and write the errors file and
-the summary next to the outputs.
+"""Running a job: find its inputs, skip those the manifest says are done (same content, same
+job fingerprint), hand the rest to the engine, record each result as it comes back, and write
+the errors file and the summary next to the outputs.
 
 >>> JobSummary().exit_code
 0
@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from memreader.batch.engines import run_engine
+from memreader.batch.fingerprint import input_fingerprints
 from memreader.batch.job import ERRORS_FILE, SUMMARY_FILE, JobConfig
 from memreader.batch.manifest import Manifest
 from memreader.batch.runner import COUNTERS, InputResult
@@ -33,13 +34,18 @@ SUMMARY = SUMMARY_FILE
 
 @dataclass
 class JobSummary:
-    """What a job did: inputs found, read now, skipped (finished before, same content) and
-    failed; the counts summed over every input the manifest holds; the wall time of this run."""
+    """What a job did: inputs found, read now, skipped (done before, same content, same job)
+    and failed; of those read now, ``retried`` (they had failed) and ``changed`` (read before by
+    a job with another fingerprint); ``hidden`` files and folders passed over in input folders;
+    the counts summed over every input the manifest holds; the wall time of this run."""
 
     inputs: int = 0
     read: int = 0
     skipped: int = 0
     failed_inputs: int = 0
+    retried: int = 0
+    changed: int = 0
+    hidden: int = 0
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTERS, 0))
     wall_s: float = 0.0
     messages_per_s: float = 0.0
@@ -59,10 +65,19 @@ class JobSummary:
     def lines(self) -> list[str]:
         """The summary for a terminal."""
         c = self.counts
+        notes = [
+            f"{n} {what}"
+            for n, what in (
+                (self.retried, "failed before"),
+                (self.changed, "read by a changed job"),
+                (self.hidden, "hidden files passed over"),
+            )
+            if n
+        ]
         return [
             f"inputs {self.inputs} (read {self.read}, skipped {self.skipped}, failed "
-            f"{self.failed_inputs}); scenes {c['scenes']}, windows {c['windows']}, items "
-            f"{c['items']}",
+            f"{self.failed_inputs}{''.join('; ' + n for n in notes)}); scenes {c['scenes']}, "
+            f"windows {c['windows']}, items {c['items']}",
             f"failures {c['failures']}, fallbacks {c['fallbacks']}; LLM calls {c['llm_calls']} "
             f"({c['prompt_tokens']} prompt + {c['completion_tokens']} completion tokens); "
             f"embeddings {c['embeddings']}",
@@ -82,26 +97,41 @@ def run_job(
     on_plan: Callable[[int, int], None] | None = None,
 ) -> JobSummary:
     """Run ``job`` (see the module docstring). ``on_plan(inputs_to_read, skipped)`` is called once
-    the inputs are known, ``on_result`` after each input (progress bars)."""
+    the inputs are known, ``on_result`` after each input (progress bars).
+
+    An input read by a job with another fingerprint (see :mod:`memreader.batch.fingerprint`)
+    is read again, with a warning that says how many."""
     start = time.perf_counter()
+    fingerprints = input_fingerprints(job, refine=refine)
     sources = Sources(job)
     sink = Sink(job.output, s3=job.s3, base_dir=job.base_dir)
     try:
         manifest = Manifest(sink, restart=restart)
         refs = sources.discover()
         todo = []
-        summary = JobSummary(inputs=len(refs))
+        summary = JobSummary(inputs=len(refs), hidden=sources.hidden)
+        fingerprint = {ref.key: fingerprints[ref.spec_index] for ref in refs}
         for ref in refs:
             digest = sources.content_hash(ref)
-            if manifest.finished(ref.key, digest):
+            why = manifest.why_read(ref.key, digest, fingerprint[ref.key])
+            if why is None:
                 summary.skipped += 1
-            else:
-                todo.append((ref, digest))
+                continue
+            todo.append((ref, digest))
+            summary.retried += why == "failed"
+            summary.changed += why == "job"
+        if summary.changed:
+            logger.warning(
+                "%d input(s) were read by a different job (reader config, mode, type, mapping, "
+                "tags, created_at, output format or memreader version): reading them again",
+                summary.changed,
+            )
         if on_plan is not None:
             on_plan(len(todo), summary.skipped)
         read_messages = 0
         try:
             for result in run_engine(job, todo, refine=refine):
+                result.fingerprint = fingerprint[result.key]
                 manifest.record(result)
                 summary.read += 1
                 read_messages += result.counts.get("messages", 0)

@@ -6,6 +6,11 @@ the engines (:mod:`memreader.batch.engines`) decide where workers run.
 One input's failure is that input's result: a malformed record, a scene the reader refuses or a
 window that fails becomes an error entry (input, scene, window, typed reason, message) and the
 rest goes on; an input that cannot be read at all is recorded as ``failed``.
+
+Only the reader's errors are a scene's own. The items of a call are written after the reader
+returned, outside the scene-by-scene retry, so an output that cannot be written (a full disk, S3
+refusing) fails the whole input at once: one error that names the output, nothing of the input
+published, no scene read twice, and nothing written twice into the same output.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ COUNTERS = (
     "completion_tokens",
     "embeddings",
 )
+_SPENT = ("llm_calls", "prompt_tokens", "completion_tokens")
 
 
 @dataclass
@@ -51,6 +57,9 @@ class InputResult:
     key: str
     digest: str
     status: str = "done"
+    fingerprint: str = ""
+    """What shaped the items (the job's, see :mod:`memreader.batch.fingerprint`); set by the
+    driver before it records the result."""
     outputs: list[str] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTERS, 0))
     errors: list[dict[str, Any]] = field(default_factory=list)
@@ -61,6 +70,7 @@ class InputResult:
         """A JSON-ready record (the manifest's entry for this input)."""
         return {
             "digest": self.digest,
+            "fingerprint": self.fingerprint,
             "status": self.status,
             "outputs": self.outputs,
             "counts": self.counts,
@@ -76,12 +86,23 @@ class InputResult:
             key=key,
             digest=str(data.get("digest", "")),
             status=str(data.get("status", "failed")),
+            fingerprint=str(data.get("fingerprint") or ""),
             outputs=list(data.get("outputs") or []),
             counts={**dict.fromkeys(COUNTERS, 0), **(data.get("counts") or {})},
             errors=list(data.get("errors") or []),
             error=data.get("error"),
             seconds=float(data.get("seconds") or 0.0),
         )
+
+    def fail(self, reason: str, message: str) -> None:
+        """Make this the result of an input of which nothing was committed: ``failed``, with the
+        one error that says why. Counts of what was read are dropped (none of it is in the
+        output); the LLM usage stays (it was spent)."""
+        spent = {name: self.counts.get(name, 0) for name in _SPENT}
+        self.counts = {**dict.fromkeys(COUNTERS, 0), **spent, "failures": 1}
+        self.outputs = []
+        self.errors = [_error(self.key, None, None, reason, message)]
+        self.status, self.error = "failed", f"{reason}: {message}"[:500]
 
 
 def _error(
@@ -138,9 +159,7 @@ class Worker:
             reason = type(exc).__name__ if isinstance(exc, MemReaderError) else "InternalError"
             if not isinstance(exc, MemReaderError):
                 logger.error("input %s failed unexpectedly", ref.key, exc_info=exc)
-            result.status, result.error = "failed", f"{reason}: {exc}"[:500]
-            result.errors.append(_error(ref.key, None, None, reason, str(exc)))
-            result.counts["failures"] += 1
+            result.fail(reason, str(exc))
         result.seconds = time.perf_counter() - start
         return result
 
@@ -148,37 +167,44 @@ class Worker:
 
     def _batch(self, batch: Batch, ref: InputRef, writer: InputWriter, result: InputResult) -> None:
         """One batch through the reader; when the reader refuses it, scene by scene so only the
-        bad scenes are lost (and recorded)."""
+        bad scenes are lost (and recorded). Writing is not inside the retry: a write failure
+        (:class:`~memreader.batch.sinks.SinkError`) is the input's, and ends it."""
         try:
-            self._call(batch.scene_data, batch, 0, ref, writer, result)
-        except MemReaderError:
-            if len(batch.scene_data) == 1:
-                self._call_one(batch, 0, ref, writer, result)
+            items, report = self._read(batch.scene_data, batch)
+        except MemReaderError as exc:
+            if len(batch.scene_data) == 1:  # that scene's own error: no need to read it again
+                self._scene_failed(batch, 0, exc, ref, result)
                 return
             for k in range(len(batch.scene_data)):
-                self._call_one(batch, k, ref, writer, result)
+                self._read_one(batch, k, ref, writer, result)
+            return
+        self._emit(items, report, batch.scene_data, batch, 0, ref, writer, result)
 
-    def _call_one(
+    def _read_one(
         self, batch: Batch, k: int, ref: InputRef, writer: InputWriter, result: InputResult
     ) -> None:
+        scenes = [batch.scene_data[k]]
         try:
-            self._call([batch.scene_data[k]], batch, k, ref, writer, result)
+            items, report = self._read(scenes, batch)
         except MemReaderError as exc:
-            scene = batch.first_scene + k
-            result.errors.append(
-                _error(ref.key, scene, None, type(exc).__name__, f"{batch.labels[k]}: {exc}")
-            )
-            result.counts["failures"] += 1
+            self._scene_failed(batch, k, exc, ref, result)
+            return
+        self._emit(items, report, scenes, batch, k, ref, writer, result)
 
-    def _call(
-        self,
-        scenes: Sequence[Any],
-        batch: Batch,
-        offset: int,
-        ref: InputRef,
-        writer: InputWriter,
-        result: InputResult,
+    @staticmethod
+    def _scene_failed(
+        batch: Batch, k: int, exc: MemReaderError, ref: InputRef, result: InputResult
     ) -> None:
+        scene = batch.first_scene + k
+        result.errors.append(
+            _error(ref.key, scene, None, type(exc).__name__, f"{batch.labels[k]}: {exc}")
+        )
+        result.counts["failures"] += 1
+
+    def _read(
+        self, scenes: Sequence[Any], batch: Batch
+    ) -> tuple[list[list[TextualMemoryItem]], ReadReport]:
+        """The items of ``scenes`` and the reader's report; raises what the reader raises."""
         report = ReadReport()
         if self.refine:
             items = self.reader.fine_transfer_simple_mem(
@@ -193,6 +219,20 @@ class Worker:
                 custom_tags=self.job.tags,
                 report=report,
             )
+        return items, report
+
+    def _emit(
+        self,
+        items: list[list[TextualMemoryItem]],
+        report: ReadReport,
+        scenes: Sequence[Any],
+        batch: Batch,
+        offset: int,
+        ref: InputRef,
+        writer: InputWriter,
+        result: InputResult,
+    ) -> None:
+        """Write the items of one call (a ``SinkError`` goes up: the input fails) and count."""
         first = batch.first_scene + offset
         for scene_items in items:
             for item in scene_items:

@@ -170,7 +170,8 @@ class InputWriter:
 
         With several shards the files appear one after another, not all at once: a crash in
         the middle can leave some new shards beside old ones; the job's manifest (written after
-        commit) is what says an input is done.
+        commit) is what says an input is done. A commit that fails after a shard appeared removes
+        every file of this input (best effort), so a failed input leaves no half of itself.
 
         Returns:
             The final locations (paths or ``s3://`` URLs), in order.
@@ -182,18 +183,19 @@ class InputWriter:
         """
         if self._closed:
             raise ValueError("this input's writer was already committed or discarded")
+        locations: list[str] = []
         try:
             if not self._shards:
                 self._new_shard()
             self._finish(self._shards[-1])
             names = [shard.name for shard in self._shards]
-            locations = [
-                self._sink._publish(shard.temp, shard.name, self._content_type)
-                for shard in self._shards
-            ]
-            self._sink._remove_stale(self._stem, self._ext, keep=set(names))
+            for shard in self._shards:
+                locations.append(self._sink._publish(shard.temp, shard.name, self._content_type))
+            self._sink._remove_stale(self._stem, keep=set(names))
         except BaseException:
             self.discard()
+            if locations:
+                self._unpublish()
             raise
         self._closed = True
         return locations
@@ -209,6 +211,14 @@ class InputWriter:
             shard.handle = shard.writer = None
             _remove_quietly(shard.temp)
         self._rows = []
+
+    def _unpublish(self) -> None:
+        """Remove every file of this input after a failed commit (logged when that fails too:
+        the job's manifest still says the input failed, and a rerun replaces its files)."""
+        try:
+            self._sink._remove_stale(self._stem, keep=set())
+        except SinkError as exc:
+            logger.warning("a failed commit left files of %s: %s", self._location(), exc)
 
     @property
     def _content_type(self) -> str:
@@ -475,10 +485,11 @@ class Sink:
         _remove_quietly(temp)
         return location
 
-    def _remove_stale(self, stem: str, ext: str, keep: set[str]) -> None:
-        """Remove the files of the input ``stem`` (``<stem>.<ext>``, ``<stem>-NNNNN.<ext>``)
-        that are not in ``keep``: left from an earlier run with more shards, or unsharded."""
-        pattern = re.compile(rf"^{re.escape(stem)}(?:-\d{{5,}})?\.{re.escape(ext)}$")
+    def _remove_stale(self, stem: str, keep: set[str]) -> None:
+        """Remove the files of the input ``stem`` (``<stem>.<ext>``, ``<stem>-NNNNN.<ext>``, in
+        either output format) that are not in ``keep``: left from an earlier run with more
+        shards, unsharded, or in the other format."""
+        pattern = re.compile(rf"^{re.escape(stem)}(?:-\d{{5,}})?\.(?:jsonl|parquet)$")
         if self._bucket is None:
             try:
                 names = os.listdir(self._folder)

@@ -287,17 +287,22 @@ def _relative_key(location: str, base: str | None) -> str:
     return location
 
 
-def _walk(folder: str) -> list[str]:
-    """The files under ``folder``, recursively, sorted; hidden files and folders (``.git``,
-    ``.DS_Store``) are not inputs, and symlinked folders are not followed (no cycles)."""
+def _walk(folder: str) -> tuple[list[str], list[str]]:
+    """The files under ``folder``, recursively, sorted, and the hidden files and folders
+    (``.git``, ``.DS_Store``) passed over: they are not inputs (a hidden folder is not walked).
+    Symlinked folders are not followed (no cycles)."""
     found = []
+    hidden: list[str] = []
     for root, dirs, files in os.walk(folder):
+        hidden.extend(os.path.join(root, d) for d in dirs if d.startswith("."))
         dirs[:] = [d for d in dirs if not d.startswith(".")]
         for name in files:
             path = os.path.join(root, name)
-            if not name.startswith(".") and os.path.isfile(path):
+            if name.startswith("."):
+                hidden.append(path)
+            elif os.path.isfile(path):
                 found.append(path)
-    return sorted(found)
+    return sorted(found), hidden
 
 
 def _split_s3(url: str, where: str) -> tuple[str, str]:
@@ -332,6 +337,7 @@ class Sources:
                 )
         self._job = job
         self._s3 = LazyS3Client(job.s3, client=s3_client)
+        self._hidden: set[str] = set()
 
     # --- discovery ----------------------------------------------------------------------------
 
@@ -343,12 +349,18 @@ class Sources:
         ``prefix/`` (so ``s3://b/chats`` does not take ``chats-old/``); keys ending in ``/``
         are folder markers, not inputs.
 
+        The files right in the job's output folder, or right under its S3 prefix (where the job
+        writes; not in folders below), are never inputs, so an output inside an input folder is
+        not read back. Nor are the hidden files and folders of a folder (counted in
+        :attr:`hidden`).
+
         Raises:
-            InputError: a spec matches nothing (named: ``inputs.2: no file matches 'x/*.json'``),
-                or names a missing file or folder.
+            InputError: a spec matches nothing (named: ``inputs.2: no file matches 'x/*.json'``)
+                but the job's own outputs, or names a missing file or folder.
             FetchError: S3 could not be listed.
             ConfigError: a URL that is neither local nor ``s3://``.
         """
+        self._hidden.clear()
         seen: set[str] = set()
         refs: list[InputRef] = []
         for i, spec in enumerate(self._job.inputs):
@@ -374,13 +386,13 @@ class Sources:
             files: list[str] = []
             for match in sorted(glob.glob(path, recursive=True)):
                 if os.path.isdir(match):
-                    files.extend(_walk(match))
+                    files.extend(self._walk(match))
                 elif os.path.isfile(match):
                     files.append(match)
             if not files:
                 raise InputError(f"{where}: no file matches {spec.path!r}")
         elif os.path.isdir(path):
-            files = _walk(path)
+            files = self._walk(path)
             if not files:
                 raise InputError(f"{where}: no file in folder {spec.path!r}")
         elif os.path.isfile(path):
@@ -389,6 +401,12 @@ class Sources:
             raise InputError(f"{where}: {spec.path!r} is not a regular file or a folder")
         else:
             raise InputError(f"{where}: no such file or folder {spec.path!r}")
+        output = self._job.output_location()
+        if "://" not in output:
+            folder = os.path.realpath(output)
+            files = [f for f in files if os.path.dirname(os.path.realpath(f)) != folder]
+            if not files:
+                raise InputError(f"{where}: {spec.path!r} holds only the job's own output")
         base = os.path.abspath(self._job.base_dir) if self._job.base_dir else None
         refs = []
         for file in dict.fromkeys(files):
@@ -422,7 +440,29 @@ class Sources:
         ]
         if not refs:
             raise InputError(f"{where}: no object matches {spec.path!r}")
+        output = self._job.output_location()
+        if output.startswith("s3://"):
+            out_bucket, _, out_prefix = output[len("s3://") :].partition("/")
+            refs = [
+                ref
+                for ref in refs
+                if bucket != out_bucket
+                or posixpath.dirname(ref.location[len(f"s3://{bucket}/") :]) != out_prefix
+            ]
+            if not refs:
+                raise InputError(f"{where}: {spec.path!r} holds only the job's own output")
         return refs
+
+    @property
+    def hidden(self) -> int:
+        """Hidden files and folders passed over by the last :meth:`discover` (a hidden folder
+        counts once; see :func:`_walk`)."""
+        return len(self._hidden)
+
+    def _walk(self, folder: str) -> list[str]:
+        files, hidden = _walk(folder)
+        self._hidden.update(hidden)
+        return files
 
     # --- bytes --------------------------------------------------------------------------------
 

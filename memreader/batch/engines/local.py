@@ -1,35 +1,207 @@
 """The local engine: inputs in this process (``workers: 1``) or in ``workers`` processes, each
-building its reader once. Inputs are handed out a few at a time, so results stream back as they
-finish and memory does not grow with the number of inputs.
+building its reader once and reading one input at a time. Inputs are handed out one per worker,
+so results stream back as they finish and memory does not grow with the number of inputs.
+
+A worker process that dies (killed for memory, SIGKILL, a crash in native code) costs only the
+input it was reading, recorded as ``failed`` (``WorkerDied``, with the signal or exit status);
+a fresh process takes its place, as on the Ray engine. A worker that cannot be built (a bad
+reader config, a missing model) stops the job with the worker's own exception.
 """
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
+import pickle
+import signal
+from collections import deque
 from collections.abc import Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from multiprocessing.process import BaseProcess
 
 from memreader.batch.job import JobConfig
 from memreader.batch.runner import InputResult, Worker
 from memreader.batch.sources import InputRef
+from memreader.errors import MemReaderError
 
 __all__ = ["run_local"]
 
-_WORKER: Worker | None = None
+logger = logging.getLogger(__name__)
+
+#: Seconds a finished job waits for its worker processes to close their clients and exit.
+CLOSE_TIMEOUT_S = 30.0
+
+_Task = tuple[InputRef, str]
 
 
-def _start(job: JobConfig, refine: bool) -> None:
-    global _WORKER
-    _WORKER = Worker(job, refine=refine)
+def _serve(conn: Connection, job: JobConfig, refine: bool) -> None:
+    """The body of a worker process: build the worker, say so (or why not), then read each
+    input sent until ``None`` comes."""
+    try:
+        worker = Worker(job, refine=refine)
+    except Exception as exc:  # handed back: the driver raises it as the job's error
+        _send_error(conn, exc)
+        return
+    try:
+        conn.send(("ready", None))
+        while (task := conn.recv()) is not None:
+            ref, digest = task
+            conn.send(("result", worker.process(ref, digest)))
+    except (EOFError, OSError) as exc:  # the driver went away: nothing left to report to
+        logger.debug("the driver of this worker went away: %r", exc)
+    finally:
+        worker.close()
 
 
-def _process(ref: InputRef, digest: str) -> InputResult:
-    assert _WORKER is not None, "the worker process was not initialised"
-    return _WORKER.process(ref, digest)
+def _send_error(conn: Connection, exc: Exception) -> None:
+    """Send ``exc`` if it comes back whole from pickling (the driver re-raises it as it is),
+    else its words as a :class:`MemReaderError`."""
+    error: Exception = exc
+    try:
+        pickle.loads(pickle.dumps(exc))
+    except Exception:  # an exception that does not round-trip: its words will do
+        error = MemReaderError(f"{type(exc).__name__}: {exc}")
+    conn.send(("error", error))
+
+
+@dataclass(eq=False)
+class _Proc:
+    """One worker process, its end of the pipe, and the input it is reading (if any)."""
+
+    process: BaseProcess
+    conn: Connection
+    ready: bool = False
+    task: _Task | None = None
+
+
+def _death(process: BaseProcess) -> str:
+    code = process.exitcode
+    if code is not None and code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exited with status {code}"
+
+
+class _Pool:
+    """The worker processes of one run and the inputs not yet handed out."""
+
+    def __init__(self, job: JobConfig, refine: bool) -> None:
+        # spawn, not fork: the parent may hold threads (tokenizers, ONNX Runtime, HTTP pools),
+        # and a forked copy of a lock held by another thread never unlocks.
+        self.context = multiprocessing.get_context("spawn")
+        self.job = job
+        self.refine = refine
+        self.queue: deque[_Task] = deque()
+        self.left = 0  # inputs whose result is not yielded yet
+        self.replacements = 0
+        self.procs: list[_Proc] = []
+
+    def start(self, todo: Sequence[_Task]) -> None:
+        """Queue ``todo`` and start ``workers`` processes (fewer for fewer inputs)."""
+        self.queue.extend(todo)
+        self.left = len(todo)
+        # Each death costs an input, so at most one replacement per input is ever needed.
+        self.replacements = len(todo)
+        for _ in range(min(self.job.engine.workers, len(todo))):
+            self._start()
+
+    def _start(self) -> None:
+        ours, theirs = self.context.Pipe()
+        process = self.context.Process(
+            target=_serve, args=(theirs, self.job, self.refine), daemon=True
+        )
+        process.start()
+        theirs.close()  # only the child holds it now: its death makes our end readable (EOF)
+        self.procs.append(_Proc(process, ours))
+
+    def _feed(self, proc: _Proc) -> None:
+        if proc.ready and proc.task is None and self.queue:
+            task = self.queue.popleft()
+            try:
+                proc.conn.send(task)
+            except OSError:  # it died meanwhile: the task goes back, its end of file comes next
+                self.queue.appendleft(task)
+                return
+            proc.task = task
+
+    def results(self) -> Iterator[InputResult]:
+        """Every input's result, in order of completion."""
+        while self.left:
+            if not self.procs:
+                raise MemReaderError(
+                    f"engine: every local worker died; {self.left} input(s) were not read"
+                )
+            ready = set(wait([p.conn for p in self.procs]))
+            for proc in [p for p in self.procs if p.conn in ready]:
+                try:
+                    kind, value = proc.conn.recv()
+                except (EOFError, OSError):
+                    result = self._lost(proc)
+                    if result is not None:
+                        yield result
+                    continue
+                if kind == "error":
+                    raise value
+                if kind == "ready":
+                    proc.ready = True
+                    self._feed(proc)
+                    continue
+                proc.task = None
+                self.left -= 1
+                self._feed(proc)  # before yielding: the worker reads while the caller records
+                yield value
+
+    def _lost(self, proc: _Proc) -> InputResult | None:
+        """A worker process died: the input it was reading fails and a fresh process takes its
+        place (one that dies while starting is not replaced: the next would too)."""
+        proc.process.join(timeout=CLOSE_TIMEOUT_S)
+        if proc.process.is_alive():  # pragma: no cover - it closed its end but lingers
+            proc.process.kill()
+            proc.process.join(timeout=CLOSE_TIMEOUT_S)
+        how = _death(proc.process)
+        self.procs.remove(proc)
+        proc.conn.close()
+        result = None
+        if proc.task is not None:
+            ref, digest = proc.task
+            logger.warning("a local worker process %s while reading %s", how, ref.key)
+            result = InputResult(ref.key, digest)
+            result.fail("WorkerDied", f"the worker process reading this input {how}")
+            self.left -= 1
+        elif not proc.ready:
+            logger.warning("a local worker process %s while starting", how)
+            return None
+        else:
+            logger.warning("an idle local worker process %s", how)
+        if self.replacements and self.queue:
+            self.replacements -= 1
+            self._start()
+        return result
+
+    def close(self, graceful: bool) -> None:
+        """Let idle workers close their clients (``graceful``: the run finished), then make sure
+        every process is gone: a stopped run must not leave them reading."""
+        for proc in self.procs:
+            if graceful and proc.task is None:
+                try:
+                    proc.conn.send(None)
+                except OSError as exc:  # already gone
+                    logger.debug("a local worker could not be told to stop: %s", exc)
+        for proc in self.procs:
+            if graceful:
+                proc.process.join(timeout=CLOSE_TIMEOUT_S)
+            if proc.process.is_alive():
+                proc.process.kill()
+                proc.process.join(timeout=CLOSE_TIMEOUT_S)
+            proc.conn.close()
+        self.procs.clear()
 
 
 def run_local(
-    job: JobConfig, todo: Sequence[tuple[InputRef, str]], *, refine: bool = False
+    job: JobConfig, todo: Sequence[_Task], *, refine: bool = False
 ) -> Iterator[InputResult]:
     """The results of ``todo``, in order of completion."""
     if not todo:
@@ -42,23 +214,11 @@ def run_local(
         finally:
             worker.close()
         return
-    # spawn, not fork: the parent may hold threads (tokenizers, ONNX Runtime, HTTP pools), and a
-    # forked copy of a lock held by another thread never unlocks.
-    context = multiprocessing.get_context("spawn")
-    workers = min(job.engine.workers, len(todo))
-    with ProcessPoolExecutor(
-        max_workers=workers, mp_context=context, initializer=_start, initargs=(job, refine)
-    ) as pool:
-        pending: set[Future[InputResult]] = set()
-        queue = iter(todo)
-        for ref, digest in queue:
-            pending.add(pool.submit(_process, ref, digest))
-            if len(pending) >= 2 * workers:
-                break
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                yield future.result()
-                for ref, digest in queue:
-                    pending.add(pool.submit(_process, ref, digest))
-                    break
+    pool = _Pool(job, refine)
+    finished = False
+    try:
+        pool.start(todo)
+        yield from pool.results()
+        finished = True
+    finally:
+        pool.close(graceful=finished)
