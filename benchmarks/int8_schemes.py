@@ -68,7 +68,8 @@ def build(folder: Path, names: list[str]) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     from memreader.embedders.bert_onnx import build_bert_graph
-    from memreader.embedders.model_files import _quantize, resolve_model
+    from memreader.embedders.model_files import resolve_model
+    from memreader.embedders.quantize import quantize_int8
 
     fp32 = folder / "fp32.onnx"
     if not fp32.exists():
@@ -79,7 +80,7 @@ def build(folder: Path, names: list[str]) -> None:
         if target.exists():
             continue
         if name == "s7":  # the shipped scheme, exactly as memreader builds it
-            target.write_bytes(_quantize(fp32.read_bytes()))
+            target.write_bytes(quantize_int8(fp32.read_bytes()))
             continue
         options = SCHEMES[name]
         down = [n.name for n in onnx.load(str(fp32)).graph.node if n.name.endswith("_ffn_down")]

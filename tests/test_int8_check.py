@@ -39,6 +39,7 @@ from memreader.embedders.model_files import (
     model_folder,
     record_in_manifest,
 )
+from memreader.embedders.quantize import check_weight_range
 from memreader.errors import EmbeddingError
 
 pytestmark = pytest.mark.slow
@@ -132,7 +133,7 @@ def test_a_full_range_int8_file_is_refused_by_the_build(built: dict[str, bytes])
             values[0, 0] = -128
             tensor.CopyFrom(numpy_helper.from_array(values, tensor.name))
     with pytest.raises(EmbeddingError, match=r"outside \[-64, 64\].*'l3_ffn_up_w_quantized'"):
-        model_files._check_weight_range(model.SerializeToString())
+        check_weight_range(model.SerializeToString())
 
 
 # -- the probe where it runs --------------------------------------------------------------------

@@ -3,7 +3,7 @@
 ONNX Runtime runs int8 matrix products with kernels chosen by CPU feature, and a kernel that
 saturates gives vectors close to noise without any error (version 2's int8 file fell to cosine
 0.27 against fp32 on an AVX2 CPU without VNNI). The quantisation was chosen so that no known
-kernel saturates (:func:`memreader.embedders.model_files._quantize`), and this module checks it
+kernel saturates (:func:`memreader.embedders.quantize.quantize_int8`), and this module checks it
 where it runs: a fixed set of :data:`PROBE_TEXTS` is embedded with the fp32 and the int8 file,
 and int8 is used only when the worst cosine is at least :data:`MIN_COSINE`.
 

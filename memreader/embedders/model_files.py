@@ -4,7 +4,7 @@
 when the file is missing, writes the model into the user cache::
 
     <cache>/onnx/<model>-<source digest>/model-fp32.onnx     the encoder (bert_onnx.py)
-    <cache>/onnx/<model>-<source digest>/model-int8-s7.onnx  7-bit weights (see _quantize)
+    <cache>/onnx/<model>-<source digest>/model-int8-s7.onnx  7-bit weights (quantize.py)
     <cache>/onnx/<model>-<source digest>/manifest.json       sha256 of each file, and versions
     <cache>/onnx/<model>-<source digest>/int8-checks/        one verdict per CPU (int8_check.py)
 
@@ -33,6 +33,7 @@ from typing import Literal
 
 from memreader.embedders.bert_onnx import build_bert_graph
 from memreader.embedders.model_io import MAX_JSON_BYTES, MAX_MODEL_BYTES, read_model_bytes
+from memreader.embedders.quantize import INT8_SCHEME, quantize_int8
 from memreader.errors import EmbeddingError
 from memreader.files import FileRefused, read_regular_file
 
@@ -66,14 +67,6 @@ PRECISIONS: tuple[Precision, ...] = ("fp32", "int8")
 
 #: Bump when the graph or the quantisation changes: older cached files are then not reused.
 BUILD_VERSION = 3
-
-#: The int8 quantisation scheme, part of the int8 file's name (see :func:`_quantize`): a file
-#: built by another scheme (version 2's full-range ``model-int8.onnx``, which saturates on CPUs
-#: without VNNI) is never loaded, whatever folder it sits in.
-INT8_SCHEME = "s7"
-
-#: The range every quantised weight must lie in (checked after each build; see _quantize).
-_S7_RANGE = (-64, 64)
 
 _BUILD_HINT = "memreader models build --force"
 _DEPENDENCY_HINT = (
@@ -191,80 +184,6 @@ def model_file_name(precision: Precision) -> str:
     return "model-fp32.onnx" if precision == "fp32" else f"model-int8-{INT8_SCHEME}.onnx"
 
 
-def _quantize(fp32: bytes) -> bytes:
-    """Scheme ``s7``: int8 weights in 7 bits ([-64, 64]), asymmetric, one scale and zero point
-    per output channel; activations quantised to uint8 at run time, one scale per tensor (so
-    the local backend runs int8 one sequence at a time); the feed-forward down-projections
-    stay fp32.
-
-    Why 7 bits: on x86 without VNNI (SSE4.1, AVX2, AVX-512 without VNNI) ONNX Runtime's u8s8
-    kernels multiply with ``pmaddubsw``, which adds two uint8 x int8 products into a saturating
-    int16. With full-range weights a pair can reach 2 * 255 * 128 = 65280 and is clipped to
-    32767: the vectors of version 2's file fell to cosine 0.27 (min) / 0.72 (mean) to fp32 on
-    an AMD EPYC with AVX2, and to 0.92 / 0.96 on an emulated Haswell. With |w| <= 64 a pair is
-    at most 2 * 255 * 64 = 32640 < 32767, so no kernel can saturate: VNNI (``vpdpbusd``) and
-    ARM64 (``sdot``/``udot``, or widening multiplies) add in int32 anyway, and every int32 sum
-    is bounded by K * 255 * 64 with K <= 1536, far below 2**31. :func:`_check_weight_range`
-    checks the range on every build.
-
-    Why the down-projections stay fp32: their input is the GELU output, long-tailed, which one
-    uint8 scale per tensor represents worst. Measured on the 20 test texts against fp32
-    (Xeon with AVX-512 VNNI, onnxruntime 1.32; min / mean cosine, ms per 256-token text on one
-    thread): full-range asymmetric 0.985 / 0.990, 28-34 ms (wrong without VNNI);
-    7-bit 0.983 / 0.988, 28-34 ms; 7-bit symmetric 0.894 / 0.973; uint8 weights (u8u8, exact
-    but no faster than fp32 here) 0.985 / 0.990, 54 ms; 7-bit with fp32 down-projections
-    0.990 / 0.995, 37-39 ms (this scheme); fp32 59-61 ms.
-    """
-    try:
-        import onnx
-        from onnxruntime.quantization import QuantType, quantize_dynamic
-    except ImportError as e:
-        raise EmbeddingError(_DEPENDENCY_HINT) from e
-    with tempfile.TemporaryDirectory(prefix="memreader-quantize-") as folder:
-        source, target = Path(folder) / "fp32.onnx", Path(folder) / "int8.onnx"
-        source.write_bytes(fp32)
-        model = onnx.load_from_string(fp32)
-        keep_fp32 = [node.name for node in model.graph.node if node.name.endswith("_ffn_down")]
-        # The quantiser warns that the model was not pre-processed; the graph is already fused.
-        quantize_logger = logging.getLogger()
-        level = quantize_logger.level
-        quantize_logger.setLevel(logging.ERROR)
-        try:
-            quantize_dynamic(
-                source,
-                target,
-                per_channel=True,
-                reduce_range=True,
-                weight_type=QuantType.QInt8,
-                nodes_to_exclude=keep_fp32,
-                extra_options={"WeightSymmetric": False},
-            )
-        finally:
-            quantize_logger.setLevel(level)
-        data = target.read_bytes()
-    _check_weight_range(data)
-    return data
-
-
-def _check_weight_range(data: bytes) -> None:
-    """Refuse an int8 model with a weight outside [-64, 64] (see :func:`_quantize`)."""
-    import numpy as np
-    import onnx
-    from onnx import numpy_helper
-
-    low, high = _S7_RANGE
-    for tensor in onnx.load_from_string(data).graph.initializer:
-        if tensor.data_type != onnx.TensorProto.INT8 or tensor.name.endswith("zero_point"):
-            continue
-        values = numpy_helper.to_array(tensor)
-        if values.size and (int(np.min(values)) < low or int(np.max(values)) > high):
-            raise EmbeddingError(
-                f"the int8 quantiser wrote weights outside [{low}, {high}] into "
-                f"{tensor.name!r}: they could saturate on CPUs without VNNI; this onnxruntime "
-                "version's reduce_range differs from the one memreader was measured with"
-            )
-
-
 def build_model_files(
     model_dir: Path, name: str, precisions: tuple[Precision, ...] = PRECISIONS, force: bool = False
 ) -> dict[str, Path]:
@@ -287,7 +206,7 @@ def build_model_files(
 
     for precision in precisions:
         path = paths[precision] = folder / model_file_name(precision)
-        make = graph if precision == "fp32" else (lambda: _quantize(graph()))
+        make = graph if precision == "fp32" else (lambda: quantize_int8(graph()))
         build_cached(path, make, lambda: _onnx_details(model_dir), force)
     return paths
 
