@@ -37,19 +37,22 @@ def quantize_int8(fp32: bytes) -> bytes:
     kernels multiply with ``pmaddubsw``, which adds two uint8 x int8 products into a saturating
     int16. With full-range weights a pair can reach 2 * 255 * 128 = 65280 and is clipped to
     32767: the vectors of version 2's file fell to cosine 0.27 (min) / 0.72 (mean) to fp32 on
-    an AMD EPYC with AVX2, and to 0.92 / 0.96 on an emulated Haswell. With |w| <= 64 a pair is
+    an AMD EPYC with AVX2, and to 0.29 / 0.75 on an emulated Haswell. With |w| <= 64 a pair is
     at most 2 * 255 * 64 = 32640 < 32767, so no kernel can saturate: VNNI (``vpdpbusd``) and
     ARM64 (``sdot``/``udot``, or widening multiplies) add in int32 anyway, and every int32 sum
     is bounded by K * 255 * 64 with K <= 1536, far below 2**31. :func:`_check_weight_range`
     checks the range on every build.
 
     Why the down-projections stay fp32: their input is the GELU output, long-tailed, which one
-    uint8 scale per tensor represents worst. Measured on the 20 test texts against fp32
-    (Xeon with AVX-512 VNNI, onnxruntime 1.32; min / mean cosine, ms per 256-token text on one
-    thread): full-range asymmetric 0.985 / 0.990, 28-34 ms (wrong without VNNI);
-    7-bit 0.983 / 0.988, 28-34 ms; 7-bit symmetric 0.894 / 0.973; uint8 weights (u8u8, exact
-    but no faster than fp32 here) 0.985 / 0.990, 54 ms; 7-bit with fp32 down-projections
-    0.990 / 0.995, 37-39 ms (this scheme); fp32 59-61 ms.
+    uint8 scale per tensor represents worst. Measured by ``benchmarks/int8_schemes.py`` on the
+    20 test texts against fp32 (Xeon with AVX-512 VNNI, onnxruntime 1.32; min / mean cosine;
+    time of a 256-wordpiece text on one thread relative to fp32): full-range asymmetric
+    0.985 / 0.994, 0.60 (saturates without VNNI); symmetric 0.978 / 0.993, 0.59 (can still
+    saturate: |w| reaches 127); uint8 weights 0.985 / 0.994, exact on every kernel but 1.07 (no
+    faster than fp32: the u8u8 kernels widen to 16 bits); 7-bit everywhere 0.978 / 0.992, 0.70;
+    7-bit with fp32 down-projections 0.986 / 0.996, 0.75 (this scheme, the best of them on
+    every text). On an emulated Haswell (``--emulate Haswell``, 6 texts) this scheme gave
+    0.995 / 0.996, the full-range one 0.29 / 0.75.
     """
     try:
         import onnx
