@@ -47,10 +47,10 @@ def quantize_int8(fp32: bytes) -> bytes:
     uint8 scale per tensor represents worst. Measured by ``benchmarks/int8_schemes.py`` on the
     20 test texts against fp32 (Xeon with AVX-512 VNNI, onnxruntime 1.32; min / mean cosine;
     time of a 256-wordpiece text on one thread relative to fp32): full-range asymmetric
-    0.985 / 0.994, 0.60 (saturates without VNNI); symmetric 0.978 / 0.993, 0.59 (can still
-    saturate: |w| reaches 127); uint8 weights 0.985 / 0.994, exact on every kernel but 1.07 (no
-    faster than fp32: the u8u8 kernels widen to 16 bits); 7-bit everywhere 0.978 / 0.992, 0.70;
-    7-bit with fp32 down-projections 0.986 / 0.996, 0.75 (this scheme, the best of them on
+    0.985 / 0.994, 0.55 (saturates without VNNI); symmetric 0.978 / 0.993, 0.67 (can still
+    saturate: |w| reaches 127); uint8 weights 0.985 / 0.994, exact on every kernel but 1.20 (no
+    faster than fp32: the u8u8 kernels widen to 16 bits); 7-bit everywhere 0.978 / 0.992, 0.55;
+    7-bit with fp32 down-projections 0.986 / 0.996, 0.66 (this scheme, the best of them on
     every text). On an emulated Haswell (``--emulate Haswell``, 6 texts) this scheme gave
     0.995 / 0.996, the full-range one 0.29 / 0.75.
     """
