@@ -173,8 +173,6 @@ def check_int8(
     """
     model_dir, name = resolve_model(model_path)
     threads = threads or available_cores()
-    tokenizer = load_tokenizer(str(model_dir / "tokenizer.json"))
-    limit = _model_info(model_dir).max_seq_length
     int8 = _session(model_dir, name, "int8", threads, auto_build)
     folder = model_folder(model_dir, name)
     digest = read_manifest(folder).get(model_file_name("int8"), "")
@@ -183,9 +181,13 @@ def check_int8(
         if known is not None and not recheck:
             return known
         fp32: list[Any] = []
+        tokenizer: list[Any] = []
 
         def ids(texts: Sequence[str]) -> list[list[int]]:
-            encoded = tokenizer.encode_batch(list(texts), add_special_tokens=True)
+            if not tokenizer:  # only when the probe runs (a saved verdict needs none)
+                tokenizer.append(load_tokenizer(str(model_dir / "tokenizer.json")))
+            limit = _model_info(model_dir).max_seq_length
+            encoded = tokenizer[0].encode_batch(list(texts), add_special_tokens=True)
             return [_truncate(e.ids, limit) for e in encoded]
 
         def embed_fp32(texts: Sequence[str]) -> Any:
