@@ -27,10 +27,10 @@ from typing import IO, Any
 
 from memreader.config import read_yaml_config
 from memreader.datasets import is_memorybank, memorybank_scenes
+from memreader.embedders.cli import add_models_parser, run_models
 from memreader.errors import InputError, MemReaderError
 from memreader.factory import MemReaderConfigFactory, MemReaderFactory
 from memreader.items import TextualMemoryItem
-from memreader.models_cli import add_models_parser, run_models
 from memreader.report import ReadReport
 
 logger = logging.getLogger(__name__)
