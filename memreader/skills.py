@@ -35,10 +35,10 @@ import yaml
 from pydantic import Field, field_validator
 
 from memreader.config_model import ConfigModel
-from memreader.documents.s3_client import LazyS3Client, s3_problem
 from memreader.documents.sources_config import S3Config
 from memreader.errors import SkillWriteError
 from memreader.skill_files import SKILL_FILE, write_local
+from memreader.transport.s3 import LazyS3Client, is_s3_url, parse_s3_url, s3_problem
 
 __all__ = [
     "Skill",
@@ -86,7 +86,6 @@ _RESERVED = frozenset(
 )
 # A list marker the model may have put in front of an entry ("1. ", "- "): we number ourselves.
 _LIST_MARKER = re.compile(r"^(?:\d{1,3}[.)]|[-*+•])\s+")
-_S3_BUCKET = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$")
 _URL_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
@@ -255,8 +254,8 @@ class SkillsConfig(ConfigModel):
         value = value.strip()
         if "\0" in value:
             raise ValueError("output must not contain NUL characters")
-        if value.lower().startswith("s3://"):
-            _split_s3(value)
+        if is_s3_url(value):
+            parse_s3_url(value, prefix=True)  # a ConfigError (a ValueError) names the problem
         elif _URL_SCHEME.match(value):
             raise ValueError("output must be a local folder or an s3://bucket/prefix URL")
         return value
@@ -265,22 +264,10 @@ class SkillsConfig(ConfigModel):
     def s3_destination(self) -> tuple[str, str] | None:
         """``(bucket, prefix)`` when ``output`` is an S3 URL (the prefix without slashes at
         either end, maybe empty), else ``None``."""
-        if self.output is None or not self.output.lower().startswith("s3://"):
+        if self.output is None or not is_s3_url(self.output):
             return None
-        return _split_s3(self.output)
-
-
-def _split_s3(url: str) -> tuple[str, str]:
-    """``(bucket, prefix)`` of ``s3://bucket/prefix``; the messages never quote the URL."""
-    bucket, _, prefix = url[len("s3://") :].partition("/")
-    if not bucket:
-        raise ValueError("an s3:// output needs a bucket: s3://bucket/prefix")
-    if not _S3_BUCKET.match(bucket):
-        raise ValueError("the s3:// output's bucket is not a valid bucket name")
-    prefix = prefix.strip("/")
-    if any(part in (".", "..") for part in prefix.split("/")) or "\\" in prefix:
-        raise ValueError("the s3:// output's prefix must not hold '.', '..' or '\\' segments")
-    return bucket, prefix
+        url = parse_s3_url(self.output, prefix=True)
+        return url.bucket, url.key
 
 
 class SkillWriter:

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from memreader import ConfigError, InputError, WindowConfig
-from memreader.batch import sinks
 from memreader.batch.job import JobConfig, load_job
 from memreader.batch.run import run_job
+from memreader.batch.sinks import jsonl as jsonl_sink
 from memreader.batch.sinks import output_stem
 from memreader.pipeline import Step
 
@@ -103,7 +103,7 @@ def test_a_write_that_fails_once_fails_its_input_and_a_rerun_completes_it(
         real = open(path, mode, *args, **kwargs)  # noqa: SIM115 - closed through the proxy
         return _FailOnce(real, plan) if item_temp.match(os.path.basename(path)) else real
 
-    monkeypatch.setattr(sinks, "open", failing_open, raising=False)
+    monkeypatch.setattr(jsonl_sink, "open", failing_open, raising=False)
     first = run_job(job)
     monkeypatch.undo()
     out = tmp_path / "out"

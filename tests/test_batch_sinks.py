@@ -24,7 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memreader.batch.job import OutputSpec
-from memreader.batch.sinks import Sink, SinkError, output_stem
+from memreader.batch.sinks import Sink, SinkError, build_sink, output_stem
 from memreader.documents.sources_config import S3Config
 from memreader.errors import ConfigError
 from memreader.items import SourceMessage, TextualMemoryItem, TextualMemoryItemMetadata
@@ -59,7 +59,7 @@ def _items(count: int, *, seed: int = 0, embed: bool = True) -> list[dict[str, A
 
 
 def _sink(folder: Path, **spec: Any) -> Sink:
-    return Sink(OutputSpec(path=str(folder), **spec), s3=NO_S3)
+    return build_sink(OutputSpec(path=str(folder), **spec), s3=NO_S3)
 
 
 def _read_jsonl(paths: list[str]) -> list[dict[str, Any]]:
@@ -100,8 +100,8 @@ def test_empty_input_still_gets_a_file(tmp_path: Path) -> None:
 
 
 def test_relative_path_uses_base_dir(tmp_path: Path) -> None:
-    sink = Sink(OutputSpec(path="rel/out"), s3=NO_S3, base_dir=str(tmp_path))
-    assert sink.location("x.json") == str(tmp_path / "rel" / "out" / "x.json")
+    sink = build_sink(OutputSpec(path="rel/out"), s3=NO_S3, base_dir=str(tmp_path))
+    assert sink.folder.location("x.json") == str(tmp_path / "rel" / "out" / "x.json")
     assert (tmp_path / "rel" / "out").is_dir()
 
 
@@ -236,9 +236,9 @@ def test_sigkill_before_commit_leaves_no_final_file(tmp_path: Path) -> None:
     script = f"""
 import os, signal
 from memreader.batch.job import OutputSpec
-from memreader.batch.sinks import Sink
+from memreader.batch.sinks import build_sink
 from memreader.documents.sources_config import S3Config
-sink = Sink(OutputSpec(path={str(tmp_path)!r}), s3=S3Config())
+sink = build_sink(OutputSpec(path={str(tmp_path)!r}), s3=S3Config())
 done = sink.open_input("done")
 done.write({{"id": "a", "memory": "m", "metadata": {{}}}})
 done.commit()
@@ -289,18 +289,18 @@ def test_unwritable_folder_is_a_sink_error(tmp_path: Path) -> None:
 
 def test_write_text_read_text_atomic_replace(tmp_path: Path) -> None:
     sink = _sink(tmp_path)
-    assert sink.read_text("manifest.json") is None
-    location = sink.write_text("manifest.json", '{"v": 1} ünï')
-    assert location == str(tmp_path / "manifest.json") == sink.location("manifest.json")
-    assert sink.read_text("manifest.json") == '{"v": 1} ünï'
-    sink.write_text("manifest.json", "second")
-    assert sink.read_text("manifest.json") == "second"
+    assert sink.folder.read_text("manifest.json") is None
+    location = sink.folder.write_text("manifest.json", '{"v": 1} ünï')
+    assert location == str(tmp_path / "manifest.json") == sink.folder.location("manifest.json")
+    assert sink.folder.read_text("manifest.json") == '{"v": 1} ünï'
+    sink.folder.write_text("manifest.json", "second")
+    assert sink.folder.read_text("manifest.json") == "second"
     assert os.listdir(tmp_path) == ["manifest.json"]  # replaced through a temp file, none left
     for bad in ("../x", ".hidden", "a/b", "", "..", "a\0b"):
         with pytest.raises(ValueError):
-            sink.write_text(bad, "x")
+            sink.folder.write_text(bad, "x")
         with pytest.raises(ValueError):
-            sink.read_text(bad)
+            sink.folder.read_text(bad)
 
 
 # -- stems ------------------------------------------------------------------------------------
@@ -356,9 +356,9 @@ def _f32(values: list[float]) -> list[float]:
 
 def test_parquet_round_trip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pq = pytest.importorskip("pyarrow.parquet")
-    import memreader.batch.sinks as sinks
+    import memreader.batch.sinks.parquet as parquet_sink
 
-    monkeypatch.setattr(sinks, "_ROW_GROUP_ITEMS", 7)  # several row groups
+    monkeypatch.setattr(parquet_sink, "_ROW_GROUP_ITEMS", 7)  # several row groups
     items = _items(30, seed=4)
     writer = _sink(tmp_path, format="parquet").open_input("chats/a.jsonl")
     for item in items:
@@ -439,7 +439,7 @@ def test_parquet_without_pyarrow_is_a_config_error(
 )
 def test_bad_urls_are_config_errors(url: str) -> None:
     with pytest.raises(ConfigError):
-        Sink(OutputSpec(path=url), s3=NO_S3)
+        build_sink(OutputSpec(path=url), s3=NO_S3)
 
 
 def _s3(moto_s3: str) -> S3Config:
@@ -462,7 +462,7 @@ def _objects(client: Any, prefix: str) -> list[str]:
 @pytest.mark.timeout(60)
 def test_s3_jsonl_output(moto_s3: str, s3_client: Any) -> None:
     items = _items(30, seed=6)
-    sink = Sink(OutputSpec(path="s3://out/run1/", shard_bytes=2000), s3=_s3(moto_s3))
+    sink = build_sink(OutputSpec(path="s3://out/run1/", shard_bytes=2000), s3=_s3(moto_s3))
     try:
         writer = sink.open_input("s3://src/chats/a.jsonl")
         for item in items:
@@ -482,21 +482,21 @@ def test_s3_jsonl_output(moto_s3: str, s3_client: Any) -> None:
         assert writer.commit() == locations[:1]
         assert _objects(s3_client, "run1/") == keys[:1]
         # Small files.
-        assert sink.read_text("manifest.json") is None
-        assert sink.write_text("manifest.json", "one ü") == "s3://out/run1/manifest.json"
-        sink.write_text("manifest.json", "two ü")
-        assert sink.read_text("manifest.json") == "two ü"
+        assert sink.folder.read_text("manifest.json") is None
+        assert sink.folder.write_text("manifest.json", "one ü") == "s3://out/run1/manifest.json"
+        sink.folder.write_text("manifest.json", "two ü")
+        assert sink.folder.read_text("manifest.json") == "two ü"
     finally:
         sink.close()
 
 
 @pytest.mark.timeout(60)
 def test_s3_bucket_root_and_injected_client(moto_s3: str, s3_client: Any) -> None:
-    sink = Sink(OutputSpec(path="s3://out"), s3=NO_S3, s3_client=s3_client)
+    sink = build_sink(OutputSpec(path="s3://out"), s3=NO_S3, s3_client=s3_client)
     writer = sink.open_input("k")
     writer.write(_items(1)[0])
     assert writer.commit() == [f"s3://out/{output_stem('k')}.jsonl"]
-    assert sink.write_text("summary.txt", "ok") == "s3://out/summary.txt"
+    assert sink.folder.write_text("summary.txt", "ok") == "s3://out/summary.txt"
     sink.close()
     s3_client.list_buckets()  # an injected client stays open
 
@@ -506,7 +506,7 @@ def test_s3_missing_bucket_is_a_sink_error(
     moto_s3: str, s3_client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the S3 temp files go
-    sink = Sink(OutputSpec(path="s3://no-such-bucket/p"), s3=_s3(moto_s3))
+    sink = build_sink(OutputSpec(path="s3://no-such-bucket/p"), s3=_s3(moto_s3))
     writer = sink.open_input("k")
     writer.write(_items(1)[0])
     with pytest.raises(SinkError) as caught:
@@ -517,7 +517,7 @@ def test_s3_missing_bucket_is_a_sink_error(
     assert "testing" not in message and moto_s3 not in message
     assert os.listdir(tmp_path) == []  # the failed commit dropped its temp file
     with pytest.raises(SinkError, match="no such bucket"):
-        sink.write_text("manifest.json", "x")
+        sink.folder.write_text("manifest.json", "x")
     with pytest.raises(SinkError, match="no such bucket"):
-        sink.read_text("manifest.json")
+        sink.folder.read_text("manifest.json")
     sink.close()

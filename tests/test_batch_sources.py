@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
+from memreader.batch.inputs import BadRecord, Batch, InputRef, Inputs
 from memreader.batch.job import JobConfig
-from memreader.batch.sources import BadRecord, Batch, InputRef, Sources
 from memreader.datasets import load_memorybank
 from memreader.errors import ConfigError, InputError
 from tests.s3_server import moto_s3
@@ -36,18 +36,18 @@ def _job(base: Path, *inputs: dict[str, Any], **changes: Any) -> JobConfig:
     return JobConfig.model_validate(data)
 
 
-def _read_all(sources: Sources, ref: InputRef) -> tuple[list[Batch], list[BadRecord]]:
+def _read_all(inputs: Inputs, ref: InputRef) -> tuple[list[Batch], list[BadRecord]]:
     batches: list[Batch] = []
     bad: list[BadRecord] = []
-    for unit in sources.read(ref):
+    for unit in inputs.read(ref):
         (batches if isinstance(unit, Batch) else bad).append(unit)  # type: ignore[arg-type]
     return batches, bad
 
 
-def _only(base: Path, spec: dict[str, Any], **changes: Any) -> tuple[Sources, InputRef]:
-    sources = Sources(_job(base, spec, **changes))
-    (ref,) = sources.discover()
-    return sources, ref
+def _only(base: Path, spec: dict[str, Any], **changes: Any) -> tuple[Inputs, InputRef]:
+    inputs = Inputs(_job(base, spec, **changes))
+    (ref,) = inputs.discover()
+    return inputs, ref
 
 
 def _scene(text: str) -> list[dict[str, str]]:
@@ -77,7 +77,7 @@ def test_discover_files_folders_globs(tmp_path: Path) -> None:
             {"path": "chats/**/*.jsonl"},  # all already found: deduplicated
             {"path": str(outside)},
         )
-        refs = Sources(job).discover()
+        refs = Inputs(job).discover()
     finally:
         outside.unlink()
     assert [(r.key, r.spec_index) for r in refs] == [
@@ -90,7 +90,7 @@ def test_discover_files_folders_globs(tmp_path: Path) -> None:
     assert all(os.path.isabs(r.location) for r in refs)
     assert refs[0].size == (tmp_path / "chats" / "a.jsonl").stat().st_size
     # A glob alone: sorted, recursive, files only.
-    refs = Sources(_job(tmp_path, {"path": "chats/**/*.jsonl"})).discover()
+    refs = Inputs(_job(tmp_path, {"path": "chats/**/*.jsonl"})).discover()
     assert [r.key for r in refs] == ["chats/a.jsonl", "chats/b.jsonl", "chats/sub/c.jsonl"]
 
 
@@ -106,7 +106,7 @@ def test_discover_nothing_is_an_error(tmp_path: Path, path: str, message: str) -
     _write_jsonl(tmp_path / "a.jsonl", [_scene("x")])
     (tmp_path / "empty").mkdir()
     with pytest.raises(InputError) as info:
-        Sources(_job(tmp_path, {"path": "a.jsonl"}, {"path": path})).discover()
+        Inputs(_job(tmp_path, {"path": "a.jsonl"}, {"path": path})).discover()
     assert str(info.value) == message
 
 
@@ -120,39 +120,39 @@ def test_the_jobs_own_output_is_never_an_input(tmp_path: Path) -> None:
     # by the job, so it is read.
     expected = ["data/a.jsonl", "data/out/sub/k.jsonl"]
     for path in ("data", "data/**/*.jsonl", "data/**"):
-        refs = Sources(_job(tmp_path, {"path": path}, **output)).discover()
+        refs = Inputs(_job(tmp_path, {"path": path}, **output)).discover()
         assert [r.key for r in refs] == expected, path
     # The same folder reached through a link, or named absolutely.
     (tmp_path / "link").symlink_to(tmp_path / "data" / "out")
-    refs = Sources(_job(tmp_path, {"path": "data"}, output={"path": "link"})).discover()
+    refs = Inputs(_job(tmp_path, {"path": "data"}, output={"path": "link"})).discover()
     assert [r.key for r in refs] == expected
-    refs = Sources(_job(tmp_path, {"path": "data"}, output={"path": str(tmp_path / "data/out")}))
+    refs = Inputs(_job(tmp_path, {"path": "data"}, output={"path": str(tmp_path / "data/out")}))
     assert [r.key for r in refs.discover()] == expected
     with pytest.raises(InputError, match=r"^inputs\.0: 'data/out/\*\.jsonl' holds only the job's"):
-        Sources(_job(tmp_path, {"path": "data/out/*.jsonl"}, **output)).discover()
+        Inputs(_job(tmp_path, {"path": "data/out/*.jsonl"}, **output)).discover()
 
 
 def test_hidden_files_and_folders_are_counted(tmp_path: Path) -> None:
     for name in ("in/a.jsonl", "in/.b.jsonl", "in/sub/.DS_Store", "in/.git/x", "in/.git/y"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         _write_jsonl(tmp_path / name, [_scene("x")])
-    sources = Sources(_job(tmp_path, {"path": "in"}, {"path": "in/*"}))
-    assert [r.key for r in sources.discover()] == ["in/a.jsonl"]
+    inputs = Inputs(_job(tmp_path, {"path": "in"}, {"path": "in/*"}))
+    assert [r.key for r in inputs.discover()] == ["in/a.jsonl"]
     # .b.jsonl, .DS_Store and .git (once, not its files); the glob does not match hidden names
     # and walks in/sub again, whose .DS_Store is still one file passed over.
-    assert sources.hidden == 3
-    assert sources.discover() and sources.hidden == 3, "counted per discovery, not summed"
+    assert inputs.hidden == 3
+    assert inputs.discover() and inputs.hidden == 3, "counted per discovery, not summed"
 
 
 def test_format_must_fit_the_job_type(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"inputs\.0\.format"):
-        Sources(_job(tmp_path, {"path": "a.pdf", "format": "document"}))
+        Inputs(_job(tmp_path, {"path": "a.pdf", "format": "document"}))
     with pytest.raises(ConfigError, match=r"inputs\.0\.format"):
-        Sources(_job(tmp_path, {"path": "a.json", "format": "json"}, type="doc"))
+        Inputs(_job(tmp_path, {"path": "a.json", "format": "json"}, type="doc"))
     (tmp_path / "a.pdf").write_bytes(b"%PDF")
-    sources, ref = _only(tmp_path, {"path": "a.pdf"})
+    inputs, ref = _only(tmp_path, {"path": "a.pdf"})
     with pytest.raises(InputError, match=r"a\.pdf: not a chat input"):
-        list(sources.read(ref))
+        list(inputs.read(ref))
 
 
 # --- JSONL -------------------------------------------------------------------------------------
@@ -170,8 +170,8 @@ def test_jsonl_bad_line_is_recorded_and_reading_goes_on(tmp_path: Path) -> None:
         json.dumps(_scene("three")),
     ]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    sources, ref = _only(tmp_path, {"path": "chat.jsonl"})
-    units = list(sources.read(ref))
+    inputs, ref = _only(tmp_path, {"path": "chat.jsonl"})
+    units = list(inputs.read(ref))
     assert [type(u).__name__ for u in units] == [
         "Batch",
         "BadRecord",
@@ -217,8 +217,8 @@ def test_jsonl_mapped_records(tmp_path: Path) -> None:
         "time": "at",
         "roles": {"bot": "assistant"},
     }
-    sources, ref = _only(tmp_path, {"path": "m.jsonl", "mapping": mapping})
-    (batch,), bad = _read_all(sources, ref)
+    inputs, ref = _only(tmp_path, {"path": "m.jsonl", "mapping": mapping})
+    (batch,), bad = _read_all(inputs, ref)
     assert bad == []
     assert batch.scene_data == [
         [
@@ -234,7 +234,7 @@ def test_jsonl_mapped_records(tmp_path: Path) -> None:
     ]
     # A message without the mapped content key is a bad record naming it.
     _write_jsonl(tmp_path / "m.jsonl", [{"turns": [{"who": "Alice"}]}])
-    _, bad = _read_all(sources, ref)
+    _, bad = _read_all(inputs, ref)
     assert [(b.reason, b.message) for b in bad] == [
         ("InvalidMessageError", "message 0: message has no 'said' key")
     ]
@@ -254,8 +254,8 @@ def test_jsonl_ids_from_field_file_name_constant(tmp_path: Path) -> None:
         "user_id": {"from": "field", "field": "user"},
         "session_id": {"from": "field", "field": "conv"},
     }
-    sources, ref = _only(tmp_path, spec)
-    units = list(sources.read(ref))
+    inputs, ref = _only(tmp_path, spec)
+    units = list(inputs.read(ref))
     assert [(u.info, u.first_scene, u.labels) if isinstance(u, Batch) else u for u in units] == [
         ({"user_id": "u1", "session_id": "s1"}, 0, ["line 1", "line 2"]),
         ({"user_id": "u2", "session_id": "7"}, 2, ["line 3"]),
@@ -267,16 +267,16 @@ def test_jsonl_ids_from_field_file_name_constant(tmp_path: Path) -> None:
         "user_id": {"from": "constant", "value": "team"},
         "session_id": {"from": "file_name"},
     }
-    sources, ref = _only(tmp_path, spec)
-    (batch,), bad = _read_all(sources, ref)
+    inputs, ref = _only(tmp_path, spec)
+    (batch,), bad = _read_all(inputs, ref)
     assert bad == [] and batch.info == {"user_id": "team", "session_id": "people"}
     assert len(batch.scene_data) == 5
 
 
 def test_batches_follow_scenes_per_call(tmp_path: Path) -> None:
     _write_jsonl(tmp_path / "c.jsonl", [_scene(str(i)) for i in range(7)])
-    sources, ref = _only(tmp_path, {"path": "c.jsonl"}, scenes_per_call=3)
-    batches, bad = _read_all(sources, ref)
+    inputs, ref = _only(tmp_path, {"path": "c.jsonl"}, scenes_per_call=3)
+    batches, bad = _read_all(inputs, ref)
     assert bad == []
     assert [(b.first_scene, len(b.scene_data)) for b in batches] == [(0, 3), (3, 3), (6, 1)]
     assert batches[1].labels == ["line 4", "line 5", "line 6"]
@@ -291,11 +291,11 @@ def test_jsonl_streams_in_bounded_memory(tmp_path: Path) -> None:
             handle.write(json.dumps(_scene(f"{i} {filler}")) + "\n")
     size = path.stat().st_size
     assert size > 20_000_000
-    sources, ref = _only(tmp_path, {"path": "big.jsonl"})
+    inputs, ref = _only(tmp_path, {"path": "big.jsonl"})
     scenes = 0
     tracemalloc.start()
     try:
-        for unit in sources.read(ref):
+        for unit in inputs.read(ref):
             assert isinstance(unit, Batch)
             scenes += len(unit.scene_data)
         _, peak = tracemalloc.get_traced_memory()
@@ -308,9 +308,9 @@ def test_jsonl_streams_in_bounded_memory(tmp_path: Path) -> None:
 def test_long_line_is_a_bad_record_not_held(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import memreader.batch.sources as sources_module
+    import memreader.batch.inputs.opened as opened_module
 
-    monkeypatch.setattr(sources_module, "MAX_LINE_BYTES", 100)
+    monkeypatch.setattr(opened_module, "MAX_LINE_BYTES", 100)
     path = tmp_path / "c.jsonl"
     path.write_text(
         json.dumps(_scene("a"))
@@ -320,8 +320,8 @@ def test_long_line_is_a_bad_record_not_held(
         + json.dumps(_scene("c")),
         encoding="utf-8",
     )
-    sources, ref = _only(tmp_path, {"path": "c.jsonl"})
-    units = list(sources.read(ref))
+    inputs, ref = _only(tmp_path, {"path": "c.jsonl"})
+    units = list(inputs.read(ref))
     assert [u.labels if isinstance(u, Batch) else u.label for u in units] == [
         ["line 1"],
         "line 2",
@@ -334,15 +334,15 @@ def test_max_bytes_is_enforced_before_reading(tmp_path: Path) -> None:
     _write_jsonl(tmp_path / "c.jsonl", [_scene("a")])
     (tmp_path / "c.json").write_text(json.dumps([_scene("a")]))
     for name in ("c.jsonl", "c.json"):
-        sources, ref = _only(tmp_path, {"path": name, "max_bytes": 10})
+        inputs, ref = _only(tmp_path, {"path": name, "max_bytes": 10})
         with pytest.raises(InputError, match=f"{name}: .*over the limit of 10"):
-            list(sources.read(ref))
+            list(inputs.read(ref))
 
 
 def test_lines_give_every_line(tmp_path: Path) -> None:
     (tmp_path / "items.jsonl").write_bytes(b'\xef\xbb\xbf{"a": 1}\n\n{"b": \xff}\n')
-    sources, ref = _only(tmp_path, {"path": "items.jsonl"})
-    assert list(sources.lines(ref)) == ['{"a": 1}', "", '{"b": \ufffd}']
+    inputs, ref = _only(tmp_path, {"path": "items.jsonl"})
+    assert list(inputs.lines(ref)) == ['{"a": 1}', "", '{"b": \ufffd}']
 
 
 # --- JSON, MemoryBank, LoCoMo, documents -------------------------------------------------------
@@ -352,8 +352,8 @@ def test_json_list_of_scenes_and_flat_scene(tmp_path: Path) -> None:
     (tmp_path / "list.json").write_text(
         json.dumps([_scene("a"), {"messages": _scene("b")}, "just text", {"no": "messages"}])
     )
-    sources, ref = _only(tmp_path, {"path": "list.json"})
-    units = list(sources.read(ref))
+    inputs, ref = _only(tmp_path, {"path": "list.json"})
+    units = list(inputs.read(ref))
     assert isinstance(units[0], Batch)
     assert units[0].scene_data == [_scene("a"), _scene("b"), "just text"]
     assert units[0].labels == ["scene 0", "scene 1", "scene 2"]
@@ -361,14 +361,14 @@ def test_json_list_of_scenes_and_flat_scene(tmp_path: Path) -> None:
     assert (units[1].scene, units[1].reason) == (3, "InvalidSceneError")
 
     (tmp_path / "flat.json").write_text(json.dumps(_scene("flat")))
-    sources, ref = _only(tmp_path, {"path": "flat.json", "format": "json"})
-    (batch,), bad = _read_all(sources, ref)
+    inputs, ref = _only(tmp_path, {"path": "flat.json", "format": "json"})
+    (batch,), bad = _read_all(inputs, ref)
     assert bad == [] and batch.scene_data == [_scene("flat")] and batch.labels == ["scene 0"]
 
     (tmp_path / "broken.json").write_text("[1, 2")
-    sources, ref = _only(tmp_path, {"path": "broken.json"})
+    inputs, ref = _only(tmp_path, {"path": "broken.json"})
     with pytest.raises(InputError, match=r"broken\.json: not JSON"):
-        list(sources.read(ref))
+        list(inputs.read(ref))
 
 
 def test_memorybank_real_file(tmp_path: Path) -> None:
@@ -377,8 +377,8 @@ def test_memorybank_real_file(tmp_path: Path) -> None:
         pytest.skip("shared/data/memorybank is not there")
     shutil.copy(source, tmp_path / "memory_bank_en.json")
     expected = load_memorybank(source)
-    sources, ref = _only(tmp_path, {"path": "memory_bank_en.json"}, scenes_per_call=4)
-    batches, bad = _read_all(sources, ref)
+    inputs, ref = _only(tmp_path, {"path": "memory_bank_en.json"}, scenes_per_call=4)
+    batches, bad = _read_all(inputs, ref)
     assert bad == []
     raw = json.loads(source.read_text(encoding="utf-8"))
     users = [u.strip() for u in raw]
@@ -405,8 +405,8 @@ def test_memorybank_real_file(tmp_path: Path) -> None:
         "user_id": {"from": "field", "field": "name"},
         "session_id": {"from": "file_name"},
     }
-    sources, ref = _only(tmp_path, spec)
-    batches, bad = _read_all(sources, ref)
+    inputs, ref = _only(tmp_path, spec)
+    batches, bad = _read_all(inputs, ref)
     assert bad == []
     first_user = next(iter(raw.values()))
     assert batches[0].info == {"user_id": first_user["name"], "session_id": "memory_bank_en"}
@@ -418,8 +418,8 @@ def test_memorybank_bad_day_is_a_record(tmp_path: Path) -> None:
         "Bob": {"history": {"2023-01-03": [{"query": "yo", "response": "hey"}]}},
     }
     (tmp_path / "mb.json").write_text(json.dumps(data))
-    sources, ref = _only(tmp_path, {"path": "mb.json", "format": "memorybank"})
-    units = list(sources.read(ref))
+    inputs, ref = _only(tmp_path, {"path": "mb.json", "format": "memorybank"})
+    units = list(inputs.read(ref))
     assert [u.labels if isinstance(u, Batch) else (u.scene, u.label) for u in units] == [
         ["user Ann, day 2023-01-01"],
         (1, "user Ann, day 2023-01-02"),
@@ -451,8 +451,8 @@ def test_locomo(tmp_path: Path) -> None:
     broken = _locomo_sample("conv-2")
     broken["conversation"]["session_1"] = [{"speaker": "Caroline"}]
     (tmp_path / "locomo10.json").write_text(json.dumps([_locomo_sample("conv-1"), broken]))
-    sources, ref = _only(tmp_path, {"path": "locomo10.json"})
-    units = list(sources.read(ref))
+    inputs, ref = _only(tmp_path, {"path": "locomo10.json"})
+    units = list(inputs.read(ref))
     first = units[0]
     assert isinstance(first, Batch)
     assert first.info == {"user_id": "conv-1", "session_id": "locomo:conv-1"}
@@ -496,8 +496,8 @@ def test_locomo(tmp_path: Path) -> None:
         "user_id": {"from": "file_name"},
         "mapping": {"roles": {"Caroline": "assistant", "Melanie": "user"}},
     }
-    sources, ref = _only(tmp_path, spec)
-    (batch,), _ = _read_all(sources, ref)
+    inputs, ref = _only(tmp_path, spec)
+    (batch,), _ = _read_all(inputs, ref)
     assert batch.info == {"user_id": "one", "session_id": "locomo:conv-9"}
     assert batch.scene_data[0][0]["role"] == "assistant"
 
@@ -509,10 +509,10 @@ def test_documents(tmp_path: Path) -> None:
     job = _job(
         tmp_path, {"path": "docs", "user_id": {"from": "constant", "value": "u"}}, type="doc"
     )
-    sources = Sources(job)
-    refs = sources.discover()
+    inputs = Inputs(job)
+    refs = inputs.discover()
     assert [r.key for r in refs] == ["docs/notes.md", "docs/report.pdf"]
-    (batch,), bad = _read_all(sources, refs[1])
+    (batch,), bad = _read_all(inputs, refs[1])
     assert bad == []
     assert batch.info == {"user_id": "u", "session_id": "report"}
     (document,) = batch.scene_data
@@ -526,19 +526,19 @@ def test_documents(tmp_path: Path) -> None:
         }
     ]
     big = _job(tmp_path, {"path": "docs/report.pdf", "max_bytes": 5}, type="doc")
-    sources = Sources(big)
+    inputs = Inputs(big)
     with pytest.raises(InputError, match="over the limit of 5"):
-        list(sources.read(sources.discover()[0]))
+        list(inputs.read(inputs.discover()[0]))
 
 
 def test_content_hash(tmp_path: Path) -> None:
     path = tmp_path / "c.jsonl"
     data = os.urandom(3 * 1024 * 1024 + 17)
     path.write_bytes(data)
-    sources, ref = _only(tmp_path, {"path": "c.jsonl"})
-    assert sources.content_hash(ref) == hashlib.sha256(data).hexdigest()
+    inputs, ref = _only(tmp_path, {"path": "c.jsonl"})
+    assert inputs.content_hash(ref) == hashlib.sha256(data).hexdigest()
     path.write_bytes(data + b"\n")
-    assert sources.content_hash(ref) == hashlib.sha256(data + b"\n").hexdigest()
+    assert inputs.content_hash(ref) == hashlib.sha256(data + b"\n").hexdigest()
 
 
 # --- S3 ----------------------------------------------------------------------------------------
@@ -560,9 +560,9 @@ def test_s3_discovery_and_reading(moto_s3: str, tmp_path: Path) -> None:
         client.put_object(Bucket="corpus", Key=key, Body=text.encode())
     s3 = {"endpoint_url": moto_s3, "region_name": "us-east-1", "addressing_style": "path"}
     job = _job(tmp_path, {"path": "s3://corpus/chats"}, s3=s3)
-    sources = Sources(job)
+    inputs = Inputs(job)
     try:
-        refs = sources.discover()
+        refs = inputs.discover()
         assert [(r.key, r.location, r.size) for r in refs] == [
             (
                 "s3://corpus/chats/a/x.jsonl",
@@ -571,20 +571,20 @@ def test_s3_discovery_and_reading(moto_s3: str, tmp_path: Path) -> None:
             ),
             ("s3://corpus/chats/b.jsonl", "s3://corpus/chats/b.jsonl", len(body)),
         ]
-        units = list(sources.read(refs[1]))
+        units = list(inputs.read(refs[1]))
         assert [u.labels if isinstance(u, Batch) else (u.label, u.reason) for u in units] == [
             ["line 1"],
             ("line 2", "InvalidSceneError"),
             ["line 3"],
         ]
         assert isinstance(units[0], Batch) and units[0].info["user_id"] == "b"
-        assert sources.content_hash(refs[1]) == hashlib.sha256(body.encode()).hexdigest()
+        assert inputs.content_hash(refs[1]) == hashlib.sha256(body.encode()).hexdigest()
         with pytest.raises(
             InputError, match=re.escape("inputs.0: no object matches 's3://corpus/none'")
         ):
-            Sources(_job(tmp_path, {"path": "s3://corpus/none"}), s3_client=client).discover()
+            Inputs(_job(tmp_path, {"path": "s3://corpus/none"}), s3_client=client).discover()
     finally:
-        sources.close()
+        inputs.close()
 
 
 @pytest.mark.timeout(60)
@@ -597,7 +597,7 @@ def test_s3_the_jobs_own_output_is_never_an_input(moto_s3: str, tmp_path: Path) 
 
     def keys(output: str, path: str = "s3://own/") -> list[str]:
         job = _job(tmp_path, {"path": path}, output={"path": output})
-        return [r.key for r in Sources(job, s3_client=client).discover()]
+        return [r.key for r in Inputs(job, s3_client=client).discover()]
 
     assert keys("s3://own/out/") == [
         "s3://own/a.jsonl",

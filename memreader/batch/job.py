@@ -17,10 +17,14 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from memreader.batch.formats import check_format_name
+from memreader.batch.sinks import check_sink_name
 from memreader.config import interpolate_env, read_yaml_config
 from memreader.config_model import ConfigModel
 from memreader.documents.sources_config import S3Config
 from memreader.errors import ConfigError
+from memreader.modes import ReadMode
+from memreader.transport.s3 import is_s3_url, parse_s3_url
 
 __all__ = [
     "ERRORS_FILE",
@@ -30,7 +34,6 @@ __all__ = [
     "EngineSpec",
     "FieldMapping",
     "IdSpec",
-    "InputFormat",
     "InputSpec",
     "JobConfig",
     "OutputSpec",
@@ -43,8 +46,6 @@ MANIFEST_FILE = "_manifest.json"
 ERRORS_FILE = "_errors.jsonl"
 SUMMARY_FILE = "_summary.json"
 JOB_FILES = frozenset({MANIFEST_FILE, ERRORS_FILE, SUMMARY_FILE})
-
-InputFormat = Literal["auto", "json", "jsonl", "memorybank", "locomo", "document"]
 
 
 class IdSpec(ConfigModel):
@@ -82,11 +83,11 @@ class InputSpec(ConfigModel):
     """One entry of ``inputs``: a file, a folder (its files, recursively, sorted), a glob
     (``data/**/*.jsonl``) or an S3 prefix (``s3://bucket/prefix``), and how to read it.
 
-    ``format``: ``json`` (a list of scenes, or one flat scene), ``jsonl`` (one scene per line:
-    a list of messages, or a record with ``mapping.messages``), ``memorybank`` (users' ``history``
-    by day: one scene per day), ``locomo`` (``session_N`` lists with ``session_N_date_time``),
-    ``document`` (each file one document), or ``auto`` (by extension, and MemoryBank/LoCoMo by
-    shape).
+    ``format``: a registered input format (:mod:`memreader.batch.formats`): ``json`` (a list of
+    scenes, or one flat scene), ``jsonl`` (one scene per line: a list of messages, or a record
+    with ``mapping.messages``), ``memorybank`` (users' ``history`` by day: one scene per day),
+    ``locomo`` (``session_N`` lists with ``session_N_date_time``), ``document`` (each file one
+    document), ``auto`` (by extension, and MemoryBank/LoCoMo by shape), or a plugin's.
 
     ``user_id`` and ``session_id`` (see :class:`IdSpec`); unset, each format has its own: the
     user for MemoryBank (session ``memorybank:<user>``), the sample for LoCoMo, else the file
@@ -94,7 +95,7 @@ class InputSpec(ConfigModel):
     """
 
     path: str = Field(min_length=1)
-    format: InputFormat = "auto"
+    format: str = "auto"
     mapping: FieldMapping | None = None
     user_id: IdSpec | None = None
     session_id: IdSpec | None = None
@@ -107,15 +108,27 @@ class InputSpec(ConfigModel):
             raise ValueError("path holds a NUL character")
         return value
 
+    @field_validator("format")
+    @classmethod
+    def _known_format(cls, value: str) -> str:
+        return check_format_name(value)
+
 
 class OutputSpec(ConfigModel):
-    """Where items go: a folder or ``s3://bucket/prefix``; ``jsonl`` (one file per input, or
-    shards of about ``shard_bytes``) or ``parquet`` (needs ``pyarrow``: ``pip install
-    memreader[parquet]``). The manifest, errors file and summary go next to the items."""
+    """Where items go: a folder or ``s3://bucket/prefix`` (``path``), and the registered sink
+    that writes them (``format``, :mod:`memreader.batch.sinks`): ``jsonl`` (one file per input,
+    or shards of about ``shard_bytes``), ``parquet`` (needs ``pyarrow``: ``pip install
+    memreader[parquet]``), or a plugin's. The manifest, errors file and summary go to ``path``,
+    next to the items of file sinks."""
 
     path: str = Field(min_length=1)
-    format: Literal["jsonl", "parquet"] = "jsonl"
+    format: str = "jsonl"
     shard_bytes: int | None = Field(default=None, gt=0)
+
+    @field_validator("format")
+    @classmethod
+    def _known_sink(cls, value: str) -> str:
+        return check_sink_name(value)
 
 
 class EngineSpec(ConfigModel):
@@ -140,7 +153,7 @@ class JobConfig(ConfigModel):
 
     reader: dict[str, Any] | str = Field(default_factory=dict)
     type: Literal["chat", "doc"] = "chat"
-    mode: Literal["fast", "fine"] = "fast"
+    mode: ReadMode = "fast"
     inputs: list[InputSpec] = Field(min_length=1)
     output: OutputSpec
     engine: EngineSpec = Field(default_factory=EngineSpec)
@@ -176,15 +189,19 @@ class JobConfig(ConfigModel):
         """Where the outputs go, as the sink resolves ``output.path``: ``s3://bucket/prefix``
         (without outer slashes) or the absolute local folder. Nothing is created.
 
+        Raises:
+            ConfigError: a malformed ``s3://`` URL.
+
         >>> JobConfig.model_validate(
         ...     {"inputs": [{"path": "x"}], "output": {"path": "s3://b/out/"}}).output_location()
         's3://b/out'
         """
         path = self.output.path
-        if path.lower().startswith("s3://"):
-            bucket, _, prefix = path[len("s3://") :].partition("/")
-            prefix = prefix.strip("/")
-            return f"s3://{bucket}/{prefix}" if prefix else f"s3://{bucket}"
+        if is_s3_url(path):
+            try:
+                return str(parse_s3_url(path, prefix=True))
+            except ConfigError as exc:
+                raise ConfigError(f"output.path: {exc}") from None
         path = os.path.expanduser(path)
         if not os.path.isabs(path) and self.base_dir:
             path = os.path.join(self.base_dir, path)

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from memreader.batch.job import MANIFEST_FILE
 from memreader.batch.runner import InputResult
-from memreader.batch.sinks import Sink
+from memreader.batch.sinks import OutputFolder
 from memreader.errors import ConfigError
 
 __all__ = ["MANIFEST", "Manifest", "Why"]
@@ -34,10 +34,12 @@ Why = Literal["new", "failed", "content", "job"]
 
 
 class Manifest:
-    """The records of one output location (see the module docstring)."""
+    """The records of one output folder (see the module docstring)."""
 
-    def __init__(self, sink: Sink, *, restart: bool = False, every_s: float = 1.0) -> None:
-        self.sink = sink
+    def __init__(
+        self, folder: OutputFolder, *, restart: bool = False, every_s: float = 1.0
+    ) -> None:
+        self.folder = folder
         self.every_s = every_s
         self.entries: dict[str, InputResult] = {}
         self._dirty = False
@@ -46,7 +48,7 @@ class Manifest:
             self._load()
 
     def _load(self) -> None:
-        text = self.sink.read_text(MANIFEST)
+        text = self.folder.read_text(MANIFEST)
         if text is None:
             return
         try:
@@ -56,7 +58,7 @@ class Manifest:
                 raise ValueError("unknown manifest version")
         except (ValueError, KeyError, TypeError) as exc:
             raise ConfigError(
-                f"the manifest {self.sink.location(MANIFEST)} cannot be read ({exc}); "
+                f"the manifest {self.folder.location(MANIFEST)} cannot be read ({exc}); "
                 "run with --restart to ignore it"
             ) from None
         self.entries = {key: InputResult.from_dict(key, entry) for key, entry in inputs.items()}
@@ -90,6 +92,6 @@ class Manifest:
             "version": _VERSION,
             "inputs": {key: self.entries[key].to_dict() for key in sorted(self.entries)},
         }
-        self.sink.write_text(MANIFEST, json.dumps(payload, ensure_ascii=False, indent=1))
+        self.folder.write_text(MANIFEST, json.dumps(payload, ensure_ascii=False, indent=1))
         self._dirty = False
         self._written = time.monotonic()

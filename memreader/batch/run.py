@@ -17,11 +17,11 @@ from typing import Any
 
 from memreader.batch.engines import run_engine
 from memreader.batch.fingerprint import input_fingerprints
+from memreader.batch.inputs import BadRecord, Inputs
 from memreader.batch.job import ERRORS_FILE, SUMMARY_FILE, JobConfig
 from memreader.batch.manifest import Manifest
 from memreader.batch.runner import COUNTERS, InputResult
-from memreader.batch.sinks import Sink
-from memreader.batch.sources import BadRecord, Sources
+from memreader.batch.sinks import build_sink
 from memreader.errors import MemReaderError
 
 __all__ = ["ERRORS", "SUMMARY", "JobSummary", "dry_run", "run_job"]
@@ -103,16 +103,16 @@ def run_job(
     is read again, with a warning that says how many."""
     start = time.perf_counter()
     fingerprints = input_fingerprints(job, refine=refine)
-    sources = Sources(job)
-    sink = Sink(job.output, s3=job.s3, base_dir=job.base_dir)
+    inputs = Inputs(job)
+    sink = build_sink(job.output, s3=job.s3, base_dir=job.base_dir)
     try:
-        manifest = Manifest(sink, restart=restart)
-        refs = sources.discover()
+        manifest = Manifest(sink.folder, restart=restart)
+        refs = inputs.discover()
         todo = []
-        summary = JobSummary(inputs=len(refs), hidden=sources.hidden)
+        summary = JobSummary(inputs=len(refs), hidden=inputs.hidden)
         fingerprint = {ref.key: fingerprints[ref.spec_index] for ref in refs}
         for ref in refs:
-            digest = sources.content_hash(ref)
+            digest = inputs.content_hash(ref)
             why = manifest.why_read(ref.key, digest, fingerprint[ref.key])
             if why is None:
                 summary.skipped += 1
@@ -150,11 +150,12 @@ def run_job(
             errors.extend(entry.errors)
         summary.wall_s = time.perf_counter() - start
         summary.messages_per_s = read_messages / summary.wall_s if summary.wall_s else 0.0
-        sink.write_text(ERRORS, "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in errors))
-        sink.write_text(SUMMARY, json.dumps(summary.to_dict(), ensure_ascii=False, indent=1))
+        errors_text = "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in errors)
+        sink.folder.write_text(ERRORS, errors_text)
+        sink.folder.write_text(SUMMARY, json.dumps(summary.to_dict(), ensure_ascii=False, indent=1))
         return summary
     finally:
-        sources.close()
+        inputs.close()
         sink.close()
 
 
@@ -168,12 +169,12 @@ def dry_run(job: JobConfig) -> list[dict[str, Any]]:
     config = dict(data.get("config") or {})
     config["embedder"] = None
     reader = MemReaderConfigFactory.from_dict({**data, "config": config}).build()
-    sources = Sources(job)
+    inputs = Inputs(job)
     rows = []
     try:
-        for ref in sources.discover():
+        for ref in inputs.discover():
             row: dict[str, Any] = {"input": ref.key, "scenes": 0, "windows": 0, "bad_records": 0}
-            for unit in sources.read(ref):
+            for unit in inputs.read(ref):
                 if isinstance(unit, BadRecord):
                     row["bad_records"] += 1
                     continue
@@ -188,6 +189,6 @@ def dry_run(job: JobConfig) -> list[dict[str, Any]]:
                 row["windows"] += len(report.windows)
             rows.append(row)
     finally:
-        sources.close()
+        inputs.close()
         reader.close()
     return rows

@@ -1,6 +1,6 @@
 """One input of a batch job, read from start to end: its batches of scenes through the reader,
 its items into the sink (made visible at once on commit), and a result the driver records in
-the manifest. A :class:`Worker` builds its reader, sources and sink once and serves many inputs;
+the manifest. A :class:`Worker` builds its reader, inputs and sink once and serves many inputs;
 the engines (:mod:`memreader.batch.engines`) decide where workers run.
 
 One input's failure is that input's result: a malformed record, a scene the reader refuses or a
@@ -22,9 +22,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from memreader.batch.inputs import BadRecord, Batch, InputRef, Inputs
 from memreader.batch.job import JobConfig
-from memreader.batch.sinks import InputWriter, Sink
-from memreader.batch.sources import BadRecord, Batch, InputRef, Sources
+from memreader.batch.sinks import InputWriter, build_sink
 from memreader.errors import MemReaderError
 from memreader.items import TextualMemoryItem
 from memreader.report import ReadReport
@@ -127,13 +127,13 @@ class Worker:
         self.job = job
         self.refine = refine
         self.reader = MemReaderConfigFactory.from_dict(job.reader_config()).build()
-        self.sources = Sources(job)
-        self.sink = Sink(job.output, s3=job.s3, base_dir=job.base_dir)
+        self.inputs = Inputs(job)
+        self.sink = build_sink(job.output, s3=job.s3, base_dir=job.base_dir)
 
     def close(self) -> None:
-        """Close the reader's clients, the sources and the sink."""
+        """Close the reader's clients, the inputs and the sink."""
         self.reader.close()
-        self.sources.close()
+        self.inputs.close()
         self.sink.close()
 
     def process(self, ref: InputRef, digest: str) -> InputResult:
@@ -142,7 +142,7 @@ class Worker:
         result = InputResult(ref.key, digest)
         writer = self.sink.open_input(ref.key)
         try:
-            units = self._refine_units(ref) if self.refine else self.sources.read(ref)
+            units = self._refine_units(ref) if self.refine else self.inputs.read(ref)
             for unit in units:
                 if isinstance(unit, BadRecord):
                     result.errors.append(
@@ -168,7 +168,7 @@ class Worker:
     def _batch(self, batch: Batch, ref: InputRef, writer: InputWriter, result: InputResult) -> None:
         """One batch through the reader; when the reader refuses it, scene by scene so only the
         bad scenes are lost (and recorded). Writing is not inside the retry: a write failure
-        (:class:`~memreader.batch.sinks.SinkError`) is the input's, and ends it."""
+        (:class:`~memreader.batch.sinks.base.SinkError`) is the input's, and ends it."""
         try:
             items, report = self._read(batch.scene_data, batch)
         except MemReaderError as exc:
@@ -244,7 +244,7 @@ class Worker:
             item.metadata.created_at = self.job.created_at
         data = item.to_dict()
         if first_scene and not self.refine:
-            # Calls number scenes from 0; sources index the whole input.
+            # Calls number scenes from 0; the sources of items index the whole input.
             for source in data["metadata"]["sources"]:
                 source["scene_index"] += first_scene
         return data
@@ -294,7 +294,7 @@ class Worker:
         pending: list[dict[str, Any]] = []
         labels: list[str] = []
         first = 0
-        for number, line in enumerate(self.sources.lines(ref), 1):
+        for number, line in enumerate(self.inputs.lines(ref), 1):
             if not line.strip():
                 continue
             try:

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from memreader.documents.fetch_types import FetchKind, check_content_type, media_type_of
-from memreader.documents.s3_client import LazyS3Client
 from memreader.documents.sources_config import FetchConfig, FetchS3Config, has_dot_segments
-from memreader.errors import BlockedBucketError, FetchError
+from memreader.errors import BlockedBucketError, ConfigError, FetchError
+from memreader.transport.s3 import LazyS3Client, parse_s3_url
 
 __all__ = ["S3Object", "S3Reader", "check_bucket_allowed"]
 
@@ -107,12 +107,18 @@ class S3Reader:
             FetchError: no bucket or key, a missing key or bucket, refused credentials, an
                 unreachable endpoint, a timeout, a content type that does not fit ``kind``, or
                 an object over ``limit`` bytes.
+            BlockedBucketError: not a bucket name, or a bucket or key that
+                ``fetch.s3.allow_buckets`` does not allow.
         """
         from botocore.exceptions import BotoCoreError, ClientError
 
-        bucket, _, key = path.partition("/")
+        try:
+            url = parse_s3_url(f"s3://{path}")
+        except ConfigError as exc:  # content named something that is not a bucket: refused
+            raise BlockedBucketError(f"s3://{path}: {exc}") from None
+        bucket, key = url.bucket, url.key
         label = f"s3://{bucket}/{key}"
-        if not bucket or not key:
+        if not key:
             raise FetchError(f"{label}: an s3:// URL needs a bucket and a key")
         check_bucket_allowed(bucket, key, self._config.s3, label)
         try:

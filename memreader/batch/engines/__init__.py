@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
+from memreader.batch.inputs import InputRef
 from memreader.batch.job import JobConfig
 from memreader.batch.runner import InputResult
-from memreader.batch.sources import InputRef
 
 __all__ = ["run_engine"]
 

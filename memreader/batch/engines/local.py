@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 
+from memreader.batch.inputs import InputRef
 from memreader.batch.job import JobConfig
 from memreader.batch.runner import InputResult, Worker
-from memreader.batch.sources import InputRef
 from memreader.errors import MemReaderError
 
 __all__ = ["run_local"]

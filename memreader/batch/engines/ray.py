@@ -28,9 +28,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from memreader.batch.inputs import InputRef
 from memreader.batch.job import JobConfig
 from memreader.batch.runner import InputResult, Worker
-from memreader.batch.sources import InputRef
 from memreader.errors import ConfigError, MemReaderError
 
 __all__ = ["IN_FLIGHT", "LOCAL_OBJECT_STORE", "run_ray"]

@@ -1,0 +1,62 @@
+"""The records of JSON and JSONL inputs: where a record's messages are, and messages of other
+layouts mapped to OpenAI style by the spec's :class:`~memreader.batch.job.FieldMapping`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from memreader.errors import InvalidMessageError, InvalidSceneError
+from memreader.scene import ROLES
+
+if TYPE_CHECKING:
+    from memreader.batch.job import FieldMapping
+
+__all__ = ["map_message", "record_scene"]
+
+
+def map_message(raw: Any, mapping: FieldMapping, index: int) -> dict[str, Any]:
+    """``raw`` in OpenAI style by ``mapping``. A role value that ``mapping.roles`` does not map
+    stays as it is when it is an OpenAI role already; any other value (a speaker's name) is kept
+    as the message's ``name``, with the mapped role or ``user``."""
+    if not isinstance(raw, Mapping):
+        raise InvalidMessageError(
+            f"message {index} must be a mapping, got {type(raw).__name__}", message_index=index
+        )
+    if mapping.role not in raw:
+        raise InvalidMessageError(f"message has no {mapping.role!r} key", message_index=index)
+    if mapping.content not in raw:
+        raise InvalidMessageError(f"message has no {mapping.content!r} key", message_index=index)
+    value = raw[mapping.role]
+    if not isinstance(value, str) or not value:
+        raise InvalidMessageError(
+            f"{mapping.role!r} must be a non-empty string", message_index=index
+        )
+    message: dict[str, Any] = {}
+    if value in mapping.roles:
+        message["role"] = mapping.roles[value]
+    elif value in ROLES:
+        message["role"] = value
+    else:
+        message["role"] = "user"
+    if value not in ROLES:
+        message["name"] = value
+    message["content"] = raw[mapping.content]
+    if mapping.time and raw.get(mapping.time) is not None:
+        message["chat_time"] = raw[mapping.time]
+    return message
+
+
+def record_scene(record: Any, mapping: FieldMapping | None) -> tuple[Any, Mapping[str, Any] | None]:
+    """The scene a JSON(L) record holds, and the record's object (for ``from: field`` ids)."""
+    obj: Mapping[str, Any] | None = None
+    if isinstance(record, Mapping):
+        key = mapping.messages if mapping is not None and mapping.messages else "messages"
+        if key not in record:
+            raise InvalidSceneError(f"the record has no {key!r} key (its messages)")
+        obj, messages = record, record[key]
+    else:
+        messages = record
+    if mapping is not None and isinstance(messages, list):
+        messages = [map_message(m, mapping, i) for i, m in enumerate(messages)]
+    return messages, obj

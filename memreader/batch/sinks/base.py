@@ -1,0 +1,187 @@
+"""The base of batch sinks: where a job's items go, one input at a time.
+
+A sink is a class on :class:`Sink` registered by name (``@register_sink("store")``); a job
+names it as ``output.format``. For each input the job opens an :class:`InputWriter`, writes
+the input's items into it and commits it once the input is read, or discards it when the input
+fails: nothing of a discarded input may remain visible. The job's own small files (manifest,
+errors, summary) go to the sink's :attr:`Sink.folder`, whatever the sink does with items.
+
+Sinks that write files (``jsonl``, ``parquet``) are
+:class:`~memreader.batch.sinks.files.FileSink` subclasses: they only say how items are encoded.
+
+>>> output_stem("chats/2024/a.jsonl")
+'chats_2024_a.jsonl-e6ef668ac7'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from memreader.errors import ConfigError, MemReaderError
+from memreader.registry import Registry
+
+if TYPE_CHECKING:
+    from memreader.batch.job import OutputSpec
+    from memreader.batch.sinks.folders import OutputFolder
+
+__all__ = [
+    "SINKS",
+    "InputWriter",
+    "Sink",
+    "SinkError",
+    "check_sink_name",
+    "output_stem",
+    "register_sink",
+]
+
+#: Sink classes by name (lower-case); the built-ins are imported on first use.
+SINKS: Registry[type[Sink]] = Registry(
+    "sink",
+    lazy={"jsonl": "memreader.batch.sinks.jsonl", "parquet": "memreader.batch.sinks.parquet"},
+)
+
+_S = TypeVar("_S", bound="type[Sink]")
+_STEM_MAX = 100
+_HASH_CHARS = 10
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def register_sink(name: str) -> Callable[[_S], _S]:
+    """Class decorator registering a sink (a subclass of :class:`Sink`) under ``name``;
+    plugins call it from a module named in the ``memreader.plugins`` entry points.
+
+    Raises:
+        RegistryError: ``name`` is registered to a different class.
+    """
+
+    def decorator(cls: _S) -> _S:
+        SINKS.register(name, cls)
+        return cls
+
+    return decorator
+
+
+def check_sink_name(name: str) -> str:
+    """``name`` as the registry stores it (lower-case), without importing the sink.
+
+    Raises:
+        ConfigError: no sink of that name is known (the message lists the known ones).
+    """
+    known = SINKS.names()
+    key = name.strip().lower()
+    if key not in known:
+        raise ConfigError(f"unknown sink {name!r}; known: {', '.join(known)}")
+    return key
+
+
+class SinkError(MemReaderError):
+    """An output could not be written or read: the folder cannot be created or written, S3
+    refused or could not be reached, or the bucket does not exist. The message names the
+    location (a path or ``s3://bucket/key``), never credentials or the endpoint."""
+
+
+def output_stem(key: str) -> str:
+    """A file stem for the outputs of the input ``key``: safe in every file system and S3 key
+    (``[A-Za-z0-9._-]``, no leading dot, at most 100 characters), readable (the key's tail,
+    with unsafe runs as ``_``), and unique: it ends with ``-`` and 10 hex digits of the key's
+    SHA-256, so two keys that read alike (``a/b`` and ``a_b``) still get different stems.
+
+    >>> output_stem("s3://bucket/x/y.json")
+    'bucket_x_y.json-e9902845ee'
+    >>> output_stem("../../etc/passwd")
+    'etc_passwd-3754d6cb3a'
+    """
+    digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_CHARS]
+    text = re.sub(r"^[A-Za-z][A-Za-z0-9+.-]*://", "", key)
+    # Accented letters keep their base letter (é -> e); other scripts become "_".
+    text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    text = _UNSAFE.sub("_", text)
+    # Keep the tail (the file name is the most telling part), then no leading dot, dash or "_".
+    text = text[-(_STEM_MAX - _HASH_CHARS - 1) :].lstrip("._-").rstrip("_-") or "input"
+    return f"{text}-{digest}"
+
+
+class InputWriter(ABC):
+    """The output of one input: items written as they come, made visible by :meth:`commit`.
+
+    Not thread-safe (one writer per input, one thread per writer); several writers of one sink
+    may be used at once. Used as a context manager, it is discarded when not committed.
+    """
+
+    def __init__(self) -> None:
+        self.items = 0
+        """Items written so far."""
+
+    def __enter__(self) -> InputWriter:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.discard()
+
+    @abstractmethod
+    def write(self, item: dict[str, Any]) -> None:
+        """Write one item (the shape of ``TextualMemoryItem.to_dict()``).
+
+        Raises:
+            SinkError: it cannot be written (the writer stays usable for the next item).
+            ValueError: the writer was committed or discarded.
+        """
+
+    @abstractmethod
+    def commit(self) -> list[str]:
+        """Make this input's items visible, replacing what an earlier run of the same input
+        left; on failure nothing of this input stays visible (best effort).
+
+        Returns:
+            Where the items are (paths, ``s3://`` URLs, or whatever names the sink's storage).
+
+        Raises:
+            SinkError: they could not be made visible (the input is run again next time).
+            ValueError: the writer was committed or discarded.
+        """
+
+    @abstractmethod
+    def discard(self) -> None:
+        """Drop what was written and not committed (committed items stay as they are); a
+        no-op once committed or discarded."""
+
+
+class Sink(ABC):
+    """Where the items of a job go (see the module docstring).
+
+    Built by :func:`~memreader.batch.sinks.build_sink` as ``cls(spec, folder)``: ``spec`` is the
+    job's ``output``, ``folder`` the job's output folder (a local folder or an S3 prefix, from
+    ``output.path``) where the manifest, errors and summary are kept; the sink closes it.
+    """
+
+    def __init__(self, spec: OutputSpec, folder: OutputFolder) -> None:
+        self.spec = spec
+        self.folder = folder
+
+    @classmethod  # noqa: B027 - optional override
+    def check(cls, spec: OutputSpec) -> None:
+        """Refuse ``spec`` before anything is created (a library the sink needs is missing);
+        the default accepts it.
+
+        Raises:
+            ConfigError: the sink cannot work with ``spec`` here.
+        """
+
+    @abstractmethod
+    def open_input(self, key: str) -> InputWriter:
+        """A writer for the items of the input ``key`` (its manifest key)."""
+
+    def close(self) -> None:
+        """Close the clients of this sink and its folder."""
+        self.folder.close()
+
+    def __enter__(self) -> Sink:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
