@@ -1,8 +1,9 @@
 """Configuration models of readers, bounded YAML loading and ``${ENV}`` interpolation.
 
-A leaf module: no registry lookups here (those happen in :mod:`memreader.factory`, where a
-``backend`` name picks the reader and its config class). Secrets are ``SecretStr`` and are never
-printed.
+A low module: the only registry it reads is the one of fine passes
+(:mod:`memreader.extraction.passes`, to check ``fine.passes``); readers are looked up in
+:mod:`memreader.factory`, where a ``backend`` name picks the reader and its config class.
+Secrets are ``SecretStr`` and are never printed.
 
 >>> BaseReaderConfig(window={"max_tokens": 512}).window.max_tokens
 512
@@ -15,30 +16,26 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
     Field,
     SecretStr,
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from memreader.config_model import ConfigModel
-from memreader.documents.limits import (
-    DEFAULT_MAX_ARCHIVE_MEMBERS,
-    DEFAULT_MAX_COMPRESSION_RATIO,
-    DEFAULT_MAX_DOCUMENT_CHARS,
-    DEFAULT_MAX_FILE_BYTES,
-    DEFAULT_MAX_UNPACKED_BYTES,
-    DocumentLimits,
-)
+from memreader.documents.limits import DocumentAccess
 from memreader.embedders.config import EmbedderConfig
 from memreader.errors import ConfigError
+from memreader.extraction.passes import PASSES, passes_in_order
 from memreader.files import FileRefused, read_regular_file
-from memreader.llms.config import LLMConfig, LLMSlots
+from memreader.llms.config import LLMSlots
 from memreader.skills import SkillsConfig
 
 #: A config file larger than this is refused before it is parsed (real ones are a few KiB).
@@ -71,21 +68,37 @@ class WindowConfig(ConfigModel):
         return self
 
 
-#: The passes of fine mode, in the order they run.
-PASS_NAMES = ("extract", "filter", "rewrite", "tool", "preference", "skill", "tool_schema")
-PassName = Literal["extract", "filter", "rewrite", "tool", "preference", "skill", "tool_schema"]
+def _known_pass(name: str) -> str:
+    """``name``, if a pass of that name is registered (:mod:`memreader.extraction.passes`)."""
+    if name not in PASSES:
+        known = [p.name for p in passes_in_order(PASSES.names())]
+        expected = ", ".join(repr(n) for n in known[:-1]) + f" or {known[-1]!r}"
+        raise PydanticCustomError("fine_pass", "Input should be {expected}", {"expected": expected})
+    return name
+
+
+#: A pass ``fine.passes`` may name: one registered in :mod:`memreader.extraction.passes`.
+PassName = Annotated[str, AfterValidator(_known_pass)]
 
 
 class FineConfig(ConfigModel):
     """How fine mode extracts and checks memories, and which passes run.
 
-    ``passes`` lists the passes (``None``: ``extract``, then ``filter`` unless
-    ``hallucination_filter`` is off, ``rewrite`` unless ``rewrite: off``, and ``tool_schema``,
-    which asks no LLM). The extra passes cost LLM calls and are off unless listed: ``tool``
-    (tool trajectories, on windows with tool traffic), ``preference`` (the user's preferences,
-    ``preference_extractor_llm`` slot) and ``skill`` (skills from successful tool use, written as
-    ``SKILL.md`` bundles where ``skills.output`` says; needs ``tool``). ``extract`` is required.
-    ``rewrite`` picks the rewrite's evidence (``user_only``) when it runs.
+    **Which passes run** has one meaning: ``passes``, a list of the passes registered in
+    :mod:`memreader.extraction.passes` (they run in their order, whatever the order listed;
+    ``extract`` is required). Without ``passes`` the default passes run: ``extract``,
+    ``filter`` (the hallucination filter), ``rewrite`` and ``tool_schema`` (which asks no LLM).
+    The extra passes cost LLM calls and run only when listed: ``tool`` (tool trajectories, on
+    windows with tool traffic), ``preference`` (the user's preferences,
+    ``preference_extractor_llm`` slot) and ``skill`` (skills from successful tool use, written
+    as ``SKILL.md`` bundles where ``skills.output`` says; needs ``tool``).
+
+    Two shorthands, for configs without ``passes``: ``hallucination_filter: false`` means the
+    default passes without ``filter``, and ``rewrite: off`` the default passes without
+    ``rewrite``. Beside ``passes`` they change nothing, and one that turns off a pass that
+    ``passes`` lists is a ``ConfigError``. A pass is never turned off by removing its step in
+    the config's ``pipeline.remove`` (a ``ConfigError`` pointing here). ``rewrite`` also picks
+    the rewrite's evidence (``user_only``) when it runs.
     """
 
     hallucination_filter: bool = True
@@ -103,21 +116,66 @@ class FineConfig(ConfigModel):
             return None
         if len(set(passes)) != len(passes):
             raise ValueError("passes lists a pass twice")
-        if "extract" not in passes:
-            raise ValueError("passes must include extract (the other passes work on its windows)")
-        if "skill" in passes and "tool" not in passes:
-            raise ValueError("the skill pass needs the tool pass (skills come from tool use)")
+        chosen = set(passes)
+        for entry in passes_in_order(PASSES.names()):
+            if entry.required and entry.name not in chosen:
+                raise ValueError(f"passes must include {entry.name} ({entry.summary})")
+            missing = [need for need in entry.needs if need not in chosen]
+            if entry.name in chosen and missing:
+                raise ValueError(
+                    f"the {entry.name} pass needs the {missing[0]} pass (it works on what that "
+                    "pass finds)"
+                )
         return passes
+
+    @model_validator(mode="after")
+    def _shorthands_agree(self) -> FineConfig:
+        if self.passes is None:
+            return self
+        for name, (setting, off) in self._shorthands().items():
+            # Only a shorthand that turns a pass off can contradict: its "on" value is the
+            # default, which every dump of a config holds.
+            if off and name in self.passes:
+                raise ValueError(
+                    f"{setting}: {getattr(self, setting)!r} contradicts passes, which lists "
+                    f"{name}: passes decides which passes run, so leave {setting} out (it is "
+                    f"shorthand for the default passes without {name})"
+                )
+        return self
+
+    def _shorthands(self) -> dict[str, tuple[str, bool]]:
+        """Each shorthand: the pass it names -> (its setting, whether it turns the pass off)."""
+        return {
+            "filter": ("hallucination_filter", not self.hallucination_filter),
+            "rewrite": ("rewrite", self.rewrite == "off"),
+        }
 
     def enabled_passes(self) -> tuple[str, ...]:
         """The passes that run, in run order."""
         if self.passes is not None:
-            chosen = set(self.passes)
+            chosen = self.passes
         else:
-            chosen = {"extract", "tool_schema"}
-            chosen |= {"filter"} if self.hallucination_filter else set()
-            chosen |= {"rewrite"} if self.rewrite != "off" else set()
-        return tuple(name for name in PASS_NAMES if name in chosen)
+            off = {name for name, (_, is_off) in self._shorthands().items() if is_off}
+            defaults = [p.name for p in passes_in_order(PASSES.names()) if p.default]
+            chosen = [name for name in defaults if name not in off]
+        return tuple(p.name for p in passes_in_order(chosen))
+
+
+def without_pass(fine: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """The raw ``fine`` settings (a mapping, before validation) with the pass ``name`` turned
+    off the one way that agrees with them: left out of ``passes`` when they list passes, else
+    by its shorthand (``filter``: ``hallucination_filter: false``, ``rewrite``: ``rewrite:
+    off``). For command-line switches such as ``--no-filter``."""
+    changed = dict(fine)
+    if changed.get("passes") is None:
+        shorthand = {"filter": ("hallucination_filter", False), "rewrite": ("rewrite", "off")}
+        if name in shorthand:
+            setting, off = shorthand[name]
+            changed[setting] = off
+            return changed
+        changed["passes"] = list(FineConfig.model_validate(fine).enabled_passes())
+    changed["passes"] = [p for p in changed["passes"] if p != name]
+    return changed
 
 
 class StepSpec(ConfigModel):
@@ -131,9 +189,9 @@ class StepSpec(ConfigModel):
 
 class PipelineSpec(ConfigModel):
     """Changes to a reader's default pipeline, applied in this order: ``replace`` (step name ->
-    new step), ``remove`` (step names), ``insert_before`` and ``insert_after`` (step name -> new
-    steps, in order). Each change is checked as in Python; an unknown step or module is a
-    :class:`~memreader.errors.ConfigError`.
+    new step), ``remove`` (step names; not a fine pass's: ``fine.passes`` says which run),
+    ``insert_before`` and ``insert_after`` (step name -> new steps, in order). Each change is
+    checked as in Python; an unknown step or module is a :class:`~memreader.errors.ConfigError`.
 
     ``allow_imports`` (default ``False``): whether steps may be named as ``module:attr``.
     Importing a module runs its code, so **a config that names modules is code**: without this
@@ -153,44 +211,26 @@ class PipelineSpec(ConfigModel):
     insert_after: dict[str, list[StepSpec]] = Field(default_factory=dict)
     allow_imports: bool = False
 
+    @field_validator("remove")
+    @classmethod
+    def _no_pass_removed(cls, names: list[str]) -> list[str]:
+        for name in names:
+            if name in PASSES:
+                raise ValueError(
+                    f"{name!r} is a fine pass: turn it off in fine.passes (the passes that run; "
+                    "see FineConfig), not by removing its step"
+                )
+        return names
 
-class BaseReaderConfig(ConfigModel):
+
+class BaseReaderConfig(DocumentAccess, LLMSlots):
     """Settings every reader shares.
 
-    The LLM slots fall back: ``general_llm`` -> ``llm``; ``image_parser_llm``,
-    ``document_parser_llm`` and ``preference_extractor_llm`` -> ``general_llm``.
-    ``llm_max_concurrency`` bounds the reader's LLM requests in flight, all slots together.
-
-    Documents (``type="doc"``):
-
-    - ``allow_local_paths`` (default ``False``): whether document input may name local files,
-      as a string naming an existing file or a ``{"type": "file", "file": {"path": ...}}``
-      part. Off by default because input often comes from strangers (a server passing user
-      strings must not read ``/etc/passwd``). When off, a string is always text and a path part
-      is a ``DocumentError``.
-    - ``allowed_roots`` (default ``[]``): folders or single files. When non-empty (and local
-      paths are allowed), a file is read only if its fully resolved path (symlinks followed)
-      equals a root or lies under one; any other file named in the input is a
-      ``DocumentError`` ("outside the allowed roots"), never read and never taken for text.
-      ``~`` is expanded; a relative root is relative to the working directory at read time.
-      Empty: any local file (files under /proc, /sys and /dev are always refused).
-    - ``allow_hidden_files`` (default ``False``): whether a local file may be read when its
-      resolved path has a hidden component (a name starting with ``.``) below its root:
-      ``.env``, ``.aws/credentials``, ``.ssh/id_rsa`` and ``.git/config`` hold secrets, and a
-      chat's folder is often ``$HOME`` or ``~/Downloads``. Refused by default (a
-      ``DocumentError``), wherever content names local files; a root that is itself hidden is
-      fine (whoever listed it chose it).
-    - ``max_file_bytes`` (50 MiB): the most bytes of one file, read from disk or decoded from
-      ``file_data``; never more than this plus one byte is read, whatever size a file reports.
-    - ``max_unpacked_bytes`` (200 MiB): the most that a docx, pptx, xlsx or epub may unpack to
-      (its declared sizes, summed), or that a pdf's compressed streams may inflate to.
-    - ``max_compression_ratio`` (100): the most one archive member (or pdf stream) over 1 MiB,
-      or a whole archive, may expand relative to its compressed size; bombs expand ~1000 times.
-    - ``max_archive_members`` (10,000): the most members a zip-based document may hold.
-    - ``max_document_chars`` (5,000,000): the most characters a file may convert to (about
-      1.2 million tokens); the backstop for formats whose expansion cannot be checked first.
-
-    Every limit exceeded is a ``DocumentError`` naming the limit.
+    The LLM slots and ``llm_max_concurrency`` are those of
+    :class:`~memreader.llms.config.LLMSlots`; the document settings (``allow_local_paths``,
+    ``allowed_roots``, ``allow_hidden_files`` and the ``max_*`` limits) those of
+    :class:`~memreader.documents.limits.DocumentAccess`. Both are inherited, so the YAML keys
+    are flat, and the config itself is what the LLM router and document reading take.
 
     ``embed_prefixes`` (default ``False``): whether fast mode's embedding input keeps each line's
     ``role: [time]: `` prefix (the item's memory text keeps it either way); see the README's
@@ -204,64 +244,8 @@ class BaseReaderConfig(ConfigModel):
     window: WindowConfig = Field(default_factory=WindowConfig)
     embedding_cache_size: int = Field(default=10_000, ge=1)
     embed_prefixes: bool = False
-    allow_local_paths: bool = False
-    allowed_roots: list[str] = Field(default_factory=list)
-    allow_hidden_files: bool = False
-    max_file_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, gt=0)
-    max_unpacked_bytes: int = Field(default=DEFAULT_MAX_UNPACKED_BYTES, gt=0)
-    max_compression_ratio: float = Field(default=DEFAULT_MAX_COMPRESSION_RATIO, ge=1.0)
-    max_archive_members: int = Field(default=DEFAULT_MAX_ARCHIVE_MEMBERS, gt=0)
-    max_document_chars: int = Field(default=DEFAULT_MAX_DOCUMENT_CHARS, gt=0)
-    llm: LLMConfig | None = None
-    general_llm: LLMConfig | None = None
-    image_parser_llm: LLMConfig | None = None
-    document_parser_llm: LLMConfig | None = None
-    preference_extractor_llm: LLMConfig | None = None
-    llm_max_concurrency: int = Field(default=4, ge=1, le=1024)
     fine: FineConfig = Field(default_factory=FineConfig)
     pipeline: PipelineSpec = Field(default_factory=PipelineSpec)
-
-    @field_validator("allowed_roots")
-    @classmethod
-    def _check_roots(cls, roots: list[str]) -> list[str]:
-        for root in roots:
-            if not root.strip() or "\0" in root:
-                raise ValueError("allowed_roots entries must be non-empty paths")
-        return roots
-
-    def document_options(self) -> dict[str, Any]:
-        """Keyword arguments for :func:`memreader.documents.normalize_doc` from this config."""
-        return {
-            "allow_local_paths": self.allow_local_paths,
-            "allowed_roots": tuple(self.allowed_roots),
-            "allow_hidden_files": self.allow_hidden_files,
-            "max_file_bytes": self.max_file_bytes,
-            "max_unpacked_bytes": self.max_unpacked_bytes,
-            "max_compression_ratio": self.max_compression_ratio,
-            "max_archive_members": self.max_archive_members,
-            "max_document_chars": self.max_document_chars,
-        }
-
-    def document_limits(self) -> DocumentLimits:
-        """The document limits of this config."""
-        return DocumentLimits(
-            max_file_bytes=self.max_file_bytes,
-            max_unpacked_bytes=self.max_unpacked_bytes,
-            max_compression_ratio=self.max_compression_ratio,
-            max_archive_members=self.max_archive_members,
-            max_document_chars=self.max_document_chars,
-        )
-
-    def llm_slots(self) -> LLMSlots:
-        """The LLM slots of this config, with their shared concurrency budget."""
-        return LLMSlots(
-            llm=self.llm,
-            general_llm=self.general_llm,
-            image_parser_llm=self.image_parser_llm,
-            document_parser_llm=self.document_parser_llm,
-            preference_extractor_llm=self.preference_extractor_llm,
-            max_concurrency=self.llm_max_concurrency,
-        )
 
 
 def read_yaml_config(path: str | os.PathLike[str]) -> dict[str, Any]:

@@ -26,8 +26,9 @@ from memreader import (
     MemReaderFactory,
     ReadReport,
     cli,
+    cli_read,
 )
-from memreader.documents import normalize_doc
+from memreader.documents import DocumentAccess, normalize_doc
 from memreader.documents.fetch import Fetcher
 from memreader.documents.sources_config import FetchConfig, FetchS3Config
 from memreader.errors import InputError
@@ -133,7 +134,7 @@ def test_an_s3_document_named_on_the_command_line_is_the_operators(
     tmp_path: Path, s3: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     parser = cli.build_parser()
-    config = cli._config(
+    config = cli_read.reader_config(
         parser.parse_args(["read", "s3://public-docs/hr/salaries.txt", "--type", "doc"])
     )
     assert config.config.fetch.s3.allow_buckets == ["public-docs/hr/salaries.txt"]  # type: ignore[attr-defined]
@@ -318,16 +319,14 @@ def test_allow_root_reads_files_but_never_hidden_ones(
 def test_allow_root_must_exist(tmp_path: Path) -> None:
     args = cli.build_parser().parse_args(["read", "x.json", "--allow-root", str(tmp_path / "nope")])
     with pytest.raises(InputError, match=r"--allow-root .*nope: no such file or folder"):
-        cli._config(args)
+        cli_read.reader_config(args)
 
 
 def test_the_fetcher_refuses_hidden_files_with_roots_or_without(home: Path) -> None:
     for roots in ([str(home)], []):
         fetcher = Fetcher(
             FetchConfig(),
-            max_bytes=1000,
-            allow_local_paths=True,
-            allowed_roots=roots,
+            access=DocumentAccess(allow_local_paths=True, allowed_roots=roots, max_file_bytes=1000),
             base_dir=str(home),
         )
         assert fetcher.fetch("notes.txt").data == b"tea at four"
@@ -336,32 +335,32 @@ def test_the_fetcher_refuses_hidden_files_with_roots_or_without(home: Path) -> N
                 fetcher.fetch(ref)
     hidden_ok = Fetcher(
         FetchConfig(),
-        max_bytes=1000,
-        allow_local_paths=True,
-        allowed_roots=[str(home)],
-        allow_hidden_files=True,
+        access=DocumentAccess(
+            allow_local_paths=True, allowed_roots=[str(home)], allow_hidden_files=True
+        ),
     )
     assert hidden_ok.fetch(str(home / ".env")).data == SECRET.encode()
     # A root that is itself hidden was named on purpose: what lies below it may be read.
     aws = Fetcher(
-        FetchConfig(), max_bytes=1000, allow_local_paths=True, allowed_roots=[str(home / ".aws")]
+        FetchConfig(),
+        access=DocumentAccess(allow_local_paths=True, allowed_roots=[str(home / ".aws")]),
     )
     assert aws.fetch(str(home / ".aws" / "credentials")).data == SECRET.encode()
 
 
 def test_documents_refuse_hidden_files_in_every_reader(home: Path) -> None:
     with pytest.raises(DocumentError, match="is hidden"):
-        normalize_doc([str(home / ".env")], allow_local_paths=True, allowed_roots=[str(home)])
+        normalize_doc(
+            [str(home / ".env")], DocumentAccess(allow_local_paths=True, allowed_roots=[str(home)])
+        )
     with pytest.raises(DocumentError, match="is hidden"):
         normalize_doc(
             [[{"type": "file", "file": {"path": str(home / ".aws" / "credentials")}}]],
-            allow_local_paths=True,
+            DocumentAccess(allow_local_paths=True),
         )
     [scene] = normalize_doc(
         [str(home / ".env")],
-        allow_local_paths=True,
-        allowed_roots=[str(home)],
-        allow_hidden_files=True,
+        DocumentAccess(allow_local_paths=True, allowed_roots=[str(home)], allow_hidden_files=True),
     )
     assert scene.messages[0].parts[0].text == SECRET
     reader = MemReaderFactory.from_config(

@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memreader import DocumentError, SimpleStructMemReader, SimpleStructMemReaderConfig
-from memreader.documents import normalize_doc
+from memreader.documents import DocumentAccess, normalize_doc
 from memreader.documents.chunking import RecursiveSplitter
 from memreader.documents.headings import Heading, heading_trail
 from memreader.documents.loader import convert_bytes, load_path
@@ -34,6 +34,8 @@ from memreader.windows import Unit, Windower
 from . import docgen
 
 INFO = {"user_id": "u1", "session_id": "s1"}
+#: load_path reads local files only where the access allows them.
+LOCAL_FILES = DocumentAccess(allow_local_paths=True)
 REPLACEMENT = "\ufffd"
 
 ZH_PARAGRAPHS = [
@@ -112,7 +114,7 @@ def test_docx_headings_become_markdown_lines_over_their_text(tmp_path: Path) -> 
     # load_path reads the same bytes into the same text.
     path = tmp_path / "report.docx"
     path.write_bytes(data)
-    part = load_path(str(path), scene_index=0, message_index=0)
+    part = load_path(str(path), access=LOCAL_FILES, scene_index=0, message_index=0)
     assert part.text == text and part.doc_path == str(path)
 
 
@@ -176,7 +178,7 @@ def test_office_and_web_formats_convert(
     # The same file read by path, and sent inline through the reader, gives the same text.
     path = tmp_path / f"file{extension}"
     path.write_bytes(data)
-    assert load_path(str(path), scene_index=0, message_index=0).text == text
+    assert load_path(str(path), access=LOCAL_FILES, scene_index=0, message_index=0).text == text
     items = read_doc(path)
     assert_exact_sources(items, text)
 
@@ -243,14 +245,18 @@ def test_a_zip_bomb_named_docx_is_refused_quickly(tmp_path: Path) -> None:
 
 def test_missing_files_and_directories_are_document_errors(tmp_path: Path) -> None:
     missing = tmp_path / "missing.pdf"
-    error = refused(lambda: load_path(str(missing), scene_index=0, message_index=0))
+    error = refused(
+        lambda: load_path(str(missing), access=LOCAL_FILES, scene_index=0, message_index=0)
+    )
     assert (
         str(error)
         == "scene 0, message 0: cannot read file 'missing.pdf': No such file or directory"
     )
     folder = tmp_path / "folder.docx"
     folder.mkdir()
-    error = refused(lambda: load_path(str(folder), scene_index=0, message_index=0))
+    error = refused(
+        lambda: load_path(str(folder), access=LOCAL_FILES, scene_index=0, message_index=0)
+    )
     assert str(error) == "scene 0, message 0: cannot read file 'folder.docx': Is a directory"
     # Through the reader, an explicit file part is refused the same way...
     reader = doc_reader()
@@ -521,7 +527,7 @@ def test_os_path_names_are_only_used_as_format_hints(tmp_path: Path) -> None:
     # A Chinese file name picks the converter by its extension like any other.
     path = tmp_path / "季度报告.DOCX"
     path.write_bytes(docgen.make_docx(["收入增长。"], headings=[(0, 1, "季度报告")]))
-    text = load_path(str(path), scene_index=0, message_index=0).text
+    text = load_path(str(path), access=LOCAL_FILES, scene_index=0, message_index=0).text
     assert text.startswith("# 季度报告") and "收入增长。" in text
 
 

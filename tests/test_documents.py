@@ -16,7 +16,7 @@ import pytest
 
 from memreader import DocumentError, SimpleStructMemReader, SimpleStructMemReaderConfig
 from memreader.documents import normalize_doc
-from memreader.documents.limits import DocumentLimits
+from memreader.documents.limits import DocumentAccess, DocumentLimits
 from memreader.documents.loader import convert_bytes
 
 from .conftest import HASH_EMBEDDER
@@ -32,9 +32,9 @@ def run_with_deadline(call: Callable[[], Any], seconds: float = 10.0) -> Any:
     return finishes_within(seconds, call)
 
 
-def options(**config: Any) -> dict[str, Any]:
-    """normalize_doc keyword arguments from a reader config (as the reader passes them)."""
-    return SimpleStructMemReaderConfig(embedder=None, **config).document_options()
+def options(**config: Any) -> DocumentAccess:
+    """A reader config, which is what the reader passes normalize_doc as its access."""
+    return SimpleStructMemReaderConfig(embedder=None, **config)
 
 
 # -- fixtures built by code ------------------------------------------------------------------
@@ -146,22 +146,22 @@ def test_allowed_roots_read_files_under_them(
 ) -> None:
     opts = options(allow_local_paths=True, allowed_roots=[str(tree["docs"])])
     scenes = normalize_doc(
-        [str(tree["note"]), [{"type": "file", "file": {"path": str(tree["note"])}}]], **opts
+        [str(tree["note"]), [{"type": "file", "file": {"path": str(tree["note"])}}]], opts
     )
     for scene in scenes:
         part = scene.messages[0].parts[0]
         assert part.text == "Tea notes: green, oolong." and part.doc_path == str(tree["note"])
     # A root may be a single file.
     only_note = options(allow_local_paths=True, allowed_roots=[str(tree["note"])])
-    assert normalize_doc([str(tree["note"])], **only_note)[0].messages[0].parts[0].doc_path
+    assert normalize_doc([str(tree["note"])], only_note)[0].messages[0].parts[0].doc_path
     # "~" is expanded.
     monkeypatch.setenv("HOME", str(tree["docs"].parent))
     home = options(allow_local_paths=True, allowed_roots=["~/docs"])
-    assert normalize_doc([str(tree["note"])], **home)[0].messages[0].parts[0].doc_path
+    assert normalize_doc([str(tree["note"])], home)[0].messages[0].parts[0].doc_path
     other = tree["docs"] / "other.txt"
     other.write_text("x", encoding="utf-8")
     with pytest.raises(DocumentError, match="outside the allowed roots"):
-        normalize_doc([str(other)], **only_note)
+        normalize_doc([str(other)], only_note)
 
 
 @pytest.mark.parametrize(
@@ -176,7 +176,7 @@ def test_files_outside_the_roots_are_refused_without_naming_them(
     opts = options(allow_local_paths=True, allowed_roots=[str(tree["docs"])])
     for doc in ([path], [[{"type": "file", "file": {"path": path}}]]):
         with pytest.raises(DocumentError) as info:
-            normalize_doc(["fine", *doc], **opts)
+            normalize_doc(["fine", *doc], opts)
         message = str(info.value)
         assert "outside the allowed roots" in message
         assert message.startswith("scene 1, message 0:"), message
@@ -190,7 +190,7 @@ def test_system_files_are_refused_even_without_roots(tree: dict[str, Path]) -> N
     opts = options(allow_local_paths=True)
     # Without roots any ordinary file is allowed (the user opted in)...
     assert (
-        normalize_doc([str(tree["secret"])], **opts)[0]
+        normalize_doc([str(tree["secret"])], opts)[0]
         .messages[0]
         .parts[0]
         .text.startswith("API_KEY")
@@ -199,7 +199,7 @@ def test_system_files_are_refused_even_without_roots(tree: dict[str, Path]) -> N
     for path in ("/proc/self/environ", "/dev/zero", "/dev/urandom"):
         with pytest.raises(DocumentError, match="system file") as info:
             part = {"type": "file", "file": {"path": path}}
-            run_with_deadline(lambda: normalize_doc([part], **opts))  # noqa: B023 - called at once
+            run_with_deadline(lambda: normalize_doc([part], opts))  # noqa: B023 - called at once
         assert info.value.scene_index == 0
 
 
@@ -209,7 +209,7 @@ def test_a_fifo_is_refused_without_blocking(tree: dict[str, Path]) -> None:
     opts = options(allow_local_paths=True, allowed_roots=[str(tree["docs"])])
     with pytest.raises(DocumentError, match=r"'pipe\.txt' is not a regular file"):
         run_with_deadline(
-            lambda: normalize_doc([{"type": "file", "file": {"path": str(fifo)}}], **opts), 5
+            lambda: normalize_doc([{"type": "file", "file": {"path": str(fifo)}}], opts), 5
         )
 
 
@@ -222,24 +222,24 @@ def test_max_file_bytes_is_honoured_for_paths_and_file_data(tree: dict[str, Path
     small = tree["docs"] / "small.txt"
     small.write_text("tea " * 200, encoding="utf-8")
     opts = options(allow_local_paths=True, max_file_bytes=1000)
-    assert normalize_doc([str(small)], **opts)[0].messages[0].parts[0].text == "tea " * 200
+    assert normalize_doc([str(small)], opts)[0].messages[0].parts[0].text == "tea " * 200
     with pytest.raises(DocumentError, match=r"'big.txt' is 10000 bytes, over the max_file_bytes"):
-        normalize_doc([str(big)], **opts)
+        normalize_doc([str(big)], opts)
     payload = b"tea " * 2500
     encoded = base64.b64encode(payload).decode()
     # Refused from the encoded length, before decoding: base64 and data URLs alike.
     for data in (encoded, "data:text/plain;base64," + encoded):
         with pytest.raises(DocumentError, match=r"max_file_bytes limit \(1000\): 13336 encoded"):
             normalize_doc(
-                [{"type": "file", "file": {"file_data": data, "filename": "a.txt"}}], **opts
+                [{"type": "file", "file": {"file_data": data, "filename": "a.txt"}}], opts
             )
     # A data URL that is not base64 is percent-encoded text, held to the same limit.
     plain = {"file_data": "data:text/plain," + "tea%20" * 400, "filename": "a.txt"}
     with pytest.raises(DocumentError, match="file_data is 1600 bytes, over the max_file_bytes"):
-        normalize_doc([{"type": "file", "file": plain}], **opts)
+        normalize_doc([{"type": "file", "file": plain}], opts)
     plain["file_data"] = "data:text/plain,tea%20time"
     assert (
-        normalize_doc([{"type": "file", "file": plain}], **opts)[0].messages[0].parts[0].text
+        normalize_doc([{"type": "file", "file": plain}], opts)[0].messages[0].parts[0].text
         == "tea time"
     )
 
@@ -279,7 +279,7 @@ def test_reads_stop_past_the_limit_whatever_size_the_file_reports(
     with pytest.raises(
         DocumentError, match=r"'grows\.txt' is over the max_file_bytes limit \(1000\)"
     ):
-        normalize_doc([str(big)], **options(allow_local_paths=True, max_file_bytes=1000))
+        normalize_doc([str(big)], options(allow_local_paths=True, max_file_bytes=1000))
     assert sum(reads) == 1001
 
 
@@ -313,10 +313,10 @@ def test_archive_limits_each_name_themselves() -> None:
         {"word/document.xml": docx_xml("x").encode(), "word/media/a.bin": random_member}
     )
     with pytest.raises(DocumentError, match=r"unpacks to \d+ bytes, over the max_unpacked_bytes"):
-        normalize_doc([file_part(data, "a.docx")], max_unpacked_bytes=MIB)
+        normalize_doc([file_part(data, "a.docx")], DocumentAccess(max_unpacked_bytes=MIB))
     many = zip_bytes({f"ppt/slides/s{i}.xml": b"<x/>" for i in range(50)})
     with pytest.raises(DocumentError, match="50 archive members, over the max_archive_members"):
-        normalize_doc([file_part(many, "deck.pptx")], max_archive_members=10)
+        normalize_doc([file_part(many, "deck.pptx")], DocumentAccess(max_archive_members=10))
     # Many small members that together expand far too much: the archive's ratio counts.
     spread = zip_bytes({f"xl/worksheets/s{i}.xml": b" " * 300_000 for i in range(8)})
     with pytest.raises(DocumentError, match="max_compression_ratio"):
@@ -346,7 +346,9 @@ def test_a_pdf_stream_bomb_is_refused_quickly() -> None:
     with pytest.raises(DocumentError, match="max_compression_ratio"):
         normalize_doc([file_part(bomb, "")])
     with pytest.raises(DocumentError, match="inflate to more than 1000 bytes, over the max_unp"):
-        normalize_doc([file_part(pdf_bytes(ops * 100), "a.pdf")], max_unpacked_bytes=1000)
+        normalize_doc(
+            [file_part(pdf_bytes(ops * 100), "a.pdf")], DocumentAccess(max_unpacked_bytes=1000)
+        )
 
 
 def test_converted_text_is_held_to_max_document_chars(tree: dict[str, Path]) -> None:
@@ -360,11 +362,11 @@ def test_converted_text_is_held_to_max_document_chars(tree: dict[str, Path]) -> 
         match=r"\.docx file converts to \d+ characters, over the "
         r"max_document_chars limit \(5000\)",
     ):
-        normalize_doc([file_part(data, "tea.docx")], max_document_chars=5000)
+        normalize_doc([file_part(data, "tea.docx")], DocumentAccess(max_document_chars=5000))
     note = tree["docs"] / "long.md"
     note.write_text("tea " * 2000, encoding="utf-8")
     with pytest.raises(DocumentError, match=r"\.md file converts to 8000 characters"):
-        normalize_doc([str(note)], **options(allow_local_paths=True, max_document_chars=5000))
+        normalize_doc([str(note)], options(allow_local_paths=True, max_document_chars=5000))
 
 
 def test_small_real_office_files_still_convert() -> None:

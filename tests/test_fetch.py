@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from memreader.documents import DocumentAccess
 from memreader.documents.fetch import Fetcher, is_remote, safe_label
 from memreader.documents.sources_config import FetchConfig
 from memreader.errors import BlockedAddressError, DocumentError, FetchError
@@ -702,7 +703,10 @@ def test_local_paths(tmp_path: Path) -> None:
             disabled.fetch(str(root / "a.txt"), where=where)
         assert not isinstance(caught.value, FetchError) and caught.value.part_index == 3
     fetcher = Fetcher(
-        config, max_bytes=100, allow_local_paths=True, allowed_roots=[str(root)], base_dir=str(root)
+        config,
+        access=DocumentAccess(allow_local_paths=True, allowed_roots=[str(root)]),
+        max_bytes=100,
+        base_dir=str(root),
     )
     fetched = fetcher.fetch("a.txt")  # relative to base_dir
     assert (fetched.data, fetched.source, fetched.name, fetched.extension) == (

@@ -166,8 +166,8 @@ def test_invalid_config_raises_config_error_naming_the_field(
 def test_nested_slot_config_errors_name_the_path() -> None:
     with pytest.raises(ConfigError, match=r"general_llm\.temperature"):
         LLMSlots(general_llm={"model": "m", "temperature": 9})
-    with pytest.raises(ConfigError, match="max_concurrency"):
-        LLMSlots.model_validate({"max_concurrency": 0})
+    with pytest.raises(ConfigError, match="llm_max_concurrency"):
+        LLMSlots.model_validate({"llm_max_concurrency": 0})
     with pytest.raises(ConfigError, match="unknown_llm"):
         LLMSlots.model_validate({"unknown_llm": {"model": "m"}})
 
@@ -214,7 +214,7 @@ def test_router_shares_clients_budget_and_meter(server: LLMTestServer) -> None:
     slots = LLMSlots(
         llm=openai_cfg(server, model="base"),
         preference_extractor_llm=openai_cfg(server, model="prefs"),
-        max_concurrency=3,
+        llm_max_concurrency=3,
     )
     router = LLMRouter(slots)
     assert router.limiter.limit == 3
@@ -799,7 +799,7 @@ def test_concurrency_budget_threads(server: LLMTestServer) -> None:
     server.latency = 0.05
     router = LLMRouter(
         LLMSlots(
-            llm=openai_cfg(server), general_llm=openai_cfg(server, model="g"), max_concurrency=4
+            llm=openai_cfg(server), general_llm=openai_cfg(server, model="g"), llm_max_concurrency=4
         )
     )
     slots = ["llm", "general_llm", "document_parser_llm", "preference_extractor_llm"]

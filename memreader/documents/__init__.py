@@ -1,9 +1,8 @@
 """Documents: normalisation of doc input, local files and inline file data converted to text
 within limits, and the splitter for long texts."""
 
-from memreader.documents.limits import DocumentLimits
+from memreader.documents.limits import DocumentAccess, DocumentLimits
 from memreader.documents.loader import (
-    DEFAULT_MAX_FILE_BYTES,
     check_local_path,
     convert_bytes,
     load_file_part,
@@ -12,7 +11,7 @@ from memreader.documents.loader import (
 from memreader.documents.normalize import normalize_doc
 
 __all__ = [
-    "DEFAULT_MAX_FILE_BYTES",
+    "DocumentAccess",
     "DocumentLimits",
     "check_local_path",
     "convert_bytes",

@@ -32,7 +32,7 @@ from typing import Any
 from memreader.documents.images import location_kwargs
 from memreader.documents.sources_config import TranscriptionConfig
 from memreader.errors import TranscriptionError
-from memreader.redact import mask_url
+from memreader.secret_masking import mask_url
 from memreader.transport import (
     Failure,
     RetryPolicy,
@@ -179,11 +179,7 @@ class Transcriber:
         self._headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._secrets = [s for s in (key, *(credentials or ())) if s]
         self._transport = transport
-        self.retry = (
-            retry
-            if retry is not None
-            else RetryPolicy(max_retries=config.max_retries, backoff_base=0.5, backoff_max=20.0)
-        )
+        self.retry = retry if retry is not None else RetryPolicy(max_retries=config.max_retries)
         self._client: Any = None
         self._lock = threading.Lock()
 
@@ -195,7 +191,7 @@ class Transcriber:
             if self._client is None:
                 self._client = http_client(
                     http_lib("httpx"),
-                    timeout=self.config.timeout_s,
+                    timeout=None,  # the deadline in transcribe bounds the whole request
                     max_response_bytes=self.config.max_response_bytes,
                     credentials=self._credentials,
                     inner=self._transport,

@@ -52,7 +52,7 @@ import os
 import posixpath
 import re
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,6 +67,7 @@ from memreader.documents.fetch_types import (
     media_type_of,
     safe_label,
 )
+from memreader.documents.limits import NO_LOCAL_ACCESS, DocumentAccess
 from memreader.documents.loader import check_local_path, read_local_file
 from memreader.documents.sources_config import FetchConfig
 from memreader.errors import BlockedAddressError, DocumentError, FetchError
@@ -119,12 +120,12 @@ class Fetcher:
 
     Args:
         config: how downloads are made.
-        max_bytes: the most bytes of one fetch (a call's ``max_bytes`` overrides it).
-        allow_local_paths: whether local paths may be read at all.
-        allowed_roots: when given, local paths must resolve under one of them.
-        allow_hidden_files: whether a local path with a hidden component (a name starting with
-            ``.``) below its root may be read (see
-            :func:`~memreader.documents.loader.check_local_path`).
+        access: which local paths may be read (``allow_local_paths``, ``allowed_roots``,
+            ``allow_hidden_files``: see :func:`~memreader.documents.loader.check_local_path`)
+            and the most bytes of one fetch (``max_file_bytes``); a reader passes its config.
+            Default: no local paths, the default limits.
+        max_bytes: the most bytes of one fetch instead of ``access.max_file_bytes`` (a call's
+            ``max_bytes`` overrides both).
         base_dir: what relative local paths are relative to (default: the working directory).
         transport: an httpx transport to use instead of the network. The deadline between body
             chunks, the size limit and the checks of each hop's scheme and host still apply;
@@ -140,22 +141,19 @@ class Fetcher:
         self,
         config: FetchConfig,
         *,
-        max_bytes: int,
-        allow_local_paths: bool = False,
-        allowed_roots: Sequence[str] = (),
-        allow_hidden_files: bool = False,
+        access: DocumentAccess = NO_LOCAL_ACCESS,
+        max_bytes: int | None = None,
         base_dir: str | None = None,
         transport: Any = None,
         s3_client: Any = None,
         resolve: Resolver | None = None,
     ) -> None:
+        max_bytes = access.max_file_bytes if max_bytes is None else max_bytes
         if max_bytes <= 0:
             raise ValueError(f"max_bytes must be positive, got {max_bytes}")
         self._config = config
         self._max_bytes = max_bytes
-        self._allow_local = allow_local_paths
-        self._roots = tuple(allowed_roots)
-        self._allow_hidden = allow_hidden_files
+        self._access = access
         self._base_dir = base_dir
         self._slots = threading.BoundedSemaphore(config.max_concurrency)
         self._lock = threading.Lock()
@@ -246,15 +244,13 @@ class Fetcher:
         return _fetched(inline.data, "inline", hint, inline.media_type)
 
     def _local(self, ref: str, limit: int, hint: str) -> Fetched:
-        if not self._allow_local:
+        if not self._access.allow_local_paths:
             raise DocumentError("local paths are disabled (allow_local_paths=False)")
         path = ref
         if self._base_dir is not None and not os.path.isabs(ref):
             path = os.path.join(self._base_dir, ref)
         name = os.path.basename(ref) or ref
-        resolved = check_local_path(
-            path, allowed_roots=self._roots, allow_hidden=self._allow_hidden
-        )
+        resolved = check_local_path(path, self._access)
         try:
             data = read_local_file(resolved, name, limit, {})
         except FileNotFoundError:

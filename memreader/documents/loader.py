@@ -5,12 +5,13 @@ the file itself; other formats (pdf, docx, pptx, xlsx, html, csv, epub) are conv
 Markdown, and spans index that Markdown. Audio is refused: markitdown would send it to a web
 service. File names from the input are used only to pick a converter, never as paths.
 
-Local files are read only when the caller allows it (``allow_local_paths``) and, when
-``allowed_roots`` is given, only under those roots after resolving symlinks; hidden files and
-folders (a name starting with ``.``: ``.env``, ``.aws``, ``.ssh``) only with ``allow_hidden``
-(``allow_hidden_files`` in a reader config). Only regular files are read, never more than
-``max_file_bytes + 1`` bytes whatever size the file reports, and archives, pdf streams and the
-converted text are held to the limits of :class:`~memreader.documents.limits.DocumentLimits`.
+Local files are read under a :class:`~memreader.documents.limits.DocumentAccess` (a reader's
+config is one): only when it allows them (``allow_local_paths``) and, when ``allowed_roots`` is
+given, only under those roots after resolving symlinks; hidden files and folders (a name
+starting with ``.``: ``.env``, ``.aws``, ``.ssh``) only with ``allow_hidden_files``. Only regular
+files are read, never more than ``max_file_bytes + 1`` bytes whatever size the file reports, and
+archives, pdf streams and the converted text are held to the limits of
+:class:`~memreader.documents.limits.DocumentLimits`.
 """
 
 from __future__ import annotations
@@ -20,14 +21,14 @@ import logging
 import os
 import threading
 import zipfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from memreader.documents.data_urls import decode_inline
 from memreader.documents.limits import (
     DEFAULT_LIMITS,
-    DEFAULT_MAX_FILE_BYTES,
     ZIP_DOCUMENT_EXTENSIONS,
+    DocumentAccess,
     DocumentLimits,
     check_archive,
     check_pdf,
@@ -42,10 +43,8 @@ if TYPE_CHECKING:
     from memreader.scene import Part
 
 __all__ = [
-    "DEFAULT_MAX_FILE_BYTES",
     "REFUSED_EXTENSIONS",
     "TEXT_EXTENSIONS",
-    "DocumentLimits",
     "check_local_path",
     "convert_bytes",
     "decode_file_data",
@@ -164,22 +163,21 @@ def convert_bytes(
 
 def check_local_path(
     path: str,
+    access: DocumentAccess,
     *,
-    allowed_roots: Iterable[str] = (),
-    allow_hidden: bool = False,
     scene_index: int | None = None,
     message_index: int | None = None,
 ) -> str:
     """The fully resolved path of ``path`` if it may be read, else a :class:`DocumentError`.
 
-    With ``allowed_roots``, the resolved path (symlinks followed) must equal a resolved root or
-    lie under one (``~`` in a root is expanded; relative roots are relative to the working
-    directory). Unless ``allow_hidden``, a file whose resolved path has a hidden component (a
-    name starting with ``.``) below its root is refused: ``.env``, ``.aws/credentials``,
-    ``.ssh/id_rsa``, ``.git/config`` hold secrets, not documents (a root itself may be hidden:
-    whoever named it chose it; without roots every component counts). Files under /proc, /sys
-    and /dev are always refused. Messages name the file as the caller gave it (its base name),
-    never where a symlink leads.
+    With ``access.allowed_roots``, the resolved path (symlinks followed) must equal a resolved
+    root or lie under one (``~`` in a root is expanded; relative roots are relative to the
+    working directory). Unless ``access.allow_hidden_files``, a file whose resolved path has a
+    hidden component (a name starting with ``.``) below its root is refused: ``.env``,
+    ``.aws/credentials``, ``.ssh/id_rsa``, ``.git/config`` hold secrets, not documents (a root
+    itself may be hidden: whoever named it chose it; without roots every component counts).
+    Files under /proc, /sys and /dev are always refused. Messages name the file as the caller
+    gave it (its base name), never where a symlink leads.
     """
     where = {"scene_index": scene_index, "message_index": message_index}
     name = os.path.basename(path) or path
@@ -187,13 +185,15 @@ def check_local_path(
         resolved = os.path.realpath(path)
     except (OSError, ValueError) as exc:
         raise DocumentError(f"cannot resolve file {name!r}: {exc}", **where) from exc
-    roots = [os.path.realpath(os.path.expanduser(root)) for root in allowed_roots]
+    roots = [os.path.realpath(os.path.expanduser(root)) for root in access.allowed_roots]
     containing = [root for root in roots if _is_within(resolved, root)]
     if roots and not containing:
         raise DocumentError(f"file {name!r} is outside the allowed roots", **where)
     if any(_is_within(resolved, virtual) for virtual in _VIRTUAL_ROOTS):
         raise DocumentError(f"file {name!r} is a system file, not a document", **where)
-    if not allow_hidden and all(_hidden_below(resolved, root) for root in containing or [os.sep]):
+    if not access.allow_hidden_files and all(
+        _hidden_below(resolved, root) for root in containing or [os.sep]
+    ):
         raise DocumentError(
             f"file {name!r} is hidden (a file or folder name on its path starts with '.'); "
             "hidden files are read only with allow_hidden_files: true",
@@ -235,31 +235,29 @@ def read_local_file(resolved: str, name: str, max_bytes: int, where: dict[str, A
 def load_path(
     path: str,
     *,
+    access: DocumentAccess,
     scene_index: int,
     message_index: int,
-    allowed_roots: Iterable[str] = (),
-    allow_hidden: bool = False,
-    limits: DocumentLimits = DEFAULT_LIMITS,
 ) -> Part:
-    """Read and convert a local file the caller named (the caller decided paths are allowed).
+    """Read and convert a local file the input named, under ``access``.
 
     Raises:
-        DocumentError: the file is outside ``allowed_roots``, hidden (see
-            :func:`check_local_path`), not a regular file, unreadable, over a limit, or cannot
-            be converted.
+        DocumentError: local paths are not allowed, or the file is outside ``allowed_roots``,
+            hidden (see :func:`check_local_path`), not a regular file, unreadable, over a
+            limit, or cannot be converted.
     """
     from memreader.scene import Part
 
     where: dict[str, Any] = {"scene_index": scene_index, "message_index": message_index}
+    if not access.allow_local_paths:
+        raise DocumentError("local paths are disabled (allow_local_paths=False)", **where)
     name = os.path.basename(path) or path
-    resolved = check_local_path(
-        path, allowed_roots=allowed_roots, allow_hidden=allow_hidden, **where
-    )
+    resolved = check_local_path(path, access, **where)
     try:
-        data = read_local_file(resolved, name, limits.max_file_bytes, where)
+        data = read_local_file(resolved, name, access.max_file_bytes, where)
     except OSError as exc:
         raise DocumentError(f"cannot read file {name!r}: {exc.strerror}", **where) from exc
-    text = convert_bytes(data, os.path.splitext(path)[1], limits=limits, **where)
+    text = convert_bytes(data, os.path.splitext(path)[1], limits=access, **where)
     logger.debug("converted %s (%d bytes) to %d characters", name, len(data), len(text))
     return Part(type="file", text=text, doc_path=path)
 
@@ -269,13 +267,11 @@ def load_file_part(
     *,
     scene_index: int,
     message_index: int,
-    allow_local_paths: bool = False,
-    allowed_roots: Iterable[str] = (),
-    allow_hidden: bool = False,
-    limits: DocumentLimits = DEFAULT_LIMITS,
+    access: DocumentAccess | None = None,
 ) -> Part:
     """Load a ``{"type": "file", "file": {...}}`` part: ``path``, or ``file_data`` (base64 or a
-    data URL) with a ``filename`` that tells the format.
+    data URL) with a ``filename`` that tells the format, under ``access`` (default: no local
+    paths, the default limits).
 
     Raises:
         DocumentError: local paths are disabled or the path is refused, the data is not valid
@@ -287,22 +283,19 @@ def load_file_part(
     where: dict[str, Any] = {"scene_index": scene_index, "message_index": message_index}
     if not isinstance(file, Mapping):
         raise DocumentError("file part needs a 'file' mapping", **where)
+    access = access if access is not None else DocumentAccess()
     path = file.get("path")
     if isinstance(path, str):
-        if not allow_local_paths:
-            raise DocumentError("local paths are disabled (allow_local_paths=False)", **where)
-        return load_path(
-            path, allowed_roots=allowed_roots, allow_hidden=allow_hidden, limits=limits, **where
-        )
+        return load_path(path, access=access, **where)
     data = file.get("file_data")
     filename = file.get("filename")
     if not isinstance(data, str):
         raise DocumentError(
             "file part needs 'path' or 'file_data' (a filename alone has no content)", **where
         )
-    raw = decode_file_data(data, limits.max_file_bytes, where)
+    raw = decode_file_data(data, access.max_file_bytes, where)
     name = os.path.basename(filename) if isinstance(filename, str) else ""
-    text = convert_bytes(raw, os.path.splitext(name)[1], limits=limits, **where)
+    text = convert_bytes(raw, os.path.splitext(name)[1], limits=access, **where)
     return Part(type="file", text=text, doc_path=name or None)
 
 
@@ -311,8 +304,3 @@ def decode_file_data(data: str, max_bytes: int, where: dict[str, Any]) -> bytes:
     (a :class:`DocumentError` located by ``where``): the one inline decoder,
     :func:`~memreader.documents.data_urls.decode_inline`."""
     return decode_inline(data, max_bytes, what="file_data", where=where).data
-
-
-# The names these helpers had before they were shared with memreader.documents.fetch.
-_read_regular_file = read_local_file
-_decode_file_data = decode_file_data

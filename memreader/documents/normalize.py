@@ -10,19 +10,12 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from memreader.documents.limits import (
-    DEFAULT_MAX_ARCHIVE_MEMBERS,
-    DEFAULT_MAX_COMPRESSION_RATIO,
-    DEFAULT_MAX_DOCUMENT_CHARS,
-    DEFAULT_MAX_FILE_BYTES,
-    DEFAULT_MAX_UNPACKED_BYTES,
-    DocumentLimits,
-)
+from memreader.documents.limits import DocumentAccess
 from memreader.documents.loader import load_file_part, load_path
-from memreader.errors import ConfigError, DocumentError, InvalidSceneError
+from memreader.errors import DocumentError, InvalidSceneError
 from memreader.scene import Message, Part, Scene
 
 __all__ = ["normalize_doc", "normalize_doc_refs"]
@@ -31,51 +24,25 @@ __all__ = ["normalize_doc", "normalize_doc_refs"]
 REMOTE_PREFIXES = ("http://", "https://", "s3://")
 
 
-def normalize_doc(
-    scene_data: Any,
-    *,
-    allow_local_paths: bool = False,
-    allowed_roots: Iterable[str] = (),
-    allow_hidden_files: bool = False,
-    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-    max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
-    max_compression_ratio: float = DEFAULT_MAX_COMPRESSION_RATIO,
-    max_archive_members: int = DEFAULT_MAX_ARCHIVE_MEMBERS,
-    max_document_chars: int = DEFAULT_MAX_DOCUMENT_CHARS,
-) -> list[Scene]:
+def normalize_doc(scene_data: Any, access: DocumentAccess | None = None) -> list[Scene]:
     """Normalise document input: one scene per document, one message per part.
 
-    Local files are read only with ``allow_local_paths`` (off by default: input may come from
+    ``access`` says which local files may be read and within which limits (default: none, and
+    the default limits); a reader passes its config, which is a :class:`DocumentAccess`. Local
+    files are read only with ``allow_local_paths`` (off by default: input may come from
     strangers), and with ``allowed_roots`` only when their resolved path lies under one of them.
     A string is text unless local paths are allowed and it names an existing regular file; such
     a file outside ``allowed_roots`` is a :class:`DocumentError`, never read and never taken
     for text. Hidden files and folders (a name starting with ``.`` below the root) are refused
     unless ``allow_hidden_files``. A string is never taken for a path because it contains a
-    slash. The ``max_*``
-    limits are those of :class:`memreader.documents.limits.DocumentLimits`.
+    slash.
     """
-    roots = tuple(allowed_roots)
-    try:
-        limits = DocumentLimits(
-            max_file_bytes=max_file_bytes,
-            max_unpacked_bytes=max_unpacked_bytes,
-            max_compression_ratio=max_compression_ratio,
-            max_archive_members=max_archive_members,
-            max_document_chars=max_document_chars,
-        )
-    except ValueError as exc:
-        raise ConfigError(f"document limits: {exc}") from None
+    access = access if access is not None else DocumentAccess()
 
     def part(item: Any, where: dict[str, int]) -> Part:
         if isinstance(item, str):
-            if allow_local_paths and _is_local_file(item):
-                return load_path(
-                    item,
-                    allowed_roots=roots,
-                    allow_hidden=allow_hidden_files,
-                    limits=limits,
-                    **where,
-                )
+            if access.allow_local_paths and _is_local_file(item):
+                return load_path(item, access=access, **where)
             return Part(type="text", text=item)
         if isinstance(item, Mapping) and item.get("type") == "text":
             text = item.get("text")
@@ -83,14 +50,7 @@ def normalize_doc(
                 raise DocumentError("text part needs a string 'text'", **where)
             return Part(type="text", text=text)
         if isinstance(item, Mapping) and item.get("type") == "file":
-            return load_file_part(
-                item.get("file"),
-                allow_local_paths=allow_local_paths,
-                allowed_roots=roots,
-                allow_hidden=allow_hidden_files,
-                limits=limits,
-                **where,
-            )
+            return load_file_part(item.get("file"), access=access, **where)
         raise DocumentError(
             "document part must be text, a {'type': 'text'|'file'} part, or a file path; "
             f"got {_short(item)}",

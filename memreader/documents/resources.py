@@ -24,52 +24,29 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from memreader.documents.data_urls import decode_inline
 from memreader.documents.limits import DEFAULT_LIMITS, DocumentLimits
-from memreader.documents.part_tasks import PartTask, task_for_part
+from memreader.documents.part_tasks import PartTask
+from memreader.documents.resolved import (
+    AudioMade,
+    DocumentMade,
+    ImageMade,
+    Made,
+    Resolved,
+    part_label,
+    placeholder,
+    reused,
+)
 from memreader.errors import DocumentError, MemReaderError
 
 if TYPE_CHECKING:
     from memreader.documents.audio import Transcriber
     from memreader.documents.fetch import Fetched, Fetcher
-    from memreader.documents.images import PreparedImage
     from memreader.documents.sources_config import ImageConfig
 
-__all__ = [
-    "PartTask",
-    "Resolved",
-    "ResourceCache",
-    "ResourceReader",
-    "ResourceStats",
-    "task_for_part",
-]
+__all__ = ["ResourceCache", "ResourceReader", "ResourceStats"]
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-#: Placeholder reasons are clipped to this many characters.
-_REASON_LIMIT = 200
-
-
-@dataclass
-class Resolved:
-    """What a part became.
-
-    ``text`` is what the part shows in its window: a document's converted text or an audio's
-    transcript (``exact``: spans index it), or a line describing an image, or a placeholder
-    naming what could not be read and why. ``image`` is the prepared image (for the vision
-    model); ``error`` the typed error of a part that failed.
-    """
-
-    status: str
-    text: str
-    exact: bool = False
-    source: str | None = None
-    digest: str | None = None
-    bytes: int = 0
-    detail: str | None = None
-    image: PreparedImage | None = None
-    error: MemReaderError | None = None
-    reused: bool = False
 
 
 @dataclass
@@ -182,7 +159,7 @@ class ResourceReader:
         if not tasks:
             return []
         by_ref: _Once[Resolved] = _Once()
-        by_content: _Once[_Maker] = _Once()
+        by_content: _Once[Made] = _Once()
 
         def one(task: PartTask) -> Resolved:
             key = task.share_key
@@ -191,7 +168,7 @@ class ResourceReader:
             result, shared = by_ref.run(key, lambda: self._read(task, stats, by_content))
             if shared:
                 stats.add("fetch_reused")
-                return _reused(result)
+                return reused(result)
             return result
 
         # Every task runs to its end on its own thread (see _Once for why waits cannot
@@ -211,15 +188,15 @@ class ResourceReader:
 
     # -- one part --------------------------------------------------------------------------------
 
-    def _read(self, task: PartTask, stats: ResourceStats, by_content: _Once[_Maker]) -> Resolved:
+    def _read(self, task: PartTask, stats: ResourceStats, by_content: _Once[Made]) -> Resolved:
         if task.unsupported is not None:
             return Resolved(
-                "unsupported", _placeholder(task, task.unsupported), detail=task.unsupported
+                "unsupported", placeholder(task, task.unsupported), detail=task.unsupported
             )
         try:
             fetched = self._fetch(task, stats)
             key = (task.kind, fetched.digest)
-            made: _Maker | None = self.cache.get(key)
+            made: Made | None = self.cache.get(key)
             if made is None:
                 made, shared = by_content.run(key, lambda: self._make(task, fetched, stats))
                 if not shared:
@@ -267,23 +244,23 @@ class ResourceReader:
     def fetcher_limit(self) -> int:
         return self.limits.max_file_bytes
 
-    def _make(self, task: PartTask, fetched: Fetched, stats: ResourceStats) -> _Maker:
+    def _make(self, task: PartTask, fetched: Fetched, stats: ResourceStats) -> Made:
         """The content-keyed work on ``fetched`` (conversion, preparation, transcription), as a
         function of the part that turns it into that part's :class:`Resolved`."""
         if task.kind == "document":
             text = self._convert(task, fetched)
             stats.add("converted")
-            return _Document(text)
+            return DocumentMade(text)
         if task.kind == "image":
             from memreader.documents.images import prepare_image
 
             image = prepare_image(
-                fetched.data, self.images, label=_label(task, fetched), where=task.where
+                fetched.data, self.images, label=part_label(task, fetched), where=task.where
             )
             stats.add("images_prepared")
-            return _Image(image)
+            return ImageMade(image)
         if self.transcriber is None:
-            return _Audio(None)
+            return AudioMade(None)
         from memreader.documents.audio import audio_format
 
         extension, media_type = audio_format(task.audio_format, fetched.name or task.name)
@@ -292,7 +269,7 @@ class ResourceReader:
             fetched.data, filename=filename, media_type=media_type, where=task.where
         )
         stats.add("transcribed")
-        return _Audio(transcript)
+        return AudioMade(transcript)
 
     def _convert(self, task: PartTask, fetched: Fetched) -> str:
         from memreader.documents.loader import convert_bytes
@@ -306,111 +283,11 @@ class ResourceReader:
         )
 
 
-# -- what content becomes, per part -------------------------------------------------------------
-
-
-class _Maker:
-    """Content-keyed result; :meth:`__call__` makes a part's :class:`Resolved` from it."""
-
-    def __call__(self, task: PartTask, fetched: Fetched) -> Resolved:
-        raise NotImplementedError
-
-
-@dataclass(frozen=True)
-class _Document(_Maker):
-    text: str
-
-    def __call__(self, task: PartTask, fetched: Fetched) -> Resolved:
-        return Resolved(
-            "ok",
-            self.text,
-            exact=True,
-            source=fetched.source,
-            digest=fetched.digest,
-            bytes=len(fetched.data),
-            detail=f"{len(self.text)} characters",
-        )
-
-
-@dataclass(frozen=True)
-class _Image(_Maker):
-    image: PreparedImage
-
-    def __call__(self, task: PartTask, fetched: Fetched) -> Resolved:
-        return Resolved(
-            "ok",
-            self.image.describe(fetched.source or "inline"),
-            source=fetched.source,
-            digest=fetched.digest,
-            bytes=len(fetched.data),
-            detail=f"{self.image.format} {self.image.width}x{self.image.height}",
-            image=self.image,
-        )
-
-
-@dataclass(frozen=True)
-class _Audio(_Maker):
-    transcript: str | None
-
-    def __call__(self, task: PartTask, fetched: Fetched) -> Resolved:
-        common: dict[str, Any] = {
-            "source": fetched.source,
-            "digest": fetched.digest,
-            "bytes": len(fetched.data),
-        }
-        if self.transcript is None:
-            reason = "not transcribed: no transcription model is configured"
-            return Resolved(
-                "unsupported", _placeholder(task, reason, fetched), detail=reason, **common
-            )
-        return Resolved("ok", self.transcript, exact=True, detail="transcribed", **common)
-
-
 _REUSE_COUNTER = {
     "document": "conversion_reused",
     "image": "image_reused",
     "audio": "transcription_reused",
 }
-
-
-def _reused(result: Resolved) -> Resolved:
-    if result.status not in ("ok", "unsupported"):
-        return result
-    return Resolved(
-        "reused" if result.status == "ok" else result.status,
-        result.text,
-        exact=result.exact,
-        source=result.source,
-        digest=result.digest,
-        bytes=result.bytes,
-        detail=result.detail,
-        image=result.image,
-        reused=True,
-    )
-
-
-def _label(task: PartTask, fetched: Fetched | None = None) -> str:
-    if fetched is not None and fetched.name:
-        return fetched.name
-    if task.name:
-        return os.path.basename(task.name)
-    if fetched is not None and fetched.source not in ("", "inline"):
-        return fetched.source
-    return task.kind if task.kind != "document" else "file"
-
-
-def _placeholder(task: PartTask, reason: str, fetched: Fetched | None = None) -> str:
-    what = {"document": "file", "image": "image", "audio": "audio"}[task.kind]
-    label = _label(task, fetched)
-    size = f", {_size(len(fetched.data))}" if fetched is not None else ""
-    reason = reason if len(reason) <= _REASON_LIMIT else reason[: _REASON_LIMIT - 3] + "..."
-    if label in (what, "file"):
-        return f"[{what}{size}: {reason}]"
-    return f"[{what}: {label}{size}: {reason}]"
-
-
-def _size(n: int) -> str:
-    return f"{n} bytes" if n < 1024 else f"{n / 1024:.0f} KB"
 
 
 def _failed(task: PartTask, error: MemReaderError) -> Resolved:
@@ -424,7 +301,7 @@ def _failed(task: PartTask, error: MemReaderError) -> Resolved:
     )
     return Resolved(
         "error",
-        _placeholder(task, f"not read ({type(error).__name__}: {reason})"),
+        placeholder(task, f"not read ({type(error).__name__}: {reason})"),
         error=error,
     )
 

@@ -18,7 +18,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator
 
 from memreader.config_model import ConfigModel
-from memreader.redact import HidesSecrets
+from memreader.secret_masking import HidesSecrets
 
 __all__ = [
     "DEFAULT_IMAGE_FORMATS",
@@ -42,7 +42,7 @@ class S3Config(ConfigModel, HidesSecrets):
     (environment, shared files, instance roles); only the endpoint and region are set here, so
     MinIO, OSS, COS and GCS interoperability endpoints work with ``endpoint_url``. A password
     in ``endpoint_url`` (``http://user:pass@host``) never shows in a repr, ``str()`` or dump
-    (:class:`~memreader.redact.HidesSecrets`: JSON dumps mask it, python dumps keep it as a
+    (:class:`~memreader.secret_masking.HidesSecrets`: JSON dumps mask it, python dumps keep it as a
     ``SecretUrl`` that validates back)."""
 
     endpoint_url: str | None = None

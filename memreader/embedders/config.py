@@ -6,12 +6,12 @@ against the backend's own model below. Every model forbids unknown fields, so a 
 rather than a silently ignored setting, and refuses infinite and NaN numbers.
 
 Secrets never appear in ``repr``/``str``/JSON dumps and are never put into error messages, by the
-one set of rules of :mod:`memreader.redact`: ``EmbedderConfig`` hides the secrets of its raw
+one set of rules of :mod:`memreader.secret_masking`: ``EmbedderConfig`` hides the secrets of its raw
 mapping (strings under secret-looking keys, secret-looking header values, URLs with
 credentials, runtime objects such as a ``transport``) as soon as it is validated, and
 :func:`validate_backend_config` reveals them just before the backend's own model validates the
 mapping. The backend models hide the same things in their reprs and dumps
-(:class:`~memreader.redact.HidesSecrets`).
+(:class:`~memreader.secret_masking.HidesSecrets`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,13 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from memreader.errors import config_error_from
-from memreader.redact import HidesSecrets, Opaque, find_non_finite, hide_secrets, reveal_secrets
+from memreader.secret_masking import (
+    HidesSecrets,
+    Opaque,
+    find_non_finite,
+    hide_secrets,
+    reveal_secrets,
+)
 from memreader.transport.client import check_transport
 
 __all__ = [
@@ -120,7 +126,7 @@ class _RemoteEmbedderConfig(HidesSecrets):
     ``transport`` replaces the network (an httpx-style transport: ``httpx2.MockTransport`` for
     ``openai`` with openai 3, ``httpx.MockTransport`` for ``ollama``); the ``timeout`` deadline
     and the response size cap still apply around it. It is never shown, python dumps keep it
-    as an :class:`~memreader.redact.OpaqueRef` (identified by identity in cache keys), JSON
+    as an :class:`~memreader.secret_masking.OpaqueRef` (identified by identity in cache keys), JSON
     dumps as ``null``.
     """
 

@@ -19,7 +19,7 @@ from memreader.embedders.backends import register_embedder
 from memreader.embedders.config import OllamaEmbedderConfig
 from memreader.embedders.remote import RemoteEmbedder
 from memreader.errors import EmbeddingError
-from memreader.redact import mask_url
+from memreader.secret_masking import mask_url
 from memreader.transport import deadline, deadline_transport, http_lib, split_credentials
 
 __all__ = ["OllamaEmbedder"]
@@ -56,10 +56,11 @@ class OllamaEmbedder(RemoteEmbedder):
             kwargs["auth"] = httpx.BasicAuth(*credentials)
         self._client = ollama.Client(
             host=host,
-            timeout=config.timeout,
+            # No timeouts of the client's or the transport's own: the deadline in _embed_batch
+            # bounds the whole request.
             transport=deadline_transport(
                 http_lib("httpx"),
-                timeout=config.timeout,
+                timeout=None,
                 max_response_bytes=self.max_response_bytes,
                 inner=config.transport,
             ),

@@ -25,7 +25,7 @@ from memreader.embedders.backends import register_embedder
 from memreader.embedders.config import OpenAIEmbedderConfig
 from memreader.embedders.remote import RemoteEmbedder
 from memreader.errors import EmbeddingError
-from memreader.redact import mask_url
+from memreader.secret_masking import mask_url
 from memreader.transport import deadline, http_client, openai_http_lib, split_credentials
 
 __all__ = ["OpenAIEmbedder"]
@@ -64,12 +64,12 @@ class OpenAIEmbedder(RemoteEmbedder):
         self._client = openai.OpenAI(
             base_url=base_url,
             api_key=api_key or "EMPTY",
-            timeout=config.timeout,
+            timeout=None,  # the deadline in _embed_batch bounds the whole request
             max_retries=0,
             default_headers=config.extra_headers or None,
             http_client=http_client(
                 openai_http_lib(openai),
-                timeout=config.timeout,
+                timeout=None,
                 max_response_bytes=self.max_response_bytes,
                 credentials=credentials,
                 inner=config.transport,

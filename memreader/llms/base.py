@@ -8,9 +8,9 @@ errors are read by the loop, or an :class:`~memreader.llms.errors.LLMError`). Th
 adds everything else, for sync and async calls alike: the concurrency budget, retries with
 backoff, re-asks of unusable answers, JSON recovery, usage metering and hooks.
 
-The loop is written once, as a generator (:meth:`BaseLLMClient._plan`) that yields "send this
-request" and "sleep this long" steps; :meth:`complete` runs the steps with blocking calls and
-:meth:`acomplete` with awaitables.
+The loop is written once, as a plan (:class:`~memreader.llms.call_plan.CallPlan`) that yields
+"send this request" and "sleep this long" steps; :meth:`complete` runs the steps with blocking
+calls and :meth:`acomplete` with awaitables.
 
 What is re-asked (all within the one ``max_retries`` budget; see
 :func:`memreader.llms.reask.judge_answer`): an empty answer, an answer with no
@@ -35,64 +35,26 @@ import logging
 import time
 import traceback
 from abc import ABC, abstractmethod
-from collections.abc import Generator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Generator, Mapping
 from typing import Any, ClassVar
 
+from memreader.llms.call_plan import CallPlan, Outcome, Send, Sleep, Step
 from memreader.llms.config import LLMConfig
-from memreader.llms.errors import (
-    LLMEmptyResponseError,
-    LLMError,
-    llm_error,
-    retry_after_of,
-)
-from memreader.llms.hooks import AfterCallEvent, BeforeCallEvent, ErrorEvent, LLMHooks
-from memreader.llms.limiter import ConcurrencyLimiter
-from memreader.llms.reask import judge_answer
-from memreader.llms.types import (
-    LLMResponse,
-    Messages,
-    RawCompletion,
-    Validator,
-    clean_schema_name,
-    schema_instructions,
-)
-from memreader.llms.usage import Usage, UsageMeter
-from memreader.redact import mask_url
+from memreader.llms.errors import LLMError, llm_error
+from memreader.llms.hooks import LLMHooks
+from memreader.llms.limiter import DEFAULT_MAX_CONCURRENCY, ConcurrencyLimiter
+from memreader.llms.types import LLMResponse, Messages, RawCompletion, Validator, clean_schema_name
+from memreader.llms.usage import UsageMeter
+from memreader.secret_masking import mask_url
 from memreader.transport.failures import classify
 from memreader.transport.retry import RetryPolicy
 
-__all__ = ["DEFAULT_MAX_CONCURRENCY", "BaseLLMClient"]
+__all__ = ["BaseLLMClient"]
 
 logger = logging.getLogger(__name__)
 
 #: How much of an unexpected error's text goes into an LLMError message.
 _DETAIL_LIMIT = 500
-
-#: The budget of a client built without a shared limiter.
-DEFAULT_MAX_CONCURRENCY = 4
-
-
-@dataclass(frozen=True)
-class _Send:
-    messages: list[dict[str, Any]]
-    schema: Mapping[str, Any] | None
-    schema_name: str
-
-
-@dataclass(frozen=True)
-class _Sleep:
-    seconds: float
-
-
-@dataclass(frozen=True)
-class _Outcome:
-    raw: RawCompletion | None = None
-    error: LLMError | None = None
-    elapsed_s: float = 0.0
-
-
-_Step = _Send | _Sleep
 
 
 class BaseLLMClient(ABC):
@@ -101,8 +63,8 @@ class BaseLLMClient(ABC):
     Args:
         config: the endpoint.
         limiter: the concurrency budget shared with the reader's other clients (a private one
-            of :data:`DEFAULT_MAX_CONCURRENCY` if omitted). A permit is held per request, not
-            during backoff waits.
+            of :data:`~memreader.llms.limiter.DEFAULT_MAX_CONCURRENCY` if omitted). A permit is
+            held per request, not during backoff waits.
         meter: where usage is recorded (a private meter if omitted).
         hooks: observability callbacks.
     """
@@ -182,8 +144,8 @@ class BaseLLMClient(ABC):
         try:
             step = next(plan)
             while True:
-                feed: _Outcome | None = None
-                if isinstance(step, _Sleep):
+                feed: Outcome | None = None
+                if isinstance(step, Sleep):
                     if step.seconds > 0:
                         self.retry.sleep(step.seconds)
                 else:
@@ -212,8 +174,8 @@ class BaseLLMClient(ABC):
         try:
             step = next(plan)
             while True:
-                feed: _Outcome | None = None
-                if isinstance(step, _Sleep):
+                feed: Outcome | None = None
+                if isinstance(step, Sleep):
                     if step.seconds > 0:
                         await asyncio.sleep(step.seconds)
                 else:
@@ -228,29 +190,29 @@ class BaseLLMClient(ABC):
 
     # -- the loop ---------------------------------------------------------------------------
 
-    def _run(self, step: _Send) -> _Outcome:
+    def _run(self, step: Send) -> Outcome:
         with self.limiter.hold():
             started = time.perf_counter()
             try:
                 raw = self._send(step.messages, step.schema, step.schema_name)
             except LLMError as err:
-                return _Outcome(error=err, elapsed_s=time.perf_counter() - started)
+                return Outcome(error=err, elapsed_s=time.perf_counter() - started)
             except Exception as exc:  # the SDK boundary: anything else becomes a typed LLMError
                 error = self.error_for(exc)
-                return _Outcome(error=error, elapsed_s=time.perf_counter() - started)
-            return _Outcome(raw=raw, elapsed_s=time.perf_counter() - started)
+                return Outcome(error=error, elapsed_s=time.perf_counter() - started)
+            return Outcome(raw=raw, elapsed_s=time.perf_counter() - started)
 
-    async def _arun(self, step: _Send) -> _Outcome:
+    async def _arun(self, step: Send) -> Outcome:
         async with self.limiter.ahold():
             started = time.perf_counter()
             try:
                 raw = await self._asend(step.messages, step.schema, step.schema_name)
             except LLMError as err:
-                return _Outcome(error=err, elapsed_s=time.perf_counter() - started)
+                return Outcome(error=err, elapsed_s=time.perf_counter() - started)
             except Exception as exc:  # the SDK boundary: anything else becomes a typed LLMError
                 error = self.error_for(exc)
-                return _Outcome(error=error, elapsed_s=time.perf_counter() - started)
-            return _Outcome(raw=raw, elapsed_s=time.perf_counter() - started)
+                return Outcome(error=error, elapsed_s=time.perf_counter() - started)
+            return Outcome(raw=raw, elapsed_s=time.perf_counter() - started)
 
     def error_for(self, exc: Exception) -> LLMError:
         """``exc``, raised by the backend but not an :class:`LLMError`, as one.
@@ -275,33 +237,6 @@ class BaseLLMClient(ABC):
         error.args = (error.reason,)
         return error
 
-    def _prepare(
-        self, messages: Messages, schema: Mapping[str, Any] | None
-    ) -> list[dict[str, Any]]:
-        if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
-            raise TypeError("messages must be a sequence of {'role': ..., 'content': ...} dicts")
-        if not messages:
-            raise ValueError("messages must not be empty")
-        prepared: list[dict[str, Any]] = []
-        for i, message in enumerate(messages):
-            if not isinstance(message, Mapping) or "role" not in message:
-                raise TypeError(f"message {i} must be a mapping with a 'role'")
-            prepared.append(dict(message))
-        if schema is not None and self.schema_in_prompt():
-            instructions = schema_instructions(schema)
-            first = prepared[0]
-            content = first.get("content")
-            if first.get("role") == "system" and isinstance(content, str):
-                prepared[0] = {**first, "content": f"{content}\n\n{instructions}"}
-            elif first.get("role") == "system" and isinstance(content, list):
-                # A system message of content parts (OpenAI's vision shape): one more text part,
-                # so the parts already there (and their order) are kept as they are.
-                part = {"type": "text", "text": instructions}
-                prepared[0] = {**first, "content": [*content, part]}
-            else:
-                prepared.insert(0, {"role": "system", "content": instructions})
-        return prepared
-
     def _plan(
         self,
         messages: Messages,
@@ -310,120 +245,12 @@ class BaseLLMClient(ABC):
         slot: str,
         meter: UsageMeter,
         validate: Validator | None = None,
-    ) -> Generator[_Step, _Outcome | None, LLMResponse]:
-        """The call loop as a sequence of steps (see the module docstring)."""
-        cfg = self.config
-        conversation = self._prepare(messages, schema)
-        name = clean_schema_name(schema_name)
-        total = Usage()
-        started = time.perf_counter()
-        last_text: str | None = None
-        attempt = 0
-        while True:
-            attempt += 1
-            snapshot = tuple(conversation)
-            self.hooks.emit_before(
-                BeforeCallEvent(slot, cfg.model, self.backend, attempt, snapshot)
-            )
-            outcome = yield _Send(conversation, schema, name)
-            if outcome is None:  # pragma: no cover - drivers always answer a _Send
-                raise RuntimeError("no outcome for a request step")
-            if outcome.error is not None or outcome.raw is None:
-                err = outcome.error or LLMEmptyResponseError("no answer")
-                meter.add(slot, Usage())
-                err.set_context(
-                    slot=slot, model=cfg.model, attempts=attempt, usage=total, last_output=last_text
-                )
-                will_retry = err.retryable and self.retry.can_retry(attempt)
-                self.hooks.emit_error(
-                    ErrorEvent(
-                        slot,
-                        cfg.model,
-                        self.backend,
-                        attempt,
-                        snapshot,
-                        err,
-                        total,
-                        outcome.elapsed_s,
-                        will_retry,
-                    )
-                )
-                if not will_retry:
-                    raise err
-                wait = self.retry.delay(attempt, retry_after_of(err))
-                logger.warning(
-                    "LLM call failed (backend=%s, slot=%s, model=%s, attempt %d): %s; "
-                    "retrying in %.2fs",
-                    self.backend,
-                    slot,
-                    cfg.model,
-                    attempt,
-                    err.reason,
-                    wait,
-                )
-                yield _Sleep(wait)
-                continue
-
-            raw = outcome.raw
-            total = total + raw.usage
-            meter.add(slot, raw.usage)
-            text = raw.text
-            last_text = text
-            verdict = judge_answer(
-                raw,
-                schema,
-                validate,
-                model=cfg.model,
-                slot=slot,
-                attempt=attempt,
-                total=total,
-                started=started,
-                may_retry=self.retry.can_retry(attempt),
-            )
-            if isinstance(verdict, LLMResponse):
-                self.hooks.emit_after(
-                    AfterCallEvent(
-                        slot,
-                        verdict.model,
-                        self.backend,
-                        attempt,
-                        snapshot,
-                        verdict,
-                        total,
-                        outcome.elapsed_s,
-                        verdict.elapsed_s,
-                    )
-                )
-                return verdict
-            problem, correction = verdict
-            problem.set_context(
-                slot=slot, model=cfg.model, attempts=attempt, usage=total, last_output=text
-            )
-            will_retry = self.retry.can_retry(attempt)
-            self.hooks.emit_error(
-                ErrorEvent(
-                    slot,
-                    cfg.model,
-                    self.backend,
-                    attempt,
-                    snapshot,
-                    problem,
-                    total,
-                    outcome.elapsed_s,
-                    will_retry,
-                )
-            )
-            if not will_retry:
-                raise problem
-            logger.warning(
-                "LLM answer unusable (backend=%s, slot=%s, model=%s, attempt %d): %s; asking again",
-                self.backend,
-                slot,
-                cfg.model,
-                attempt,
-                problem.reason,
-            )
-            conversation = [*conversation, *correction]
+    ) -> Generator[Step, Outcome | None, LLMResponse]:
+        """The steps of one call (see :class:`~memreader.llms.call_plan.CallPlan`)."""
+        plan = CallPlan(
+            self.config.model, self.backend, self.hooks, self.retry, slot, meter, schema, validate
+        )
+        return plan.steps(messages, clean_schema_name(schema_name), self.schema_in_prompt())
 
     def __repr__(self) -> str:
         base_url = mask_url(self.config.base_url) if self.config.base_url else None

@@ -18,7 +18,9 @@ from pydantic import (
 from memreader.config_model import ConfigModel
 from memreader.errors import ConfigError, config_error_from
 from memreader.llms.backends import check_llm_backend
-from memreader.redact import HidesSecrets, Opaque, find_non_finite, is_secret_header
+from memreader.llms.limiter import DEFAULT_MAX_CONCURRENCY
+from memreader.secret_masking import HidesSecrets, Opaque, find_non_finite, is_secret_header
+from memreader.transport.body import DEFAULT_MAX_RESPONSE_BYTES
 from memreader.transport.client import check_transport
 
 __all__ = [
@@ -79,7 +81,7 @@ class LLMConfig(ConfigModel, HidesSecrets):
             ``openai`` (``httpx2.MockTransport`` with openai 3; ``httpx`` before), or the
             :class:`memreader.testing.ScriptedLLM` of the ``scripted`` backend. ``timeout`` and
             ``max_response_bytes`` still apply around it. Never in reprs; python dumps keep it
-            as an :class:`~memreader.redact.OpaqueRef` (so the reader cache tells two
+            as an :class:`~memreader.secret_masking.OpaqueRef` (so the reader cache tells two
             transports apart by identity), JSON dumps as ``null``. Default ``None``: the
             network.
     """
@@ -91,7 +93,7 @@ class LLMConfig(ConfigModel, HidesSecrets):
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     max_tokens: int = Field(default=2048, ge=1)
     timeout: float = Field(default=60.0, gt=0.0)
-    max_response_bytes: int = Field(default=32 * 1024 * 1024, ge=1)
+    max_response_bytes: int = Field(default=DEFAULT_MAX_RESPONSE_BYTES, ge=1)
     extra_headers: dict[str, str] = Field(default_factory=dict)
     extra_body: dict[str, Any] = Field(default_factory=dict)
     structured_output: StructuredOutputMode = "json_schema"
@@ -173,9 +175,13 @@ SLOT_NAMES: tuple[str, ...] = tuple(SLOT_FALLBACKS)
 class LLMSlots(ConfigModel):
     """The LLMs of one reader, by role, plus their shared concurrency budget.
 
+    Reader configs inherit these settings (the YAML keys are flat: ``llm: {...}``), so a
+    reader's config is itself the ``LLMSlots`` its :class:`~memreader.llms.LLMRouter` takes.
+
     Unset slots fall back: ``general_llm`` -> ``llm``; ``image_parser_llm``,
     ``document_parser_llm`` and ``preference_extractor_llm`` -> ``general_llm`` -> ``llm``.
-    ``max_concurrency`` bounds the LLM requests in flight across all slots of the reader.
+    ``llm_max_concurrency`` (default 4) bounds the LLM requests in flight across all slots of
+    the reader.
     """
 
     SLOTS: ClassVar[tuple[str, ...]] = SLOT_NAMES
@@ -185,7 +191,7 @@ class LLMSlots(ConfigModel):
     image_parser_llm: LLMConfig | None = None
     document_parser_llm: LLMConfig | None = None
     preference_extractor_llm: LLMConfig | None = None
-    max_concurrency: int = Field(default=4, ge=1, le=1024)
+    llm_max_concurrency: int = Field(default=DEFAULT_MAX_CONCURRENCY, ge=1, le=1024)
 
     def resolve(self, slot_name: str) -> LLMConfig | None:
         """The config serving ``slot_name`` after fallbacks, or ``None`` if none is set.

@@ -28,7 +28,11 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from types import TracebackType
 
-__all__ = ["ConcurrencyLimiter"]
+__all__ = ["DEFAULT_MAX_CONCURRENCY", "ConcurrencyLimiter"]
+
+#: The budget of a reader's LLM calls (``llm_max_concurrency``), and of a client built without a
+#: shared limiter.
+DEFAULT_MAX_CONCURRENCY = 4
 
 _POLL_S = 0.05
 

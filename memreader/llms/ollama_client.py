@@ -6,7 +6,8 @@ tool (Ollama cannot force a tool; a plain answer is parsed instead). Usage comes
 ``prompt_eval_count`` and ``eval_count``. The ``ollama`` client does not expose response
 headers, so a 429 is retried with backoff, not ``Retry-After``. One ``AsyncClient`` is kept per
 event loop. The HTTP client under it is memreader's (:mod:`memreader.transport`): ``timeout`` is
-a deadline for the whole request and the answer is capped at ``max_response_bytes``; the
+a deadline for the whole request, applied once around it (the ``ollama`` client and its
+transport get no timeout of their own), and the answer is capped at ``max_response_bytes``; the
 config's ``transport`` (an httpx transport) replaces the network under both.
 
 Vision: a message whose ``content`` is a list of OpenAI content parts (``text`` and
@@ -185,11 +186,9 @@ class OllamaClient(BaseLLMClient):
         if key:
             headers["Authorization"] = f"Bearer {key}"
         host, credentials = split_credentials(config.base_url) if config.base_url else (None, None)
-        self._client_kwargs: dict[str, Any] = {
-            "host": host,
-            "timeout": config.timeout,
-            "headers": headers,
-        }
+        # No "timeout": the ollama client's default is none, and the deadline in _send bounds
+        # the whole request.
+        self._client_kwargs: dict[str, Any] = {"host": host, "headers": headers}
         if credentials is not None:
             user, password = credentials
             self._secrets.extend(s for s in (password or user,) if s)
@@ -202,7 +201,7 @@ class OllamaClient(BaseLLMClient):
     def _transport(self, asynchronous: bool) -> Any:
         return deadline_transport(
             http_lib("httpx"),
-            timeout=self.config.timeout,
+            timeout=None,  # the deadline in _send bounds each request
             max_response_bytes=self.config.max_response_bytes,
             asynchronous=asynchronous,
             inner=self.config.transport,

@@ -7,7 +7,9 @@ SDK's errors are read by :func:`memreader.transport.failures.classify`). Async c
 loops (``asyncio.run`` called twice would otherwise fail on stale connections).
 
 The SDK's HTTP client is memreader's (:mod:`memreader.transport`): ``timeout`` is a deadline
-for the whole request, the answer is capped at ``max_response_bytes``, and credentials in
+for the whole request, applied once around it (:meth:`OpenAICompatibleClient._send`; the SDK and
+its HTTP client get no timeout of their own), the answer is capped at ``max_response_bytes``,
+and credentials in
 ``base_url`` are sent as basic auth without ever being part of a URL the SDK logs. The
 config's ``transport`` (a transport of the SDK's HTTP library) replaces the network under the
 deadline and the cap.
@@ -80,7 +82,7 @@ def build_openai_request(
             }
         ]
         body["tool_choice"] = {"type": "function", "function": {"name": schema_name}}
-    # "prompt": the schema is already in the system prompt (BaseLLMClient._prepare).
+    # "prompt": the schema is already in the system prompt (call_plan.prepare_messages).
     body.update(config.extra_body)
     return body
 
@@ -156,11 +158,12 @@ class OpenAICompatibleClient(BaseLLMClient):
         self._client_kwargs: dict[str, Any] = {
             "api_key": key,
             "base_url": base_url,
-            "timeout": config.timeout,
+            # None, not omitted (the SDK would use its 10-minute default): the deadline in
+            # _send bounds the whole request.
+            "timeout": None,
             "max_retries": 0,
             "default_headers": dict(config.extra_headers) or None,
         }
-        self._options: Any = {"timeout": config.timeout}  # the SDK's RequestOptions
         self._clients: ClientPool[openai.OpenAI, openai.AsyncOpenAI] = ClientPool(
             lambda: openai.OpenAI(**self._client_kwargs, http_client=self._http(False)),
             lambda: openai.AsyncOpenAI(**self._client_kwargs, http_client=self._http(True)),
@@ -169,7 +172,7 @@ class OpenAICompatibleClient(BaseLLMClient):
     def _http(self, asynchronous: bool) -> Any:
         return http_client(
             self._http_lib,
-            timeout=self.config.timeout,
+            timeout=None,  # the deadline in _send bounds each request
             max_response_bytes=self.config.max_response_bytes,
             asynchronous=asynchronous,
             credentials=self._credentials,
@@ -181,9 +184,7 @@ class OpenAICompatibleClient(BaseLLMClient):
     ) -> RawCompletion:
         body = build_openai_request(self.config, messages, schema, schema_name)
         with deadline(self.config.timeout):
-            completion = self._clients.sync().post(
-                _PATH, body=body, cast_to=ChatCompletion, options=self._options
-            )
+            completion = self._clients.sync().post(_PATH, body=body, cast_to=ChatCompletion)
         return _read_completion(completion, self.config.model)
 
     async def _asend(
@@ -192,7 +193,7 @@ class OpenAICompatibleClient(BaseLLMClient):
         body = build_openai_request(self.config, messages, schema, schema_name)
         with deadline(self.config.timeout):
             completion = await self._clients.for_running_loop().post(
-                _PATH, body=body, cast_to=ChatCompletion, options=self._options
+                _PATH, body=body, cast_to=ChatCompletion
             )
         return _read_completion(completion, self.config.model)
 

@@ -1,9 +1,9 @@
 """Clients from configs, and the per-reader set of slot clients.
 
 :func:`build_llm` builds a client for a config through the backend registry
-(:mod:`memreader.llms.backends`). :class:`LLMRouter` turns an :class:`LLMSlots` into clients that
-share one concurrency budget, one usage meter and one set of hooks, building each distinct
-config once.
+(:mod:`memreader.llms.backends`). :class:`LLMRouter` turns an :class:`LLMSlots` (a reader's
+config is one) into clients that share one concurrency budget, one usage meter and one set of
+hooks, building each distinct config once.
 """
 
 from __future__ import annotations
@@ -46,8 +46,8 @@ class LLMRouter:
     """The clients of one reader's LLM slots, sharing one budget, meter and hooks.
 
     Args:
-        slots: the slot configuration (its ``max_concurrency`` sizes the budget unless a
-            ``limiter`` is given).
+        slots: the slot configuration, e.g. a reader's config (its ``llm_max_concurrency``
+            sizes the budget unless a ``limiter`` is given).
         limiter, meter, hooks: shared objects to use instead of fresh ones.
     """
 
@@ -60,7 +60,9 @@ class LLMRouter:
         hooks: LLMHooks | None = None,
     ) -> None:
         self.slots = slots
-        self.limiter = limiter if limiter is not None else ConcurrencyLimiter(slots.max_concurrency)
+        self.limiter = (
+            limiter if limiter is not None else ConcurrencyLimiter(slots.llm_max_concurrency)
+        )
         self.meter = meter if meter is not None else UsageMeter()
         self.hooks = hooks if hooks is not None else LLMHooks()
         self._clients: dict[int, LLMClient] = {}

@@ -1,5 +1,5 @@
-"""HTTP plumbing of the remote backends: one deadline for a whole request, a cap on the size of a
-response, and URLs and logs without credentials.
+"""HTTP and S3 plumbing of the remote backends: one deadline for a whole request, a cap on the
+size of a response, one ``s3://`` parser, and URLs and logs without credentials.
 
 Why this seam
 -------------
@@ -23,7 +23,9 @@ checking the clock between body chunks still lets one read wait a full read time
 
 The deadline lives in a context variable (:func:`deadline`), so one ``with`` block bounds all a
 caller does (redirects included), it follows asyncio tasks, and the SDKs need no change. A
-transport used without an enclosing deadline gives each request its own ``timeout``.
+transport used without an enclosing deadline gives each request its own ``timeout``. The LLM,
+embedding and transcription clients apply their ``timeout`` once, as a :func:`deadline` block
+around each request; their transports, HTTP clients and SDKs get no timeout of their own.
 
 The transport also caps the response body (``max_response_bytes``; an endless 200 body ends at
 the cap or the deadline, whichever comes first), counted on the wire and after undoing gzip or
@@ -50,8 +52,10 @@ Modules: :mod:`~memreader.transport.deadline` (the deadline and the network back
 and what counts as an unreadable reply), :mod:`~memreader.transport.client` (the transport and
 clients), :mod:`~memreader.transport.libs` (httpx and httpx2), and
 :mod:`~memreader.transport.credentials` (URLs without credentials),
-:mod:`~memreader.transport.log_scrub` (log records without secrets) and
-:mod:`~memreader.transport.addresses` (which addresses are public).
+:mod:`~memreader.transport.log_scrub` (log records without secrets),
+:mod:`~memreader.transport.addresses` (which addresses are public) and
+:mod:`~memreader.transport.s3` (the one ``s3://`` parser and the lazily built S3 client that
+fetching, batch jobs and skill folders share).
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from memreader.transport.credentials import install_log_redaction
 from memreader.transport.deadline import (
     AsyncDeadlineBackend,
     DeadlineBackend,
+    current_deadline,
     deadline_at,
     end_after,
 )
@@ -62,12 +63,12 @@ class _Transport:
         lib: HTTPLib,
         *,
         asynchronous: bool,
-        timeout: float,
+        timeout: float | None,
         max_response_bytes: int | None,
         inner: Any = None,
         network_backend: Any = None,
     ) -> None:
-        if timeout <= 0:
+        if timeout is not None and timeout <= 0:
             raise ValueError(f"timeout must be positive, got {timeout}")
         self._lib = lib
         self._timeout = timeout
@@ -94,7 +95,13 @@ class _Transport:
             )
 
     def _begin(self, request: Any) -> float:
-        end = end_after(self._timeout)
+        end = end_after(self._timeout) if self._timeout is not None else current_deadline()
+        if end is None:
+            # Without either bound a stalled server would hold the request forever.
+            raise RuntimeError(
+                "a deadline transport built with timeout=None must be used inside a "
+                "memreader.transport.deadline() block"
+            )
         _bound_request_timeouts(request, end)
         # Only codings ResponseBody can undo with a bound (httpx would inflate without one).
         request.headers["Accept-Encoding"] = accept_encoding(request.headers.get("Accept-Encoding"))
@@ -191,7 +198,7 @@ def _transport_class(lib: HTTPLib, asynchronous: bool) -> type[_Transport]:
 def deadline_transport(
     lib: HTTPLib,
     *,
-    timeout: float,
+    timeout: float | None,
     max_response_bytes: int | None = DEFAULT_MAX_RESPONSE_BYTES,
     asynchronous: bool = False,
     inner: Any = None,
@@ -202,7 +209,10 @@ def deadline_transport(
     Args:
         lib: the HTTP library (:func:`~memreader.transport.http_lib`).
         timeout: the deadline of one request (connect, send, headers and body), unless an
-            enclosing :func:`~memreader.transport.deadline` block ends earlier.
+            enclosing :func:`~memreader.transport.deadline` block ends earlier. ``None``: no
+            deadline of its own; every request must then be sent inside a
+            :func:`~memreader.transport.deadline` block, which bounds it whole (redirects
+            included), and one sent outside raises ``RuntimeError``.
         max_response_bytes: the most body bytes read, and the most decoded (``None``: no cap);
             more raise :class:`~memreader.transport.ResponseTooLargeError`.
         asynchronous: build an ``AsyncBaseTransport`` instead of a ``BaseTransport``.
@@ -231,7 +241,7 @@ def deadline_transport(
 def http_client(
     lib: HTTPLib,
     *,
-    timeout: float,
+    timeout: float | None,
     max_response_bytes: int | None = DEFAULT_MAX_RESPONSE_BYTES,
     asynchronous: bool = False,
     credentials: tuple[str, str] | None = None,
@@ -241,10 +251,12 @@ def http_client(
 ) -> Any:
     """An httpx(2) ``Client``/``AsyncClient`` over a :func:`deadline_transport`.
 
-    ``credentials`` (from :func:`~memreader.transport.split_credentials`) are sent as HTTP basic
-    auth; ``inner`` replaces the network and ``network_backend`` the socket layer under the
-    deadline (see :func:`deadline_transport`); other keyword arguments go to the client.
-    Redirects are followed, as the SDKs' own clients do.
+    ``timeout`` is the transport's (see :func:`deadline_transport`); the client itself gets no
+    timeout, since the deadline bounds every socket operation already. ``credentials`` (from
+    :func:`~memreader.transport.split_credentials`) are sent as HTTP basic auth; ``inner``
+    replaces the network and ``network_backend`` the socket layer under the deadline (see
+    :func:`deadline_transport`); other keyword arguments go to the client. Redirects are
+    followed, as the SDKs' own clients do.
     """
     transport = deadline_transport(
         lib,
@@ -258,4 +270,6 @@ def http_client(
     if credentials is not None:
         kwargs["auth"] = lib.httpx.BasicAuth(*credentials)
     client_class = lib.httpx.AsyncClient if asynchronous else lib.httpx.Client
-    return client_class(transport=transport, timeout=timeout, **kwargs)
+    # timeout=None: no per-operation timeouts of httpx's own (its default is 5 s), only the
+    # transport's deadline.
+    return client_class(transport=transport, timeout=None, **kwargs)

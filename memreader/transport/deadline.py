@@ -12,6 +12,7 @@ from typing import Any
 __all__ = [
     "AsyncDeadlineBackend",
     "DeadlineBackend",
+    "current_deadline",
     "deadline",
     "deadline_at",
     "end_after",
@@ -48,6 +49,11 @@ def deadline(seconds: float) -> Iterator[float]:
     """
     with deadline_at(end_after(seconds)) as end:
         yield end
+
+
+def current_deadline() -> float | None:
+    """The ``time.monotonic()`` value of the enclosing deadline, or ``None`` outside one."""
+    return _DEADLINE.get()
 
 
 def time_left() -> float | None:

@@ -6,13 +6,13 @@ botocore the endpoint URL (with its ``user:password@``), the ``Authorization`` h
 request signature. :func:`install_log_redaction` adds one filter to those loggers that rewrites
 each record through :func:`scrub_log_text` before any handler sees it:
 
-* URL credentials are masked (:func:`memreader.redact.mask_url`);
+* URL credentials are masked (:func:`memreader.secret_masking.mask_url`);
 * URL query strings are cut to ``?***`` (presigned URLs carry their signature there), in full
   URLs and in request lines (``"GET /key?X-Amz-Signature=... HTTP/1.1"``);
 * secret-looking parameters (``Signature=``, ``Credential=``, ``X-Amz-Security-Token=``,
   ``token=``, ...) and secret header values (``Authorization``, ``Cookie``, ``X-Api-Key``, by
-  :func:`memreader.redact.is_secret_header`), in ``name: value`` lines and in the tuple and dict
-  reprs the libraries print, become ``***``.
+  :func:`memreader.secret_masking.is_secret_header`), in ``name: value`` lines and in the
+  tuple and dict reprs the libraries print, become ``***``.
 
 A logging filter runs only for records of the logger it is added to (not its children), so the
 filter is added to each library logger by name, and again to any new one under the libraries'
@@ -25,7 +25,7 @@ import logging
 import re
 import threading
 
-from memreader.redact import is_secret_header, mask_url
+from memreader.secret_masking import is_secret_header, mask_url
 
 __all__ = ["install_log_redaction", "scrub_log_text"]
 
