@@ -321,7 +321,8 @@ def _info(name: str) -> dict[str, str]:
 def collect_inputs(reader: Any, scenes: Scenes) -> Any:
     """The read state after normalize/parse/window/fast_items: windows and embedding parts."""
     from memreader import ReadState
-    from memreader.pipeline.steps import FastItems, Normalize, Parse, WindowStep
+    from memreader.steps.fast import FastItems
+    from memreader.steps.read import Normalize, Parse, WindowStep
 
     state = ReadState(mode="fast", type="chat", info=_info("inputs"), scene_data=scenes)
     for step in (Normalize(), Parse(), WindowStep(), FastItems()):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from memreader import MemReaderConfigFactory, MemReaderFactory, ReadReport
 from memreader.pipeline import step
-from memreader.pipeline.redact import redact_text
+from memreader.steps.pii import redact_text
 
 SCENES = [
     [

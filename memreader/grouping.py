@@ -36,10 +36,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, NamedTuple, get_args
+from typing import Literal, NamedTuple
 
+from pydantic import Field, model_validator
+
+from memreader.config_model import ConfigModel
 from memreader.errors import ConfigError
-from memreader.parsers.router import PartRef
+from memreader.parsers import PartRef
 from memreader.windows import SEPARATOR, Segment, Unit, Window, Windower
 
 __all__ = [
@@ -60,36 +63,32 @@ _MIN_CONTENT_LENGTH = 64
 _CUT_SHARE = 5
 
 
-@dataclass(frozen=True)
-class GroupingConfig:
-    """How the strategy reader groups a chat's messages (the reader's pydantic config maps onto
-    it; validation lives here so every caller gets the same messages)."""
+class GroupingConfig(ConfigModel):
+    """How the strategy reader groups a chat's messages: its config's ``strategy`` section.
+
+    - ``chunk_by``: ``content_length`` (as many whole messages as fit ``content_length``
+      characters of rendered lines, prefixes and newlines included; a longer message is split
+      exactly into pieces of its own) or ``session`` (``chunk_session`` messages per group).
+    - ``chunk_overlap``: whole messages shared by consecutive groups: at most half of
+      ``chunk_session`` in session mode; in content-length mode at most half of
+      ``content_length`` characters are carried, and only messages not carried before. Every
+      message is read at most twice (see the module docstring).
+
+    Every group is also held to the window token budget (``window.max_tokens``): a longer one
+    is cut into several windows.
+
+    >>> GroupingConfig(chunk_by="session", chunk_session=4, chunk_overlap=3)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    memreader.errors.ConfigError: ...chunk_overlap (3) must be at most half of chunk_session (4)...
+    """
 
     chunk_by: GroupBy = "content_length"
-    content_length: int = 4000
-    """Characters per group, of the group's rendered lines (prefixes and newlines included)."""
-    chunk_session: int = 20
-    """Messages per group in session mode."""
-    chunk_overlap: int = 2
-    """Whole messages shared by consecutive groups (both modes)."""
+    content_length: int = Field(default=4000, ge=_MIN_CONTENT_LENGTH)
+    chunk_session: int = Field(default=20, ge=1)
+    chunk_overlap: int = Field(default=2, ge=0)
 
-    def __post_init__(self) -> None:
-        if self.chunk_by not in get_args(GroupBy):
-            raise ConfigError(
-                f"chunk_by must be 'content_length' or 'session', got {self.chunk_by!r}"
-            )
-        for name in ("content_length", "chunk_session", "chunk_overlap"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise ConfigError(f"{name} must be an integer, got {value!r}")
-        if self.content_length < _MIN_CONTENT_LENGTH:
-            raise ConfigError(
-                f"content_length must be at least {_MIN_CONTENT_LENGTH}, got {self.content_length}"
-            )
-        if self.chunk_session < 1:
-            raise ConfigError(f"chunk_session must be at least 1, got {self.chunk_session}")
-        if self.chunk_overlap < 0:
-            raise ConfigError(f"chunk_overlap must be at least 0, got {self.chunk_overlap}")
+    @model_validator(mode="after")
+    def _overlap_is_bounded(self) -> GroupingConfig:
         if self.chunk_by == "session" and self.chunk_overlap > self.chunk_session // 2:
             factor = -(-self.chunk_session // max(1, self.chunk_session - self.chunk_overlap))
             cost = (
@@ -101,6 +100,7 @@ class GroupingConfig:
                 f"chunk_overlap ({self.chunk_overlap}) must be at most half of chunk_session "
                 f"({self.chunk_session}): {cost}"
             )
+        return self
 
 
 class Slice(NamedTuple):

@@ -12,7 +12,7 @@ way and says how much it left out.
   :data:`MAX_NODES` values the count of what was cut is a lower bound ("more than").
 * :func:`render_line`: names, separators and values in one line, clipped once.
 * :class:`NotedText`: a parser's line that carries a note for its window's report (see
-  :func:`memreader.parsers.router.part_notes`), so a clipped part is never clipped silently.
+  :func:`memreader.parsers.part_notes`), so a clipped part is never clipped silently.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from memreader.llms.usage import UsageSnapshot
+from memreader.modes import Mode
 
 logger = logging.getLogger(__name__)
 
@@ -137,7 +138,7 @@ class ReadReport:
     did (calls, tokens, windows, items, failures).
     """
 
-    mode: str = "fast"
+    mode: Mode = "fast"
     windows: list[WindowReport] = field(default_factory=list)
     usage: UsageSnapshot | None = None
     #: Seconds spent in each step of the pipeline, by step name.

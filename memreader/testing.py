@@ -52,6 +52,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from memreader.embedders.backends import register_embedder
+from memreader.embedders.base import EmbedderDefaults
 from memreader.embedders.languages import LATIN, unreadable_share
 from memreader.errors import ConfigError
 from memreader.llms.backends import register_llm
@@ -299,7 +300,7 @@ class HashEmbedderConfig(BaseModel):
 
 
 @register_embedder("hash")
-class HashEmbedder:
+class HashEmbedder(EmbedderDefaults):
     """Vectors from a text's sha256: identical texts, identical unit vectors; no model, no
     network. ``name`` is ``"hash:<dimension>"``; every ``embed`` call is recorded in
     :attr:`calls`; tokens are counted as whitespace-separated words. With ``english_only``,
@@ -312,7 +313,6 @@ class HashEmbedder:
 
     config_class = HashEmbedderConfig
     max_input_tokens = 100_000
-    batch_size = 64
 
     def __init__(self, config: HashEmbedderConfig | None = None) -> None:
         config = config if config is not None else HashEmbedderConfig()

@@ -5,13 +5,18 @@ and the per-pass report."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from memreader import ConfigError, ReadReport, SimpleStructMemReader, SimpleStructMemReaderConfig
+from memreader.config import FineConfig, without_pass
+from memreader.extraction.passes import PASSES, FinePass, register_pass
 from memreader.items import MemoryType, TextualMemoryItem
+from memreader.pipeline import ReaderRuntime, ReadState, Step
+from memreader.pipeline.step import STEPS
 from memreader.skills import owner_folder
 
 from .conftest import HASH_EMBEDDER, INFO
@@ -356,3 +361,80 @@ def test_passes_work_in_refinement(llm_server: LLMTestServer) -> None:
     assert by_type(refined, MemoryType.TOOL_TRAJECTORY) and by_type(refined, MemoryType.PREFERENCE)
     assert {i.metadata.refined_from for i in refined} == {fast[0][0].id}, "each points back"
     assert report.passes["tool"].calls == 1
+
+
+# -- one way to say which passes run ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fine", "message"),
+    [
+        (
+            {"passes": ["extract", "filter"], "hallucination_filter": False},
+            "hallucination_filter: False contradicts passes, which lists filter",
+        ),
+        (
+            {"passes": ["extract", "rewrite"], "rewrite": "off"},
+            "rewrite: 'off' contradicts passes, which lists rewrite",
+        ),
+    ],
+)
+def test_a_shorthand_that_contradicts_passes_is_a_config_error(
+    fine: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        SimpleStructMemReaderConfig(fine=fine)
+
+
+def test_shorthands_that_agree_with_passes_are_fine() -> None:
+    fine = FineConfig(
+        passes=["extract", "rewrite"], hallucination_filter=False, rewrite="user_only"
+    )
+    assert fine.enabled_passes() == ("extract", "rewrite")
+    assert FineConfig(hallucination_filter=False, rewrite="off").enabled_passes() == (
+        "extract",
+        "tool_schema",
+    )
+
+
+def test_without_pass_turns_a_pass_off_the_way_the_config_says_passes() -> None:
+    assert without_pass({"passes": ["extract", "filter", "tool"]}, "filter") == {
+        "passes": ["extract", "tool"]
+    }
+    assert without_pass({}, "filter") == {"hallucination_filter": False}
+    assert without_pass({"rewrite": "user_only"}, "rewrite") == {"rewrite": "off"}
+    assert FineConfig(**without_pass({}, "tool_schema")).enabled_passes() == (
+        "extract",
+        "filter",
+        "rewrite",
+    )
+
+
+def test_a_pass_is_one_registration(llm_server: LLMTestServer) -> None:
+    """A plugin's pass: its step, registered as any step, and one FinePass entry; the config
+    accepts its name and the reader runs it in its order."""
+
+    @STEPS.register("shout")
+    class Shout(Step):
+        name = "shout"
+        requires = ("windows", "items", "emitted")
+        produces = ("items",)
+        modes = frozenset({"fine"})
+
+        def run(self, state: ReadState, runtime: ReaderRuntime) -> None:
+            for items in state.items:
+                for item in items:
+                    item.memory = item.memory.upper()
+
+    register_pass(FinePass("shout", __name__, 65, summary="memories in capitals"))
+    try:
+        llm_server.responder = responder()
+        reader = make_reader(llm_server, passes=["extract", "shout"])
+        assert reader.pipeline.names[-3:] == ("fine_items", "shout", "embed")
+        (items,) = reader.get_memory([MENTION_CHAT], type="chat", info=INFO, mode="fine")
+        assert items and all(item.memory == item.memory.upper() for item in items)
+    finally:
+        PASSES.unregister("shout")
+        STEPS.unregister("shout")
+    with pytest.raises(ConfigError, match=r"fine\.passes\.1: Input should be"):
+        SimpleStructMemReaderConfig(fine={"passes": ["extract", "shout"]})

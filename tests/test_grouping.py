@@ -20,7 +20,7 @@ from memreader.grouping import (
     plan_groups,
     windows_by_group,
 )
-from memreader.parsers.router import PartRef
+from memreader.parsers import PartRef
 from memreader.scene import Message, Part
 from memreader.tokens import Tokenizer, get_tokenizer
 from memreader.windows import Segment, Unit, Window, Windower
@@ -164,7 +164,9 @@ def test_content_length_groups(
     recursive: bool,
 ) -> None:
     units = chat(messages)
-    config = GroupingConfig("content_length", content_length=content_length, chunk_overlap=overlap)
+    config = GroupingConfig(
+        chunk_by="content_length", content_length=content_length, chunk_overlap=overlap
+    )
     windower = Windower(max_tokens, max_tokens // 4, splitter=SPLITTER if recursive else None)
     groups = check(units, config, windower)
     runs = message_runs(units)
@@ -227,7 +229,7 @@ def test_session_groups(
 ) -> None:
     size, overlap = size_overlap
     units = chat(messages)
-    config = GroupingConfig("session", chunk_session=size, chunk_overlap=overlap)
+    config = GroupingConfig(chunk_by="session", chunk_session=size, chunk_overlap=overlap)
     windower = Windower(max_tokens, 0, splitter=SPLITTER if recursive else None)
     groups = check(units, config, windower)
     total = len(message_runs(units))
@@ -300,7 +302,7 @@ def test_session_message_over_the_token_budget_is_split_by_tokens() -> None:
     big = "I went to the park and saw a squirrel. " * 200
     units = chat([("user: ", [f"m{i}"], True) for i in range(3)] + [("user: ", [big], True)])
     windower = Windower(128, 32)
-    nested = windows_by_group(units, GroupingConfig("session", chunk_session=4), windower)
+    nested = windows_by_group(units, GroupingConfig(chunk_by="session", chunk_session=4), windower)
     assert len(nested) == 1 and len(nested[0]) > 1
     pieces = [s for s in flat(nested[0]) if s.unit == 3]
     assert len(pieces) > 1
@@ -312,18 +314,18 @@ def test_a_large_overlap_never_reads_a_message_more_than_twice() -> None:
     # 1,500 short messages with an overlap of 1,000 messages: once 2,732 groups (121 times the
     # text); now every message is read at most twice.
     units = chat([("user: ", [f"short message {i}"], True) for i in range(1500)])
-    config = GroupingConfig("content_length", content_length=4000, chunk_overlap=1000)
+    config = GroupingConfig(chunk_by="content_length", content_length=4000, chunk_overlap=1000)
     groups = plan_groups(units, config)
     read = sum(len(lines(units, g)) for g in groups)
     text = len(lines(units, MessageGroup(tuple(_whole(units, range(len(units)))), 0, range(0))))
     assert read <= 2 * text
-    single = plan_groups(units, GroupingConfig("content_length", content_length=4000))
+    single = plan_groups(units, GroupingConfig(chunk_by="content_length", content_length=4000))
     assert len(groups) <= 2 * len(single) + 1
 
 
 def test_session_overlap_is_whole_messages() -> None:
     units = chat([("user: ", [f"message {i}", f"part two of {i}"], True) for i in range(10)])
-    config = GroupingConfig("session", chunk_session=4, chunk_overlap=2)
+    config = GroupingConfig(chunk_by="session", chunk_session=4, chunk_overlap=2)
     windows = group_windows(units, config, Windower(1024, 0))
     assert [w.carried for w in windows] == [0, 4, 4, 4]
     assert windows[1].segments[:4] == windows[0].segments[-4:]
@@ -335,26 +337,51 @@ def test_session_overlap_is_whole_messages() -> None:
     [
         (
             {"chunk_by": "session", "chunk_session": 20, "chunk_overlap": 20},
-            "chunk_overlap (20) must be at most half of chunk_session (20): no group would "
-            "bring a new message",
+            "invalid GroupingConfig: (root): Value error, chunk_overlap (20) must be at most half "
+            "of chunk_session (20): no group would bring a new message",
         ),
         (
             {"chunk_by": "session", "chunk_session": 3, "chunk_overlap": 5},
-            "chunk_overlap (5) must be at most half of chunk_session (3): no group would bring "
-            "a new message",
+            "invalid GroupingConfig: (root): Value error, chunk_overlap (5) must be at most half "
+            "of chunk_session (3): no group would bring a new message",
         ),
         (
             {"chunk_by": "session", "chunk_session": 200, "chunk_overlap": 199},
-            "chunk_overlap (199) must be at most half of chunk_session (200): it would read "
-            "every message up to 200 times",
+            "invalid GroupingConfig: (root): Value error, chunk_overlap (199) must be at most "
+            "half of chunk_session (200): it would read every message up to 200 times",
         ),
-        ({"chunk_overlap": -1}, "chunk_overlap must be at least 0, got -1"),
-        ({"chunk_session": 0}, "chunk_session must be at least 1, got 0"),
-        ({"content_length": 0}, "content_length must be at least 64, got 0"),
-        ({"content_length": 63}, "content_length must be at least 64, got 63"),
-        ({"chunk_by": "tokens"}, "chunk_by must be 'content_length' or 'session', got 'tokens'"),
-        ({"content_length": 100.0}, "content_length must be an integer, got 100.0"),
-        ({"chunk_overlap": True}, "chunk_overlap must be an integer, got True"),
+        (
+            {"chunk_overlap": -1},
+            "invalid GroupingConfig: chunk_overlap: Input should be greater than or equal to 0",
+        ),
+        (
+            {"chunk_session": 0},
+            "invalid GroupingConfig: chunk_session: Input should be greater than or equal to 1",
+        ),
+        (
+            {"content_length": 0},
+            "invalid GroupingConfig: content_length: Input should be greater than or equal to 64",
+        ),
+        (
+            {"content_length": 63},
+            "invalid GroupingConfig: content_length: Input should be greater than or equal to 64",
+        ),
+        (
+            {"chunk_by": "tokens"},
+            "invalid GroupingConfig: chunk_by: Input should be 'content_length' or 'session'",
+        ),
+        # The strategy reader's config always took integral numbers (100.0, true) as integers;
+        # GroupingConfig is that config now, so only what is no integer is refused.
+        (
+            {"content_length": 100.5},
+            "invalid GroupingConfig: content_length: Input should be a valid integer, got a "
+            "number with a fractional part",
+        ),
+        (
+            {"chunk_overlap": "two"},
+            "invalid GroupingConfig: chunk_overlap: Input should be a valid integer, unable to "
+            "parse string as an integer",
+        ),
     ],
 )
 def test_invalid_configs(kwargs: dict[str, object], message: str) -> None:
@@ -398,7 +425,7 @@ def test_grouping_tokenises_each_character_a_bounded_number_of_times(
         for i in range(size)
     ]
     total = sum(len(u.prefix) + len(u.text) for u in units)
-    config = GroupingConfig(chunk_by, chunk_overlap=2)
+    config = GroupingConfig(chunk_by=chunk_by, chunk_overlap=2)
     windows = group_windows(units, config, windower)
     assert windows
     # Each group's units segmented and the group counted, a group over budget once more by

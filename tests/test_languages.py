@@ -39,7 +39,7 @@ from memreader.testing import HashEmbedder, HashEmbedderConfig, ScriptedLLM
 
 from .conftest import INFO, MEMORYBANK_CN, MEMORYBANK_EN
 
-STEPS_LOGGER = "memreader.pipeline.steps"
+STEPS_LOGGER = "memreader.steps.embed"
 
 
 def _lines(path: Any, count: int) -> list[str]:

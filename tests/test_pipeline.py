@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +26,20 @@ from memreader import (
     Step,
     StepEvent,
 )
-from memreader.pipeline import FunctionStep, Pipeline, ReaderRuntime, ReadState, step
-from memreader.pipeline.filters import MinLength
-from memreader.pipeline.redact import Redact, redact_text
+from memreader.config import StepSpec
+from memreader.embedders.adapter import with_defaults
+from memreader.pipeline import (
+    FunctionStep,
+    Pipeline,
+    ReaderRuntime,
+    ReadState,
+    SharedKey,
+    build_step,
+    step,
+)
+from memreader.steps.filters import MinLength
+from memreader.steps.pii import Redact, redact_text
+from memreader.testing import HashEmbedder
 
 from .conftest import HASH_EMBEDDER, INFO
 from .llm_server import LLMTestServer, RecordedRequest, Reply, llm_server, openai_completion
@@ -249,10 +261,10 @@ def test_pipelines_declared_in_yaml(tmp_path: Path) -> None:
         "      window: [{step: min_length, config: {min_chars: 5}}]\n"
         "    insert_before:\n"
         "      embed: [{step: 'tests.test_pipeline:AddTag', config: {tag: from-yaml}}]\n"
-        "    remove: [rewrite]\n"
         "    replace:\n"
         "      filter: {step: 'tests.test_pipeline:count_words'}\n"
-        "    allow_imports: true\n",
+        "    allow_imports: true\n"
+        "  fine: {rewrite: 'off'}\n",  # a pass is turned off in fine, not by pipeline.remove
     )
     reader = MemReaderFactory.from_config(MemReaderConfigFactory.from_yaml(path))
     assert reader.pipeline.names == (
@@ -300,6 +312,8 @@ def test_pipelines_declared_in_yaml(tmp_path: Path) -> None:
             "    remove: [window]\n",
             "config pipeline: cannot remove step 'window': step 'fast_items' requires 'windows'",
         ),
+        ("    remove: [rewrite]\n", "'rewrite' is a fine pass: turn it off in fine.passes"),
+        ("    remove: [filter]\n", "'filter' is a fine pass: turn it off in fine.passes"),
     ],
 )
 def test_bad_yaml_pipelines_are_config_errors(tmp_path: Path, pipeline: str, message: str) -> None:
@@ -348,6 +362,84 @@ def test_on_step_error_sees_the_failure_and_the_error_propagates_typed() -> None
         reader.get_memory(CHAT, type="chat", info=INFO)
     [event] = failures
     assert event.step == "explode" and isinstance(event.error, RuntimeError)
+
+
+# -- the settings a step reads, and what the steps share -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "where", "kind"),
+    [
+        ("read_parts", "normalize", "PartsSettings"),
+        ("strategy_window", "window", "StrategySettings"),
+    ],
+)
+def test_a_step_in_a_reader_without_its_settings_says_which(
+    name: str, where: str, kind: str
+) -> None:
+    reader = make_reader()
+    if name == "read_parts":
+        reader.pipeline.insert_after(where, build_step(StepSpec(step=name)))
+        chat = [[{"role": "user", "content": [{"type": "image_url", "image_url": "x.png"}]}]]
+    else:
+        reader.pipeline.replace(where, build_step(StepSpec(step=name)))
+        chat = CHAT
+    with pytest.raises(ConfigError) as raised:
+        reader.get_memory(chat, type="chat", info=INFO)
+    message = str(raised.value)
+    assert f"step {name!r} needs the settings of {kind}" in message
+    assert "SimpleStructMemReaderConfig does not have" in message
+
+
+def test_a_shared_part_is_built_once_per_reader_and_closed_with_it() -> None:
+    closed: list[str] = []
+
+    class Part:
+        def close(self) -> None:
+            closed.append("part")
+
+    built: list[ReaderRuntime] = []
+
+    def build(runtime: ReaderRuntime) -> Part:
+        built.append(runtime)
+        return Part()
+
+    key = SharedKey("part", build)
+    other = SharedKey("part", lambda runtime: Part())  # same name, another key: another part
+    reader = make_reader()
+    first = reader.runtime.shared(key)
+    assert reader.runtime.shared(key) is first and built == [reader.runtime]
+    assert reader.runtime.shared(other) is not first
+    reader.close()
+    assert closed == ["part", "part"]
+
+
+def test_an_embedder_with_only_the_required_members_gets_the_abilities_defaults() -> None:
+    class Bare:
+        name = "bare:2"
+        dimension = 2
+        max_input_tokens = 512
+
+        def __init__(self) -> None:
+            self.calls: list[list[str]] = []
+
+        def count_tokens(self, text: str) -> int:
+            return len(text.split())
+
+        def embed(self, texts: Sequence[str]) -> list[list[float]]:
+            self.calls.append(list(texts))
+            return [[1.0, 0.0] for _ in texts]
+
+    bare = Bare()
+    full = with_defaults(bare)
+    assert (full.batch_size, full.embeds_parts, full.unreadable_share("tea")) == (64, False, None)
+    assert full.embed_parts([("a", "b"), ("c",)]) == [[1.0, 0.0], [1.0, 0.0]]
+    assert bare.calls == [["ab", "c"]], "parts are joined when the embedder has no embed_parts"
+    hashed = HashEmbedder()
+    assert with_defaults(hashed) is hashed, "a built-in embedder has the abilities itself"
+    reader = SimpleStructMemReader(SimpleStructMemReaderConfig(), embedder=bare)
+    [items] = reader.get_memory(CHAT, type="chat", info=INFO)
+    assert items and all(item.metadata.embedding == [1.0, 0.0] for item in items)
 
 
 # -- factory isolation ----------------------------------------------------------------------------

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from memreader.pipeline.refine import MAX_REQUESTS_PER_ITEM, MAX_SOURCE_INDEX
 from memreader.report import ReadReport
+from memreader.steps.refine import MAX_REQUESTS_PER_ITEM, MAX_SOURCE_INDEX
 
 from .conftest import INFO
 from .llm_server import LLMTestServer, Reply, llm_server, openai_completion

@@ -25,7 +25,7 @@ from memreader.llms import (
     build_llm,
     register_llm,
 )
-from memreader.pipeline.steps import STEPS
+from memreader.pipeline.step import STEPS
 from memreader.registry import PLUGIN_GROUP, Registry, RegistryError, load_plugins
 from memreader.testing import HashEmbedder
 from tests.llm_server import finishes_within
@@ -180,7 +180,7 @@ from pydantic import BaseModel, ConfigDict
 from memreader.embedders import register_embedder
 from memreader.llms import BaseLLMClient, RawCompletion, register_llm
 from memreader.pipeline import Step
-from memreader.pipeline.steps import STEPS
+from memreader.pipeline.step import STEPS
 
 
 class ConstantConfig(BaseModel):

@@ -30,7 +30,7 @@ from memreader.llms import (
     RawCompletion,
     build_llm,
 )
-from memreader.redact import OpaqueRef
+from memreader.secret_masking import OpaqueRef
 from memreader.testing import HashEmbedder, ScriptedLLM, ScriptedRequest
 from tests.llm_server import finishes_within
 

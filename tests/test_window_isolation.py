@@ -42,7 +42,7 @@ def scenes_with(n: int, marker_at: int | None = None) -> list[list[dict[str, str
 def test_an_unexpected_error_in_one_window_is_that_windows_fallback(
     llm_server: LLMTestServer, monkeypatch: pytest.MonkeyPatch, use_async: bool
 ) -> None:
-    from memreader.pipeline import passes as steps
+    from memreader.steps import fine as steps
 
     llm_server.responder = scripted_responder()
     reader = make_reader(llm_server, fine=NO_CHECKS)

@@ -34,6 +34,14 @@ raises something untyped, vectors of the wrong shape) is an :class:`EmbeddingErr
 the batch: how many texts, and a short preview of the first (:func:`describe_batch`). Remote
 backends retry transient failures with the one retry policy of every remote call
 (:class:`~memreader.embedders.remote.RemoteEmbedder`).
+
+Optional abilities
+------------------
+Beside what every :class:`Embedder` must have, the readers use three abilities that an embedder
+may have: ``batch_size``, ``embed_parts`` (with ``embeds_parts``) and ``unreadable_share``.
+:class:`EmbedderDefaults` declares them with their defaults; the built-in embedders inherit it,
+and :func:`~memreader.embedders.adapter.with_defaults` gives any other embedder the same
+interface (:class:`FullEmbedder`), so the code that embeds never asks whether one has them.
 """
 
 from __future__ import annotations
@@ -58,8 +66,11 @@ from memreader.embedders.pieces import TextPiece, split_by_tokens, weighted_mean
 from memreader.errors import ConfigError, EmbeddingError
 
 __all__ = [
+    "DEFAULT_BATCH_SIZE",
     "EMBEDDERS",
     "Embedder",
+    "EmbedderDefaults",
+    "FullEmbedder",
     "PoolingEmbedder",
     "TextPiece",
     "build_embedder",
@@ -108,6 +119,63 @@ class Embedder(Protocol):
         ...
 
 
+#: How many texts one ``embed`` call gets when an embedder does not say (``batch_size``).
+DEFAULT_BATCH_SIZE = 64
+
+
+class FullEmbedder(Embedder, Protocol):
+    """An :class:`Embedder` with the optional abilities (see :class:`EmbedderDefaults`): what
+    a reader's runtime hands its steps."""
+
+    @property
+    def batch_size(self) -> int:
+        """How many texts one ``embed`` call should get."""
+        ...
+
+    @property
+    def embeds_parts(self) -> bool:
+        """Whether ``embed_parts`` embeds a text from its parts itself (not their join)."""
+        ...
+
+    def embed_parts(self, texts: Sequence[Sequence[str]]) -> list[list[float]]:
+        """One vector per text given as consecutive parts, in input order."""
+        ...
+
+    def unreadable_share(self, text: str) -> float | None:
+        """The share (0..1) of ``text``'s letters the model cannot read, or ``None``."""
+        ...
+
+
+class EmbedderDefaults(ABC):
+    """The optional abilities of an embedder, with their defaults. Inherit it, and override
+    what your model does better:
+
+    - ``batch_size`` (:data:`DEFAULT_BATCH_SIZE`): how many texts one ``embed`` call gets.
+    - ``embed_parts(texts)``: one vector per text given as consecutive parts (fast mode hands
+      a window's own text and its overlaps apart). Default: the joined texts, embedded. An
+      embedder that does better (pools the parts' tokens, as the local models do) sets
+      ``embeds_parts = True``, so a cache keeps its vectors apart from the joined text's.
+    - ``unreadable_share(text)``: the share (0..1) of ``text``'s letters the model cannot read
+      (an English-only model and Chinese text), or ``None`` when it does not know (the
+      default); see :mod:`memreader.embedders.languages`.
+    """
+
+    batch_size: int = DEFAULT_BATCH_SIZE
+    embeds_parts: bool = False
+
+    @abstractmethod
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, in input order."""
+
+    def embed_parts(self, texts: Sequence[Sequence[str]]) -> list[list[float]]:
+        """One vector per text given as its parts: by default the joined text's."""
+        return self.embed(["".join(parts) for parts in texts])
+
+    def unreadable_share(self, text: str) -> float | None:
+        """``None``: by default an embedder does not know what it cannot read."""
+        return None
+
+
 #: How many characters of a batch's first text an error message shows.
 PREVIEW_CHARS = 40
 #: How many characters of an underlying error's text an error message keeps.
@@ -129,7 +197,7 @@ def clip_detail(text: str, limit: int = DETAIL_LIMIT) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-class PoolingEmbedder(ABC):
+class PoolingEmbedder(EmbedderDefaults):
     """Base class of the built-in embedders: batching, validation, and long-text pooling.
 
     Subclasses provide ``count_tokens``, ``_token_cuts`` (see :data:`TokenCuts`) and

@@ -19,7 +19,8 @@ import traceback
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 
-from memreader.embedders.base import Embedder, clip_detail, describe_batch
+from memreader.embedders.adapter import with_defaults
+from memreader.embedders.base import Embedder, EmbedderDefaults, clip_detail, describe_batch
 from memreader.errors import ConfigError, EmbeddingError
 
 __all__ = ["CachedEmbedder", "EmbeddingCache", "cache_key"]
@@ -94,8 +95,10 @@ class EmbeddingCache:
             self._data.clear()
 
 
-class CachedEmbedder:
-    """An :class:`Embedder` that serves repeated texts from an :class:`EmbeddingCache`.
+class CachedEmbedder(EmbedderDefaults):
+    """An :class:`Embedder` that serves repeated texts from an :class:`EmbeddingCache`, with
+    the inner embedder's optional abilities (``batch_size``, ``embeds_parts``,
+    ``unreadable_share``; see :class:`~memreader.embedders.base.EmbedderDefaults`).
 
     Counters: ``hits`` and ``misses`` count distinct texts per call found / not found in the
     cache (a text repeated within one call is looked up and embedded once). Concurrent calls
@@ -104,6 +107,10 @@ class CachedEmbedder:
 
     def __init__(self, inner: Embedder, cache: EmbeddingCache | None = None) -> None:
         self.inner = inner
+        self._full = with_defaults(inner)
+        #: How many uncached texts go to the inner embedder per call.
+        self.batch_size = self._full.batch_size
+        self.embeds_parts = self._full.embeds_parts
         self.cache = cache if cache is not None else EmbeddingCache()
         self.hits = 0
         self.misses = 0
@@ -127,23 +134,14 @@ class CachedEmbedder:
         """The inner embedder's input limit."""
         return self.inner.max_input_tokens
 
-    @property
-    def batch_size(self) -> int:
-        """How many uncached texts go to the inner embedder per call."""
-        size = getattr(self.inner, "batch_size", None)
-        return size if isinstance(size, int) and size > 0 else 64
-
     def count_tokens(self, text: str) -> int:
         """Token count in the inner embedder's tokenizer."""
         return self.inner.count_tokens(text)
 
     def unreadable_share(self, text: str) -> float | None:
         """The inner embedder's share of ``text``'s letters it cannot read, or ``None`` when it
-        has no ``unreadable_share`` (see :mod:`memreader.embedders.languages`)."""
-        check = getattr(self.inner, "unreadable_share", None)
-        if check is None:
-            return None
-        share = check(text)
+        does not know (see :mod:`memreader.embedders.languages`)."""
+        share = self._full.unreadable_share(text)
         return None if share is None else float(share)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
@@ -159,11 +157,11 @@ class CachedEmbedder:
     def embed_parts(self, texts: Sequence[Sequence[str]]) -> list[list[float]]:
         """One vector per text given as its parts (see
         :meth:`~memreader.embedders.tokenized.TokenizedEmbedder.embed_parts`); an inner
-        embedder without ``embed_parts`` embeds the joined texts. A text of one part shares
-        its cache entry with :meth:`embed`."""
+        embedder that does not embed parts itself (``embeds_parts``) embeds the joined texts.
+        A text of one part shares its cache entry with :meth:`embed`."""
         inputs = [tuple(parts) for parts in texts]
         name = self.inner.name
-        if getattr(self.inner, "embed_parts", None) is None:
+        if not self.embeds_parts:
             joined = ["".join(parts) for parts in inputs]
             return self._cached(
                 [cache_key(name, t) for t in joined], [(t,) for t in joined], joined
@@ -216,7 +214,7 @@ class CachedEmbedder:
         """The inner embedder's vectors for ``batch``, checked; failures name the batch."""
         try:
             if any(len(parts) > 1 for parts in inputs):
-                vectors = self.inner.embed_parts(inputs)  # type: ignore[attr-defined]
+                vectors = self._full.embed_parts(inputs)
             else:
                 vectors = self.inner.embed(batch)
         except EmbeddingError:

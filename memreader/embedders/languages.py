@@ -23,13 +23,13 @@ text), and right for every letter of those blocks; the few Latin-looking letters
 (``ℓ``, letterlike symbols) count as unreadable. ``scripts=None`` reads every script, so only
 the unknown spans count (a multilingual tokenizer-based model).
 
-The embedder capability (duck-typed)
-------------------------------------
-An embedder MAY have a method ``unreadable_share(text: str) -> float | None``: the share (0..1)
-of ``text``'s letters it cannot read, or ``None`` when it does not know. The embed step calls
-it once per window (on the text it embeds for that window) when the method exists; embedders
-without it (the remote ``openai`` and ``ollama`` backends, which are assumed multilingual, and
-most plugins) are never checked. A local embedder implements it as::
+The embedder ability
+--------------------
+``unreadable_share(text: str) -> float | None`` is one of an embedder's optional abilities
+(:class:`~memreader.embedders.base.EmbedderDefaults`): the share (0..1) of ``text``'s letters
+it cannot read, or ``None`` when it does not know (the default: the remote ``openai`` and
+``ollama`` backends, which are assumed multilingual, and most plugins). The embed step calls it
+once per window, on the text it embeds for that window. A local embedder implements it as::
 
     def unreadable_share(self, text: str) -> float | None:
         encoding = self.tokenizer.encode(text, add_special_tokens=False)

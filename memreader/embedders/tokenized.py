@@ -99,6 +99,9 @@ class TokenizedEmbedder(PoolingEmbedder):
     ``(len(batch), dimension)``.
     """
 
+    #: :meth:`embed_parts` pools the parts' own tokens (not their joined text's).
+    embeds_parts = True
+
     def __init__(
         self,
         *,

@@ -29,7 +29,7 @@ from typing import Any
 from memreader.errors import LLMRequiredError
 from memreader.extraction import LLMRequest
 from memreader.extraction.driver import arun_plans, run_plans
-from memreader.llms import LLMResponse, LLMRouter, UsageMeter
+from memreader.llms import LLMError, LLMResponse, LLMRouter, Usage, UsageMeter
 from memreader.pipeline.runtime import ReaderRuntime
 from memreader.pipeline.state import ReadState
 from memreader.pipeline.step import Step
@@ -141,7 +141,10 @@ def _counted(work: WindowWork, state: ReadState, name: str) -> WindowWork:
         try:
             response = yield request
         except Exception as exc:  # counted, then handed to the work, which knows what it means
-            _count(state, name, getattr(exc, "usage", None), getattr(exc, "attempts", 1), True)
+            if isinstance(exc, LLMError):
+                _count(state, name, exc.usage, exc.attempts, True)
+            else:
+                _count(state, name, None, 1, True)
             try:
                 request = work.throw(exc)
             except StopIteration:
@@ -154,11 +157,11 @@ def _counted(work: WindowWork, state: ReadState, name: str) -> WindowWork:
                 return
 
 
-def _count(state: ReadState, name: str, usage: Any, attempts: Any, failed: bool) -> None:
+def _count(state: ReadState, name: str, usage: Usage | None, attempts: int, failed: bool) -> None:
     with _STATS_LOCK:
         stats = state.report.pass_stats(name)
         stats.calls += 1
-        stats.attempts += attempts if isinstance(attempts, int) and attempts > 0 else 1
+        stats.attempts += attempts if attempts > 0 else 1
         stats.failed_calls += int(failed)
         if usage is not None:
             stats.prompt_tokens += usage.prompt_tokens

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from memreader.callbacks import call_observer
+from memreader.modes import Mode
 
 __all__ = ["StepEvent", "StepHook", "StepHooks"]
 
@@ -39,7 +40,7 @@ class StepEvent:
     """
 
     step: str
-    mode: str
+    mode: Mode
     elapsed_s: float = 0.0
     counts: Mapping[str, int] = field(default_factory=dict)
     error: BaseException | None = None

@@ -28,9 +28,10 @@ from typing import TYPE_CHECKING
 
 from memreader.callbacks import settle_observers
 from memreader.errors import InternalError, MemReaderError, PipelineError
+from memreader.modes import ALL_MODES
 from memreader.pipeline.chain import PerWindowStep, arun_chain, run_chain
 from memreader.pipeline.hooks import StepEvent
-from memreader.pipeline.state import INPUTS, MODES, ReadState
+from memreader.pipeline.state import INPUTS, ReadState
 from memreader.pipeline.step import Step, as_step, describe
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ def _plans(steps: Sequence[Step]) -> dict[str, tuple[Step, ...]]:
         seen.add(s.name)
     plans: dict[str, tuple[Step, ...]] = {}
     unplaced: dict[str, str] = {}  # steps without modes that no mode could run yet: why
-    for mode in MODES:
+    for mode in ALL_MODES:
         available = set(INPUTS)
         active: list[Step] = []
         for s in steps:
@@ -67,10 +68,10 @@ def _plans(steps: Sequence[Step]) -> dict[str, tuple[Step, ...]]:
             available.update(s.produces)
         plans[mode] = tuple(active)
     for s in steps:
-        unknown = set(s.modes or ()) - set(MODES)
+        unknown = set(s.modes or ()) - set(ALL_MODES)
         if unknown:
             raise PipelineError(
-                f"step {s.name!r} names unknown modes {sorted(unknown)}; modes are {MODES}"
+                f"step {s.name!r} names unknown modes {sorted(unknown)}; modes are {ALL_MODES}"
             )
         if s.modes is None and not any(s in plan for plan in plans.values()):
             raise PipelineError(unplaced[s.name])
@@ -108,7 +109,7 @@ class Pipeline:
         try:
             return self._plans[mode]
         except KeyError:
-            raise PipelineError(f"unknown mode {mode!r}; modes are {MODES}") from None
+            raise PipelineError(f"unknown mode {mode!r}; modes are {ALL_MODES}") from None
 
     def __getitem__(self, name: str) -> Step:
         return self._steps[self._index(name)]
@@ -125,7 +126,7 @@ class Pipeline:
     def __str__(self) -> str:
         lines = []
         for i, s in enumerate(self._steps):
-            modes = [mode for mode in MODES if s in self._plans[mode]]
+            modes = [mode for mode in ALL_MODES if s in self._plans[mode]]
             lines.append(f"{i + 1:>2}. {describe(s, modes)}")
         return "\n".join(lines)
 

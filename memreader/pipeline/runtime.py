@@ -1,11 +1,17 @@
 """What a reader's steps share: its config, the windower, the embedder, the LLM router and the
-hooks. Costly parts (the embedding model, LLM clients) are built on first use, once."""
+hooks. Costly parts (the embedding model, LLM clients) are built on first use, once.
+
+A step reads the settings it needs through :meth:`ReaderRuntime.settings`, which narrows the
+reader's config to the small settings class the step declares (a reader's config class inherits
+it), and keeps its own shared parts under a typed :class:`SharedKey`.
+"""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from memreader.documents.chunking import RecursiveSplitter
 from memreader.errors import ConfigError, LLMRequiredError
@@ -16,13 +22,27 @@ from memreader.windows import Windower
 
 if TYPE_CHECKING:
     from memreader.config import BaseReaderConfig
-    from memreader.embedders import Embedder
+    from memreader.embedders.base import FullEmbedder
     from memreader.extraction.language import Language
     from memreader.llms import LLMRouter
 
-__all__ = ["ReaderRuntime"]
+__all__ = ["ReaderRuntime", "SharedKey"]
 
 T = TypeVar("T")
+S = TypeVar("S")
+
+
+@dataclass(frozen=True, eq=False)
+class SharedKey(Generic[T]):
+    """A part of a reader that its steps share across calls (a fetcher, a content cache): its
+    name, for messages, and how to build it from the runtime. Keys compare by identity, so two
+    modules never share a part by choosing the same name.
+
+    >>> COUNTER = SharedKey("counter", lambda runtime: [0])
+    """
+
+    name: str
+    build: Callable[[ReaderRuntime], T]
 
 
 class ReaderRuntime:
@@ -39,7 +59,7 @@ class ReaderRuntime:
         self,
         config: BaseReaderConfig,
         *,
-        embedder: Embedder | None = None,
+        embedder: Any = None,
         hooks: LLMHooks | None = None,
         step_hooks: StepHooks | None = None,
     ) -> None:
@@ -50,10 +70,15 @@ class ReaderRuntime:
         self.windower = Windower(window.max_tokens, window.overlap_tokens, tokenizer, splitter)
         self.hooks = hooks if hooks is not None else LLMHooks()
         self.step_hooks = step_hooks if step_hooks is not None else StepHooks()
-        self._embedder = embedder
+        self._embedder: FullEmbedder | None = None
+        if embedder is not None:
+            from memreader.embedders.adapter import with_defaults
+
+            self._embedder = with_defaults(embedder)
         self._router: LLMRouter | None = None
-        self._lock = threading.Lock()
-        self._shared: dict[str, Any] = {}
+        # Re-entrant: a shared part's build may read the embedder or the LLM router.
+        self._lock = threading.RLock()
+        self._shared: dict[SharedKey[Any], Any] = {}
 
     @property
     def embeds(self) -> bool:
@@ -61,8 +86,10 @@ class ReaderRuntime:
         return self._embedder is not None or self.config.embedder is not None
 
     @property
-    def embedder(self) -> Embedder:
-        """The embedder, built on first use (loading a local model takes seconds)."""
+    def embedder(self) -> FullEmbedder:
+        """The embedder, built on first use (loading a local model takes seconds); one given
+        without the optional abilities gets their defaults (see
+        :func:`~memreader.embedders.base.with_defaults`)."""
         if self._embedder is None:
             if self.config.embedder is None:
                 raise ConfigError("this reader has no embedder (config `embedder: null`)")
@@ -81,25 +108,35 @@ class ReaderRuntime:
         if self._router is None:
             from memreader.llms import LLMRouter
 
-            slots = self.config.llm_slots()
-            if slots.resolve("llm") is None:
+            if self.config.resolve("llm") is None:
                 raise LLMRequiredError(
                     "fine mode needs an LLM: set `llm` in the reader config "
                     "(see configs/fine_openai.yaml), or use mode='fast'"
                 )
             with self._lock:
                 if self._router is None:
-                    self._router = LLMRouter(slots, hooks=self.hooks)
+                    self._router = LLMRouter(self.config, hooks=self.hooks)
         return self._router
 
-    def shared(self, name: str, build: Callable[[], T]) -> T:
-        """The reader's part ``name``, built by ``build()`` on first use and kept (a fetcher, a
-        transcriber, a content cache: what a reader's own steps share across calls). A part
-        with a ``close()`` method is closed with the reader."""
+    def shared(self, key: SharedKey[T]) -> T:
+        """The reader's part ``key``, built by ``key.build(runtime)`` on first use and kept (a
+        fetcher, a transcriber, a content cache: what a reader's steps share across calls). A
+        part with a ``close()`` method is closed with the reader."""
         with self._lock:
-            if name not in self._shared:
-                self._shared[name] = build()
-            return self._shared[name]  # type: ignore[no-any-return]
+            if key not in self._shared:
+                self._shared[key] = key.build(self)
+            part: T = self._shared[key]
+            return part
+
+    def settings(self, kind: type[S], step: str) -> S:
+        """The reader's config as the settings ``kind`` a step reads, or a :class:`ConfigError`
+        naming the step when the reader's config class does not hold them."""
+        if isinstance(self.config, kind):
+            return self.config
+        raise ConfigError(
+            f"step {step!r} needs the settings of {kind.__name__}, which "
+            f"{type(self.config).__name__} does not have (use a reader whose config has them)"
+        )
 
     def language(self, text: str) -> Language:
         """The prompt language for ``text`` (``fine.language``, or detected)."""

@@ -8,7 +8,10 @@ a step, or a step factory registered in ``STEPS``; ``config`` holds its keyword 
     pipeline:
       insert_after:
         parse: [{step: redact, config: {kinds: [email, phone]}}]
-      remove: [rewrite]
+        window: [{step: min_length, config: {min_chars: 20}}]
+
+(A fine pass is switched in ``fine.passes``, not removed here: see
+:class:`~memreader.config.FineConfig`.)
 
 A config is not always written by whoever runs it (a job file from a colleague, a config in a
 repository), and importing a module runs its code: so ``module:attr`` is refused unless the

@@ -7,28 +7,75 @@ names in ``produces`` and sets them with :meth:`ReadState.set`; a later step tha
 name in ``requires`` reads it with :meth:`ReadState.get`. Names are checked the same way, so a
 typo is a :class:`~memreader.errors.PipelineError` at build time, not a ``KeyError`` while data
 flows.
+
+What the built-in steps hand each other is a typed field here (``part_reads``,
+``image_outcomes``, ``tool_outcomes``, ``pass_items`` among them); ``values`` holds only what
+user steps add.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memreader.documents.headings import HeadingIndex
 from memreader.emit import window_sources
 from memreader.errors import InputError
 from memreader.extraction import WindowInput, WindowOutcome
+from memreader.extraction.agent_passes import PassOutcome
+from memreader.extraction.image import ImageOutcome
 from memreader.items import SourceMessage, TextualMemoryItem
 from memreader.llms import UsageMeter
-from memreader.report import ReadReport, WindowReport
+from memreader.modes import Mode
+from memreader.report import PartReport, ReadReport, WindowReport
 from memreader.scene import Scene
 from memreader.windows import Unit, Window
 
-__all__ = ["INPUTS", "MODES", "STATE_FIELDS", "FineWindow", "ReadState", "WindowedScene"]
+if TYPE_CHECKING:
+    from memreader.documents.resolved import Resolved
 
-#: The modes a pipeline runs in: ``fast`` and ``fine`` read scenes, ``refine`` reads stored items.
-MODES = ("fast", "fine", "refine")
+__all__ = [
+    "INPUTS",
+    "STATE_FIELDS",
+    "FineWindow",
+    "PartKey",
+    "PartRead",
+    "PassResults",
+    "ReadState",
+    "WindowedScene",
+]
+
+#: Where a part is in a call: scene position in the call, message index, part index.
+PartKey = tuple[int, int, int | None]
+
+
+@dataclass
+class PartRead:
+    """One part's record in a call (``read_parts``): its report entry and what it became."""
+
+    report: PartReport
+    resolved: Resolved | None = None
+    label: str = ""
+
+
+@dataclass
+class PassResults:
+    """What the extra passes made, by window index: items, and errors for the window's report
+    (added after the fine items, whose building resets the report's ``pass_errors``)."""
+
+    items: dict[int, list[TextualMemoryItem]] = field(default_factory=dict)
+    errors: dict[int, list[str]] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, index: int, items: Sequence[TextualMemoryItem], error: str | None) -> None:
+        """Add window ``index``'s items and error (thread-safe: windows run concurrently)."""
+        with self.lock:
+            if items:
+                self.items.setdefault(index, []).extend(items)
+            if error:
+                self.errors.setdefault(index, []).append(error)
 
 
 @dataclass(frozen=True)
@@ -72,6 +119,10 @@ class FineWindow:
     sources: list[SourceMessage] = field(default_factory=list)
     #: Refinement: the id of the stored item this window is.
     refined_from: str | None = None
+    #: Fine mode: the scene and window it was cut from (``prepare_fine`` reads its lines there).
+    origin: tuple[WindowedScene, Window] | None = None
+    #: The items ``fine_items`` built of it (the call's result takes them in window order).
+    built: list[TextualMemoryItem] = field(default_factory=list)
 
 
 @dataclass(eq=False)
@@ -87,9 +138,15 @@ class ReadState:
     id: the memory the item had and what to embed for it instead, as consecutive parts; fast
     mode cuts a window where its overlaps begin and end; a step that changes the memory later
     makes the embed step embed the new memory instead). ``meter`` counts the call's LLM usage.
+
+    The multimodal and agent steps add: ``part_reads`` (``read_parts``: each part read from
+    outside the text, or unsupported, by where it is), ``image_outcomes`` (``describe_images``:
+    each distinct image's description by sha256, with the first place it appears),
+    ``tool_outcomes`` (the tool pass's outcome per fine window, which the skill pass reads) and
+    ``pass_items`` (what the extra passes made, which ``pass_items`` adds to the result).
     """
 
-    mode: str
+    mode: Mode
     type: str = "chat"
     info: dict[str, Any] = field(default_factory=dict)
     custom_tags: list[str] = field(default_factory=list)
@@ -107,6 +164,11 @@ class ReadState:
     emitted: list[tuple[TextualMemoryItem, WindowReport]] = field(default_factory=list)
     embedding_parts: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
     meter: UsageMeter | None = None
+    part_reads: dict[PartKey, PartRead] = field(default_factory=dict)
+    image_outcomes: dict[str, tuple[ImageOutcome, PartKey]] = field(default_factory=dict)
+    tool_outcomes: list[PassOutcome[Any]] = field(default_factory=list)
+    pass_items: PassResults = field(default_factory=PassResults)
+    #: What user steps add (:meth:`set`); the built-in steps use the typed fields above.
     values: dict[str, Any] = field(default_factory=dict)
 
     def get(self, name: str) -> Any:

@@ -30,6 +30,7 @@ import asyncio
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from memreader.extraction.passes import BUILTIN_PASSES
 from memreader.registry import Registry
 
 if TYPE_CHECKING:
@@ -74,29 +75,26 @@ class Step:
 StepBody = Callable[["ReadState", "ReaderRuntime"], None]
 
 #: Steps by name, for pipelines declared in YAML: each entry builds a step from its ``config``
-#: (a Step class, or a function returning a step).
+#: (a Step class, or a function returning a step). The built-in steps live in
+#: :mod:`memreader.steps`, by what they do; each module registers its steps when imported.
 STEPS: Registry[Any] = Registry(
     "pipeline step",
     lazy={
         **dict.fromkeys(
-            ["normalize", "parse", "window", "fast_items", "prepare_fine", "refine_input", "embed"],
-            "memreader.pipeline.steps",
+            ["normalize", "parse", "window", "strategy_window"], "memreader.steps.read"
         ),
-        **dict.fromkeys(
-            ["extract", "filter", "rewrite", "fine_items"], "memreader.pipeline.passes"
-        ),
-        **dict.fromkeys(
-            ["normalize_parts", "read_parts", "note_parts"], "memreader.pipeline.parts"
-        ),
-        **dict.fromkeys(["describe_images", "image_items"], "memreader.pipeline.images"),
-        "raw_file_items": "memreader.pipeline.raw_files",
-        **dict.fromkeys(
-            ["tool", "preference", "skill", "pass_items", "tool_schema"],
-            "memreader.pipeline.agent_steps",
-        ),
-        "strategy_window": "memreader.readers.strategy",
-        "redact": "memreader.pipeline.redact",
-        "min_length": "memreader.pipeline.filters",
+        "fast_items": "memreader.steps.fast",
+        **dict.fromkeys(["prepare_fine", "fine_items"], "memreader.steps.fine"),
+        "refine_input": "memreader.steps.refine",
+        "pass_items": "memreader.steps.agent",
+        **dict.fromkeys(["normalize_parts", "read_parts", "note_parts"], "memreader.steps.parts"),
+        **dict.fromkeys(["describe_images", "image_items"], "memreader.steps.images"),
+        "raw_file_items": "memreader.steps.raw_files",
+        "embed": "memreader.steps.embed",
+        "redact": "memreader.steps.pii",
+        "min_length": "memreader.steps.filters",
+        # The fine passes' steps, where their one registration says.
+        **{entry.name: entry.module for entry in BUILTIN_PASSES},
     },
 )
 

@@ -22,10 +22,12 @@ from memreader.errors import (
 from memreader.extraction import short_error
 from memreader.items import TextualMemoryItem
 from memreader.llms.hooks import LLMHooks
+from memreader.modes import READ_MODES, ReadMode
 from memreader.pipeline import Pipeline, ReaderRuntime, ReadState, StepHooks, apply_spec
 from memreader.registry import Registry
 from memreader.report import ReadReport
-from memreader.scene import check_text, validate_info
+from memreader.scene import validate_info
+from memreader.text_checks import check_text
 
 __all__ = ["READERS", "BaseMemReader", "register_reader"]
 
@@ -35,7 +37,6 @@ READERS: Registry[type[BaseMemReader]] = Registry("reader backend")
 register_reader = READERS.register
 
 SCENE_TYPES = ("chat", "doc")
-MODES = ("fast", "fine")
 
 
 class BaseMemReader(ABC):
@@ -106,7 +107,7 @@ class BaseMemReader(ABC):
         scene_data: Any,
         type: str = "chat",
         info: Mapping[str, Any] | None = None,
-        mode: str = "fast",
+        mode: ReadMode = "fast",
         *,
         custom_tags: Sequence[str] | None = None,
         report: ReadReport | None = None,
@@ -128,7 +129,7 @@ class BaseMemReader(ABC):
         scene_data: Any,
         type: str = "chat",
         info: Mapping[str, Any] | None = None,
-        mode: str = "fast",
+        mode: ReadMode = "fast",
         *,
         custom_tags: Sequence[str] | None = None,
         report: ReadReport | None = None,
@@ -187,12 +188,12 @@ class BaseMemReader(ABC):
         scene_data: Any,
         type: str,
         info: Mapping[str, Any] | None,
-        mode: str,
+        mode: ReadMode,
         custom_tags: Sequence[str] | None,
         report: ReadReport | None,
     ) -> ReadState:
-        if mode not in MODES:
-            raise UnsupportedModeError(f"unknown mode {mode!r}; expected one of {MODES}")
+        if mode not in READ_MODES:
+            raise UnsupportedModeError(f"unknown mode {mode!r}; expected one of {READ_MODES}")
         _check_type(type)
         checked = validate_info(info)
         tags = _check_tags(custom_tags)

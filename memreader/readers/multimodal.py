@@ -24,58 +24,26 @@ traffic, and documents from local paths, URLs and S3, read with the simple reade
 
 from __future__ import annotations
 
-from pydantic import Field, field_validator
-
 from memreader.config import BaseReaderConfig
-from memreader.documents.sources_config import FetchConfig, ImageConfig, TranscriptionConfig
 from memreader.pipeline import Pipeline
-from memreader.pipeline.images import DescribeImages, ImageItems
-from memreader.pipeline.parts import NormalizeParts, NoteParts, ReadParts
-from memreader.pipeline.raw_files import RawFileItems
-from memreader.pipeline.steps import default_steps
 from memreader.readers.base import BaseMemReader, register_reader
+from memreader.steps.images import DescribeImages, ImageItems
+from memreader.steps.parts import NormalizeParts, NoteParts, PartsSettings, ReadParts
+from memreader.steps.preset import default_steps
+from memreader.steps.raw_files import RawFileItems
 
 __all__ = ["MultiModalStructMemReader", "MultiModalStructMemReaderConfig"]
 
 
-class MultiModalStructMemReaderConfig(BaseReaderConfig):
-    """The multimodal reader's settings: those every reader shares, plus
-
-    - ``fetch``: downloads (timeouts, redirects, retries, the download budget, the private-address
-      allow-list, ``direct_markdown_hostnames``, the S3 endpoint and ``s3.allow_buckets``, the
-      buckets ``s3://`` in content may name: none by default); see
-      :class:`~memreader.documents.sources_config.FetchConfig`.
-    - ``images``: formats, byte and pixel limits, the longest side sent to a vision model, and
-      whether fine mode describes images; see
-      :class:`~memreader.documents.sources_config.ImageConfig`.
-    - ``transcription``: an OpenAI-compatible ``/audio/transcriptions`` endpoint; without one,
-      audio is kept as a placeholder and reported as unsupported.
-    - ``strict_parts`` (``False``): raise the typed error of the first part that cannot be read
-      instead of keeping a placeholder and reporting it.
-    - ``resource_cache_size`` (256): converted documents, prepared images, transcripts and image
-      descriptions kept by content hash across calls.
-    - ``base_dir``: the folder relative local paths are resolved against, in chat parts and in
-      doc input (default: the working directory); they must still lie under
-      ``allowed_roots``. With local paths allowed, a doc input string that names an existing
-      file under ``base_dir`` (``"ok.txt"``) is that file, read; any other string is text.
+class MultiModalStructMemReaderConfig(BaseReaderConfig, PartsSettings):
+    """The multimodal reader's settings: those every reader shares, plus those of
+    :class:`~memreader.steps.parts.PartsSettings` (``fetch``, ``images``, ``transcription``,
+    ``strict_parts``, ``resource_cache_size``, ``base_dir``), how parts from outside the text
+    are read.
 
     Local paths (in file parts and doc input) are read only with ``allow_local_paths``, under
     ``allowed_roots``, and hidden ones only with ``allow_hidden_files``, as in every reader.
     """
-
-    fetch: FetchConfig = Field(default_factory=FetchConfig)
-    images: ImageConfig = Field(default_factory=ImageConfig)
-    transcription: TranscriptionConfig | None = None
-    strict_parts: bool = False
-    resource_cache_size: int = Field(default=256, ge=1, le=100_000)
-    base_dir: str | None = None
-
-    @field_validator("base_dir")
-    @classmethod
-    def _check_base_dir(cls, value: str | None) -> str | None:
-        if value is not None and (not value.strip() or "\0" in value):
-            raise ValueError("base_dir must be a non-empty path")
-        return value
 
 
 @register_reader("multimodal_struct")

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from memreader.config import BaseReaderConfig
 from memreader.pipeline import Pipeline
-from memreader.pipeline.steps import default_steps
 from memreader.readers.base import BaseMemReader, register_reader
+from memreader.steps.preset import default_steps
 
 __all__ = ["SimpleStructMemReader", "SimpleStructMemReaderConfig"]
 

@@ -14,61 +14,85 @@ transcript replaces the part in its message, so it is windowed next to the text 
 part that cannot be read is a placeholder naming it and the reason, reported in
 ``report.parts`` and in its window's ``part_issues`` (never dropped); with ``strict_parts`` its
 typed error is raised instead.
+
+What these steps read beside the base reader config is :class:`PartsSettings` (the multimodal
+reader's config inherits it).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import TYPE_CHECKING
 
+from pydantic import Field, field_validator
+
+from memreader.config_model import ConfigModel
 from memreader.documents.normalize import normalize_doc_refs
-from memreader.documents.resources import (
-    PartTask,
-    Resolved,
-    ResourceCache,
-    ResourceReader,
-    ResourceStats,
-    task_for_part,
-)
+from memreader.documents.part_tasks import PartTask, task_for_part
+from memreader.documents.resolved import Resolved
+from memreader.documents.resources import ResourceCache, ResourceReader, ResourceStats
+from memreader.documents.sources_config import FetchConfig, ImageConfig, TranscriptionConfig
 from memreader.errors import InputError
 from memreader.extraction import short_error
+from memreader.modes import SCENE_MODES
 from memreader.parsers import PartRef
-from memreader.pipeline.runtime import ReaderRuntime
-from memreader.pipeline.state import ReadState
+from memreader.pipeline.runtime import ReaderRuntime, SharedKey
+from memreader.pipeline.state import PartKey, PartRead, ReadState
 from memreader.pipeline.step import STEPS, Step
-from memreader.pipeline.steps import Normalize
 from memreader.rendering import MAX_LABEL, clip
 from memreader.report import PartReport
-from memreader.scene import UNSUPPORTED_PART, Part, Scene, check_text, normalize_chat
-
-if TYPE_CHECKING:
-    from memreader.readers.multimodal import MultiModalStructMemReaderConfig
+from memreader.scene import UNSUPPORTED_PART, Part, Scene, normalize_chat
+from memreader.steps.read import Normalize
+from memreader.text_checks import check_text
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "RESOURCE_READER",
     "NormalizeParts",
     "NoteParts",
-    "PartKey",
-    "PartRead",
+    "PartsSettings",
     "ReadParts",
     "resource_reader",
     "with_reads",
 ]
 
-SCENE_MODES = frozenset({"fast", "fine"})
-#: Where a part is in a call: scene position in the call, message index, part index.
-PartKey = tuple[int, int, int | None]
 
+class PartsSettings(ConfigModel):
+    """How parts from outside the text are read (the multimodal reader's config inherits these):
 
-@dataclasses.dataclass
-class PartRead:
-    """One part's record in a call: its report entry and what it became."""
+    - ``fetch``: downloads (timeouts, redirects, retries, the download budget, the private-address
+      allow-list, ``direct_markdown_hostnames``, the S3 endpoint and ``s3.allow_buckets``, the
+      buckets ``s3://`` in content may name: none by default); see
+      :class:`~memreader.documents.sources_config.FetchConfig`.
+    - ``images``: formats, byte and pixel limits, the longest side sent to a vision model, and
+      whether fine mode describes images; see
+      :class:`~memreader.documents.sources_config.ImageConfig`.
+    - ``transcription``: an OpenAI-compatible ``/audio/transcriptions`` endpoint; without one,
+      audio is kept as a placeholder and reported as unsupported.
+    - ``strict_parts`` (``False``): raise the typed error of the first part that cannot be read
+      instead of keeping a placeholder and reporting it.
+    - ``resource_cache_size`` (256): converted documents, prepared images, transcripts and image
+      descriptions kept by content hash across calls.
+    - ``base_dir``: the folder relative local paths are resolved against, in chat parts and in
+      doc input (default: the working directory); they must still lie under
+      ``allowed_roots``. With local paths allowed, a doc input string that names an existing
+      file under ``base_dir`` (``"ok.txt"``) is that file, read; any other string is text.
+    """
 
-    report: PartReport
-    resolved: Resolved | None = None
-    label: str = ""
+    fetch: FetchConfig = Field(default_factory=FetchConfig)
+    images: ImageConfig = Field(default_factory=ImageConfig)
+    transcription: TranscriptionConfig | None = None
+    strict_parts: bool = False
+    resource_cache_size: int = Field(default=256, ge=1, le=100_000)
+    base_dir: str | None = None
+
+    @field_validator("base_dir")
+    @classmethod
+    def _check_base_dir(cls, value: str | None) -> str | None:
+        if value is not None and (not value.strip() or "\0" in value):
+            raise ValueError("base_dir must be a non-empty path")
+        return value
 
 
 @STEPS.register("normalize_parts")
@@ -81,43 +105,43 @@ class NormalizeParts(Normalize):
         if state.type == "chat":
             state.scenes = normalize_chat(state.scene_data, unknown_parts="keep")
         else:
+            # Only where relative paths are resolved; a reader without the parts settings
+            # resolves them nowhere (they are refused).
+            config = runtime.config
+            base_dir = config.base_dir if isinstance(config, PartsSettings) else None
             state.scenes = normalize_doc_refs(
-                state.scene_data,
-                allow_local_paths=runtime.config.allow_local_paths,
-                base_dir=getattr(runtime.config, "base_dir", None),
+                state.scene_data, allow_local_paths=config.allow_local_paths, base_dir=base_dir
             )
+
+
+def _build_resource_reader(runtime: ReaderRuntime) -> ResourceReader:
+    from memreader.documents.fetch import Fetcher
+
+    config = runtime.config
+    settings = runtime.settings(PartsSettings, "read_parts")
+    transcriber = None
+    if settings.transcription is not None:
+        from memreader.documents.audio import Transcriber
+
+        transcriber = Transcriber(settings.transcription)
+    fetcher = Fetcher(settings.fetch, access=config, base_dir=settings.base_dir)
+    return ResourceReader(
+        fetcher,
+        settings.images,
+        limits=config,
+        transcriber=transcriber,
+        cache=ResourceCache(settings.resource_cache_size),
+        workers=settings.fetch.max_concurrency,
+    )
+
+
+#: The reader's :class:`ResourceReader` (fetcher, transcriber, content cache), shared by calls.
+RESOURCE_READER = SharedKey("resource_reader", _build_resource_reader)
 
 
 def resource_reader(runtime: ReaderRuntime) -> ResourceReader:
     """The reader's shared :class:`ResourceReader` (fetcher, transcriber, content cache)."""
-
-    def build() -> ResourceReader:
-        from memreader.documents.fetch import Fetcher
-
-        config: MultiModalStructMemReaderConfig = runtime.config  # type: ignore[assignment]
-        transcriber = None
-        if config.transcription is not None:
-            from memreader.documents.audio import Transcriber
-
-            transcriber = Transcriber(config.transcription)
-        fetcher = Fetcher(
-            config.fetch,
-            max_bytes=config.max_file_bytes,
-            allow_local_paths=config.allow_local_paths,
-            allowed_roots=tuple(config.allowed_roots),
-            allow_hidden_files=config.allow_hidden_files,
-            base_dir=config.base_dir,
-        )
-        return ResourceReader(
-            fetcher,
-            config.images,
-            limits=config.document_limits(),
-            transcriber=transcriber,
-            cache=ResourceCache(config.resource_cache_size),
-            workers=config.fetch.max_concurrency,
-        )
-
-    return runtime.shared("resource_reader", build)
+    return runtime.shared(RESOURCE_READER)
 
 
 @STEPS.register("read_parts")
@@ -169,10 +193,10 @@ class ReadParts(Step):
             results = resource_reader(runtime).read_all(tasks, stats)
             for name, n in stats.counts.items():
                 state.report.count(name, n)
-            config: MultiModalStructMemReaderConfig = runtime.config  # type: ignore[assignment]
+            strict = runtime.settings(PartsSettings, self.name).strict_parts
             for task, key, result in zip(tasks, keys, results, strict=True):
                 result = _checked(result, task)
-                if config.strict_parts and result.error is not None:
+                if strict and result.error is not None:
                     raise result.error
                 reads[key] = PartRead(_part_report(task, result), result, _label(task, result))
             state.scenes = [with_reads(scene, i, reads) for i, scene in enumerate(state.scenes)]
@@ -182,7 +206,7 @@ class ReadParts(Step):
                 key=lambda r: (r.scene_index, r.message_index, r.part_index or 0),
             )
         )
-        state.set("part_reads", reads)
+        state.part_reads = reads
 
 
 def _checked(result: Resolved, task: PartTask) -> Resolved:
@@ -259,7 +283,7 @@ class NoteParts(Step):
     modes = SCENE_MODES
 
     def run(self, state: ReadState, runtime: ReaderRuntime) -> None:
-        reads: dict[PartKey, PartRead] = state.get("part_reads")
+        reads = state.part_reads
         issues = {k: r for k, r in reads.items() if r.report.status in ("unsupported", "error")}
         if not issues:
             return

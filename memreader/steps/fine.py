@@ -1,7 +1,19 @@
-"""The LLM passes of fine mode (extract, filter, rewrite) as pipeline steps, and fine mode's
-items. Each works on one window at a time, so consecutive ones run chained per window, all
-windows at once, within the reader's LLM budget (:mod:`.chain`); one window's failure is that
-window's result (a fallback, or a failed pass that keeps the memories).
+"""Fine mode: each window prepared, the LLM passes (extract, filter, rewrite), and the items.
+
+============  ===========================  ==============  ============
+step          requires                     produces        modes
+============  ===========================  ==============  ============
+prepare_fine  windows, info, custom_tags   fine_windows    fine
+extract       fine_windows                 outcomes        fine, refine
+filter        fine_windows, outcomes       outcomes        fine, refine
+rewrite       fine_windows, outcomes       outcomes        fine, refine
+fine_items    fine_windows, outcomes       items, emitted  fine, refine
+============  ===========================  ==============  ============
+
+Each works on one window at a time, so consecutive ones run chained per window, all windows at
+once, within the reader's LLM budget (:mod:`memreader.pipeline.chain`); one window's failure is
+that window's result (a fallback, or a failed pass that keeps the memories). ``extract``,
+``filter`` and ``rewrite`` are fine passes (:mod:`memreader.extraction.passes`).
 """
 
 from __future__ import annotations
@@ -12,6 +24,7 @@ from collections.abc import Mapping
 from memreader.emit import fine_window_items
 from memreader.extraction import (
     PassStatus,
+    WindowInput,
     WindowOutcome,
     extract_plan,
     failed_outcome,
@@ -22,16 +35,60 @@ from memreader.extraction import (
 from memreader.extraction.fine import PassPlan
 from memreader.extraction.language import Language
 from memreader.items import TextualMemoryItem
+from memreader.modes import LLM_MODES
 from memreader.pipeline.chain import PerWindowStep, WindowWork, count_pass
 from memreader.pipeline.runtime import ReaderRuntime
 from memreader.pipeline.state import FineWindow, ReadState
 from memreader.pipeline.step import STEPS
 
-__all__ = ["LLM_MODES", "Extract", "Filter", "FineItems", "Rewrite"]
+__all__ = ["CheckPass", "Extract", "Filter", "FineItems", "PrepareFine", "Rewrite"]
 
 logger = logging.getLogger(__name__)
 
-LLM_MODES = frozenset({"fine", "refine"})
+
+@STEPS.register("prepare_fine")
+class PrepareFine(PerWindowStep):
+    """Fine mode: each window's numbered lines, roles, sources and prompt language (prepared
+    per window, chained with the LLM passes that follow)."""
+
+    name = "prepare_fine"
+    requires = ("windows", "info", "custom_tags")
+    produces = ("fine_windows",)
+    modes = frozenset({"fine"})
+
+    def begin(self, state: ReadState, runtime: ReaderRuntime) -> None:
+        tags = list(state.custom_tags)
+        fine_windows = []
+        for position, ws in enumerate(state.windows):
+            for window, entry in zip(ws.windows, ws.reports, strict=True):
+                fine_windows.append(
+                    FineWindow(
+                        position=position,
+                        memory_text=window.text,
+                        id_base=(ws.scene.type, "fine", ws.digest, window.index),
+                        report=entry,
+                        custom_tags=tags,
+                        info=state.info,
+                        origin=(ws, window),
+                    )
+                )
+        state.fine_windows = fine_windows
+
+    def window(self, state: ReadState, runtime: ReaderRuntime, index: int) -> WindowWork:
+        fw = state.fine_windows[index]
+        assert fw.origin is not None  # begin() set it on every window it made
+        ws, window = fw.origin
+        fw.sources = ws.sources(window)
+        lines = [(i + 1, s.line) for i, s in enumerate(window.segments)]
+        roles = {i + 1: source.role for i, source in enumerate(fw.sources)}
+        fw.report.language = runtime.language(window.text)
+        fw.input = WindowInput(lines, roles, fw.report.language, tuple(fw.custom_tags))
+        return
+        yield  # a generator that asks no LLM
+
+    def failed(self, state: ReadState, index: int, error: Exception) -> None:
+        # Without its prepared lines the window cannot be asked about: it falls back whole.
+        state.fine_windows[index].report.record_error(error)
 
 
 @STEPS.register("extract")
@@ -58,8 +115,9 @@ class Extract(PerWindowStep):
         state.outcomes[index] = failed_outcome(error)
 
 
-class _CheckPass(PerWindowStep):
-    """A pass over the windows that have memories; a failure keeps them as they are."""
+class CheckPass(PerWindowStep):
+    """A pass over the windows that have memories, which records its status in the window's
+    outcome (:meth:`record`); a failure keeps the memories as they are."""
 
     requires = ("fine_windows", "outcomes")
     produces = ("outcomes",)
@@ -68,39 +126,52 @@ class _CheckPass(PerWindowStep):
     def window(self, state: ReadState, runtime: ReaderRuntime, index: int) -> WindowWork:
         outcome = state.outcomes[index]
         if outcome.memories:
-            status = yield from self.plan(state.fine_windows[index], outcome)
-            setattr(outcome, self.name, status)
+            status = yield from self.plan(state.fine_windows[index], outcome, runtime)
+            self.record(outcome, status)
 
-    def plan(self, fw: FineWindow, outcome: WindowOutcome) -> PassPlan:
+    def plan(self, fw: FineWindow, outcome: WindowOutcome, runtime: ReaderRuntime) -> PassPlan:
         """The pass's plan for one window that has memories."""
         raise NotImplementedError
 
+    def record(self, outcome: WindowOutcome, status: PassStatus) -> None:
+        """Put the pass's status for one window in that window's outcome."""
+        raise NotImplementedError
+
     def failed(self, state: ReadState, index: int, error: Exception) -> None:
-        setattr(state.outcomes[index], self.name, PassStatus("failed", short_error(error)))
+        self.record(state.outcomes[index], PassStatus("failed", short_error(error)))
 
 
 @STEPS.register("filter")
-class Filter(_CheckPass):
+class Filter(CheckPass):
     """The hallucination filter: drops memories the LLM marks unsupported by the messages."""
 
     name = "filter"
 
-    def plan(self, fw: FineWindow, outcome: WindowOutcome) -> PassPlan:
+    def plan(self, fw: FineWindow, outcome: WindowOutcome, runtime: ReaderRuntime) -> PassPlan:
         return filter_plan(fw.input, outcome)
+
+    def record(self, outcome: WindowOutcome, status: PassStatus) -> None:
+        outcome.filter = status
 
 
 @STEPS.register("rewrite")
-class Rewrite(_CheckPass):
+class Rewrite(CheckPass):
     """The rewrite: names for pronouns, absolute dates (``user_only``: the user's messages are
-    the only evidence)."""
+    the only evidence; ``None``, the default: as the reader's ``fine.rewrite`` says)."""
 
     name = "rewrite"
 
-    def __init__(self, user_only: bool = False) -> None:
+    def __init__(self, user_only: bool | None = None) -> None:
         self.user_only = user_only
 
-    def plan(self, fw: FineWindow, outcome: WindowOutcome) -> PassPlan:
-        return rewrite_plan(fw.input, outcome, user_only=self.user_only)
+    def plan(self, fw: FineWindow, outcome: WindowOutcome, runtime: ReaderRuntime) -> PassPlan:
+        user_only = self.user_only
+        if user_only is None:
+            user_only = runtime.config.fine.rewrite == "user_only"
+        return rewrite_plan(fw.input, outcome, user_only=user_only)
+
+    def record(self, outcome: WindowOutcome, status: PassStatus) -> None:
+        outcome.rewrite = status
 
 
 def _count_outcomes(state: ReadState) -> None:
@@ -132,12 +203,9 @@ class FineItems(PerWindowStep):
     def __init__(self, keep_empty: bool = True) -> None:
         self.keep_empty = keep_empty
 
-    def begin(self, state: ReadState, runtime: ReaderRuntime) -> None:
-        state.set("_fine_items_built", [[] for _ in state.fine_windows])
-
     def window(self, state: ReadState, runtime: ReaderRuntime, index: int) -> WindowWork:
         fw = state.fine_windows[index]
-        state.get("_fine_items_built")[index] = self._items(fw, state.outcomes[index])
+        fw.built = self._items(fw, state.outcomes[index])
         return
         yield  # a generator that asks no LLM
 
@@ -145,14 +213,13 @@ class FineItems(PerWindowStep):
         state.fine_windows[index].report.record_error(error)
 
     def end(self, state: ReadState, runtime: ReaderRuntime) -> None:
-        built: list[list[TextualMemoryItem]] = state.values.pop("_fine_items_built")
         size = len(state.stored_items) if state.mode == "refine" else len(state.windows)
         result: list[list[TextualMemoryItem]] = [[] for _ in range(size)]
-        for fw, items in zip(state.fine_windows, built, strict=True):
-            for item in items:
+        for fw in state.fine_windows:
+            for item in fw.built:
                 item.metadata.refined_from = fw.refined_from
-            result[fw.position].extend(items)
-            state.emitted.extend((item, fw.report) for item in items)
+            result[fw.position].extend(fw.built)
+            state.emitted.extend((item, fw.report) for item in fw.built)
         state.items = result
         _count_outcomes(state)
         fallbacks = sum(1 for fw in state.fine_windows if fw.report.status == "fallback")

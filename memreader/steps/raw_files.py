@@ -13,24 +13,21 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from memreader.emit import is_document_unit, make_item
 from memreader.extraction import short_error
 from memreader.items import MemoryType, TextualMemoryItem
+from memreader.modes import Mode
 from memreader.pipeline.runtime import ReaderRuntime
 from memreader.pipeline.state import ReadState, WindowedScene
 from memreader.pipeline.step import STEPS, Step
 from memreader.report import WindowReport
 
-if TYPE_CHECKING:
-    pass
-
 logger = logging.getLogger(__name__)
 
 __all__ = ["RawFileItems"]
 
-FINE = frozenset({"fine"})
+FINE: frozenset[Mode] = frozenset({"fine"})
 
 
 @STEPS.register("raw_file_items")

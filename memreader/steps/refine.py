@@ -25,7 +25,8 @@ from memreader.pipeline.runtime import ReaderRuntime
 from memreader.pipeline.state import FineWindow, ReadState
 from memreader.pipeline.step import STEPS, Step
 from memreader.report import WindowReport
-from memreader.scene import ROLES, check_text
+from memreader.scene import ROLES
+from memreader.text_checks import check_text
 from memreader.windows import Unit, Windower
 
 __all__ = [

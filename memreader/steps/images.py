@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memreader.emit import make_item
 from memreader.extraction import short_error
@@ -24,14 +24,10 @@ from memreader.items import MemoryType, SourceMessage, TextualMemoryItem
 from memreader.parsers import PartRef
 from memreader.pipeline.chain import call_router
 from memreader.pipeline.runtime import ReaderRuntime
-from memreader.pipeline.state import ReadState, WindowedScene
+from memreader.pipeline.state import PartKey, PartRead, ReadState, WindowedScene
 from memreader.pipeline.step import STEPS, Step
 from memreader.scene import Scene
-
-if TYPE_CHECKING:
-    from memreader.readers.multimodal import MultiModalStructMemReaderConfig
-
-from memreader.pipeline.parts import PartKey, PartRead, resource_reader, with_reads
+from memreader.steps.parts import PartsSettings, resource_reader, with_reads
 
 logger = logging.getLogger(__name__)
 
@@ -79,17 +75,17 @@ class DescribeImages(Step):
     def _plans(self, state: ReadState, runtime: ReaderRuntime) -> tuple[list[_Job], list[Any]]:
         """One job per distinct image (with its cached outcome, if any) and the plans of the
         images to ask about, in job order. Per call: a reader may serve calls concurrently."""
-        reads: dict[PartKey, PartRead] = state.get("part_reads")
+        reads = state.part_reads
         by_digest: dict[str, list[PartKey]] = {}
         for key, read in reads.items():
             result = read.resolved
             if result is not None and result.image is not None and result.digest:
                 by_digest.setdefault(result.digest, []).append(key)
-        config: MultiModalStructMemReaderConfig = runtime.config  # type: ignore[assignment]
+        settings = runtime.settings(PartsSettings, self.name)
         cache = resource_reader(runtime).cache
         jobs: list[_Job] = []
         plans = []
-        if not config.images.describe:
+        if not settings.images.describe:
             return [], []
         for digest, keys in by_digest.items():
             cached = cache.get(("description", digest))
@@ -118,7 +114,7 @@ class DescribeImages(Step):
         jobs: list[_Job],
         asked: list[ImageOutcome],
     ) -> None:
-        reads: dict[PartKey, PartRead] = state.get("part_reads")
+        reads = state.part_reads
         cache = resource_reader(runtime).cache
         outcomes: dict[str, tuple[ImageOutcome, PartKey]] = {}
         answers = iter(asked)
@@ -149,7 +145,7 @@ class DescribeImages(Step):
                     )
         if outcomes:
             state.scenes = [with_reads(s, i, reads) for i, s in enumerate(state.scenes)]
-        state.set("image_outcomes", outcomes)
+        state.image_outcomes = outcomes
 
 
 def _failed_image(index: int, error: Exception) -> ImageOutcome:
@@ -195,8 +191,8 @@ class ImageItems(Step):
     modes = FINE
 
     def run(self, state: ReadState, runtime: ReaderRuntime) -> None:
-        outcomes: dict[str, tuple[ImageOutcome, PartKey]] = state.get("image_outcomes")
-        reads: dict[PartKey, PartRead] = state.get("part_reads")
+        outcomes = state.image_outcomes
+        reads = state.part_reads
         for digest, (outcome, key) in outcomes.items():
             position, message_index, part_index = key
             ws = state.windows[position]

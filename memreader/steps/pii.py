@@ -1,5 +1,6 @@
-"""The ``redact`` step: e-mail addresses, phone numbers and card-like numbers masked before
-windowing, so no window, prompt, item, source or embedding input holds them.
+"""Personal data masked: the ``redact`` step. E-mail addresses, phone numbers and card-like
+numbers are masked before windowing, so no window, prompt, item, source or embedding input holds
+them.
 
 It runs on the parsed units (insert it after ``parse``), so it sees every text a window will
 show: message text, document text and the placeholders of tool calls and files. Role and time

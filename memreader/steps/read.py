@@ -1,0 +1,124 @@
+"""Reading the call's input into windows: ``normalize``, ``parse``, ``window``, and the strategy
+reader's ``strategy_window``.
+
+===============  ===========================================  ===================  ==========
+step             requires                                     produces             modes
+===============  ===========================================  ===================  ==========
+normalize        scene_data, type                             scenes               fast, fine
+parse            scenes                                       units                fast, fine
+window           scenes, units                                windows              fast, fine
+===============  ===========================================  ===================  ==========
+
+``strategy_window`` replaces ``window`` in the strategy reader: chats in groups of whole
+messages (:mod:`memreader.grouping`), by the ``strategy`` settings of
+:class:`StrategySettings`.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from pydantic import Field
+
+from memreader.config_model import ConfigModel
+from memreader.documents import normalize_doc
+from memreader.emit import chunk_positions, heading_indexes, scene_digest
+from memreader.grouping import GroupingConfig, group_windows
+from memreader.modes import SCENE_MODES
+from memreader.parsers import part_notes, scene_units
+from memreader.pipeline.runtime import ReaderRuntime
+from memreader.pipeline.state import ReadState, WindowedScene
+from memreader.pipeline.step import STEPS, Step
+from memreader.report import WindowReport
+from memreader.scene import Scene, normalize_chat
+from memreader.windows import Unit, Window
+
+__all__ = ["Normalize", "Parse", "StrategySettings", "StrategyWindow", "WindowStep"]
+
+logger = logging.getLogger(__name__)
+
+
+@STEPS.register("normalize")
+class Normalize(Step):
+    """The caller's input as typed scenes (chat messages, or documents read within limits)."""
+
+    name = "normalize"
+    requires = ("scene_data", "type")
+    produces = ("scenes",)
+    modes = SCENE_MODES
+
+    def run(self, state: ReadState, runtime: ReaderRuntime) -> None:
+        if state.type == "chat":
+            state.scenes = normalize_chat(state.scene_data)
+        else:
+            state.scenes = normalize_doc(state.scene_data, runtime.config)
+
+
+@STEPS.register("parse")
+class Parse(Step):
+    """Each scene's parts as units of text, one parser per part type."""
+
+    name = "parse"
+    requires = ("scenes",)
+    produces = ("units",)
+    modes = SCENE_MODES
+
+    def run(self, state: ReadState, runtime: ReaderRuntime) -> None:
+        state.units = [scene_units(scene) for scene in state.scenes]
+
+
+@STEPS.register("window")
+class WindowStep(Step):
+    """Token-bounded, overlapping windows over each scene's units; one report entry each."""
+
+    name = "window"
+    requires = ("scenes", "units")
+    produces = ("windows",)
+    modes = SCENE_MODES
+
+    def run(self, state: ReadState, runtime: ReaderRuntime) -> None:
+        windowed = []
+        for scene, units in zip(state.scenes, state.units, strict=True):
+            windows = self.windows_of(scene, units, runtime)
+            reports = [
+                WindowReport(scene.index, w.index, notes=part_notes(w, units)) for w in windows
+            ]
+            state.report.windows.extend(reports)
+            windowed.append(
+                WindowedScene(
+                    scene,
+                    units,
+                    windows,
+                    scene_digest(scene.type, units),
+                    reports,
+                    chunk_positions(windows, units, scene),
+                    heading_indexes(units, scene),
+                )
+            )
+        state.windows = windowed
+        logger.debug(
+            "%d scenes, %d windows", len(windowed), sum(len(ws.windows) for ws in windowed)
+        )
+
+    def windows_of(self, scene: Scene, units: list[Unit], runtime: ReaderRuntime) -> list[Window]:
+        """The windows of one scene (a reader with another splitter overrides this)."""
+        return runtime.windower.windows(units)
+
+
+class StrategySettings(ConfigModel):
+    """What ``strategy_window`` reads: ``strategy``, how chats are grouped (see
+    :class:`~memreader.grouping.GroupingConfig`). The strategy reader's config inherits it."""
+
+    strategy: GroupingConfig = Field(default_factory=GroupingConfig)
+
+
+@STEPS.register("strategy_window")
+class StrategyWindow(WindowStep):
+    """Chats in groups of whole messages (see :mod:`memreader.grouping`), documents by tokens
+    as in the simple reader; one report entry per window."""
+
+    def windows_of(self, scene: Scene, units: list[Unit], runtime: ReaderRuntime) -> list[Window]:
+        if scene.type != "chat":
+            return runtime.windower.windows(units)
+        settings = runtime.settings(StrategySettings, "strategy_window")
+        return group_windows(units, settings.strategy, runtime.windower)
