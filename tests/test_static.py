@@ -21,7 +21,7 @@ from memreader.embedders.config import LocalEmbedderConfig, StaticEmbedderConfig
 from memreader.embedders.languages import LATIN, unknown_spans, unreadable_share
 from memreader.embedders.local import LocalEmbedder
 from memreader.embedders.model_files import resolve_model
-from memreader.embedders.static import build_static_model, static_folder
+from memreader.embedders.static_distill import build_static_model, static_folder
 from memreader.errors import ConfigError, EmbeddingError
 
 pytestmark = pytest.mark.slow

@@ -21,7 +21,7 @@ from memreader.errors import (
     InvalidSceneError,
 )
 from memreader.items import TextualMemoryItem
-from memreader.scene import check_nested_text, check_text
+from memreader.text_checks import check_nested_text, check_text
 from memreader.tokens import get_tokenizer
 from memreader.windows import Unit, Windower
 

@@ -24,7 +24,8 @@ from memreader.embedders.openai_compat import OpenAIEmbedder
 from memreader.embedders.pieces import TextPiece, split_by_tokens, weighted_mean
 from memreader.embedders.remote import RemoteEmbedder
 from memreader.embedders.sentence_transformers_backend import SentenceTransformersEmbedder
-from memreader.embedders.static import StaticEmbedder, build_static_model
+from memreader.embedders.static import StaticEmbedder
+from memreader.embedders.static_distill import build_static_model
 from memreader.embedders.tokenized import TokenizedEmbedder
 
 __all__ = [

@@ -118,7 +118,7 @@ def _build(args: argparse.Namespace) -> int:
     precisions = tuple(dict.fromkeys(args.precision)) if args.precision else PRECISIONS
     paths: dict[str, Path] = dict(build_model_files(model_dir, name, precisions, force=args.force))
     if args.static:
-        from memreader.embedders.static import build_static_model
+        from memreader.embedders.static_distill import build_static_model
 
         paths["static"] = build_static_model(args.model_path, force=args.force)
     for kind, path in paths.items():

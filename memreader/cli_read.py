@@ -1,0 +1,336 @@
+"""``memreader read``: scenes or one document in, one JSON memory item per line out.
+
+``memreader read INPUT --type chat|doc --mode fast [--config FILE] [-o OUT.jsonl]`` reads a JSON
+file of scenes (or a MemoryBank file; with ``--type doc`` the file is one document, whatever its
+extension) and writes one JSON item per line. Its flags override the config file's settings
+(:func:`reader_config`); its outputs are checked before any work and written atomically
+(:mod:`memreader.cli_output`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from contextlib import ExitStack
+from typing import IO, Any
+
+from memreader.cli_output import open_outputs
+from memreader.config import read_yaml_config, without_pass
+from memreader.datasets import is_memorybank, memorybank_scenes
+from memreader.errors import InputError
+from memreader.factory import MemReaderConfigFactory, MemReaderFactory
+from memreader.items import TextualMemoryItem
+from memreader.modes import READ_MODES
+from memreader.report import ReadReport
+
+__all__ = ["SCENES_PER_CALL", "add_read_parser", "reader_config", "run_read"]
+
+logger = logging.getLogger(__name__)
+
+# Scenes per get_memory call: large enough to batch embeddings, small enough to show progress.
+SCENES_PER_CALL = 16
+
+
+def add_read_parser(commands: Any) -> None:
+    """Add ``read`` and its flags to the subcommands ``commands``."""
+    read = commands.add_parser("read", help="read scenes or documents into memory items (JSONL)")
+    read.add_argument(
+        "input",
+        help="JSON file of scenes, a MemoryBank file, a document (a path, an http(s) URL or "
+        "s3://bucket/key), or - for stdin",
+    )
+    read.add_argument("--type", choices=("chat", "doc"), default="chat")
+    read.add_argument(
+        "--reader",
+        help="reader backend (default: the config's; simple_struct, multimodal_struct, ...). "
+        "A document given as a URL or s3:// key is read by multimodal_struct unless this says "
+        "otherwise",
+    )
+    read.add_argument("--mode", choices=READ_MODES, default="fast")
+    read.add_argument("--config", help="reader config YAML (default: built-in local defaults)")
+    read.add_argument(
+        "--allow-root",
+        action="append",
+        default=[],
+        dest="allow_roots",
+        metavar="DIR",
+        help="a folder (or file) whose files the input may name, e.g. a chat's images and "
+        "attachments (repeatable). Without it no local file named in the input is read; hidden "
+        "files and folders under it stay refused unless the config sets allow_hidden_files",
+    )
+    read.add_argument("-o", "--output", help="output JSONL file (default: stdout)")
+    read.add_argument("--user-id", default="cli-user")
+    read.add_argument("--session-id", default="cli-session")
+    read.add_argument(
+        "--tag", action="append", default=[], dest="tags", help="custom tag (repeatable)"
+    )
+    read.add_argument("--max-tokens", type=int, help="window budget in tokens (overrides config)")
+    read.add_argument("--overlap", type=int, help="window overlap in tokens (overrides config)")
+    read.add_argument(
+        "--no-embedding", action="store_true", help="do not embed (items carry no embedding)"
+    )
+    read.add_argument("--report", help="write the per-window report (status, usage) as JSON here")
+    _add_llm_flags(read)
+    progress = read.add_mutually_exclusive_group()
+    progress.add_argument("--progress", dest="progress", action="store_true", default=None)
+    progress.add_argument("--no-progress", dest="progress", action="store_false")
+
+
+def _add_llm_flags(read: argparse.ArgumentParser) -> None:
+    llm = read.add_argument_group(
+        "fine mode LLM",
+        "override the config's `llm`; defaults come from MEMREADER_LLM_BACKEND, "
+        "MEMREADER_LLM_MODEL, MEMREADER_LLM_BASE_URL and OPENAI_API_KEY",
+    )
+    llm.add_argument("--llm-backend", choices=("openai", "ollama"))
+    llm.add_argument("--llm-model")
+    llm.add_argument("--llm-base-url", help="e.g. http://127.0.0.1:8080/v1 (llama.cpp server)")
+    llm.add_argument(
+        "--llm-api-key-env",
+        default="OPENAI_API_KEY",
+        help="environment variable holding the API key (keys are never taken as arguments)",
+    )
+    llm.add_argument(
+        "--structured-output", choices=("json_schema", "json_object_schema", "tool_call", "prompt")
+    )
+    llm.add_argument("--llm-concurrency", type=int, help="LLM requests in flight at most")
+    llm.add_argument("--no-filter", action="store_true", help="skip the hallucination filter")
+    llm.add_argument("--no-rewrite", action="store_true", help="skip the rewrite pass")
+
+
+def reader_config(args: argparse.Namespace) -> MemReaderConfigFactory:
+    """The reader config of a ``read`` command line: the ``--config`` file's (or the built-in
+    defaults), with the flags on top."""
+    raw = read_yaml_config(args.config) if args.config else {}
+    if args.reader:
+        raw["backend"] = args.reader
+    elif args.type == "doc" and _is_remote(args.input) and not raw.get("backend"):
+        # Only the multimodal reader fetches; a URL on the command line asks for fetching.
+        raw["backend"] = "multimodal_struct"
+    cfg = MemReaderConfigFactory.from_dict(raw)
+    data = cfg.model_dump()
+    config = data["config"]
+    multimodal = data["backend"] == "multimodal_struct"
+    if (
+        multimodal
+        and args.type == "chat"
+        and args.input != "-"
+        and "base_dir" not in cfg.config.model_fields_set
+    ):
+        # Relative paths a chat file names are relative to its own folder. Nothing is read
+        # from there unless --allow-root names a root: a chat is content, often a stranger's,
+        # and its folder is often $HOME or ~/Downloads (.aws/credentials, .ssh/id_rsa, .env).
+        config["base_dir"] = os.path.dirname(os.path.realpath(args.input))
+    if args.allow_roots:
+        config["allow_local_paths"] = True
+        config["allowed_roots"] = [*config["allowed_roots"], *_roots(args.allow_roots)]
+    if args.no_embedding:
+        config["embedder"] = None
+    if args.max_tokens is not None:
+        config["window"]["max_tokens"] = args.max_tokens
+    if args.overlap is not None:
+        config["window"]["overlap_tokens"] = args.overlap
+    if args.type == "doc" and args.input != "-" and not _is_remote(args.input):
+        # Local paths are off by default (input may come from strangers); the file named on
+        # the command line, and only that file (with the --allow-root roots), is the user's
+        # own choice.
+        config["allow_local_paths"] = True
+        config["allowed_roots"] = [os.path.realpath(args.input), *_roots(args.allow_roots)]
+    if args.type == "doc" and args.input.startswith("s3://") and "fetch" in config:
+        # The same for an s3:// document named on the command line: that object, not its
+        # bucket, joins the buckets content may name (fetch.s3.allow_buckets).
+        s3 = config["fetch"]["s3"]
+        s3["allow_buckets"] = [*s3.get("allow_buckets", []), args.input[len("s3://") :]]
+    if args.mode == "fine":
+        config["llm"] = _llm_settings(args, config.get("llm"))
+        if args.llm_concurrency is not None:
+            config["llm_max_concurrency"] = args.llm_concurrency
+        if args.no_filter:  # the way that agrees with the config's own fine.passes
+            config["fine"] = without_pass(config["fine"], "filter")
+        if args.no_rewrite:
+            config["fine"] = without_pass(config["fine"], "rewrite")
+    return MemReaderConfigFactory(**data)
+
+
+def _roots(paths: Sequence[str]) -> list[str]:
+    """The ``--allow-root`` paths, resolved; an :class:`InputError` for one that does not
+    exist (a typo must not silently allow nothing, or something else later)."""
+    roots = []
+    for path in paths:
+        resolved = os.path.realpath(os.path.expanduser(path))
+        if not os.path.exists(resolved):
+            raise InputError(f"--allow-root {path}: no such file or folder")
+        roots.append(resolved)
+    return roots
+
+
+def _llm_settings(args: argparse.Namespace, configured: dict[str, Any] | None) -> Any:
+    """The config's ``llm`` with flags and environment on top (flags win)."""
+    llm = dict(configured or {})
+    env = os.environ
+    backend = args.llm_backend or env.get("MEMREADER_LLM_BACKEND")
+    model = args.llm_model or env.get("MEMREADER_LLM_MODEL")
+    base_url = args.llm_base_url or env.get("MEMREADER_LLM_BASE_URL")
+    for key, value in (("backend", backend), ("model", model), ("base_url", base_url)):
+        if value:
+            llm[key] = value
+    if args.structured_output:
+        llm["structured_output"] = args.structured_output
+    if llm.get("api_key") is None and env.get(args.llm_api_key_env):
+        llm["api_key"] = env[args.llm_api_key_env]
+    if not llm.get("model"):
+        return configured  # let the reader say that fine mode needs an LLM
+    return llm
+
+
+def _jobs(args: argparse.Namespace) -> list[tuple[dict[str, str], Any, int]]:
+    """(info, scene_data, first scene's index in the input): one job per MemoryBank user, else
+    one per batch of scenes; with ``--type doc`` one job of one document."""
+    info = {"user_id": args.user_id, "session_id": args.session_id}
+    if args.type == "doc":
+        if args.input == "-":
+            # Standard input is text: a part, so it is never taken for a file path.
+            return [(info, [{"type": "text", "text": _read_text("-")}], 0)]
+        if _is_remote(args.input):
+            return [(info, [{"type": "file", "file": {"url": args.input}}], 0)]
+        if not os.path.exists(args.input):
+            raise InputError(f"cannot read {args.input}: no such file")
+        return [(info, [{"type": "file", "file": {"path": args.input}}], 0)]
+    data = _load_json(args.input)
+    if is_memorybank(data):
+        return [
+            ({"user_id": user, "session_id": f"memorybank:{user}"}, scenes, 0)
+            for user, scenes in memorybank_scenes(data).items()
+        ]
+    if not isinstance(data, list) or not data:
+        return [(info, data, 0)]
+    if all(isinstance(m, dict) for m in data):
+        return [(info, data, 0)]  # one flat scene
+    return [(info, data[i : i + SCENES_PER_CALL], i) for i in range(0, len(data), SCENES_PER_CALL)]
+
+
+def _is_remote(path: str) -> bool:
+    return path.startswith(("http://", "https://", "s3://"))
+
+
+def _read_text(path: str) -> str:
+    """The UTF-8 text of ``path`` (``-``: standard input); an :class:`InputError` otherwise."""
+    name = "standard input" if path == "-" else path
+    try:
+        if path == "-":
+            stream = getattr(sys.stdin, "buffer", None)
+            raw = stream.read() if stream is not None else sys.stdin.read().encode()
+        else:
+            with open(path, "rb") as handle:
+                raw = handle.read()
+    except OSError as exc:
+        raise InputError(f"cannot read {name}: {exc.strerror}") from exc
+    try:
+        # utf-8-sig: a byte order mark is valid UTF-8 that editors on Windows write.
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"{name} is not UTF-8 text (byte {raw[exc.start]:#04x} at offset {exc.start})"
+        ) from None
+
+
+def _load_json(path: str) -> Any:
+    name = "standard input" if path == "-" else path
+    text = _read_text(path)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{name} is not valid JSON: {exc}") from None
+    except RecursionError:
+        # The decoder recurses once per nesting level; no scene file nests this deep.
+        raise InputError(f"{name} nests JSON too deeply to be a scene file") from None
+
+
+def run_read(args: argparse.Namespace) -> int:
+    """Run ``memreader read``: 0 once every item and the report are written (parts that could
+    not be read and windows that fell back are counted on stderr)."""
+    with ExitStack() as stack:
+        # Unwritable outputs fail now, before any work (and a failed run discards both).
+        outputs = open_outputs(stack, args)
+        out = outputs[0].handle if args.output is not None else sys.stdout
+        report = _run(args, out)
+        if args.report is not None:
+            json.dump(report.to_dict(), outputs[-1].handle, ensure_ascii=False, indent=2)
+        for output in outputs:
+            output.commit()
+    failed_parts = [p for p in report.parts if p.status == "error"]
+    if failed_parts:
+        print(
+            f"memreader: {len(failed_parts)} of {len(report.parts)} files, images or audio "
+            "parts could not be read; placeholders stand in (see --report)",
+            file=sys.stderr,
+        )
+    if report.fallbacks:
+        print(
+            f"memreader: {len(report.fallbacks)} of {len(report.windows)} windows fell back to "
+            "raw items (see --report)",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def _run(args: argparse.Namespace, out: IO[str]) -> ReadReport:
+    """Read every job and write its items to ``out``; the merged report."""
+    from tqdm import tqdm
+
+    reader = MemReaderFactory.from_config(reader_config(args))
+    jobs = _jobs(args)
+    total = sum(len(scenes) if isinstance(scenes, list) else 1 for _, scenes, _ in jobs)
+    show = sys.stderr.isatty() if args.progress is None else args.progress
+    count = 0
+    report = ReadReport(mode=args.mode)
+    with tqdm(total=total, unit="scene", disable=not show or total < 2, file=sys.stderr) as bar:
+        for info, scenes, scene_offset in jobs:
+            part = ReadReport()
+            results = reader.get_memory(
+                scenes,
+                type=args.type,
+                info=info,
+                mode=args.mode,
+                custom_tags=args.tags,
+                report=part,
+            )
+            _merge(report, part, scene_offset)
+            for scene_items in results:
+                for item in scene_items:
+                    _write(out, item, scene_offset)
+                    count += 1
+            bar.update(len(scenes) if isinstance(scenes, list) else 1)
+    out.flush()
+    logger.info("wrote %d items", count)
+    return report
+
+
+def _merge(total: ReadReport, part: ReadReport, scene_offset: int) -> None:
+    for window in part.windows:
+        window.scene_index += scene_offset
+        for issue in window.part_issues:
+            issue["scene_index"] += scene_offset
+        total.windows.append(window)
+    if part.usage is not None:
+        total.usage = part.usage if total.usage is None else total.usage + part.usage
+    for name, seconds in part.steps.items():
+        total.steps[name] = total.steps.get(name, 0.0) + seconds
+    for entry in part.parts:
+        entry.scene_index += scene_offset
+        total.parts.append(entry)
+    for name, count in part.resources.items():
+        total.count(name, count)
+
+
+def _write(out: IO[str], item: TextualMemoryItem, scene_offset: int) -> None:
+    data = item.to_dict()
+    if scene_offset:
+        # Batches restart scene numbering; report indexes into the whole input file.
+        for source in data["metadata"]["sources"]:
+            source["scene_index"] += scene_offset
+    out.write(json.dumps(data, ensure_ascii=False) + "\n")
