@@ -25,7 +25,7 @@ What it measures:
   (each round measures every backend on every corpus, in a rotated order) and the tables show
   medians over rounds; ratios are medians of the per-round ratios.
 - **End to end**: ``get_memory(scenes, mode="fast")`` over the whole corpus in one call.
-- **Embedder alone**: the very inputs the reader embeds (the ``embedding_parts`` the pipeline's
+- **Embedder alone**: the very inputs the reader embeds (the ``embedding_fragments`` the pipeline's
   normalize/parse/window/fast_items steps produce), in the embed step's batches, through a fresh
   embedder (empty caches) on the same loaded model. ``e2e/alone`` = alone seconds / end-to-end
   seconds (a throughput ratio): what memreader adds around the model.
@@ -332,7 +332,7 @@ def collect_inputs(reader: Any, scenes: Scenes) -> Any:
 
 def item_parts(state: Any, item: Any) -> tuple[str, ...]:
     """What the embed step embeds for ``item`` (its parts while its memory is unchanged)."""
-    made = state.embedding_parts.get(item.id)
+    made = state.embedding_fragments.get(item.id)
     return made[1] if made is not None and made[0] == item.memory else (item.memory,)
 
 
@@ -423,12 +423,12 @@ def embed_alone(embedder: Any, inputs: list[tuple[str, ...]]) -> float:
     """Seconds to embed ``inputs`` as the embed step does (its batches, parts where any)."""
     size = getattr(embedder, "batch_size", None)
     size = size if isinstance(size, int) and size > 0 else 64
-    has_parts = getattr(embedder, "embed_parts", None) is not None
+    has_parts = getattr(embedder, "embed_fragments", None) is not None
     started = time.perf_counter()
     for offset in range(0, len(inputs), size):
         chunk = inputs[offset : offset + size]
         if has_parts and any(len(p) > 1 for p in chunk):
-            embedder.embed_parts(chunk)
+            embedder.embed_fragments(chunk)
         else:
             embedder.embed(["".join(p) for p in chunk])
     return time.perf_counter() - started

@@ -139,15 +139,15 @@ def window_sources(
     ]
 
 
-def window_embedding_parts(
+def window_embedding_fragments(
     windows: Sequence[Window], k: int, units: Sequence[Unit], prefixes: bool = True
 ) -> tuple[str, ...]:
-    """What fast mode embeds for window ``k``: its text as consecutive parts, cut where the
+    """What fast mode embeds for window ``k``: its text as consecutive fragments, cut where the
     overlap with the previous and the next window begins and ends.
 
-    The parts are ``[shared with the previous window, own lines, shared with the next window]``
-    (empty ones left out), so an embedder that cuts long texts at part boundaries
-    (:meth:`~memreader.embedders.tokenized.TokenizedEmbedder.embed_parts`) embeds the overlap
+    The fragments are ``[shared with the previous window, own lines, shared with the next window]``
+    (empty ones left out), so an embedder that cuts long texts at fragment boundaries
+    (:meth:`~memreader.embedders.tokenized.TokenizedEmbedder.embed_fragments`) embeds the overlap
     once for both windows. With ``prefixes`` off (fast mode's default) the lines are rendered
     without their ``role: [time]: `` prefixes (the item's memory keeps them) and the whole
     overlap is shared, a line carried in part included: its text is the end of the previous
@@ -155,7 +155,7 @@ def window_embedding_parts(
     part gets its prefix again, so it is not the end of the previous window's text).
     """
     if not prefixes:
-        return _bare_window_parts(windows, k, units)
+        return _bare_window_fragments(windows, k, units)
 
     def render(segment: Segment) -> str:
         return segment.line
@@ -178,16 +178,18 @@ def window_embedding_parts(
     tail = shared(windows[k], windows[k + 1]) if k + 1 < len(windows) else 0
     tail = min(tail, len(segments) - head_start - head)
     cuts = sorted({0, head_start, head_start + head, len(segments) - tail, len(segments)})
-    parts = []
+    fragments = []
     for a, b in itertools.pairwise(cuts):
         if a < b:
             text = SEPARATOR.join(lines[a:b])
-            parts.append(text if b == len(segments) else text + SEPARATOR)
-    return tuple(parts) if parts else ("",)
+            fragments.append(text if b == len(segments) else text + SEPARATOR)
+    return tuple(fragments) if fragments else ("",)
 
 
-def _bare_window_parts(windows: Sequence[Window], k: int, units: Sequence[Unit]) -> tuple[str, ...]:
-    """``window_embedding_parts`` without prefixes: cut at the text the previous window's end
+def _bare_window_fragments(
+    windows: Sequence[Window], k: int, units: Sequence[Unit]
+) -> tuple[str, ...]:
+    """``window_embedding_fragments`` without prefixes: cut at the text the previous window's end
     carries in and at the text the next window carries out (a suffix of this one's)."""
 
     def text_of(segments: Sequence[Segment]) -> str:
@@ -205,8 +207,8 @@ def _bare_window_parts(windows: Sequence[Window], k: int, units: Sequence[Unit])
         if 0 < following.carried < len(following.segments) and text.endswith(carried_out):
             tail_start = max(head_end, len(text) - len(carried_out))
     cuts = sorted({0, head_end, tail_start, len(text)})
-    parts = tuple(text[a:b] for a, b in itertools.pairwise(cuts) if a < b)
-    return parts or ("",)
+    fragments = tuple(text[a:b] for a, b in itertools.pairwise(cuts) if a < b)
+    return fragments or ("",)
 
 
 def memory_type_for(sources: Iterable[SourceMessage]) -> MemoryType:

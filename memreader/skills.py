@@ -35,7 +35,7 @@ import yaml
 from pydantic import Field, field_validator
 
 from memreader.config_model import ConfigModel
-from memreader.documents.sources_config import S3Config
+from memreader.documents.part_settings import S3Config
 from memreader.errors import SkillWriteError
 from memreader.skill_files import SKILL_FILE, write_local
 from memreader.transport.s3 import LazyS3Client, is_s3_url, parse_s3_url, s3_problem

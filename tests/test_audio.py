@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from memreader.documents.audio import Transcriber, audio_format
-from memreader.documents.sources_config import TranscriptionConfig
+from memreader.documents.part_settings import TranscriptionConfig
 from memreader.errors import DocumentError, TranscriptionError
 from memreader.transport import RetryPolicy
 from tests.llm_server import LLMTestServer, Reply, fault, finishes_within, llm_server, openai_error

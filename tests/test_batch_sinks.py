@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from memreader.batch.job import OutputSpec
 from memreader.batch.sinks import Sink, SinkError, build_sink, output_stem
-from memreader.documents.sources_config import S3Config
+from memreader.documents.part_settings import S3Config
 from memreader.errors import ConfigError
 from memreader.items import SourceMessage, TextualMemoryItem, TextualMemoryItemMetadata
 from tests.s3_server import moto_s3
@@ -237,7 +237,7 @@ def test_sigkill_before_commit_leaves_no_final_file(tmp_path: Path) -> None:
 import os, signal
 from memreader.batch.job import OutputSpec
 from memreader.batch.sinks import build_sink
-from memreader.documents.sources_config import S3Config
+from memreader.documents.part_settings import S3Config
 sink = build_sink(OutputSpec(path={str(tmp_path)!r}), s3=S3Config())
 done = sink.open_input("done")
 done.write({{"id": "a", "memory": "m", "metadata": {{}}}})

@@ -30,7 +30,7 @@ from memreader import (
 )
 from memreader.documents import DocumentAccess, normalize_doc
 from memreader.documents.fetch import Fetcher
-from memreader.documents.sources_config import FetchConfig, FetchS3Config
+from memreader.documents.part_settings import FetchConfig, FetchS3Config
 from memreader.errors import InputError
 from memreader.pipeline import ReaderRuntime, ReadState, Step, build_step
 from memreader.pipeline.step import STEPS

@@ -20,7 +20,7 @@ import pytest
 
 from memreader.documents import DocumentAccess
 from memreader.documents.fetch import Fetcher, is_remote, safe_label
-from memreader.documents.sources_config import FetchConfig
+from memreader.documents.part_settings import FetchConfig
 from memreader.errors import BlockedAddressError, DocumentError, FetchError
 from memreader.transport import deadline_transport, http_lib
 from memreader.transport.addresses import embedded_ipv4

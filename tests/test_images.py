@@ -1,5 +1,5 @@
 """Images: checks before decoding (bytes, format, pixels), bounded decoding, orientation, modes,
-downsizing and re-encoding (memreader.documents.images). Every image is made here with Pillow,
+downsizing and re-encoding (memreader.documents.image_prep). Every image is made here with Pillow,
 or by hand where Pillow would refuse to write it (decompression bombs)."""
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from PIL import Image
 
-from memreader.documents.images import PreparedImage, image_info, prepare_image
-from memreader.documents.sources_config import ImageConfig
+from memreader.documents.image_prep import PreparedImage, image_info, prepare_image
+from memreader.documents.part_settings import ImageConfig
 from memreader.errors import DocumentError, ImageError
 
 CONFIG = ImageConfig()
@@ -324,7 +324,7 @@ def test_concurrent_preparation_gives_the_same_result() -> None:
 
 def test_importing_the_module_does_not_import_pillow() -> None:
     code = (
-        "import sys, memreader, memreader.documents.images, memreader.documents.audio; "
+        "import sys, memreader, memreader.documents.image_prep, memreader.documents.audio; "
         "print('PIL' in sys.modules)"
     )
     out = subprocess.run(

@@ -2,10 +2,10 @@
 
 - its vectors are the ``sentence_transformers`` backend's (fp32: the same; int8: close), on
   realistic English texts short and long, and MemoryBank retrieval is as good;
-- pieces of a long text cover it exactly once, and ``embed_parts`` is ``embed`` of the joined
+- pieces of a long text cover it exactly once, and ``embed_fragments`` is ``embed`` of the joined
   text (whole when it fits; the token-weighted mean of its pieces otherwise), embedding a part
   shared by two texts once;
-- fast mode's window parts (:func:`memreader.emit.window_embedding_parts`) rebuild each window;
+- fast mode's window parts (:func:`memreader.emit.window_embedding_fragments`) rebuild each window;
 - a missing or corrupt model file is an error that says how to rebuild it;
 - the default reader never imports torch, transformers or sentence-transformers.
 
@@ -39,7 +39,7 @@ from memreader.embedders import local as local_module
 from memreader.embedders.local import BUNDLED_MODEL_NAME, bundled_model_path
 from memreader.embedders.model_files import build_model_files, model_folder
 from memreader.embedders.tokenized import TokenizedEmbedder
-from memreader.emit import window_embedding_parts
+from memreader.emit import window_embedding_fragments
 from memreader.errors import EmbeddingError
 from memreader.parsers import scene_units
 from memreader.scene import normalize_chat
@@ -336,7 +336,7 @@ def test_pieces_of_the_long_texts(small_budget: dict[int, LocalEmbedder]) -> Non
         _check_cover(small_budget[16], text)
 
 
-# -- embed_parts -----------------------------------------------------------------------------------
+# -- embed_fragments ---------------------------------------------------------------------------
 
 
 def _weighted_mean(vectors: Any, weights: Sequence[int]) -> Any:
@@ -372,7 +372,7 @@ def test_parts_that_fit_are_the_whole_text(
     # Pieces are remembered by their ids, so a piece this embedder embedded before for another
     # example is reused only when the ids are the same.
     before = parts_embedder.pieces_embedded + parts_embedder.pieces_shared
-    (given_as_parts,) = parts_embedder.embed_parts([parts])
+    (given_as_parts,) = parts_embedder.embed_fragments([parts])
     assert given_as_parts == pytest.approx(whole, abs=1e-5)
     assert parts_embedder.pieces_embedded + parts_embedder.pieces_shared == before + 1
 
@@ -383,7 +383,7 @@ def test_parts_meeting_at_any_white_space_are_the_whole_text() -> None:
     for space in ("\n", " ", "\x0b", "\x0c", "\x1c", "\x85", "\u3000"):
         parts = [f"hello wor{space}", "ld again"]
         (whole,) = _local("fp32").embed(["".join(parts)])
-        (given_as_parts,) = _local("fp32").embed_parts([parts])
+        (given_as_parts,) = _local("fp32").embed_fragments([parts])
         assert given_as_parts == pytest.approx(whole, abs=1e-5), repr(space)
 
 
@@ -402,7 +402,7 @@ def test_a_long_text_given_as_parts_is_the_mean_of_their_pieces() -> None:
     embedder = _local("fp32")
     assert embedder.count_tokens(text) > embedder.piece_budget
     assert all(embedder.count_tokens(part) <= embedder.piece_budget for part in parts)
-    (got,) = embedder.embed_parts([parts])
+    (got,) = embedder.embed_fragments([parts])
     part_vectors = _local("fp32").embed(parts)
     weights = [embedder.count_tokens(part) for part in parts]
     assert got == pytest.approx(_weighted_mean(part_vectors, weights), abs=1e-5)
@@ -417,7 +417,7 @@ def test_a_part_longer_than_a_pass_is_cut_within() -> None:
     long_part = LONG_TEXTS[3] + "\n"
     parts = ["An overlap line with the previous window.\n", long_part, "The last line."]
     embedder = _local("fp32")
-    (got,) = embedder.embed_parts([parts])
+    (got,) = embedder.embed_fragments([parts])
     cut = embedder.split_text(long_part)
     assert len(cut) == 2
     pieces = [parts[0], *(piece.text for piece in cut), parts[2]]
@@ -442,15 +442,15 @@ def test_a_part_two_texts_share_is_embedded_once() -> None:
     embedder = _local("fp32")
     assert embedder.count_tokens("".join(a)) > embedder.piece_budget
     assert embedder.count_tokens("".join(b)) > embedder.piece_budget
-    vector_a, vector_b = embedder.embed_parts([a, b])
+    vector_a, vector_b = embedder.embed_fragments([a, b])
     assert embedder.pieces_embedded == 3 and embedder.pieces_shared == 1
-    assert vector_a == pytest.approx(_local("fp32").embed_parts([a])[0], abs=1e-5)
-    assert vector_b == pytest.approx(_local("fp32").embed_parts([b])[0], abs=1e-5)
+    assert vector_a == pytest.approx(_local("fp32").embed_fragments([a])[0], abs=1e-5)
+    assert vector_b == pytest.approx(_local("fp32").embed_fragments([b])[0], abs=1e-5)
     # Across calls too (consecutive batches of windows): the shared part is not embedded again.
     later = _local("fp32")
-    later.embed_parts([a])
+    later.embed_fragments([a])
     before = later.pieces_embedded, later.pieces_shared, later.tokens_embedded
-    (again_b,) = later.embed_parts([b])
+    (again_b,) = later.embed_fragments([b])
     assert later.pieces_embedded == before[0] + 1 and later.pieces_shared == before[1] + 1
     assert later.tokens_embedded == before[2] + later.count_tokens(own_b) + later.special_tokens
     assert again_b == pytest.approx(vector_b, abs=1e-5)
@@ -496,17 +496,17 @@ def test_window_parts_rebuild_each_window(
     units = scene_units(scene)
     windows = Windower(max_tokens, int(max_tokens * overlap_share)).windows(units)
     for k, window in enumerate(windows):
-        parts = window_embedding_parts(windows, k, units, prefixes=True)
+        parts = window_embedding_fragments(windows, k, units, prefixes=True)
         assert "".join(parts) == window.text
         assert all(part.endswith(SEPARATOR) for part in parts[:-1])
         assert all(parts) or parts == ("",)
-        bare = window_embedding_parts(windows, k, units, prefixes=False)
+        bare = window_embedding_fragments(windows, k, units, prefixes=False)
         lines = [units[s.unit].text[s.start : s.end] for s in window.segments]
         assert "".join(bare) == SEPARATOR.join(lines)
         assert all(bare) or bare == ("",)
         if k + 1 == len(windows):
             continue
-        following_bare = window_embedding_parts(windows, k + 1, units, prefixes=False)
+        following_bare = window_embedding_fragments(windows, k + 1, units, prefixes=False)
         nxt = windows[k + 1]
         if 0 < nxt.carried < len(nxt.segments):
             # Without prefixes the whole overlap is shared, a line carried in part included:
@@ -524,7 +524,7 @@ def test_window_parts_rebuild_each_window(
                 event("the overlap is shared whole")
                 assert bare[-1] == carried
         n = _shared_lines(window, windows[k + 1])
-        following = window_embedding_parts(windows, k + 1, units, prefixes=True)
+        following = window_embedding_fragments(windows, k + 1, units, prefixes=True)
         event("whole lines shared with the next window" if n else "no whole line shared")
         if n == 0:
             continue
@@ -660,7 +660,7 @@ def test_unreadable_share_of_a_text_just_embedded_is_the_same_without_tokenising
     text = "".join(parts)
     fresh = _local("int8").unreadable_share(text)
     embedder = _local("int8")
-    embedder.embed_parts([parts])
+    embedder.embed_fragments([parts])
     assert embedder._recent_unknown.get(text) is not None, "remembered from the embedding"
     assert embedder.unreadable_share(text) == fresh
     assert fresh is not None and 0.2 < fresh < 0.6

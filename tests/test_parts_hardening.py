@@ -22,7 +22,7 @@ from PIL import Image
 from memreader import ReadReport, SimpleStructMemReader, SimpleStructMemReaderConfig
 from memreader.documents.data_urls import decode_inline
 from memreader.documents.fetch import Fetcher
-from memreader.documents.sources_config import FetchConfig
+from memreader.documents.part_settings import FetchConfig
 from memreader.errors import DocumentError, InvalidMessageError, UnknownRoleError
 from memreader.items import MemoryType
 from memreader.llms.hooks import LLMHooks

@@ -432,9 +432,13 @@ def test_an_embedder_with_only_the_required_members_gets_the_abilities_defaults(
 
     bare = Bare()
     full = with_defaults(bare)
-    assert (full.batch_size, full.embeds_parts, full.unreadable_share("tea")) == (64, False, None)
-    assert full.embed_parts([("a", "b"), ("c",)]) == [[1.0, 0.0], [1.0, 0.0]]
-    assert bare.calls == [["ab", "c"]], "parts are joined when the embedder has no embed_parts"
+    assert (full.batch_size, full.embeds_fragments, full.unreadable_share("tea")) == (
+        64,
+        False,
+        None,
+    )
+    assert full.embed_fragments([("a", "b"), ("c",)]) == [[1.0, 0.0], [1.0, 0.0]]
+    assert bare.calls == [["ab", "c"]], "parts are joined when the embedder has no embed_fragments"
     hashed = HashEmbedder()
     assert with_defaults(hashed) is hashed, "a built-in embedder has the abilities itself"
     reader = SimpleStructMemReader(SimpleStructMemReaderConfig(), embedder=bare)

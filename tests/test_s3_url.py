@@ -11,7 +11,7 @@ import pytest
 from memreader.batch.inputs import Inputs
 from memreader.batch.job import JobConfig, OutputSpec
 from memreader.batch.sinks import build_sink
-from memreader.documents.sources_config import S3Config
+from memreader.documents.part_settings import S3Config
 from memreader.errors import ConfigError
 from memreader.skills import SkillsConfig
 from memreader.transport.s3 import S3Url, is_s3_url, parse_s3_url

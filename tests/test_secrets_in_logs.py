@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from memreader.documents.sources_config import FetchConfig, TranscriptionConfig
+from memreader.documents.part_settings import FetchConfig, TranscriptionConfig
 from memreader.readers import MultiModalStructMemReaderConfig
 from memreader.transport.log_scrub import install_log_redaction, scrub_log_text
 from tests.http_fixtures import FetchTestServer, answer, redirect

@@ -87,7 +87,7 @@ def test_empty_and_unknown_texts_give_zero_vectors(static: Any) -> None:
     for vector in vectors[:5]:
         assert vector == [0.0] * 384
     assert np.linalg.norm(vectors[5]) == pytest.approx(1.0, abs=1e-5)
-    assert static.embed_parts([["", ""], [""]]) == [[0.0] * 384, [0.0] * 384]
+    assert static.embed_fragments([["", ""], [""]]) == [[0.0] * 384, [0.0] * 384]
     assert static.embed([]) == []
 
 
@@ -114,13 +114,13 @@ def test_paraphrase_is_closer_than_an_unrelated_text(static: Any) -> None:
         assert _cosine(q, p) > _cosine(q, u) + 0.05, (query, _cosine(q, p), _cosine(q, u))
 
 
-def test_embed_parts_is_the_joined_text(static: Any) -> None:
+def test_embed_fragments_is_the_joined_text(static: Any) -> None:
     parts = ["user: I like green tea.\n", "assistant: Me too, with jasmine.\n", "user: Nice!"]
-    (by_parts,) = static.embed_parts([parts])
+    (by_parts,) = static.embed_fragments([parts])
     (joined,) = static.embed(["".join(parts)])
     np.testing.assert_allclose(by_parts, joined, atol=1e-6)
     with pytest.raises(TypeError):
-        static.embed_parts(["not a list of parts"])
+        static.embed_fragments(["not a list of parts"])
 
 
 def test_unreadable_share(static: Any) -> None:

@@ -21,7 +21,7 @@ from memreader.batch.formats import check_format_name
 from memreader.batch.sinks import check_sink_name
 from memreader.config import interpolate_env, read_yaml_config
 from memreader.config_model import ConfigModel
-from memreader.documents.sources_config import S3Config
+from memreader.documents.part_settings import S3Config
 from memreader.errors import ConfigError
 from memreader.modes import ReadMode
 from memreader.transport.s3 import is_s3_url, parse_s3_url

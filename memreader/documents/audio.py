@@ -29,8 +29,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from memreader.documents.images import location_kwargs
-from memreader.documents.sources_config import TranscriptionConfig
+from memreader.documents.image_prep import location_kwargs
+from memreader.documents.part_settings import TranscriptionConfig
 from memreader.errors import TranscriptionError
 from memreader.secret_masking import mask_url
 from memreader.transport import (

@@ -18,7 +18,7 @@ once, for every kind of part:
   failures (connection errors, timeouts, 408, 429, 5xx) are retried with backoff and jitter
   (``Retry-After`` honoured, capped).
 * ``s3://bucket/key``: :class:`~memreader.documents.fetch_s3.S3Reader` (boto3, built lazily
-  from :class:`~memreader.documents.sources_config.S3Config`). The endpoint is configured by
+  from :class:`~memreader.documents.part_settings.S3Config`). The endpoint is configured by
   the operator and trusted: it is not put through the SSRF check (MinIO on a private address is
   the common case). The buckets are not: a reference here comes from content and would be read
   with the operator's credentials, so only buckets (or key prefixes) listed in
@@ -69,7 +69,7 @@ from memreader.documents.fetch_types import (
 )
 from memreader.documents.limits import NO_LOCAL_ACCESS, DocumentAccess
 from memreader.documents.loader import check_local_path, read_local_file
-from memreader.documents.sources_config import FetchConfig
+from memreader.documents.part_settings import FetchConfig
 from memreader.errors import BlockedAddressError, DocumentError, FetchError
 from memreader.transport.guard import Resolver
 

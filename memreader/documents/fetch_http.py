@@ -52,7 +52,7 @@ from memreader.documents.fetch_types import (
     media_type_of,
     safe_label,
 )
-from memreader.documents.sources_config import FetchConfig
+from memreader.documents.part_settings import FetchConfig
 from memreader.errors import BlockedAddressError, FetchError
 from memreader.transport import (
     RetryPolicy,

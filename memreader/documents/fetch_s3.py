@@ -2,7 +2,7 @@
 
 The S3 half of fetching lives here because it shares nothing with the http path but the
 content-type rules (:mod:`memreader.documents.fetch_types`): boto3 is built lazily from
-:class:`~memreader.documents.sources_config.S3Config` (boto3 is imported only when an ``s3://``
+:class:`~memreader.documents.part_settings.S3Config` (boto3 is imported only when an ``s3://``
 reference is fetched), botocore retries transient failures itself, and its errors are put into
 words here by their code and type, never by their message (which may quote a presigned URL or
 the request's credentials).
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memreader.documents.fetch_types import FetchKind, check_content_type, media_type_of
-from memreader.documents.sources_config import FetchConfig, FetchS3Config, has_dot_segments
+from memreader.documents.part_settings import FetchConfig, FetchS3Config, has_dot_segments
 from memreader.errors import BlockedBucketError, ConfigError, FetchError
 from memreader.transport.s3 import LazyS3Client, parse_s3_url
 

@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 from memreader.documents.limits import ZIP_DOCUMENT_EXTENSIONS
 from memreader.documents.loader import TEXT_EXTENSIONS
-from memreader.documents.sources_config import FetchConfig
+from memreader.documents.part_settings import FetchConfig
 from memreader.errors import FetchError
 
 __all__ = [

@@ -14,7 +14,7 @@ from memreader.errors import MemReaderError
 
 if TYPE_CHECKING:
     from memreader.documents.fetch import Fetched
-    from memreader.documents.images import PreparedImage
+    from memreader.documents.image_prep import PreparedImage
 
 __all__ = [
     "AudioMade",

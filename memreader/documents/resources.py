@@ -40,7 +40,7 @@ from memreader.errors import DocumentError, MemReaderError
 if TYPE_CHECKING:
     from memreader.documents.audio import Transcriber
     from memreader.documents.fetch import Fetched, Fetcher
-    from memreader.documents.sources_config import ImageConfig
+    from memreader.documents.part_settings import ImageConfig
 
 __all__ = ["ResourceCache", "ResourceReader", "ResourceStats"]
 
@@ -252,7 +252,7 @@ class ResourceReader:
             stats.add("converted")
             return DocumentMade(text)
         if task.kind == "image":
-            from memreader.documents.images import prepare_image
+            from memreader.documents.image_prep import prepare_image
 
             image = prepare_image(
                 fetched.data, self.images, label=part_label(task, fetched), where=task.where

@@ -38,8 +38,8 @@ class _WithDefaults(EmbedderDefaults):
         # The one place that asks an embedder which optional abilities it has.
         size = getattr(inner, "batch_size", None)
         self.batch_size = size if isinstance(size, int) and size > 0 else DEFAULT_BATCH_SIZE
-        self._embed_parts = getattr(inner, "embed_parts", None)
-        self.embeds_parts = callable(self._embed_parts)
+        self._embed_fragments = getattr(inner, "embed_fragments", None)
+        self.embeds_fragments = callable(self._embed_fragments)
         self._unreadable_share = getattr(inner, "unreadable_share", None)
 
     def __repr__(self) -> str:
@@ -68,12 +68,12 @@ class _WithDefaults(EmbedderDefaults):
         """The embedder's vectors."""
         return self.inner.embed(texts)
 
-    def embed_parts(self, texts: Sequence[Sequence[str]]) -> list[list[float]]:
-        """The embedder's own ``embed_parts``, else the joined texts' vectors."""
-        if callable(self._embed_parts):
-            vectors: list[list[float]] = self._embed_parts(texts)
+    def embed_fragments(self, texts: Sequence[Sequence[str]]) -> list[list[float]]:
+        """The embedder's own ``embed_fragments``, else the joined texts' vectors."""
+        if callable(self._embed_fragments):
+            vectors: list[list[float]] = self._embed_fragments(texts)
             return vectors
-        return super().embed_parts(texts)
+        return super().embed_fragments(texts)
 
     def unreadable_share(self, text: str) -> float | None:
         """The embedder's own ``unreadable_share``, else ``None``."""

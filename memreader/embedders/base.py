@@ -38,7 +38,7 @@ backends retry transient failures with the one retry policy of every remote call
 Optional abilities
 ------------------
 Beside what every :class:`Embedder` must have, the readers use three abilities that an embedder
-may have: ``batch_size``, ``embed_parts`` (with ``embeds_parts``) and ``unreadable_share``.
+may have: ``batch_size``, ``embed_fragments`` (with ``embeds_fragments``) and ``unreadable_share``.
 :class:`EmbedderDefaults` declares them with their defaults; the built-in embedders inherit it,
 and :func:`~memreader.embedders.adapter.with_defaults` gives any other embedder the same
 interface (:class:`FullEmbedder`), so the code that embeds never asks whether one has them.
@@ -133,12 +133,12 @@ class FullEmbedder(Embedder, Protocol):
         ...
 
     @property
-    def embeds_parts(self) -> bool:
-        """Whether ``embed_parts`` embeds a text from its parts itself (not their join)."""
+    def embeds_fragments(self) -> bool:
+        """Whether ``embed_fragments`` embeds a text from its fragments itself (not their join)."""
         ...
 
-    def embed_parts(self, texts: Sequence[Sequence[str]]) -> list[list[float]]:
-        """One vector per text given as consecutive parts, in input order."""
+    def embed_fragments(self, texts: Sequence[Sequence[str]]) -> list[list[float]]:
+        """One vector per text given as consecutive fragments, in input order."""
         ...
 
     def unreadable_share(self, text: str) -> float | None:
@@ -151,25 +151,26 @@ class EmbedderDefaults(ABC):
     what your model does better:
 
     - ``batch_size`` (:data:`DEFAULT_BATCH_SIZE`): how many texts one ``embed`` call gets.
-    - ``embed_parts(texts)``: one vector per text given as consecutive parts (fast mode hands
-      a window's own text and its overlaps apart). Default: the joined texts, embedded. An
-      embedder that does better (pools the parts' tokens, as the local models do) sets
-      ``embeds_parts = True``, so a cache keeps its vectors apart from the joined text's.
+    - ``embed_fragments(texts)``: one vector per text given as consecutive fragments (fast
+      mode hands a window's own text and its overlaps apart). Default: the joined texts,
+      embedded. An embedder that does better (pools the fragments' tokens, as the local models
+      do) sets ``embeds_fragments = True``, so a cache keeps its vectors apart from the joined
+      text's.
     - ``unreadable_share(text)``: the share (0..1) of ``text``'s letters the model cannot read
       (an English-only model and Chinese text), or ``None`` when it does not know (the
       default); see :mod:`memreader.embedders.languages`.
     """
 
     batch_size: int = DEFAULT_BATCH_SIZE
-    embeds_parts: bool = False
+    embeds_fragments: bool = False
 
     @abstractmethod
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One vector per text, in input order."""
 
-    def embed_parts(self, texts: Sequence[Sequence[str]]) -> list[list[float]]:
-        """One vector per text given as its parts: by default the joined text's."""
-        return self.embed(["".join(parts) for parts in texts])
+    def embed_fragments(self, texts: Sequence[Sequence[str]]) -> list[list[float]]:
+        """One vector per text given as its fragments: by default the joined text's."""
+        return self.embed(["".join(fragments) for fragments in texts])
 
     def unreadable_share(self, text: str) -> float | None:
         """``None``: by default an embedder does not know what it cannot read."""

@@ -97,7 +97,7 @@ class EmbeddingCache:
 
 class CachedEmbedder(EmbedderDefaults):
     """An :class:`Embedder` that serves repeated texts from an :class:`EmbeddingCache`, with
-    the inner embedder's optional abilities (``batch_size``, ``embeds_parts``,
+    the inner embedder's optional abilities (``batch_size``, ``embeds_fragments``,
     ``unreadable_share``; see :class:`~memreader.embedders.base.EmbedderDefaults`).
 
     Counters: ``hits`` and ``misses`` count distinct texts per call found / not found in the
@@ -110,7 +110,7 @@ class CachedEmbedder(EmbedderDefaults):
         self._full = with_defaults(inner)
         #: How many uncached texts go to the inner embedder per call.
         self.batch_size = self._full.batch_size
-        self.embeds_parts = self._full.embeds_parts
+        self.embeds_fragments = self._full.embeds_fragments
         self.cache = cache if cache is not None else EmbeddingCache()
         self.hits = 0
         self.misses = 0
@@ -154,25 +154,25 @@ class CachedEmbedder(EmbedderDefaults):
             [cache_key(name, text) for text in texts], [(text,) for text in texts], texts
         )
 
-    def embed_parts(self, texts: Sequence[Sequence[str]]) -> list[list[float]]:
-        """One vector per text given as its parts (see
-        :meth:`~memreader.embedders.tokenized.TokenizedEmbedder.embed_parts`); an inner
-        embedder that does not embed parts itself (``embeds_parts``) embeds the joined texts.
-        A text of one part shares its cache entry with :meth:`embed`."""
-        inputs = [tuple(parts) for parts in texts]
+    def embed_fragments(self, texts: Sequence[Sequence[str]]) -> list[list[float]]:
+        """One vector per text given as its fragments (see
+        :meth:`~memreader.embedders.tokenized.TokenizedEmbedder.embed_fragments`); an inner
+        embedder that does not embed fragments itself (``embeds_fragments``) embeds the joined
+        texts. A text of one fragment shares its cache entry with :meth:`embed`."""
+        inputs = [tuple(fragments) for fragments in texts]
         name = self.inner.name
-        if not self.embeds_parts:
-            joined = ["".join(parts) for parts in inputs]
+        if not self.embeds_fragments:
+            joined = ["".join(fragments) for fragments in inputs]
             return self._cached(
                 [cache_key(name, t) for t in joined], [(t,) for t in joined], joined
             )
         keys = [
-            cache_key(name, parts[0])
-            if len(parts) == 1
-            else cache_key(name + "\0parts", json.dumps(parts))
-            for parts in inputs
+            cache_key(name, fragments[0])
+            if len(fragments) == 1
+            else cache_key(name + "\0parts", json.dumps(fragments))
+            for fragments in inputs
         ]
-        return self._cached(keys, inputs, ["".join(parts) for parts in inputs])
+        return self._cached(keys, inputs, ["".join(fragments) for fragments in inputs])
 
     def _cached(
         self, keys: list[str], inputs: list[tuple[str, ...]], texts: list[str]
@@ -181,8 +181,8 @@ class CachedEmbedder(EmbedderDefaults):
             return []
         name = self.inner.name
         unique: dict[str, tuple[tuple[str, ...], str]] = {}
-        for key, parts, text in zip(keys, inputs, texts, strict=True):
-            unique.setdefault(key, (parts, text))
+        for key, fragments, text in zip(keys, inputs, texts, strict=True):
+            unique.setdefault(key, (fragments, text))
         found = self.cache.get_many(list(unique))
         missing = [(key, value) for key, value in unique.items() if key not in found]
         with self._counter_lock:
@@ -201,7 +201,7 @@ class CachedEmbedder(EmbedderDefaults):
         for offset in range(0, len(missing), size):
             chunk = missing[offset : offset + size]
             vectors = self._embed_batch(
-                name, [parts for _, (parts, _) in chunk], [text for _, (_, text) in chunk]
+                name, [fragments for _, (fragments, _) in chunk], [text for _, (_, text) in chunk]
             )
             fresh = {key: vector for (key, _), vector in zip(chunk, vectors, strict=True)}
             self.cache.put_many(fresh)
@@ -213,8 +213,8 @@ class CachedEmbedder(EmbedderDefaults):
     ) -> list[list[float]]:
         """The inner embedder's vectors for ``batch``, checked; failures name the batch."""
         try:
-            if any(len(parts) > 1 for parts in inputs):
-                vectors = self._full.embed_parts(inputs)
+            if any(len(fragments) > 1 for fragments in inputs):
+                vectors = self._full.embed_fragments(inputs)
             else:
                 vectors = self.inner.embed(batch)
         except EmbeddingError:

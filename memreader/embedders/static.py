@@ -35,7 +35,7 @@ from memreader.errors import ConfigError, EmbeddingError
 __all__ = ["StaticEmbedder"]
 
 #: The ``max_input_tokens`` a static embedder reports: it has no length limit, and ``embed``
-#: and ``embed_parts`` never cut a text.
+#: and ``embed_fragments`` never cut a text.
 MAX_INPUT_TOKENS = 1_000_000
 
 
@@ -179,16 +179,18 @@ class StaticEmbedder(TokenizedEmbedder):
         # The bundled model was trained on English text only (unreadable_share: the base's).
         self.scripts = LATIN if config.model_path is None else None
 
-    def embed_parts(self, texts: Sequence[Sequence[str]]) -> list[list[float]]:
-        """One vector per text, each text given as its consecutive parts: the vector of
-        ``"".join(parts)``. A static model reads any length, so texts are never split, the
-        parts are simply joined, and each text is tokenised once (all texts of a call in one
+    def embed_fragments(self, texts: Sequence[Sequence[str]]) -> list[list[float]]:
+        """One vector per text, each text given as its consecutive fragments: the vector of
+        ``"".join(fragments)``. A static model reads any length, so texts are never split, the
+        fragments are simply joined, and each text is tokenised once (all texts of a call in one
         batch, on the tokenizer's threads)."""
         joined: list[str] = []
-        for i, parts in enumerate(texts):
-            if isinstance(parts, str):
-                raise TypeError(f"embed_parts() takes a list of parts per text; item {i} is a str")
-            joined.append("".join(self._check_texts(parts)))
+        for i, fragments in enumerate(texts):
+            if isinstance(fragments, str):
+                raise TypeError(
+                    f"embed_fragments() takes a list of fragments per text; item {i} is a str"
+                )
+            joined.append("".join(self._check_texts(fragments)))
         if not joined:
             return []
         encodings = self._encode(joined)

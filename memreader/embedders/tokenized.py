@@ -10,9 +10,9 @@ hands text to a backend (which tokenises it again), this class hands the model t
 - **Batched by length.** All pieces of a call are sorted by length before batching, so a batch
   pads as little as possible, then put back in order.
 - **Shared pieces embedded once.** Identical pieces within a call (the same ids) are embedded
-  once. :meth:`TokenizedEmbedder.embed_parts` goes further: a text given as its parts (say the
-  overlap it shares with the previous window, its own lines, the overlap it shares with the
-  next) is cut at the part boundaries when it is too long for one piece, so text that two
+  once. :meth:`TokenizedEmbedder.embed_fragments` goes further: a text given as its fragments
+  (say the overlap it shares with the previous window, its own lines, the overlap it shares with the
+  next) is cut at the fragment boundaries when it is too long for one piece, so text that two
   windows share becomes the same piece in both and is embedded once. A text's vector is the
   token-weighted mean of its pieces' unit vectors, as in ``PoolingEmbedder``; a text that fits
   the model is embedded whole.
@@ -99,8 +99,8 @@ class TokenizedEmbedder(PoolingEmbedder):
     ``(len(batch), dimension)``.
     """
 
-    #: :meth:`embed_parts` pools the parts' own tokens (not their joined text's).
-    embeds_parts = True
+    #: :meth:`embed_fragments` pools the fragments' own tokens (not their joined text's).
+    embeds_fragments = True
 
     def __init__(
         self,
@@ -201,26 +201,28 @@ class TokenizedEmbedder(PoolingEmbedder):
         """One vector per text, in input order (see the module docstring)."""
         if isinstance(texts, str):
             raise TypeError("embed() takes a sequence of strings, not a single string")
-        return self.embed_parts([[text] for text in self._check_texts(texts)])
+        return self.embed_fragments([[text] for text in self._check_texts(texts)])
 
-    def embed_parts(self, texts: Sequence[Sequence[str]]) -> list[list[float]]:
-        """One vector per text, each text given as its consecutive parts.
+    def embed_fragments(self, texts: Sequence[Sequence[str]]) -> list[list[float]]:
+        """One vector per text, each text given as its consecutive fragments.
 
-        The vector is that of ``"".join(parts)``: the text embedded whole when it fits the
-        model, otherwise the token-weighted mean of its pieces, which are cut at the part
-        boundaries (and within parts too long for one piece). Parts should meet at whitespace
-        (a line break), where the tokenizer would split anyway. Identical pieces in a call are
-        embedded once.
+        The vector is that of ``"".join(fragments)``: the text embedded whole when it fits the
+        model, otherwise the token-weighted mean of its pieces, which are cut at the fragment
+        boundaries (and within fragments too long for one piece). Fragments should meet at
+        whitespace (a line break), where the tokenizer would split anyway. Identical pieces in a
+        call are embedded once.
         """
         import numpy as np
 
         plans: list[list[tuple[int, ...]]] = []
-        for i, parts in enumerate(texts):
-            if isinstance(parts, str):
-                raise TypeError(f"embed_parts() takes a list of parts per text; item {i} is a str")
-            self._check_texts(parts)
+        for i, fragments in enumerate(texts):
+            if isinstance(fragments, str):
+                raise TypeError(
+                    f"embed_fragments() takes a list of fragments per text; item {i} is a str"
+                )
+            self._check_texts(fragments)
             try:
-                plans.append(self._plan(list(parts)))
+                plans.append(self._plan(list(fragments)))
             except EmbeddingError as e:
                 raise EmbeddingError(f"{e} (text {i} of {len(texts)})") from None
         if not plans:
@@ -259,48 +261,51 @@ class TokenizedEmbedder(PoolingEmbedder):
                 raise TypeError(f"embed() takes strings; item {i} is {type(text).__name__}")
         return texts
 
-    def _remember_unknown(self, parts: Sequence[str], encodings: Sequence[Any]) -> None:
-        """Keep the [UNK] spans of the text ``parts`` make (tokenised part by part) for
-        :meth:`unreadable_share`, when the parts meet where the tokenizer splits anyway."""
-        if len(parts) > 1 and not (
-            self._joins_at_space and all(part[-1:] in _BERT_SPACE for part in parts[:-1])
+    def _remember_unknown(self, fragments: Sequence[str], encodings: Sequence[Any]) -> None:
+        """Keep the [UNK] spans of the text ``fragments`` make (tokenised fragment by fragment) for
+        :meth:`unreadable_share`, when the fragments meet where the tokenizer splits anyway."""
+        if len(fragments) > 1 and not (
+            self._joins_at_space
+            and all(fragment[-1:] in _BERT_SPACE for fragment in fragments[:-1])
         ):
             return
         spans: list[tuple[int, int]] = []
         offset = 0
-        for part, encoding in zip(parts, encodings, strict=True):
+        for fragment, encoding in zip(fragments, encodings, strict=True):
             if self._unknown_id is not None and self._unknown_id in encoding.ids:
                 spans.extend(
                     (offset + a, offset + b) for a, b in unknown_spans(encoding, self._unknown_id)
                 )
-            offset += len(part)
+            offset += len(fragment)
         with self._stats_lock:
-            self._recent_unknown["".join(parts)] = spans
+            self._recent_unknown["".join(fragments)] = spans
             while len(self._recent_unknown) > _RECENT_TEXTS:
                 self._recent_unknown.popitem(last=False)
 
-    def _plan(self, parts: list[str]) -> list[tuple[int, ...]]:
-        """The content ids of each piece of one text given as parts."""
-        parts = [part for part in parts if part] or [""]
-        encodings = self._encode(parts)
-        self._remember_unknown(parts, encodings)
+    def _plan(self, fragments: list[str]) -> list[tuple[int, ...]]:
+        """The content ids of each piece of one text given as fragments."""
+        fragments = [fragment for fragment in fragments if fragment] or [""]
+        encodings = self._encode(fragments)
+        self._remember_unknown(fragments, encodings)
         budget = self.piece_budget
         if sum(len(enc.ids) for enc in encodings) <= budget:
-            if len(parts) == 1:
+            if len(fragments) == 1:
                 return [tuple(encodings[0].ids)]
-            if self._joins_at_space and all(part[-1] in _BERT_SPACE for part in parts[:-1]):
-                # Parts that meet at white space tokenise as the whole does (the pre-tokenizer
+            if self._joins_at_space and all(
+                fragment[-1] in _BERT_SPACE for fragment in fragments[:-1]
+            ):
+                # Fragments that meet at white space tokenise as the whole does (the pre-tokenizer
                 # splits there): their ids joined are the whole text's ids. Not at every
                 # str.isspace() character: BERT's normaliser deletes \x0b, \x0c, \x1c-\x1f
                 # and \x85 as control characters, joining the words around them.
                 return [tuple(i for enc in encodings for i in enc.ids)]
-            return [tuple(self._encode(["".join(parts)])[0].ids)]
+            return [tuple(self._encode(["".join(fragments)])[0].ids)]
         pieces: list[tuple[int, ...]] = []
-        for part, enc in zip(parts, encodings, strict=True):
+        for fragment, enc in zip(fragments, encodings, strict=True):
             ids = enc.ids
             if not ids:
                 continue
-            for span in plan_token_spans(part, _cuts(enc.offsets), budget):
+            for span in plan_token_spans(fragment, _cuts(enc.offsets), budget):
                 pieces.append(tuple(ids[span.first : span.last]))
         return pieces or [()]
 

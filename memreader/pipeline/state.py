@@ -25,7 +25,7 @@ from memreader.emit import window_sources
 from memreader.errors import InputError
 from memreader.extraction import WindowInput, WindowOutcome
 from memreader.extraction.agent_passes import PassOutcome
-from memreader.extraction.image import ImageOutcome
+from memreader.extraction.image_pass import ImageOutcome
 from memreader.items import SourceMessage, TextualMemoryItem
 from memreader.llms import UsageMeter
 from memreader.modes import Mode
@@ -134,8 +134,8 @@ class ReadState:
     ``scenes`` (normalise), ``units`` (parse: one list per scene), ``windows`` (window),
     ``fine_windows`` and ``outcomes`` (fine mode: one per window, then what the LLM passes made
     of it), ``items`` (one list per scene or stored item: the call's result) and ``emitted``
-    (each item with its window's report, for the embed step), with ``embedding_parts`` (by item
-    id: the memory the item had and what to embed for it instead, as consecutive parts; fast
+    (each item with its window's report, for the embed step), with ``embedding_fragments`` (by item
+    id: the memory the item had and what to embed for it instead, as consecutive fragments; fast
     mode cuts a window where its overlaps begin and end; a step that changes the memory later
     makes the embed step embed the new memory instead). ``meter`` counts the call's LLM usage.
 
@@ -162,7 +162,7 @@ class ReadState:
     outcomes: list[WindowOutcome] = field(default_factory=list)
     items: list[list[TextualMemoryItem]] = field(default_factory=list)
     emitted: list[tuple[TextualMemoryItem, WindowReport]] = field(default_factory=list)
-    embedding_parts: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
+    embedding_fragments: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
     meter: UsageMeter | None = None
     part_reads: dict[PartKey, PartRead] = field(default_factory=dict)
     image_outcomes: dict[str, tuple[ImageOutcome, PartKey]] = field(default_factory=dict)

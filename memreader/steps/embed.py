@@ -30,8 +30,8 @@ __all__ = ["Embed"]
 
 logger = logging.getLogger(__name__)
 
-#: By item id: the memory the item had and what to embed for it instead, as consecutive parts.
-EmbeddingParts = dict[str, tuple[str, tuple[str, ...]]]
+#: By item id: the memory the item had and what to embed for it instead, as consecutive fragments.
+EmbeddingFragments = dict[str, tuple[str, tuple[str, ...]]]
 
 
 @STEPS.register("embed")
@@ -59,7 +59,7 @@ class Embed(Step):
         for offset in range(0, len(made), size):
             batch = made[offset : offset + size]
             try:
-                vectors = _embed_items(embedder, batch, state.embedding_parts)
+                vectors = _embed_items(embedder, batch, state.embedding_fragments)
                 if len(vectors) != len(batch):
                     raise EmbeddingError(
                         f"{embedder.name}: {len(vectors)} vectors for {len(batch)} texts"
@@ -79,34 +79,34 @@ class Embed(Step):
             for (item, _), vector in zip(batch, vectors, strict=True):
                 item.metadata.embedding = vector
                 item.metadata.embedding_model = embedder.name
-        _note_unreadable(made, embedder, state.embedding_parts)
+        _note_unreadable(made, embedder, state.embedding_fragments)
 
 
-def _embedding_input(item: TextualMemoryItem, parts: EmbeddingParts) -> tuple[str, ...]:
-    """What is embedded for ``item``: its parts while its memory is what they were made from,
+def _embedding_input(item: TextualMemoryItem, fragments: EmbeddingFragments) -> tuple[str, ...]:
+    """What is embedded for ``item``: its fragments while its memory is what they were made from,
     else its memory."""
-    made = parts.get(item.id)
+    made = fragments.get(item.id)
     return made[1] if made is not None and made[0] == item.memory else (item.memory,)
 
 
 def _embed_items(
     embedder: FullEmbedder,
     batch: Sequence[tuple[TextualMemoryItem, WindowReport]],
-    parts: EmbeddingParts,
+    fragments: EmbeddingFragments,
 ) -> list[list[float]]:
-    """The batch's vectors; items with parts go through ``embed_parts`` (which joins them
-    unless the embedder does better). An item whose memory changed since its parts were made
+    """The batch's vectors; items with fragments go through ``embed_fragments`` (which joins them
+    unless the embedder does better). An item whose memory changed since its fragments were made
     is embedded as its memory."""
-    inputs = [_embedding_input(item, parts) for item, _ in batch]
+    inputs = [_embedding_input(item, fragments) for item, _ in batch]
     if any(len(p) > 1 for p in inputs):
-        return embedder.embed_parts(inputs)
+        return embedder.embed_fragments(inputs)
     return embedder.embed(["".join(p) for p in inputs])
 
 
 def _note_unreadable(
     made: Sequence[tuple[TextualMemoryItem, WindowReport]],
     embedder: FullEmbedder,
-    parts: EmbeddingParts,
+    fragments: EmbeddingFragments,
 ) -> None:
     """Record on each window's report the share of its embedded text (what was embedded for
     its items, joined) that ``embedder`` cannot read, with a note when that is
@@ -117,7 +117,9 @@ def _note_unreadable(
     name = embedder.name
     windows: dict[int, tuple[WindowReport, list[str]]] = {}
     for item, entry in made:
-        windows.setdefault(id(entry), (entry, []))[1].append("".join(_embedding_input(item, parts)))
+        windows.setdefault(id(entry), (entry, []))[1].append(
+            "".join(_embedding_input(item, fragments))
+        )
     noted: list[float] = []
     failed: list[Exception] = []
     for entry, memories in windows.values():

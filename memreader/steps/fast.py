@@ -9,7 +9,7 @@ fast_items  windows, info, custom_tags   items, emitted  fast
 
 from __future__ import annotations
 
-from memreader.emit import make_item, memory_type_for, window_embedding_parts
+from memreader.emit import make_item, memory_type_for, window_embedding_fragments
 from memreader.items import TextualMemoryItem
 from memreader.pipeline.runtime import ReaderRuntime
 from memreader.pipeline.state import ReadState
@@ -49,9 +49,9 @@ class FastItems(Step):
                 entry.items = 1
                 items.append(item)
                 state.emitted.append((item, entry))
-                state.embedding_parts[item.id] = (
+                state.embedding_fragments[item.id] = (
                     item.memory,
-                    window_embedding_parts(
+                    window_embedding_fragments(
                         ws.windows, window.index, ws.units, runtime.config.embed_prefixes
                     ),
                 )

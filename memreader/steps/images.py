@@ -19,7 +19,7 @@ from typing import Any
 from memreader.emit import make_item
 from memreader.extraction import short_error
 from memreader.extraction.driver import arun_plans, run_plans
-from memreader.extraction.image import ImageOutcome, describe_image_plan
+from memreader.extraction.image_pass import ImageOutcome, describe_image_plan
 from memreader.items import MemoryType, SourceMessage, TextualMemoryItem
 from memreader.parsers import PartRef
 from memreader.pipeline.chain import call_router

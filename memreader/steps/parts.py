@@ -28,10 +28,10 @@ from pydantic import Field, field_validator
 
 from memreader.config_model import ConfigModel
 from memreader.documents.normalize import normalize_doc_refs
+from memreader.documents.part_settings import FetchConfig, ImageConfig, TranscriptionConfig
 from memreader.documents.part_tasks import PartTask, task_for_part
 from memreader.documents.resolved import Resolved
 from memreader.documents.resources import ResourceCache, ResourceReader, ResourceStats
-from memreader.documents.sources_config import FetchConfig, ImageConfig, TranscriptionConfig
 from memreader.errors import InputError
 from memreader.extraction import short_error
 from memreader.modes import SCENE_MODES
@@ -64,10 +64,10 @@ class PartsSettings(ConfigModel):
     - ``fetch``: downloads (timeouts, redirects, retries, the download budget, the private-address
       allow-list, ``direct_markdown_hostnames``, the S3 endpoint and ``s3.allow_buckets``, the
       buckets ``s3://`` in content may name: none by default); see
-      :class:`~memreader.documents.sources_config.FetchConfig`.
+      :class:`~memreader.documents.part_settings.FetchConfig`.
     - ``images``: formats, byte and pixel limits, the longest side sent to a vision model, and
       whether fine mode describes images; see
-      :class:`~memreader.documents.sources_config.ImageConfig`.
+      :class:`~memreader.documents.part_settings.ImageConfig`.
     - ``transcription``: an OpenAI-compatible ``/audio/transcriptions`` endpoint; without one,
       audio is kept as a placeholder and reported as unsupported.
     - ``strict_parts`` (``False``): raise the typed error of the first part that cannot be read

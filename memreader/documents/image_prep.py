@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from memreader.documents.sources_config import ImageConfig
+from memreader.documents.part_settings import ImageConfig
 from memreader.errors import ImageError
 
 if TYPE_CHECKING:

@@ -1,7 +1,8 @@
 """Settings for bytes that come from outside a call's input: downloads (``http(s)``, ``s3://``),
 images and audio. Leaf config models (no I/O, no heavy imports), used by
-:class:`~memreader.config.BaseReaderConfig` and by :mod:`memreader.documents.fetch`,
-:mod:`memreader.documents.images` and :mod:`memreader.documents.audio`.
+:class:`~memreader.steps.parts.PartsSettings` (the multimodal reader's) and by
+:mod:`memreader.documents.fetch`,
+:mod:`memreader.documents.image_prep` and :mod:`memreader.documents.audio`.
 
 >>> FetchConfig().max_redirects
 5
@@ -193,7 +194,7 @@ def _is_network(text: str) -> bool:
 
 
 class ImageConfig(ConfigModel):
-    """How images are checked and prepared (see :mod:`memreader.documents.images`).
+    """How images are checked and prepared (see :mod:`memreader.documents.image_prep`).
 
     - ``formats``: Pillow format names accepted (others are an ``ImageError``).
     - ``max_bytes`` (20 MiB): the most bytes of one encoded image.
