@@ -161,6 +161,12 @@ class SkillWriteError(MemReaderError):
     (a path or ``s3://bucket/key``), never credentials or the endpoint."""
 
 
+class SinkError(MemReaderError):
+    """A batch output could not be written or read: the folder cannot be created or written,
+    S3 refused or could not be reached, or the bucket does not exist. The message names the
+    location (a path or ``s3://bucket/key``), never credentials or the endpoint."""
+
+
 class UnsupportedModeError(MemReaderError, ValueError):
     """The requested mode or input type is not available with this reader's configuration."""
 

@@ -17,8 +17,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from memreader.batch.formats import check_format_name
-from memreader.batch.sinks import check_sink_name
+from memreader.batch.components import check_format_name, check_sink_name
 from memreader.config import interpolate_env, read_yaml_config
 from memreader.config_model import ConfigModel
 from memreader.documents.part_settings import S3Config

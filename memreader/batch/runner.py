@@ -168,7 +168,7 @@ class Worker:
     def _batch(self, batch: Batch, ref: InputRef, writer: InputWriter, result: InputResult) -> None:
         """One batch through the reader; when the reader refuses it, scene by scene so only the
         bad scenes are lost (and recorded). Writing is not inside the retry: a write failure
-        (:class:`~memreader.batch.sinks.base.SinkError`) is the input's, and ends it."""
+        (:class:`~memreader.errors.SinkError`) is the input's, and ends it."""
         try:
             items, report = self._read(batch.scene_data, batch)
         except MemReaderError as exc:

@@ -5,14 +5,14 @@
 
 from __future__ import annotations
 
+from memreader.batch.components import FORMATS, check_format_name
 from memreader.batch.formats.base import (
-    FORMATS,
     BadRecord,
     Format,
     JsonShapedFormat,
     Scene,
-    check_format_name,
     checked_scene,
+    format_class,
     input_ids,
     register_format,
 )
@@ -25,6 +25,7 @@ __all__ = [
     "Scene",
     "check_format_name",
     "checked_scene",
+    "format_class",
     "input_ids",
     "register_format",
 ]

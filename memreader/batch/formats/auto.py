@@ -8,11 +8,11 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from memreader.batch.formats.base import (
-    FORMATS,
     BadRecord,
     Format,
     JsonShapedFormat,
     Scene,
+    format_class,
     register_format,
 )
 from memreader.errors import InputError
@@ -40,7 +40,7 @@ class AutoFormat(Format):
         """
         name = opened.location.lower()
         if name.endswith(_JSONL_EXTENSIONS):
-            yield from FORMATS.get("jsonl")().read(opened, spec)
+            yield from format_class("jsonl")().read(opened, spec)
             return
         if not name.endswith(".json"):
             raise InputError(
@@ -49,7 +49,7 @@ class AutoFormat(Format):
             )
         data = opened.load_json()
         for shape in _JSON_SHAPES:
-            cls = FORMATS.get(shape)
+            cls = format_class(shape)
             if issubclass(cls, JsonShapedFormat) and cls.fits(data):
                 yield from cls().scenes(data, opened, spec)
                 return

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+from memreader.batch.components import FORMATS
 from memreader.errors import ConfigError, InputError, InvalidInfoError, InvalidSceneError
-from memreader.registry import Registry
 from memreader.scene import normalize_chat
 
 if TYPE_CHECKING:
@@ -29,25 +29,15 @@ if TYPE_CHECKING:
     from memreader.batch.job import IdSpec, InputSpec
 
 __all__ = [
-    "FORMATS",
     "BadRecord",
     "Format",
     "JsonShapedFormat",
     "Scene",
-    "check_format_name",
     "checked_scene",
+    "format_class",
     "input_ids",
     "register_format",
 ]
-
-#: Input format classes by name (lower-case); the built-ins are imported on first use.
-FORMATS: Registry[type[Format]] = Registry(
-    "input format",
-    lazy={
-        name: f"memreader.batch.formats.{name}"
-        for name in ("auto", "json", "jsonl", "memorybank", "locomo", "document")
-    },
-)
 
 _F = TypeVar("_F", bound="type[Format]")
 
@@ -67,17 +57,17 @@ def register_format(name: str) -> Callable[[_F], _F]:
     return decorator
 
 
-def check_format_name(name: str) -> str:
-    """``name`` as the registry stores it (lower-case), without importing the format.
+def format_class(name: str) -> type[Format]:
+    """The input format class registered as ``name``.
 
     Raises:
-        ConfigError: no format of that name is known (the message lists the known ones).
+        ConfigError: no format of that name is known, or what is registered under it is not a
+            :class:`Format` subclass.
     """
-    known = FORMATS.names()
-    key = name.strip().lower()
-    if key not in known:
-        raise ConfigError(f"unknown input format {name!r}; known: {', '.join(known)}")
-    return key
+    cls = FORMATS.get(name)
+    if not (isinstance(cls, type) and issubclass(cls, Format)):
+        raise ConfigError(f"input format {name!r} is registered as {cls!r}, not a Format class")
+    return cls
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from memreader.batch.formats import FORMATS, BadRecord, Format, Scene
+from memreader.batch.formats import BadRecord, Format, Scene, format_class
 from memreader.batch.inputs.local import LocalStorage
 from memreader.batch.inputs.opened import MAX_LINE_BYTES, OpenedInput
 from memreader.batch.inputs.s3 import S3Storage
@@ -106,7 +106,7 @@ class Inputs:
         # In a doc job, `auto` means each file is one document.
         name = "document" if self._job.type == "doc" and spec.format == "auto" else spec.format
         try:
-            cls = FORMATS.get(name)
+            cls = format_class(name)
         except ConfigError as exc:
             raise ConfigError(f"inputs.{index}.format: {exc}") from None
         if self._job.type not in cls.job_types:

@@ -11,19 +11,18 @@ import os
 import re
 from typing import TYPE_CHECKING, Any
 
+from memreader.batch.components import SINKS, check_sink_name
 from memreader.batch.sinks.base import (
-    SINKS,
     InputWriter,
     Sink,
-    SinkError,
-    check_sink_name,
     output_stem,
     register_sink,
+    sink_class,
 )
 from memreader.batch.sinks.folders import OutputFolder
 from memreader.batch.sinks.local_folder import LocalFolder
 from memreader.batch.sinks.s3_folder import S3Folder
-from memreader.errors import ConfigError
+from memreader.errors import ConfigError, SinkError
 from memreader.transport.s3 import is_s3_url, parse_s3_url
 
 if TYPE_CHECKING:
@@ -41,6 +40,7 @@ __all__ = [
     "open_folder",
     "output_stem",
     "register_sink",
+    "sink_class",
 ]
 
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
@@ -63,7 +63,7 @@ def build_sink(
             or a malformed ``s3://`` URL or other URL.
         SinkError: the local folder cannot be created.
     """
-    cls = SINKS.get(spec.format)
+    cls = sink_class(spec.format)
     cls.check(spec)  # before anything is created
     folder = open_folder(spec.path, s3=s3, base_dir=base_dir, s3_client=s3_client)
     try:

@@ -22,28 +22,20 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from memreader.errors import ConfigError, MemReaderError
-from memreader.registry import Registry
+from memreader.batch.components import SINKS
+from memreader.errors import ConfigError
 
 if TYPE_CHECKING:
     from memreader.batch.job import OutputSpec
     from memreader.batch.sinks.folders import OutputFolder
 
 __all__ = [
-    "SINKS",
     "InputWriter",
     "Sink",
-    "SinkError",
-    "check_sink_name",
     "output_stem",
     "register_sink",
+    "sink_class",
 ]
-
-#: Sink classes by name (lower-case); the built-ins are imported on first use.
-SINKS: Registry[type[Sink]] = Registry(
-    "sink",
-    lazy={"jsonl": "memreader.batch.sinks.jsonl", "parquet": "memreader.batch.sinks.parquet"},
-)
 
 _S = TypeVar("_S", bound="type[Sink]")
 _STEM_MAX = 100
@@ -66,23 +58,17 @@ def register_sink(name: str) -> Callable[[_S], _S]:
     return decorator
 
 
-def check_sink_name(name: str) -> str:
-    """``name`` as the registry stores it (lower-case), without importing the sink.
+def sink_class(name: str) -> type[Sink]:
+    """The sink class registered as ``name``.
 
     Raises:
-        ConfigError: no sink of that name is known (the message lists the known ones).
+        ConfigError: no sink of that name is known, or what is registered under it is not a
+            :class:`Sink` subclass.
     """
-    known = SINKS.names()
-    key = name.strip().lower()
-    if key not in known:
-        raise ConfigError(f"unknown sink {name!r}; known: {', '.join(known)}")
-    return key
-
-
-class SinkError(MemReaderError):
-    """An output could not be written or read: the folder cannot be created or written, S3
-    refused or could not be reached, or the bucket does not exist. The message names the
-    location (a path or ``s3://bucket/key``), never credentials or the endpoint."""
+    cls = SINKS.get(name)
+    if not (isinstance(cls, type) and issubclass(cls, Sink)):
+        raise ConfigError(f"sink {name!r} is registered as {cls!r}, not a Sink class")
+    return cls
 
 
 def output_stem(key: str) -> str:

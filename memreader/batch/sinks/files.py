@@ -18,8 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from memreader.batch.sinks.base import InputWriter, Sink, SinkError, output_stem
+from memreader.batch.sinks.base import InputWriter, Sink, output_stem
 from memreader.batch.sinks.folders import OutputFolder, os_problem, remove_quietly
+from memreader.errors import SinkError
 
 if TYPE_CHECKING:
     from memreader.batch.job import OutputSpec

@@ -12,7 +12,7 @@ import re
 import secrets
 from abc import ABC, abstractmethod
 
-from memreader.batch.sinks.base import SinkError
+from memreader.errors import SinkError
 
 __all__ = ["OutputFolder", "check_name", "os_problem", "remove_quietly", "text_type"]
 

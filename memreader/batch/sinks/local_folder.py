@@ -8,7 +8,6 @@ import os
 import re
 import time
 
-from memreader.batch.sinks.base import SinkError
 from memreader.batch.sinks.folders import (
     OutputFolder,
     check_name,
@@ -16,6 +15,7 @@ from memreader.batch.sinks.folders import (
     remove_quietly,
     text_type,
 )
+from memreader.errors import SinkError
 
 __all__ = ["LocalFolder"]
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import tempfile
 from typing import TYPE_CHECKING, Any
 
-from memreader.batch.sinks.base import SinkError
 from memreader.batch.sinks.folders import OutputFolder, check_name, remove_quietly, text_type
+from memreader.errors import SinkError
 from memreader.transport.s3 import LazyS3Client, S3Url, s3_code, s3_problem
 
 if TYPE_CHECKING:
