@@ -1,5 +1,5 @@
-"""Emitting items: sources from window segments, deterministic ids, item construction, and
-fine mode's items from a window's outcome."""
+"""Emitting items: sources from window segments, deterministic ids, item construction (with
+when each item's fact began to hold), and fine mode's items from a window's outcome."""
 
 from __future__ import annotations
 
@@ -8,10 +8,12 @@ import itertools
 import json
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timezone
 from typing import Any
 
 from memreader.documents.headings import HeadingIndex, heading_trail
 from memreader.extraction import WindowOutcome
+from memreader.extraction.importance import Importance, heuristic_importance, source_importance
 from memreader.items import MemoryType, SourceMessage, TextualMemoryItem, TextualMemoryItemMetadata
 from memreader.parsers import PartRef
 from memreader.report import WindowReport
@@ -222,6 +224,27 @@ def caller_info(info: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in info.items() if k not in _RESERVED_INFO}
 
 
+def valid_from_for(
+    sources: Iterable[SourceMessage], stated: datetime | None = None
+) -> datetime | None:
+    """When an item's fact began to hold: ``stated`` (the date the model resolved) where given,
+    else the earliest ``timestamp`` among ``sources``; ``None`` when neither is known.
+
+    Items are timezone-aware: a naive ``stated`` time takes the zone of the earliest source
+    that has one, and a naive time with no zone to take (a chat time written without one) is
+    read as UTC, as the stores read it; the time itself is never changed.
+    """
+    times = [s.timestamp for s in sources if s.timestamp is not None]
+    if stated is not None:
+        if stated.tzinfo is not None:
+            return stated
+        zoned = [t for t in times if t.tzinfo is not None]
+        return stated.replace(tzinfo=min(zoned).tzinfo if zoned else timezone.utc)
+    if not times:
+        return None
+    return min(t if t.tzinfo is not None else t.replace(tzinfo=timezone.utc) for t in times)
+
+
 def make_item(
     *,
     memory: str,
@@ -234,8 +257,11 @@ def make_item(
     background: str = "",
     confidence: float | None = None,
     embedding: list[float] | None = None,
+    importance: Importance | None = None,
+    valid_from: datetime | None = None,
 ) -> TextualMemoryItem:
-    """Build one item; its id derives from ``id_parts`` and the memory text."""
+    """Build one item; its id derives from ``id_parts`` and the memory text (never from its
+    importance or time). ``valid_from``: see :func:`valid_from_for`."""
     return TextualMemoryItem(
         id=item_id(info["user_id"], info["session_id"], *id_parts, content_hash(memory)),
         memory=memory,
@@ -251,6 +277,9 @@ def make_item(
             confidence=confidence,
             info=caller_info(info),
             file_ids=sorted({s.doc_path for s in sources if s.doc_path}),
+            importance=importance.score if importance is not None else None,
+            importance_reason=importance.reason if importance is not None else None,
+            valid_from=valid_from_for(sources, valid_from),
         ),
     )
 
@@ -272,7 +301,8 @@ def fine_window_items(
 ) -> list[TextualMemoryItem]:
     """The items of one window (not yet embedded), and its report filled in.
 
-    ``sources[i]`` is the source of the line numbered ``i + 1`` in the prompt.
+    ``sources[i]`` is the source of the line numbered ``i + 1`` in the prompt. Importance: the
+    model's, else :mod:`memreader.extraction.importance`'s heuristic (a fallback's: its lines').
     """
     report.filter_status, report.filter_dropped = outcome.filter.status, outcome.filter.changed
     report.rewrite_status, report.rewrite_changed = outcome.rewrite.status, outcome.rewrite.changed
@@ -301,6 +331,7 @@ def fine_window_items(
             tags=_unique(["mode:fine", f"fallback:{reason}", *custom_tags]),
             id_parts=(*id_base, "fallback"),
             background=outcome.summary,
+            importance=source_importance(sources),
         )
         report.items = 1
         return [item]
@@ -327,6 +358,8 @@ def fine_window_items(
                 id_parts=(*id_base, k),
                 key=memory.key,
                 background=outcome.summary,
+                importance=memory.importance or heuristic_importance(memory.value),
+                valid_from=memory.valid_from,
             )
         )
     if not whole_window:

@@ -11,7 +11,14 @@ from datetime import datetime, timezone
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 
 class MemoryType(str, Enum):
@@ -30,6 +37,9 @@ class MemoryType(str, Enum):
 
 
 MEMORY_TYPES: tuple[str, ...] = tuple(t.value for t in MemoryType)
+
+#: The longest ``importance_reason`` an item holds (one line).
+MAX_IMPORTANCE_REASON_CHARS = 200
 
 
 class SourceMessage(BaseModel):
@@ -97,6 +107,13 @@ class TextualMemoryItemMetadata(BaseModel):
     made ``embedding``, with the precision it ran in (``local:all-MiniLM-L6-v2:int8``, or
     ``local:all-MiniLM-L6-v2`` where int8 failed this CPU's check and fp32 ran instead), so
     vectors of different models or precisions are never compared unknowingly.
+
+    ``importance`` (0..1) says how much the memory matters, and ``importance_reason`` why, in
+    one line (``"model: ..."`` where the extraction model scored it, ``"heuristic: ..."`` where
+    :mod:`memreader.extraction.importance` did). ``valid_from`` is when the fact began to hold:
+    the date the model resolved from the cited messages' times, else the earliest time among
+    the sources. All three are ``None`` where nothing set them (an item stored before they
+    existed loads with ``None``).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -119,12 +136,22 @@ class TextualMemoryItemMetadata(BaseModel):
     summary_ids: list[str] = Field(default_factory=list)
     refined_from: str | None = None
     created_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
+    importance: float | None = Field(default=None, ge=0.0, le=1.0)
+    importance_reason: str | None = Field(default=None, max_length=MAX_IMPORTANCE_REASON_CHARS)
+    valid_from: datetime | None = None
 
-    @field_validator("created_at")
+    @field_validator("created_at", "valid_from")
     @classmethod
-    def _aware(cls, value: datetime) -> datetime:
-        if value.tzinfo is None:
-            raise ValueError("created_at must be timezone-aware")
+    def _aware(cls, value: datetime | None, info: ValidationInfo) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            raise ValueError(f"{info.field_name} must be timezone-aware")
+        return value
+
+    @field_validator("importance_reason")
+    @classmethod
+    def _one_line(cls, value: str | None) -> str | None:
+        if value is not None and "".join(value.splitlines()) != value:
+            raise ValueError("importance_reason must be one line")
         return value
 
 

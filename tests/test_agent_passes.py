@@ -430,7 +430,7 @@ def test_a_pass_is_one_registration(llm_server: LLMTestServer) -> None:
     try:
         llm_server.responder = responder()
         reader = make_reader(llm_server, passes=["extract", "shout"])
-        assert reader.pipeline.names[-3:] == ("fine_items", "shout", "embed")
+        assert reader.pipeline.names[-4:] == ("fine_items", "shout", "importance", "embed")
         (items,) = reader.get_memory([MENTION_CHAT], type="chat", info=INFO, mode="fine")
         assert items and all(item.memory == item.memory.upper() for item in items)
     finally:

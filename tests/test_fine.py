@@ -1,17 +1,25 @@
 """Fine mode through a real HTTP server speaking the OpenAI (and Ollama) API: extraction,
-hallucination filter, rewrite, fallbacks, concurrency, usage, language, refinement, async."""
+hallucination filter, rewrite, fallbacks, concurrency, usage, language, refinement, async;
+importance and valid_from from the answer."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import re
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
 
-from memreader import MemoryType, SimpleStructMemReader, SimpleStructMemReaderConfig
+from memreader import (
+    MemoryType,
+    SimpleStructMemReader,
+    SimpleStructMemReaderConfig,
+    TextualMemoryItem,
+)
 from memreader.errors import LLMRequiredError
+from memreader.extraction.importance import heuristic_importance
 from memreader.report import ReadReport
 
 from .conftest import HASH_EMBEDDER, INFO
@@ -464,3 +472,81 @@ def test_hooks_observe_every_call_of_a_factory_reader(llm_server: LLMTestServer)
     reader.get_memory(CHAT, type="chat", info=INFO, mode="fine")
     assert seen[:4] == [("before", "llm"), ("error", "llm"), ("before", "llm"), ("after", "llm")]
     assert seen.count(("after", "general_llm")) == 2
+
+
+SCORED = {
+    "memory_list": [
+        {
+            **EXTRACTION["memory_list"][0],
+            "importance": 8,
+            "importance_reason": "where she lives",
+            "valid_from": "2026-05-03",
+        },
+        {**EXTRACTION["memory_list"][1], "importance": 2},
+        # No score, and a date the contract cannot read: the heuristic and the source's time.
+        {**EXTRACTION["memory_list"][2], "valid_from": "tomorrow"},
+    ],
+    "summary": EXTRACTION["summary"],
+}
+
+
+def test_fine_items_carry_the_models_importance_and_valid_from(llm_server: LLMTestServer) -> None:
+    llm_server.responder = scripted_responder(extraction=SCORED)
+    reader = make_reader(llm_server)
+    [home, piano] = reader.get_memory(CHAT, type="chat", info=INFO, mode="fine")[0]
+    # The filter dropped the cat and the rewrite changed the piano memory: both kept the fields.
+    assert (home.metadata.importance, home.metadata.importance_reason) == (
+        0.8,
+        "model: where she lives",
+    )
+    assert home.metadata.valid_from == datetime(2026, 5, 3, tzinfo=timezone.utc)
+    assert piano.memory == "Emily starts piano lessons on 2026-05-11."
+    assert piano.metadata.importance_reason == heuristic_importance(piano.memory).reason
+    assert piano.metadata.importance_reason.startswith("heuristic: ")
+    assert piano.metadata.valid_from == datetime(2026, 5, 10, 9, 2, tzinfo=timezone.utc)
+    assert "repaired:valid_from" in piano.metadata.tags
+    assert TextualMemoryItem.from_dict(json.loads(json.dumps(home.to_dict()))) == home
+    # The fields never reach the ids.
+    llm_server.responder = scripted_responder()
+    plain = reader.get_memory(CHAT, type="chat", info=INFO, mode="fine")[0]
+    assert [i.id for i in plain] == [home.id, piano.id]
+    assert plain[0].metadata.importance_reason is not None
+    assert plain[0].metadata.importance_reason.startswith("heuristic: ")
+    # What the model was asked for.
+    extraction = next(r for r in llm_server.requests if kind(r) == "memory_extraction")
+    schema = extraction.json["response_format"]["json_schema"]["schema"]
+    assert "importance" in schema["properties"]["memory_list"]["items"]["properties"]
+    assert '"valid_from"' in extraction.messages[0]["content"]
+
+
+def test_a_dated_answer_takes_the_zone_of_the_messages(llm_server: LLMTestServer) -> None:
+    chat = [[{**m, "chat_time": "2024-05-02T10:00:00+02:00"} for m in CHAT[0]]]
+    answer = {"memory_list": [{**EXTRACTION["memory_list"][0], "valid_from": "2024-05-01"}]}
+    llm_server.responder = scripted_responder(extraction=answer)
+    reader = make_reader(llm_server, fine={"hallucination_filter": False, "rewrite": "off"})
+    [[item]] = reader.get_memory(chat, type="chat", info=INFO, mode="fine")
+    assert item.metadata.valid_from == datetime(2024, 5, 1, tzinfo=timezone(timedelta(hours=2)))
+
+
+def test_a_fallback_item_is_scored_by_the_heuristic(llm_server: LLMTestServer) -> None:
+    llm_server.responder = lambda request: Reply(status=400, body={"error": {"message": "no"}})
+    [[item]] = make_reader(llm_server).get_memory(CHAT, type="chat", info=INFO, mode="fine")
+    assert "fallback:llm_error" in item.metadata.tags
+    assert item.metadata.importance is not None
+    assert item.metadata.importance_reason is not None
+    assert item.metadata.importance_reason.startswith("heuristic: ")
+    assert item.metadata.valid_from == datetime(2026, 5, 10, 9, 0, tzinfo=timezone.utc)
+
+
+def test_refinement_reads_items_stored_before_the_new_fields(llm_server: LLMTestServer) -> None:
+    llm_server.responder = scripted_responder(extraction=SCORED)
+    reader = make_reader(llm_server)
+    [fast] = reader.get_memory(CHAT, type="chat", info=INFO, mode="fast")
+    assert fast[0].metadata.importance is not None, "fast mode's importance step"
+    old = [i.to_dict() for i in fast]
+    for data in old:
+        for key in ("importance", "importance_reason", "valid_from"):
+            del data["metadata"][key]
+    [refined] = reader.fine_transfer_simple_mem(old, type="chat")
+    assert refined[0].metadata.importance == 0.8
+    assert refined[0].metadata.valid_from == datetime(2026, 5, 3, tzinfo=timezone.utc)

@@ -68,6 +68,7 @@ DEFAULT = (
     "rewrite",
     "fine_items",
     "tool_schema",
+    "importance",
     "embed",
 )
 
@@ -103,6 +104,7 @@ def test_the_default_pipeline_and_its_listing() -> None:
         "parse",
         "window",
         "fast_items",
+        "importance",
         "embed",
     ]
     assert [s.name for s in reader.pipeline.active("refine")] == [
@@ -280,6 +282,7 @@ def test_pipelines_declared_in_yaml(tmp_path: Path) -> None:
         "count_words",
         "fine_items",
         "tool_schema",
+        "importance",
         "add_tag",
         "embed",
     )
@@ -335,7 +338,7 @@ def test_interceptors_see_every_step_in_order_with_timings_and_counts() -> None:
     reader.step_hooks.after_step.append(lambda e: 1 / 0)  # a broken interceptor is ignored
     report = ReadReport()
     reader.get_memory(CHAT, type="chat", info=INFO, report=report)
-    active = ["normalize", "parse", "window", "fast_items", "embed"]
+    active = ["normalize", "parse", "window", "fast_items", "importance", "embed"]
     assert [(kind, e.step) for kind, e in events] == [
         (kind, name) for name in active for kind in ("before", "after")
     ]

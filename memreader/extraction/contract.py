@@ -1,10 +1,14 @@
 """The JSON contract between memreader and the extraction model, and its repair.
 
 The model answers ``{"memory_list": [{"key", "memory_type", "value", "tags", "source_ids"}],
-"summary"}``. Answers are repaired, not dropped: the legacy key ``"memory list"`` is accepted,
-Chinese memory-type names are mapped, an unknown type becomes ``LongTermMemory`` (and the item is
-tagged), tags that are not strings are dropped, and ``source_ids`` that name no message of the
-window are removed. Every repair is recorded on the memory so it can be seen and counted.
+"summary"}``, each memory optionally with ``importance`` (an integer 0..10), ``importance_reason``
+(one line) and ``valid_from`` (the ISO date or datetime the fact began to hold, resolved from the
+cited messages' times). Answers are repaired, not dropped: the legacy key ``"memory list"`` is
+accepted, Chinese memory-type names are mapped, an unknown type becomes ``LongTermMemory`` (and
+the item is tagged), tags that are not strings are dropped, ``source_ids`` that name no message
+of the window are removed, and a malformed or out-of-range ``importance`` or a ``valid_from``
+that does not parse becomes ``None`` (see :mod:`memreader.extraction.importance`) without
+failing the memory. Every repair is recorded on the memory so it can be seen and counted.
 """
 
 from __future__ import annotations
@@ -12,9 +16,17 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
-from memreader.items import MEMORY_TYPES, MemoryType
+from memreader.extraction.importance import (
+    IMPORTANCE_SCALE,
+    MAX_VALID_FROM_CHARS,
+    Importance,
+    read_importance,
+    read_valid_from,
+)
+from memreader.items import MAX_IMPORTANCE_REASON_CHARS, MEMORY_TYPES, MemoryType
 
 MAX_MEMORIES = 32
 MAX_VALUE_CHARS = 2000
@@ -54,6 +66,12 @@ EXTRACTION_SCHEMA: dict[str, Any] = {
                     "value": {"type": "string", "maxLength": MAX_VALUE_CHARS},
                     "tags": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_TAGS},
                     "source_ids": {"type": "array", "items": {"type": "integer"}, "maxItems": 64},
+                    "importance": {"type": "integer", "minimum": 0, "maximum": IMPORTANCE_SCALE},
+                    "importance_reason": {
+                        "type": "string",
+                        "maxLength": MAX_IMPORTANCE_REASON_CHARS,
+                    },
+                    "valid_from": {"type": "string", "maxLength": MAX_VALID_FROM_CHARS},
                 },
                 "required": ["key", "memory_type", "value", "tags", "source_ids"],
             },
@@ -122,7 +140,9 @@ def read_results(parsed: Any) -> list[dict[str, Any]]:
 
 @dataclass
 class ExtractedMemory:
-    """One memory as the model stated it, after repair."""
+    """One memory as the model stated it, after repair. ``importance`` and ``valid_from`` are
+    ``None`` where the model gave none (or one that could not be read); a naive ``valid_from``
+    takes its zone from the cited messages when the item is made."""
 
     key: str
     value: str
@@ -130,6 +150,8 @@ class ExtractedMemory:
     tags: list[str]
     source_ids: list[int]
     repairs: list[str] = field(default_factory=list)
+    importance: Importance | None = None
+    valid_from: datetime | None = None
 
 
 @dataclass
@@ -165,6 +187,63 @@ def _int_ids(raw: Any) -> list[int]:
     return ids
 
 
+def _read_memory(raw: Any, valid: set[int]) -> ExtractedMemory | None:
+    """One entry of ``memory_list`` repaired, or ``None`` when it holds no usable memory."""
+    if isinstance(raw, str) and raw.strip():
+        raw = {"value": raw}
+    if not isinstance(raw, Mapping):
+        return None
+    value = raw.get("value")
+    if not isinstance(value, str) or not any(ch.isalnum() for ch in value):
+        return None  # nothing a memory could say: "", "][", "..."
+    repairs: list[str] = []
+    memory_type = memory_type_from(raw.get("memory_type"))
+    if memory_type is None:
+        repairs.append("memory_type")
+        memory_type = MemoryType.LONG_TERM
+    key = raw.get("key")
+    if not isinstance(key, str) or not key.strip():
+        repairs.append("key")
+        key = value.strip()[:60]
+    tags_raw = raw.get("tags", [])
+    tags = (
+        [t.strip() for t in tags_raw if isinstance(t, str) and t.strip()]
+        if isinstance(tags_raw, list)
+        else []
+    )
+    if isinstance(tags_raw, list) and len(tags) != len(tags_raw):
+        repairs.append("tags")
+    ids = _int_ids(raw.get("source_ids", []))
+    cited = [i for i in dict.fromkeys(ids) if i in valid]
+    if len(cited) != len(ids):
+        repairs.append("source_ids")
+    value, value_clipped = clip_text(value.strip(), MAX_VALUE_CHARS)
+    if value_clipped:
+        repairs.append("value_clipped")
+    key, key_clipped = clip_text(key.strip(), MAX_KEY_CHARS)
+    clipped_tags = [clip_text(t, MAX_TAG_CHARS) for t in tags[:MAX_TAGS]]
+    if key_clipped or len(tags) > MAX_TAGS or any(c for _, c in clipped_tags):
+        repairs.append("clipped")
+    importance, bad_importance = read_importance(
+        raw.get("importance"), raw.get("importance_reason")
+    )
+    if bad_importance:
+        repairs.append("importance")
+    valid_from, bad_valid_from = read_valid_from(raw.get("valid_from"))
+    if bad_valid_from:
+        repairs.append("valid_from")
+    return ExtractedMemory(
+        key=key,
+        value=value,
+        memory_type=memory_type,
+        tags=[t for t, _ in clipped_tags],
+        source_ids=cited,
+        repairs=repairs,
+        importance=importance,
+        valid_from=valid_from,
+    )
+
+
 def read_extraction(parsed: Any, valid_ids: Sequence[int]) -> Extraction:
     """Repair a parsed answer into an :class:`Extraction`; raise :class:`ContractError` when it
     has no memory list at all."""
@@ -177,53 +256,7 @@ def read_extraction(parsed: Any, valid_ids: Sequence[int]) -> Extraction:
         raise ContractError(f'"memory_list" must be a list, got {_json_type(raw_list)}')
     summary = parsed.get("summary")
     valid = set(valid_ids)
-    memories = []
-    for raw in raw_list:
-        if isinstance(raw, str) and raw.strip():
-            raw = {"value": raw}
-        if not isinstance(raw, Mapping):
-            continue
-        value = raw.get("value")
-        if not isinstance(value, str) or not any(ch.isalnum() for ch in value):
-            continue  # nothing a memory could say: "", "][", "..."
-        repairs: list[str] = []
-        memory_type = memory_type_from(raw.get("memory_type"))
-        if memory_type is None:
-            repairs.append("memory_type")
-            memory_type = MemoryType.LONG_TERM
-        key = raw.get("key")
-        if not isinstance(key, str) or not key.strip():
-            repairs.append("key")
-            key = value.strip()[:60]
-        tags_raw = raw.get("tags", [])
-        tags = (
-            [t.strip() for t in tags_raw if isinstance(t, str) and t.strip()]
-            if isinstance(tags_raw, list)
-            else []
-        )
-        if isinstance(tags_raw, list) and len(tags) != len(tags_raw):
-            repairs.append("tags")
-        ids = _int_ids(raw.get("source_ids", []))
-        cited = [i for i in dict.fromkeys(ids) if i in valid]
-        if len(cited) != len(ids):
-            repairs.append("source_ids")
-        value, value_clipped = clip_text(value.strip(), MAX_VALUE_CHARS)
-        if value_clipped:
-            repairs.append("value_clipped")
-        key, key_clipped = clip_text(key.strip(), MAX_KEY_CHARS)
-        clipped_tags = [clip_text(t, MAX_TAG_CHARS) for t in tags[:MAX_TAGS]]
-        if key_clipped or len(tags) > MAX_TAGS or any(c for _, c in clipped_tags):
-            repairs.append("clipped")
-        memories.append(
-            ExtractedMemory(
-                key=key,
-                value=value,
-                memory_type=memory_type,
-                tags=[t for t, _ in clipped_tags],
-                source_ids=cited,
-                repairs=repairs,
-            )
-        )
+    memories = [m for m in (_read_memory(raw, valid) for raw in raw_list) if m is not None]
     if raw_list and not memories:
         raise ContractError(
             f'none of the {len(raw_list)} entries of "memory_list" is an object with a '

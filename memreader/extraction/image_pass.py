@@ -35,7 +35,9 @@ IMAGE_SYSTEM: dict[Language, str] = {
         "places or dates the image and conversation do not give. The image is source 1.\n"
         'Answer with JSON: {"memory_list": [{"key": short title, "memory_type": "UserMemory" '
         'or "LongTermMemory", "value": the memory, "tags": [a few topic words], '
-        '"source_ids": [1]}], "summary": the description of the image}.\n'
+        '"source_ids": [1], "importance": 0-10 (how much it matters to remember later), '
+        '"importance_reason": a few words, "valid_from": the date it began to hold, YYYY-MM-DD, '
+        'left out when unknown}], "summary": the description of the image}.\n'
         "Write in the language of the conversation."
     ),
     "zh": (
@@ -43,7 +45,9 @@ IMAGE_SYSTEM: dict[Language, str] = {
         "（图中文字照录）；然后提取记忆：结合周围对话，图片所确立的关于用户或他人的事实。不要猜测图片和"
         "对话没有给出的人名、地点或日期。图片是出处 1。\n"
         '用 JSON 回答：{"memory_list": [{"key": 简短标题, "memory_type": "UserMemory" 或 '
-        '"LongTermMemory", "value": 记忆内容, "tags": [几个主题词], "source_ids": [1]}], '
+        '"LongTermMemory", "value": 记忆内容, "tags": [几个主题词], "source_ids": [1], '
+        '"importance": 0-10（以后值得记起的程度）, "importance_reason": 简短理由, '
+        '"valid_from": 开始成立的日期 YYYY-MM-DD，不知道时省略}], '
         '"summary": 图片的描述}。\n'
         "使用对话的语言。"
     ),

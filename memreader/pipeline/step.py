@@ -90,6 +90,7 @@ STEPS: Registry[Any] = Registry(
         **dict.fromkeys(["normalize_parts", "read_parts", "note_parts"], "memreader.steps.parts"),
         **dict.fromkeys(["describe_images", "image_items"], "memreader.steps.images"),
         "raw_file_items": "memreader.steps.raw_files",
+        "importance": "memreader.steps.importance",
         "embed": "memreader.steps.embed",
         "redact": "memreader.steps.pii",
         "min_length": "memreader.steps.filters",

@@ -14,7 +14,8 @@
  9. rewrite        fine_windows, outcomes -> outcomes  [fine, refine]
 10. fine_items     fine_windows, outcomes -> items, emitted  [fine, refine]
 11. tool_schema    windows, items, emitted -> items, emitted  [fine]
-12. embed          emitted -> items  [fast, fine, refine]
+12. importance     items -> items  [fast]
+13. embed          emitted -> items  [fast, fine, refine]
 >>> items = reader.get_memory([[{"role": "user", "content": "I love green tea."}]],
 ...                           type="chat", info={"user_id": "u1", "session_id": "s1"})
 >>> items[0][0].memory

@@ -13,6 +13,7 @@ module          steps
 ``parts``       ``normalize_parts``, ``read_parts``, ``note_parts``: files, images, audio
 ``images``      ``describe_images``, ``image_items``
 ``raw_files``   ``raw_file_items``: document chunks kept verbatim
+``importance``  ``importance``: fast mode's items scored by a stated heuristic
 ``embed``       ``embed``
 ``pii``         ``redact``: e-mail addresses, phone and card numbers masked
 ``filters``     ``min_length``

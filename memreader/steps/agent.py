@@ -36,6 +36,7 @@ from memreader.extraction.agent_passes import (
     skill_plan,
     tool_plan,
 )
+from memreader.extraction.importance import heuristic_importance
 from memreader.items import MemoryType, SourceMessage, TextualMemoryItem
 from memreader.modes import LLM_MODES
 from memreader.pipeline.chain import PerWindowStep, WindowWork, count_pass
@@ -165,6 +166,7 @@ class ToolPass(ExtraPass):
                     tags=list(dict.fromkeys([*tags, *fw.custom_tags])),
                     id_parts=(*fw.id_base, "tool", k),
                     key=f"{trajectory.tool}: {trajectory.task}"[:120],
+                    importance=heuristic_importance(trajectory.text()),
                 )
             )
         return made
@@ -199,6 +201,7 @@ class PreferencePass(ExtraPass):
                     tags=list(dict.fromkeys([*tags, *fw.custom_tags])),
                     id_parts=(*fw.id_base, "preference", k),
                     key=preference.topic or None,
+                    importance=heuristic_importance(preference.preference),
                 )
             )
         return made
@@ -252,6 +255,7 @@ class SkillPass(ExtraPass):
                 id_parts=(*fw.id_base, "skill", k),
                 key=draft.name,
                 background=draft.description,
+                importance=heuristic_importance(_skill_text(draft)),
             )
             try:
                 location = writer.write(skill) if writer is not None else None

@@ -20,6 +20,7 @@ from memreader.emit import make_item
 from memreader.extraction import short_error
 from memreader.extraction.driver import arun_plans, run_plans
 from memreader.extraction.image_pass import ImageOutcome, describe_image_plan
+from memreader.extraction.importance import heuristic_importance
 from memreader.items import MemoryType, SourceMessage, TextualMemoryItem
 from memreader.parsers import PartRef
 from memreader.pipeline.chain import call_router
@@ -242,6 +243,7 @@ def _image_items(
                 tags=list(dict.fromkeys([*tags, f"fallback:{outcome.fallback_reason}"]))
                 + list(state.custom_tags),
                 id_parts=(*base, "fallback"),
+                importance=heuristic_importance(read.resolved.text),
             )
         ]
     if not outcome.memories:
@@ -253,6 +255,7 @@ def _image_items(
                 memory_type=MemoryType.LONG_TERM,
                 tags=[*tags, "image:description", *state.custom_tags],
                 id_parts=(*base, "description"),
+                importance=heuristic_importance(outcome.description),
             )
         ]
     return [
@@ -265,6 +268,8 @@ def _image_items(
             id_parts=(*base, k),
             key=memory.key,
             background=outcome.description,
+            importance=memory.importance or heuristic_importance(memory.value),
+            valid_from=memory.valid_from,
         )
         for k, memory in enumerate(outcome.memories)
     ]

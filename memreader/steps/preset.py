@@ -1,8 +1,9 @@
 """The readers' default steps: reading, fast mode's items, fine mode with the passes its config
-names (in their order, from :mod:`memreader.extraction.passes`), and the embedding.
+names (in their order, from :mod:`memreader.extraction.passes`), fast mode's importance, and the
+embedding.
 
 >>> [s.name for s in default_steps(FineConfig(passes=["extract", "preference"]))][5:]
-['refine_input', 'extract', 'preference', 'fine_items', 'pass_items', 'embed']
+['refine_input', 'extract', 'preference', 'fine_items', 'pass_items', 'importance', 'embed']
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from memreader.steps.agent import PassItems
 from memreader.steps.embed import Embed
 from memreader.steps.fast import FastItems
 from memreader.steps.fine import FineItems, PrepareFine
+from memreader.steps.importance import ScoreImportance
 from memreader.steps.read import Normalize, Parse, WindowStep
 from memreader.steps.refine import RefineInput
 
@@ -36,7 +38,7 @@ def default_steps(fine: FineConfig | None = None) -> list[Step]:
     """The steps of the simple reader for these fine-mode settings: the passes of
     ``fine.enabled_passes()``, a pass whose step requires the call's ``items`` after fine
     mode's items are built, the others before (with ``pass_items`` after the fine items when
-    a pass leaves items there)."""
+    a pass leaves items there), then fast mode's importance and the embedding."""
     fine = fine if fine is not None else FineConfig()
     on_windows: list[Step] = []
     on_items: list[Step] = []
@@ -55,4 +57,4 @@ def default_steps(fine: FineConfig | None = None) -> list[Step]:
     ]
     if any("pass_items" in s.produces for s in on_windows):
         steps.append(PassItems())
-    return [*steps, *on_items, Embed()]
+    return [*steps, *on_items, ScoreImportance(), Embed()]

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from memreader.emit import is_document_unit, make_item
 from memreader.extraction import short_error
+from memreader.extraction.importance import source_importance
 from memreader.items import MemoryType, TextualMemoryItem
 from memreader.modes import Mode
 from memreader.pipeline.runtime import ReaderRuntime
@@ -99,6 +100,7 @@ def _raw_chunks(
             memory_type=MemoryType.RAW_FILE,
             tags=["mode:fine", "raw_file", *state.custom_tags],
             id_parts=(ws.scene.type, "raw_file", ws.digest, window_index, unit),
+            importance=source_importance(sources),
         )
         item.metadata.summary_ids = summaries
         made.append((item, entry))

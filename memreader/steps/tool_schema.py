@@ -16,6 +16,7 @@ from typing import Any
 
 from memreader.emit import make_item
 from memreader.extraction import short_error
+from memreader.extraction.importance import heuristic_importance
 from memreader.items import MemoryType, SourceMessage, TextualMemoryItem
 from memreader.parsers import PartRef
 from memreader.pipeline.chain import count_pass
@@ -93,4 +94,5 @@ def _schema_item(
         tags=list(dict.fromkeys(["mode:fine", "tool_schema", f"tool:{name}", *state.custom_tags])),
         id_parts=("tool_schema", digest),
         key=name,
+        importance=heuristic_importance(memory),
     )
