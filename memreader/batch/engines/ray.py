@@ -1,7 +1,7 @@
 """The Ray engine: inputs read by ``workers`` Ray actors, on a local Ray instance (``address``
 unset) or on a cluster (``auto``, ``ray://host:port``, ``host:port``).
 
-Each actor builds its :class:`~memreader.batch.runner.Worker` (reader, sources, sink) once and
+Each actor builds its :class:`~memreader.batch.runner.Worker` (reader, inputs, sink) once and
 serves whole inputs, one at a time: an input is the unit of work because its items are committed
 together. The driver keeps at most :data:`IN_FLIGHT` inputs per actor (one running, one waiting
 behind it, so an actor never idles on a round trip to the driver) and yields each result as soon
@@ -84,7 +84,7 @@ class _RayWorker:
         return self.worker.process(ref, digest)
 
     def close(self) -> None:
-        """Close the worker's reader clients, sources and sink."""
+        """Close the worker's reader clients, inputs and sink."""
         if self.worker is not None:
             self.worker.close()
 
