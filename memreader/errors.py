@@ -167,6 +167,12 @@ class SinkError(MemReaderError):
     location (a path or ``s3://bucket/key``), never credentials or the endpoint."""
 
 
+class StoreError(MemReaderError):
+    """A memory store failed: its file or server cannot be opened or is not a memory store
+    (a corrupt or foreign file), a write or a read failed, or a lock was not granted before the
+    store's timeout. The message names the store (a path, or the URL without credentials)."""
+
+
 class UnsupportedModeError(MemReaderError, ValueError):
     """The requested mode or input type is not available with this reader's configuration."""
 

@@ -1,0 +1,97 @@
+"""Memory stores: where memory items are written, searched, traced and forgotten.
+
+Open one by URL; the scheme picks the store (``sqlite`` built in, ``postgresql`` planned, a
+plugin registers its own with :func:`register_store`)::
+
+    from memreader.stores import SourceSelector, open_store
+
+    with open_store("sqlite:///memories.db", embedder=embedder) as store:
+        events = store.write(items)
+        hits = store.search("where does Ana live?", user_id="u1")
+        store.forget(SourceSelector(doc_path="notes.md"), user_id="u1")
+
+See :mod:`memreader.stores.base` for what every store promises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from memreader.errors import ConfigError
+from memreader.registry import Registry
+from memreader.stores.base import (
+    EventKind,
+    HistoryEntry,
+    MemoryStatus,
+    MemoryStore,
+    QueryEmbedder,
+    ScoreParts,
+    SearchHit,
+    SourceSelector,
+    StoredMemory,
+    WriteEvent,
+)
+
+__all__ = [
+    "STORES",
+    "EventKind",
+    "HistoryEntry",
+    "MemoryStatus",
+    "MemoryStore",
+    "QueryEmbedder",
+    "ScoreParts",
+    "SearchHit",
+    "SourceSelector",
+    "StoredMemory",
+    "WriteEvent",
+    "open_store",
+    "register_store",
+]
+
+#: Store classes by URL scheme. Built-ins are imported on first use (the embedded store needs
+#: numpy, the PostgreSQL one psycopg).
+STORES: Registry[type[MemoryStore]] = Registry(
+    "memory store",
+    lazy={"sqlite": "memreader.stores.sqlite", "postgresql": "memreader.stores.postgres"},
+)
+
+StoreClass = type[MemoryStore]
+
+
+def register_store(scheme: str) -> Callable[[StoreClass], StoreClass]:
+    """A class decorator registering a :class:`MemoryStore` for URLs ``scheme://...``; the
+    class's :meth:`~MemoryStore.from_url` opens them.
+
+    Raises:
+        RegistryError: ``scheme`` is taken by another class.
+    """
+    return STORES.register(scheme)
+
+
+def open_store(url: str, *, embedder: QueryEmbedder | None = None, **options: Any) -> MemoryStore:
+    """Open the store ``url`` names (``sqlite:///memories.db``).
+
+    Args:
+        url: ``scheme://...``; the scheme picks the store.
+        embedder: embeds queries (and items written without vectors); without one, search is
+            full text only.
+        options: the store's own options (for ``sqlite``: ``near_duplicate``, ``gamma``,
+            ``timeout``).
+
+    Raises:
+        ConfigError: the URL has no scheme, or one no store handles (the message lists the
+            known ones), or the store's module cannot be imported, or an option is invalid.
+        StoreError: the store cannot be opened.
+    """
+    if not isinstance(url, str) or "://" not in url:
+        raise ConfigError(f"a store URL looks like sqlite:///memories.db, got {url!r}")
+    scheme = url.partition("://")[0]
+    try:
+        store_class = STORES.get(scheme)
+    except ImportError as exc:
+        raise ConfigError(
+            f"the {scheme!r} memory store is not available here ({exc}); "
+            f"known: {', '.join(STORES.names())}"
+        ) from None
+    return store_class.from_url(url, embedder=embedder, **options)

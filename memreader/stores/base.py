@@ -1,0 +1,384 @@
+"""What a memory store is: the :class:`MemoryStore` interface, what it keeps of each memory
+(:class:`StoredMemory`), and what its calls return (:class:`WriteEvent`, :class:`SearchHit`,
+:class:`HistoryEntry`).
+
+The promises every store keeps:
+
+- **Owners are walls.** Every read and every change names one ``user_id``; nothing reads,
+  deduplicates against, supersedes or forgets another owner's memories.
+- **Nothing is deleted by a decision.** A memory that stops being true is ``superseded`` (by a
+  newer one) or ``expired`` (its sources were forgotten); its row and its history stay. Only
+  :meth:`MemoryStore.purge` removes rows, and only expired or superseded ones retired before a
+  given time.
+- **Writes are idempotent.** Writing the same items again changes nothing (events ``NONE``);
+  the same memory (same owner, type and content hash) seen again from other sources is
+  ``REINFORCE``: no new row, ``reinforced`` counts it and its sources join the old memory's.
+- **Every change is history**: one :class:`HistoryEntry` per event that changed a row.
+- **A store says why**: each :class:`WriteEvent` carries a one-line reason, each
+  :class:`SearchHit` the parts of its score.
+
+A memory's *support* is what it was read from: each of its sources, keyed by the document, the
+session, the message and the batch input it came from (see :mod:`memreader.stores.decisions`).
+Forgetting a source removes the supports it keyed; a memory left with none is ``expired``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal, Protocol, runtime_checkable
+from urllib.parse import unquote_plus
+
+from memreader.errors import StoreError
+from memreader.secret_masking import is_secret_key
+
+from memreader.items import TextualMemoryItem
+
+__all__ = [
+    "EventKind",
+    "HistoryEntry",
+    "MemoryStatus",
+    "MemoryStore",
+    "QueryEmbedder",
+    "ScoreParts",
+    "SearchHit",
+    "SourceSelector",
+    "StoredMemory",
+    "WriteEvent",
+    "public_url",
+]
+
+#: ``active``: true now; ``superseded``: replaced by a newer memory (``superseded_by``);
+#: ``expired``: every source it came from was forgotten.
+MemoryStatus = Literal["active", "superseded", "expired"]
+
+#: What a write or a forget did to one memory: ``ADD`` (a new row), ``UPDATE`` (the old memory
+#: superseded by a merged one), ``SUPERSEDE`` (a contradiction: the old one's ``valid_to`` set
+#: to the new one's ``valid_from``), ``REINFORCE`` (seen again: no new row), ``NONE`` (already
+#: stored exactly so), ``EXPIRE`` (its sources were forgotten). ``UPDATE`` also names a memory
+#: that lost some of its sources (a forget, or a ``replaces`` write) but is still supported by
+#: others: its text is unchanged, its provenance smaller.
+EventKind = Literal["ADD", "UPDATE", "SUPERSEDE", "REINFORCE", "NONE", "EXPIRE"]
+
+
+@dataclass(frozen=True)
+class StoredMemory:
+    """One memory as a store keeps it: the item (id, memory, sources with exact spans,
+    embedding, owner, type, tags) and what the store knows of it.
+
+    Attributes:
+        item: the memory item, its sources being every source that supports it.
+        status: see :data:`MemoryStatus`.
+        content_hash: the hash dedup compares (of the normalised memory text).
+        valid_from: when the fact began to hold (from the chat times of what it cites), if known.
+        valid_to: when it stopped holding (set when superseded by a contradiction), if known.
+        recorded_at: when the store learned it.
+        retired_at: when the store superseded or expired it.
+        superseded_by: the id of the memory that replaced it.
+        importance: 0..1, with ``importance_reason``; ``None`` when nothing scored it.
+        reinforced: how many times it was written again after it was added.
+    """
+
+    item: TextualMemoryItem
+    status: MemoryStatus
+    content_hash: str
+    recorded_at: datetime
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    retired_at: datetime | None = None
+    superseded_by: str | None = None
+    importance: float | None = None
+    importance_reason: str | None = None
+    reinforced: int = 0
+
+    @property
+    def id(self) -> str:
+        """The memory's id (its item's)."""
+        return self.item.id
+
+
+@dataclass(frozen=True)
+class WriteEvent:
+    """What one call did to one memory, and why.
+
+    ``item_id`` is the item that was written (empty for a forget); ``memory_id`` the stored
+    memory the event changed or found; ``previous_id`` the memory it replaced (``UPDATE``,
+    ``SUPERSEDE``).
+    """
+
+    event: EventKind
+    memory_id: str
+    item_id: str
+    reason: str
+    previous_id: str | None = None
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One change of one memory: the event, the memory text before and after, when, the source
+    ids involved and the reason."""
+
+    memory_id: str
+    event: EventKind
+    old_memory: str | None
+    new_memory: str | None
+    at: datetime
+    reason: str
+    source_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ScoreParts:
+    """Why a hit ranked where it did: ``final`` is what hits are sorted by.
+
+    ``similarity`` is the cosine of the query's and the memory's vectors (``None`` without
+    vectors), ``text_rank`` its rank in the full-text search (1 = best; ``None`` when the text
+    search did not find it), ``fused`` the rank fusion of both lists, ``importance`` the
+    memory's (0..1, a neutral 0.5 when unscored) and ``decay`` ``gamma ** age_in_days``.
+    ``final = fused * (0.5 + importance) * decay`` (see :mod:`memreader.stores.scoring`).
+    """
+
+    final: float
+    fused: float
+    similarity: float | None
+    text_rank: int | None
+    importance: float
+    decay: float
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One search result: the stored memory and its score, in parts."""
+
+    memory: StoredMemory
+    score: ScoreParts
+
+
+@dataclass(frozen=True)
+class SourceSelector:
+    """Which source :meth:`MemoryStore.forget` forgets: exactly one of a document's
+    ``doc_path``, a ``session_id``, a ``message_id`` or a batch ``input_key``."""
+
+    doc_path: str | None = None
+    session_id: str | None = None
+    message_id: str | None = None
+    input_key: str | None = None
+
+    def __post_init__(self) -> None:
+        chosen = [v for v in (self.doc_path, self.session_id, self.message_id, self.input_key) if v]
+        if len(chosen) != 1:
+            raise ValueError(
+                "name exactly one source: doc_path, session_id, message_id or input_key"
+            )
+
+
+def public_url(url: str) -> str:
+    """``url`` as logs, errors, manifests and reprs may show it: its password (and any query
+    parameter whose name looks secret, such as ``password``) replaced by ``***``; the scheme, user, host, port, path and other parameters kept.
+
+    >>> public_url("postgresql://ana:s3cret@db:5432/mem?sslmode=require&password=x")
+    'postgresql://ana:***@db:5432/mem?sslmode=require&password=***'
+    >>> public_url("sqlite:////data/m.db")
+    'sqlite:////data/m.db'
+    """
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    head, mark, query = rest.partition("?")
+    authority, slash, path = head.partition("/")
+    userinfo, at, host = authority.rpartition("@")
+    if at and ":" in userinfo:
+        authority = f"{userinfo.partition(':')[0]}:***@{host}"
+    if query:
+        pairs = [pair.partition("=") for pair in query.split("&")]
+        query = "&".join(
+            f"{k}{eq}{'***' if eq and is_secret_key(unquote_plus(k)) else v}" for k, eq, v in pairs
+        )
+    return f"{scheme}{sep}{authority}{slash}{path}{mark}{query}"
+
+
+@runtime_checkable
+class QueryEmbedder(Protocol):
+    """What a store needs of an embedder (any :class:`memreader.embedders.Embedder` fits): one
+    vector per text. Its ``name``, when it has one, is recorded as the ``embedding_model`` of
+    the items the store embeds itself."""
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, in input order."""
+        ...
+
+
+class MemoryStore(ABC):
+    """Where memories are written, searched, traced and forgotten (see the module docstring).
+
+    Stores are registered by URL scheme and opened with
+    :func:`memreader.stores.open_store` (``sqlite:///memories.db``, ``postgresql://...``).
+    """
+
+    @classmethod
+    @abstractmethod
+    def from_url(
+        cls, url: str, *, embedder: QueryEmbedder | None = None, **options: Any
+    ) -> MemoryStore:
+        """Open the store ``url`` names (what :func:`~memreader.stores.open_store` calls).
+
+        Raises:
+            ConfigError: the URL or an option is invalid (the message names it).
+            StoreError: the store cannot be opened.
+        """
+
+    @abstractmethod
+    def write(
+        self,
+        items: Sequence[TextualMemoryItem],
+        *,
+        replaces: SourceSelector | None = None,
+        user_id: str | None = None,
+        now: datetime | None = None,
+    ) -> list[WriteEvent]:
+        """Store ``items`` (one transaction) and return one event per item, in order, then
+        one event per memory that ``replaces`` retired or reduced.
+
+        ``replaces``: these items are now everything that ``replaces`` (a re-read document, a
+        re-run batch input) supports: they are written with its key, and active memories of
+        the same owner that it supported and that are not among ``items`` lose its sources;
+        those left with none become ``superseded`` (event ``SUPERSEDE``), the others
+        ``UPDATE``. ``user_id`` names the owner when ``items`` is empty (a document that now
+        yields nothing); when given, every item must belong to it.
+
+        Raises:
+            InputError: an item is not a memory item, has no owner, or reuses a stored id for
+                different text (the message names the item's index).
+            StoreError: the store failed or stayed locked past its timeout.
+        """
+
+    @abstractmethod
+    def get(self, memory_id: str, *, user_id: str) -> StoredMemory | None:
+        """The memory ``memory_id`` of ``user_id``, whatever its status; ``None`` if that owner
+        has no such memory."""
+
+    @abstractmethod
+    def search(
+        self,
+        query: str,
+        *,
+        user_id: str,
+        k: int = 10,
+        types: Sequence[str] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        session_id: str | None = None,
+        include_inactive: bool = False,
+        now: datetime | None = None,
+    ) -> list[SearchHit]:
+        """The ``k`` best memories of ``user_id`` for ``query``, best first.
+
+        ``types``, ``session_id``, ``since`` and ``until`` filter (the time of a memory is its
+        ``valid_from``, else its ``recorded_at``); ``now`` is the time decay is measured to.
+        """
+
+    @abstractmethod
+    def history(self, memory_id: str, *, user_id: str) -> list[HistoryEntry]:
+        """Every change of ``memory_id`` (of ``user_id``), oldest first."""
+
+    @abstractmethod
+    def forget(
+        self, source: SourceSelector, *, user_id: str, now: datetime | None = None
+    ) -> list[WriteEvent]:
+        """Forget what ``source`` said: memories supported only by it become ``expired``;
+        memories also supported by other sources only lose its sources."""
+
+    def lookup(
+        self, items: Sequence[TextualMemoryItem], *, user_id: str
+    ) -> list[WriteEvent | None]:
+        """What writing each of ``items`` (all of ``user_id``) would find already stored,
+        without writing anything: ``NONE`` (``memory_id`` = the item's id) when the item's id
+        is stored active with its content hash; ``REINFORCE`` (``memory_id`` = the stored one)
+        when another active memory of the item's type has its content hash; else ``None``
+        (writing it adds it, reactivates it, or reinforces a near duplicate, which needs its
+        vector; an id stored with other text is ``None`` too: :meth:`write` refuses it).
+
+        An item with an event here may be written without a vector: the store keeps the one
+        it has. Stores answer in one query per call (or per few hundred items); this default
+        asks :meth:`get` per item and finds only ``NONE``.
+
+        Raises:
+            InputError: ``items`` are not memory items of ``user_id``.
+            StoreError: the store failed.
+        """
+        from memreader.stores.decisions import content_hash, validate_items
+
+        found: list[WriteEvent | None] = []
+        for item in validate_items(items, user_id):
+            stored = self.get(item.id, user_id=user_id)
+            same = (
+                stored is not None
+                and stored.status == "active"
+                and stored.content_hash == content_hash(item.memory)
+            )
+            found.append(WriteEvent("NONE", item.id, item.id, "already stored") if same else None)
+        return found
+
+    def write_part(
+        self,
+        items: Sequence[TextualMemoryItem],
+        *,
+        source: SourceSelector,
+        now: datetime | None = None,
+    ) -> list[WriteEvent]:
+        """Store ``items`` as one part of everything ``source`` now supports (a batch input
+        written as it is read, a few hundred items at a time), in one transaction; one event
+        per item, in order.
+
+        Like :meth:`write` with each new support also keyed by ``source``, except that nothing
+        is retired and a memory reinforced here keeps the supports ``source`` gave it before
+        (an earlier part of the same run may have written them). When every part is written,
+        :meth:`retire_unseen` retires what ``source`` no longer supports; until then (or when
+        the run fails) the memories of earlier runs of ``source`` stay as they were, beside
+        the new ones.
+
+        Raises:
+            InputError: as :meth:`write`.
+            StoreError: the store failed, or cannot write in parts.
+        """
+        raise StoreError(f"{type(self).__name__} cannot write a source in parts")
+
+    def retire_unseen(
+        self,
+        source: SourceSelector,
+        *,
+        seen: Mapping[str, Collection[str]],
+        now: datetime | None = None,
+    ) -> list[WriteEvent]:
+        """End a write of ``source`` in parts (:meth:`write_part`): every active memory that
+        ``source`` supports and whose id is not in ``seen[its owner]`` (the ``memory_id`` of
+        every event the parts returned, by owner) loses the supports ``source`` keys; one left
+        with none becomes ``superseded`` (event ``SUPERSEDE``), the others ``UPDATE``. One
+        transaction; returns the events.
+
+        The one call that spans owners: a batch input belongs to the job, not to one owner, so
+        an owner whose memories came from an earlier version of the input and who is absent
+        from this one is retired too. It changes nothing ``source`` does not support.
+
+        Raises:
+            InputError: ``source`` is not a :class:`SourceSelector`.
+            StoreError: the store failed, or cannot write in parts.
+        """
+        raise StoreError(f"{type(self).__name__} cannot write a source in parts")
+
+    @abstractmethod
+    def purge(self, *, older_than: datetime) -> int:
+        """Remove expired and superseded rows retired before ``older_than`` (with their
+        history); returns how many memories were removed."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Close the store's connections."""
+
+    def __enter__(self) -> MemoryStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

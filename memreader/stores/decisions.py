@@ -1,0 +1,245 @@
+"""What every store decides the same way, whatever keeps the rows: the content hash dedup
+compares, the source keys forgetting looks up, what a memory's support is, and what writing an
+item does given what is already stored.
+
+A memory's *support* is a list of :class:`Support`: one per source message it cites (or one for
+the item itself when it cites none), each with the keys it can be forgotten by:
+
+- ``session:<session_id>``: the item's session (every support has it);
+- ``doc:<doc_path>`` and ``message:<message_id>``: what the source names;
+- ``input:<input_key>`` (or any other key) when the item was written with ``replaces``.
+
+>>> content_hash("  Ana lives in  PORTO. ") == content_hash("ana lives in porto")
+True
+>>> selector_key(SourceSelector(doc_path="notes.md"))
+'doc:notes.md'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from memreader.errors import InputError
+from memreader.items import TextualMemoryItem
+from memreader.stores.base import EventKind, MemoryStatus, SourceSelector
+
+__all__ = [
+    "DEFAULT_NEAR_DUPLICATE",
+    "Decision",
+    "Found",
+    "Support",
+    "content_hash",
+    "decide",
+    "drop_key",
+    "dump_supports",
+    "load_supports",
+    "merge_supports",
+    "selector_key",
+    "sources_of",
+    "supports_of",
+    "valid_from_of",
+    "validate_items",
+]
+
+#: Cosine at or above which a new memory of the same owner, type and embedding model counts as
+#: a stored one seen again. Provisional: chosen by hand for sentence embedders, where rewordings
+#: of one fact score ~0.9-0.97 and different facts rarely pass 0.9; to be measured on
+#: MemoryBank before it is trusted (issue 19).
+DEFAULT_NEAR_DUPLICATE = 0.95
+
+_SPACE = re.compile(r"\s+")
+# Trailing sentence punctuation does not make another memory ("Ana lives in Porto." / "... Porto").
+_TRAILING = ".!?;:,。！？；：，"
+
+
+def content_hash(text: str) -> str:
+    """The sha256 of ``text`` normalised: NFKC, case-folded, whitespace collapsed, trailing
+    sentence punctuation dropped. Two memories with one hash are the same memory."""
+    normal = unicodedata.normalize("NFKC", text).casefold()
+    normal = _SPACE.sub(" ", normal).strip().rstrip(_TRAILING).strip()
+    return hashlib.sha256(normal.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def selector_key(selector: SourceSelector) -> str:
+    """The support key a :class:`SourceSelector` names."""
+    if selector.doc_path:
+        return f"doc:{selector.doc_path}"
+    if selector.session_id:
+        return f"session:{selector.session_id}"
+    if selector.message_id:
+        return f"message:{selector.message_id}"
+    return f"input:{selector.input_key}"
+
+
+@dataclass(frozen=True)
+class Support:
+    """One thing a memory was read from: a source message (its JSON form), or ``None`` for an
+    item that cites no source, and the keys that forget it."""
+
+    keys: tuple[str, ...]
+    source: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON form stored with the memory."""
+        return {"keys": list(self.keys), "source": self.source}
+
+
+def supports_of(item: TextualMemoryItem, extra_key: str | None = None) -> list[Support]:
+    """The supports ``item`` brings: one per source (one for the item if it has none)."""
+    base = [f"session:{item.metadata.session_id}"]
+    if extra_key and extra_key not in base:
+        base.append(extra_key)
+    supports = []
+    for source in item.metadata.sources:
+        keys = list(base)
+        if source.doc_path:
+            keys.append(f"doc:{source.doc_path}")
+        if source.message_id:
+            keys.append(f"message:{source.message_id}")
+        supports.append(Support(tuple(dict.fromkeys(keys)), source.model_dump(mode="json")))
+    return supports or [Support(tuple(base))]
+
+
+def merge_supports(old: Sequence[Support], new: Iterable[Support]) -> list[Support]:
+    """``old`` then the supports of ``new`` not already in it."""
+    merged = list(old)
+    for support in new:
+        if support not in merged:
+            merged.append(support)
+    return merged
+
+
+def drop_key(supports: Sequence[Support], key: str) -> tuple[list[Support], list[Support]]:
+    """``supports`` split into those without ``key`` (kept) and those with it (dropped)."""
+    kept = [s for s in supports if key not in s.keys]
+    dropped = [s for s in supports if key in s.keys]
+    return kept, dropped
+
+
+def sources_of(supports: Sequence[Support]) -> list[dict[str, Any]]:
+    """The source messages (JSON form) of ``supports``, in order."""
+    return [s.source for s in supports if s.source is not None]
+
+
+def keys_of(supports: Iterable[Support]) -> list[str]:
+    """Every key of ``supports``, once each, sorted."""
+    return sorted({key for s in supports for key in s.keys})
+
+
+def dump_supports(supports: Sequence[Support]) -> str:
+    """The JSON text a store keeps."""
+    return json.dumps([s.to_json() for s in supports], ensure_ascii=False, sort_keys=True)
+
+
+def load_supports(text: str) -> list[Support]:
+    """Supports back from :func:`dump_supports`."""
+    return [Support(tuple(d["keys"]), d.get("source")) for d in json.loads(text)]
+
+
+def validate_items(items: object, user_id: str | None = None) -> list[TextualMemoryItem]:
+    """``items`` checked for writing: memory items with an owner and text (all of
+    ``user_id`` when it is given) and finite vectors.
+
+    Raises:
+        InputError: the first item that is not, by index.
+    """
+    if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
+        raise InputError(f"items must be a list of TextualMemoryItem, got {type(items).__name__}")
+    if user_id is not None and (not isinstance(user_id, str) or not user_id.strip()):
+        raise InputError(f"user_id must be a non-empty string, got {user_id!r}")
+    for index, item in enumerate(items):
+        if not isinstance(item, TextualMemoryItem):
+            raise InputError(
+                f"item {index}: expected a TextualMemoryItem, got {type(item).__name__}"
+            )
+        owner = item.metadata.user_id
+        if not owner.strip():
+            raise InputError(
+                f"item {index} (id {item.id!r}): no user_id; every memory has an owner"
+            )
+        if user_id is not None and owner != user_id:
+            raise InputError(f"item {index} (id {item.id!r}): owner {owner!r} is not {user_id!r}")
+        if not item.memory.strip():
+            raise InputError(f"item {index} (id {item.id!r}): the memory text is empty")
+        vector = item.metadata.embedding
+        if vector is not None and not all(math.isfinite(x) for x in vector):
+            raise InputError(f"item {index} (id {item.id!r}): the embedding has non-finite values")
+    return list(items)
+
+
+def valid_from_of(item: TextualMemoryItem) -> datetime | None:
+    """The earliest timestamp of ``item``'s sources (when the fact was said), in UTC; a naive
+    timestamp is taken as UTC."""
+    times = [s.timestamp for s in item.metadata.sources if s.timestamp is not None]
+    if not times:
+        return None
+    return min(t if t.tzinfo else t.replace(tzinfo=timezone.utc) for t in times).astimezone(
+        timezone.utc
+    )
+
+
+@dataclass(frozen=True)
+class Found:
+    """A stored memory a lookup found for an item."""
+
+    memory_id: str
+    content_hash: str
+    status: MemoryStatus
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What writing one item does: ``event`` on ``memory_id``, and why. ``reactivate``: the
+    item's own stored row, expired or superseded, becomes active again (event ``ADD``)."""
+
+    event: EventKind
+    memory_id: str
+    reason: str
+    reactivate: bool = False
+
+
+def decide(
+    index: int,
+    item_id: str,
+    item_hash: str,
+    *,
+    same_id: Found | None,
+    same_hash: Found | None,
+    nearest: tuple[str, float] | None,
+    threshold: float,
+) -> Decision:
+    """What writing item ``index`` does, given what its owner already has: its own id
+    (``same_id``), an active memory with its type and hash (``same_hash``), and the most
+    similar active memory of its type and model (``nearest``: id and cosine).
+
+    Raises:
+        InputError: ``item_id`` is stored with different text (ids name one memory).
+    """
+    if same_id is not None and same_id.content_hash != item_hash:
+        raise InputError(
+            f"item {index} (id {item_id!r}): a stored memory has this id with different text; "
+            "an id names one memory, so give the new text a new id"
+        )
+    if same_id is not None and same_id.status == "active":
+        return Decision("NONE", item_id, "already stored")
+    if same_hash is not None:
+        return Decision(
+            "REINFORCE", same_hash.memory_id, f"the same memory is stored as {same_hash.memory_id}"
+        )
+    if nearest is not None and nearest[1] >= threshold:
+        return Decision(
+            "REINFORCE",
+            nearest[0],
+            f"near duplicate of {nearest[0]} (cosine {nearest[1]:.3f} >= {threshold})",
+        )
+    if same_id is not None:
+        return Decision("ADD", item_id, f"stored again (it was {same_id.status})", reactivate=True)
+    return Decision("ADD", item_id, "new memory")

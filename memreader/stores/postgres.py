@@ -1,0 +1,304 @@
+"""The PostgreSQL memory store (``postgresql://user:password@host:5432/db``): psycopg 3 and
+pgvector, for stores shared by many processes or machines.
+
+Vectors are searched with pgvector's HNSW index (cosine; an exact scan when filters leave the
+index too few candidates), text with a generated ``tsvector`` under a GIN index, ranked by
+``ts_rank``; the two lists are fused exactly as the embedded store fuses them
+(:mod:`memreader.stores.scoring`), and every write decision is the embedded store's
+(:mod:`memreader.stores.decisions`).
+
+Concurrency: each call is one transaction. A write takes the transaction-scoped advisory lock of
+every owner it changes (sorted, so writers never deadlock on each other) before it reads
+anything, so its checks and inserts see every earlier writer's committed rows; the partial
+UNIQUE index on active ``(user_id, memory_type, content_hash)`` stands behind the locks. A
+transaction that fails on a conflict anyway (unique violation, deadlock, serialization failure)
+is retried from the start, at most
+:data:`~memreader.stores.postgres_session.RETRIES` times. Reads run in one REPEATABLE READ,
+READ ONLY snapshot. ``timeout`` bounds every lock wait (``lock_timeout``) and the connection.
+
+The vector dimension is fixed by the ``dimension`` option or by the first vector written (the
+column becomes ``vector(n)`` and the HNSW index is made); a vector of another length is then an
+:class:`~memreader.errors.InputError` naming the item.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from memreader.errors import ConfigError, InputError, MemReaderError, StoreError
+from memreader.items import TextualMemoryItem
+from memreader.stores import register_store
+from memreader.stores.base import (
+    HistoryEntry,
+    MemoryStore,
+    QueryEmbedder,
+    SearchHit,
+    SourceSelector,
+    StoredMemory,
+    WriteEvent,
+)
+from memreader.stores.decisions import DEFAULT_NEAR_DUPLICATE, selector_key, validate_items
+from memreader.stores.postgres_ops import Connection, Filters, lock_owners, purge, search, unstored
+from memreader.stores.postgres_schema import (
+    HNSW_MAX_DIMENSION,
+    MEMORY_COLUMNS,
+    aware,
+    check_option,
+    history_from_row,
+    memory_from_row,
+    safe_url,
+    vector_text,
+)
+from memreader.stores.postgres_session import Session, check_dimensions, stored_dimension
+from memreader.stores.postgres_write import Changes, prepare
+from memreader.stores.scoring import DEFAULT_GAMMA
+
+__all__ = ["PostgresStore"]
+
+#: Seconds a call waits for a lock (or for the server to accept the connection) before it fails.
+DEFAULT_TIMEOUT = 30.0
+
+_OPTIONS = {"near_duplicate", "gamma", "timeout", "dimension"}
+
+
+@register_store("postgresql")
+class PostgresStore(MemoryStore):
+    """The PostgreSQL store (see the module docstring).
+
+    Args:
+        url: ``postgresql://...`` (any libpq URI: host, port, database, ``?sslmode=`` ...).
+        embedder: embeds search queries and items written without a vector; without one,
+            search is full text only.
+        near_duplicate: the cosine at which a new memory reinforces a stored one.
+        gamma: the daily decay of search scores.
+        timeout: seconds any call waits for a lock, and the connection for the server.
+        dimension: the vector dimension, when it should be fixed before the first vector.
+
+    Raises:
+        ConfigError: an option is out of range, or ``dimension`` is not the store's.
+        StoreError: the server cannot be reached, refuses the schema, or holds another
+            schema version.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        embedder: QueryEmbedder | None = None,
+        near_duplicate: float = DEFAULT_NEAR_DUPLICATE,
+        gamma: float = DEFAULT_GAMMA,
+        timeout: float = DEFAULT_TIMEOUT,
+        dimension: int | None = None,
+    ) -> None:
+        if embedder is not None and not isinstance(embedder, QueryEmbedder):
+            raise ConfigError(f"store embedder must have embed(texts), got {type(embedder)!r}")
+        if dimension is not None and (
+            isinstance(dimension, bool)
+            or not isinstance(dimension, int)
+            or not 1 <= dimension <= HNSW_MAX_DIMENSION
+        ):
+            raise ConfigError(
+                f"store option dimension must be an integer in [1, {HNSW_MAX_DIMENSION}] "
+                f"(pgvector's HNSW limit), got {dimension!r}"
+            )
+        self.url = safe_url(url)
+        self.embedder = embedder
+        self.near_duplicate = check_option("near_duplicate", near_duplicate, 0.0, 1.0)
+        self.gamma = check_option("gamma", gamma, 0.0, 1.0)
+        self.timeout = check_option("timeout", timeout, 0.0, 86_400.0)
+        self._session = Session(url, self.timeout)
+        try:
+            self._dimension = self._session.run(
+                lambda c: self._session.setup(c, dimension), write=True
+            )
+        except BaseException:
+            self._session.close()
+            raise
+
+    @classmethod
+    def from_url(
+        cls, url: str, *, embedder: QueryEmbedder | None = None, **options: Any
+    ) -> PostgresStore:
+        """Open ``postgresql://...`` (options: ``near_duplicate``, ``gamma``, ``timeout``,
+        ``dimension``)."""
+        unknown = sorted(set(options) - _OPTIONS)
+        if unknown:
+            raise ConfigError(
+                f"unknown postgresql store option(s) {', '.join(unknown)}; known: "
+                + ", ".join(sorted(_OPTIONS))
+            )
+        if not url.lower().startswith("postgresql://"):
+            raise ConfigError(f"not a postgresql URL: {safe_url(url)!r}")
+        return cls(url, embedder=embedder, **options)
+
+    def write(
+        self,
+        items: Sequence[TextualMemoryItem],
+        *,
+        replaces: SourceSelector | None = None,
+        user_id: str | None = None,
+        now: datetime | None = None,
+    ) -> list[WriteEvent]:
+        """See :meth:`MemoryStore.write`."""
+        at = aware(now, "now") if now is not None else datetime.now(timezone.utc)
+        if replaces is not None and not isinstance(replaces, SourceSelector):
+            raise InputError(f"replaces must be a SourceSelector, got {type(replaces).__name__}")
+        key = selector_key(replaces) if replaces is not None else None
+        checked = self._embed_missing(validate_items(items, user_id))
+        prepared = [prepare(index, item, key) for index, item in enumerate(checked)]
+        owners = {p.user_id for p in prepared} | ({user_id} if user_id else set())
+
+        def work(conn: Connection) -> tuple[list[WriteEvent], int | None]:
+            dimension = check_dimensions(conn, checked, self._dimension)
+            lock_owners(conn, owners)
+            changes = Changes(conn, at, self.near_duplicate, key)
+            events = [changes.apply(p) for p in prepared]
+            if key is not None:
+                reason = f"{key} was written again without this memory"
+                for owner in sorted(owners):
+                    events += changes.drop_source(
+                        owner, key, retire_as="superseded", event="SUPERSEDE", reason=reason
+                    )
+            return events, dimension
+
+        events, dimension = self._session.run(work, write=True)
+        self._dimension = dimension
+        return events
+
+    def _embed_missing(self, items: list[TextualMemoryItem]) -> list[TextualMemoryItem]:
+        """``items``, the new ones that came without a vector given one (stored ones are
+        skipped: their ids and hashes are checked before anything is embedded)."""
+        bare = [i for i, item in enumerate(items) if item.metadata.embedding is None]
+        if self.embedder is None or not bare:
+            return items
+        positions = self._session.run(lambda c: unstored(c, [items[i] for i in bare]), write=False)
+        todo = [bare[i] for i in positions]
+        if not todo:
+            return items
+        vectors = self._embed([items[i].memory for i in todo])
+        name = getattr(self.embedder, "name", None)
+        model = name if isinstance(name, str) else None
+        out = list(items)
+        for i, vector in zip(todo, vectors, strict=True):
+            meta = items[i].metadata.model_copy(
+                update={"embedding": [float(x) for x in vector], "embedding_model": model}
+            )
+            out[i] = items[i].model_copy(update={"metadata": meta})
+        return out
+
+    def _embed(self, texts: list[str]) -> list[list[float]]:
+        assert self.embedder is not None
+        try:
+            vectors = self.embedder.embed(texts)
+        except MemReaderError:
+            raise
+        except Exception as exc:
+            raise StoreError(f"the store's embedder failed: {type(exc).__name__}: {exc}") from exc
+        if len(vectors) != len(texts):
+            raise StoreError(f"the store's embedder gave {len(vectors)} vectors for {len(texts)}")
+        return [list(v) for v in vectors]
+
+    def get(self, memory_id: str, *, user_id: str) -> StoredMemory | None:
+        """See :meth:`MemoryStore.get`."""
+        owner = _owner(user_id)
+        row = self._session.run(
+            lambda c: c.execute(
+                f"SELECT {MEMORY_COLUMNS} FROM memreader_memories WHERE user_id = %s AND id = %s",
+                (owner, memory_id),
+            ).fetchone(),
+            write=False,
+        )
+        return memory_from_row(row) if row else None
+
+    def search(
+        self,
+        query: str,
+        *,
+        user_id: str,
+        k: int = 10,
+        types: Sequence[str] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        session_id: str | None = None,
+        include_inactive: bool = False,
+        now: datetime | None = None,
+    ) -> list[SearchHit]:
+        """See :meth:`MemoryStore.search`."""
+        if not isinstance(query, str):
+            raise InputError(f"query must be a string, got {type(query).__name__}")
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise InputError(f"k must be a positive integer, got {k!r}")
+        if types is not None and (isinstance(types, str) or not isinstance(types, Sequence)):
+            raise InputError(f"types must be a list of memory types, got {types!r}")
+        filters = Filters(
+            types=tuple(types) if types is not None else None,
+            since=aware(since, "since") if since is not None else None,
+            until=aware(until, "until") if until is not None else None,
+            session_id=session_id,
+            include_inactive=include_inactive,
+        )
+        owner = _owner(user_id)
+        at = aware(now, "now") if now is not None else datetime.now(timezone.utc)
+        vector = self._embed([query])[0] if self.embedder is not None and query.strip() else None
+
+        def work(conn: Connection) -> list[SearchHit]:
+            dimension = self._dimension or stored_dimension(conn)
+            # Like the embedded store: a query vector of another length, or a zero one, cannot
+            # be compared with what is stored, and the search is full text only.
+            usable = vector is not None and len(vector) == dimension and any(vector)
+            text = vector_text(vector) if usable and vector is not None else None
+            return search(conn, query, owner, k, filters, text, at, self.gamma)
+
+        return self._session.run(work, write=False)
+
+    def history(self, memory_id: str, *, user_id: str) -> list[HistoryEntry]:
+        """See :meth:`MemoryStore.history`."""
+        owner = _owner(user_id)
+        rows = self._session.run(
+            lambda c: c.execute(
+                "SELECT memory_id, event, old_memory, new_memory, at, reason, source_ids "
+                "FROM memreader_history WHERE user_id = %s AND memory_id = %s ORDER BY id",
+                (owner, memory_id),
+            ).fetchall(),
+            write=False,
+        )
+        return [history_from_row(row) for row in rows]
+
+    def forget(
+        self, source: SourceSelector, *, user_id: str, now: datetime | None = None
+    ) -> list[WriteEvent]:
+        """See :meth:`MemoryStore.forget`."""
+        if not isinstance(source, SourceSelector):
+            raise InputError(f"source must be a SourceSelector, got {type(source).__name__}")
+        owner = _owner(user_id)
+        at = aware(now, "now") if now is not None else datetime.now(timezone.utc)
+        key = selector_key(source)
+
+        def work(conn: Connection) -> list[WriteEvent]:
+            lock_owners(conn, [owner])
+            changes = Changes(conn, at, self.near_duplicate)
+            return changes.drop_source(
+                owner, key, retire_as="expired", event="EXPIRE", reason=f"{key} was forgotten"
+            )
+
+        return self._session.run(work, write=True)
+
+    def purge(self, *, older_than: datetime) -> int:
+        """See :meth:`MemoryStore.purge`."""
+        cutoff = aware(older_than, "older_than")
+        return self._session.run(lambda c: purge(c, cutoff), write=True)
+
+    def close(self) -> None:
+        """Close the connection (further calls fail with :class:`StoreError`)."""
+        self._session.close()
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({self.url!r})"
+
+
+def _owner(user_id: str) -> str:
+    if not isinstance(user_id, str) or not user_id.strip():
+        raise InputError(f"user_id must be a non-empty string, got {user_id!r}")
+    return user_id

@@ -1,0 +1,268 @@
+"""The changes of the PostgreSQL store, applied inside one open write transaction that holds
+the advisory locks of the owners it changes: one item's decision (:meth:`Changes.apply`), and a
+source's removal (:meth:`Changes.drop_source`, for ``forget`` and ``replaces``). Every change
+writes its history row. The decisions are :mod:`memreader.stores.decisions`', shared with the
+embedded store; only the SQL differs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from memreader.items import TextualMemoryItem
+from memreader.stores.base import EventKind, MemoryStatus, WriteEvent
+from memreader.stores.decisions import (
+    Found,
+    Support,
+    content_hash,
+    decide,
+    drop_key,
+    dump_supports,
+    keys_of,
+    load_supports,
+    merge_supports,
+    sources_of,
+    supports_of,
+    valid_from_of,
+)
+from memreader.stores.postgres_ops import Connection, nearest
+from memreader.stores.postgres_schema import vector_text
+
+__all__ = ["Changes", "Prepared", "item_json", "prepare"]
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """One item ready to write: its hash, supports, time and vector (pgvector text; ``None``
+    without a vector, or for a zero vector, which has no direction to compare)."""
+
+    index: int
+    item: TextualMemoryItem
+    content_hash: str
+    supports: list[Support]
+    valid_from: datetime | None
+    vector: str | None
+
+    @property
+    def user_id(self) -> str:
+        """The item's owner."""
+        return self.item.metadata.user_id
+
+    @property
+    def model(self) -> str:
+        """The item's embedding model ("" when unknown)."""
+        return self.item.metadata.embedding_model or ""
+
+
+def prepare(index: int, item: TextualMemoryItem, replace_key: str | None) -> Prepared:
+    """Item ``index`` ready to write (``replace_key`` joins its supports' keys)."""
+    vector = item.metadata.embedding
+    return Prepared(
+        index=index,
+        item=item,
+        content_hash=content_hash(item.memory),
+        supports=supports_of(item, replace_key),
+        valid_from=valid_from_of(item),
+        vector=vector_text(vector) if vector and any(vector) else None,
+    )
+
+
+def item_json(item: TextualMemoryItem, supports: Sequence[Support]) -> str:
+    """The item as stored: its sources those of ``supports``, its vector left to the column."""
+    data = item.model_dump(mode="json")
+    data["metadata"]["embedding"] = None
+    data["metadata"]["sources"] = sources_of(supports)
+    return json.dumps(data, ensure_ascii=False)
+
+
+@dataclass
+class Changes:
+    """The changes of one transaction on ``conn`` at time ``now``."""
+
+    conn: Connection
+    now: datetime
+    threshold: float
+    replace_key: str | None = None
+    touched: set[int] = field(default_factory=set)
+
+    def apply(self, p: Prepared) -> WriteEvent:
+        """Write one item: ``NONE``, ``REINFORCE`` or ``ADD`` (see :func:`decide`)."""
+        meta = p.item.metadata
+        by_id = self.conn.execute(
+            "SELECT rowid, content_hash, status FROM memreader_memories "
+            "WHERE user_id = %s AND id = %s",
+            (meta.user_id, p.item.id),
+        ).fetchone()
+        by_hash = self.conn.execute(
+            "SELECT rowid, id, status FROM memreader_memories WHERE user_id = %s "
+            "AND memory_type = %s AND content_hash = %s AND status = 'active'",
+            (meta.user_id, meta.memory_type.value, p.content_hash),
+        ).fetchone()
+        decision = decide(
+            p.index,
+            p.item.id,
+            p.content_hash,
+            same_id=Found(p.item.id, by_id[1], by_id[2]) if by_id else None,
+            same_hash=Found(by_hash[1], p.content_hash, by_hash[2]) if by_hash else None,
+            nearest=self._nearest(p) if by_hash is None else None,
+            threshold=self.threshold,
+        )
+        own_row = int(by_id[0]) if by_id is not None else None
+        if decision.event == "NONE":
+            assert own_row is not None  # NONE: the item's own row is stored and active
+            self.touched.add(own_row)
+        elif decision.event == "REINFORCE":
+            self._reinforce(decision.memory_id, p, decision.reason)
+        elif decision.reactivate:
+            self._store(p, decision.reason, rowid=own_row)
+        else:
+            self._store(p, decision.reason, rowid=None)
+        return WriteEvent(decision.event, decision.memory_id, p.item.id, decision.reason)
+
+    def _nearest(self, p: Prepared) -> tuple[str, float] | None:
+        """The most similar active memory of the item's owner, type and model (rows written
+        earlier in this transaction included: PostgreSQL shows a transaction its own rows)."""
+        if p.vector is None:
+            return None
+        where = " AND m.status = 'active' AND m.memory_type = %s "
+        where += "AND COALESCE(m.embedding_model, '') = %s"
+        params = (p.item.metadata.memory_type.value, p.model)
+        found = nearest(self.conn, p.user_id, where, params, p.vector, 1)
+        return (found[0][1], found[0][2]) if found else None
+
+    def _store(self, p: Prepared, reason: str, *, rowid: int | None) -> None:
+        meta = p.item.metadata
+        values: dict[str, Any] = {
+            "id": p.item.id,
+            "user_id": meta.user_id,
+            "session_id": meta.session_id,
+            "memory_type": meta.memory_type.value,
+            "memory": p.item.memory,
+            "content_hash": p.content_hash,
+            "valid_from": p.valid_from,
+            "recorded_at": self.now,
+            "embedding": vector_text(meta.embedding) if meta.embedding else None,
+            "embedding_model": meta.embedding_model,
+            "importance": meta.importance,
+            "importance_reason": meta.importance_reason,
+            "supports": dump_supports(p.supports),
+            "item": item_json(p.item, p.supports),
+        }
+        marks = {name: f"%({name})s" for name in values}
+        marks["embedding"] = "%(embedding)s::vector"
+        if rowid is None:
+            names = ", ".join(values)
+            row = self.conn.execute(
+                f"INSERT INTO memreader_memories ({names}, status) "
+                f"VALUES ({', '.join(marks.values())}, 'active') RETURNING rowid",
+                values,
+            ).fetchone()
+            assert row is not None
+            rowid = int(row[0])
+        else:
+            # Stored again after it was retired: the row comes back as written now; its first
+            # recorded_at and its history stay.
+            del values["recorded_at"], marks["recorded_at"]
+            sets = ", ".join(f"{name} = {marks[name]}" for name in values)
+            self.conn.execute(
+                f"UPDATE memreader_memories SET {sets}, status = 'active', retired_at = NULL, "
+                "superseded_by = NULL, valid_to = NULL WHERE rowid = %(rowid)s",
+                {**values, "rowid": rowid},
+            )
+        self._set_keys(rowid, p.supports)
+        self.history(meta.user_id, p.item.id, "ADD", None, p.item.memory, reason, p.supports)
+        self.touched.add(rowid)
+
+    def _reinforce(self, memory_id: str, p: Prepared, reason: str) -> None:
+        owner = p.user_id
+        row = self.conn.execute(
+            "SELECT rowid, memory, supports, item, valid_from FROM memreader_memories "
+            "WHERE user_id = %s AND id = %s FOR UPDATE",
+            (owner, memory_id),
+        ).fetchone()
+        assert row is not None  # decide() found it under this owner's lock
+        rowid, memory, supports_text, item_text, valid_from = row
+        supports = load_supports(supports_text)
+        if self.replace_key is not None and rowid not in self.touched:
+            # The source is being rewritten: what it said before is replaced by what it says now.
+            supports, _ = drop_key(supports, self.replace_key)
+        supports = merge_supports(supports, p.supports)
+        earliest = min(filter(None, [valid_from, p.valid_from]), default=None)
+        self._update_supports(rowid, item_text, supports, extra="reinforced = reinforced + 1")
+        self.conn.execute(
+            "UPDATE memreader_memories SET valid_from = %s WHERE rowid = %s", (earliest, rowid)
+        )
+        full = f"{reason}; written as item {p.item.id}"
+        self.history(owner, memory_id, "REINFORCE", memory, memory, full, p.supports)
+        self.touched.add(rowid)
+
+    def drop_source(
+        self, owner: str, key: str, *, retire_as: MemoryStatus, event: EventKind, reason: str
+    ) -> list[WriteEvent]:
+        """Remove the supports ``key`` names from the active memories of ``owner`` not touched
+        in this transaction: those left with none become ``retire_as`` (``event``), the others
+        lose those sources (``UPDATE``)."""
+        rows = self.conn.execute(
+            "SELECT m.rowid, m.id, m.memory, m.supports, m.item FROM memreader_keys k "
+            "JOIN memreader_memories m ON m.rowid = k.memory_rowid "
+            "WHERE k.key = %s AND m.user_id = %s AND m.status = 'active' ORDER BY m.rowid",
+            (key, owner),
+        ).fetchall()
+        events: list[WriteEvent] = []
+        for rowid, memory_id, memory, supports_text, item_text in rows:
+            if rowid in self.touched:
+                continue
+            kept, dropped = drop_key(load_supports(supports_text), key)
+            if kept:
+                why = f"{reason}; still supported by {len(kept)} other source(s)"
+                self._update_supports(rowid, item_text, kept)
+                self.history(owner, memory_id, "UPDATE", memory, memory, why, dropped)
+                events.append(WriteEvent("UPDATE", memory_id, "", why))
+                continue
+            self.conn.execute(
+                "UPDATE memreader_memories SET status = %s, retired_at = %s WHERE rowid = %s",
+                (retire_as, self.now, rowid),
+            )
+            self.history(owner, memory_id, event, memory, None, reason, dropped)
+            events.append(WriteEvent(event, memory_id, "", reason))
+        return events
+
+    def _update_supports(
+        self, rowid: int, item_text: str, supports: list[Support], extra: str = ""
+    ) -> None:
+        data = json.loads(item_text)
+        data["metadata"]["sources"] = sources_of(supports)
+        sets = "supports = %s, item = %s" + (f", {extra}" if extra else "")
+        self.conn.execute(
+            f"UPDATE memreader_memories SET {sets} WHERE rowid = %s",
+            (dump_supports(supports), json.dumps(data, ensure_ascii=False), rowid),
+        )
+        self._set_keys(rowid, supports)
+
+    def _set_keys(self, rowid: int, supports: Sequence[Support]) -> None:
+        self.conn.execute("DELETE FROM memreader_keys WHERE memory_rowid = %s", (rowid,))
+        self.conn.execute(
+            "INSERT INTO memreader_keys (key, memory_rowid) SELECT unnest(%s::text[]), %s",
+            (keys_of(supports), rowid),
+        )
+
+    def history(
+        self,
+        owner: str,
+        memory_id: str,
+        event: EventKind,
+        old: str | None,
+        new: str | None,
+        reason: str,
+        supports: Sequence[Support],
+    ) -> None:
+        """Record one change."""
+        self.conn.execute(
+            "INSERT INTO memreader_history (user_id, memory_id, event, old_memory, new_memory, "
+            "at, reason, source_ids) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+            (owner, memory_id, event, old, new, self.now, reason, json.dumps(keys_of(supports))),
+        )

@@ -1,0 +1,269 @@
+"""The embedded store's reads and bulk operations on an open connection: the owner's cached
+vectors, which items are not stored yet, hybrid search and purge. The caller holds the store's
+lock and (for several statements) a transaction."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from memreader.items import TextualMemoryItem
+from memreader.errors import InputError
+from memreader.stores.base import ScoreParts, SearchHit, WriteEvent
+from memreader.stores.decisions import Found, content_hash, decide
+from memreader.stores.scoring import (
+    age_days,
+    decay,
+    final_score,
+    fts_query,
+    importance_of,
+    rrf_score,
+)
+from memreader.stores.sqlite_schema import MEMORY_COLUMNS, iso, memory_from_row, parse_time
+from memreader.stores.sqlite_write import bump_versions
+from memreader.stores.vectors import OwnerVectors, VectorCache, VectorRow, unit
+
+__all__ = ["Filters", "StoreOps"]
+
+#: How many candidates each list gives the fusion, at least (and 5 per hit asked for).
+CANDIDATES = 50
+#: Items per query of :meth:`StoreOps.lookup` (two parameters each, well under SQLite's limit).
+LOOKUP_CHUNK = 400
+
+
+@dataclass(frozen=True)
+class Filters:
+    """What a search keeps: memory types, a session, a time range (on ``valid_from``, else
+    ``recorded_at``), and whether retired memories count."""
+
+    types: tuple[str, ...] | None = None
+    session_id: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    include_inactive: bool = False
+
+    def sql(self) -> tuple[str, list[Any]]:
+        """A ``WHERE`` fragment over ``memories m`` (starting with ``AND``) and its parameters."""
+        parts: list[str] = []
+        params: list[Any] = []
+        if not self.include_inactive:
+            parts.append("m.status = 'active'")
+        if self.types is not None:
+            parts.append(f"m.memory_type IN ({', '.join('?' * len(self.types))})")
+            params.extend(self.types)
+        if self.session_id is not None:
+            parts.append("m.session_id = ?")
+            params.append(self.session_id)
+        if self.since is not None:
+            parts.append("COALESCE(m.valid_from, m.recorded_at) >= ?")
+            params.append(iso(self.since))
+        if self.until is not None:
+            parts.append("COALESCE(m.valid_from, m.recorded_at) <= ?")
+            params.append(iso(self.until))
+        return "".join(f" AND {p}" for p in parts), params
+
+
+class StoreOps:
+    """Reads and purges over ``conn``; ``gamma`` is the daily decay of search scores."""
+
+    def __init__(self, conn: sqlite3.Connection, gamma: float) -> None:
+        self.conn = conn
+        self.gamma = gamma
+        self.cache = VectorCache()
+
+    def vectors(self, owner: str) -> OwnerVectors:
+        """``owner``'s vectors as of now (from the cache when its version has not moved)."""
+        row = self.conn.execute(
+            "SELECT version FROM owner_versions WHERE user_id = ?", (owner,)
+        ).fetchone()
+        return self.cache.get(owner, row[0] if row else 0, lambda: self._vector_rows(owner))
+
+    def _vector_rows(self, owner: str) -> list[VectorRow]:
+        rows = self.conn.execute(
+            "SELECT rowid, embedding, status, memory_type, session_id, "
+            "COALESCE(valid_from, recorded_at), COALESCE(embedding_model, '') "
+            "FROM memories WHERE user_id = ? AND embedding IS NOT NULL",
+            (owner,),
+        )
+        return [
+            (r[0], r[1], r[2], r[3], r[4], datetime.fromisoformat(r[5]).timestamp(), r[6])
+            for r in rows
+        ]
+
+    def unstored(self, items: Sequence[TextualMemoryItem]) -> list[int]:
+        """The positions of ``items`` whose id is not stored and whose content is not active
+        for their owner and type: the ones worth embedding."""
+        todo = []
+        for position, item in enumerate(items):
+            meta = item.metadata
+            found = self.conn.execute(
+                "SELECT 1 FROM memories WHERE user_id = ? AND (id = ? OR (memory_type = ? "
+                "AND content_hash = ? AND status = 'active')) LIMIT 1",
+                (meta.user_id, item.id, meta.memory_type.value, content_hash(item.memory)),
+            ).fetchone()
+            if found is None:
+                todo.append(position)
+        return todo
+
+    def lookup(self, owner: str, items: Sequence[TextualMemoryItem]) -> list[WriteEvent | None]:
+        """What writing each of ``owner``'s ``items`` would find stored (see
+        :meth:`MemoryStore.lookup`): one query per :data:`LOOKUP_CHUNK` items."""
+        found: list[WriteEvent | None] = []
+        for start in range(0, len(items), LOOKUP_CHUNK):
+            chunk = items[start : start + LOOKUP_CHUNK]
+            hashes = [content_hash(item.memory) for item in chunk]
+            ids = sorted({item.id for item in chunk})
+            by_id: dict[str, Found] = {}
+            by_hash: dict[tuple[str, str], str] = {}
+            for memory_id, memory_type, digest, status in self.conn.execute(
+                "SELECT id, memory_type, content_hash, status FROM memories WHERE user_id = ? "
+                f"AND (id IN ({', '.join('?' * len(ids))}) OR (status = 'active' AND "
+                f"content_hash IN ({', '.join('?' * len(set(hashes)))})))",
+                (owner, *ids, *sorted(set(hashes))),
+            ):
+                by_id[memory_id] = Found(memory_id, digest, status)
+                if status == "active":
+                    by_hash.setdefault((memory_type, digest), memory_id)
+            for index, (item, digest) in enumerate(zip(chunk, hashes, strict=True)):
+                same = by_hash.get((item.metadata.memory_type.value, digest))
+                try:
+                    decision = decide(
+                        start + index,
+                        item.id,
+                        digest,
+                        same_id=by_id.get(item.id),
+                        same_hash=Found(same, digest, "active") if same else None,
+                        nearest=None,
+                        threshold=1.0,
+                    )
+                except InputError:  # the id holds other text: write() says so
+                    decision = None
+                found.append(
+                    WriteEvent(decision.event, decision.memory_id, item.id, decision.reason)
+                    if decision is not None and decision.event in ("NONE", "REINFORCE")
+                    else None
+                )
+        return found
+
+    def owners_of(self, key: str) -> list[str]:
+        """The owners of active memories that the support key ``key`` supports, sorted."""
+        rows = self.conn.execute(
+            "SELECT DISTINCT m.user_id FROM memory_keys k JOIN memories m "
+            "ON m.rowid = k.memory_rowid WHERE k.key = ? AND m.status = 'active' "
+            "ORDER BY m.user_id",
+            (key,),
+        )
+        return [r[0] for r in rows]
+
+    def seen_rows(self, key: str, owner: str, seen: Collection[str]) -> set[int]:
+        """The rowids of ``owner``'s active memories under ``key`` whose id is in ``seen``."""
+        wanted = set(seen)
+        rows = self.conn.execute(
+            "SELECT m.rowid, m.id FROM memory_keys k JOIN memories m "
+            "ON m.rowid = k.memory_rowid WHERE k.key = ? AND m.user_id = ? "
+            "AND m.status = 'active'",
+            (key, owner),
+        )
+        return {rowid for rowid, memory_id in rows if memory_id in wanted}
+
+    def search(
+        self,
+        query: str,
+        owner: str,
+        k: int,
+        filters: Filters,
+        vector: Sequence[float] | None,
+        now: datetime,
+    ) -> list[SearchHit]:
+        """The hybrid search of :meth:`MemoryStore.search` (see :mod:`memreader.stores.scoring`)."""
+        n = max(CANDIDATES, 5 * k)
+        owned = self.vectors(owner)
+        q = unit(vector) if vector is not None else None
+        vector_list: list[tuple[int, float]] = []
+        group = owned.groups.get(len(q)) if q is not None else None
+        if q is not None and group is not None:
+            keep = group.mask(
+                include_inactive=filters.include_inactive,
+                types=filters.types,
+                session_id=filters.session_id,
+                since=filters.since.timestamp() if filters.since else None,
+                until=filters.until.timestamp() if filters.until else None,
+            )
+            vector_list = group.top(q, keep, n)
+        text_list = self._text_search(query, owner, filters, n)
+        ranks: dict[int, list[int]] = {}
+        for rank, (rowid, _) in enumerate(vector_list, 1):
+            ranks.setdefault(rowid, []).append(rank)
+        text_ranks = {rowid: rank for rank, rowid in enumerate(text_list, 1)}
+        for rowid, rank in text_ranks.items():
+            ranks.setdefault(rowid, []).append(rank)
+        if not ranks:
+            return []
+        scored: list[tuple[int, ScoreParts]] = []
+        marks = ", ".join("?" * len(ranks))
+        for rowid, importance, when in self.conn.execute(
+            f"SELECT rowid, importance, COALESCE(valid_from, recorded_at) FROM memories "
+            f"WHERE user_id = ? AND rowid IN ({marks})",
+            (owner, *ranks),
+        ):
+            fused = rrf_score(ranks[rowid])
+            weight = importance_of(importance)
+            moment = parse_time(when)
+            assert moment is not None
+            factor = decay(age_days(moment, now), self.gamma)
+            parts = ScoreParts(
+                final=final_score(fused, weight, factor),
+                fused=fused,
+                similarity=owned.cosine(rowid, q) if q is not None else None,
+                text_rank=text_ranks.get(rowid),
+                importance=weight,
+                decay=factor,
+            )
+            scored.append((rowid, parts))
+        scored.sort(key=lambda hit: (-hit[1].final, -hit[1].fused, hit[0]))
+        return self._hits(scored[:k])
+
+    def _text_search(self, query: str, owner: str, filters: Filters, n: int) -> list[int]:
+        match = fts_query(query)
+        if match is None:
+            return []
+        where, params = filters.sql()
+        rows = self.conn.execute(
+            "SELECT m.rowid FROM memories_fts f JOIN memories m ON m.rowid = f.rowid "
+            f"WHERE memories_fts MATCH ? AND m.user_id = ?{where} "
+            "ORDER BY bm25(memories_fts) LIMIT ?",
+            (match, owner, *params, n),
+        )
+        return [r[0] for r in rows]
+
+    def _hits(self, scored: list[tuple[int, ScoreParts]]) -> list[SearchHit]:
+        if not scored:
+            return []
+        marks = ", ".join("?" * len(scored))
+        rows = self.conn.execute(
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE rowid IN ({marks})",
+            [rowid for rowid, _ in scored],
+        )
+        memories = {row[0]: memory_from_row(row) for row in rows}
+        return [SearchHit(memories[rowid], parts) for rowid, parts in scored]
+
+    def purge(self, cutoff: datetime) -> int:
+        """Remove expired and superseded memories retired before ``cutoff``, with their keys,
+        text index rows and history; return how many."""
+        rows = self.conn.execute(
+            "SELECT rowid, user_id, id FROM memories WHERE status IN ('expired', 'superseded') "
+            "AND retired_at < ?",
+            (iso(cutoff),),
+        ).fetchall()
+        for rowid, owner, memory_id in rows:
+            self.conn.execute("DELETE FROM memory_keys WHERE memory_rowid = ?", (rowid,))
+            self.conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (rowid,))
+            self.conn.execute(
+                "DELETE FROM history WHERE user_id = ? AND memory_id = ?", (owner, memory_id)
+            )
+            self.conn.execute("DELETE FROM memories WHERE rowid = ?", (rowid,))
+        bump_versions(self.conn, {owner for _, owner, _ in rows})
+        return len(rows)

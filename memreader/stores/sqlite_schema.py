@@ -1,0 +1,176 @@
+"""The embedded store's tables, and the conversions between its rows and memreader's types.
+
+- ``memories``: one row per memory (the item JSON without its vector, which is a float32 blob
+  beside it), with a partial UNIQUE index on ``(user_id, memory_type, content_hash)`` over
+  active rows: two processes can never both add one memory.
+- ``memory_keys``: the support keys of each memory (``doc:``, ``session:``, ``message:``,
+  ``input:``), what forget and ``replaces`` look up.
+- ``history``: one row per change.
+- ``memories_fts``: FTS5 over the memory text (rowid = the memory's rowid).
+- ``owner_versions``: bumped by every change of an owner's rows, so a process knows its cached
+  vectors are stale.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import datetime, timezone
+from typing import Any
+
+from memreader.errors import ConfigError, InputError
+from memreader.items import TextualMemoryItem
+from memreader.stores.base import HistoryEntry, StoredMemory
+from memreader.stores.vectors import from_blob
+
+__all__ = [
+    "MEMORY_COLUMNS",
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "aware",
+    "history_from_row",
+    "iso",
+    "memory_from_row",
+    "parse_time",
+    "path_of_url",
+]
+
+SCHEMA_VERSION = "1"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS memreader_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS memories (
+    rowid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    memory_type TEXT NOT NULL,
+    memory TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('active', 'superseded', 'expired')),
+    valid_from TEXT,
+    valid_to TEXT,
+    recorded_at TEXT NOT NULL,
+    retired_at TEXT,
+    superseded_by TEXT,
+    importance REAL,
+    importance_reason TEXT,
+    reinforced INTEGER NOT NULL DEFAULT 0,
+    embedding BLOB,
+    embedding_model TEXT,
+    supports TEXT NOT NULL,
+    item TEXT NOT NULL,
+    UNIQUE (user_id, id)
+);
+CREATE UNIQUE INDEX IF NOT EXISTS memories_active_hash
+    ON memories (user_id, memory_type, content_hash) WHERE status = 'active';
+CREATE INDEX IF NOT EXISTS memories_owner ON memories (user_id, status);
+CREATE INDEX IF NOT EXISTS memories_retired ON memories (status, retired_at);
+CREATE TABLE IF NOT EXISTS memory_keys (
+    key TEXT NOT NULL,
+    memory_rowid INTEGER NOT NULL,
+    PRIMARY KEY (key, memory_rowid)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS memory_keys_memory ON memory_keys (memory_rowid);
+CREATE TABLE IF NOT EXISTS history (
+    id INTEGER PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    memory_id TEXT NOT NULL,
+    event TEXT NOT NULL,
+    old_memory TEXT,
+    new_memory TEXT,
+    at TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    source_ids TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS history_memory ON history (user_id, memory_id, id);
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5 (memory);
+CREATE TABLE IF NOT EXISTS owner_versions (user_id TEXT PRIMARY KEY, version INTEGER NOT NULL);
+"""
+
+#: The columns :func:`memory_from_row` reads, in order.
+MEMORY_COLUMNS = (
+    "rowid, item, embedding, status, content_hash, recorded_at, valid_from, valid_to, "
+    "retired_at, superseded_by, importance, importance_reason, reinforced"
+)
+
+
+def path_of_url(url: str) -> str:
+    """The database path of a ``sqlite:///relative.db``, ``sqlite:////absolute.db`` or
+    ``sqlite://:memory:`` URL.
+
+    Raises:
+        ConfigError: not a sqlite URL, no path, or a query string (options are keywords).
+    """
+    scheme, sep, rest = url.partition("://")
+    if scheme.lower() != "sqlite" or not sep:
+        raise ConfigError(f"not a sqlite URL: {url!r} (expected sqlite:///path.db)")
+    if "?" in rest:
+        raise ConfigError(
+            f"sqlite URL {url!r} has a query string; pass options as keyword arguments"
+        )
+    path = rest[1:] if rest.startswith("/") else rest
+    if not path:
+        raise ConfigError(f"sqlite URL {url!r} names no file (expected sqlite:///path.db)")
+    return path
+
+
+def aware(value: datetime, what: str) -> datetime:
+    """``value`` in UTC.
+
+    Raises:
+        InputError: ``value`` is not a timezone-aware datetime (``what`` names the argument).
+    """
+    if not isinstance(value, datetime) or value.tzinfo is None:
+        raise InputError(f"{what} must be a timezone-aware datetime, got {value!r}")
+    return value.astimezone(timezone.utc)
+
+
+def iso(value: datetime | None) -> str | None:
+    """``value`` as fixed-width UTC ISO text (so text order is time order)."""
+    if value is None:
+        return None
+    return value.astimezone(timezone.utc).isoformat(timespec="microseconds")
+
+
+def parse_time(text: str | None) -> datetime | None:
+    """A time back from :func:`iso`."""
+    return None if text is None else datetime.fromisoformat(text)
+
+
+def memory_from_row(row: sqlite3.Row | tuple[Any, ...]) -> StoredMemory:
+    """A :class:`StoredMemory` from a row of :data:`MEMORY_COLUMNS`."""
+    data = json.loads(row[1])
+    if row[2] is not None:
+        data["metadata"]["embedding"] = from_blob(row[2])
+    recorded = parse_time(row[5])
+    assert recorded is not None  # NOT NULL column
+    return StoredMemory(
+        item=TextualMemoryItem.model_validate(data),
+        status=row[3],
+        content_hash=row[4],
+        recorded_at=recorded,
+        valid_from=parse_time(row[6]),
+        valid_to=parse_time(row[7]),
+        retired_at=parse_time(row[8]),
+        superseded_by=row[9],
+        importance=row[10],
+        importance_reason=row[11],
+        reinforced=row[12],
+    )
+
+
+def history_from_row(row: tuple[Any, ...]) -> HistoryEntry:
+    """A :class:`HistoryEntry` from ``memory_id, event, old_memory, new_memory, at, reason,
+    source_ids``."""
+    at = parse_time(row[4])
+    assert at is not None  # NOT NULL column
+    return HistoryEntry(
+        memory_id=row[0],
+        event=row[1],
+        old_memory=row[2],
+        new_memory=row[3],
+        at=at,
+        reason=row[5],
+        source_ids=tuple(json.loads(row[6])),
+    )
