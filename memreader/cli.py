@@ -2,7 +2,8 @@
 
 One subcommand per module that runs it: ``read`` (:mod:`memreader.cli_read`: scenes or a
 document into one JSON item per line), ``models`` (:mod:`memreader.embedders.cli`: the local
-embedder's files), ``ingest`` and ``refine`` (:mod:`memreader.batch.cli`: batch jobs).
+embedder's files), ``ingest`` and ``refine`` (:mod:`memreader.batch.cli`: batch jobs),
+``search``, ``history`` and ``forget`` (:mod:`memreader.cli_store`: a memory store).
 
 Every command exits with one line on stderr and status 2 for any error memreader raises on
 purpose (bad input, config, output path), or status 1 for an unexpected one (its traceback only
@@ -20,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memreader.cli_read import add_read_parser, run_read
+from memreader.cli_store import add_store_parsers, run_store_command
 from memreader.embedders.cli import add_models_parser, run_models
 from memreader.errors import MemReaderError
 
@@ -39,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_read_parser(commands)
     add_models_parser(commands)
     _add_job_parsers(commands)
+    add_store_parsers(commands)
     return parser
 
 
@@ -78,6 +81,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from memreader.batch.cli import run_job_command
 
             return run_job_command(args)
+        if args.command in ("search", "history", "forget"):
+            return run_store_command(args)
         return run_read(args)
     except MemReaderError as exc:
         _fail(f"error: {exc}")

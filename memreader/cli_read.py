@@ -19,6 +19,7 @@ from contextlib import ExitStack
 from typing import IO, Any
 
 from memreader.cli_output import open_outputs
+from memreader.cli_store import StoreOutput, add_store_flag
 from memreader.config import read_yaml_config, without_pass
 from memreader.datasets import is_memorybank, memorybank_scenes
 from memreader.errors import InputError
@@ -62,7 +63,10 @@ def add_read_parser(commands: Any) -> None:
         "attachments (repeatable). Without it no local file named in the input is read; hidden "
         "files and folders under it stay refused unless the config sets allow_hidden_files",
     )
-    read.add_argument("-o", "--output", help="output JSONL file (default: stdout)")
+    read.add_argument(
+        "-o", "--output", help="output JSONL file (default: stdout, unless --store is given)"
+    )
+    add_store_flag(read, env=False)
     read.add_argument("--user-id", default="cli-user")
     read.add_argument("--session-id", default="cli-session")
     read.add_argument(
@@ -130,6 +134,8 @@ def reader_config(args: argparse.Namespace) -> MemReaderConfigFactory:
         config["allowed_roots"] = [*config["allowed_roots"], *_roots(args.allow_roots)]
     if args.no_embedding:
         config["embedder"] = None
+    if args.store:  # items already stored are not embedded again (the dedup step)
+        config["store"] = args.store
     if args.max_tokens is not None:
         config["window"]["max_tokens"] = args.max_tokens
     if args.overlap is not None:
@@ -257,7 +263,11 @@ def run_read(args: argparse.Namespace) -> int:
         # Unwritable outputs fail now, before any work (and a failed run discards both).
         outputs = open_outputs(stack, args)
         out = outputs[0].handle if args.output is not None else sys.stdout
-        report = _run(args, out)
+        store = StoreOutput(args.store) if args.store else None
+        if store is not None:
+            stack.callback(store.close)
+        # With --store and no -o the items go to the store only.
+        report = _run(args, None if store is not None and args.output is None else out, store)
         if args.report is not None:
             json.dump(report.to_dict(), outputs[-1].handle, ensure_ascii=False, indent=2)
         for output in outputs:
@@ -269,6 +279,8 @@ def run_read(args: argparse.Namespace) -> int:
             "parts could not be read; placeholders stand in (see --report)",
             file=sys.stderr,
         )
+    if store is not None:
+        print(f"memreader: {store.summary()}", file=sys.stderr)
     if report.fallbacks:
         print(
             f"memreader: {len(report.fallbacks)} of {len(report.windows)} windows fell back to "
@@ -278,8 +290,8 @@ def run_read(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run(args: argparse.Namespace, out: IO[str]) -> ReadReport:
-    """Read every job and write its items to ``out``; the merged report."""
+def _run(args: argparse.Namespace, out: IO[str] | None, store: StoreOutput | None) -> ReadReport:
+    """Read every job and write its items to ``out`` (and ``store``); the merged report."""
     from tqdm import tqdm
 
     reader = MemReaderFactory.from_config(reader_config(args))
@@ -300,12 +312,16 @@ def _run(args: argparse.Namespace, out: IO[str]) -> ReadReport:
                 report=part,
             )
             _merge(report, part, scene_offset)
+            if store is not None:
+                store.write(results, scene_offset)
             for scene_items in results:
                 for item in scene_items:
-                    _write(out, item, scene_offset)
+                    if out is not None:
+                        _write(out, item, scene_offset)
                     count += 1
             bar.update(len(scenes) if isinstance(scenes, list) else 1)
-    out.flush()
+    if out is not None:
+        out.flush()
     logger.info("wrote %d items", count)
     return report
 

@@ -237,6 +237,11 @@ class BaseReaderConfig(DocumentAccess, LLMSlots):
     "Fast mode speed" for the retrieval measured with and without.
 
     ``pipeline`` changes the reader's default steps (see :class:`PipelineSpec`).
+
+    ``store`` (default none): a memory store URL (``sqlite:///memories.db``,
+    ``postgresql://...``); with one, the ``dedup`` step looks the call's items up there before
+    ``embed`` and items already stored as they are get no vector (see
+    :mod:`memreader.steps.dedup`). Kept as a secret: a URL may hold a password.
     """
 
     # None: items are not embedded (for stores that embed on their own).
@@ -246,6 +251,14 @@ class BaseReaderConfig(DocumentAccess, LLMSlots):
     embed_prefixes: bool = False
     fine: FineConfig = Field(default_factory=FineConfig)
     pipeline: PipelineSpec = Field(default_factory=PipelineSpec)
+    store: SecretStr | None = None
+
+    @field_validator("store")
+    @classmethod
+    def _store_url(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and "://" not in value.get_secret_value():
+            raise ValueError("a store URL looks like sqlite:///memories.db")
+        return value
 
 
 def read_yaml_config(path: str | os.PathLike[str]) -> dict[str, Any]:

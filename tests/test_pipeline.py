@@ -69,6 +69,7 @@ DEFAULT = (
     "fine_items",
     "tool_schema",
     "importance",
+    "dedup",
     "embed",
 )
 
@@ -105,6 +106,7 @@ def test_the_default_pipeline_and_its_listing() -> None:
         "window",
         "fast_items",
         "importance",
+        "dedup",
         "embed",
     ]
     assert [s.name for s in reader.pipeline.active("refine")] == [
@@ -113,6 +115,7 @@ def test_the_default_pipeline_and_its_listing() -> None:
         "filter",
         "rewrite",
         "fine_items",
+        "dedup",
         "embed",
     ]
     off = make_reader(fine={"hallucination_filter": False, "rewrite": "off"})
@@ -283,6 +286,7 @@ def test_pipelines_declared_in_yaml(tmp_path: Path) -> None:
         "fine_items",
         "tool_schema",
         "importance",
+        "dedup",
         "add_tag",
         "embed",
     )
@@ -338,7 +342,7 @@ def test_interceptors_see_every_step_in_order_with_timings_and_counts() -> None:
     reader.step_hooks.after_step.append(lambda e: 1 / 0)  # a broken interceptor is ignored
     report = ReadReport()
     reader.get_memory(CHAT, type="chat", info=INFO, report=report)
-    active = ["normalize", "parse", "window", "fast_items", "importance", "embed"]
+    active = ["normalize", "parse", "window", "fast_items", "importance", "dedup", "embed"]
     assert [(kind, e.step) for kind, e in events] == [
         (kind, name) for name in active for kind in ("before", "after")
     ]

@@ -10,15 +10,22 @@ hybrid search with its score parts, filters, owners as walls, two processes at o
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import multiprocessing
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
+import yaml
 
+from memreader.batch.job import load_job
+from memreader.batch.run import run_job
+from memreader.batch.sinks import store as store_sink
+from memreader.cli import main
 from memreader.errors import ConfigError, InputError, StoreError
 from memreader.items import SourceMessage, TextualMemoryItem, TextualMemoryItemMetadata
 from memreader.stores import MemoryStore, SourceSelector, open_store
@@ -476,3 +483,251 @@ def test_a_failing_embedder_is_a_store_error(url: str) -> None:
             store.write([item("a", "Ana lives in Porto")])
         with pytest.raises(StoreError, match="embedder failed"):
             store.search("Porto", user_id="u1")
+
+
+# -- what the batch sink and the dedup step use: lookup, writing in parts -------------------
+
+
+def test_lookup_finds_what_writing_would_find_without_writing(store: MemoryStore, url: str) -> None:
+    store.write(
+        [
+            item("a", "Ana lives in Porto"),
+            item("g", "Ana lives in Porto", memory_type="UserMemory"),
+            item("e", "Eve owns a cat", doc="d.md"),
+            item("o", "Ana lives in Porto", user="u2"),
+        ],
+        now=T0,
+    )
+    store.forget(SourceSelector(doc_path="d.md"), user_id="u1", now=T0)
+    history = sql(url, "SELECT count(*) FROM memreader_history")
+    asked = [
+        item("a", "ana lives in porto."),  # its own id, stored active: NONE
+        item("b", "Ana lives in  Porto", session="s2"),  # another id, the same memory
+        item("w", "Ana lives in Porto", memory_type="WorkingMemory"),  # no memory of that type
+        item("e", "Eve owns a cat"),  # stored, but expired: writing brings it back
+        item("a", "Ana lives in Lisbon"),  # the id holds other text: write() refuses it
+        item("n", "Nobody said this"),
+    ]
+    found = store.lookup(asked, user_id="u1")
+    assert [(e.event, e.memory_id, e.item_id) if e else None for e in found] == [
+        ("NONE", "a", "a"),
+        ("REINFORCE", "a", "b"),
+        None,
+        None,
+        None,
+        None,
+    ]
+    assert found[0] is not None and found[0].reason == "already stored"
+    assert found[1] is not None and "the same memory is stored as a" in found[1].reason
+    # Owners are walls: u2's copy is u2's alone.
+    assert store.lookup([item("x", "Ana lives in Porto", user="u3")], user_id="u3") == [None]
+    assert store.lookup([], user_id="u1") == []
+    assert sql(url, "SELECT count(*) FROM memreader_history") == history  # nothing written
+    with pytest.raises(InputError, match=r"item 0 \(id 'o'\): owner 'u2' is not 'u1'"):
+        store.lookup([item("o", "Ana lives in Porto", user="u2")], user_id="u1")
+    # An item found here is written without a vector; the store keeps its own.
+    assert events(store.write([asked[0], asked[1]])) == [("NONE", "a"), ("REINFORCE", "a")]
+
+
+def _rows_and_history(url: str) -> tuple[list[tuple[Any, ...]], ...]:
+    memories = sql(
+        url,
+        "SELECT user_id, id, status, memory, supports, reinforced, valid_from, recorded_at, "
+        "retired_at, valid_to, superseded_by FROM memreader_memories ORDER BY user_id, id",
+    )
+    keys = sql(
+        url,
+        "SELECT m.id, k.key FROM memreader_keys k JOIN memreader_memories m "
+        "ON m.rowid = k.memory_rowid ORDER BY m.id, k.key",
+    )
+    history = sql(
+        url,
+        "SELECT user_id, memory_id, event, old_memory, new_memory, at, reason, source_ids "
+        "FROM memreader_history ORDER BY id",
+    )
+    return memories, keys, history
+
+
+def test_writing_in_parts_then_retiring_gives_the_rows_of_one_write(server: str) -> None:
+    """Each version of an input written at once (``replaces``) or in parts then retired
+    (``write_part`` + ``retire_unseen``): the same rows, keys, history and events."""
+    key = SourceSelector(input_key="in/a.jsonl")
+    v1 = [
+        item("a", "The budget is 10k", message="m1"),
+        item("b", "Launch in May", message="m2"),
+        item("old", "The office is in Lisbon", message="m3"),
+    ]
+    v2 = [
+        item("a", "The budget is 10k", message="m1"),
+        item("c", "Launch in June", message="m4"),
+        # The same memory again in a later part: it keeps what the earlier part gave it.
+        item("c2", "launch in june.", message="m5"),
+    ]
+    other = [item("x", "Launch in May", doc="plan.md")]
+    whole_url, parts_url = create_database(server, "whole"), create_database(server, "parts")
+    with open_store(whole_url) as whole:
+        whole_events = [
+            whole.write(v1, replaces=key, now=T0),
+            whole.write(other, now=T0),
+            whole.write(v2, replaces=key, now=T0 + timedelta(days=1)),
+        ]
+    with open_store(parts_url) as parts:
+        parts_events = []
+        for version, at in ((v1, T0), (v2, T0 + timedelta(days=1))):
+            written = parts.write_part(version[:2], source=key, now=at)
+            written += parts.write_part(version[2:], source=key, now=at)
+            seen = {"u1": {e.memory_id for e in written}}
+            if version is v2:
+                # Before the retirement, the earlier run's memories stay beside the new ones.
+                assert [parts.get(i, user_id="u1").status for i in ("b", "old")] == ["active"] * 2  # type: ignore[union-attr]
+            parts_events.append(written + parts.retire_unseen(key, seen=seen, now=at))
+            if version is v1:
+                parts_events.append(parts.write(other, now=at))
+    assert [events(e) for e in parts_events] == [events(e) for e in whole_events]
+    assert events(parts_events[2]) == [
+        ("NONE", "a"),
+        ("ADD", "c"),
+        ("REINFORCE", "c"),
+        ("UPDATE", "b"),
+        ("SUPERSEDE", "old"),
+    ]
+    assert [e.reason for e in parts_events[2]] == [e.reason for e in whole_events[2]]
+    assert _rows_and_history(parts_url) == _rows_and_history(whole_url)
+    c = sql(parts_url, "SELECT supports FROM memreader_memories WHERE id = 'c'")[0][0]
+    assert "m4" in c and "m5" in c
+
+
+def test_retire_unseen_spans_owners_and_touches_nothing_else(store: MemoryStore) -> None:
+    key = SourceSelector(input_key="in/b.jsonl")
+    first = [item("a", "Ana lives in Porto"), item("z", "Zoe plays chess", user="u2")]
+    assert events(store.write_part(first, source=key, now=T0)) == [("ADD", "a"), ("ADD", "z")]
+    store.write([item("k", "Kim sings")], replaces=SourceSelector(input_key="other"), now=T0)
+    assert store.retire_unseen(key, seen={"u1": {"a"}, "u2": {"z"}}, now=T0) == []
+    # The input read again yields nothing of u2's: u2's memory is retired too.
+    again = store.write_part([item("a", "Ana lives in Porto")], source=key, now=T0)
+    retired = store.retire_unseen(key, seen={"u1": {"a"}}, now=T0 + timedelta(days=1))
+    assert events(again) == [("NONE", "a")] and events(retired) == [("SUPERSEDE", "z")]
+    assert retired[0].reason == "input:in/b.jsonl was written again without this memory"
+    gone = store.get("z", user_id="u2")
+    assert gone is not None and gone.status == "superseded"
+    assert gone.retired_at == T0 + timedelta(days=1)
+    assert [h.event for h in store.history("z", user_id="u2")] == ["ADD", "SUPERSEDE"]
+    assert store.retire_unseen(key, seen={"u1": {"a"}}) == []  # twice changes nothing
+    for kept in ("a", "k"):
+        stored = store.get(kept, user_id="u1")
+        assert stored is not None and stored.status == "active"
+    with pytest.raises(InputError, match="source must be a SourceSelector"):
+        store.write_part([], source="in/b.jsonl")  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="source must be a SourceSelector"):
+        store.retire_unseen("in/b.jsonl", seen={})  # type: ignore[arg-type]
+
+
+# -- batch jobs into a PostgreSQL store ---------------------------------------------------------
+
+
+def _scenes(tag: str, n: int, *, changed: int | None = None) -> str:
+    """``n`` two-message scenes as JSONL; scene ``changed`` says something else."""
+    lines = []
+    for k in range(n):
+        word = "coffee" if k == changed else "tea"
+        scene = [
+            {"role": "user", "content": f"{tag}: day {k}, I drank {word} number {k}."},
+            {"role": "assistant", "content": f"Noted, {tag} {k}."},
+        ]
+        lines.append(json.dumps(scene))
+    return "\n".join(lines) + "\n"
+
+
+def _job(folder: Path, store_url: str, **extra: Any) -> Path:
+    job = {
+        "reader": {"backend": "simple_struct", "config": {"embedder": {"backend": "hash"}}},
+        "inputs": [
+            {"path": "in", "format": "jsonl", "user_id": {"from": "constant", "value": "u1"}}
+        ],
+        "output": {"store": store_url, "path": "out"},
+        **extra,
+    }
+    (folder / "in").mkdir(parents=True, exist_ok=True)
+    path = folder / "job.yaml"
+    path.write_text(yaml.safe_dump(job), encoding="utf-8")
+    return path
+
+
+def _memories(url: str) -> list[tuple[Any, ...]]:
+    return sql(url, "SELECT user_id, id, status, memory FROM memreader_memories ORDER BY id")
+
+
+def test_a_job_into_a_postgresql_store_its_rerun_and_a_changed_input(
+    url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    secret = "s3cretpw"  # the test server trusts its socket: the password is ignored
+    job_file = _job(tmp_path, url.replace("postgres:@", f"postgres:{secret}@"))
+    (tmp_path / "in" / "a.jsonl").write_text(_scenes("a", 3), encoding="utf-8")
+    (tmp_path / "in" / "b.jsonl").write_text(_scenes("b", 2), encoding="utf-8")
+    assert main(["ingest", str(job_file), "--quiet"]) == 0
+    stored = _memories(url)
+    assert len(stored) == 5 and {r[2] for r in stored} == {"active"}
+    manifest = json.loads((tmp_path / "out" / "_manifest.json").read_text())
+    where = url.replace("postgres:@", "postgres:***@")
+    assert manifest["inputs"]["in/a.jsonl"]["outputs"] == [f"{where} (input:in/a.jsonl)"]
+    for written in (tmp_path / "out").iterdir():
+        assert secret not in written.read_text(), written
+    with open_store(url) as opened:
+        hit = opened.search("b: day 1", user_id="u1", k=1)[0].memory
+    assert "b: day 1" in hit.item.memory
+    keys = sql(
+        url,
+        "SELECT DISTINCT k.key FROM memreader_keys k JOIN memreader_memories m "
+        "ON m.rowid = k.memory_rowid WHERE m.id = %s AND k.key LIKE 'input:%%'",
+        hit.id,
+    )
+    assert keys == [("input:in/b.jsonl",)]  # every support keyed by its input
+    # Re-ingesting what is stored: the same rows, no history, nothing embedded (dedup looks
+    # the items up in the PostgreSQL store).
+    history = sql(url, "SELECT count(*) FROM memreader_history")
+    job = load_job(job_file)
+    again = run_job(job, restart=True)
+    assert again.read == 2 and again.counts["items"] == 5 and again.counts["embeddings"] == 0
+    assert _memories(url) == stored
+    assert sql(url, "SELECT count(*) FROM memreader_history") == history
+    # A changed input: its changed scene replaces the old memory, which is superseded.
+    (tmp_path / "in" / "a.jsonl").write_text(_scenes("a", 3, changed=1), encoding="utf-8")
+    changed = run_job(job)
+    assert changed.read == 1 and changed.counts["embeddings"] == 1
+    now = {r[1]: r for r in _memories(url)}
+    old = [r[1] for r in stored if "day 1" in r[3] and r[3].startswith("user: a:")]
+    assert len(now) == 6 and [now[i][2] for i in old] == ["superseded"]
+    assert [r[2] for r in now.values() if "coffee" in r[3]] == ["active"]
+    with open_store(url) as opened:
+        assert [h.event for h in opened.history(old[0], user_id="u1")] == ["ADD", "SUPERSEDE"]
+    capsys.readouterr()
+
+
+def test_a_job_killed_before_its_commit_reruns_to_the_rows_of_a_clean_run(
+    server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def run(name: str, *, die: bool) -> list[tuple[Any, ...]]:
+        db = create_database(server, name)
+        job_file = _job(tmp_path / name, db, scenes_per_call=1)
+        data = tmp_path / name / "in" / "a.jsonl"
+        data.write_text(_scenes("a", 4), encoding="utf-8")
+        job = load_job(job_file)
+        run_job(job)
+        data.write_text(_scenes("a", 4, changed=0), encoding="utf-8")
+        if die:
+            with monkeypatch.context() as patch:
+                patch.setattr(store_sink, "PART_ITEMS", 1)
+
+                def killed(self: store_sink.StoreInputWriter) -> list[str]:
+                    raise SystemExit("killed")
+
+                patch.setattr(store_sink.StoreInputWriter, "commit", killed)
+                with pytest.raises(SystemExit):
+                    run_job(job)
+            # The parts written are there, beside what the first run committed.
+            assert [r[2] for r in _memories(db)] == ["active"] * 5
+        run_job(job)
+        return _memories(db)
+
+    killed, fresh = run("killed", die=True), run("fresh", die=False)
+    assert killed == fresh and sorted(r[2] for r in fresh) == ["active"] * 4 + ["superseded"]

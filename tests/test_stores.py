@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import multiprocessing
 import sqlite3
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -467,3 +468,131 @@ def test_a_failing_embedder_is_a_store_error(tmp_path: Path) -> None:
             store.write([item("a", "Ana lives in Porto")])
         with pytest.raises(StoreError, match="embedder failed"):
             store.search("Porto", user_id="u1")
+
+
+# -- importance, valid_from, search modes, speed paths ---------------------------------------
+
+
+def test_importance_is_kept_and_weighs_in_the_score(store: MemoryStore) -> None:
+    scored = item("a", "Ana likes tea")
+    meta = scored.metadata.model_copy(update={"importance": 0.9, "importance_reason": "a taste"})
+    store.write([scored.model_copy(update={"metadata": meta}), item("b", "Bo likes tea")], now=T0)
+    stored = store.get("a", user_id="u1")
+    assert stored is not None and (stored.importance, stored.importance_reason) == (0.9, "a taste")
+    assert stored.item.metadata.importance == 0.9
+    plain = store.get("b", user_id="u1")
+    assert plain is not None and plain.importance is None and plain.importance_reason is None
+    hits = {h.memory.id: h.score for h in store.search("tea", user_id="u1", now=T0)}
+    assert hits["a"].importance == 0.9 and hits["b"].importance == 0.5
+    assert hits["a"].final > hits["b"].final
+
+
+def test_valid_from_prefers_the_items_own_date(store: MemoryStore) -> None:
+    resolved = item("a", "Ana moved to Porto", at=T0)  # said at T0 about "yesterday"
+    meta = resolved.metadata.model_copy(update={"valid_from": T0 - timedelta(days=1)})
+    store.write([resolved.model_copy(update={"metadata": meta})], now=T0)
+    store.write([item("b", "Bo moved to Lisbon", at=T0)], now=T0)
+    got = store.get("a", user_id="u1")
+    assert got is not None and got.valid_from == T0 - timedelta(days=1)
+    fallback = store.get("b", user_id="u1")
+    assert fallback is not None and fallback.valid_from == T0  # the earliest source time
+    assert {
+        h.memory.id for h in store.search("moved", user_id="u1", until=T0 - timedelta(hours=1))
+    } == {"a"}
+
+
+def test_search_modes(store: MemoryStore) -> None:
+    store.write([item(f"i{n}", f"note {n} about tea") for n in range(5)], now=T0)
+    hybrid = store.search("tea", user_id="u1", now=T0)
+    vector = store.search("tea", user_id="u1", now=T0, mode="vector")
+    text = store.search("tea", user_id="u1", now=T0, mode="text")
+    assert all(h.score.text_rank is not None and h.score.similarity is not None for h in hybrid)
+    assert vector and all(h.score.text_rank is None for h in vector)
+    assert all(h.score.similarity is not None for h in vector)
+    assert text and all(h.score.similarity is None for h in text)
+    assert store.search("zzz", user_id="u1", mode="text") == []
+    with pytest.raises(InputError, match="mode must be one of hybrid, vector, text"):
+        store.search("tea", user_id="u1", mode="both")  # type: ignore[arg-type]
+
+
+def test_words_in_too_many_rows_are_not_ranked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memreader.stores import sqlite_ops
+
+    with open_db(tmp_path) as store:
+        store.write([item(f"i{n}", f"tea number {n}") for n in range(20)], now=T0)
+        store.write([item("z", "tea in Zanzibar")], now=T0)
+        assert len(store.search("tea zanzibar", user_id="u1", k=50)) == 21
+        # A budget of 5 index entries: "tea" (21 rows) is dropped, "zanzibar" (1 row) kept.
+        monkeypatch.setattr(sqlite_ops, "TEXT_BUDGET", 5)
+        assert [h.memory.id for h in store.search("tea zanzibar", user_id="u1", k=50)] == ["z"]
+        assert store.search("tea", user_id="u1") == []
+        # Written since: the counts are taken again.
+        store.write([item(f"z{n}", f"Zanzibar again {n}") for n in range(5)], now=T0)
+        assert store.search("zanzibar", user_id="u1") == []
+
+
+def test_cached_vectors_follow_this_process_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store that searched before each change answers as a freshly opened one, without
+    reading its vectors again (this process's writes patch them)."""
+    from memreader.stores.sqlite_ops import StoreOps
+
+    loads: list[str] = []
+    read = StoreOps._vector_rows
+
+    def counted(self: StoreOps, owner: str) -> Any:
+        loads.append(owner)
+        return read(self, owner)
+
+    monkeypatch.setattr(StoreOps, "_vector_rows", counted)
+
+    def snapshot(store: MemoryStore) -> list[tuple[str, str, float | None]]:
+        found = []
+        options: list[dict[str, Any]] = [
+            {},
+            {"include_inactive": True},
+            {"session_id": "s2"},
+            {"until": T0},
+        ]
+        for filters in options:  # ids and cosines: each filter is checked by the vector half
+            for hit in store.search("tea", user_id="u1", k=20, now=T0, **filters):
+                found.append((str(filters), hit.memory.id, hit.score.similarity))
+        return sorted(found)
+
+    def fresh() -> list[tuple[str, str, float | None]]:
+        with open_db(tmp_path, embedder=HashEmbedder()) as other:
+            return snapshot(other)
+
+    with open_db(tmp_path, embedder=HashEmbedder()) as store:
+        doc = SourceSelector(doc_path="d.md")
+        steps: list[Callable[[], object]] = [
+            lambda: store.write(
+                [item(f"a{n}", f"tea {n}", doc="d.md", at=T0) for n in range(6)], now=T0
+            ),
+            lambda: store.write([item("late", "tea later", session="s2", at=T0)], now=T0),
+            # Seen again, said earlier: its time moves back (the "until" filter sees it).
+            lambda: store.write([item("b1", "tea 1", at=T0 - timedelta(days=4))], now=T0),
+            lambda: store.write(
+                [item(f"a{n}", f"tea {n}", doc="d.md", at=T0) for n in (0, 2)],
+                replaces=doc,
+                now=T0,
+            ),
+            lambda: store.forget(SourceSelector(session_id="s2"), user_id="u1", now=T0),
+            # Active again, embedded again (it used to come back without its vector).
+            lambda: store.write([item("a3", "tea 3", at=T0)], now=T0),
+            lambda: store.purge(older_than=T0 + timedelta(days=1)),
+        ]
+        for step in steps:
+            snapshot(store)
+            step()
+            assert snapshot(store) == fresh()
+        store.write([item("other", "tea for u2", user="u2")], now=T0)
+        assert snapshot(store) == fresh()
+        again = store.get("a3", user_id="u1")
+        assert again is not None and again.status == "active"
+        assert again.item.metadata.embedding is not None
+    # One load per store opened (the purge drops rows: then the vectors are read again).
+    assert loads.count("u1") == 1 + len(steps) + 1 + 1

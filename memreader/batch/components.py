@@ -29,7 +29,11 @@ FORMATS: Registry[type] = Registry(
 #: Sink classes by name (lower-case); the built-ins are imported on first use.
 SINKS: Registry[type] = Registry(
     "sink",
-    lazy={"jsonl": "memreader.batch.sinks.jsonl", "parquet": "memreader.batch.sinks.parquet"},
+    lazy={
+        "jsonl": "memreader.batch.sinks.jsonl",
+        "parquet": "memreader.batch.sinks.parquet",
+        "store": "memreader.batch.sinks.store",
+    },
 )
 
 

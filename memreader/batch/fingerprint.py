@@ -4,8 +4,9 @@ changed job reads the inputs again instead of keeping items made by the old one.
 An input's fingerprint covers: the memreader version, the command (``ingest`` or ``refine``),
 the job's ``type``, ``mode`` (not for refine jobs, which ignore it), the reader config as
 validated (defaults filled in, so spelling a default out changes nothing), ``created_at``,
-``tags``, the output format, and the input spec that found it (``format``, ``mapping``,
-``user_id``, ``session_id``; not its ``path`` or ``max_bytes``). It leaves out what does not
+``tags``, the output format (and a store output's URL, without its password), and the input
+spec that found it (``format``, ``mapping``, ``user_id``, ``session_id``; not its ``path`` or
+``max_bytes``). It leaves out what does not
 change items: ``scenes_per_call``, the engine, ``shard_bytes``, the S3 settings, the reader
 config's secrets (a rotated API key) and its :data:`OPERATIONAL` settings (concurrency,
 timeouts, retries), wherever they are in it.
@@ -26,6 +27,7 @@ from typing import Any
 
 from memreader._version import __version__
 from memreader.batch.job import JobConfig
+from memreader.stores.base import public_url
 
 __all__ = ["OPERATIONAL", "input_fingerprints"]
 
@@ -64,6 +66,10 @@ def input_fingerprints(job: JobConfig, *, refine: bool = False) -> list[str]:
         "tags": list(job.tags),
         "output_format": job.output.format,
     }
+    if job.output.store is not None:
+        # Where the items go is part of what a store job made (a rerun into another store
+        # reads everything again); as written, without its password.
+        common["output_store"] = public_url(job.output.store.get_secret_value())
     return [
         _digest({**common, "input": spec.model_dump(mode="json", exclude={"path", "max_bytes"})})
         for spec in job.inputs

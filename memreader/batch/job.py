@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 
 from memreader.batch.components import check_format_name, check_sink_name
 from memreader.config import interpolate_env, read_yaml_config
@@ -37,6 +37,8 @@ __all__ = [
     "JobConfig",
     "OutputSpec",
     "load_job",
+    "resolve_store_url",
+    "sqlite_file",
 ]
 
 #: The files a job writes next to its items; never taken for inputs (a refinement job reads an
@@ -117,17 +119,83 @@ class OutputSpec(ConfigModel):
     """Where items go: a folder or ``s3://bucket/prefix`` (``path``), and the registered sink
     that writes them (``format``, :mod:`memreader.batch.sinks`): ``jsonl`` (one file per input,
     or shards of about ``shard_bytes``), ``parquet`` (needs ``pyarrow``: ``pip install
-    memreader[parquet]``), or a plugin's. The manifest, errors file and summary go to ``path``,
-    next to the items of file sinks."""
+    memreader[parquet]``), ``store`` (a memory store, ``store: sqlite:///m.db``), or a
+    plugin's. The manifest, errors file and summary go to ``path``, next to the items of file
+    sinks.
+
+    With ``store`` (a store URL, kept as a secret), ``format`` defaults to ``store`` and
+    ``path`` to a folder next to a SQLite file (``sqlite:///m.db``: ``m.db.batch``); with another
+    store (``postgresql://...``) ``path`` is required.
+
+    >>> OutputSpec(store="sqlite:///m.db").path, OutputSpec(store="sqlite:///m.db").format
+    ('m.db.batch', 'store')
+    """
 
     path: str = Field(min_length=1)
     format: str = "jsonl"
     shard_bytes: int | None = Field(default=None, gt=0)
+    store: SecretStr | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _store_defaults(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or data.get("store") is None:
+            return data
+        data = dict(data)
+        store = data["store"]
+        url = store.get_secret_value() if isinstance(store, SecretStr) else str(store)
+        scheme = url.partition("://")[0].lower() if "://" in url else None
+        if scheme is None:
+            raise ValueError("store: a store URL looks like sqlite:///memories.db")
+        data.setdefault("format", "store")
+        if data.get("path") is None:
+            file = sqlite_file(url)
+            if file is None:
+                raise ValueError(
+                    f"output.path is required with a {scheme} store (where the manifest, "
+                    "errors and summary go): a folder or s3://bucket/prefix"
+                )
+            data["path"] = f"{file}.batch"
+        return data
 
     @field_validator("format")
     @classmethod
     def _known_sink(cls, value: str) -> str:
         return check_sink_name(value)
+
+    @model_validator(mode="after")
+    def _store_and_format(self) -> OutputSpec:
+        if self.format == "store" and self.store is None:
+            raise ValueError("format: store needs output.store (a store URL, sqlite:///m.db)")
+        if self.store is not None and self.format != "store":
+            raise ValueError(f"output.store is written by format: store, not {self.format}")
+        return self
+
+
+def sqlite_file(url: str) -> str | None:
+    """The file a ``sqlite:///relative.db`` or ``sqlite:////absolute.db`` URL names, as written;
+    ``None`` for another scheme or ``sqlite://:memory:``.
+
+    >>> sqlite_file("sqlite:///m.db"), sqlite_file("sqlite:////data/m.db")
+    ('m.db', '/data/m.db')
+    """
+    scheme, _, rest = url.partition("://")
+    if scheme.lower() != "sqlite" or not rest.startswith("/"):
+        return None
+    return rest[1:].partition("?")[0] or None
+
+
+def resolve_store_url(url: str, base_dir: str | None) -> str:
+    """``url`` with a relative SQLite file made relative to ``base_dir`` (the job file's
+    folder), as ``output.path`` is; other URLs as they are.
+
+    >>> resolve_store_url("sqlite:///m.db", "/jobs")
+    'sqlite:////jobs/m.db'
+    """
+    file = sqlite_file(url)
+    if file is None or os.path.isabs(file) or not base_dir:
+        return url
+    return "sqlite:///" + os.path.abspath(os.path.join(base_dir, os.path.expanduser(file)))
 
 
 class EngineSpec(ConfigModel):
@@ -183,6 +251,14 @@ class JobConfig(ConfigModel):
         if "://" in path or os.path.isabs(path) or not self.base_dir:
             return path
         return os.path.join(self.base_dir, path)
+
+    def store_url(self) -> str | None:
+        """The output store's URL (secret revealed; a relative SQLite file made relative to the
+        job file's folder), or ``None`` when the output is not a store."""
+        store = self.output.store
+        if store is None:
+            return None
+        return resolve_store_url(store.get_secret_value(), self.base_dir)
 
     def output_location(self) -> str:
         """Where the outputs go, as the sink resolves ``output.path``: ``s3://bucket/prefix``

@@ -126,7 +126,12 @@ class Worker:
 
         self.job = job
         self.refine = refine
-        self.reader = MemReaderConfigFactory.from_dict(job.reader_config()).build()
+        config = job.reader_config()
+        store = job.store_url()
+        if store is not None:
+            # The reader looks its items up in the output store before embedding (``dedup``).
+            config = {**config, "config": {**dict(config.get("config") or {}), "store": store}}
+        self.reader = MemReaderConfigFactory.from_dict(config).build()
         self.inputs = Inputs(job)
         self.sink = build_sink(job.output, s3=job.s3, base_dir=job.base_dir)
 

@@ -91,6 +91,7 @@ STEPS: Registry[Any] = Registry(
         **dict.fromkeys(["describe_images", "image_items"], "memreader.steps.images"),
         "raw_file_items": "memreader.steps.raw_files",
         "importance": "memreader.steps.importance",
+        "dedup": "memreader.steps.dedup",
         "embed": "memreader.steps.embed",
         "redact": "memreader.steps.pii",
         "min_length": "memreader.steps.filters",

@@ -20,7 +20,8 @@ traffic, and documents from local paths, URLs and S3, read with the simple reade
 15. raw_file_items windows, items, emitted -> items, emitted  [fine]
 16. tool_schema    windows, items, emitted -> items, emitted  [fine]
 17. importance     items -> items  [fast]
-18. embed          emitted -> items  [fast, fine, refine]
+18. dedup          emitted -> emitted  [fast, fine, refine]
+19. embed          emitted -> items  [fast, fine, refine]
 """
 
 from __future__ import annotations

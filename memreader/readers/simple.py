@@ -15,7 +15,8 @@
 10. fine_items     fine_windows, outcomes -> items, emitted  [fine, refine]
 11. tool_schema    windows, items, emitted -> items, emitted  [fine]
 12. importance     items -> items  [fast]
-13. embed          emitted -> items  [fast, fine, refine]
+13. dedup          emitted -> emitted  [fast, fine, refine]
+14. embed          emitted -> items  [fast, fine, refine]
 >>> items = reader.get_memory([[{"role": "user", "content": "I love green tea."}]],
 ...                           type="chat", info={"user_id": "u1", "session_id": "s1"})
 >>> items[0][0].memory

@@ -1,9 +1,10 @@
 """The readers' default steps: reading, fast mode's items, fine mode with the passes its config
-names (in their order, from :mod:`memreader.extraction.passes`), fast mode's importance, and the
+names (in their order, from :mod:`memreader.extraction.passes`), fast mode's importance, the
+store lookup that spares stored items their embedding (a no-op without a store), and the
 embedding.
 
->>> [s.name for s in default_steps(FineConfig(passes=["extract", "preference"]))][5:]
-['refine_input', 'extract', 'preference', 'fine_items', 'pass_items', 'importance', 'embed']
+>>> [s.name for s in default_steps(FineConfig(passes=["extract", "preference"]))][6:]
+['extract', 'preference', 'fine_items', 'pass_items', 'importance', 'dedup', 'embed']
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from memreader.errors import ConfigError
 from memreader.extraction.passes import FinePass, passes_in_order
 from memreader.pipeline.step import STEPS, Step
 from memreader.steps.agent import PassItems
+from memreader.steps.dedup import Dedup
 from memreader.steps.embed import Embed
 from memreader.steps.fast import FastItems
 from memreader.steps.fine import FineItems, PrepareFine
@@ -38,7 +40,8 @@ def default_steps(fine: FineConfig | None = None) -> list[Step]:
     """The steps of the simple reader for these fine-mode settings: the passes of
     ``fine.enabled_passes()``, a pass whose step requires the call's ``items`` after fine
     mode's items are built, the others before (with ``pass_items`` after the fine items when
-    a pass leaves items there), then fast mode's importance and the embedding."""
+    a pass leaves items there), then fast mode's importance, ``dedup`` (items already in the
+    reader's store are not embedded; nothing without a store) and the embedding."""
     fine = fine if fine is not None else FineConfig()
     on_windows: list[Step] = []
     on_items: list[Step] = []
@@ -57,4 +60,4 @@ def default_steps(fine: FineConfig | None = None) -> list[Step]:
     ]
     if any("pass_items" in s.produces for s in on_windows):
         steps.append(PassItems())
-    return [*steps, *on_items, ScoreImportance(), Embed()]
+    return [*steps, *on_items, ScoreImportance(), Dedup(), Embed()]

@@ -21,6 +21,7 @@ from typing import Any
 from memreader.errors import ConfigError
 from memreader.registry import Registry
 from memreader.stores.base import (
+    SEARCH_MODES,
     EventKind,
     HistoryEntry,
     MemoryStatus,
@@ -28,12 +29,14 @@ from memreader.stores.base import (
     QueryEmbedder,
     ScoreParts,
     SearchHit,
+    SearchMode,
     SourceSelector,
     StoredMemory,
     WriteEvent,
 )
 
 __all__ = [
+    "SEARCH_MODES",
     "STORES",
     "EventKind",
     "HistoryEntry",
@@ -42,6 +45,7 @@ __all__ = [
     "QueryEmbedder",
     "ScoreParts",
     "SearchHit",
+    "SearchMode",
     "SourceSelector",
     "StoredMemory",
     "WriteEvent",

@@ -32,11 +32,11 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from urllib.parse import unquote_plus
 
 from memreader.errors import StoreError
+from memreader.items import TextualMemoryItem
 from memreader.secret_masking import is_secret_key
 
-from memreader.items import TextualMemoryItem
-
 __all__ = [
+    "SEARCH_MODES",
     "EventKind",
     "HistoryEntry",
     "MemoryStatus",
@@ -44,6 +44,7 @@ __all__ = [
     "QueryEmbedder",
     "ScoreParts",
     "SearchHit",
+    "SearchMode",
     "SourceSelector",
     "StoredMemory",
     "WriteEvent",
@@ -61,6 +62,12 @@ MemoryStatus = Literal["active", "superseded", "expired"]
 #: that lost some of its sources (a forget, or a ``replaces`` write) but is still supported by
 #: others: its text is unchanged, its provenance smaller.
 EventKind = Literal["ADD", "UPDATE", "SUPERSEDE", "REINFORCE", "NONE", "EXPIRE"]
+
+#: What a search ranks by: ``hybrid`` (the default) fuses the vector list and the full-text
+#: list; ``vector`` uses the vector list only, ``text`` the full-text list only (the query is
+#: then not embedded).
+SearchMode = Literal["hybrid", "vector", "text"]
+SEARCH_MODES: tuple[SearchMode, ...] = ("hybrid", "vector", "text")
 
 
 @dataclass(frozen=True)
@@ -176,7 +183,8 @@ class SourceSelector:
 
 def public_url(url: str) -> str:
     """``url`` as logs, errors, manifests and reprs may show it: its password (and any query
-    parameter whose name looks secret, such as ``password``) replaced by ``***``; the scheme, user, host, port, path and other parameters kept.
+    parameter whose name looks secret, such as ``password``) replaced by ``***``; the scheme,
+    user, host, port, path and other parameters kept.
 
     >>> public_url("postgresql://ana:s3cret@db:5432/mem?sslmode=require&password=x")
     'postgresql://ana:***@db:5432/mem?sslmode=require&password=***'
@@ -272,11 +280,16 @@ class MemoryStore(ABC):
         session_id: str | None = None,
         include_inactive: bool = False,
         now: datetime | None = None,
+        mode: SearchMode = "hybrid",
     ) -> list[SearchHit]:
         """The ``k`` best memories of ``user_id`` for ``query``, best first.
 
         ``types``, ``session_id``, ``since`` and ``until`` filter (the time of a memory is its
-        ``valid_from``, else its ``recorded_at``); ``now`` is the time decay is measured to.
+        ``valid_from``, else its ``recorded_at``); ``now`` is the time decay is measured to;
+        ``mode`` (:data:`SearchMode`) which lists are fused.
+
+        Raises:
+            InputError: a bad argument (``mode`` not one of :data:`SEARCH_MODES`, ...).
         """
 
     @abstractmethod
@@ -302,21 +315,19 @@ class MemoryStore(ABC):
 
         An item with an event here may be written without a vector: the store keeps the one
         it has. Stores answer in one query per call (or per few hundred items); this default
-        asks :meth:`get` per item and finds only ``NONE``.
+        asks :meth:`get` per item and finds only ``NONE`` (the same id with the same text).
 
         Raises:
             InputError: ``items`` are not memory items of ``user_id``.
             StoreError: the store failed.
         """
-        from memreader.stores.decisions import content_hash, validate_items
-
         found: list[WriteEvent | None] = []
-        for item in validate_items(items, user_id):
+        for item in items:
             stored = self.get(item.id, user_id=user_id)
             same = (
                 stored is not None
                 and stored.status == "active"
-                and stored.content_hash == content_hash(item.memory)
+                and stored.item.memory == item.memory
             )
             found.append(WriteEvent("NONE", item.id, item.id, "already stored") if same else None)
         return found

@@ -176,8 +176,12 @@ def validate_items(items: object, user_id: str | None = None) -> list[TextualMem
 
 
 def valid_from_of(item: TextualMemoryItem) -> datetime | None:
-    """The earliest timestamp of ``item``'s sources (when the fact was said), in UTC; a naive
-    timestamp is taken as UTC."""
+    """When ``item``'s fact began to hold, in UTC: its own ``metadata.valid_from`` when set
+    (in fine mode the date the model resolved, e.g. "yesterday" against the message's time),
+    else the earliest timestamp of its sources (when the fact was said; a naive timestamp is
+    taken as UTC)."""
+    if item.metadata.valid_from is not None:
+        return item.metadata.valid_from.astimezone(timezone.utc)
     times = [s.timestamp for s in item.metadata.sources if s.timestamp is not None]
     if not times:
         return None

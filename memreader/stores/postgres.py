@@ -23,7 +23,7 @@ column becomes ``vector(n)`` and the HNSW index is made); a vector of another le
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -31,16 +31,28 @@ from memreader.errors import ConfigError, InputError, MemReaderError, StoreError
 from memreader.items import TextualMemoryItem
 from memreader.stores import register_store
 from memreader.stores.base import (
+    SEARCH_MODES,
     HistoryEntry,
     MemoryStore,
     QueryEmbedder,
     SearchHit,
+    SearchMode,
     SourceSelector,
     StoredMemory,
     WriteEvent,
 )
 from memreader.stores.decisions import DEFAULT_NEAR_DUPLICATE, selector_key, validate_items
-from memreader.stores.postgres_ops import Connection, Filters, lock_owners, purge, search, unstored
+from memreader.stores.postgres_ops import (
+    Connection,
+    Filters,
+    lock_owners,
+    lookup,
+    owners_of,
+    purge,
+    search,
+    seen_rows,
+    unstored,
+)
 from memreader.stores.postgres_schema import (
     HNSW_MAX_DIMENSION,
     MEMORY_COLUMNS,
@@ -142,10 +154,33 @@ class PostgresStore(MemoryStore):
         now: datetime | None = None,
     ) -> list[WriteEvent]:
         """See :meth:`MemoryStore.write`."""
-        at = aware(now, "now") if now is not None else datetime.now(timezone.utc)
         if replaces is not None and not isinstance(replaces, SourceSelector):
             raise InputError(f"replaces must be a SourceSelector, got {type(replaces).__name__}")
-        key = selector_key(replaces) if replaces is not None else None
+        return self._write(items, replaces, user_id, now, in_parts=False)
+
+    def write_part(
+        self,
+        items: Sequence[TextualMemoryItem],
+        *,
+        source: SourceSelector,
+        now: datetime | None = None,
+    ) -> list[WriteEvent]:
+        """See :meth:`MemoryStore.write_part`."""
+        if not isinstance(source, SourceSelector):
+            raise InputError(f"source must be a SourceSelector, got {type(source).__name__}")
+        return self._write(items, source, None, now, in_parts=True)
+
+    def _write(
+        self,
+        items: Sequence[TextualMemoryItem],
+        source: SourceSelector | None,
+        user_id: str | None,
+        now: datetime | None,
+        *,
+        in_parts: bool,
+    ) -> list[WriteEvent]:
+        at = aware(now, "now") if now is not None else datetime.now(timezone.utc)
+        key = selector_key(source) if source is not None else None
         checked = self._embed_missing(validate_items(items, user_id))
         prepared = [prepare(index, item, key) for index, item in enumerate(checked)]
         owners = {p.user_id for p in prepared} | ({user_id} if user_id else set())
@@ -153,9 +188,9 @@ class PostgresStore(MemoryStore):
         def work(conn: Connection) -> tuple[list[WriteEvent], int | None]:
             dimension = check_dimensions(conn, checked, self._dimension)
             lock_owners(conn, owners)
-            changes = Changes(conn, at, self.near_duplicate, key)
+            changes = Changes(conn, at, self.near_duplicate, key, in_parts)
             events = [changes.apply(p) for p in prepared]
-            if key is not None:
+            if key is not None and not in_parts:
                 reason = f"{key} was written again without this memory"
                 for owner in sorted(owners):
                     events += changes.drop_source(
@@ -166,6 +201,42 @@ class PostgresStore(MemoryStore):
         events, dimension = self._session.run(work, write=True)
         self._dimension = dimension
         return events
+
+    def retire_unseen(
+        self,
+        source: SourceSelector,
+        *,
+        seen: Mapping[str, Collection[str]],
+        now: datetime | None = None,
+    ) -> list[WriteEvent]:
+        """See :meth:`MemoryStore.retire_unseen`."""
+        if not isinstance(source, SourceSelector):
+            raise InputError(f"source must be a SourceSelector, got {type(source).__name__}")
+        at = aware(now, "now") if now is not None else datetime.now(timezone.utc)
+        key = selector_key(source)
+        reason = f"{key} was written again without this memory"
+
+        def work(conn: Connection) -> list[WriteEvent]:
+            owners = owners_of(conn, key)
+            lock_owners(conn, owners)
+            changes = Changes(conn, at, self.near_duplicate)
+            events: list[WriteEvent] = []
+            for owner in owners:
+                changes.touched = seen_rows(conn, key, owner, seen.get(owner, ()))
+                events += changes.drop_source(
+                    owner, key, retire_as="superseded", event="SUPERSEDE", reason=reason
+                )
+            return events
+
+        return self._session.run(work, write=True)
+
+    def lookup(
+        self, items: Sequence[TextualMemoryItem], *, user_id: str
+    ) -> list[WriteEvent | None]:
+        """See :meth:`MemoryStore.lookup`."""
+        owner = _owner(user_id)
+        checked = validate_items(items, owner)
+        return self._session.run(lambda c: lookup(c, owner, checked), write=False)
 
     def _embed_missing(self, items: list[TextualMemoryItem]) -> list[TextualMemoryItem]:
         """``items``, the new ones that came without a vector given one (stored ones are
@@ -224,8 +295,11 @@ class PostgresStore(MemoryStore):
         session_id: str | None = None,
         include_inactive: bool = False,
         now: datetime | None = None,
+        mode: SearchMode = "hybrid",
     ) -> list[SearchHit]:
         """See :meth:`MemoryStore.search`."""
+        if mode not in SEARCH_MODES:
+            raise InputError(f"mode must be one of {', '.join(SEARCH_MODES)}, got {mode!r}")
         if not isinstance(query, str):
             raise InputError(f"query must be a string, got {type(query).__name__}")
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
@@ -241,15 +315,17 @@ class PostgresStore(MemoryStore):
         )
         owner = _owner(user_id)
         at = aware(now, "now") if now is not None else datetime.now(timezone.utc)
-        vector = self._embed([query])[0] if self.embedder is not None and query.strip() else None
+        embed = self.embedder is not None and bool(query.strip()) and mode != "text"
+        vector = self._embed([query])[0] if embed else None
+        text = query if mode != "vector" else ""
 
         def work(conn: Connection) -> list[SearchHit]:
             dimension = self._dimension or stored_dimension(conn)
             # Like the embedded store: a query vector of another length, or a zero one, cannot
             # be compared with what is stored, and the search is full text only.
             usable = vector is not None and len(vector) == dimension and any(vector)
-            text = vector_text(vector) if usable and vector is not None else None
-            return search(conn, query, owner, k, filters, text, at, self.gamma)
+            pg_vector = vector_text(vector) if usable and vector is not None else None
+            return search(conn, text, owner, k, filters, pg_vector, at, self.gamma)
 
         return self._session.run(work, write=False)
 

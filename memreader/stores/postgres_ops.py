@@ -6,16 +6,17 @@ and purge. Ranking is :mod:`memreader.stores.scoring`'s, exactly as the embedded
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import psycopg
 
+from memreader.errors import InputError
 from memreader.items import TextualMemoryItem
-from memreader.stores.base import ScoreParts, SearchHit
-from memreader.stores.decisions import content_hash
+from memreader.stores.base import ScoreParts, SearchHit, WriteEvent
+from memreader.stores.decisions import Found, content_hash, decide
 from memreader.stores.postgres_schema import MEMORY_COLUMNS, memory_from_row
 from memreader.stores.scoring import (
     age_days,
@@ -26,7 +27,19 @@ from memreader.stores.scoring import (
     rrf_score,
 )
 
-__all__ = ["CANDIDATES", "Filters", "lock_owners", "nearest", "purge", "search", "unstored"]
+__all__ = [
+    "CANDIDATES",
+    "LOOKUP_CHUNK",
+    "Filters",
+    "lock_owners",
+    "lookup",
+    "nearest",
+    "owners_of",
+    "purge",
+    "search",
+    "seen_rows",
+    "unstored",
+]
 
 #: How many candidates each list gives the fusion, at least (and 5 per hit asked for): the
 #: embedded store's numbers, so both stores fuse the same lists.
@@ -37,6 +50,9 @@ CANDIDATES = 50
 #: see the benchmark results); at most pgvector's limit, 1000.
 MIN_EF_SEARCH = 200
 MAX_EF_SEARCH = 1000
+
+#: Items per query of :func:`lookup`.
+LOOKUP_CHUNK = 1000
 
 Connection = psycopg.Connection[Any]
 
@@ -109,19 +125,84 @@ def nearest(
 
 
 def unstored(conn: Connection, items: Sequence[TextualMemoryItem]) -> list[int]:
-    """The positions of ``items`` whose id is not stored and whose content is not active for
-    their owner and type: the ones worth embedding."""
+    """The positions of ``items`` whose id is not stored active and whose content is not
+    active for their owner and type: the ones worth embedding (a retired memory written again
+    comes back as written now, with a vector)."""
     todo = []
     for position, item in enumerate(items):
         meta = item.metadata
         found = conn.execute(
-            "SELECT 1 FROM memreader_memories WHERE user_id = %s AND (id = %s OR "
-            "(memory_type = %s AND content_hash = %s AND status = 'active')) LIMIT 1",
+            "SELECT 1 FROM memreader_memories WHERE user_id = %s AND status = 'active' AND "
+            "(id = %s OR (memory_type = %s AND content_hash = %s)) LIMIT 1",
             (meta.user_id, item.id, meta.memory_type.value, content_hash(item.memory)),
         ).fetchone()
         if found is None:
             todo.append(position)
     return todo
+
+
+def lookup(
+    conn: Connection, owner: str, items: Sequence[TextualMemoryItem]
+) -> list[WriteEvent | None]:
+    """What writing each of ``owner``'s ``items`` would find stored (see
+    :meth:`MemoryStore.lookup`): one query per :data:`LOOKUP_CHUNK` items."""
+    found: list[WriteEvent | None] = []
+    for start in range(0, len(items), LOOKUP_CHUNK):
+        chunk = items[start : start + LOOKUP_CHUNK]
+        hashes = [content_hash(item.memory) for item in chunk]
+        by_id: dict[str, Found] = {}
+        by_hash: dict[tuple[str, str], str] = {}
+        rows = conn.execute(
+            "SELECT id, memory_type, content_hash, status FROM memreader_memories "
+            "WHERE user_id = %s AND (id = ANY(%s) OR "
+            "(status = 'active' AND content_hash = ANY(%s))) ORDER BY rowid",
+            (owner, sorted({item.id for item in chunk}), sorted(set(hashes))),
+        ).fetchall()
+        for memory_id, memory_type, digest, status in rows:
+            by_id[memory_id] = Found(memory_id, digest, status)
+            if status == "active":
+                by_hash.setdefault((memory_type, digest), memory_id)
+        for index, (item, digest) in enumerate(zip(chunk, hashes, strict=True)):
+            same = by_hash.get((item.metadata.memory_type.value, digest))
+            try:
+                decision = decide(
+                    start + index,
+                    item.id,
+                    digest,
+                    same_id=by_id.get(item.id),
+                    same_hash=Found(same, digest, "active") if same else None,
+                    nearest=None,
+                    threshold=1.0,
+                )
+            except InputError:  # the id holds other text: write() says so
+                found.append(None)
+                continue
+            known = decision.event in ("NONE", "REINFORCE")
+            event = WriteEvent(decision.event, decision.memory_id, item.id, decision.reason)
+            found.append(event if known else None)
+    return found
+
+
+def owners_of(conn: Connection, key: str) -> list[str]:
+    """The owners of active memories that the support key ``key`` supports, sorted."""
+    rows = conn.execute(
+        "SELECT DISTINCT m.user_id FROM memreader_keys k JOIN memreader_memories m "
+        "ON m.rowid = k.memory_rowid WHERE k.key = %s AND m.status = 'active' "
+        "ORDER BY m.user_id",
+        (key,),
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def seen_rows(conn: Connection, key: str, owner: str, seen: Collection[str]) -> set[int]:
+    """The rowids of ``owner``'s active memories under ``key`` whose id is in ``seen``."""
+    rows = conn.execute(
+        "SELECT m.rowid FROM memreader_keys k JOIN memreader_memories m "
+        "ON m.rowid = k.memory_rowid WHERE k.key = %s AND m.user_id = %s "
+        "AND m.status = 'active' AND m.id = ANY(%s)",
+        (key, owner, sorted(set(seen))),
+    ).fetchall()
+    return {int(r[0]) for r in rows}
 
 
 def _tsquery(query: str) -> str | None:

@@ -87,6 +87,9 @@ class Changes:
     now: datetime
     threshold: float
     replace_key: str | None = None
+    #: Writing one part of a source (``write_part``): a reinforced memory keeps the supports
+    #: ``replace_key`` gave it, since an earlier part of the same run may have written them.
+    in_parts: bool = False
     touched: set[int] = field(default_factory=set)
 
     def apply(self, p: Prepared) -> WriteEvent:
@@ -187,7 +190,7 @@ class Changes:
         assert row is not None  # decide() found it under this owner's lock
         rowid, memory, supports_text, item_text, valid_from = row
         supports = load_supports(supports_text)
-        if self.replace_key is not None and rowid not in self.touched:
+        if self.replace_key is not None and not self.in_parts and rowid not in self.touched:
             # The source is being rewritten: what it said before is replaced by what it says now.
             supports, _ = drop_key(supports, self.replace_key)
         supports = merge_supports(supports, p.supports)

@@ -7,22 +7,27 @@ importance and decay; and a full-text query that cannot be a syntax error.
 (1.0, 0.9044)
 >>> fts_query('what about "Porto"?!'), fts_query("?!")
 ('"what" OR "about" OR "porto"', None)
+>>> affordable_words(["the", "porto", "moved"], {"the": 9000, "porto": 3, "moved": 40}, 100)
+['porto', 'moved']
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 
 __all__ = [
     "DEFAULT_GAMMA",
     "NEUTRAL_IMPORTANCE",
     "RRF_K",
+    "affordable_words",
     "age_days",
     "decay",
     "final_score",
+    "fts_match",
     "fts_query",
+    "fts_words",
     "importance_of",
     "rrf_score",
 ]
@@ -72,10 +77,36 @@ def final_score(fused: float, importance: float, decay_factor: float) -> float:
     return fused * (0.5 + importance) * decay_factor
 
 
+def fts_words(text: str) -> list[str]:
+    """The words of ``text`` (``\\w+`` runs), case-folded, each once, in order."""
+    return list(dict.fromkeys(w.casefold() for w in _WORD.findall(text)))
+
+
+def fts_match(words: Iterable[str]) -> str | None:
+    """An FTS5 query matching any of ``words``: each quoted (so no word is read as an operator
+    or column), joined by ``OR``; ``None`` when there is none."""
+    quoted = [f'"{w}"' for w in words]
+    return " OR ".join(quoted) if quoted else None
+
+
 def fts_query(text: str) -> str | None:
     """An FTS5 query matching any word of ``text``: each word quoted (so no word is read as an
     operator or column), joined by ``OR``, case-folded; ``None`` when ``text`` has no word."""
-    words = list(dict.fromkeys(w.casefold() for w in _WORD.findall(text)))
-    if not words:
-        return None
-    return " OR ".join(f'"{w}"' for w in words)
+    return fts_match(fts_words(text))
+
+
+def affordable_words(words: Sequence[str], rows: Mapping[str, int], budget: int) -> list[str]:
+    """The ``words`` a full-text search matches when it may read at most ``budget`` index
+    entries: rarest first (``rows``: how many rows hold each word), while their rows add up to
+    at most ``budget``; in ``words``' order. A word no row holds is left out; so is a word
+    held by more rows than the budget, and the commoner words once it is spent: they are the
+    words BM25 weighs least (a word in half the rows weighs nothing), and the ones that cost
+    the most to rank."""
+    total = 0
+    kept: set[str] = set()
+    for word in sorted((w for w in words if rows.get(w, 0) > 0), key=lambda w: rows[w]):
+        total += rows[word]
+        if total > budget:
+            break
+        kept.add(word)
+    return [w for w in words if w in kept]

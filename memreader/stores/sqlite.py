@@ -23,10 +23,12 @@ from memreader.errors import ConfigError, InputError, MemReaderError, StoreError
 from memreader.items import TextualMemoryItem
 from memreader.stores import register_store
 from memreader.stores.base import (
+    SEARCH_MODES,
     HistoryEntry,
     MemoryStore,
     QueryEmbedder,
     SearchHit,
+    SearchMode,
     SourceSelector,
     StoredMemory,
     WriteEvent,
@@ -150,13 +152,18 @@ class SQLiteStore(MemoryStore):
         self, conn: sqlite3.Connection | None = None, *, write: bool = True
     ) -> Iterator[sqlite3.Connection]:
         """One transaction under the store's lock; sqlite failures become :class:`StoreError`,
-        and any failure rolls back."""
+        and any failure rolls back. A write on the store's connection patches the cached
+        vectors with what it changed once it is committed (see :meth:`StoreOps.stage`)."""
+        own = conn is None and write
         conn = conn if conn is not None else self._conn
         with self._lock:
             try:
                 conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
                 yield conn
+                staged = self._ops.stage() if own else []
                 conn.execute("COMMIT")
+                if own:
+                    self._ops.committed(staged)
             except BaseException as exc:
                 with suppress(sqlite3.Error):  # a closed connection has nothing to roll back
                     if conn.in_transaction:
@@ -205,6 +212,7 @@ class SQLiteStore(MemoryStore):
         prepared = [prepare(index, item, key) for index, item in enumerate(checked)]
         with self._transaction() as conn:
             changes = Changes(conn, at, self._ops.vectors, self.near_duplicate, key, in_parts)
+            changes.expect(prepared)
             events = [changes.apply(p) for p in prepared]
             if key is not None and not in_parts:
                 owners = {p.user_id for p in prepared} | ({user_id} if user_id else set())
@@ -265,8 +273,11 @@ class SQLiteStore(MemoryStore):
         session_id: str | None = None,
         include_inactive: bool = False,
         now: datetime | None = None,
+        mode: SearchMode = "hybrid",
     ) -> list[SearchHit]:
         """See :meth:`MemoryStore.search`."""
+        if mode not in SEARCH_MODES:
+            raise InputError(f"mode must be one of {', '.join(SEARCH_MODES)}, got {mode!r}")
         if not isinstance(query, str):
             raise InputError(f"query must be a string, got {type(query).__name__}")
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
@@ -281,9 +292,10 @@ class SQLiteStore(MemoryStore):
             include_inactive=include_inactive,
         )
         at = aware(now, "now") if now is not None else datetime.now(timezone.utc)
-        vector = self._query_vector(query)
+        vector = self._query_vector(query) if mode != "text" else None
+        text = query if mode != "vector" else ""
         with self._transaction(write=False):
-            return self._ops.search(query, _owner(user_id), k, filters, vector, at)
+            return self._ops.search(text, _owner(user_id), k, filters, vector, at)
 
     def _query_vector(self, query: str) -> list[float] | None:
         if self.embedder is None or not query.strip():

@@ -1,6 +1,9 @@
 """The embedded store's reads and bulk operations on an open connection: the owner's cached
-vectors, which items are not stored yet, hybrid search and purge. The caller holds the store's
-lock and (for several statements) a transaction."""
+vectors (patched with this connection's own writes: temporary triggers note which rows and
+owner versions a transaction changed, :meth:`StoreOps.stage` reads them before the commit and
+:meth:`StoreOps.committed` patches the cache after it), which items are not stored yet, hybrid
+search and purge. The caller holds the store's lock and (for several statements) a
+transaction."""
 
 from __future__ import annotations
 
@@ -10,15 +13,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from memreader.items import TextualMemoryItem
 from memreader.errors import InputError
+from memreader.items import TextualMemoryItem
 from memreader.stores.base import ScoreParts, SearchHit, WriteEvent
 from memreader.stores.decisions import Found, content_hash, decide
 from memreader.stores.scoring import (
+    affordable_words,
     age_days,
     decay,
     final_score,
-    fts_query,
+    fts_match,
+    fts_words,
     importance_of,
     rrf_score,
 )
@@ -32,6 +37,43 @@ __all__ = ["Filters", "StoreOps"]
 CANDIDATES = 50
 #: Items per query of :meth:`StoreOps.lookup` (two parameters each, well under SQLite's limit).
 LOOKUP_CHUNK = 400
+#: The most full-text index entries one search ranks (see
+#: :func:`~memreader.stores.scoring.affordable_words`): ranking costs about 1.3 ms per 1,000
+#: entries here, so a word in more rows than this is not matched (at 100k memories, a word in
+#: more than 10% of them), which keeps the text half of a search at 100k memories near 10-25 ms
+#: (it was 100-500 ms when every word was ranked). Below 10k rows in all, every word counts.
+TEXT_BUDGET = 10_000
+#: Words whose row counts one store keeps between writes (then it starts again).
+WORD_CACHE = 50_000
+
+#: What notes this connection's changes (temporary: only this connection's writes fire them).
+_TRACKING = """
+CREATE TEMP TABLE IF NOT EXISTS memreader_changed (
+    row INTEGER PRIMARY KEY, user_id TEXT NOT NULL);
+CREATE TEMP TABLE IF NOT EXISTS memreader_moves (
+    user_id TEXT PRIMARY KEY, from_version INTEGER NOT NULL, to_version INTEGER NOT NULL);
+CREATE TEMP TRIGGER IF NOT EXISTS memreader_changed_insert AFTER INSERT ON main.memories
+BEGIN INSERT OR IGNORE INTO memreader_changed VALUES (new.rowid, new.user_id); END;
+CREATE TEMP TRIGGER IF NOT EXISTS memreader_changed_update AFTER UPDATE OF embedding, status,
+    memory_type, session_id, valid_from, recorded_at, embedding_model ON main.memories
+BEGIN INSERT OR IGNORE INTO memreader_changed VALUES (new.rowid, new.user_id); END;
+CREATE TEMP TRIGGER IF NOT EXISTS memreader_changed_delete AFTER DELETE ON main.memories
+BEGIN INSERT OR IGNORE INTO memreader_changed VALUES (old.rowid, old.user_id); END;
+CREATE TEMP TRIGGER IF NOT EXISTS memreader_moved_insert AFTER INSERT ON main.owner_versions
+BEGIN
+    INSERT OR IGNORE INTO memreader_moves VALUES (new.user_id, 0, new.version);
+    UPDATE memreader_moves SET to_version = new.version WHERE user_id = new.user_id;
+END;
+CREATE TEMP TRIGGER IF NOT EXISTS memreader_moved_update AFTER UPDATE ON main.owner_versions
+BEGIN
+    INSERT OR IGNORE INTO memreader_moves VALUES (new.user_id, old.version, new.version);
+    UPDATE memreader_moves SET to_version = new.version WHERE user_id = new.user_id;
+END;
+"""
+
+#: What one committed write changed for one owner whose vectors are cached: the owner, its
+#: version before and after, and the changed rows as the loader reads them.
+Staged = tuple[str, int, int, list[VectorRow]]
 
 
 @dataclass(frozen=True)
@@ -73,6 +115,48 @@ class StoreOps:
         self.conn = conn
         self.gamma = gamma
         self.cache = VectorCache()
+        self._commits = 0
+        self._word_rows: dict[str, int] = {}
+        self._word_stamp: tuple[int, int] | None = None
+        conn.executescript(_TRACKING)
+
+    def stage(self) -> list[Staged]:
+        """Inside a write transaction, just before its commit: what it changed for owners
+        whose vectors are cached (rows changed without a version move, or vectors cached at
+        another version: versions -1, so they are dropped); the notes are cleared."""
+        moves = {
+            owner: (before, after)
+            for owner, before, after in self.conn.execute(
+                "SELECT user_id, from_version, to_version FROM temp.memreader_moves"
+            )
+        }
+        changed = self.conn.execute("SELECT DISTINCT user_id FROM temp.memreader_changed")
+        staged: list[Staged] = []
+        for owner in sorted({r[0] for r in changed} | set(moves)):
+            cached = self.cache.version_of(owner)
+            if cached is None:
+                continue
+            before, after = moves.get(owner, (-1, -1))
+            if cached != before:
+                staged.append((owner, -1, -1, []))
+                continue
+            rows = self.conn.execute(
+                "SELECT c.row, m.embedding, m.status, m.memory_type, m.session_id, "
+                "COALESCE(m.valid_from, m.recorded_at), COALESCE(m.embedding_model, '') "
+                "FROM temp.memreader_changed c LEFT JOIN memories m ON m.rowid = c.row "
+                "WHERE c.user_id = ?",
+                (owner,),
+            )
+            staged.append((owner, before, after, [_vector_row(r) for r in rows]))
+        self.conn.execute("DELETE FROM temp.memreader_changed")
+        self.conn.execute("DELETE FROM temp.memreader_moves")
+        return staged
+
+    def committed(self, staged: list[Staged]) -> None:
+        """After the commit of the write :meth:`stage` read: patch the cached vectors."""
+        self._commits += 1
+        for owner, before, after, rows in staged:
+            self.cache.patch(owner, before, after, rows)
 
     def vectors(self, owner: str) -> OwnerVectors:
         """``owner``'s vectors as of now (from the cache when its version has not moved)."""
@@ -88,20 +172,18 @@ class StoreOps:
             "FROM memories WHERE user_id = ? AND embedding IS NOT NULL",
             (owner,),
         )
-        return [
-            (r[0], r[1], r[2], r[3], r[4], datetime.fromisoformat(r[5]).timestamp(), r[6])
-            for r in rows
-        ]
+        return [_vector_row(r) for r in rows]
 
     def unstored(self, items: Sequence[TextualMemoryItem]) -> list[int]:
-        """The positions of ``items`` whose id is not stored and whose content is not active
-        for their owner and type: the ones worth embedding."""
+        """The positions of ``items`` whose id is not stored active and whose content is not
+        active for their owner and type: the ones worth embedding (a retired memory written
+        again comes back as written now, with a vector)."""
         todo = []
         for position, item in enumerate(items):
             meta = item.metadata
             found = self.conn.execute(
-                "SELECT 1 FROM memories WHERE user_id = ? AND (id = ? OR (memory_type = ? "
-                "AND content_hash = ? AND status = 'active')) LIMIT 1",
+                "SELECT 1 FROM memories WHERE user_id = ? AND status = 'active' AND (id = ? "
+                "OR (memory_type = ? AND content_hash = ?)) LIMIT 1",
                 (meta.user_id, item.id, meta.memory_type.value, content_hash(item.memory)),
             ).fetchone()
             if found is None:
@@ -205,9 +287,10 @@ class StoreOps:
         scored: list[tuple[int, ScoreParts]] = []
         marks = ", ".join("?" * len(ranks))
         for rowid, importance, when in self.conn.execute(
+            # "+user_id": the rowids pick the rows (the owner's index would scan all of them).
             f"SELECT rowid, importance, COALESCE(valid_from, recorded_at) FROM memories "
-            f"WHERE user_id = ? AND rowid IN ({marks})",
-            (owner, *ranks),
+            f"WHERE rowid IN ({marks}) AND +user_id = ?",
+            (*ranks, owner),
         ):
             fused = rrf_score(ranks[rowid])
             weight = importance_of(importance)
@@ -227,7 +310,8 @@ class StoreOps:
         return self._hits(scored[:k])
 
     def _text_search(self, query: str, owner: str, filters: Filters, n: int) -> list[int]:
-        match = fts_query(query)
+        words = fts_words(query)
+        match = fts_match(affordable_words(words, self._rows_holding(words), TEXT_BUDGET))
         if match is None:
             return []
         where, params = filters.sql()
@@ -238,6 +322,22 @@ class StoreOps:
             (match, owner, *params, n),
         )
         return [r[0] for r in rows]
+
+    def _rows_holding(self, words: Sequence[str]) -> dict[str, int]:
+        """How many rows of the text index hold each of ``words``, counted up to
+        ``TEXT_BUDGET + 1`` (enough to decide), cached until the next write by any process."""
+        stamp = (self.conn.execute("PRAGMA data_version").fetchone()[0], self._commits)
+        if stamp != self._word_stamp or len(self._word_rows) > WORD_CACHE:
+            self._word_rows.clear()
+            self._word_stamp = stamp
+        for word in words:
+            if word not in self._word_rows:
+                self._word_rows[word] = self.conn.execute(
+                    "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts "
+                    "MATCH ? LIMIT ?)",
+                    (fts_match([word]), TEXT_BUDGET + 1),
+                ).fetchone()[0]
+        return {word: self._word_rows[word] for word in words}
 
     def _hits(self, scored: list[tuple[int, ScoreParts]]) -> list[SearchHit]:
         if not scored:
@@ -267,3 +367,12 @@ class StoreOps:
             self.conn.execute("DELETE FROM memories WHERE rowid = ?", (rowid,))
         bump_versions(self.conn, {owner for _, owner, _ in rows})
         return len(rows)
+
+
+def _vector_row(row: tuple[Any, ...]) -> VectorRow:
+    """A :data:`VectorRow` of ``rowid, embedding, status, memory_type, session_id, time,
+    model`` (a deleted row: all but the rowid ``NULL``, read as a row with no vector)."""
+    if row[2] is None:
+        return (row[0], b"", "expired", "", "", 0.0, "")
+    when = datetime.fromisoformat(row[5]).timestamp()
+    return (row[0], row[1] or b"", row[2], row[3], row[4], when, row[6])

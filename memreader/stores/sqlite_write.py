@@ -95,6 +95,15 @@ class Changes:
     owners: set[str] = field(default_factory=set)
     # Vectors added in this transaction (not in the cached matrix yet).
     _pending: PendingVectors = field(default_factory=PendingVectors)
+    # The items this transaction will apply (by index), and the stored rows nearest to them.
+    _upcoming: dict[int, Prepared] = field(default_factory=dict)
+    _stored_best: dict[int, tuple[int, float] | None] = field(default_factory=dict)
+
+    def expect(self, prepared: Sequence[Prepared]) -> None:
+        """The items :meth:`apply` will be given: their near duplicates among the stored
+        memories are then found in one matrix product per owner, type and model (computed
+        when the first of them needs it), rather than one pass over the matrix per item."""
+        self._upcoming = {p.index: p for p in prepared}
 
     def apply(self, p: Prepared) -> WriteEvent:
         """Write one item: ``NONE``, ``REINFORCE`` or ``ADD`` (see :func:`decide`)."""
@@ -132,19 +141,39 @@ class Changes:
             return None
         meta = p.item.metadata
         best: tuple[str, float] | None = None
-        group = self.vectors(meta.user_id).groups.get(len(p.vector))
-        if group is not None:
-            keep = group.mask(types=[meta.memory_type.value], model=p.model)
-            top = group.top(p.vector, keep, 1)
-            if top:
-                row = self.conn.execute(
-                    "SELECT id FROM memories WHERE rowid = ? AND status = 'active'", (top[0][0],)
-                ).fetchone()
-                best = (row[0], top[0][1]) if row else None
+        stored = self._stored_nearest(p, p.vector)
+        if stored is not None:
+            row = self.conn.execute(
+                "SELECT id FROM memories WHERE rowid = ? AND status = 'active'", (stored[0],)
+            ).fetchone()
+            best = (row[0], stored[1]) if row else None
         pending = self._pending.nearest((p.user_id, meta.memory_type.value, p.model), p.vector)
         if pending is not None and (best is None or pending[1] > best[1]):
             best = pending
         return best
+
+    def _stored_nearest(self, p: Prepared, vector: np.ndarray) -> tuple[int, float] | None:
+        """The active stored row most similar to ``p`` of its type and model (rowid, cosine),
+        computed with the expected items of its kind that come after it."""
+        if p.index not in self._stored_best:
+            kind = (p.user_id, p.item.metadata.memory_type.value, p.model, len(vector))
+            batch = [
+                q
+                for q in self._upcoming.values()
+                if q.index > p.index
+                and q.vector is not None
+                and q.index not in self._stored_best
+                and (q.user_id, q.item.metadata.memory_type.value, q.model, len(q.vector)) == kind
+            ]
+            batch.insert(0, p)
+            group = self.vectors(p.user_id).groups.get(len(vector))
+            found: list[tuple[int, float] | None] = [None] * len(batch)
+            if group is not None:
+                keep = group.mask(types=[kind[1]], model=p.model)
+                queries = np.stack([vector, *(q.vector for q in batch[1:] if q.vector is not None)])
+                found = group.best_of(queries, keep)
+            self._stored_best.update(zip((q.index for q in batch), found, strict=True))
+        return self._stored_best[p.index]
 
     def _store(self, p: Prepared, reason: str, *, rowid: int | None) -> None:
         meta = p.item.metadata
@@ -159,6 +188,8 @@ class Changes:
             "recorded_at": iso(self.now),
             "embedding": to_blob(meta.embedding) if meta.embedding else None,
             "embedding_model": meta.embedding_model,
+            "importance": meta.importance,
+            "importance_reason": meta.importance_reason,
             "supports": dump_supports(p.supports),
             "item": item_json(p.item, p.supports),
         }

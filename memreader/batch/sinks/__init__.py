@@ -1,7 +1,7 @@
-"""Where batch jobs write: sinks registered by name (``jsonl``, ``parquet``, and whatever
-plugins register through the ``memreader.plugins`` entry points), each over the job's output
-folder (a local folder or ``s3://bucket/prefix``) that holds the manifest, errors and summary.
-See :mod:`~memreader.batch.sinks.base` for the base classes and
+"""Where batch jobs write: sinks registered by name (``jsonl``, ``parquet``, ``store``, and
+whatever plugins register through the ``memreader.plugins`` entry points), each over the job's
+output folder (a local folder or ``s3://bucket/prefix``) that holds the manifest, errors and
+summary. See :mod:`~memreader.batch.sinks.base` for the base classes and
 :mod:`~memreader.batch.sinks.files` for sinks that write files.
 """
 
@@ -65,6 +65,13 @@ def build_sink(
     """
     cls = sink_class(spec.format)
     cls.check(spec)  # before anything is created
+    if spec.store is not None:  # a relative SQLite file is relative to the job, as path is
+        from pydantic import SecretStr
+
+        from memreader.batch.job import resolve_store_url
+
+        url = resolve_store_url(spec.store.get_secret_value(), base_dir)
+        spec = spec.model_copy(update={"store": SecretStr(url)})
     folder = open_folder(spec.path, s3=s3, base_dir=base_dir, s3_client=s3_client)
     try:
         return cls(spec, folder)

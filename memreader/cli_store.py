@@ -1,0 +1,328 @@
+"""``memreader search``, ``memreader history`` and ``memreader forget``: a memory store from the
+command line (see :mod:`memreader.stores`); and what ``memreader read --store`` writes with.
+
+- ``search QUERY --store URL --user-id U [-k N] [--type T ...] [--since ISO] [--until ISO]
+  [--session S] [--all] [--json]``: the best memories, each with its score's parts;
+- ``history ID --store URL --user-id U [--json]``: every change of one memory;
+- ``forget --store URL --user-id U --source doc:PATH|session:ID|message:ID|input:KEY
+  [--json]``: what came only from that source expires; the events are printed.
+
+``--store`` may also come from ``$MEMREADER_STORE``. A store URL's password is never printed
+(messages show :func:`~memreader.stores.base.public_url`). A ``sqlite://`` file that does not
+exist is an error here (these commands never create a store). Errors exit 2 with one line,
+as every memreader command does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from memreader.errors import InputError
+
+if TYPE_CHECKING:
+    from memreader.items import TextualMemoryItem
+    from memreader.stores import HistoryEntry, MemoryStore, SearchHit, WriteEvent
+
+__all__ = ["STORE_ENV", "StoreOutput", "add_store_parsers", "run_store_command"]
+
+#: The environment variable ``--store`` defaults to.
+STORE_ENV = "MEMREADER_STORE"
+_SOURCES = {
+    "doc": "doc_path",
+    "session": "session_id",
+    "message": "message_id",
+    "input": "input_key",
+}
+
+
+def add_store_parsers(commands: Any) -> None:
+    """Add ``search``, ``history`` and ``forget`` to the subcommands ``commands``."""
+    search = commands.add_parser("search", help="search a memory store (hybrid: text + vectors)")
+    search.add_argument("query", help="what to look for")
+    search.add_argument("-k", type=int, default=10, help="how many hits (default 10)")
+    search.add_argument(
+        "--type", action="append", dest="types", help="memory type to keep (repeatable)"
+    )
+    search.add_argument("--since", help="memories from this time on (ISO 8601; UTC if no zone)")
+    search.add_argument("--until", help="memories up to this time (ISO 8601; UTC if no zone)")
+    search.add_argument("--session", help="memories of this session only")
+    search.add_argument(
+        "--all", action="store_true", help="superseded and expired memories too (default: active)"
+    )
+    search.add_argument(
+        "--config",
+        help="reader config YAML whose `embedder` embeds the query (default: the built-in "
+        "local embedder; use the one the memories were embedded with)",
+    )
+    search.add_argument(
+        "--no-embedding", action="store_true", help="full-text search only (no query vector)"
+    )
+    history = commands.add_parser("history", help="every change of one stored memory")
+    history.add_argument("memory_id", metavar="ID", help="the memory's id")
+    forget = commands.add_parser(
+        "forget", help="forget a source: what came only from it expires (history kept)"
+    )
+    forget.add_argument(
+        "--source",
+        required=True,
+        help="doc:PATH, session:ID, message:ID or input:KEY (a batch job's input)",
+    )
+    for command in (search, history, forget):
+        add_store_flag(command, env=True)
+        command.add_argument("--user-id", help="the owner whose memories this reads (required)")
+        command.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def add_store_flag(command: argparse.ArgumentParser, *, env: bool) -> None:
+    """Add ``--store URL`` to ``command`` (``env``: it defaults to ``$MEMREADER_STORE``)."""
+    default = f" (default: ${STORE_ENV})" if env else ""
+    command.add_argument(
+        "--store", help=f"memory store URL: sqlite:///memories.db or postgresql://...{default}"
+    )
+
+
+def run_store_command(args: argparse.Namespace) -> int:
+    """Run ``search``, ``history`` or ``forget``; 0 when done (errors are raised, typed)."""
+    url = args.store or os.environ.get(STORE_ENV)
+    if not url:
+        raise InputError(f"{args.command} needs --store URL (or ${STORE_ENV})")
+    if not args.user_id or not args.user_id.strip():
+        raise InputError(f"{args.command} needs --user-id (every memory has an owner)")
+    if args.command == "search":
+        return _search(args, url)
+    with _open(url, None) as store:
+        if args.command == "history":
+            return _history(store, args)
+        return _forget(store, args)
+
+
+def _open(url: str, embedder: Any) -> MemoryStore:
+    """The store ``url`` names, which must exist if it is a SQLite file."""
+    from memreader.batch.job import sqlite_file
+    from memreader.stores import open_store
+    from memreader.stores.base import public_url
+
+    file = sqlite_file(url)
+    if file is not None and file != ":memory:" and not os.path.exists(file):
+        raise InputError(f"no memory store at {public_url(url)} (no such file)")
+    return open_store(url, embedder=embedder)
+
+
+def _search(args: argparse.Namespace, url: str) -> int:
+    if args.k < 1:
+        raise InputError(f"-k must be at least 1, got {args.k}")
+    since, until = _time(args.since, "--since"), _time(args.until, "--until")
+    embedder = None if args.no_embedding else _query_embedder(args.config)
+    try:
+        with _open(url, embedder) as store:
+            hits = store.search(
+                args.query,
+                user_id=args.user_id,
+                k=args.k,
+                types=args.types,
+                since=since,
+                until=until,
+                session_id=args.session,
+                include_inactive=args.all,
+            )
+    finally:
+        close = getattr(embedder, "close", None)
+        if callable(close):
+            close()
+    if args.json:
+        _print_json({"query": args.query, "hits": [_hit_json(hit) for hit in hits]})
+        return 0
+    for rank, hit in enumerate(hits, 1):
+        print(_hit_line(rank, hit))
+        print(f"   {_one_line(hit.memory.item.memory)}")
+    if not hits:
+        print("memreader: no memory found", file=sys.stderr)
+    return 0
+
+
+def _query_embedder(config_path: str | None) -> Any:
+    """The embedder of the reader config at ``config_path`` (default: the built-in one), or
+    ``None`` when that config has ``embedder: null``."""
+    from memreader.config import read_yaml_config
+    from memreader.embedders import build_embedder
+    from memreader.factory import MemReaderConfigFactory
+
+    raw = read_yaml_config(config_path) if config_path else {}
+    settings = MemReaderConfigFactory.from_dict(raw).config.embedder
+    return build_embedder(settings) if settings is not None else None
+
+
+def _time(text: str | None, flag: str) -> datetime | None:
+    if text is None:
+        return None
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise InputError(f"{flag} {text!r} is not an ISO 8601 time (2026-01-31T12:00Z)") from None
+    return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+
+
+def _hit_line(rank: int, hit: SearchHit) -> str:
+    s, memory = hit.score, hit.memory
+    similarity = "-" if s.similarity is None else f"{s.similarity:.3f}"
+    text_rank = "-" if s.text_rank is None else str(s.text_rank)
+    status = "" if memory.status == "active" else f" [{memory.status}]"
+    return (
+        f"{rank}. {memory.id}{status}  final={s.final:.4g} fused={s.fused:.4f} "
+        f"similarity={similarity} text_rank={text_rank} importance={s.importance:.2f} "
+        f"decay={s.decay:.4g}"
+    )
+
+
+def _hit_json(hit: SearchHit) -> dict[str, Any]:
+    memory, meta = hit.memory, hit.memory.item.metadata
+    return {
+        "id": memory.id,
+        "memory": memory.item.memory,
+        "status": memory.status,
+        "user_id": meta.user_id,
+        "session_id": meta.session_id,
+        "memory_type": meta.memory_type.value,
+        "valid_from": _iso(memory.valid_from),
+        "recorded_at": _iso(memory.recorded_at),
+        "importance": memory.importance,
+        "reinforced": memory.reinforced,
+        "sources": len(meta.sources),
+        "score": {
+            "final": hit.score.final,
+            "fused": hit.score.fused,
+            "similarity": hit.score.similarity,
+            "text_rank": hit.score.text_rank,
+            "importance": hit.score.importance,
+            "decay": hit.score.decay,
+        },
+    }
+
+
+def _history(store: MemoryStore, args: argparse.Namespace) -> int:
+    memory = store.get(args.memory_id, user_id=args.user_id)
+    if memory is None:
+        raise InputError(f"user {args.user_id!r} has no memory {args.memory_id!r}")
+    entries = store.history(args.memory_id, user_id=args.user_id)
+    if args.json:
+        _print_json(
+            {
+                "id": memory.id,
+                "status": memory.status,
+                "memory": memory.item.memory,
+                "superseded_by": memory.superseded_by,
+                "history": [_entry_json(entry) for entry in entries],
+            }
+        )
+        return 0
+    print(f"{memory.id} [{memory.status}] {_one_line(memory.item.memory)}")
+    for entry in entries:
+        print(f"{_iso(entry.at)}  {entry.event:<9} {entry.reason}")
+    return 0
+
+
+def _entry_json(entry: HistoryEntry) -> dict[str, Any]:
+    return {
+        "event": entry.event,
+        "at": _iso(entry.at),
+        "reason": entry.reason,
+        "old_memory": entry.old_memory,
+        "new_memory": entry.new_memory,
+        "source_ids": list(entry.source_ids),
+    }
+
+
+def parse_source(text: str) -> Any:
+    """The :class:`~memreader.stores.SourceSelector` of ``doc:PATH``, ``session:ID``,
+    ``message:ID`` or ``input:KEY``.
+
+    Raises:
+        InputError: another shape.
+    """
+    from memreader.stores import SourceSelector
+
+    kind, sep, value = text.partition(":")
+    if not sep or kind not in _SOURCES or not value:
+        raise InputError(
+            f"--source {text!r}: expected doc:PATH, session:ID, message:ID or input:KEY"
+        )
+    return SourceSelector(**{_SOURCES[kind]: value})
+
+
+def _forget(store: MemoryStore, args: argparse.Namespace) -> int:
+    events = store.forget(parse_source(args.source), user_id=args.user_id)
+    if args.json:
+        _print_json({"source": args.source, "events": [_event_json(e) for e in events]})
+        return 0
+    for event in events:
+        print(f"{event.event:<7} {event.memory_id}  {event.reason}")
+    print(f"memreader: {args.source}: {_counts(events)}", file=sys.stderr)
+    return 0
+
+
+def _event_json(event: WriteEvent) -> dict[str, Any]:
+    return {
+        "event": event.event,
+        "memory_id": event.memory_id,
+        "item_id": event.item_id,
+        "reason": event.reason,
+        "previous_id": event.previous_id,
+    }
+
+
+def _counts(events: Sequence[WriteEvent]) -> str:
+    counts = Counter(event.event for event in events)
+    return ", ".join(f"{name} {n}" for name, n in sorted(counts.items())) or "nothing changed"
+
+
+class StoreOutput:
+    """Where ``memreader read --store URL`` writes each call's items (one transaction per
+    call), counting the events for the summary it prints at the end."""
+
+    def __init__(self, url: str) -> None:
+        from memreader.stores import open_store
+        from memreader.stores.base import public_url
+
+        self.where = public_url(url)
+        self.store = open_store(url)
+        self.events: list[WriteEvent] = []
+
+    def write(self, results: Sequence[Sequence[TextualMemoryItem]], scene_offset: int = 0) -> None:
+        """Write one call's items (their sources' scenes counted from ``scene_offset``, as
+        the JSONL output counts them)."""
+        items = [item for scene_items in results for item in scene_items]
+        if scene_offset:
+            items = [item.model_copy(deep=True) for item in items]
+            for item in items:
+                for source in item.metadata.sources:
+                    source.scene_index += scene_offset
+        if items:
+            self.events.extend(self.store.write(items))
+
+    def summary(self) -> str:
+        """One line: the store and how many of each event."""
+        return f"{self.where}: {len(self.events)} items written ({_counts(self.events)})"
+
+    def close(self) -> None:
+        """Close the store."""
+        self.store.close()
+
+
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def _print_json(data: dict[str, Any]) -> None:
+    print(json.dumps(data, ensure_ascii=False, indent=1))
