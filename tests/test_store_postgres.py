@@ -156,6 +156,14 @@ def test_valid_from_is_the_earliest_source_time(store: MemoryStore) -> None:
     assert stored.importance is None and stored.status == "active"
 
 
+def test_a_resolved_valid_from_wins_over_the_source_time(store: MemoryStore) -> None:
+    said = item("a", "Ana moved to Porto yesterday", at=T0)
+    meta = said.metadata.model_copy(update={"valid_from": T0 - timedelta(days=1)})
+    store.write([said.model_copy(update={"metadata": meta})], now=T0)
+    stored = store.get("a", user_id="u1")
+    assert stored is not None and stored.valid_from == T0 - timedelta(days=1)
+
+
 def test_importance_is_kept_and_weighs_in_the_score(store: MemoryStore) -> None:
     scored = item("a", "Ana likes tea")
     meta = scored.metadata.model_copy(update={"importance": 0.9, "importance_reason": "a taste"})
@@ -579,7 +587,8 @@ def test_writing_in_parts_then_retiring_gives_the_rows_of_one_write(server: str)
             seen = {"u1": {e.memory_id for e in written}}
             if version is v2:
                 # Before the retirement, the earlier run's memories stay beside the new ones.
-                assert [parts.get(i, user_id="u1").status for i in ("b", "old")] == ["active"] * 2  # type: ignore[union-attr]
+                before = [parts.get(i, user_id="u1") for i in ("b", "old")]
+                assert [m.status if m else None for m in before] == ["active", "active"]
             parts_events.append(written + parts.retire_unseen(key, seen=seen, now=at))
             if version is v1:
                 parts_events.append(parts.write(other, now=at))
