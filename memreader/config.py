@@ -91,7 +91,9 @@ class FineConfig(ConfigModel):
     The extra passes cost LLM calls and run only when listed: ``tool`` (tool trajectories, on
     windows with tool traffic), ``preference`` (the user's preferences,
     ``preference_extractor_llm`` slot) and ``skill`` (skills from successful tool use, written
-    as ``SKILL.md`` bundles where ``skills.output`` says; needs ``tool``).
+    as ``SKILL.md`` bundles where ``skills.output`` says; needs ``tool``) and ``reconcile``
+    (new memories against the stored ones they resemble, ``general_llm`` slot; needs the
+    reader's ``store``).
 
     Two shorthands, for configs without ``passes``: ``hallucination_filter: false`` means the
     default passes without ``filter``, and ``rewrite: off`` the default passes without
@@ -259,6 +261,17 @@ class BaseReaderConfig(DocumentAccess, LLMSlots):
         if value is not None and "://" not in value.get_secret_value():
             raise ValueError("a store URL looks like sqlite:///memories.db")
         return value
+
+    @model_validator(mode="after")
+    def _reconcile_needs_a_store(self) -> BaseReaderConfig:
+        # Refused when the config is read, not at the first fine read an hour into a job.
+        if self.store is None and "reconcile" in self.fine.enabled_passes():
+            raise ValueError(
+                "fine.passes lists reconcile, which needs the reader's store: set `store:` "
+                "(sqlite:///memories.db or postgresql://...), or take reconcile out of "
+                "fine.passes"
+            )
+        return self
 
 
 def read_yaml_config(path: str | os.PathLike[str]) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 from enum import Enum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -97,6 +97,32 @@ class SourceMessage(BaseModel):
         return self
 
 
+#: What the ``reconcile`` pass decided for a new memory against the stored ones it resembles.
+ReconcileEvent = Literal["ADD", "UPDATE", "SUPERSEDE", "NONE"]
+
+
+class Reconciliation(BaseModel):
+    """The ``reconcile`` pass's decision for one item, applied by a memory store when the item
+    is written (:mod:`memreader.stores.decisions`).
+
+    ``event``: ``ADD`` (a new fact), ``UPDATE`` (the item's memory is the merged text of itself
+    and stored memory ``target_id``, which it replaces), ``SUPERSEDE`` (it contradicts
+    ``target_id`` and is newer: the target stops holding when the item starts), ``NONE``
+    (``target_id`` already says it: the target is reinforced, the item not stored).
+    ``target_id`` is the stored memory's id (``None`` for ``ADD``); ``reason`` says why, in one
+    line.
+
+    >>> Reconciliation(event="SUPERSEDE", target_id="m1", reason="moved").event
+    'SUPERSEDE'
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    event: ReconcileEvent
+    target_id: str | None = None
+    reason: str = ""
+
+
 class TextualMemoryItemMetadata(BaseModel):
     """Who the memory belongs to, what kind it is, and where it came from.
 
@@ -114,6 +140,9 @@ class TextualMemoryItemMetadata(BaseModel):
     the date the model resolved from the cited messages' times, else the earliest time among
     the sources. All three are ``None`` where nothing set them (an item stored before they
     existed loads with ``None``).
+
+    ``reconcile`` is the ``reconcile`` pass's decision (:class:`Reconciliation`), which a
+    memory store applies on write; ``None`` where the pass did not run (the default).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -139,6 +168,7 @@ class TextualMemoryItemMetadata(BaseModel):
     importance: float | None = Field(default=None, ge=0.0, le=1.0)
     importance_reason: str | None = Field(default=None, max_length=MAX_IMPORTANCE_REASON_CHARS)
     valid_from: datetime | None = None
+    reconcile: Reconciliation | None = None
 
     @field_validator("created_at", "valid_from")
     @classmethod

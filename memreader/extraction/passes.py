@@ -86,6 +86,12 @@ BUILTIN_PASSES = (
         default=True,
         summary="one item per distinct tool schema, no LLM",
     ),
+    FinePass(
+        "reconcile",
+        "memreader.steps.reconcile",
+        80,
+        summary="new memories against the stored ones they resemble (needs a store)",
+    ),
 )
 for _entry in BUILTIN_PASSES:
     register_pass(_entry)

@@ -256,6 +256,11 @@ class MemoryStore(ABC):
         ``UPDATE``. ``user_id`` names the owner when ``items`` is empty (a document that now
         yields nothing); when given, every item must belong to it.
 
+        An item's reconcile decision (``metadata.reconcile``) is applied when its target is an
+        active memory of the item's owner (``UPDATE``/``SUPERSEDE``: the target superseded by
+        the item, ``previous_id``; ``NONE``: the target reinforced), else the item follows the
+        dedup rules, the reason saying why: :func:`memreader.stores.decisions.reconciled`.
+
         Raises:
             InputError: an item is not a memory item, has no owner, or reuses a stored id for
                 different text (the message names the item's index).

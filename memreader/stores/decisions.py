@@ -1,6 +1,7 @@
 """What every store decides the same way, whatever keeps the rows: the content hash dedup
 compares, the source keys forgetting looks up, what a memory's support is, and what writing an
-item does given what is already stored.
+item does given what is already stored, and its reconcile decision (:func:`decide`,
+:func:`reconciled`; nothing is ever deleted by one: a replaced memory is ``superseded``).
 
 A memory's *support* is a list of :class:`Support`: one per source message it cites (or one for
 the item itself when it cites none), each with the keys it can be forgotten by:
@@ -23,12 +24,12 @@ import math
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any
 
 from memreader.errors import InputError
-from memreader.items import TextualMemoryItem
+from memreader.items import Reconciliation, TextualMemoryItem
 from memreader.stores.base import EventKind, MemoryStatus, SourceSelector
 
 __all__ = [
@@ -36,12 +37,15 @@ __all__ = [
     "Decision",
     "Found",
     "Support",
+    "already_supported",
     "content_hash",
     "decide",
     "drop_key",
     "dump_supports",
     "load_supports",
     "merge_supports",
+    "not_applicable",
+    "reconciled",
     "selector_key",
     "sources_of",
     "supports_of",
@@ -202,12 +206,19 @@ class Found:
 @dataclass(frozen=True)
 class Decision:
     """What writing one item does: ``event`` on ``memory_id``, and why. ``reactivate``: the
-    item's own stored row, expired or superseded, becomes active again (event ``ADD``)."""
+    item's own stored row, expired or superseded, becomes active again (event ``ADD``, or the
+    ``UPDATE``/``SUPERSEDE`` of a reconcile decision). ``previous_id``: the stored memory a
+    reconcile ``UPDATE`` or ``SUPERSEDE`` retires (``superseded``, ``superseded_by`` the item).
+    ``reconciled``: a ``REINFORCE`` that applies a reconcile ``NONE``, which changes nothing
+    when the target already has every source the item brings (so writing it twice is one
+    reinforcement)."""
 
     event: EventKind
     memory_id: str
     reason: str
     reactivate: bool = False
+    previous_id: str | None = None
+    reconciled: bool = False
 
 
 def decide(
@@ -219,10 +230,18 @@ def decide(
     same_hash: Found | None,
     nearest: tuple[str, float] | None,
     threshold: float,
+    reconcile: Reconciliation | None = None,
+    target: Found | None = None,
 ) -> Decision:
     """What writing item ``index`` does, given what its owner already has: its own id
     (``same_id``), an active memory with its type and hash (``same_hash``), and the most
     similar active memory of its type and model (``nearest``: id and cosine).
+
+    ``reconcile`` is the item's reconcile decision, ``target`` the stored memory of the same
+    owner it names (``None`` when the owner has none by that id). The decision is applied
+    (see :func:`reconciled`) unless the item is already stored active under its id (``NONE``,
+    so writing decided items twice changes nothing); one that cannot be applied leaves the
+    item to the rules below, its reason saying why the decision was not applied.
 
     Raises:
         InputError: ``item_id`` is stored with different text (ids name one memory).
@@ -234,6 +253,30 @@ def decide(
         )
     if same_id is not None and same_id.status == "active":
         return Decision("NONE", item_id, "already stored")
+    note = ""
+    if reconcile is not None:
+        why = not_applicable(item_id, reconcile, target, same_hash)
+        if why is None:
+            return reconciled(item_id, reconcile, reactivate=same_id is not None)
+        if reconcile.event == "ADD":
+            note = f"; reconcile ADD: {reconcile.reason}" if reconcile.reason else ""
+        else:
+            note = f"; reconcile {reconcile.event} {reconcile.target_id} not applied: {why}"
+    found = _dedup(
+        item_id, same_id=same_id, same_hash=same_hash, nearest=nearest, threshold=threshold
+    )
+    return replace(found, reason=found.reason + note) if note else found
+
+
+def _dedup(
+    item_id: str,
+    *,
+    same_id: Found | None,
+    same_hash: Found | None,
+    nearest: tuple[str, float] | None,
+    threshold: float,
+) -> Decision:
+    """The dedup rules of :func:`decide`, for an item not stored active under its id."""
     if same_hash is not None:
         return Decision(
             "REINFORCE", same_hash.memory_id, f"the same memory is stored as {same_hash.memory_id}"
@@ -247,3 +290,54 @@ def decide(
     if same_id is not None:
         return Decision("ADD", item_id, f"stored again (it was {same_id.status})", reactivate=True)
     return Decision("ADD", item_id, "new memory")
+
+
+def not_applicable(
+    item_id: str, mark: Reconciliation, target: Found | None, same_hash: Found | None
+) -> str | None:
+    """Why the reconcile decision ``mark`` of item ``item_id`` cannot be applied, or ``None``
+    when it can: an ``ADD`` (nothing to apply), no target, the item itself as the target, a
+    target that is not a stored memory of the item's owner (``target`` is ``None``: another
+    owner's memory is not told apart from an unknown id) or not active, or the item's text
+    already stored as an active memory (the same memory is then reinforced; a ``NONE`` naming
+    that very memory is applied)."""
+    if mark.event == "ADD":
+        return "ADD"
+    tid = mark.target_id
+    if not tid:
+        return "no target"
+    if tid == item_id:
+        return "the target is the memory itself"
+    if target is None:
+        return f"{tid} is not a stored memory of this owner"
+    if target.status != "active":
+        return f"{tid} is {target.status}"
+    if same_hash is not None and not (mark.event == "NONE" and same_hash.memory_id == tid):
+        return f"the same memory is already stored as {same_hash.memory_id}"
+    return None
+
+
+def reconciled(item_id: str, mark: Reconciliation, *, reactivate: bool) -> Decision:
+    """The decision that applies reconcile ``mark`` (applicable: :func:`not_applicable`).
+
+    - ``UPDATE``: the item is stored (its memory the merged text, its sources joined by the
+      target's, its ``valid_from`` the earlier of both), the target ``superseded`` by it;
+    - ``SUPERSEDE``: the item is stored, the target ``superseded`` by it, the target's
+      ``valid_to`` the item's ``valid_from`` (the time of writing when unknown);
+    - ``NONE``: no new row; the target is reinforced with the item's sources (event
+      ``REINFORCE``; ``NONE`` when it already has them all).
+    """
+    tid = mark.target_id
+    assert tid is not None  # not_applicable() said the target is stored and active
+    why = f": {mark.reason}" if mark.reason else ""
+    if mark.event == "NONE":
+        return Decision(
+            "REINFORCE", tid, f"reconcile NONE: already stored as {tid}{why}", reconciled=True
+        )
+    reason = f"reconcile {mark.event} of {tid}{why}"
+    return Decision(mark.event, item_id, reason, reactivate=reactivate, previous_id=tid)
+
+
+def already_supported(stored: Sequence[Support], new: Iterable[Support]) -> bool:
+    """Whether every support of ``new`` is among ``stored``."""
+    return all(support in stored for support in new)

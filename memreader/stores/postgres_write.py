@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 from memreader.items import TextualMemoryItem
 from memreader.stores.base import EventKind, MemoryStatus, WriteEvent
 from memreader.stores.decisions import (
+    Decision,
     Found,
     Support,
+    already_supported,
     content_hash,
     decide,
     drop_key,
@@ -93,7 +95,8 @@ class Changes:
     touched: set[int] = field(default_factory=set)
 
     def apply(self, p: Prepared) -> WriteEvent:
-        """Write one item: ``NONE``, ``REINFORCE`` or ``ADD`` (see :func:`decide`)."""
+        """Write one item: ``NONE``, ``REINFORCE`` or ``ADD``, or the ``UPDATE`` or
+        ``SUPERSEDE`` of its reconcile decision (see :func:`decide`)."""
         meta = p.item.metadata
         by_id = self.conn.execute(
             "SELECT rowid, content_hash, status FROM memreader_memories "
@@ -113,13 +116,22 @@ class Changes:
             same_hash=Found(by_hash[1], p.content_hash, by_hash[2]) if by_hash else None,
             nearest=self._nearest(p) if by_hash is None else None,
             threshold=self.threshold,
+            reconcile=meta.reconcile,
+            target=self._target(meta.user_id, meta.reconcile.target_id) if meta.reconcile else None,
         )
         own_row = int(by_id[0]) if by_id is not None else None
         if decision.event == "NONE":
             assert own_row is not None  # NONE: the item's own row is stored and active
             self.touched.add(own_row)
         elif decision.event == "REINFORCE":
-            self._reinforce(decision.memory_id, p, decision.reason)
+            if not self._reinforce(decision.memory_id, p, decision.reason, decision.reconciled):
+                why = f"{decision.reason}; it already has these sources"
+                return WriteEvent("NONE", decision.memory_id, p.item.id, why)
+        elif decision.previous_id is not None:
+            self._replace(p, decision, rowid=own_row if decision.reactivate else None)
+            return WriteEvent(
+                decision.event, p.item.id, p.item.id, decision.reason, decision.previous_id
+            )
         elif decision.reactivate:
             self._store(p, decision.reason, rowid=own_row)
         else:
@@ -137,7 +149,50 @@ class Changes:
         found = nearest(self.conn, p.user_id, where, params, p.vector, 1)
         return (found[0][1], found[0][2]) if found else None
 
-    def _store(self, p: Prepared, reason: str, *, rowid: int | None) -> None:
+    def _target(self, owner: str, memory_id: str | None) -> Found | None:
+        """The memory ``memory_id`` of ``owner`` a reconcile decision names, if stored."""
+        row = self.conn.execute(
+            "SELECT content_hash, status FROM memreader_memories WHERE user_id = %s AND id = %s",
+            (owner, memory_id),
+        ).fetchone()
+        return Found(str(memory_id), row[0], row[1]) if row and memory_id else None
+
+    def _replace(self, p: Prepared, decision: Decision, *, rowid: int | None) -> None:
+        """Apply a reconcile ``UPDATE`` or ``SUPERSEDE``: store the item, retire its target."""
+        owner, target = p.user_id, decision.previous_id
+        row = self.conn.execute(
+            "SELECT rowid, memory, supports, valid_from FROM memreader_memories "
+            "WHERE user_id = %s AND id = %s FOR UPDATE",
+            (owner, target),
+        ).fetchone()
+        assert row is not None  # decide() found it active under this owner's lock
+        old_rowid, old_text, supports_text, old_from = row
+        ends = None
+        if decision.event == "UPDATE":  # the merged memory keeps the target's provenance
+            earliest = min(filter(None, [old_from, p.valid_from]), default=None)
+            supports = merge_supports(load_supports(supports_text), p.supports)
+            p = replace(p, supports=supports, valid_from=earliest)
+        else:
+            ends = p.valid_from or self.now
+        self._store(p, decision.reason, rowid=rowid, event=decision.event, old=old_text)
+        self.conn.execute(
+            "UPDATE memreader_memories SET status = 'superseded', retired_at = %s, "
+            "superseded_by = %s, valid_to = COALESCE(%s, valid_to) WHERE rowid = %s",
+            (self.now, p.item.id, ends, old_rowid),
+        )
+        new = p.item.memory
+        self.history(owner, str(target), decision.event, old_text, new, decision.reason, p.supports)
+        self.touched.add(int(old_rowid))
+
+    def _store(
+        self,
+        p: Prepared,
+        reason: str,
+        *,
+        rowid: int | None,
+        event: EventKind = "ADD",
+        old: str | None = None,
+    ) -> None:
         meta = p.item.metadata
         values: dict[str, Any] = {
             "id": p.item.id,
@@ -177,10 +232,12 @@ class Changes:
                 {**values, "rowid": rowid},
             )
         self._set_keys(rowid, p.supports)
-        self.history(meta.user_id, p.item.id, "ADD", None, p.item.memory, reason, p.supports)
+        self.history(meta.user_id, p.item.id, event, old, p.item.memory, reason, p.supports)
         self.touched.add(rowid)
 
-    def _reinforce(self, memory_id: str, p: Prepared, reason: str) -> None:
+    def _reinforce(self, memory_id: str, p: Prepared, reason: str, once: bool = False) -> bool:
+        """Reinforce ``memory_id`` with ``p``'s sources; ``once``: not when it has them all
+        (then nothing changes and this returns ``False``)."""
         owner = p.user_id
         row = self.conn.execute(
             "SELECT rowid, memory, supports, item, valid_from FROM memreader_memories "
@@ -190,6 +247,9 @@ class Changes:
         assert row is not None  # decide() found it under this owner's lock
         rowid, memory, supports_text, item_text, valid_from = row
         supports = load_supports(supports_text)
+        if once and already_supported(supports, p.supports):
+            self.touched.add(rowid)
+            return False
         if self.replace_key is not None and not self.in_parts and rowid not in self.touched:
             # The source is being rewritten: what it said before is replaced by what it says now.
             supports, _ = drop_key(supports, self.replace_key)
@@ -202,6 +262,7 @@ class Changes:
         full = f"{reason}; written as item {p.item.id}"
         self.history(owner, memory_id, "REINFORCE", memory, memory, full, p.supports)
         self.touched.add(rowid)
+        return True
 
     def drop_source(
         self, owner: str, key: str, *, retire_as: MemoryStatus, event: EventKind, reason: str

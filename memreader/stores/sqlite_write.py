@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -17,8 +17,10 @@ import numpy as np
 from memreader.items import TextualMemoryItem
 from memreader.stores.base import EventKind, MemoryStatus, WriteEvent
 from memreader.stores.decisions import (
+    Decision,
     Found,
     Support,
+    already_supported,
     content_hash,
     decide,
     drop_key,
@@ -30,7 +32,7 @@ from memreader.stores.decisions import (
     supports_of,
     valid_from_of,
 )
-from memreader.stores.sqlite_schema import iso
+from memreader.stores.sqlite_schema import iso, parse_time
 from memreader.stores.vectors import OwnerVectors, PendingVectors, to_blob, unit
 
 __all__ = ["Changes", "Prepared", "bump_versions", "item_json", "prepare"]
@@ -98,6 +100,8 @@ class Changes:
     # The items this transaction will apply (by index), and the stored rows nearest to them.
     _upcoming: dict[int, Prepared] = field(default_factory=dict)
     _stored_best: dict[int, tuple[int, float] | None] = field(default_factory=dict)
+    # Memories a reconcile decision retired in this transaction (their pending vectors stay).
+    _retired: set[str] = field(default_factory=set)
 
     def expect(self, prepared: Sequence[Prepared]) -> None:
         """The items :meth:`apply` will be given: their near duplicates among the stored
@@ -106,7 +110,8 @@ class Changes:
         self._upcoming = {p.index: p for p in prepared}
 
     def apply(self, p: Prepared) -> WriteEvent:
-        """Write one item: ``NONE``, ``REINFORCE`` or ``ADD`` (see :func:`decide`)."""
+        """Write one item: ``NONE``, ``REINFORCE`` or ``ADD``, or the ``UPDATE`` or
+        ``SUPERSEDE`` of its reconcile decision (see :func:`decide`)."""
         meta = p.item.metadata
         by_id = self.conn.execute(
             "SELECT rowid, content_hash, status FROM memories WHERE user_id = ? AND id = ?",
@@ -125,11 +130,20 @@ class Changes:
             same_hash=Found(by_hash[1], p.content_hash, by_hash[2]) if by_hash else None,
             nearest=self._nearest(p) if by_hash is None else None,
             threshold=self.threshold,
+            reconcile=meta.reconcile,
+            target=self._target(meta.user_id, meta.reconcile.target_id) if meta.reconcile else None,
         )
         if decision.event == "NONE":
             self.touched.add(by_id[0])
         elif decision.event == "REINFORCE":
-            self._reinforce(decision.memory_id, p, decision.reason)
+            if not self._reinforce(decision.memory_id, p, decision.reason, decision.reconciled):
+                why = f"{decision.reason}; it already has these sources"
+                return WriteEvent("NONE", decision.memory_id, p.item.id, why)
+        elif decision.previous_id is not None:
+            self._replace(p, decision, rowid=by_id[0] if decision.reactivate else None)
+            return WriteEvent(
+                decision.event, p.item.id, p.item.id, decision.reason, decision.previous_id
+            )
         elif decision.reactivate:
             self._store(p, decision.reason, rowid=by_id[0])
         else:
@@ -148,6 +162,8 @@ class Changes:
             ).fetchone()
             best = (row[0], stored[1]) if row else None
         pending = self._pending.nearest((p.user_id, meta.memory_type.value, p.model), p.vector)
+        if pending is not None and pending[0] in self._retired:
+            pending = None
         if pending is not None and (best is None or pending[1] > best[1]):
             best = pending
         return best
@@ -175,7 +191,48 @@ class Changes:
             self._stored_best.update(zip((q.index for q in batch), found, strict=True))
         return self._stored_best[p.index]
 
-    def _store(self, p: Prepared, reason: str, *, rowid: int | None) -> None:
+    def _target(self, owner: str, memory_id: str | None) -> Found | None:
+        """The memory ``memory_id`` of ``owner`` a reconcile decision names, if stored."""
+        row = self.conn.execute(
+            "SELECT content_hash, status FROM memories WHERE user_id = ? AND id = ?",
+            (owner, memory_id),
+        ).fetchone()
+        return Found(str(memory_id), row[0], row[1]) if row and memory_id else None
+
+    def _replace(self, p: Prepared, decision: Decision, *, rowid: int | None) -> None:
+        """Apply a reconcile ``UPDATE`` or ``SUPERSEDE``: store the item, retire its target."""
+        owner, target = p.user_id, decision.previous_id
+        old_rowid, old_text, supports_text, old_from = self.conn.execute(
+            "SELECT rowid, memory, supports, valid_from FROM memories WHERE user_id = ? AND id = ?",
+            (owner, target),
+        ).fetchone()
+        ends = None
+        if decision.event == "UPDATE":  # the merged memory keeps the target's provenance
+            earliest = min(filter(None, [old_from, iso(p.valid_from)]), default=None)
+            supports = merge_supports(load_supports(supports_text), p.supports)
+            p = replace(p, supports=supports, valid_from=parse_time(earliest))
+        else:
+            ends = iso(p.valid_from or self.now)
+        self._store(p, decision.reason, rowid=rowid, event=decision.event, old=old_text)
+        self.conn.execute(
+            "UPDATE memories SET status = 'superseded', retired_at = ?, superseded_by = ?, "
+            "valid_to = COALESCE(?, valid_to) WHERE rowid = ?",
+            (iso(self.now), p.item.id, ends, old_rowid),
+        )
+        new = p.item.memory
+        self.history(owner, str(target), decision.event, old_text, new, decision.reason, p.supports)
+        self.touched.add(old_rowid)
+        self._retired.add(str(target))
+
+    def _store(
+        self,
+        p: Prepared,
+        reason: str,
+        *,
+        rowid: int | None,
+        event: EventKind = "ADD",
+        old: str | None = None,
+    ) -> None:
         meta = p.item.metadata
         values: dict[str, Any] = {
             "id": p.item.id,
@@ -216,13 +273,15 @@ class Changes:
             "INSERT INTO memories_fts (rowid, memory) VALUES (?, ?)", (rowid, p.item.memory)
         )
         self._set_keys(rowid, p.supports)
-        self.history(meta.user_id, p.item.id, "ADD", None, p.item.memory, reason, p.supports)
+        self.history(meta.user_id, p.item.id, event, old, p.item.memory, reason, p.supports)
         self.touched.add(rowid)
         if p.vector is not None:
             kind = (meta.user_id, meta.memory_type.value, p.model)
             self._pending.add(kind, p.item.id, p.vector)
 
-    def _reinforce(self, memory_id: str, p: Prepared, reason: str) -> None:
+    def _reinforce(self, memory_id: str, p: Prepared, reason: str, once: bool = False) -> bool:
+        """Reinforce ``memory_id`` with ``p``'s sources; ``once``: not when it has them all
+        (then nothing changes and this returns ``False``)."""
         owner = p.user_id
         rowid, memory, supports_text, item_text, valid_from = self.conn.execute(
             "SELECT rowid, memory, supports, item, valid_from FROM memories "
@@ -230,6 +289,9 @@ class Changes:
             (owner, memory_id),
         ).fetchone()
         supports = load_supports(supports_text)
+        if once and already_supported(supports, p.supports):
+            self.touched.add(rowid)
+            return False
         if self.replace_key is not None and not self.in_parts and rowid not in self.touched:
             # The source is being rewritten: what it said before is replaced by what it says now.
             supports, _ = drop_key(supports, self.replace_key)
@@ -240,6 +302,7 @@ class Changes:
         full = f"{reason}; written as item {p.item.id}"
         self.history(owner, memory_id, "REINFORCE", memory, memory, full, p.supports)
         self.touched.add(rowid)
+        return True
 
     def drop_source(
         self, owner: str, key: str, *, retire_as: MemoryStatus, event: EventKind, reason: str
