@@ -25,6 +25,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from memreader.errors import InputError
+from memreader.stores.base import SEARCH_MODES
 
 if TYPE_CHECKING:
     from memreader.items import TextualMemoryItem
@@ -63,6 +64,12 @@ def add_store_parsers(commands: Any) -> None:
     )
     search.add_argument(
         "--no-embedding", action="store_true", help="full-text search only (no query vector)"
+    )
+    search.add_argument(
+        "--mode",
+        choices=SEARCH_MODES,
+        default="hybrid",
+        help="which rankings are fused: hybrid (default: text and vectors), vector or text",
     )
     history = commands.add_parser("history", help="every change of one stored memory")
     history.add_argument("memory_id", metavar="ID", help="the memory's id")
@@ -119,7 +126,9 @@ def _search(args: argparse.Namespace, url: str) -> int:
     if args.k < 1:
         raise InputError(f"-k must be at least 1, got {args.k}")
     since, until = _time(args.since, "--since"), _time(args.until, "--until")
-    embedder = None if args.no_embedding else _query_embedder(args.config)
+    if args.no_embedding and args.mode == "vector":
+        raise InputError("--mode vector needs a query vector: drop --no-embedding")
+    embedder = None if args.no_embedding or args.mode == "text" else _query_embedder(args.config)
     try:
         with _open(url, embedder) as store:
             hits = store.search(
@@ -131,6 +140,7 @@ def _search(args: argparse.Namespace, url: str) -> int:
                 until=until,
                 session_id=args.session,
                 include_inactive=args.all,
+                mode=args.mode,
             )
     finally:
         close = getattr(embedder, "close", None)

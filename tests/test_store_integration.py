@@ -331,6 +331,10 @@ def test_read_into_a_store_then_search_history_and_forget(
     assert code == 0 and len(lines) == 2 and lines[0].startswith(f"1. {first}  final=")
     assert "similarity=- text_rank=1 importance=" in lines[0]
     assert lines[1].startswith("   user: ") and "c: day 1," in lines[1]
+    code, out, _ = run_cli(capsys, "search", "1", *common, "--mode", "text", "-k", "1")
+    assert code == 0 and out.splitlines()[0] == lines[0], "text mode needs no query vector"
+    code, _, err = run_cli(capsys, "search", "1", *common, "--mode", "vector", "--no-embedding")
+    assert code == 2 and "--mode vector needs a query vector" in err
 
     code, out, _ = run_cli(capsys, "history", first, *common)
     lines = out.splitlines()
