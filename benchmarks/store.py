@@ -7,7 +7,8 @@ Run by hand (not in the test suite), on an otherwise idle machine::
 
 Options: ``--sizes 10000,100000`` (memories of one owner), ``--queries 200``, ``--rounds 3``
 (ingestion), ``--locomo-messages 2000``, ``--skip pg,minilm,retrieval,ingest`` (parts left
-out). Markdown goes to stdout (paste it into RESULTS.md), progress to stderr.
+out), ``--sweep`` (the retrieval check for each importance_weight x gamma).
+Markdown goes to stdout (paste it into RESULTS.md), progress to stderr.
 
 What it measures:
 
@@ -21,7 +22,12 @@ What it measures:
 - **Retrieval, hybrid against vector-only**: MemoryBank English read in fast mode (each day a
   scene, the default local embedder) and written into a SQLite store; each day's first user
   message searched (``k=5``, its owner) with ``mode="hybrid"``, ``"vector"`` and ``"text"``; a
-  hit when a memory citing that day is among the first 1 / 5.
+  hit when a memory citing that day is among the first 1 / 5. ``cosine``: the owner's
+  memories ranked by cosine alone. With ``--sweep``, hybrid and vector again for each
+  ``importance_weight`` x ``gamma`` store option (the score's weights, see
+  ``memreader/stores/scoring.py``)::
+
+      HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/store.py --sizes "" --skip ingest --sweep
 - **Ingestion**: fast mode plus writing the items to JSONL (``model_dump_json`` lines) or
   into a fresh SQLite store (``store.write`` per call; the reader's ``store`` set, so its
   ``dedup`` step runs as in a store job), rounds interleaved, medians; MemoryBank and a
@@ -360,42 +366,50 @@ def _day_ranks(store: Any, users: dict[str, Scenes], mode: str) -> list[int]:
     return ranks
 
 
-def retrieval(folder: Path) -> dict[str, Any]:
-    """Each MemoryBank day's first user message against its owner's memories: recall@1/@5
-    per search mode; with the stored importance (fast mode's heuristic) or every memory's
-    importance neutral (0.5), and with the default decay or none (``gamma=1``)."""
-    import shutil
+#: The weights ``--sweep`` tries: importance_weight x gamma.
+SWEEP_WEIGHTS = (0.0, 0.05, 0.1, 0.2, 0.5)
+SWEEP_GAMMAS = (1.0, 0.999, 0.995, 0.99)
 
+
+def _recall(ranks: list[int], memories: int) -> dict[str, Any]:
+    return {
+        "queries": len(ranks),
+        "memories": memories,
+        "recall@1": round(sum(r == 1 for r in ranks) / len(ranks), 4),
+        "recall@5": round(sum(r > 0 for r in ranks) / len(ranks), 4),
+    }
+
+
+def retrieval(folder: Path, sweep: bool) -> dict[str, Any]:
+    """Each MemoryBank day's first user message against its owner's memories: recall@1/@5
+    per search mode with the store's default weights (and the stored importance: fast mode's
+    heuristic); with ``sweep``, hybrid and vector search for every importance_weight x gamma
+    of :data:`SWEEP_WEIGHTS` x :data:`SWEEP_GAMMAS`."""
     from memreader.datasets import load_memorybank
     from memreader.stores import open_store
 
     users = load_memorybank(MEMORYBANK)
     path = folder / "retrieval.db"
     memories = ingest(list(users.items()), "sqlite", path)["rows"]
-    neutral = folder / "retrieval-neutral.db"
-    shutil.copy(path, neutral)
-    with sqlite3.connect(neutral) as conn:
-        conn.execute("UPDATE memories SET importance = NULL, importance_reason = NULL")
     reader = _reader(None)
-    found: dict[str, list[int]] = {}
-    for label, db in (("", path), ("importance neutral", neutral)):
-        for gamma in (None, 1.0):
-            options = {} if gamma is None else {"gamma": gamma}
-            name = ", ".join(x for x in (label, "no decay" if gamma else "") if x)
-            url = f"sqlite:///{db}"
+    url = f"sqlite:///{path}"
+    out: dict[str, Any] = {"modes": {}, "sweep": []}
+    with open_store(url, embedder=reader.runtime.embedder) as store:
+        for mode in ("hybrid", "vector", "text", "cosine"):
+            out["modes"][mode] = _recall(_day_ranks(store, users, mode), memories)
+    for weight in SWEEP_WEIGHTS if sweep else ():
+        for gamma in SWEEP_GAMMAS:
+            options = {"importance_weight": weight, "gamma": gamma}
+            row: dict[str, Any] = dict(options)
             with open_store(url, embedder=reader.runtime.embedder, **options) as store:
-                for mode in ("hybrid", "vector", "text", "cosine"):
-                    found[f"{mode}, {name}" if name else mode] = _day_ranks(store, users, mode)
+                for mode in ("hybrid", "vector"):
+                    found = _recall(_day_ranks(store, users, mode), memories)
+                    row[f"{mode} recall@1"] = found["recall@1"]
+                    row[f"{mode} recall@5"] = found["recall@5"]
+            out["sweep"].append(row)
+            _log(json.dumps(row))
     reader.close()
-    return {
-        mode: {
-            "queries": len(ranks),
-            "memories": memories,
-            "recall@1": round(sum(r == 1 for r in ranks) / len(ranks), 4),
-            "recall@5": round(sum(r > 0 for r in ranks) / len(ranks), 4),
-        }
-        for mode, ranks in found.items()
-    }
+    return out
 
 
 def _table(head: str, rows: list[list[Any]]) -> list[str]:
@@ -412,8 +426,11 @@ def markdown(run: dict[str, Any]) -> str:
     ]  # fmt: skip
     head = "store|memories|vectors|first search ms|p50 ms|p95 ms|vector-only p50|p95|recall@10"
     lines = _table(head, search)
-    modes = [[m, *r.values()] for m, r in run["retrieval"].items()]
+    modes = [[m, *r.values()] for m, r in run["retrieval"].get("modes", {}).items()]
     lines += _table("mode|queries|memories|recall@1|recall@5", modes) if modes else []
+    swept = [list(r.values()) for r in run["retrieval"].get("sweep", [])]
+    head = "importance_weight|gamma|hybrid recall@1|hybrid recall@5|vector recall@1|vector recall@5"
+    lines += _table(head, swept) if swept else []
     ingested = [
         [name, r["messages"], r["median_wall_s"]["jsonl"], r["median_wall_s"]["sqlite"],
          r["sqlite_over_jsonl"], r["median_sink_s"]["jsonl"], r["median_sink_s"]["sqlite"],
@@ -432,6 +449,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--locomo-messages", type=int, default=2000)
     parser.add_argument("--skip", default="")
+    parser.add_argument("--sweep", action="store_true")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     args.sizes = [int(x) for x in args.sizes.split(",") if x]
@@ -447,7 +465,7 @@ def main() -> None:
         if args.sizes:
             run["search"] = search_scale(args, folder)
         if "retrieval" not in args.skip and MEMORYBANK.exists():
-            run["retrieval"] = retrieval(folder)
+            run["retrieval"] = retrieval(folder, args.sweep)
             _log(json.dumps(run["retrieval"]))
         if "ingest" not in args.skip:
             run["ingestion"] = ingestion(args, folder)

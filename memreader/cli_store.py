@@ -185,7 +185,8 @@ def _hit_line(rank: int, hit: SearchHit) -> str:
     text_rank = "-" if s.text_rank is None else str(s.text_rank)
     status = "" if memory.status == "active" else f" [{memory.status}]"
     return (
-        f"{rank}. {memory.id}{status}  final={s.final:.4g} fused={s.fused:.4f} "
+        f"{rank}. {memory.id}{status}  final={s.final:.4g} relevance={s.relevance:.3f} "
+        f"fused={s.fused:.4f} "
         f"similarity={similarity} text_rank={text_rank} importance={s.importance:.2f} "
         f"decay={s.decay:.4g}"
     )
@@ -207,6 +208,7 @@ def _hit_json(hit: SearchHit) -> dict[str, Any]:
         "sources": len(meta.sources),
         "score": {
             "final": hit.score.final,
+            "relevance": hit.score.relevance,
             "fused": hit.score.fused,
             "similarity": hit.score.similarity,
             "text_rank": hit.score.text_rank,

@@ -318,6 +318,7 @@ def test_read_into_a_store_then_search_history_and_forget(
     assert code == 0 and "c: day 1," in hits[0]["memory"] and hits[0]["score"]["text_rank"] == 1
     assert set(hits[0]["score"]) == {
         "final",
+        "relevance",
         "fused",
         "similarity",
         "text_rank",

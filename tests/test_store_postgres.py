@@ -29,6 +29,7 @@ from memreader.cli import main
 from memreader.errors import ConfigError, InputError, StoreError
 from memreader.items import SourceMessage, TextualMemoryItem, TextualMemoryItemMetadata
 from memreader.stores import MemoryStore, SourceSelector, open_store
+from memreader.stores.scoring import DEFAULT_GAMMA, DEFAULT_IMPORTANCE_WEIGHT
 from memreader.testing import HashEmbedder
 from tests.pg_server import create_database, running_server
 
@@ -307,8 +308,9 @@ def test_hybrid_search_finds_a_rare_word_and_explains_its_score(store: MemorySto
     assert hits[0].memory.item.memory == "We met in Zanzibar last spring"
     top = hits[0].score
     assert top.text_rank == 1 and top.similarity is not None
-    assert top.importance == 0.5 and math.isclose(top.decay, 0.99**10)
-    assert math.isclose(top.final, top.fused * (0.5 + top.importance) * top.decay)
+    assert top.importance == 0.5 and math.isclose(top.decay, DEFAULT_GAMMA**10)
+    factor = 1 + DEFAULT_IMPORTANCE_WEIGHT * (top.importance - 0.5)
+    assert math.isclose(top.final, top.relevance * factor * top.decay) and 0 < top.relevance <= 1
     finals = [h.score.final for h in hits]
     assert finals == sorted(finals, reverse=True) and len(hits) == 5
     exact = store.search("note number 7 about everyday things", user_id="u1", k=1)
@@ -354,7 +356,7 @@ def test_newer_memories_decay_less(store: MemoryStore) -> None:
         [item("old", "Ana likes tea", at=T0 - timedelta(days=100)), item("new", "Bo likes tea")]
     )
     hits = {h.memory.id: h.score for h in store.search("likes tea", user_id="u1", now=T0)}
-    assert math.isclose(hits["old"].decay, 0.99**100)
+    assert math.isclose(hits["old"].decay, DEFAULT_GAMMA**100)
     assert hits["new"].decay == 1.0 or hits["new"].decay > hits["old"].decay
 
 
@@ -740,3 +742,26 @@ def test_a_job_killed_before_its_commit_reruns_to_the_rows_of_a_clean_run(
 
     killed, fresh = run("killed", die=True), run("fresh", die=False)
     assert killed == fresh and sorted(r[2] for r in fresh) == ["active"] * 4 + ["superseded"]
+
+
+def test_text_search_skips_words_past_the_budget(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memreader.stores import postgres_text
+
+    store.write([item(f"t{i}", f"tea note {i}") for i in range(10)], now=T0)
+    store.write([item("z", "tea in Zanzibar")], now=T0)
+
+    def found(query: str) -> set[str]:
+        return {h.memory.id for h in store.search(query, user_id="u1", k=20, mode="text")}
+
+    assert len(found("tea zanzibar")) == 11  # 11 rows: within the default budget
+    monkeypatch.setattr(postgres_text, "TEXT_BUDGET", 5)
+    # "tea" is in 11 rows, more than the budget: only the rare word is ranked.
+    assert found("tea zanzibar") == {"z"}
+    assert found("tea") == set()
+    # A write of this store refreshes the counts: "zanzibar" is now past the budget too.
+    store.write([item(f"z{i}", f"Zanzibar again {i}") for i in range(5)], now=T0)
+    assert found("zanzibar") == set()
+    assert found("again zanzibar") == {f"z{i}" for i in range(5)}
+    assert found("zanzibar 3") == {"t3", "z3"}

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from memreader.errors import ConfigError, InputError, StoreError
 from memreader.items import SourceMessage, TextualMemoryItem, TextualMemoryItemMetadata
 from memreader.stores import STORES, MemoryStore, SourceSelector, open_store
+from memreader.stores.scoring import DEFAULT_GAMMA, DEFAULT_IMPORTANCE_WEIGHT
 from memreader.testing import HashEmbedder
 
 T0 = datetime(2026, 1, 10, 12, 0, tzinfo=timezone.utc)
@@ -270,8 +271,9 @@ def test_hybrid_search_finds_a_rare_word_and_explains_its_score(store: MemorySto
     assert hits[0].memory.item.memory == "We met in Zanzibar last spring"
     top = hits[0].score
     assert top.text_rank == 1 and top.similarity is not None
-    assert top.importance == 0.5 and math.isclose(top.decay, 0.99**10)
-    assert math.isclose(top.final, top.fused * (0.5 + top.importance) * top.decay)
+    assert top.importance == 0.5 and math.isclose(top.decay, DEFAULT_GAMMA**10)
+    factor = 1 + DEFAULT_IMPORTANCE_WEIGHT * (top.importance - 0.5)
+    assert math.isclose(top.final, top.relevance * factor * top.decay) and 0 < top.relevance <= 1
     finals = [h.score.final for h in hits]
     assert finals == sorted(finals, reverse=True) and len(hits) == 5
     # The same text as the query: the vector list puts it first (cosine 1).
@@ -322,7 +324,7 @@ def test_newer_memories_decay_less(store: MemoryStore) -> None:
         ]
     )
     hits = {h.memory.id: h.score for h in store.search("likes tea", user_id="u1", now=T0)}
-    assert math.isclose(hits["old"].decay, 0.99**100) and hits["new"].decay == 1.0
+    assert math.isclose(hits["old"].decay, DEFAULT_GAMMA**100) and hits["new"].decay == 1.0
 
 
 # -- owners --------------------------------------------------------------------------------
@@ -596,3 +598,27 @@ def test_cached_vectors_follow_this_process_writes(
         assert again.item.metadata.embedding is not None
     # One load per store opened (the purge drops rows: then the vectors are read again).
     assert loads.count("u1") == 1 + len(steps) + 1 + 1
+
+
+def test_importance_and_decay_weigh_what_the_store_options_say(tmp_path: Path) -> None:
+    old = item("old", "Ana likes green tea", at=T0 - timedelta(days=30))
+    meta = old.metadata.model_copy(update={"importance": 1.0})
+    items = [old.model_copy(update={"metadata": meta}), item("new", "Bo likes green tea", at=T0)]
+    for options, parts in (
+        ({}, (DEFAULT_IMPORTANCE_WEIGHT, DEFAULT_GAMMA)),
+        ({"importance_weight": 0, "gamma": 1.0}, (0.0, 1.0)),
+        ({"importance_weight": 1.5, "gamma": 0.9}, (1.5, 0.9)),
+    ):
+        url = f"sqlite:///{tmp_path / 'w.db'}"
+        with open_store(url, embedder=HashEmbedder(), **options) as store:
+            store.write(items, now=T0)
+            hits = {h.memory.id: h.score for h in store.search("green tea", user_id="u1", now=T0)}
+        weight, gamma = parts
+        for score in hits.values():
+            factor = 1 + weight * (score.importance - 0.5)
+            assert math.isclose(score.final, score.relevance * factor * score.decay)
+            assert math.isclose(score.decay, gamma ** (30 if score.importance == 1.0 else 0))
+        assert max(s.relevance for s in hits.values()) == 1.0
+    for bad in (-0.1, 2, True, "0.1"):
+        with pytest.raises(ConfigError, match="importance_weight must be a number in"):
+            open_store(f"sqlite:///{tmp_path / 'w.db'}", importance_weight=bad)

@@ -81,7 +81,7 @@ def open_store(url: str, *, embedder: QueryEmbedder | None = None, **options: An
         embedder: embeds queries (and items written without vectors); without one, search is
             full text only.
         options: the store's own options (for ``sqlite``: ``near_duplicate``, ``gamma``,
-            ``timeout``).
+            ``importance_weight``, ``timeout``).
 
     Raises:
         ConfigError: the URL has no scheme, or one no store handles (the message lists the

@@ -34,6 +34,7 @@ from urllib.parse import unquote_plus
 from memreader.errors import StoreError
 from memreader.items import TextualMemoryItem
 from memreader.secret_masking import is_secret_key
+from memreader.stores.scoring import ScoreParts
 
 __all__ = [
     "SEARCH_MODES",
@@ -134,25 +135,6 @@ class HistoryEntry:
     at: datetime
     reason: str
     source_ids: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class ScoreParts:
-    """Why a hit ranked where it did: ``final`` is what hits are sorted by.
-
-    ``similarity`` is the cosine of the query's and the memory's vectors (``None`` without
-    vectors), ``text_rank`` its rank in the full-text search (1 = best; ``None`` when the text
-    search did not find it), ``fused`` the rank fusion of both lists, ``importance`` the
-    memory's (0..1, a neutral 0.5 when unscored) and ``decay`` ``gamma ** age_in_days``.
-    ``final = fused * (0.5 + importance) * decay`` (see :mod:`memreader.stores.scoring`).
-    """
-
-    final: float
-    fused: float
-    similarity: float | None
-    text_rank: int | None
-    importance: float
-    decay: float
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,7 @@ from memreader.stores.decisions import DEFAULT_NEAR_DUPLICATE, selector_key, val
 from memreader.stores.postgres_ops import (
     Connection,
     Filters,
+    Ranking,
     lock_owners,
     lookup,
     owners_of,
@@ -64,15 +65,20 @@ from memreader.stores.postgres_schema import (
     vector_text,
 )
 from memreader.stores.postgres_session import Session, check_dimensions, stored_dimension
+from memreader.stores.postgres_text import WordRows
 from memreader.stores.postgres_write import Changes, prepare
-from memreader.stores.scoring import DEFAULT_GAMMA
+from memreader.stores.scoring import (
+    DEFAULT_GAMMA,
+    DEFAULT_IMPORTANCE_WEIGHT,
+    check_importance_weight,
+)
 
 __all__ = ["PostgresStore"]
 
 #: Seconds a call waits for a lock (or for the server to accept the connection) before it fails.
 DEFAULT_TIMEOUT = 30.0
 
-_OPTIONS = {"near_duplicate", "gamma", "timeout", "dimension"}
+_OPTIONS = {"near_duplicate", "gamma", "importance_weight", "timeout", "dimension"}
 
 
 @register_store("postgresql")
@@ -85,6 +91,7 @@ class PostgresStore(MemoryStore):
             search is full text only.
         near_duplicate: the cosine at which a new memory reinforces a stored one.
         gamma: the daily decay of search scores.
+        importance_weight: how much a memory's importance moves its search score, in [0, 2).
         timeout: seconds any call waits for a lock, and the connection for the server.
         dimension: the vector dimension, when it should be fixed before the first vector.
 
@@ -101,6 +108,7 @@ class PostgresStore(MemoryStore):
         embedder: QueryEmbedder | None = None,
         near_duplicate: float = DEFAULT_NEAR_DUPLICATE,
         gamma: float = DEFAULT_GAMMA,
+        importance_weight: float = DEFAULT_IMPORTANCE_WEIGHT,
         timeout: float = DEFAULT_TIMEOUT,
         dimension: int | None = None,
     ) -> None:
@@ -119,7 +127,9 @@ class PostgresStore(MemoryStore):
         self.embedder = embedder
         self.near_duplicate = check_option("near_duplicate", near_duplicate, 0.0, 1.0)
         self.gamma = check_option("gamma", gamma, 0.0, 1.0)
+        self.importance_weight = check_importance_weight(importance_weight)
         self.timeout = check_option("timeout", timeout, 0.0, 86_400.0)
+        self._words = WordRows()
         self._session = Session(url, self.timeout)
         try:
             self._dimension = self._session.run(
@@ -133,8 +143,8 @@ class PostgresStore(MemoryStore):
     def from_url(
         cls, url: str, *, embedder: QueryEmbedder | None = None, **options: Any
     ) -> PostgresStore:
-        """Open ``postgresql://...`` (options: ``near_duplicate``, ``gamma``, ``timeout``,
-        ``dimension``)."""
+        """Open ``postgresql://...`` (options: ``near_duplicate``, ``gamma``,
+        ``importance_weight``, ``timeout``, ``dimension``)."""
         unknown = sorted(set(options) - _OPTIONS)
         if unknown:
             raise ConfigError(
@@ -325,7 +335,9 @@ class PostgresStore(MemoryStore):
             # be compared with what is stored, and the search is full text only.
             usable = vector is not None and len(vector) == dimension and any(vector)
             pg_vector = vector_text(vector) if usable and vector is not None else None
-            return search(conn, text, owner, k, filters, pg_vector, at, self.gamma)
+            words, writes = self._words, self._session.writes
+            ranking = Ranking(self.gamma, self.importance_weight, words, writes)
+            return search(conn, text, owner, k, filters, pg_vector, at, ranking)
 
         return self._session.run(work, write=False)
 

@@ -18,19 +18,14 @@ from memreader.items import TextualMemoryItem
 from memreader.stores.base import ScoreParts, SearchHit, WriteEvent
 from memreader.stores.decisions import Found, content_hash, decide
 from memreader.stores.postgres_schema import MEMORY_COLUMNS, memory_from_row
-from memreader.stores.scoring import (
-    age_days,
-    decay,
-    final_score,
-    fts_query,
-    importance_of,
-    rrf_score,
-)
+from memreader.stores.postgres_text import WordRows, text_list
+from memreader.stores.scoring import Candidate, rank_candidates
 
 __all__ = [
     "CANDIDATES",
     "LOOKUP_CHUNK",
     "Filters",
+    "Ranking",
     "lock_owners",
     "lookup",
     "nearest",
@@ -205,29 +200,15 @@ def seen_rows(conn: Connection, key: str, owner: str, seen: Collection[str]) -> 
     return {int(r[0]) for r in rows}
 
 
-def _tsquery(query: str) -> str | None:
-    """The words of ``query`` as a ``to_tsquery`` text matching any of them: the words
-    :func:`~memreader.stores.scoring.fts_query` finds (quoted \\w+ runs joined by ``OR``), so
-    both stores search the same words."""
-    match = fts_query(query)
-    if match is None:
-        return None
-    words = [part[1:-1] for part in match.split(" OR ")]
-    return " | ".join(f"'{w}'" for w in words)
+@dataclass(frozen=True)
+class Ranking:
+    """How a store ranks: its decay ``gamma``, its ``importance_weight`` (see
+    :mod:`memreader.stores.scoring`), its word-count cache and its count of writes so far."""
 
-
-def _text_list(conn: Connection, query: str, owner: str, filters: Filters, n: int) -> list[int]:
-    words = _tsquery(query)
-    if words is None:
-        return []
-    where, params = filters.sql()
-    rows = conn.execute(
-        "SELECT m.rowid FROM memreader_memories m, to_tsquery('simple', %s) q "
-        f"WHERE m.fts @@ q AND m.user_id = %s{where} "
-        "ORDER BY ts_rank(m.fts, q) DESC, m.rowid LIMIT %s",
-        (words, owner, *params, n),
-    ).fetchall()
-    return [r[0] for r in rows]
+    gamma: float
+    importance_weight: float
+    words: WordRows
+    writes: int
 
 
 def search(
@@ -238,47 +219,42 @@ def search(
     filters: Filters,
     vector: str | None,
     now: datetime,
-    gamma: float,
+    ranking: Ranking,
 ) -> list[SearchHit]:
     """The hybrid search of :meth:`MemoryStore.search`: the vector list (``vector`` in pgvector
-    text, ``None`` for text only) and the ``ts_rank`` list, fused and scored as
+    text, ``None`` for text only) and the ``ts_rank`` list (within the word budget of
+    :mod:`memreader.stores.postgres_text`), fused and scored as
     :mod:`memreader.stores.scoring` says."""
     n = max(CANDIDATES, 5 * k)
     vector_list: list[tuple[int, str, float]] = []
     if vector is not None:
         where, params = filters.sql()
         vector_list = nearest(conn, owner, where, params, vector, n)
-    text_list = _text_list(conn, query, owner, filters, n)
+    counts = (ranking.words, ranking.writes)
+    text_ranks = {
+        rowid: rank
+        for rank, rowid in enumerate(text_list(conn, query, owner, filters, n, counts), 1)
+    }
     ranks: dict[int, list[int]] = {}
     for rank, (rowid, _, _) in enumerate(vector_list, 1):
         ranks.setdefault(rowid, []).append(rank)
-    text_ranks = {rowid: rank for rank, rowid in enumerate(text_list, 1)}
     for rowid, rank in text_ranks.items():
         ranks.setdefault(rowid, []).append(rank)
     if not ranks:
         return []
-    scored: list[tuple[int, ScoreParts]] = []
     rows = conn.execute(
         "SELECT rowid, importance, COALESCE(valid_from, recorded_at), "
         "1 - (embedding <=> %s::vector) FROM memreader_memories "
         "WHERE user_id = %s AND rowid = ANY(%s)",
         (vector, owner, list(ranks)),
     ).fetchall()
-    for rowid, importance, when, cosine in rows:
-        fused = rrf_score(ranks[rowid])
-        weight = importance_of(importance)
-        factor = decay(age_days(when, now), gamma)
-        similarity = None if cosine is None or math.isnan(cosine) else float(cosine)
-        parts = ScoreParts(
-            final=final_score(fused, weight, factor),
-            fused=fused,
-            similarity=similarity,
-            text_rank=text_ranks.get(rowid),
-            importance=weight,
-            decay=factor,
-        )
-        scored.append((rowid, parts))
-    scored.sort(key=lambda hit: (-hit[1].final, -hit[1].fused, hit[0]))
+    candidates: list[Candidate] = [
+        (rowid, importance, when, None if cosine is None or math.isnan(cosine) else float(cosine))
+        for rowid, importance, when, cosine in rows
+    ]
+    scored = rank_candidates(
+        candidates, ranks, text_ranks, now, ranking.gamma, ranking.importance_weight
+    )
     return _hits(conn, scored[:k])
 
 

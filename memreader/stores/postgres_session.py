@@ -47,6 +47,8 @@ class Session:
         self.timeout = timeout
         self._lock = threading.RLock()
         self._closed = False
+        #: Writes committed through this session (caches of what they change key on it).
+        self.writes = 0
         self._conn = self._connect()
 
     def _connect(self) -> Connection:
@@ -73,7 +75,9 @@ class Session:
         with self._lock:
             for attempt in range(1, RETRIES + 1):
                 try:
-                    return self._attempt(work, write)
+                    result = self._attempt(work, write)
+                    self.writes += 1 if write else 0
+                    return result
                 except _RETRYABLE as exc:
                     if attempt == RETRIES:
                         lost = f"conflict still lost after {RETRIES} tries"

@@ -1,10 +1,13 @@
-"""How every store ranks: reciprocal rank fusion of the vector and full-text lists, then
-importance and decay; and a full-text query that cannot be a syntax error.
+"""How every store ranks: reciprocal rank fusion of the vector and full-text lists,
+normalised to the query's best candidate, then a bounded importance factor and decay; and a
+full-text query that cannot be a syntax error.
 
 >>> round(rrf_score([1]), 5), round(rrf_score([1, 3]), 5)
 (0.01639, 0.03227)
 >>> decay(0.0, 0.99), round(decay(10.0, 0.99), 4)
 (1.0, 0.9044)
+>>> final_score(1.0, 0.5, 1.0, 0.2), round(final_score(0.5, 1.0, 0.9, 0.2), 4)
+(1.0, 0.495)
 >>> fts_query('what about "Porto"?!'), fts_query("?!")
 ('"what" OR "about" OR "porto"', None)
 >>> affordable_words(["the", "porto", "moved"], {"the": 9000, "porto": 3, "moved": 40}, 100)
@@ -15,20 +18,29 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
+
+from memreader.errors import ConfigError
 
 __all__ = [
     "DEFAULT_GAMMA",
+    "DEFAULT_IMPORTANCE_WEIGHT",
     "NEUTRAL_IMPORTANCE",
     "RRF_K",
+    "Candidate",
+    "ScoreParts",
     "affordable_words",
     "age_days",
+    "check_importance_weight",
     "decay",
     "final_score",
     "fts_match",
     "fts_query",
     "fts_words",
     "importance_of",
+    "rank_candidates",
     "rrf_score",
 ]
 
@@ -36,15 +48,64 @@ __all__ = [
 #: list so that agreement between the lists outweighs one list's first place.
 RRF_K = 60
 
-#: The daily decay factor. The MemU design (issue 19) scores retrieval as similarity x
-#: importance x decay; we take decay as ``gamma ** days`` since the memory's time (when the
-#: fact held, else when it was recorded), per day rather than per hour, because memories here
-#: come from chats and documents that span months: 0.99 halves a score in ~69 days, so recent
-#: facts win ties without old ones vanishing. Configurable per store (``gamma=``).
-DEFAULT_GAMMA = 0.99
+#: How much importance moves a score, and (:data:`DEFAULT_GAMMA`) decay: measured
+#: (``benchmarks/store.py --sweep``; RESULTS.md "Retrieval: MemoryBank"), each MemoryBank
+#: day's first user message must find its own day among its owner's 149 memories, with fast
+#: mode's heuristic importance (0.3-0.95) and days 1 to 10 apart. Reciprocal rank fusion is
+#: flat: rank 1 and rank 10 of one list differ by ~13%, adjacent ranks by ~1.6%, so a factor
+#: that moves a score by more than a few percent reorders the list by itself. The first
+#: formula, ``fused * (0.5 + importance) * 0.99 ** days``, let importance (x0.8-1.45) and the
+#: date (1% a day) decide: hybrid recall@5 0.75 against 0.99 for the cosine alone. Swept
+#: over importance_weight {0, 0.05, 0.1, 0.2, 0.5} x gamma {1, 0.999, 0.995, 0.99}: the best
+#: is recall@5 1.0 / recall@1 0.946 (no importance, no decay); 0.05 with gamma 0.999 keeps
+#: recall@5 1.0 and recall@1 0.940, while 0.1 already costs recall@1 (0.852), 0.2 and 0.5
+#: recall@5 too, and gamma 0.995 / 0.99 cost recall@1 (0.84 / 0.64). So the defaults are the
+#: largest weights that cost nothing measurable here yet still decide near-ties: importance
+#: moves a score by at most +-2.5%, more than the gap between adjacent ranks of one list (a
+#: near-tie) and far less than the ~13% between rank 1 and rank 10. This check cannot show a
+#: gain from importance (fast mode's heuristic knows nothing of the query's day), only a cost.
+DEFAULT_IMPORTANCE_WEIGHT = 0.05
+
+#: The daily decay factor: decay is ``gamma ** days`` since the memory's time (when the fact
+#: held, else when it was recorded), per day rather than per hour, because memories here come
+#: from chats and documents that span months. 0.999 (measured with
+#: :data:`DEFAULT_IMPORTANCE_WEIGHT`, see there) costs 1% over 10 days and 30% over a year
+#: (half-life ~693 days): recency decides between near-equal hits, not between a close and a
+#: far one. Configurable per store (``gamma=``).
+DEFAULT_GAMMA = 0.999
 
 #: The importance of a memory nothing has scored: the middle, so it neither helps nor hurts.
 NEUTRAL_IMPORTANCE = 0.5
+
+#: The largest importance weight: at 2 the least important memory would score zero.
+MAX_IMPORTANCE_WEIGHT = 2.0
+
+#: One search candidate as a store reads it: rowid, stored importance (``None``: unscored),
+#: the memory's time, and the cosine with the query (``None`` without vectors).
+Candidate = tuple[int, float | None, datetime, float | None]
+
+
+@dataclass(frozen=True)
+class ScoreParts:
+    """Why a hit ranked where it did: ``final`` is what hits are sorted by.
+
+    ``similarity`` is the cosine of the query's and the memory's vectors (``None`` without
+    vectors), ``text_rank`` its rank in the full-text search (1 = best; ``None`` when the text
+    search did not find it), ``fused`` the rank fusion of both lists (:func:`rrf_score`),
+    ``relevance`` ``fused`` over the best ``fused`` among the query's candidates (0..1, 1 for
+    the best), ``importance`` the memory's (0..1, a neutral 0.5 when unscored) and ``decay``
+    ``gamma ** age_in_days``. ``final = relevance * (1 + w * (importance - 0.5)) * decay``
+    with ``w`` the store's ``importance_weight`` (see :func:`final_score`).
+    """
+
+    final: float
+    fused: float
+    similarity: float | None
+    text_rank: int | None
+    importance: float
+    decay: float
+    relevance: float
+
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SECONDS_PER_DAY = 86_400.0
@@ -70,11 +131,64 @@ def importance_of(importance: float | None) -> float:
     return NEUTRAL_IMPORTANCE if importance is None else importance
 
 
-def final_score(fused: float, importance: float, decay_factor: float) -> float:
-    """``fused * (0.5 + importance) * decay``: an unscored memory (0.5) keeps its fused score,
-    the most important counts 1.5 times, the least 0.5 times, never zero (so importance
-    reorders close hits but cannot hide a memory that both lists found first)."""
-    return fused * (0.5 + importance) * decay_factor
+def final_score(
+    relevance: float, importance: float, decay_factor: float, importance_weight: float
+) -> float:
+    """``relevance * (1 + importance_weight * (importance - 0.5)) * decay``: an unscored
+    memory (0.5) keeps its relevance, and the importance factor lies in ``1 +- w/2`` (0.95 to
+    1.05 at ``w = 0.1``), never zero: importance reorders near-ties, not the list."""
+    return relevance * (1.0 + importance_weight * (importance - NEUTRAL_IMPORTANCE)) * decay_factor
+
+
+def check_importance_weight(value: Any) -> float:
+    """``value`` as an importance weight: a number in ``[0, 2)``.
+
+    Raises:
+        ConfigError: it is not (the message names the option).
+    """
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not 0.0 <= value < MAX_IMPORTANCE_WEIGHT
+    ):
+        raise ConfigError(
+            f"store option importance_weight must be a number in [0, {MAX_IMPORTANCE_WEIGHT}), "
+            f"got {value!r}"
+        )
+    return float(value)
+
+
+def rank_candidates(
+    candidates: Iterable[Candidate],
+    ranks: Mapping[int, Sequence[int]],
+    text_ranks: Mapping[int, int],
+    now: datetime,
+    gamma: float,
+    importance_weight: float,
+) -> list[tuple[int, ScoreParts]]:
+    """Score ``candidates`` (``ranks``: each one's ranks in the lists that found it,
+    ``text_ranks``: in the full-text list) and sort them best first (ties: the higher fused
+    score, then the lower rowid)."""
+    read = list(candidates)
+    fused = {rowid: rrf_score(ranks[rowid]) for rowid, _, _, _ in read}
+    best = max(fused.values(), default=1.0)
+    scored: list[tuple[int, ScoreParts]] = []
+    for rowid, stored, when, similarity in read:
+        weight = importance_of(stored)
+        factor = decay(age_days(when, now), gamma)
+        relevance = fused[rowid] / best
+        parts = ScoreParts(
+            final=final_score(relevance, weight, factor, importance_weight),
+            fused=fused[rowid],
+            similarity=similarity,
+            text_rank=text_ranks.get(rowid),
+            importance=weight,
+            decay=factor,
+            relevance=relevance,
+        )
+        scored.append((rowid, parts))
+    scored.sort(key=lambda hit: (-hit[1].final, -hit[1].fused, hit[0]))
+    return scored
 
 
 def fts_words(text: str) -> list[str]:

@@ -34,7 +34,11 @@ from memreader.stores.base import (
     WriteEvent,
 )
 from memreader.stores.decisions import DEFAULT_NEAR_DUPLICATE, selector_key, validate_items
-from memreader.stores.scoring import DEFAULT_GAMMA
+from memreader.stores.scoring import (
+    DEFAULT_GAMMA,
+    DEFAULT_IMPORTANCE_WEIGHT,
+    check_importance_weight,
+)
 from memreader.stores.sqlite_ops import Filters, StoreOps
 from memreader.stores.sqlite_schema import (
     MEMORY_COLUMNS,
@@ -70,6 +74,8 @@ class SQLiteStore(MemoryStore):
         near_duplicate: the cosine at which a new memory reinforces a stored one
             (:data:`~memreader.stores.decisions.DEFAULT_NEAR_DUPLICATE`).
         gamma: the daily decay of search scores (:data:`~memreader.stores.scoring.DEFAULT_GAMMA`).
+        importance_weight: how much a memory's importance moves its search score, in [0, 2)
+            (:data:`~memreader.stores.scoring.DEFAULT_IMPORTANCE_WEIGHT`).
         timeout: seconds any call waits for another process's lock.
 
     Raises:
@@ -84,6 +90,7 @@ class SQLiteStore(MemoryStore):
         embedder: QueryEmbedder | None = None,
         near_duplicate: float = DEFAULT_NEAR_DUPLICATE,
         gamma: float = DEFAULT_GAMMA,
+        importance_weight: float = DEFAULT_IMPORTANCE_WEIGHT,
         timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
         if embedder is not None and not isinstance(embedder, QueryEmbedder):
@@ -92,17 +99,19 @@ class SQLiteStore(MemoryStore):
         self.embedder = embedder
         self.near_duplicate = _option("near_duplicate", near_duplicate, 0.0, 1.0)
         self.gamma = _option("gamma", gamma, 0.0, 1.0)
+        self.importance_weight = check_importance_weight(importance_weight)
         self.timeout = _option("timeout", timeout, 0.0, 86_400.0)
         self._lock = threading.RLock()
         self._conn = self._connect()
-        self._ops = StoreOps(self._conn, self.gamma)
+        self._ops = StoreOps(self._conn, self.gamma, self.importance_weight)
 
     @classmethod
     def from_url(
         cls, url: str, *, embedder: QueryEmbedder | None = None, **options: Any
     ) -> SQLiteStore:
-        """Open ``sqlite:///path.db`` (options: ``near_duplicate``, ``gamma``, ``timeout``)."""
-        known = {"near_duplicate", "gamma", "timeout"}
+        """Open ``sqlite:///path.db`` (options: ``near_duplicate``, ``gamma``,
+        ``importance_weight``, ``timeout``)."""
+        known = {"near_duplicate", "gamma", "importance_weight", "timeout"}
         unknown = sorted(set(options) - known)
         if unknown:
             raise ConfigError(

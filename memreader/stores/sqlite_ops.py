@@ -18,14 +18,11 @@ from memreader.items import TextualMemoryItem
 from memreader.stores.base import ScoreParts, SearchHit, WriteEvent
 from memreader.stores.decisions import Found, content_hash, decide
 from memreader.stores.scoring import (
+    Candidate,
     affordable_words,
-    age_days,
-    decay,
-    final_score,
     fts_match,
     fts_words,
-    importance_of,
-    rrf_score,
+    rank_candidates,
 )
 from memreader.stores.sqlite_schema import MEMORY_COLUMNS, iso, memory_from_row, parse_time
 from memreader.stores.sqlite_write import bump_versions
@@ -109,11 +106,13 @@ class Filters:
 
 
 class StoreOps:
-    """Reads and purges over ``conn``; ``gamma`` is the daily decay of search scores."""
+    """Reads and purges over ``conn``; ``gamma`` is the daily decay of search scores,
+    ``importance_weight`` how much importance moves them (see :mod:`~memreader.stores.scoring`)."""
 
-    def __init__(self, conn: sqlite3.Connection, gamma: float) -> None:
+    def __init__(self, conn: sqlite3.Connection, gamma: float, importance_weight: float) -> None:
         self.conn = conn
         self.gamma = gamma
+        self.importance_weight = importance_weight
         self.cache = VectorCache()
         self._commits = 0
         self._word_rows: dict[str, int] = {}
@@ -284,29 +283,21 @@ class StoreOps:
             ranks.setdefault(rowid, []).append(rank)
         if not ranks:
             return []
-        scored: list[tuple[int, ScoreParts]] = []
         marks = ", ".join("?" * len(ranks))
+        candidates: list[Candidate] = []
         for rowid, importance, when in self.conn.execute(
             # "+user_id": the rowids pick the rows (the owner's index would scan all of them).
             f"SELECT rowid, importance, COALESCE(valid_from, recorded_at) FROM memories "
             f"WHERE rowid IN ({marks}) AND +user_id = ?",
             (*ranks, owner),
         ):
-            fused = rrf_score(ranks[rowid])
-            weight = importance_of(importance)
             moment = parse_time(when)
             assert moment is not None
-            factor = decay(age_days(moment, now), self.gamma)
-            parts = ScoreParts(
-                final=final_score(fused, weight, factor),
-                fused=fused,
-                similarity=owned.cosine(rowid, q) if q is not None else None,
-                text_rank=text_ranks.get(rowid),
-                importance=weight,
-                decay=factor,
-            )
-            scored.append((rowid, parts))
-        scored.sort(key=lambda hit: (-hit[1].final, -hit[1].fused, hit[0]))
+            similarity = owned.cosine(rowid, q) if q is not None else None
+            candidates.append((rowid, importance, moment, similarity))
+        scored = rank_candidates(
+            candidates, ranks, text_ranks, now, self.gamma, self.importance_weight
+        )
         return self._hits(scored[:k])
 
     def _text_search(self, query: str, owner: str, filters: Filters, n: int) -> list[int]:
