@@ -190,8 +190,10 @@ def time_searches(url: str, texts: list[str], vecs: np.ndarray, queries: int) ->
 
 
 def pg_recall(url: str, asked: list[np.ndarray]) -> float:
-    """Recall@10 of the HNSW list (ef_search 200, as the store sets it for k=10) vs exact."""
+    """Recall@10 of the HNSW list (the ef_search the store sets for k=10) vs exact."""
     import psycopg
+
+    from memreader.stores.postgres_ops import MIN_EF_SEARCH
 
     hit = 0
     sql = "SELECT rowid FROM memreader_memories m WHERE m.user_id = 'u' AND m.status = 'active' "
@@ -199,7 +201,7 @@ def pg_recall(url: str, asked: list[np.ndarray]) -> float:
         for q in asked[:200]:
             text = "[" + ",".join(f"{x:.6f}" for x in q) + "]"
             with conn.transaction():
-                conn.execute("SET LOCAL hnsw.ef_search = 200")
+                conn.execute(f"SET LOCAL hnsw.ef_search = {MIN_EF_SEARCH}")
                 approx = conn.execute(sql + "ORDER BY m.embedding <=> %s::vector LIMIT 10", (text,))
                 found = {r[0] for r in approx}
             exact = conn.execute(

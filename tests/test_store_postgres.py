@@ -765,3 +765,30 @@ def test_text_search_skips_words_past_the_budget(
     assert found("zanzibar") == set()
     assert found("again zanzibar") == {f"z{i}" for i in range(5)}
     assert found("zanzibar 3") == {"t3", "z3"}
+
+
+def test_text_budget_reads_postgres_statistics_once_analyzed(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After ``ANALYZE``, the words' rows are estimated from ``pg_stats`` (no count per
+    word), and the budget still keeps a common word out."""
+    from memreader.stores import postgres_text
+
+    with open_store(url) as store:
+        store.write([item(f"t{i}", f"tea note {i}") for i in range(10)], now=T0)
+        store.write([item("z", "tea in Zanzibar")], now=T0)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("ANALYZE memreader_memories")
+    monkeypatch.setattr(postgres_text, "TEXT_BUDGET", 5)
+    counted: list[str] = []
+    real_get = postgres_text.WordStats.get
+
+    def get(self: Any, conn: Any, owner: str, words: Any, stamp: int) -> Any:
+        rows = real_get(self, conn, owner, words, stamp)
+        counted.extend([] if rows is not None else words)
+        return rows
+
+    monkeypatch.setattr(postgres_text.WordStats, "get", get)
+    with open_store(url) as store:
+        found = {h.memory.id for h in store.search("tea zanzibar", user_id="u1", mode="text")}
+    assert found == {"z"} and counted == []

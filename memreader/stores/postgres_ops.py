@@ -41,9 +41,12 @@ __all__ = [
 CANDIDATES = 50
 
 #: The HNSW candidate list (``hnsw.ef_search``) of every vector search, at least: pgvector's
-#: default (40) gave recall@10 0.76 at 10k 384-dim vectors, 200 gave 0.98 (measured by hand,
-#: see the benchmark results); at most pgvector's limit, 1000.
-MIN_EF_SEARCH = 200
+#: default (40) gave recall@10 0.76 at 10k 384-dim vectors. At 100k memories of one owner
+#: (benchmarks/store.py, latent vectors, 280 queries), ef_search 100 / 120 / 160 / 200 gave
+#: recall@10 0.941 / 0.958 / 0.979 / 0.985 and vector-only p50 13.4 / 11.4 / 13.4 / 15.4 ms,
+#: p95 21.9 / 13.5 / 15.0 / 17.5 ms: 160 is the smallest keeping recall >= 0.95 with margin
+#: (>= 0.97). At most pgvector's limit, 1000.
+MIN_EF_SEARCH = 160
 MAX_EF_SEARCH = 1000
 
 #: Items per query of :func:`lookup`.

@@ -4,7 +4,10 @@ most of an owner's rows (875 ms p95 at 100k memories). As in the embedded store
 (:data:`memreader.stores.sqlite_ops.TEXT_BUDGET`), the query's words are taken rarest first
 while the owner's rows holding them add up to at most :data:`TEXT_BUDGET`
 (:func:`~memreader.stores.scoring.affordable_words`); a word's rows are counted up to the
-budget plus one (enough to decide) and cached by :class:`WordRows`.
+budget plus one (enough to decide) and cached by :class:`WordRows`. Once PostgreSQL has
+statistics of the table (``ANALYZE``: autovacuum's after large writes), a word's rows are
+estimated from them instead (:class:`WordStats`): counting a common word's rows on its first
+search cost up to 23 ms (p95 at 100k memories), more than ranking them.
 """
 
 from __future__ import annotations
@@ -17,7 +20,15 @@ import psycopg
 
 from memreader.stores.scoring import affordable_words, fts_words
 
-__all__ = ["TEXT_BUDGET", "WORD_CACHE", "WORD_TTL", "WordRows", "text_list", "tsquery"]
+__all__ = [
+    "TEXT_BUDGET",
+    "WORD_CACHE",
+    "WORD_TTL",
+    "WordRows",
+    "WordStats",
+    "text_list",
+    "tsquery",
+]
 
 #: The most rows one search's ``ts_rank`` reads. Measured at 100k memories (benchmarks/store.py,
 #: RESULTS.md): ranking costs about 1 ms per 1,000 rows here, so 2,000 keeps the text half
@@ -44,17 +55,74 @@ def tsquery(words: Sequence[str]) -> str | None:
     return " | ".join(f"'{w}'" for w in words) or None
 
 
+#: PostgreSQL's statistics of the ``fts`` column (its most common words and their share of
+#: the table's rows) and of ``user_id`` (the largest owners and their shares), with the table's
+#: row count: what ``ANALYZE`` (autovacuum's, or the benchmark's after its bulk load) found.
+STATS_SQL = """
+SELECT s.attname, s.most_common_elems::text::text[], s.most_common_elem_freqs,
+       s.most_common_vals::text::text[], s.most_common_freqs, c.reltuples
+FROM pg_stats s JOIN pg_class c ON c.relname = s.tablename
+JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = s.schemaname
+WHERE s.tablename = 'memreader_memories' AND s.attname IN ('fts', 'user_id')
+  AND s.schemaname = ANY(current_schemas(false))
+"""
+
+
+class WordStats:
+    """How many of an owner's rows hold a word, estimated from PostgreSQL's statistics
+    (:data:`STATS_SQL`, read again after :data:`WORD_TTL` seconds or a write of this store)
+    without counting: a listed word's share of the table times the owner's rows, an unlisted
+    word the smallest listed share (a rarer word is not listed). ``None`` when there are no
+    statistics, or the owner is not among the largest (a small owner's rows are cheap to
+    count)."""
+
+    def __init__(self) -> None:
+        self._words: dict[str, float] = {}
+        self._rare = 0.0
+        self._owners: dict[str, float] = {}
+        self._since: float | None = None
+        self._stamp: int | None = None
+
+    def _read(self, conn: Connection) -> None:
+        self._words, self._owners, self._rare = {}, {}, 0.0
+        for column, elems, elem_freqs, vals, val_freqs, rows in conn.execute(STATS_SQL):
+            if column == "fts" and elems and elem_freqs:
+                # The frequencies list the elements' own, then their minimum and maximum.
+                self._words = dict(zip(elems, elem_freqs[: len(elems)], strict=True))
+                self._rare = min(self._words.values())
+            elif column == "user_id" and vals and val_freqs and rows > 0:
+                self._owners = {v: f * rows for v, f in zip(vals, val_freqs, strict=True)}
+
+    def get(
+        self, conn: Connection, owner: str, words: Sequence[str], stamp: int
+    ) -> dict[str, int] | None:
+        now = time.monotonic()
+        if stamp != self._stamp or self._since is None or now - self._since > WORD_TTL:
+            self._read(conn)
+            self._since, self._stamp = now, stamp
+        owner_rows = self._owners.get(owner)
+        if not self._words or owner_rows is None:
+            return None
+        share = self._words.get
+        return {w: max(1, round(share(w, self._rare) * owner_rows)) for w in words}
+
+
 class WordRows:
-    """How many of an owner's rows hold a word, counted up to ``TEXT_BUDGET + 1``; cleared
-    when ``stamp`` (the store's count of writes) moves, after :data:`WORD_TTL` seconds, or
-    past :data:`WORD_CACHE` entries."""
+    """How many of an owner's rows hold a word: estimated by :class:`WordStats` when
+    PostgreSQL has statistics of the owner, else counted up to ``TEXT_BUDGET + 1``; counts
+    are cleared when ``stamp`` (the store's count of writes) moves, after :data:`WORD_TTL`
+    seconds, or past :data:`WORD_CACHE` entries."""
 
     def __init__(self) -> None:
         self._rows: dict[tuple[str, str], int] = {}
         self._stamp: int | None = None
         self._since = 0.0
+        self.stats = WordStats()
 
     def get(self, conn: Connection, owner: str, words: Sequence[str], stamp: int) -> dict[str, int]:
+        estimated = self.stats.get(conn, owner, words, stamp)
+        if estimated is not None:
+            return estimated
         now = time.monotonic()
         if stamp != self._stamp or now - self._since > WORD_TTL or len(self._rows) > WORD_CACHE:
             self._rows.clear()
