@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from memreader import cli, cli_read
+from memreader import cli
+from memreader.cli import read as cli_read
 from memreader.readers.simple import SimpleStructMemReader
 
 from .conftest import MEMORYBANK_EN

@@ -26,8 +26,8 @@ from memreader import (
     MemReaderFactory,
     ReadReport,
     cli,
-    cli_read,
 )
+from memreader.cli import read as cli_read
 from memreader.documents import DocumentAccess, normalize_doc
 from memreader.documents.fetch import Fetcher
 from memreader.documents.part_settings import FetchConfig, FetchS3Config

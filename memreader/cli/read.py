@@ -4,7 +4,7 @@
 file of scenes (or a MemoryBank file; with ``--type doc`` the file is one document, whatever its
 extension) and writes one JSON item per line. Its flags override the config file's settings
 (:func:`reader_config`); its outputs are checked before any work and written atomically
-(:mod:`memreader.cli_output`).
+(:mod:`memreader.cli.output`).
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ from collections.abc import Sequence
 from contextlib import ExitStack
 from typing import IO, Any
 
-from memreader.cli_output import open_outputs
-from memreader.cli_store import StoreOutput, add_store_flag
+from memreader.cli.output import open_outputs
 from memreader.config import read_yaml_config, without_pass
 from memreader.datasets import is_memorybank, memorybank_scenes
 from memreader.errors import InputError
@@ -27,6 +26,7 @@ from memreader.factory import MemReaderConfigFactory, MemReaderFactory
 from memreader.items import TextualMemoryItem
 from memreader.modes import READ_MODES
 from memreader.report import ReadReport
+from memreader.stores.cli import StoreOutput, add_store_flag
 
 __all__ = ["SCENES_PER_CALL", "add_read_parser", "reader_config", "run_read"]
 

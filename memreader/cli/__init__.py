@@ -1,9 +1,9 @@
 """The ``memreader`` command line.
 
-One subcommand per module that runs it: ``read`` (:mod:`memreader.cli_read`: scenes or a
+One subcommand per module that runs it: ``read`` (:mod:`memreader.cli.read`: scenes or a
 document into one JSON item per line), ``models`` (:mod:`memreader.embedders.cli`: the local
 embedder's files), ``ingest`` and ``refine`` (:mod:`memreader.batch.cli`: batch jobs),
-``search``, ``history`` and ``forget`` (:mod:`memreader.cli_store`: a memory store).
+``search``, ``history`` and ``forget`` (:mod:`memreader.stores.cli`: a memory store).
 
 Every command exits with one line on stderr and status 2 for any error memreader raises on
 purpose (bad input, config, output path), or status 1 for an unexpected one (its traceback only
@@ -20,10 +20,10 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from memreader.cli_read import add_read_parser, run_read
-from memreader.cli_store import add_store_parsers, run_store_command
+from memreader.cli.read import add_read_parser, run_read
 from memreader.embedders.cli import add_models_parser, run_models
 from memreader.errors import MemReaderError
+from memreader.stores.cli import add_store_parsers, run_store_command
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_FAILURE", "build_parser", "main"]
 
@@ -110,6 +110,3 @@ def _fail(message: str) -> None:
     line = re.sub(r"\s*[\r\n\v\f\x85\u2028\u2029]+\s*", " ", message).strip()
     print(f"memreader: {line}", file=sys.stderr)
 
-
-if __name__ == "__main__":
-    sys.exit(main())
