@@ -31,7 +31,7 @@ from datetime import datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 from urllib.parse import unquote_plus
 
-from memreader.errors import StoreError
+from memreader.errors import InputError, StoreError
 from memreader.items import TextualMemoryItem
 from memreader.secret_masking import is_secret_key
 from memreader.stores.scoring import ScoreParts
@@ -219,7 +219,6 @@ class MemoryStore(ABC):
             StoreError: the store cannot be opened.
         """
 
-    @abstractmethod
     def write(
         self,
         items: Sequence[TextualMemoryItem],
@@ -248,6 +247,22 @@ class MemoryStore(ABC):
                 different text (the message names the item's index).
             StoreError: the store failed or stayed locked past its timeout.
         """
+        if replaces is not None and not isinstance(replaces, SourceSelector):
+            raise InputError(f"replaces must be a SourceSelector, got {type(replaces).__name__}")
+        return self._write(items, replaces, user_id, now, in_parts=False)
+
+    @abstractmethod
+    def _write(
+        self,
+        items: Sequence[TextualMemoryItem],
+        source: SourceSelector | None,
+        user_id: str | None,
+        now: datetime | None,
+        *,
+        in_parts: bool,
+    ) -> list[WriteEvent]:
+        """What :meth:`write` (``in_parts=False``: ``source`` is ``replaces``) and
+        :meth:`write_part` (``in_parts=True``) do, their arguments checked."""
 
     @abstractmethod
     def get(self, memory_id: str, *, user_id: str) -> StoredMemory | None:
@@ -339,9 +354,11 @@ class MemoryStore(ABC):
 
         Raises:
             InputError: as :meth:`write`.
-            StoreError: the store failed, or cannot write in parts.
+            StoreError: the store failed.
         """
-        raise StoreError(f"{type(self).__name__} cannot write a source in parts")
+        if not isinstance(source, SourceSelector):
+            raise InputError(f"source must be a SourceSelector, got {type(source).__name__}")
+        return self._write(items, source, None, now, in_parts=True)
 
     def retire_unseen(
         self,

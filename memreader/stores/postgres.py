@@ -155,31 +155,6 @@ class PostgresStore(MemoryStore):
             raise ConfigError(f"not a postgresql URL: {safe_url(url)!r}")
         return cls(url, embedder=embedder, **options)
 
-    def write(
-        self,
-        items: Sequence[TextualMemoryItem],
-        *,
-        replaces: SourceSelector | None = None,
-        user_id: str | None = None,
-        now: datetime | None = None,
-    ) -> list[WriteEvent]:
-        """See :meth:`MemoryStore.write`."""
-        if replaces is not None and not isinstance(replaces, SourceSelector):
-            raise InputError(f"replaces must be a SourceSelector, got {type(replaces).__name__}")
-        return self._write(items, replaces, user_id, now, in_parts=False)
-
-    def write_part(
-        self,
-        items: Sequence[TextualMemoryItem],
-        *,
-        source: SourceSelector,
-        now: datetime | None = None,
-    ) -> list[WriteEvent]:
-        """See :meth:`MemoryStore.write_part`."""
-        if not isinstance(source, SourceSelector):
-            raise InputError(f"source must be a SourceSelector, got {type(source).__name__}")
-        return self._write(items, source, None, now, in_parts=True)
-
     def _write(
         self,
         items: Sequence[TextualMemoryItem],
