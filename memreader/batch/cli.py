@@ -2,13 +2,21 @@
 (inputs, windows, messages per second; off with ``--quiet`` or when stderr is not a terminal),
 a summary on stderr (also written as JSON next to the output), and an exit status that says
 whether anything failed: 0 nothing, 1 an input, scene or window failed (see the errors file),
-2 the job file or an input could not be used at all."""
+2 the job file or an input could not be used at all, 130 the job was stopped by Ctrl-C.
+
+The first Ctrl-C cancels the job the way :func:`~memreader.batch.run.run_job`'s ``cancel`` does
+(the input being read stops before its next batch, unpublished; the errors file, manifest and
+summary are written; a rerun reads the rest); a second one interrupts at once."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from memreader.batch.job import load_job
 from memreader.batch.runner import InputResult
@@ -48,17 +56,40 @@ def run_job_command(args: argparse.Namespace) -> int:
         bar.set_postfix(windows=windows, msg_s=f"{rate:.0f}", refresh=False)
         bar.update(1)
 
+    cancel = threading.Event()
     try:
-        summary = run_job(
-            job,
-            refine=args.command == "refine",
-            restart=args.restart,
-            on_plan=on_plan,
-            on_result=on_result,
-        )
+        with _ctrl_c_cancels(cancel, bar.write):
+            summary = run_job(
+                job,
+                refine=args.command == "refine",
+                restart=args.restart,
+                on_plan=on_plan,
+                on_result=on_result,
+                cancel=cancel,
+            )
     finally:
         bar.close()
     if not args.quiet:
         for line in summary.lines():
             print(f"memreader: {line}", file=sys.stderr)
     return summary.exit_code
+
+
+@contextmanager
+def _ctrl_c_cancels(cancel: threading.Event, say: Callable[..., None]) -> Iterator[None]:
+    """While the block runs, the first Ctrl-C sets ``cancel`` and the next raises
+    ``KeyboardInterrupt`` as usual (only in the main thread: elsewhere signals stay as they are)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def first(signum: int, frame: object) -> None:
+        cancel.set()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        say("memreader: stopping after this batch (Ctrl-C again: at once)", file=sys.stderr)
+
+    previous = signal.signal(signal.SIGINT, first)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -2,6 +2,12 @@
 job fingerprint), hand the rest to the engine, record each result as it comes back, and write
 the errors file and the summary next to the outputs.
 
+A job given a ``cancel`` event stops when it is set: no input starts, the one being read stops
+before its next batch and is not published, and the errors file and summary are written for
+what was done (``cancelled``; exit code :data:`EXIT_CANCELLED`). An input cut short has no
+manifest entry of this run (the one before, if any, stays, as do its outputs), so running the
+job again reads it, with the inputs never started.
+
 >>> JobSummary().exit_code
 0
 """
@@ -10,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -17,19 +24,22 @@ from typing import Any
 
 from memreader.batch.engines import run_engine
 from memreader.batch.fingerprint import input_fingerprints
-from memreader.batch.inputs import BadRecord, Inputs
+from memreader.batch.inputs import BadRecord, InputRef, Inputs
 from memreader.batch.job import ERRORS_FILE, SUMMARY_FILE, JobConfig
 from memreader.batch.manifest import Manifest
 from memreader.batch.runner import COUNTERS, InputResult
 from memreader.batch.sinks import build_sink
 from memreader.errors import MemReaderError
 
-__all__ = ["ERRORS", "SUMMARY", "JobSummary", "dry_run", "run_job"]
+__all__ = ["ERRORS", "EXIT_CANCELLED", "SUMMARY", "JobSummary", "dry_run", "run_job"]
 
 logger = logging.getLogger(__name__)
 
 ERRORS = ERRORS_FILE
 SUMMARY = SUMMARY_FILE
+#: The exit code of a cancelled job: the shell's for a command stopped by Ctrl-C (128 + SIGINT),
+#: which ``memreader`` also returns when interrupted.
+EXIT_CANCELLED = 130
 
 
 @dataclass
@@ -37,7 +47,9 @@ class JobSummary:
     """What a job did: inputs found, read now, skipped (done before, same content, same job)
     and failed; of those read now, ``retried`` (they had failed) and ``changed`` (read before by
     a job with another fingerprint); ``hidden`` files and folders passed over in input folders;
-    the counts summed over every input the manifest holds; the wall time of this run."""
+    the counts summed over every input the manifest holds; the wall time of this run;
+    ``cancelled`` when the job was cancelled before every input was read (``inputs - skipped -
+    read`` were not: a rerun reads them)."""
 
     inputs: int = 0
     read: int = 0
@@ -50,10 +62,14 @@ class JobSummary:
     wall_s: float = 0.0
     messages_per_s: float = 0.0
     outputs: list[str] = field(default_factory=list)
+    cancelled: bool = False
 
     @property
     def exit_code(self) -> int:
-        """0 when nothing failed, 1 when an input, scene or window failed."""
+        """0 when nothing failed, 1 when an input, scene or window failed,
+        :data:`EXIT_CANCELLED` when the job was cancelled (whatever failed)."""
+        if self.cancelled:
+            return EXIT_CANCELLED
         return 1 if self.failed_inputs or self.counts.get("failures") else 0
 
     def to_dict(self) -> dict[str, Any]:
@@ -82,7 +98,14 @@ class JobSummary:
             f"({c['prompt_tokens']} prompt + {c['completion_tokens']} completion tokens); "
             f"embeddings {c['embeddings']}",
             f"wall {self.wall_s:.1f} s ({self.messages_per_s:.0f} messages/s)",
-        ]
+        ] + (
+            [
+                f"cancelled: {self.inputs - self.skipped - self.read} input(s) not read "
+                "(run the job again to read them)"
+            ]
+            if self.cancelled
+            else []
+        )
 
 
 OnResult = Callable[[InputResult], None]
@@ -95,9 +118,14 @@ def run_job(
     restart: bool = False,
     on_result: OnResult | None = None,
     on_plan: Callable[[int, int], None] | None = None,
+    cancel: threading.Event | None = None,
 ) -> JobSummary:
     """Run ``job`` (see the module docstring). ``on_plan(inputs_to_read, skipped)`` is called once
-    the inputs are known, ``on_result`` after each input (progress bars).
+    the inputs are known, ``on_result`` after each input read (progress: its ``status``, and its
+    ``counts`` of scenes, messages, windows, items, failures...), both in the calling thread.
+
+    ``cancel``, set from any thread (or from a callback), stops the job promptly: see the module
+    docstring. The summary says ``cancelled`` when inputs were left unread.
 
     An input read by a job with another fingerprint (see :mod:`memreader.batch.fingerprint`)
     is read again, with a warning that says how many."""
@@ -108,48 +136,28 @@ def run_job(
     try:
         manifest = Manifest(sink.folder, restart=restart)
         refs = inputs.discover()
-        todo = []
         summary = JobSummary(inputs=len(refs), hidden=inputs.hidden)
         fingerprint = {ref.key: fingerprints[ref.spec_index] for ref in refs}
-        for ref in refs:
-            digest = inputs.content_hash(ref)
-            why = manifest.why_read(ref.key, digest, fingerprint[ref.key])
-            if why is None:
-                summary.skipped += 1
-                continue
-            todo.append((ref, digest))
-            summary.retried += why == "failed"
-            summary.changed += why == "job"
-        if summary.changed:
-            logger.warning(
-                "%d input(s) were read by a different job (reader config, mode, type, mapping, "
-                "tags, created_at, output format or memreader version): reading them again",
-                summary.changed,
-            )
+        todo = _plan(inputs, refs, manifest, fingerprint, summary, cancel)
         if on_plan is not None:
             on_plan(len(todo), summary.skipped)
         read_messages = 0
         try:
-            for result in run_engine(job, todo, refine=refine):
-                result.fingerprint = fingerprint[result.key]
-                manifest.record(result)
-                summary.read += 1
-                read_messages += result.counts.get("messages", 0)
-                if on_result is not None:
-                    on_result(result)
+            if not _is_set(cancel):
+                for result in run_engine(job, todo, refine=refine, cancel=cancel):
+                    result.fingerprint = fingerprint[result.key]
+                    manifest.record(result)
+                    summary.read += 1
+                    read_messages += result.counts.get("messages", 0)
+                    if on_result is not None:
+                        on_result(result)
         finally:
             manifest.flush()
-        keys = {ref.key for ref in refs}
-        entries = [manifest.entries[k] for k in sorted(keys) if k in manifest.entries]
-        errors = []
-        for entry in entries:
-            summary.failed_inputs += entry.status == "failed"
-            summary.outputs.extend(entry.outputs)
-            for name in COUNTERS:
-                summary.counts[name] += entry.counts.get(name, 0)
-            errors.extend(entry.errors)
+        summary.cancelled = _is_set(cancel) and summary.read + summary.skipped < summary.inputs
+        _total(summary, manifest, refs)
         summary.wall_s = time.perf_counter() - start
         summary.messages_per_s = read_messages / summary.wall_s if summary.wall_s else 0.0
+        errors = [e for k in sorted({r.key for r in refs}) for e in _errors(manifest, k)]
         errors_text = "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in errors)
         sink.folder.write_text(ERRORS, errors_text)
         sink.folder.write_text(SUMMARY, json.dumps(summary.to_dict(), ensure_ascii=False, indent=1))
@@ -157,6 +165,58 @@ def run_job(
     finally:
         inputs.close()
         sink.close()
+
+
+def _is_set(cancel: threading.Event | None) -> bool:
+    return cancel is not None and cancel.is_set()
+
+
+def _plan(
+    inputs: Inputs,
+    refs: list[InputRef],
+    manifest: Manifest,
+    fingerprint: dict[str, str],
+    summary: JobSummary,
+    cancel: threading.Event | None,
+) -> list[tuple[InputRef, str]]:
+    """The inputs to read, with their digests; counts the skipped, retried and changed ones.
+    Hashing stops at a cancel (it reads every input: long on a large corpus)."""
+    todo = []
+    for ref in refs:
+        if _is_set(cancel):
+            break
+        digest = inputs.content_hash(ref)
+        why = manifest.why_read(ref.key, digest, fingerprint[ref.key])
+        if why is None:
+            summary.skipped += 1
+            continue
+        todo.append((ref, digest))
+        summary.retried += why == "failed"
+        summary.changed += why == "job"
+    if summary.changed:
+        logger.warning(
+            "%d input(s) were read by a different job (reader config, mode, type, mapping, "
+            "tags, created_at, output format or memreader version): reading them again",
+            summary.changed,
+        )
+    return todo
+
+
+def _total(summary: JobSummary, manifest: Manifest, refs: list[InputRef]) -> None:
+    """Failed inputs, outputs and counts over every input found that the manifest holds."""
+    for key in sorted({ref.key for ref in refs}):
+        entry = manifest.entries.get(key)
+        if entry is None:
+            continue
+        summary.failed_inputs += entry.status == "failed"
+        summary.outputs.extend(entry.outputs)
+        for name in COUNTERS:
+            summary.counts[name] += entry.counts.get(name, 0)
+
+
+def _errors(manifest: Manifest, key: str) -> list[dict[str, Any]]:
+    entry = manifest.entries.get(key)
+    return entry.errors if entry is not None else []
 
 
 def dry_run(job: JobConfig) -> list[dict[str, Any]]:

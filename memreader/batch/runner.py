@@ -20,7 +20,7 @@ import logging
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from memreader.batch.inputs import BadRecord, Batch, InputRef, Inputs
 from memreader.batch.job import JobConfig
@@ -29,7 +29,7 @@ from memreader.errors import MemReaderError
 from memreader.items import TextualMemoryItem
 from memreader.report import ReadReport
 
-__all__ = ["COUNTERS", "InputResult", "Worker"]
+__all__ = ["COUNTERS", "CancelFlag", "InputCancelled", "InputResult", "Worker"]
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +47,21 @@ COUNTERS = (
     "embeddings",
 )
 _SPENT = ("llm_calls", "prompt_tokens", "completion_tokens")
+
+
+class CancelFlag(Protocol):
+    """What asks a running job to stop: a :class:`threading.Event`, or a
+    :class:`multiprocessing.Event` in a worker process."""
+
+    def is_set(self) -> bool:
+        """True once the job should stop."""
+        ...
+
+
+class InputCancelled(Exception):
+    """Raised by :meth:`Worker.process` when the job is cancelled while it reads an input: the
+    input's writer was discarded (nothing of it is published) and it has no result, so the
+    manifest keeps what it said before and a rerun reads the input again."""
 
 
 @dataclass
@@ -141,14 +156,23 @@ class Worker:
         self.inputs.close()
         self.sink.close()
 
-    def process(self, ref: InputRef, digest: str) -> InputResult:
-        """Read ``ref`` whole and commit its items; never raises for the input's own problems."""
+    def process(self, ref: InputRef, digest: str, cancel: CancelFlag | None = None) -> InputResult:
+        """Read ``ref`` whole and commit its items; never raises for the input's own problems.
+
+        Raises:
+            InputCancelled: ``cancel`` was set before a batch (``scenes_per_call`` scenes) of
+                this input started; nothing of the input was committed.
+        """
         start = time.perf_counter()
         result = InputResult(ref.key, digest)
         writer = self.sink.open_input(ref.key)
         try:
             units = self._refine_units(ref) if self.refine else self.inputs.read(ref)
             for unit in units:
+                # Between batches, so a long input stops within one batch. Once every batch is
+                # read the input is committed even if a cancel came meanwhile: the work is done.
+                if cancel is not None and cancel.is_set():
+                    raise InputCancelled(ref.key)
                 if isinstance(unit, BadRecord):
                     result.errors.append(
                         _error(
@@ -159,6 +183,9 @@ class Worker:
                     continue
                 self._batch(unit, ref, writer, result)
             result.outputs = writer.commit()
+        except InputCancelled:
+            writer.discard()
+            raise
         except Exception as exc:  # the input's own failure is its result; the job goes on
             writer.discard()
             reason = type(exc).__name__ if isinstance(exc, MemReaderError) else "InternalError"

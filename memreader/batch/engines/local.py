@@ -6,6 +6,12 @@ A worker process that dies (killed for memory, SIGKILL, a crash in native code) 
 input it was reading, recorded as ``failed`` (``WorkerDied``, with the signal or exit status);
 a fresh process takes its place, as on the Ray engine. A worker that cannot be built (a bad
 reader config, a missing model) stops the job with the worker's own exception.
+
+**Cancelling** (``cancel`` set): no input is handed out any more. In this process the input
+being read stops before its next batch, unpublished. Worker processes are told through a shared
+event and stop the same way; the driver waits at most :data:`CANCEL_GRACE_S` for them (an input
+finished meanwhile is yielded and recorded), then kills those still busy (their input is
+abandoned: not published, no result).
 """
 
 from __future__ import annotations
@@ -14,15 +20,17 @@ import logging
 import multiprocessing
 import pickle
 import signal
+import time
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
+from multiprocessing.synchronize import Event
 
 from memreader.batch.inputs import InputRef
 from memreader.batch.job import JobConfig
-from memreader.batch.runner import InputResult, Worker
+from memreader.batch.runner import CancelFlag, InputCancelled, InputResult, Worker
 from memreader.errors import MemReaderError
 
 __all__ = ["run_local"]
@@ -31,13 +39,20 @@ logger = logging.getLogger(__name__)
 
 #: Seconds a finished job waits for its worker processes to close their clients and exit.
 CLOSE_TIMEOUT_S = 30.0
+#: Seconds a cancelled job waits for busy worker processes to stop at a batch boundary before
+#: killing them.
+CANCEL_GRACE_S = 5.0
+#: Seconds between two looks at the cancel flag while waiting for worker processes.
+POLL_S = 0.1
 
 _Task = tuple[InputRef, str]
 
 
-def _serve(conn: Connection, job: JobConfig, refine: bool) -> None:
+def _serve(conn: Connection, job: JobConfig, refine: bool, stop: Event) -> None:
     """The body of a worker process: build the worker, say so (or why not), then read each
-    input sent until ``None`` comes."""
+    input sent until ``None`` comes; an input cut short by ``stop`` is answered ``cancelled``."""
+    # Ctrl-C reaches the whole process group: the driver decides what stops, and when.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         worker = Worker(job, refine=refine)
     except Exception as exc:  # handed back: the driver raises it as the job's error
@@ -47,7 +62,10 @@ def _serve(conn: Connection, job: JobConfig, refine: bool) -> None:
         conn.send(("ready", None))
         while (task := conn.recv()) is not None:
             ref, digest = task
-            conn.send(("result", worker.process(ref, digest)))
+            try:
+                conn.send(("result", worker.process(ref, digest, stop)))
+            except InputCancelled:
+                conn.send(("cancelled", None))
     except (EOFError, OSError) as exc:  # the driver went away: nothing left to report to
         logger.debug("the driver of this worker went away: %r", exc)
     finally:
@@ -98,6 +116,8 @@ class _Pool:
         self.left = 0  # inputs whose result is not yielded yet
         self.replacements = 0
         self.procs: list[_Proc] = []
+        self.stop = self.context.Event()  # seen by every worker process: stop at a batch
+        self.stopping = False
 
     def start(self, todo: Sequence[_Task]) -> None:
         """Queue ``todo`` and start ``workers`` processes (fewer for fewer inputs)."""
@@ -111,7 +131,7 @@ class _Pool:
     def _start(self) -> None:
         ours, theirs = self.context.Pipe()
         process = self.context.Process(
-            target=_serve, args=(theirs, self.job, self.refine), daemon=True
+            target=_serve, args=(theirs, self.job, self.refine, self.stop), daemon=True
         )
         process.start()
         theirs.close()  # only the child holds it now: its death makes our end readable (EOF)
@@ -127,14 +147,28 @@ class _Pool:
                 return
             proc.task = task
 
-    def results(self) -> Iterator[InputResult]:
-        """Every input's result, in order of completion."""
+    def _cancel(self) -> None:
+        """Hand out nothing more and tell busy workers to stop at their next batch."""
+        self.stopping = True
+        self.stop.set()
+        self.left -= len(self.queue)
+        self.queue.clear()
+
+    def results(self, cancel: CancelFlag | None = None) -> Iterator[InputResult]:
+        """Every input's result, in order of completion; once ``cancel`` is set, only those of
+        the inputs that finish within :data:`CANCEL_GRACE_S`."""
+        deadline = float("inf")
         while self.left:
+            if not self.stopping and cancel is not None and cancel.is_set():
+                self._cancel()
+                deadline = time.monotonic() + CANCEL_GRACE_S
+            if time.monotonic() >= deadline:
+                return  # close() kills the workers still busy: their inputs are abandoned
             if not self.procs:
                 raise MemReaderError(
                     f"engine: every local worker died; {self.left} input(s) were not read"
                 )
-            ready = set(wait([p.conn for p in self.procs]))
+            ready = set(wait([p.conn for p in self.procs], timeout=POLL_S))
             for proc in [p for p in self.procs if p.conn in ready]:
                 try:
                     kind, value = proc.conn.recv()
@@ -148,6 +182,10 @@ class _Pool:
                 if kind == "ready":
                     proc.ready = True
                     self._feed(proc)
+                    continue
+                if kind == "cancelled":  # stopped mid-input: nothing published, no result
+                    proc.task = None
+                    self.left -= 1
                     continue
                 proc.task = None
                 self.left -= 1
@@ -182,16 +220,19 @@ class _Pool:
         return result
 
     def close(self, graceful: bool) -> None:
-        """Let idle workers close their clients (``graceful``: the run finished), then make sure
-        every process is gone: a stopped run must not leave them reading."""
+        """Let idle workers close their clients (``graceful``: the run finished or was
+        cancelled), then make sure every process is gone: a stopped run must not leave them
+        reading. After a cancel, workers still starting are not waited for."""
+        told: list[_Proc] = []
         for proc in self.procs:
-            if graceful and proc.task is None:
+            if graceful and proc.task is None and (proc.ready or not self.stopping):
                 try:
                     proc.conn.send(None)
+                    told.append(proc)
                 except OSError as exc:  # already gone
                     logger.debug("a local worker could not be told to stop: %s", exc)
         for proc in self.procs:
-            if graceful:
+            if proc in told:
                 proc.process.join(timeout=CLOSE_TIMEOUT_S)
             if proc.process.is_alive():
                 proc.process.kill()
@@ -201,16 +242,27 @@ class _Pool:
 
 
 def run_local(
-    job: JobConfig, todo: Sequence[_Task], *, refine: bool = False
+    job: JobConfig,
+    todo: Sequence[_Task],
+    *,
+    refine: bool = False,
+    cancel: CancelFlag | None = None,
 ) -> Iterator[InputResult]:
-    """The results of ``todo``, in order of completion."""
-    if not todo:
+    """The results of ``todo``, in order of completion; after ``cancel`` is set, no input starts
+    and the inputs being read stop (see the module docstring)."""
+    if not todo or (cancel is not None and cancel.is_set()):
         return
     if job.engine.workers == 1:
         worker = Worker(job, refine=refine)
         try:
             for ref, digest in todo:
-                yield worker.process(ref, digest)
+                if cancel is not None and cancel.is_set():
+                    return
+                try:
+                    result = worker.process(ref, digest, cancel)
+                except InputCancelled:
+                    return
+                yield result
         finally:
             worker.close()
         return
@@ -218,7 +270,7 @@ def run_local(
     finished = False
     try:
         pool.start(todo)
-        yield from pool.results()
+        yield from pool.results(cancel)
         finished = True
     finally:
         pool.close(graceful=finished)

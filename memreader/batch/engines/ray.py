@@ -12,6 +12,10 @@ input it was running, recorded as ``failed``; the inputs queued behind it go bac
 a fresh actor takes its place. A worker that cannot be built (a bad reader config, a missing
 model) stops the job with the worker's own exception, as the local engine does.
 
+**Cancelling** (``cancel`` set): the queued calls are cancelled (``ray.cancel``) and the actors
+killed, so the inputs they were running are abandoned: not published, no result (a sync actor's
+running call cannot be interrupted, and waiting for it could take a whole input).
+
 On a cluster the workers read the inputs and write the output themselves, so both must be
 reachable from every node (S3, or a shared file system), and memreader (with the plugins the
 reader config names) must be installed there. Ray is imported only when this engine runs.
@@ -30,7 +34,7 @@ from typing import Any
 
 from memreader.batch.inputs import InputRef
 from memreader.batch.job import JobConfig
-from memreader.batch.runner import InputResult, Worker
+from memreader.batch.runner import CancelFlag, InputResult, Worker
 from memreader.errors import ConfigError, MemReaderError
 
 __all__ = ["IN_FLIGHT", "LOCAL_OBJECT_STORE", "run_ray"]
@@ -44,6 +48,8 @@ IN_FLIGHT = 2
 LOCAL_OBJECT_STORE = 80 * 1024**2
 #: Seconds a finished job waits for its actors to close their clients before killing them.
 CLOSE_TIMEOUT_S = 30.0
+#: Seconds between two looks at the cancel flag while waiting for results.
+POLL_S = 0.1
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -147,16 +153,32 @@ class _Pool:
             if slot.ready is None:
                 self._feed(slot)
 
-    def results(self) -> Iterator[InputResult]:
-        """Every input's result, in order of completion."""
+    def cancel(self) -> None:
+        """Cancel every call not finished (queued ones never run); :meth:`close` kills the
+        actors, which ends the running ones."""
+        self.queue.clear()
+        for slot in self.slots:
+            for call, _, _ in slot.calls:
+                try:
+                    self.ray.cancel(call)
+                except Exception as exc:  # finished or gone meanwhile: nothing left to stop
+                    logger.debug("could not cancel a Ray call: %s", exc)
+
+    def results(self, cancel: CancelFlag | None = None) -> Iterator[InputResult]:
+        """Every input's result, in order of completion, until ``cancel`` is set."""
         ray = self.ray
         errors = ray.exceptions
         while self.left:
+            if cancel is not None and cancel.is_set():
+                self.cancel()
+                return
             if not self.owner:
                 raise MemReaderError(
                     f"engine: every Ray worker died; {self.left} input(s) were not read"
                 )
-            done, _ = ray.wait(list(self.owner), num_returns=1)
+            done, _ = ray.wait(list(self.owner), num_returns=1, timeout=POLL_S)
+            if not done:
+                continue
             call = done[0]
             slot = self.owner.pop(call)
             if slot.ready is not None and call == slot.ready:
@@ -273,13 +295,18 @@ def _connect(ray: Any, job: JobConfig) -> bool:
 
 
 def run_ray(
-    job: JobConfig, todo: Sequence[tuple[InputRef, str]], *, refine: bool = False
+    job: JobConfig,
+    todo: Sequence[tuple[InputRef, str]],
+    *,
+    refine: bool = False,
+    cancel: CancelFlag | None = None,
 ) -> Iterator[InputResult]:
     """The results of ``todo`` read by ``job.engine.workers`` Ray actors, in order of completion.
 
     Ray is imported at once (a missing package is a ``ConfigError`` here, not mid-run); it is
     started, or the cluster joined, when the first result is asked for, and left again when the
-    iterator finishes or is closed, unless the caller had connected it.
+    iterator finishes or is closed, unless the caller had connected it. Once ``cancel`` is set,
+    the remaining calls are cancelled and the actors killed (see the module docstring).
 
     Raises:
         ConfigError: ray is not installed.
@@ -287,19 +314,24 @@ def run_ray(
     if not todo:
         return iter(())
     ray = _import_ray()
-    return _run(ray, job, todo, refine)
+    return _run(ray, job, todo, refine, cancel)
 
 
 def _run(
-    ray: Any, job: JobConfig, todo: Sequence[tuple[InputRef, str]], refine: bool
+    ray: Any,
+    job: JobConfig,
+    todo: Sequence[tuple[InputRef, str]],
+    refine: bool,
+    cancel: CancelFlag | None,
 ) -> Iterator[InputResult]:
     connected = _connect(ray, job)
     pool: _Pool | None = None
     finished = False
     try:
         pool = _Pool(ray, job, todo, refine)
-        yield from pool.results()
-        finished = True
+        yield from pool.results(cancel)
+        # Cancelled with inputs left: the actors are still running them; kill, do not wait.
+        finished = pool.left == 0
     finally:
         try:
             if pool is not None:
