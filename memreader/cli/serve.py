@@ -1,0 +1,77 @@
+"""``memreader serve`` (the HTTP service on uvicorn) and ``memreader key`` (a new API key and
+the config entry that admits it)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from memreader.errors import ConfigError
+
+__all__ = ["add_serve_parsers", "run_key", "run_serve"]
+
+
+def add_serve_parsers(commands: Any) -> None:
+    """Add ``serve`` and ``key`` to the subcommands."""
+    text = "serve the reader and the store over HTTP (and the web page at /ui)"
+    serve = commands.add_parser("serve", help=text, description=text)
+    serve.add_argument(
+        "--config",
+        default=None,
+        help="a reader YAML with an optional `service:` section (default: the built-in local "
+        "reader, no store)",
+    )
+    serve.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=None, help="port (default 8765)")
+    serve.add_argument(
+        "--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"]
+    )
+    text = "make a new API key: prints the key once, and the entry for service.keys"
+    key = commands.add_parser("key", help=text, description=text)
+    key.add_argument("--name", required=True, help="the key's name (logs, metrics, jobs)")
+    key.add_argument(
+        "--users", required=True, help="comma-separated user ids it may use, or '*' for all"
+    )
+
+
+def run_key(args: argparse.Namespace) -> int:
+    """Print a new key (stderr says to keep it) and its config entry (stdout, YAML)."""
+    from memreader.service.keys import ApiKey, hash_key, new_key
+
+    users = [user.strip() for user in args.users.split(",") if user.strip()]
+    key = new_key()
+    entry = ApiKey(name=args.name, sha256=hash_key(key), users=users)
+    print(f"key (shown once; give it to the client): {key}", file=sys.stderr)
+    print("keys:")
+    print(f"  - name: {json.dumps(entry.name)}")
+    print(f"    sha256: {entry.sha256}")
+    print(f"    users: {json.dumps(entry.users)}")
+    return 0
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    """Build the app from the config and run it until interrupted."""
+    try:
+        import uvicorn
+
+        from memreader.service import ServiceConfig, create_app, load_service_config
+    except ImportError as exc:
+        raise ConfigError(
+            f"memreader serve needs the service extra ({exc.name} is missing): "
+            "pip install 'memreader[service]'"
+        ) from None
+    from memreader.factory import MemReaderConfigFactory
+
+    config = (
+        load_service_config(args.config) if args.config else ServiceConfig(MemReaderConfigFactory())
+    )
+    settings = config.settings
+    host = args.host or settings.host
+    port = settings.port if args.port is None else args.port
+    config.check_listen(host)
+    app = create_app(config)
+    print(f"memreader: serving on http://{host}:{port}/ (page: /ui/, API: /docs)", file=sys.stderr)
+    uvicorn.run(app, host=host, port=port, log_level=args.log_level, server_header=False)
+    return 0

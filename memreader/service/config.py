@@ -1,0 +1,212 @@
+"""The service's settings: the ``service:`` section of a reader YAML.
+
+One file configures both: the reader (``backend``, ``config``, its ``store``) exactly as the
+library reads it, and how it is served::
+
+    backend: simple_struct
+    config:
+      store: sqlite:///memories.db
+    service:
+      host: 127.0.0.1
+      keys_file: keys.yaml          # or keys: [...] inline; hashed keys only
+      max_request_bytes: 8388608
+      request_timeout_s: 120
+      max_concurrent_per_key: 4
+      content: {allow_local_paths: false, allow_urls: false, allow_s3: false}
+      jobs: {input_roots: [data/], state_dir: service-jobs}
+
+A reader YAML without ``service:`` serves with the defaults (loopback only, no keys).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, field_validator, model_validator
+
+from memreader.config import interpolate_env, read_yaml_config
+from memreader.config_model import ConfigModel
+from memreader.errors import ConfigError
+from memreader.factory import MemReaderConfigFactory
+from memreader.service.keys import ApiKey, load_keys_file
+
+__all__ = [
+    "ContentAccess",
+    "JobsSettings",
+    "ServiceConfig",
+    "ServiceSettings",
+    "is_loopback",
+    "load_service_config",
+]
+
+
+class ContentAccess(ConfigModel):
+    """What content arriving over HTTP may reach. Each switch is off by default, whatever the
+    reader config says; on, the reader config's own settings (``allowed_roots``,
+    ``fetch.allow_hosts``, ``fetch.s3.allow_buckets``) still apply.
+
+    - ``allow_local_paths``: document strings and file parts may name files on the server.
+    - ``allow_urls``: parts may name ``http(s)://`` URLs, which the server fetches.
+    - ``allow_s3``: parts may name ``s3://`` objects (of ``fetch.s3.allow_buckets``).
+    """
+
+    allow_local_paths: bool = False
+    allow_urls: bool = False
+    allow_s3: bool = False
+
+
+class JobsSettings(ConfigModel):
+    """Batch jobs over HTTP (``POST /v1/jobs``).
+
+    - ``input_roots`` (default none: jobs are refused): folders a job's inputs may name, by a
+      path relative to one of them (``{"root": 0, "path": "chats/"}``, root 0 by default);
+      the resolved path (symlinks followed) must stay inside it, and hidden names are refused.
+    - ``state_dir`` (``service-jobs``): where each job's manifest, errors and summary go
+      (``<state_dir>/<job id>``); items go to the service's store.
+    - ``max_running_per_key`` (1): jobs one key may run at once; another is 429.
+    - ``keep_finished`` (100): finished jobs remembered for ``GET /v1/jobs/{id}``.
+    """
+
+    input_roots: list[str] = Field(default_factory=list)
+    state_dir: str = "service-jobs"
+    max_running_per_key: int = Field(default=1, ge=1, le=64)
+    keep_finished: int = Field(default=100, ge=1, le=100_000)
+
+    @field_validator("input_roots")
+    @classmethod
+    def _local_roots(cls, roots: list[str]) -> list[str]:
+        for root in roots:
+            if not root.strip() or "\0" in root or "://" in root:
+                raise ValueError("input_roots entries must be local folders")
+        return roots
+
+
+class ServiceSettings(ConfigModel):
+    """The ``service:`` section (see the module docstring).
+
+    - ``host`` (``127.0.0.1``) and ``port`` (8765): where to listen. Without keys the service
+      refuses to listen anywhere but a loopback address.
+    - ``keys`` / ``keys_file``: the API keys (:class:`~memreader.service.keys.ApiKey`: a name,
+      the SHA-256 of the key, the users it may read and write or ``*``); make one with
+      ``memreader key --name NAME --users alice``.
+    - ``max_request_bytes`` (8 MiB): the largest request body; larger is 413.
+    - ``request_timeout_s`` (120): the deadline of one request; past it, 504.
+    - ``max_concurrent_per_key`` (4): requests one key may have in flight; another is 429 with
+      ``Retry-After``.
+    - ``idempotency_ttl_s`` (86400) and ``idempotency_max_entries`` (10,000): how long and how
+      many answers to ``Idempotency-Key`` requests are kept for retries.
+    - ``content``: :class:`ContentAccess`; ``jobs``: :class:`JobsSettings`.
+    - ``ui`` (true): serve the web page at ``/ui``.
+    """
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8765, ge=0, le=65535)
+    keys: list[ApiKey] = Field(default_factory=list)
+    keys_file: str | None = None
+    max_request_bytes: int = Field(default=8 * 1024 * 1024, gt=0, le=1024**3)
+    request_timeout_s: float = Field(default=120.0, gt=0, le=86_400)
+    max_concurrent_per_key: int = Field(default=4, ge=1, le=1024)
+    idempotency_ttl_s: float = Field(default=86_400.0, gt=0)
+    idempotency_max_entries: int = Field(default=10_000, ge=1, le=10_000_000)
+    content: ContentAccess = Field(default_factory=ContentAccess)
+    jobs: JobsSettings = Field(default_factory=JobsSettings)
+    ui: bool = True
+
+    @model_validator(mode="after")
+    def _unique_key_names(self) -> ServiceSettings:
+        names = [key.name for key in self.keys]
+        if len(names) != len(set(names)):
+            raise ValueError("keys: two keys share a name")
+        return self
+
+
+class ServiceConfig:
+    """A validated reader config and its service settings, with relative paths (keys file,
+    job roots, state folder) resolved against the YAML's folder."""
+
+    def __init__(
+        self,
+        reader: MemReaderConfigFactory,
+        settings: ServiceSettings | None = None,
+        *,
+        base_dir: str | None = None,
+    ) -> None:
+        self.reader = reader
+        self.settings = settings if settings is not None else ServiceSettings()
+        self.base_dir = base_dir or os.getcwd()
+        self.keys: list[ApiKey] = list(self.settings.keys)
+        if self.settings.keys_file is not None:
+            self.keys.extend(load_keys_file(self.resolve(self.settings.keys_file)))
+        names = [key.name for key in self.keys]
+        if len(names) != len(set(names)):
+            raise ConfigError("service keys: two keys share a name (keys and keys_file)")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], *, base_dir: str | None = None) -> ServiceConfig:
+        """Split ``data`` into the reader config and the ``service:`` section."""
+        data = dict(interpolate_env(data))
+        service = data.pop("service", None) or {}
+        if not isinstance(service, dict):
+            raise ConfigError("service: must be a mapping")
+        reader = MemReaderConfigFactory.from_dict(data)
+        return cls(reader, ServiceSettings.model_validate(service), base_dir=base_dir)
+
+    def resolve(self, path: str) -> str:
+        """``path`` relative to the config file's folder (absolute paths as they are)."""
+        expanded = os.path.expanduser(path)
+        return os.path.abspath(os.path.join(self.base_dir, expanded))
+
+    @property
+    def store_url(self) -> str | None:
+        """The reader's ``store`` URL (a relative SQLite file made relative to the config's
+        folder), or ``None``."""
+        from memreader.batch.job import resolve_store_url
+
+        store = self.reader.config.store
+        if store is None:
+            return None
+        return resolve_store_url(store.get_secret_value(), self.base_dir)
+
+    def job_roots(self) -> list[Path]:
+        """The resolved ``jobs.input_roots``."""
+        return [Path(self.resolve(root)).resolve() for root in self.settings.jobs.input_roots]
+
+    def check_listen(self, host: str) -> None:
+        """Refuse to listen on ``host`` when no key is configured and it is not loopback.
+
+        Raises:
+            ConfigError: keys are needed on that address.
+        """
+        if not self.keys and not is_loopback(host):
+            raise ConfigError(
+                f"refusing to listen on {host!r} without API keys: anyone who can reach it "
+                "could read every user's memories. Add service.keys (memreader key) or "
+                "listen on 127.0.0.1"
+            )
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address or ``localhost``.
+
+    >>> is_loopback("127.0.0.1"), is_loopback("::1"), is_loopback("0.0.0.0")
+    (True, True, False)
+    """
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def load_service_config(path: str | os.PathLike[str]) -> ServiceConfig:
+    """The reader and service settings in the YAML file ``path`` (``${ENV}`` interpolated).
+
+    Raises:
+        ConfigError: the file cannot be read, or a key is wrong (named by its path).
+    """
+    data = read_yaml_config(path)
+    return ServiceConfig.from_dict(data, base_dir=os.path.dirname(os.path.abspath(path)))

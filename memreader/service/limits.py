@@ -1,0 +1,146 @@
+"""What keeps one request or one client from taking the service: a cap on request bodies,
+a per-key limit on requests in flight, and a deadline on every request."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Awaitable
+from contextlib import asynccontextmanager
+from typing import TypeVar
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from memreader.service.problems import ProblemError, problem_response
+
+__all__ = ["BodyLimit", "KeySlots", "within_deadline"]
+
+T = TypeVar("T")
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def too_large(limit: int) -> ProblemError:
+    """The 413 problem of a body over ``limit`` bytes."""
+    return ProblemError(
+        413,
+        "too-large",
+        "Request body too large",
+        f"the request body is over the service's max_request_bytes ({limit} bytes)",
+        extra={"max_request_bytes": limit},
+    )
+
+
+class BodyLimit:
+    """ASGI middleware answering 413 to a body over ``limit`` bytes: at once when
+    ``Content-Length`` says so, else as soon as the bytes read pass it (a chunked body is
+    never read further)."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", []):
+            if name == b"content-length":
+                try:
+                    declared = int(value)
+                except ValueError:
+                    declared = 0
+                if declared > self.limit:
+                    await problem_response(too_large(self.limit))(scope, receive, send)
+                    return
+        seen = 0
+        over = False
+
+        async def counted_receive() -> Message:
+            nonlocal seen, over
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    over = True
+                    raise _TooLarge
+            return message
+
+        refusal = problem_response(too_large(self.limit))
+        refused = False
+
+        async def guarded_send(message: Message) -> None:
+            # However the app answered the body it could not read (FastAPI makes it a 400),
+            # the client gets the 413.
+            nonlocal refused
+            if not over:
+                await send(message)
+                return
+            if refused:
+                return
+            refused = True
+            await refusal(scope, receive, send)
+
+        try:
+            await self.app(scope, counted_receive, guarded_send)
+        except _TooLarge:
+            if not refused:
+                await refusal(scope, receive, send)
+
+
+class KeySlots:
+    """At most ``limit`` requests in flight per key; one more is 429 with ``Retry-After``."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._in_flight: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def in_flight(self, key: str) -> int:
+        """Requests of ``key`` now in flight."""
+        with self._lock:
+            return self._in_flight.get(key, 0)
+
+    @asynccontextmanager
+    async def hold(self, key: str) -> AsyncIterator[None]:
+        """Hold one of ``key``'s slots for the block.
+
+        Raises:
+            ProblemError: 429, every slot of ``key`` is taken.
+        """
+        with self._lock:
+            now = self._in_flight.get(key, 0)
+            if now >= self.limit:
+                raise ProblemError(
+                    429,
+                    "too-many-requests",
+                    "Too many requests",
+                    f"this key already has {now} requests in flight (the service's "
+                    f"max_concurrent_per_key is {self.limit}); retry after the others end",
+                    headers={"Retry-After": "1"},
+                )
+            self._in_flight[key] = now + 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                left = self._in_flight[key] - 1
+                if left:
+                    self._in_flight[key] = left
+                else:
+                    del self._in_flight[key]
+
+
+async def within_deadline(work: Awaitable[T], seconds: float, what: str) -> T:
+    """``await work``, or a 504 problem once ``seconds`` pass (the work is cancelled)."""
+    try:
+        return await asyncio.wait_for(work, timeout=seconds)
+    except TimeoutError:
+        raise ProblemError(
+            504,
+            "deadline",
+            "Deadline exceeded",
+            f"{what} did not finish within the service's request_timeout_s ({seconds:g} s)",
+        ) from None

@@ -1,0 +1,134 @@
+"""Errors as RFC 9457 problem documents (``application/problem+json``).
+
+Every failure a request can meet leaves as a problem with a status, a ``type`` naming the
+kind, a ``detail`` a person can act on and, for input errors, where the input was wrong
+(``scene_index``, ``message_index``, ``part_index``); never as a traceback.
+
+>>> problem_for(InvalidMessageError("no role", scene_index=0, message_index=2)).body()["status"]
+422
+>>> problem_for(StoreError("locked")).status
+503
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from starlette.responses import Response
+
+from memreader.errors import (
+    ConfigError,
+    EmbeddingError,
+    InputError,
+    InternalError,
+    MemReaderError,
+    StoreError,
+    UnsupportedModeError,
+)
+
+__all__ = ["PROBLEM_TYPE", "ProblemError", "problem_for", "problem_response"]
+
+logger = logging.getLogger(__name__)
+
+PROBLEM_TYPE = "application/problem+json"
+_TYPE_PREFIX = "urn:memreader:problem:"
+
+
+class ProblemError(Exception):
+    """A request's failure, as the problem document it answers with.
+
+    ``kind`` becomes the ``type`` (``urn:memreader:problem:<kind>``); ``extra`` adds members
+    (the error's location, the invalid fields); ``headers`` go on the response
+    (``Retry-After``, ``WWW-Authenticate``).
+    """
+
+    def __init__(
+        self,
+        status: int,
+        kind: str,
+        title: str,
+        detail: str,
+        *,
+        extra: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.kind = kind
+        self.title = title
+        self.detail = detail
+        self.extra = dict(extra or {})
+        self.headers = dict(headers or {})
+
+    def body(self, instance: str | None = None) -> dict[str, Any]:
+        """The problem document."""
+        body: dict[str, Any] = {
+            "type": _TYPE_PREFIX + self.kind,
+            "title": self.title,
+            "status": self.status,
+            "detail": self.detail,
+        }
+        if instance is not None:
+            body["instance"] = instance
+        body.update(self.extra)
+        return body
+
+
+def problem_response(problem: ProblemError, instance: str | None = None) -> Response:
+    """``problem`` as a response."""
+    return Response(
+        json.dumps(problem.body(instance), ensure_ascii=False),
+        status_code=problem.status,
+        media_type=PROBLEM_TYPE,
+        headers=problem.headers,
+    )
+
+
+def problem_for(error: BaseException) -> ProblemError:
+    """The problem a library error (or any other exception) answers with."""
+    if isinstance(error, ProblemError):
+        return error
+    name = type(error).__name__
+    if isinstance(error, InputError):
+        where = {
+            key: value
+            for key in ("scene_index", "message_index", "part_index")
+            if (value := getattr(error, key)) is not None
+        }
+        return ProblemError(
+            422, "invalid-input", "Invalid input", str(error), extra={"error": name, **where}
+        )
+    if isinstance(error, UnsupportedModeError):
+        return ProblemError(
+            422, "unsupported", "Not available with this reader", str(error), extra={"error": name}
+        )
+    if isinstance(error, ConfigError):
+        return ProblemError(
+            422, "invalid-config", "Invalid settings", str(error), extra={"error": name}
+        )
+    if isinstance(error, StoreError):
+        return ProblemError(
+            503,
+            "store-unavailable",
+            "Memory store failed",
+            str(error),
+            extra={"error": name},
+            headers={"Retry-After": "1"},
+        )
+    if isinstance(error, EmbeddingError):
+        return ProblemError(
+            503, "embedder-unavailable", "Embedder failed", str(error), extra={"error": name}
+        )
+    if isinstance(error, MemReaderError) and not isinstance(error, InternalError):
+        return ProblemError(500, "reader-error", "Reader failed", str(error), extra={"error": name})
+    # A bug: logged with its traceback here, answered without one.
+    logger.error("internal error", exc_info=error)
+    return ProblemError(
+        500,
+        "internal",
+        "Internal error",
+        "the service failed unexpectedly; the log has the details",
+    )

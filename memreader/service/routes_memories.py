@@ -1,0 +1,136 @@
+"""The store over HTTP: search, one memory, its history, forgetting a source."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Query, Request
+from starlette.responses import Response
+
+from memreader.service.keys import Principal
+from memreader.service.models import ForgetRequest, SearchRequest
+from memreader.service.problems import ProblemError
+from memreader.service.state import ServiceState, json_response
+from memreader.stores import SourceSelector
+from memreader.stores.shapes import entry_json, event_json, hit_json, memory_json
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["memories"])
+
+
+def _state(request: Request) -> ServiceState:
+    state: ServiceState = request.app.state.service
+    return state
+
+
+def _owner(state: ServiceState, principal: Principal, user_id: str | None) -> str:
+    """The ``user_id`` of a GET: the query's, or the key's one user."""
+    if user_id is None:
+        user_id = principal.only_user()
+    if user_id is None:
+        raise ProblemError(
+            422,
+            "invalid-input",
+            "Invalid input",
+            "user_id is required (?user_id=...): this key may use more than one user",
+        )
+    return state.check_user(principal, user_id)
+
+
+@router.post("/v1/memories/search")
+async def search(body: SearchRequest, request: Request) -> Response:
+    """The ``k`` best memories of ``user_id`` for ``query``, best first, each with its score
+    parts (similarity, text rank, importance, decay)."""
+    state = _state(request)
+    principal = state.principal(request)
+    user_id = state.check_user(principal, body.user_id)
+    async with state.slots.hold(principal.name):
+        hits = await state.blocking(
+            lambda: state.store.search(
+                body.query,
+                user_id=user_id,
+                k=body.k,
+                types=body.types,
+                since=body.since,
+                until=body.until,
+                session_id=body.session_id,
+                include_inactive=body.include_inactive,
+                mode=body.mode,
+            ),
+            "the search",
+        )
+    return json_response({"hits": [hit_json(hit) for hit in hits]})
+
+
+@router.get("/v1/memories/{memory_id}")
+async def get_memory(
+    memory_id: str, request: Request, user_id: str | None = Query(default=None)
+) -> Response:
+    """One memory of ``user_id``, whatever its status (404 when that user has none such)."""
+    state = _state(request)
+    principal = state.principal(request)
+    owner = _owner(state, principal, user_id)
+    async with state.slots.hold(principal.name):
+        memory = await state.blocking(
+            lambda: state.store.get(memory_id, user_id=owner), "the lookup"
+        )
+    if memory is None:
+        raise _not_found(owner, memory_id)
+    return json_response(memory_json(memory))
+
+
+@router.get("/v1/memories/{memory_id}/history")
+async def history(
+    memory_id: str, request: Request, user_id: str | None = Query(default=None)
+) -> Response:
+    """Every change of one memory, oldest first."""
+    state = _state(request)
+    principal = state.principal(request)
+    owner = _owner(state, principal, user_id)
+    async with state.slots.hold(principal.name):
+        memory = await state.blocking(
+            lambda: state.store.get(memory_id, user_id=owner), "the lookup"
+        )
+        if memory is None:
+            raise _not_found(owner, memory_id)
+        entries = await state.blocking(
+            lambda: state.store.history(memory_id, user_id=owner), "the history"
+        )
+    return json_response(
+        {
+            "id": memory.id,
+            "status": memory.status,
+            "memory": memory.item.memory,
+            "superseded_by": memory.superseded_by,
+            "history": [entry_json(entry) for entry in entries],
+        }
+    )
+
+
+@router.post("/v1/memories:forget")
+async def forget(body: ForgetRequest, request: Request) -> Response:
+    """Forget what one source said: memories it alone supported expire, the others lose its
+    sources. Returns the events."""
+    state = _state(request)
+    principal = state.principal(request)
+    user_id = state.check_user(principal, body.user_id)
+    source = SourceSelector(
+        doc_path=body.doc_path,
+        session_id=body.session_id,
+        message_id=body.message_id,
+        input_key=body.input_key,
+    )
+
+    async def answer() -> Response:
+        async with state.slots.hold(principal.name):
+            events = await state.blocking(
+                lambda: state.store.forget(source, user_id=user_id), "forgetting"
+            )
+        return json_response({"events": [event_json(event) for event in events]})
+
+    return await state.idempotent(request, principal, "forget", answer)
+
+
+def _not_found(user_id: str, memory_id: str) -> ProblemError:
+    return ProblemError(
+        404, "not-found", "No such memory", f"user {user_id!r} has no memory {memory_id!r}"
+    )

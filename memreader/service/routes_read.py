@@ -1,0 +1,182 @@
+"""``POST /v1/read`` and ``POST /v1/refine``: items from scenes or from fast items, stored when
+asked; NDJSON (one scene per line) when the client accepts ``application/x-ndjson``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from fastapi import APIRouter, Request
+from starlette.responses import Response, StreamingResponse
+
+from memreader.items import TextualMemoryItem
+from memreader.report import ReadReport
+from memreader.service.keys import Principal
+from memreader.service.limits import within_deadline
+from memreader.service.models import ReadRequest, RefineRequest
+from memreader.service.problems import problem_for
+from memreader.service.state import ServiceState, json_response
+from memreader.stores.shapes import event_json
+
+__all__ = ["router"]
+
+router = APIRouter()
+NDJSON = "application/x-ndjson"
+
+
+def _state(request: Request) -> ServiceState:
+    state: ServiceState = request.app.state.service
+    return state
+
+
+def _items_json(items: Sequence[TextualMemoryItem], embeddings: bool) -> list[dict[str, Any]]:
+    out = []
+    for item in items:
+        data = item.to_dict()
+        if not embeddings:
+            data["metadata"].pop("embedding", None)
+        out.append(data)
+    return out
+
+
+@router.post("/v1/read", tags=["read"])
+async def read(body: ReadRequest, request: Request) -> Response:
+    """Read scenes (chat) or documents (doc) into memory items, as ``get_memory`` does: one
+    list of items per scene, the call's report and, with ``"store": true``, the write events.
+    With ``Accept: application/x-ndjson`` each scene's items come as one line as soon as that
+    scene is read (``{"scene": i, "items": [...]}`` or ``{"scene": i, "problem": {...}}``),
+    then ``{"done": true, "report": ..., "events": ...}``."""
+    state = _state(request)
+    principal = state.principal(request)
+    state.check_user(principal, body.info.get("user_id"), "info.user_id")
+    if body.store:
+        _ = state.store  # 409 before any work when there is no store
+    streamed = NDJSON in request.headers.get("accept", "")
+
+    async def answer() -> Response:
+        if streamed:
+            return await _ndjson_answer(state, principal, body, request)
+        async with state.slots.hold(principal.name):
+            report = ReadReport()
+            items = await within_deadline(
+                state.reader.aget_memory(
+                    body.scenes,
+                    type=body.type,
+                    info=body.info,
+                    mode=body.mode,
+                    custom_tags=body.custom_tags,
+                    report=report,
+                ),
+                state.timeout_s,
+                "the read",
+            )
+            state.metrics.observe_read(report, sum(len(scene) for scene in items))
+            events = await _store(state, items) if body.store else None
+        return json_response(
+            {
+                "items": [_items_json(scene, body.include_embeddings) for scene in items],
+                "report": report.to_dict(),
+                "events": events,
+            }
+        )
+
+    return await state.idempotent(request, principal, "read", answer)
+
+
+async def _store(state: ServiceState, items: Sequence[Sequence[TextualMemoryItem]]) -> Any:
+    flat = [item for scene in items for item in scene]
+    events = await state.blocking(lambda: state.store.write(flat), "the store write")
+    return [event_json(event) for event in events]
+
+
+async def _ndjson_answer(
+    state: ServiceState, principal: Principal, body: ReadRequest, request: Request
+) -> Response:
+    scenes = body.scenes if isinstance(body.scenes, list) else [body.scenes]
+    lines = _scene_lines(state, principal, body, scenes)
+    if request.headers.get("idempotency-key") is None:
+        return StreamingResponse(lines, media_type=NDJSON)
+    # A kept answer must be whole: gather the lines, answer them at once.
+    return Response(b"".join([line async for line in lines]), media_type=NDJSON)
+
+
+async def _scene_lines(
+    state: ServiceState, principal: Principal, body: ReadRequest, scenes: list[Any]
+) -> AsyncIterator[bytes]:
+    """Each scene read alone (its items' sources say its index in the request); a scene that
+    fails is that scene's line."""
+    total = ReadReport(mode=body.mode)
+    events: list[Any] = []
+    async with state.slots.hold(principal.name):
+        for index, scene in enumerate(scenes):
+            report = ReadReport()
+            try:
+                items = await within_deadline(
+                    state.reader.aget_memory(
+                        [scene],
+                        type=body.type,
+                        info=body.info,
+                        mode=body.mode,
+                        custom_tags=body.custom_tags,
+                        report=report,
+                    ),
+                    state.timeout_s,
+                    f"scene {index}",
+                )
+                for item in items[0]:
+                    for source in item.metadata.sources:
+                        source.scene_index = index
+                for window in report.windows:
+                    window.scene_index = index
+                total.windows.extend(report.windows)
+                state.metrics.observe_read(report, len(items[0]))
+                if body.store:
+                    events.extend(await _store(state, items))
+                line: dict[str, Any] = {
+                    "scene": index,
+                    "items": _items_json(items[0], body.include_embeddings),
+                }
+            except Exception as exc:  # this scene's line (a problem); the others go on
+                problem = problem_for(exc)
+                line = {"scene": index, "problem": problem.body()}
+            yield (json.dumps(line, ensure_ascii=False) + "\n").encode()
+    done = {"done": True, "report": total.to_dict(), "events": events if body.store else None}
+    yield (json.dumps(done, ensure_ascii=False) + "\n").encode()
+
+
+@router.post("/v1/refine", tags=["read"])
+async def refine(body: RefineRequest, request: Request) -> Response:
+    """Refine stored fast items into fine items (``fine_transfer_simple_mem``): one list per
+    input item; with ``"store": true`` also written. Every item must belong to a user this
+    key may use."""
+    state = _state(request)
+    principal = state.principal(request)
+    for n, raw in enumerate(body.items):
+        metadata = raw.get("metadata")
+        user_id = metadata.get("user_id") if isinstance(metadata, dict) else None
+        state.check_user(principal, user_id, f"items[{n}].metadata.user_id")
+    if body.store:
+        _ = state.store
+
+    async def answer() -> Response:
+        async with state.slots.hold(principal.name):
+            report = ReadReport()
+            items = await within_deadline(
+                state.reader.afine_transfer_simple_mem(
+                    body.items, type=body.type, custom_tags=body.custom_tags, report=report
+                ),
+                state.timeout_s,
+                "the refinement",
+            )
+            state.metrics.observe_read(report, sum(len(group) for group in items))
+            events = await _store(state, items) if body.store else None
+        return json_response(
+            {
+                "items": [_items_json(group, body.include_embeddings) for group in items],
+                "report": report.to_dict(),
+                "events": events,
+            }
+        )
+
+    return await state.idempotent(request, principal, "refine", answer)

@@ -1,0 +1,171 @@
+"""What every request of one service shares: the reader, the store, the keys, the limits,
+the idempotency answers, the metrics and the jobs."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from memreader.readers.base import BaseMemReader
+from memreader.service.config import ServiceConfig
+from memreader.service.idempotency import IdempotencyCache, StoredAnswer
+from memreader.service.jobs import JobManager
+from memreader.service.keys import LOCAL_PRINCIPAL, KeyRing, Principal
+from memreader.service.limits import KeySlots, within_deadline
+from memreader.service.metrics import ServiceMetrics
+from memreader.service.problems import ProblemError
+from memreader.service.reading import http_reader_config
+from memreader.stores import MemoryStore, open_store
+
+__all__ = ["ServiceState", "json_response"]
+
+T = TypeVar("T")
+
+
+def json_response(data: Any, status: int = 200) -> Response:
+    """``data`` as a JSON response (UTF-8, not ASCII-escaped)."""
+    return Response(
+        json.dumps(data, ensure_ascii=False), status_code=status, media_type="application/json"
+    )
+
+
+class ServiceState:
+    """Built once per app; closed when the app stops."""
+
+    def __init__(
+        self,
+        config: ServiceConfig,
+        *,
+        reader: BaseMemReader | None = None,
+        store: MemoryStore | None = None,
+    ) -> None:
+        settings = config.settings
+        self.config = config
+        self.reader_config = http_reader_config(config.reader, settings.content, config.store_url)
+        self.reader = reader if reader is not None else self.reader_config.build()
+        self._store = store
+        self.keys = KeyRing(config.keys)
+        self.slots = KeySlots(settings.max_concurrent_per_key)
+        self.idempotency = IdempotencyCache(
+            settings.idempotency_ttl_s, settings.idempotency_max_entries
+        )
+        self.metrics = ServiceMetrics()
+        self.timeout_s = settings.request_timeout_s
+        self.jobs = JobManager(
+            reader=self.reader_config.model_dump(mode="python"),
+            store_url=config.store_url,
+            roots=config.job_roots(),
+            state_dir=config.resolve(settings.jobs.state_dir),
+            max_running_per_key=settings.jobs.max_running_per_key,
+            keep_finished=settings.jobs.keep_finished,
+            metrics=self.metrics,
+        )
+
+    @property
+    def store(self) -> MemoryStore:
+        """The service's store (opened on first use, with the reader's embedder for queries).
+
+        Raises:
+            ProblemError: 409, the config names no store.
+        """
+        if self._store is None:
+            url = self.config.store_url
+            if url is None:
+                raise ProblemError(
+                    409,
+                    "no-store",
+                    "No store",
+                    "this service has no memory store: set `store:` in the reader config",
+                )
+            self._store = open_store(url, embedder=self.reader.embedder)
+        return self._store
+
+    def principal(self, request: Request) -> Principal:
+        """Who sent ``request`` (``Authorization: Bearer KEY``).
+
+        Raises:
+            ProblemError: 401, no key or an unknown one (when keys are configured).
+        """
+        if not self.keys:
+            return LOCAL_PRINCIPAL
+        scheme, _, presented = request.headers.get("authorization", "").partition(" ")
+        found = self.keys.find(presented.strip()) if scheme.lower() == "bearer" else None
+        if found is None:
+            raise ProblemError(
+                401,
+                "unauthorized",
+                "Unauthorized",
+                "send an API key of this service as `Authorization: Bearer KEY`",
+                headers={"WWW-Authenticate": 'Bearer realm="memreader"'},
+            )
+        return found
+
+    @staticmethod
+    def check_user(principal: Principal, user_id: object, where: str = "user_id") -> str:
+        """``user_id``, which ``principal`` may read and write.
+
+        Raises:
+            ProblemError: 422 not a non-empty string; 403 another key's user.
+        """
+        if not isinstance(user_id, str) or not user_id:
+            raise ProblemError(
+                422, "invalid-input", "Invalid input", f"{where} must be a non-empty string"
+            )
+        if not principal.may_use(user_id):
+            raise ProblemError(
+                403,
+                "forbidden-user",
+                "User not allowed",
+                f"this key may not read or write the memories of {where} {user_id!r}",
+            )
+        return user_id
+
+    async def blocking(self, call: Callable[[], T], what: str) -> T:
+        """Run a blocking call (the store) in a worker thread, within the deadline."""
+        return await within_deadline(asyncio.to_thread(call), self.timeout_s, what)
+
+    async def idempotent(
+        self,
+        request: Request,
+        principal: Principal,
+        route: str,
+        answer: Callable[[], Awaitable[Response]],
+    ) -> Response:
+        """``answer()``, or the first answer of a retried ``Idempotency-Key`` request."""
+        key = request.headers.get("idempotency-key")
+        if key is None:
+            return await answer()
+        body = await request.body()
+        kept = self.idempotency.begin(principal.name, route, key, body)
+        if kept is not None:
+            return Response(
+                kept.body,
+                status_code=kept.status,
+                media_type=kept.media_type,
+                headers={"Idempotent-Replayed": "true"},
+            )
+        try:
+            response = await answer()
+        except BaseException:
+            self.idempotency.abandon(principal.name, route, key)
+            raise
+        if response.status_code >= 500 or response.status_code == 429:
+            self.idempotency.abandon(principal.name, route, key)
+        else:
+            stored = StoredAnswer(
+                response.status_code, bytes(response.body), response.media_type or ""
+            )
+            self.idempotency.finish(principal.name, route, key, stored)
+        return response
+
+    def close(self) -> None:
+        """Cancel the jobs, close the store and the reader."""
+        self.jobs.close()
+        if self._store is not None:
+            self._store.close()
+        self.reader.close()

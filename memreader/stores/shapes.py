@@ -1,0 +1,85 @@
+"""Stored memories, search hits, history entries and write events as JSON-ready dicts: the
+shapes the CLI's ``--json`` and the HTTP service answer with."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from memreader.stores.base import HistoryEntry, SearchHit, StoredMemory, WriteEvent
+from memreader.stores.scoring import ScoreParts
+
+__all__ = ["entry_json", "event_json", "hit_json", "iso", "memory_json", "score_json"]
+
+
+def iso(value: datetime | None) -> str | None:
+    """``value`` in ISO 8601, or ``None``."""
+    return None if value is None else value.isoformat()
+
+
+def memory_json(memory: StoredMemory, *, embedding: bool = False) -> dict[str, Any]:
+    """A stored memory: its state in the store and the item (sources and all; the vector
+    only with ``embedding``)."""
+    item = memory.item.to_dict()
+    if not embedding:
+        item["metadata"].pop("embedding", None)
+    meta = memory.item.metadata
+    return {
+        "id": memory.id,
+        "memory": memory.item.memory,
+        "status": memory.status,
+        "user_id": meta.user_id,
+        "session_id": meta.session_id,
+        "memory_type": meta.memory_type.value,
+        "importance": memory.importance,
+        "importance_reason": memory.importance_reason,
+        "valid_from": iso(memory.valid_from),
+        "valid_to": iso(memory.valid_to),
+        "recorded_at": iso(memory.recorded_at),
+        "retired_at": iso(memory.retired_at),
+        "superseded_by": memory.superseded_by,
+        "reinforced": memory.reinforced,
+        "content_hash": memory.content_hash,
+        "item": item,
+    }
+
+
+def score_json(score: ScoreParts) -> dict[str, Any]:
+    """Why a hit ranked where it did."""
+    return {
+        "final": score.final,
+        "relevance": score.relevance,
+        "fused": score.fused,
+        "similarity": score.similarity,
+        "text_rank": score.text_rank,
+        "importance": score.importance,
+        "decay": score.decay,
+    }
+
+
+def hit_json(hit: SearchHit) -> dict[str, Any]:
+    """A search hit: the memory and its score parts."""
+    return {"memory": memory_json(hit.memory), "score": score_json(hit.score)}
+
+
+def entry_json(entry: HistoryEntry) -> dict[str, Any]:
+    """One change of a memory."""
+    return {
+        "event": entry.event,
+        "at": iso(entry.at),
+        "reason": entry.reason,
+        "old_memory": entry.old_memory,
+        "new_memory": entry.new_memory,
+        "source_ids": list(entry.source_ids),
+    }
+
+
+def event_json(event: WriteEvent) -> dict[str, Any]:
+    """What a write or a forget did to one memory."""
+    return {
+        "event": event.event,
+        "memory_id": event.memory_id,
+        "item_id": event.item_id,
+        "reason": event.reason,
+        "previous_id": event.previous_id,
+    }
