@@ -378,3 +378,57 @@ def test_no_keys_refuses_public_address() -> None:
 def test_plain_keys_are_refused_in_configs() -> None:
     with pytest.raises(ConfigError, match="sha256"):
         ServiceSettings(keys=[{"name": "a", "sha256": "mr_plain_key", "users": ["a"]}])
+
+
+def test_ndjson_flat_chat_is_one_scene(start: Start) -> None:
+    url = start()
+    answer = httpx.post(
+        f"{url}/v1/read",
+        headers={**auth("alice"), "Accept": "application/x-ndjson"},
+        json={"scenes": CHAT, "info": {"user_id": "alice", "session_id": "s"}},
+    )
+    lines = [json.loads(line) for line in answer.text.splitlines()]
+    assert [line.get("scene") for line in lines] == [0, None]
+    assert lines[0]["items"] and lines[1]["done"] is True
+
+
+@pytest.mark.parametrize(
+    ("path", "why"),
+    [
+        ("/etc", "relative"),
+        (".hidden/chat.json", "hidden"),
+        ("*.json", "globs"),
+        ("sub/../../x", "'..'"),
+        ("link", "outside"),
+    ],
+)
+def test_job_paths_stay_inside_the_roots(start: Start, tmp_path: Path, path: str, why: str) -> None:
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "link").symlink_to(tmp_path)
+    url = start(jobs={"input_roots": ["data"]})
+    refused = httpx.post(f"{url}/v1/jobs", json={"inputs": [{"path": path}]}, headers=auth("admin"))
+    assert why in problem(refused, 403)["detail"]
+
+
+def test_jobs_off_without_roots(start: Start) -> None:
+    url = start()
+    off = httpx.post(f"{url}/v1/jobs", json={"inputs": [{"path": "x"}]}, headers=auth("admin"))
+    assert problem(off, 403)["type"].endswith("jobs-disabled")
+
+
+def test_cli_key_and_serve_refusal(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from memreader.cli import main
+    from memreader.service.keys import KeyRing, load_keys_file
+
+    assert main(["key", "--name", "app", "--users", "alice,bob"]) == 0
+    out, err = capsys.readouterr()
+    key = err.rsplit(" ", 1)[-1].strip()
+    keys_file = tmp_path / "keys.yaml"
+    keys_file.write_text(out)
+    principal = KeyRing(load_keys_file(keys_file)).find(key)
+    assert principal is not None and principal.users == {"alice", "bob"}
+    assert key not in out, "the config entry holds the hash, never the key"
+    config = tmp_path / "service.yaml"
+    config.write_text("config: {embedder: null}\n")
+    assert main(["serve", "--config", str(config), "--host", "0.0.0.0"]) == 2
+    assert "without API keys" in capsys.readouterr().err

@@ -34,7 +34,9 @@ from memreader.stores import MemoryStore
 
 __all__ = ["create_app"]
 
-_STATUS_TITLES = {404: "Not found", 405: "Method not allowed"}
+_STATUS_TITLES = {400: "Bad request", 404: "Not found", 405: "Method not allowed"}
+#: Methods counted by name; any other a client sends is counted as OTHER (bounded labels).
+_METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
 
 
 def create_app(

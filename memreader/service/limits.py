@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import TypeVar
 
@@ -103,9 +103,8 @@ class KeySlots:
         with self._lock:
             return self._in_flight.get(key, 0)
 
-    @asynccontextmanager
-    async def hold(self, key: str) -> AsyncIterator[None]:
-        """Hold one of ``key``'s slots for the block.
+    def acquire(self, key: str) -> Callable[[], None]:
+        """Take one of ``key``'s slots; returns the release (safe to call more than once).
 
         Raises:
             ProblemError: 429, every slot of ``key`` is taken.
@@ -122,15 +121,30 @@ class KeySlots:
                     headers={"Retry-After": "1"},
                 )
             self._in_flight[key] = now + 1
-        try:
-            yield
-        finally:
+        released = False
+
+        def release() -> None:
+            nonlocal released
             with self._lock:
+                if released:
+                    return
+                released = True
                 left = self._in_flight[key] - 1
                 if left:
                     self._in_flight[key] = left
                 else:
                     del self._in_flight[key]
+
+        return release
+
+    @asynccontextmanager
+    async def hold(self, key: str) -> AsyncIterator[None]:
+        """Hold one of ``key``'s slots for the block (429 when none is free)."""
+        release = self.acquire(key)
+        try:
+            yield
+        finally:
+            release()
 
 
 async def within_deadline(work: Awaitable[T], seconds: float, what: str) -> T:

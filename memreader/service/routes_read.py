@@ -3,11 +3,14 @@ asked; NDJSON (one scene per line) when the client accepts ``application/x-ndjso
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import AsyncIterator, Sequence
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from fastapi import APIRouter, Request
+from starlette.background import BackgroundTask
 from starlette.responses import Response, StreamingResponse
 
 from memreader.items import TextualMemoryItem
@@ -59,20 +62,20 @@ async def read(body: ReadRequest, request: Request) -> Response:
             return await _ndjson_answer(state, principal, body, request)
         async with state.slots.hold(principal.name):
             report = ReadReport()
-            items = await within_deadline(
-                state.reader.aget_memory(
+
+            async def work() -> tuple[list[list[TextualMemoryItem]], Any]:
+                items = await state.reader.aget_memory(
                     body.scenes,
                     type=body.type,
                     info=body.info,
                     mode=body.mode,
                     custom_tags=body.custom_tags,
                     report=report,
-                ),
-                state.timeout_s,
-                "the read",
-            )
-            state.metrics.observe_read(report, sum(len(scene) for scene in items))
-            events = await _store(state, items) if body.store else None
+                )
+                state.metrics.observe_read(report, sum(len(scene) for scene in items))
+                return items, await _store(state, items) if body.store else None
+
+            items, events = await within_deadline(work(), state.timeout_s, "the read")
         return json_response(
             {
                 "items": [_items_json(scene, body.include_embeddings) for scene in items],
@@ -85,8 +88,9 @@ async def read(body: ReadRequest, request: Request) -> Response:
 
 
 async def _store(state: ServiceState, items: Sequence[Sequence[TextualMemoryItem]]) -> Any:
+    """Write ``items`` (in a worker thread: the store blocks); the events as JSON."""
     flat = [item for scene in items for item in scene]
-    events = await state.blocking(lambda: state.store.write(flat), "the store write")
+    events = await asyncio.to_thread(state.store.write, flat)
     return [event_json(event) for event in events]
 
 
@@ -94,21 +98,31 @@ async def _ndjson_answer(
     state: ServiceState, principal: Principal, body: ReadRequest, request: Request
 ) -> Response:
     scenes = body.scenes if isinstance(body.scenes, list) else [body.scenes]
-    lines = _scene_lines(state, principal, body, scenes)
+    if body.type == "chat" and scenes and all(isinstance(m, dict) for m in scenes):
+        scenes = [scenes]  # one flat list of messages is one scene, as in get_memory
+    # The slot is taken before the answer starts (a 429 must be the status, not a line) and
+    # given back when the last line is sent, or when the client goes away.
+    release = state.slots.acquire(principal.name)
+    lines = _scene_lines(state, body, scenes, release)
     if request.headers.get("idempotency-key") is None:
-        return StreamingResponse(lines, media_type=NDJSON)
+        return StreamingResponse(lines, media_type=NDJSON, background=BackgroundTask(release))
     # A kept answer must be whole: gather the lines, answer them at once.
-    return Response(b"".join([line async for line in lines]), media_type=NDJSON)
+    try:
+        return Response(b"".join([line async for line in lines]), media_type=NDJSON)
+    finally:
+        release()
 
 
 async def _scene_lines(
-    state: ServiceState, principal: Principal, body: ReadRequest, scenes: list[Any]
+    state: ServiceState, body: ReadRequest, scenes: list[Any], release: Callable[[], None]
 ) -> AsyncIterator[bytes]:
     """Each scene read alone (its items' sources say its index in the request); a scene that
-    fails is that scene's line."""
+    fails is that scene's line (a problem), the others go on."""
     total = ReadReport(mode=body.mode)
     events: list[Any] = []
-    async with state.slots.hold(principal.name):
+    # One deadline for the whole answer: a scene past it is a 504 line, and so is each after.
+    deadline = time.monotonic() + state.timeout_s
+    try:
         for index, scene in enumerate(scenes):
             report = ReadReport()
             try:
@@ -121,8 +135,8 @@ async def _scene_lines(
                         custom_tags=body.custom_tags,
                         report=report,
                     ),
-                    state.timeout_s,
-                    f"scene {index}",
+                    max(0.0, deadline - time.monotonic()),
+                    "the read",
                 )
                 for item in items[0]:
                     for source in item.metadata.sources:
@@ -132,7 +146,10 @@ async def _scene_lines(
                 total.windows.extend(report.windows)
                 state.metrics.observe_read(report, len(items[0]))
                 if body.store:
-                    events.extend(await _store(state, items))
+                    remaining = max(0.0, deadline - time.monotonic())
+                    events.extend(
+                        await within_deadline(_store(state, items), remaining, "the write")
+                    )
                 line: dict[str, Any] = {
                     "scene": index,
                     "items": _items_json(items[0], body.include_embeddings),
@@ -141,6 +158,8 @@ async def _scene_lines(
                 problem = problem_for(exc)
                 line = {"scene": index, "problem": problem.body()}
             yield (json.dumps(line, ensure_ascii=False) + "\n").encode()
+    finally:
+        release()
     done = {"done": True, "report": total.to_dict(), "events": events if body.store else None}
     yield (json.dumps(done, ensure_ascii=False) + "\n").encode()
 
@@ -162,15 +181,15 @@ async def refine(body: RefineRequest, request: Request) -> Response:
     async def answer() -> Response:
         async with state.slots.hold(principal.name):
             report = ReadReport()
-            items = await within_deadline(
-                state.reader.afine_transfer_simple_mem(
+
+            async def work() -> tuple[list[list[TextualMemoryItem]], Any]:
+                items = await state.reader.afine_transfer_simple_mem(
                     body.items, type=body.type, custom_tags=body.custom_tags, report=report
-                ),
-                state.timeout_s,
-                "the refinement",
-            )
-            state.metrics.observe_read(report, sum(len(group) for group in items))
-            events = await _store(state, items) if body.store else None
+                )
+                state.metrics.observe_read(report, sum(len(group) for group in items))
+                return items, await _store(state, items) if body.store else None
+
+            items, events = await within_deadline(work(), state.timeout_s, "the refinement")
         return json_response(
             {
                 "items": [_items_json(group, body.include_embeddings) for group in items],

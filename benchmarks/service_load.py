@@ -1,0 +1,247 @@
+"""Load test of ``memreader serve`` (issue 20): N concurrent clients reading and writing for a
+fixed time against a real server on 127.0.0.1, then a check that nothing acknowledged was lost.
+
+Run by hand (not in the test suite), on an otherwise idle machine::
+
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/service_load.py --clients 8 --seconds 30
+
+The server is ``memreader serve`` in its own process (the bundled local embedder, int8; a
+fresh SQLite store; one API key per client, each walled to its own user;
+``max_concurrent_per_key`` 4). Each client loops: 70% writes (``POST /v1/read`` with
+``"store": true``: a new 4-message chat, fast mode) and 30% searches (``POST
+/v1/memories/search``, k=10, hybrid), each request waiting for the last. Afterwards every
+memory id a write acknowledged (its events) is fetched with ``GET /v1/memories/{id}``: "lost"
+counts those not there, active. Markdown goes to stdout, progress to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shlex
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fast_mode import ROOT, machine_info
+
+from memreader.service.keys import hash_key
+
+PLACES = ["Lisbon", "Porto", "Kyoto", "Oslo", "Lima", "Cairo", "Quito", "Riga", "Accra", "Hanoi"]
+HOBBIES = ["piano", "chess", "climbing", "pottery", "sailing", "tango", "cycling", "baking"]
+PEOPLE = ["Ana", "Ben", "Chen", "Dara", "Emil", "Fatou", "Goran", "Hana"]
+
+
+def chat(rng: random.Random, client: int, seq: int) -> list[dict[str, str]]:
+    """A new chat: different words each time, so writes are ADDs, not reinforcements."""
+    place, hobby, person = rng.choice(PLACES), rng.choice(HOBBIES), rng.choice(PEOPLE)
+    return [
+        {
+            "role": "user",
+            "content": f"Note {client}-{seq}: I moved to {place} and took up {hobby}.",
+        },
+        {"role": "assistant", "content": f"How is {hobby} in {place} going?"},
+        {"role": "user", "content": f"My friend {person} joins me on day {seq % 28 + 1}."},
+        {"role": "assistant", "content": f"Say hello to {person} from me."},
+    ]
+
+
+class Client(threading.Thread):
+    """One client: its own key and user, requests one after another until ``stop``."""
+
+    def __init__(self, url: str, n: int, key: str, stop: threading.Event) -> None:
+        super().__init__(name=f"client-{n}")
+        self.url, self.n, self.stop = url, n, stop
+        self.user = f"user{n}"
+        self.headers = {"Authorization": f"Bearer {key}"}
+        self.rng = random.Random(n)
+        self.latency: dict[str, list[float]] = {"write": [], "search": []}
+        self.statuses: dict[int, int] = {}
+        self.acknowledged: set[str] = set()
+        self.failures: list[str] = []
+
+    def run(self) -> None:
+        with httpx.Client(base_url=self.url, headers=self.headers, timeout=120) as http:
+            seq = 0
+            while not self.stop.is_set():
+                seq += 1
+                if self.rng.random() < 0.7:
+                    self._write(http, seq)
+                else:
+                    self._search(http)
+
+    def _request(
+        self, http: httpx.Client, kind: str, path: str, body: Any
+    ) -> httpx.Response | None:
+        started = time.perf_counter()
+        try:
+            response = http.post(path, json=body)
+        except httpx.HTTPError as exc:
+            self.failures.append(f"{kind}: {type(exc).__name__}: {exc}")
+            return None
+        self.statuses[response.status_code] = self.statuses.get(response.status_code, 0) + 1
+        if response.status_code == 200:
+            self.latency[kind].append(time.perf_counter() - started)
+            return response
+        if response.status_code != 429:
+            self.failures.append(f"{kind}: {response.status_code} {response.text[:200]}")
+        return None
+
+    def _write(self, http: httpx.Client, seq: int) -> None:
+        body = {
+            "scenes": [chat(self.rng, self.n, seq)],
+            "info": {"user_id": self.user, "session_id": f"s{seq}"},
+            "store": True,
+            "include_embeddings": False,
+        }
+        response = self._request(http, "write", "/v1/read", body)
+        if response is not None:
+            self.acknowledged.update(e["memory_id"] for e in response.json()["events"])
+
+    def _search(self, http: httpx.Client) -> None:
+        query = f"{self.rng.choice(HOBBIES)} in {self.rng.choice(PLACES)}"
+        self._request(http, "search", "/v1/memories/search", {"user_id": self.user, "query": query})
+
+    def lost(self, http: httpx.Client) -> int:
+        """Acknowledged memories not in the store (or not active)."""
+        missing = 0
+        for memory_id in sorted(self.acknowledged):
+            answer = http.get(
+                f"/v1/memories/{memory_id}", params={"user_id": self.user}, headers=self.headers
+            )
+            if answer.status_code != 200 or answer.json()["status"] != "active":
+                missing += 1
+        return missing
+
+
+def percentile(values: list[float], share: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def start_server(
+    folder: Path, clients: int, port: int
+) -> tuple[subprocess.Popen[bytes], list[str]]:
+    keys = [f"mr_load_{n}_{os.urandom(8).hex()}" for n in range(clients)]
+    config = {
+        "backend": "simple_struct",
+        "config": {"embedder": {"backend": "local"}, "store": "sqlite:///load.db"},
+        "service": {
+            "port": port,
+            "keys": [
+                {"name": f"client{n}", "sha256": hash_key(key), "users": [f"user{n}"]}
+                for n, key in enumerate(keys)
+            ],
+        },
+    }
+    (folder / "service.yaml").write_text(json.dumps(config))
+    server = subprocess.Popen(
+        [
+            str(ROOT / ".venv" / "bin" / "memreader"),
+            "serve",
+            "--config",
+            str(folder / "service.yaml"),
+            "--log-level",
+            "warning",
+        ],
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                return server, keys
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    server.kill()
+    raise SystemExit("the server did not start")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--port", type=int, default=8791)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        server, keys = start_server(Path(tmp), args.clients, args.port)
+        url = f"http://127.0.0.1:{args.port}"
+        try:
+            # Warm the embedder (its first batch loads the model) before the clock starts.
+            warm = Client(url, 0, keys[0], threading.Event())
+            with httpx.Client(base_url=url, headers=warm.headers, timeout=120) as http:
+                warm._write(http, 0)
+            stop = threading.Event()
+            clients = [Client(url, n, keys[n], stop) for n in range(args.clients)]
+            print(f"{args.clients} clients for {args.seconds:g} s ...", file=sys.stderr)
+            started = time.perf_counter()
+            for client in clients:
+                client.start()
+            time.sleep(args.seconds)
+            stop.set()
+            for client in clients:
+                client.join(180)
+            wall = time.perf_counter() - started
+            with httpx.Client(base_url=url, timeout=60) as http:
+                lost = sum(client.lost(http) for client in clients)
+                metrics = http.get("/metrics").text
+        finally:
+            server.terminate()
+            server.wait(30)
+    report(args, clients, wall, lost, warm, metrics)
+
+
+def report(
+    args: argparse.Namespace,
+    clients: list[Client],
+    wall: float,
+    lost: int,
+    warm: Client,
+    metrics: str,
+) -> None:
+    statuses: dict[int, int] = {}
+    for client in clients:
+        for status, n in client.statuses.items():
+            statuses[status] = statuses.get(status, 0) + n
+    failures = [f for client in clients for f in client.failures]
+    acknowledged = sum(len(client.acknowledged) for client in clients) + len(warm.acknowledged)
+    lines = [
+        f"Command: `HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/service_load.py "
+        f"{shlex.join(sys.argv[1:])}`",
+        f"Machine: `{json.dumps(machine_info())}`",
+        "",
+        "| op | requests | req/s | p50 ms | p95 ms |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for kind in ("write", "search"):
+        values = [v for client in clients for v in client.latency[kind]]
+        p50, p95 = percentile(values, 0.5), percentile(values, 0.95)
+        lines.append(
+            f"| {kind} | {len(values)} | {len(values) / wall:.1f} | "
+            f"{(p50 or 0) * 1000:.0f} | {(p95 or 0) * 1000:.0f} |"
+        )
+    total = sum(statuses.values())
+    lines += [
+        "",
+        f"{args.clients} clients, {wall:.1f} s: {total} requests ({total / wall:.1f}/s), "
+        f"statuses {dict(sorted(statuses.items()))}, errors {len(failures)}, "
+        f"acknowledged memories {acknowledged}, lost {lost}.",
+    ]
+    print("\n".join(lines))
+    for failure in failures[:10]:
+        print(f"  failure: {failure}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
