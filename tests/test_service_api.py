@@ -366,6 +366,10 @@ def test_health_openapi_and_home(start: Start) -> None:
     paths = httpx.get(f"{url}/openapi.json").json()["paths"]
     assert {"/v1/read", "/v1/memories/search", "/v1/memories:forget", "/v1/jobs"} <= set(paths)
     assert httpx.get(f"{url}/").headers["location"] == "/ui/"
+    page = httpx.get(f"{url}/ui/")
+    assert page.status_code == 200 and "<html" in page.text.lower()
+    assert "script-src" not in page.headers["content-security-policy"]
+    assert page.headers["content-security-policy"].startswith("default-src 'self'")
 
 
 def test_no_keys_refuses_public_address() -> None:

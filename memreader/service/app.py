@@ -13,13 +13,14 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib import resources
-from typing import Any
+from typing import Any, ClassVar
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
 from starlette.responses import RedirectResponse, Response
+from starlette.types import Scope
 
 from memreader._version import __version__
 from memreader.errors import MemReaderError
@@ -73,7 +74,7 @@ def create_app(
     _add_operations(app, state)
     if config.settings.ui:
         static = resources.files("memreader.service") / "static"
-        app.mount("/ui", StaticFiles(directory=str(static), html=True), name="ui")
+        app.mount("/ui", _Page(directory=str(static), html=True), name="ui")
     app.add_middleware(BodyLimit, limit=config.settings.max_request_bytes)
     app.add_middleware(_Observe, state=state)
     return app
@@ -120,6 +121,23 @@ def _add_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, on_invalid)
     app.add_exception_handler(HTTPException, on_http)
     app.add_exception_handler(Exception, on_problem)
+
+
+class _Page(StaticFiles):
+    """The page's files, with headers that keep a stored memory's text from ever running as
+    code in it: the page has no inline script or style, so nothing but its own files may run."""
+
+    HEADERS: ClassVar[dict[str, str]] = {
+        "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
+        "object-src 'none'; base-uri 'none'; frame-ancestors 'none'",
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "no-referrer",
+    }
+
+    async def get_response(self, path: str, scope: Scope) -> Response:
+        response = await super().get_response(path, scope)
+        response.headers.update(self.HEADERS)
+        return response
 
 
 def invalid_request(exc: RequestValidationError) -> ProblemError:

@@ -1,0 +1,690 @@
+// memreader's web page: read a chat or a document, see where each item came from, search the
+// store. Plain ES modules, no build step. Everything the API returns is untrusted text: it only
+// ever reaches the page as DOM text nodes (textContent / createTextNode), never as HTML.
+
+const KEY_STORAGE = "memreader.apiKey";
+const ROLES = new Set(["system", "developer", "user", "assistant", "tool", "function"]);
+// "role: text", optionally after "[chat_time] "; only the roles the reader knows, so a line
+// like "Note: ..." continues the message above instead of starting one.
+const ROLE_LINE = new RegExp(`^\\s*(?:\\[([^\\]]+)\\]\\s*)?(${[...ROLES].join("|")})\\s*:\\s?(.*)$`, "i");
+
+const EXAMPLE_CHAT = [
+  {
+    role: "user",
+    content: "Hi! I moved to Lisbon last month 😀 and I'm learning Portuguese.",
+    chat_time: "2024-05-01T09:00:00",
+  },
+  {
+    role: "assistant",
+    content: "Welcome to Lisbon! How are the lessons going?",
+    chat_time: "2024-05-01T09:00:20",
+  },
+  {
+    role: "user",
+    content: "Slowly. My sister Ana visits in June; she is allergic to peanuts.",
+    chat_time: "2024-05-01T09:01:10",
+  },
+  {
+    role: "assistant",
+    content: "Noted: Ana visits in June and avoids peanuts. I'll suggest places with allergen menus.",
+    chat_time: "2024-05-01T09:01:40",
+  },
+];
+
+const $ = (id) => document.getElementById(id);
+
+// What the page holds between events. `last` is also exposed on window.memreaderLast so tests
+// (and curious users, in the console) can compare the marks with the answer.
+const state = {
+  file: null, // {name, data (base64)} while a file waits to be read
+  busy: false,
+  slots: new Map(), // "scene:message:part" -> {node, text}: the text a span indexes
+  last: null, // {request, answer, items (flat), selected}
+};
+
+// ---------------------------------------------------------------- small DOM helpers
+
+/** An element; string children become text nodes (never parsed as HTML). */
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value === null || value === undefined || value === false) continue;
+    if (name === "className") node.className = value;
+    else node.setAttribute(name, value === true ? "" : String(value));
+  }
+  for (const child of children.flat(Infinity)) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+function setStatus(id, text) {
+  $(id).textContent = text;
+}
+
+/** Show a problem (the API's problem document, or our own input error) in an alert region. */
+function showProblem(id, problem) {
+  const box = $(id);
+  if (!problem) {
+    box.hidden = true;
+    box.replaceChildren();
+    return;
+  }
+  const title = problem.status ? `${problem.title} (${problem.status})` : problem.title;
+  const where = [];
+  if (problem.scene_index != null) where.push(`scene ${problem.scene_index}`);
+  if (problem.message_index != null) where.push(`message ${problem.message_index}`);
+  box.replaceChildren(el("strong", {}, title || "Error"), el("p", {}, problem.detail || ""));
+  if (where.length) box.append(el("p", { className: "hint" }, `At ${where.join(", ")}.`));
+  box.hidden = false;
+}
+
+function plural(n, word) {
+  return `${n} ${word}${n === 1 ? "" : "s"}`;
+}
+
+function fmt(value) {
+  if (value === null || value === undefined) return "—";
+  if (typeof value !== "number") return String(value);
+  return Number.isInteger(value) ? String(value) : value.toFixed(3);
+}
+
+// ---------------------------------------------------------------- the API
+
+class Problem extends Error {
+  constructor(problem) {
+    super(problem.detail || problem.title);
+    this.problem = problem;
+  }
+}
+
+/** Call the API (paths relative to the page, so a proxy prefix keeps working). */
+async function api(method, path, body) {
+  const headers = { accept: "application/json" };
+  if (body !== undefined) headers["content-type"] = "application/json";
+  const key = $("api-key").value.trim();
+  if (key) headers.authorization = `Bearer ${key}`;
+  let response;
+  try {
+    const init = { method, headers, body: body === undefined ? undefined : JSON.stringify(body) };
+    response = await fetch(new URL(`../${path}`, window.location.href), init);
+  } catch (error) {
+    throw new Problem({ title: "Network error", detail: `The service did not answer: ${error.message}` });
+  }
+  const text = await response.text();
+  let data = null;
+  try {
+    data = JSON.parse(text);
+  } catch {
+    // not JSON: a proxy's error page, say; shown below as plain text
+  }
+  if (!response.ok) {
+    const fallback = { title: response.statusText || "HTTP error", detail: text.slice(0, 500) };
+    const problem = data && typeof data === "object" ? data : fallback;
+    throw new Problem({ status: response.status, ...problem });
+  }
+  return data;
+}
+
+// ---------------------------------------------------------------- reading the pasted chat
+
+/** Scenes from the textarea: JSON (a scene, a list of scenes, {scenes}) or "role: text" lines. */
+function parseScenes(text) {
+  const trimmed = text.trim();
+  if (!trimmed) {
+    const detail = "Paste a chat, drop a file, or click Load example.";
+    throw new Problem({ title: "Nothing to read", detail });
+  }
+  // "[2024-05-01 10:00] user: hi" starts like JSON too: lines that look like a chat are one.
+  const looksLikeLines = ROLE_LINE.test(trimmed.split(/\r?\n/, 1)[0]);
+  if (!looksLikeLines && (trimmed.startsWith("[") || trimmed.startsWith("{"))) {
+    let data;
+    try {
+      data = JSON.parse(trimmed);
+    } catch (error) {
+      throw new Problem({ title: "Not valid JSON", detail: error.message });
+    }
+    return scenesFromJson(data);
+  }
+  return [messagesFromLines(trimmed)];
+}
+
+function isMessage(value) {
+  return value !== null && typeof value === "object" && !Array.isArray(value) && "role" in value;
+}
+
+function scenesFromJson(data) {
+  if (data && !Array.isArray(data) && Array.isArray(data.scenes)) data = data.scenes;
+  if (data && !Array.isArray(data) && Array.isArray(data.messages)) data = [data.messages];
+  if (Array.isArray(data) && data.length && data.every(isMessage)) return [data];
+  if (Array.isArray(data) && data.length && data.every((s) => Array.isArray(s) || typeof s === "string")) {
+    return data;
+  }
+  throw new Problem({
+    title: "Not a chat",
+    detail: "Expected a scene (a list of {role, content, chat_time?} messages) or a list of scenes.",
+  });
+}
+
+/** "role: text" lines, one message each; an optional "[chat_time] " prefix; other lines
+ * continue the message above (so a pasted message may span lines). */
+function messagesFromLines(text) {
+  const messages = [];
+  for (const line of text.split(/\r?\n/)) {
+    const match = ROLE_LINE.exec(line);
+    const role = match && match[2].toLowerCase();
+    if (match) {
+      const message = { role, content: match[3] };
+      if (match[1]) message.chat_time = match[1].trim();
+      messages.push(message);
+    } else if (messages.length) {
+      messages[messages.length - 1].content += `\n${line}`;
+    } else {
+      throw new Problem({
+        title: "Not a chat",
+        detail: `The first line must be “role: text” (roles: ${[...ROLES].join(", ")}), `
+          + "or paste JSON.",
+      });
+    }
+  }
+  return messages;
+}
+
+// ---------------------------------------------------------------- files
+
+async function readFileAsBase64(file) {
+  const url = await new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve(reader.result);
+    reader.onerror = () => reject(reader.error);
+    reader.readAsDataURL(file);
+  });
+  return String(url).slice(String(url).indexOf(",") + 1); // drop "data:...;base64,"
+}
+
+/** A chosen or dropped file: a .json chat goes into the textarea; anything else waits to be
+ * read as a document. */
+async function takeFile(file) {
+  showProblem("read-error", null);
+  if (/\.json$/i.test(file.name)) {
+    const text = await file.text();
+    try {
+      scenesFromJson(JSON.parse(text));
+      $("chat-input").value = text;
+      setFile(null);
+      setStatus("read-status", `Loaded the chat in ${file.name}.`);
+      return;
+    } catch {
+      // not a chat: read it as a document like any other file
+    }
+  }
+  setFile({ name: file.name, data: await readFileAsBase64(file), size: file.size });
+  setStatus("read-status", `${file.name} will be read as a document.`);
+}
+
+function takeFileSafely(file) {
+  takeFile(file).catch((error) => {
+    showProblem("read-error", { title: "Could not read the file", detail: String(error) });
+  });
+}
+
+function setFile(file) {
+  state.file = file;
+  $("file-status").hidden = !file;
+  const size = file ? Math.ceil(file.size / 1024) : 0;
+  $("file-name").textContent = file ? `File to read: ${file.name} (${size} KB)` : "";
+  if (!file) $("file-input").value = "";
+}
+
+// ---------------------------------------------------------------- the read request
+
+function readRequest() {
+  const mode = document.querySelector('input[name="mode"]:checked').value;
+  const info = { user_id: $("user-id").value.trim(), session_id: $("session-id").value.trim() };
+  const common = { info, mode, store: $("store").checked, include_embeddings: false };
+  if (state.file) {
+    const part = { type: "file", file: { file_data: state.file.data, filename: state.file.name } };
+    return { ...common, type: "doc", scenes: [part] };
+  }
+  return { ...common, type: "chat", scenes: parseScenes($("chat-input").value) };
+}
+
+async function onRead(event) {
+  event.preventDefault();
+  if (state.busy) return;
+  showProblem("read-error", null);
+  let request;
+  try {
+    request = readRequest();
+  } catch (error) {
+    return showProblem("read-error", error.problem || { title: "Error", detail: String(error) });
+  }
+  state.busy = true;
+  $("read-form").setAttribute("aria-busy", "true");
+  setStatus("read-status", `Reading in ${request.mode} mode…`);
+  renderOriginal(request);
+  $("results").hidden = false;
+  try {
+    showAnswer(request, await api("POST", "v1/read", request));
+  } catch (error) {
+    readFailed(error);
+  } finally {
+    state.busy = false;
+    $("read-form").removeAttribute("aria-busy");
+  }
+}
+
+function readFailed(error) {
+  const problem = error.problem || { title: "Error", detail: String(error) };
+  setStatus("read-status", "The read failed.");
+  showProblem("read-error", problem);
+  $("windows").replaceChildren();
+  $("items").replaceChildren();
+  $("events").hidden = true;
+  // An input error names the message: outline it in the original.
+  const slot = document.querySelector(
+    `[data-scene="${problem.scene_index}"][data-message="${problem.message_index}"]`,
+  );
+  if (slot) slot.classList.add("has-problem");
+}
+
+function showAnswer(request, answer) {
+  const items = answer.items.flat();
+  state.last = { request, answer, items, selected: null };
+  window.memreaderLast = state.last;
+  renderWindows(answer.report);
+  renderEvents(answer.events);
+  renderItems(answer.items);
+  const windows = answer.report.windows.length;
+  setStatus(
+    "read-status",
+    `${plural(items.length, "item")} from ${plural(windows, "window")}.`,
+  );
+}
+
+// ---------------------------------------------------------------- rendering the answer
+
+function renderWindows(report) {
+  const rows = report.windows.map((w) =>
+    el(
+      "li",
+      {},
+      `Scene ${w.scene_index}, window ${w.window_index}: `,
+      el("span", { className: `badge status-${w.status}` }, w.status),
+      ` ${plural(w.items, "item")}`,
+      w.fallback_reason ? el("span", { className: "hint" }, ` — fallback: ${w.fallback_reason}`) : null,
+      w.error ? el("span", { className: "error-text" }, ` — error: ${w.error}`) : null,
+    ),
+  );
+  $("windows").replaceChildren(...(rows.length ? rows : [el("li", {}, "No windows.")]));
+}
+
+function renderEvents(events) {
+  const box = $("events");
+  box.hidden = !events;
+  if (!events) return;
+  const counts = {};
+  for (const e of events) counts[e.event] = (counts[e.event] || 0) + 1;
+  const parts = Object.entries(counts).map(([name, n]) => `${name} ${n}`);
+  const detail = parts.length ? ` (${parts.join(", ")})` : "";
+  box.textContent = `Stored: ${plural(events.length, "write event")}${detail}.`;
+}
+
+function renderItems(itemsPerScene) {
+  const list = [];
+  itemsPerScene.forEach((items, scene) => {
+    if (itemsPerScene.length > 1) list.push(el("li", { className: "scene-label" }, `Scene ${scene}`));
+    for (const item of items) list.push(el("li", {}, itemButton(item)));
+  });
+  $("items").replaceChildren(...(list.length ? list : [el("li", {}, "No items.")]));
+}
+
+/** An item is a real button: focusable, and Enter/Space activate it without extra code. */
+function itemButton(item) {
+  const meta = item.metadata;
+  const validity = [meta.valid_from && `from ${meta.valid_from}`, meta.valid_to && `to ${meta.valid_to}`]
+    .filter(Boolean)
+    .join(" ");
+  const button = el(
+    "button",
+    { type: "button", className: "item", "aria-pressed": "false", "data-item-id": item.id },
+    el("span", { className: "item-text" }, item.memory),
+    el(
+      "span",
+      { className: "item-meta" },
+      el("span", { className: "badge" }, meta.memory_type),
+      el("span", { className: "badge" }, `importance ${fmt(meta.importance)}`),
+      el("span", { className: "badge" }, validity ? `valid ${validity}` : "valid: undated"),
+      el("span", { className: "badge" }, meta.status),
+    ),
+  );
+  button.addEventListener("click", () => selectItem(item, button));
+  return button;
+}
+
+function selectItem(item, button) {
+  for (const other of document.querySelectorAll("#items .item")) {
+    other.setAttribute("aria-pressed", "false");
+  }
+  button.setAttribute("aria-pressed", "true");
+  state.last.selected = item;
+  markSources(item);
+}
+
+// ---------------------------------------------------------------- the original messages
+
+/** Render what was sent, one block per message, remembering each text a span may index. */
+function renderOriginal(request) {
+  state.slots.clear();
+  $("sources").replaceChildren();
+  const blocks = request.scenes.map((scene, s) => {
+    if (request.type === "doc") return docBlock(scene, s);
+    const messages = typeof scene === "string" ? [{ role: null, content: scene }] : scene;
+    return el(
+      "section",
+      { className: "scene", "aria-label": `Scene ${s}` },
+      request.scenes.length > 1 ? el("h4", {}, `Scene ${s}`) : null,
+      messages.map((message, m) => messageBlock(message, s, m)),
+    );
+  });
+  $("scenes").replaceChildren(...blocks);
+}
+
+function docBlock(doc, s) {
+  const name = doc && doc.file ? doc.file.filename : `document ${s}`;
+  return el(
+    "section",
+    { className: "scene", "aria-label": `Document ${s}` },
+    el("p", { className: "message doc" }, `${name}: its converted text is on the server; `
+      + "select an item to see the text each source quotes."),
+  );
+}
+
+function messageBlock(message, s, m) {
+  const content = message && message.content;
+  const parts = Array.isArray(content)
+    ? content.map((part, p) => partNode(part, s, m, p))
+    : [textSlot(typeof content === "string" ? content : "", s, m, null)];
+  return el(
+    "article",
+    { className: `message role-${message.role}`, "data-scene": s, "data-message": m },
+    el(
+      "header",
+      {},
+      el("strong", {}, message.role || "text"),
+      message.chat_time ? el("time", {}, ` ${message.chat_time}`) : null,
+      el("span", { className: "hint" }, ` · message ${m}`),
+    ),
+    parts,
+  );
+}
+
+function partNode(part, s, m, p) {
+  if (typeof part === "string") return textSlot(part, s, m, p);
+  if (part && (part.type === "text" || part.type === "refusal")) {
+    return textSlot(String(part.text ?? part.refusal ?? ""), s, m, p);
+  }
+  return el("p", { className: "placeholder" }, `[${(part && part.type) || "part"} ${p}]`);
+}
+
+function slotKey(s, m, p) {
+  return `${s}:${m}:${p ?? ""}`;
+}
+
+function textSlot(text, s, m, p) {
+  const node = el("p", { className: "text" }, text);
+  state.slots.set(slotKey(s, m, p), { node, text });
+  return node;
+}
+
+// ---------------------------------------------------------------- highlighting
+
+/** Offsets from the server count code points (Python); JS strings count UTF-16 units. */
+function utf16Offset(text, codePoints) {
+  let i = 0;
+  for (let n = 0; n < codePoints && i < text.length; n++) i += text.codePointAt(i) > 0xffff ? 2 : 1;
+  return i;
+}
+
+function clearMarks() {
+  for (const { node, text } of state.slots.values()) {
+    if (node.querySelector("mark")) node.replaceChildren(document.createTextNode(text));
+  }
+}
+
+/** Mark exactly the characters each chat source quotes; list every source with a note. */
+function markSources(item) {
+  clearMarks();
+  const ranges = new Map(); // slot key -> [{start, end, indexes}]
+  const notes = item.metadata.sources.map((source, index) => {
+    const range = sourceRange(source);
+    if (!range.ok) return sourceEntry(source, index, range.note);
+    const key = range.key;
+    if (!ranges.has(key)) ranges.set(key, []);
+    ranges.get(key).push({ start: range.start, end: range.end, indexes: [index] });
+    return sourceEntry(source, index, null);
+  });
+  for (const [key, list] of ranges) paintSlot(state.slots.get(key), mergeRanges(list));
+  $("sources").replaceChildren(...notes);
+  const first = document.querySelector("#scenes mark[data-source]");
+  if (first) first.scrollIntoView({ block: "center" });
+}
+
+/** Where a source sits in the rendered text, or why it cannot be marked. */
+function sourceRange(source) {
+  if (!Array.isArray(source.span)) {
+    return { ok: false, note: "no span: it stands for an image, a file or another non-text part" };
+  }
+  if (source.type !== "chat") return { ok: false, note: null }; // a document's text: quoted
+  const key = slotKey(source.scene_index, source.message_index, source.part_index);
+  const slot = state.slots.get(key);
+  if (!slot) return { ok: false, note: "its message is not shown on this page" };
+  const start = utf16Offset(slot.text, source.span[0]);
+  const end = utf16Offset(slot.text, source.span[1]);
+  // After a transformation (redact) the span indexes the transformed text: never mark wrong
+  // characters, show the quoted text instead.
+  if (slot.text.slice(start, end) !== source.content) {
+    const how = (source.transformed_by || []).join(", ") || "a reader step";
+    return { ok: false, note: `the message was changed by ${how}; quoted text shown instead` };
+  }
+  if (start === end) return { ok: false, note: "empty span" };
+  return { ok: true, key, start, end };
+}
+
+/** Identical or overlapping spans share one mark (marks cannot nest cleanly). */
+function mergeRanges(list) {
+  list.sort((a, b) => a.start - b.start || a.end - b.end);
+  const merged = [];
+  for (const range of list) {
+    const top = merged[merged.length - 1];
+    if (top && range.start < top.end) {
+      top.end = Math.max(top.end, range.end);
+      top.indexes.push(...range.indexes);
+    } else {
+      merged.push({ ...range, indexes: [...range.indexes] });
+    }
+  }
+  return merged;
+}
+
+function paintSlot(slot, ranges) {
+  const pieces = [];
+  let at = 0;
+  for (const { start, end, indexes } of ranges) {
+    if (start > at) pieces.push(document.createTextNode(slot.text.slice(at, start)));
+    pieces.push(el("mark", { "data-source": indexes.join(" ") }, slot.text.slice(start, end)));
+    at = end;
+  }
+  if (at < slot.text.length) pieces.push(document.createTextNode(slot.text.slice(at)));
+  slot.node.replaceChildren(...pieces);
+}
+
+function sourceEntry(source, index, note) {
+  const where = [
+    source.role,
+    source.type !== "chat" && source.type,
+    `scene ${source.scene_index}`,
+    `message ${source.message_index}`,
+    source.part_index != null && `part ${source.part_index}`,
+    Array.isArray(source.span) && `characters ${source.span[0]}–${source.span[1]}`,
+    source.doc_path && `file ${source.doc_path}`,
+    source.heading && `heading “${source.heading}”`,
+    source.chunk_index != null && `chunk ${source.chunk_index}`,
+    source.chunk_count != null && `of ${source.chunk_count}`,
+  ].filter(Boolean);
+  // Documents (and anything not marked) have no message here to light up: quote the source.
+  const quote = source.type !== "chat" || note;
+  return el(
+    "li",
+    { "data-source-index": index },
+    el("span", {}, `Source ${index + 1}: ${where.join(" · ")}`),
+    note ? el("span", { className: "hint" }, ` — ${note}`) : null,
+    quote && source.content ? el("blockquote", { className: "quote" }, source.content) : null,
+  );
+}
+
+// ---------------------------------------------------------------- search and history
+
+async function onSearch(event) {
+  event.preventDefault();
+  showProblem("search-error", null);
+  const query = $("search-query").value.trim();
+  if (!query) return showProblem("search-error", { title: "Nothing to search", detail: "Type a query." });
+  const k = Math.max(1, Math.min(1000, Number.parseInt($("search-k").value, 10) || 10));
+  const body = { user_id: $("user-id").value.trim(), query, k };
+  setStatus("search-status", "Searching…");
+  try {
+    const answer = await api("POST", "v1/memories/search", body);
+    $("hits").replaceChildren(...answer.hits.map(hitEntry));
+    const n = answer.hits.length;
+    setStatus("search-status", `${n} memor${n === 1 ? "y" : "ies"} found for “${query}”.`);
+  } catch (error) {
+    $("hits").replaceChildren();
+    setStatus("search-status", "The search failed.");
+    showProblem("search-error", error.problem || { title: "Error", detail: String(error) });
+  }
+}
+
+const SCORE_PARTS = [
+  ["final", "final"],
+  ["similarity", "similarity"],
+  ["text_rank", "text rank"],
+  ["importance", "importance"],
+  ["decay", "decay"],
+];
+
+function hitEntry(hit) {
+  const memory = hit.memory;
+  const scores = el(
+    "dl",
+    { className: "scores" },
+    SCORE_PARTS.map(([name, label]) =>
+      el("div", { "data-score": name }, el("dt", {}, label), el("dd", {}, fmt(hit.score[name]))),
+    ),
+  );
+  const history = el("div", { className: "history", hidden: true, id: `history-${memory.id}` });
+  const attrs = { type: "button", "aria-expanded": "false", "aria-controls": history.id };
+  const button = el("button", attrs, "History");
+  button.addEventListener("click", () => toggleHistory(memory.id, button, history));
+  return el(
+    "li",
+    { className: "hit", "data-memory-id": memory.id },
+    el("p", { className: "item-text" }, memory.memory),
+    el(
+      "p",
+      { className: "item-meta" },
+      el("span", { className: "badge" }, memory.status),
+      el("span", { className: "badge" }, memory.memory_type),
+    ),
+    scores,
+    button,
+    history,
+  );
+}
+
+async function toggleHistory(id, button, box) {
+  if (button.getAttribute("aria-expanded") === "true") {
+    button.setAttribute("aria-expanded", "false");
+    box.hidden = true;
+    return;
+  }
+  const user = encodeURIComponent($("user-id").value.trim());
+  box.hidden = false;
+  box.replaceChildren(el("p", { role: "status" }, "Loading the history…"));
+  button.setAttribute("aria-expanded", "true");
+  try {
+    const answer = await api("GET", `v1/memories/${encodeURIComponent(id)}/history?user_id=${user}`);
+    box.replaceChildren(
+      el("p", { role: "status" }, `${answer.history.length} change(s); now ${answer.status}.`),
+      el("ol", { className: "entries" }, answer.history.map(historyEntry)),
+    );
+  } catch (error) {
+    const problem = error.problem || { title: "Error", detail: String(error) };
+    const text = `${problem.title}: ${problem.detail}`;
+    box.replaceChildren(el("p", { role: "alert", className: "error-text" }, text));
+  }
+}
+
+function historyEntry(entry) {
+  const changed = entry.old_memory != null || entry.new_memory != null;
+  const change = `${entry.old_memory ?? "∅"} → ${entry.new_memory ?? "∅"}`;
+  return el(
+    "li",
+    { "data-event": entry.event },
+    el("strong", {}, entry.event),
+    ` ${entry.at || ""}`,
+    entry.reason ? ` — ${entry.reason}` : "",
+    changed ? el("p", { className: "change" }, change) : null,
+  );
+}
+
+// ---------------------------------------------------------------- wiring
+
+function wireFileDrop() {
+  const zone = $("read-panel");
+  zone.addEventListener("dragover", (event) => {
+    event.preventDefault();
+    zone.classList.add("dragging");
+  });
+  zone.addEventListener("dragleave", () => zone.classList.remove("dragging"));
+  zone.addEventListener("drop", (event) => {
+    event.preventDefault();
+    zone.classList.remove("dragging");
+    const file = event.dataTransfer && event.dataTransfer.files[0];
+    if (file) takeFileSafely(file);
+  });
+  $("file-input").addEventListener("change", (event) => {
+    const file = event.target.files[0];
+    if (file) takeFileSafely(file);
+  });
+  $("clear-file").addEventListener("click", () => {
+    setFile(null);
+    setStatus("read-status", "File cleared: Read sends the chat again.");
+    $("chat-input").focus();
+  });
+}
+
+function wireApiKey() {
+  const input = $("api-key");
+  input.value = sessionStorage.getItem(KEY_STORAGE) || "";
+  input.addEventListener("input", () => {
+    if (input.value) sessionStorage.setItem(KEY_STORAGE, input.value);
+    else sessionStorage.removeItem(KEY_STORAGE);
+  });
+}
+
+function init() {
+  wireApiKey();
+  wireFileDrop();
+  $("load-example").addEventListener("click", () => {
+    setFile(null);
+    $("chat-input").value = JSON.stringify(EXAMPLE_CHAT, null, 2);
+    setStatus("read-status", "Example chat loaded: 4 messages.");
+  });
+  $("read-form").addEventListener("submit", onRead);
+  $("search-form").addEventListener("submit", onSearch);
+  document.documentElement.dataset.ready = "true"; // tests wait for this
+}
+
+init();
