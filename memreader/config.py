@@ -29,6 +29,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from memreader.categories.config import CategoriesConfig
 from memreader.config_model import ConfigModel
 from memreader.documents.limits import DocumentAccess
 from memreader.embedders.config import EmbedderConfig
@@ -244,6 +245,9 @@ class BaseReaderConfig(DocumentAccess, LLMSlots):
     ``postgresql://...``); with one, the ``dedup`` step looks the call's items up there before
     ``embed`` and items already stored as they are get no vector (see
     :mod:`memreader.steps.dedup`). Kept as a secret: a URL may hold a password.
+
+    ``categories``: which categories items are linked to, and how their summaries are made
+    (:class:`~memreader.categories.config.CategoriesConfig`).
     """
 
     # None: items are not embedded (for stores that embed on their own).
@@ -254,6 +258,7 @@ class BaseReaderConfig(DocumentAccess, LLMSlots):
     fine: FineConfig = Field(default_factory=FineConfig)
     pipeline: PipelineSpec = Field(default_factory=PipelineSpec)
     store: SecretStr | None = None
+    categories: CategoriesConfig = Field(default_factory=CategoriesConfig)
 
     @field_validator("store")
     @classmethod

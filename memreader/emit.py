@@ -288,6 +288,16 @@ def _unique(tags: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(tags))
 
 
+def _report_passes(outcome: WindowOutcome, report: WindowReport) -> None:
+    """What the filter and rewrite did to a window, and whether its answer was cut, in its
+    report."""
+    report.filter_status, report.filter_dropped = outcome.filter.status, outcome.filter.changed
+    report.rewrite_status, report.rewrite_changed = outcome.rewrite.status, outcome.rewrite.changed
+    report.pass_errors = [e for e in (outcome.filter.error, outcome.rewrite.error) if e]
+    report.truncated = outcome.truncated
+    report.memories_over_limit = outcome.over_limit
+
+
 def fine_window_items(
     outcome: WindowOutcome,
     sources: Sequence[SourceMessage],
@@ -303,12 +313,9 @@ def fine_window_items(
 
     ``sources[i]`` is the source of the line numbered ``i + 1`` in the prompt. Importance: the
     model's, else :mod:`memreader.extraction.importance`'s heuristic (a fallback's: its lines').
+    Categories: the model's (the ``categorize`` step fills in the others).
     """
-    report.filter_status, report.filter_dropped = outcome.filter.status, outcome.filter.changed
-    report.rewrite_status, report.rewrite_changed = outcome.rewrite.status, outcome.rewrite.changed
-    report.pass_errors = [e for e in (outcome.filter.error, outcome.rewrite.error) if e]
-    report.truncated = outcome.truncated
-    report.memories_over_limit = outcome.over_limit
+    _report_passes(outcome, report)
     reason = outcome.fallback_reason
     if outcome.memories is not None and not outcome.memories:
         if outcome.truncated:
@@ -362,6 +369,8 @@ def fine_window_items(
                 valid_from=memory.valid_from,
             )
         )
+        # The model's categories (names its prompt offered); the categorize step fills the rest.
+        items[-1].metadata.categories = list(memory.categories)
     if not whole_window:
         # A message split over several lines counts as cited when any of its lines is.
         cited_messages = {sources[i - 1].message_index for i in cited}

@@ -143,6 +143,9 @@ class TextualMemoryItemMetadata(BaseModel):
 
     ``reconcile`` is the ``reconcile`` pass's decision (:class:`Reconciliation`), which a
     memory store applies on write; ``None`` where the pass did not run (the default).
+
+    ``categories`` names the categories the ``categorize`` step linked the item to (see
+    :mod:`memreader.categories`); empty where it did not run.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -169,6 +172,7 @@ class TextualMemoryItemMetadata(BaseModel):
     importance_reason: str | None = Field(default=None, max_length=MAX_IMPORTANCE_REASON_CHARS)
     valid_from: datetime | None = None
     reconcile: Reconciliation | None = None
+    categories: list[str] = Field(default_factory=list, max_length=20)
 
     @field_validator("created_at", "valid_from")
     @classmethod

@@ -430,12 +430,13 @@ def test_a_pass_is_one_registration(llm_server: LLMTestServer) -> None:
     try:
         llm_server.responder = responder()
         reader = make_reader(llm_server, passes=["extract", "shout"])
-        assert reader.pipeline.names[-5:] == (
+        assert reader.pipeline.names[-6:] == (
             "fine_items",
             "shout",
             "importance",
             "dedup",
             "embed",
+            "categorize",
         )
         (items,) = reader.get_memory([MENTION_CHAT], type="chat", info=INFO, mode="fine")
         assert items and all(item.memory == item.memory.upper() for item in items)

@@ -210,7 +210,7 @@ def test_unknown_names_list_the_known_ones_plugins_included(plugin_package: Path
         )
     message = str(caught.value)
     assert "output.format" in message and "unknown sink 'db'" in message
-    assert "jsonl, parquet, plugin-count, plugin-csv" in message
+    assert "jsonl, markdown, parquet, plugin-count, plugin-csv" in message
 
 
 def test_a_chat_format_in_a_doc_job_is_refused(plugin_package: Path) -> None:

@@ -14,6 +14,7 @@ from memreader import (
     SimpleStructMemReader,
     SimpleStructMemReaderConfig,
 )
+from memreader.service.config import load_service_config
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -144,6 +145,10 @@ def test_example_configs_load() -> None:
     for path in paths:
         if path.name.startswith("job_"):
             continue  # batch job files: tests/test_batch.py loads them
+        if path.name.startswith("service_"):
+            # a reader config with a `service:` section: the service's loader splits them
+            assert load_service_config(path).reader.backend
+            continue
         assert MemReaderConfigFactory.from_yaml(path).backend
 
 

@@ -26,6 +26,7 @@ from memreader import (
     Step,
     StepEvent,
 )
+from memreader.categories.config import CategoriesConfig
 from memreader.config import StepSpec
 from memreader.embedders.adapter import with_defaults
 from memreader.pipeline import (
@@ -56,6 +57,8 @@ CHAT = [
         },
     ]
 ]
+# What the categorize step embeds on a reader's first call (once).
+CATEGORY_DESCRIPTIONS = [c.description for c in CategoriesConfig().all()[:-1]]
 DEFAULT = (
     "normalize",
     "parse",
@@ -71,6 +74,7 @@ DEFAULT = (
     "importance",
     "dedup",
     "embed",
+    "categorize",
 )
 
 
@@ -108,6 +112,7 @@ def test_the_default_pipeline_and_its_listing() -> None:
         "importance",
         "dedup",
         "embed",
+        "categorize",
     ]
     assert [s.name for s in reader.pipeline.active("refine")] == [
         "refine_input",
@@ -117,6 +122,7 @@ def test_the_default_pipeline_and_its_listing() -> None:
         "fine_items",
         "dedup",
         "embed",
+        "categorize",
     ]
     off = make_reader(fine={"hallucination_filter": False, "rewrite": "off"})
     assert "filter" not in off.pipeline and "rewrite" not in off.pipeline
@@ -289,6 +295,7 @@ def test_pipelines_declared_in_yaml(tmp_path: Path) -> None:
         "dedup",
         "add_tag",
         "embed",
+        "categorize",
     )
     [items] = reader.get_memory(CHAT, type="chat", info=INFO)
     assert "[email]" in items[0].memory and "4111" in items[0].memory, "only e-mails"
@@ -342,7 +349,10 @@ def test_interceptors_see_every_step_in_order_with_timings_and_counts() -> None:
     reader.step_hooks.after_step.append(lambda e: 1 / 0)  # a broken interceptor is ignored
     report = ReadReport()
     reader.get_memory(CHAT, type="chat", info=INFO, report=report)
-    active = ["normalize", "parse", "window", "fast_items", "importance", "dedup", "embed"]
+    active = [
+        *("normalize", "parse", "window", "fast_items", "importance", "dedup", "embed"),
+        "categorize",
+    ]
     assert [(kind, e.step) for kind, e in events] == [
         (kind, name) for name in active for kind in ("before", "after")
     ]
@@ -630,8 +640,9 @@ def test_fast_mode_embeds_the_messages_and_a_later_change_of_memory_is_what_gets
     reader = make_reader()
     [[item]] = reader.get_memory([scene], type="chat", info=INFO)
     inner = reader.embedder.inner  # type: ignore[attr-defined]
-    # Fast mode embeds the messages without their "role: [time]: " prefixes (embed_prefixes).
-    assert inner.calls[-1] == ["I like green tea.\nNoted!"]
+    # Fast mode embeds the messages without their "role: [time]: " prefixes (embed_prefixes);
+    # then the categorize step embeds the category descriptions, once per reader.
+    assert inner.calls == [["I like green tea.\nNoted!"], CATEGORY_DESCRIPTIONS]
     assert item.memory.startswith("user: [2026-05-03]: I like green tea.")
 
     def shout(state: ReadState, runtime: ReaderRuntime) -> None:
@@ -641,5 +652,5 @@ def test_fast_mode_embeds_the_messages_and_a_later_change_of_memory_is_what_gets
     changed = make_reader()
     changed.pipeline.insert_before("embed", FunctionStep("shout", shout, requires=["emitted"]))
     [[loud]] = changed.get_memory([scene], type="chat", info=INFO)
-    assert changed.embedder.inner.calls[-1] == [loud.memory]  # type: ignore[attr-defined]
+    assert changed.embedder.inner.calls[0] == [loud.memory]  # type: ignore[attr-defined]
     assert loud.metadata.embedding == changed.embedder.embed([loud.memory])[0]

@@ -21,6 +21,7 @@ from memreader import (
     UnknownRoleError,
     UnsupportedModeError,
 )
+from memreader.categories.config import CategoriesConfig
 from memreader.datasets import load_memorybank
 from memreader.errors import InputError
 from memreader.tokens import get_tokenizer
@@ -224,9 +225,11 @@ def test_embeddings_are_batched_and_deduplicated(reader: SimpleStructMemReader) 
     reader.get_memory([scene, scene, scene], type="chat", info=INFO)
     inner = reader.embedder.inner  # type: ignore[attr-defined]
     # Fast mode embeds the messages without their "role: [time]: " prefixes (embed_prefixes).
-    assert inner.calls == [["same"]], "one call, one unique text"
+    # Then the categorize step embeds the category descriptions, once per reader.
+    descriptions = [c.description for c in CategoriesConfig().all()[:-1]]
+    assert inner.calls == [["same"], descriptions], "one call, one unique text"
     reader.get_memory([scene], type="chat", info=INFO)
-    assert len(inner.calls) == 1, "cached"
+    assert len(inner.calls) == 2, "cached"
 
 
 def test_reader_is_thread_safe(reader: SimpleStructMemReader) -> None:

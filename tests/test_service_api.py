@@ -436,3 +436,20 @@ def test_cli_key_and_serve_refusal(capsys: pytest.CaptureFixture[str], tmp_path:
     config.write_text("config: {embedder: null}\n")
     assert main(["serve", "--config", str(config), "--host", "0.0.0.0"]) == 2
     assert "without API keys" in capsys.readouterr().err
+
+
+def test_categories_and_memory_files_are_walled(start: Start) -> None:
+    url = start()
+    assert read(url, store=True).status_code == 200
+    found = httpx.get(f"{url}/v1/users/alice/categories", headers=auth("alice")).json()
+    held = [c for c in found["categories"] if c["item_ids"]]
+    assert held and all("[ref:" in c["summary"] for c in held)
+    index = httpx.get(f"{url}/v1/users/alice/memory/index.md", headers=auth("alice"))
+    assert index.status_code == 200 and index.headers["content-type"].startswith("text/markdown")
+    first = held[0]["name"]
+    assert f"({first}.md)" in index.text
+    page = httpx.get(f"{url}/v1/users/alice/memory/{first}.md", headers=auth("alice"))
+    assert page.status_code == 200 and held[0]["item_ids"][0] in page.text
+    problem(httpx.get(f"{url}/v1/users/alice/memory/nothing.md", headers=auth("alice")), 404)
+    problem(httpx.get(f"{url}/v1/users/alice/memory/index.md", headers=auth("bob")), 403)
+    problem(httpx.get(f"{url}/v1/users/alice/categories", headers=auth("bob")), 403)

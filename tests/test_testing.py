@@ -21,6 +21,7 @@ from memreader import (
     SimpleStructMemReader,
     SimpleStructMemReaderConfig,
 )
+from memreader.categories.config import CategoriesConfig
 from memreader.embedders import EmbedderConfig, build_embedder
 from memreader.errors import ConfigError
 from memreader.llms import (
@@ -180,7 +181,9 @@ def test_the_hash_embedder_is_deterministic_and_records_its_calls() -> None:
     first = reader.get_memory(CHAT, type="chat", info=INFO, mode="fast")
     inner = reader.embedder.inner  # type: ignore[attr-defined]
     assert isinstance(inner, HashEmbedder) and inner.name == "hash:16"
-    assert len(inner.calls) == 1
+    # The items, then the category descriptions (categorize, once per reader).
+    assert len(inner.calls) == 2
+    assert inner.calls[1] == [c.description for c in CategoriesConfig().all()[:-1]]
     again = SimpleStructMemReader(
         SimpleStructMemReaderConfig(embedder={"backend": "hash"})
     ).get_memory(CHAT, type="chat", info=INFO, mode="fast")
@@ -279,7 +282,9 @@ def test_openai_llm_and_embedder_through_caller_transports(mode: str) -> None:
     expected = [[1.0, float(len(text))] for text in memories(items)]
     assert [item.metadata.embedding for scene in items for item in scene] == expected
     assert recorder.paths.count("/v1/chat/completions") == 3
-    assert recorder.paths.count("/v1/embeddings") == 1
+    # The items, then the category descriptions (the answer names no categories, so categorize
+    # matches the items by similarity; the descriptions are embedded once per reader).
+    assert recorder.paths.count("/v1/embeddings") == 2
 
 
 def test_ollama_llm_and_embedder_through_caller_transports() -> None:
@@ -296,7 +301,8 @@ def test_ollama_llm_and_embedder_through_caller_transports() -> None:
         1.0,
         float(len(memories(items)[0])),
     ]
-    assert recorder.paths.count("/api/chat") == 3 and recorder.paths.count("/api/embed") == 1
+    # The items, then the category descriptions (see the OpenAI test above).
+    assert recorder.paths.count("/api/chat") == 3 and recorder.paths.count("/api/embed") == 2
 
 
 @pytest.mark.parametrize("backend", ["openai", "ollama"])

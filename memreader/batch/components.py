@@ -31,6 +31,7 @@ SINKS: Registry[type] = Registry(
     "sink",
     lazy={
         "jsonl": "memreader.batch.sinks.jsonl",
+        "markdown": "memreader.batch.sinks.markdown",
         "parquet": "memreader.batch.sinks.parquet",
         "store": "memreader.batch.sinks.store",
     },

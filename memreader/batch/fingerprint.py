@@ -27,7 +27,7 @@ from typing import Any
 
 from memreader._version import __version__
 from memreader.batch.job import JobConfig
-from memreader.stores.base import public_url
+from memreader.stores.urls import public_url
 
 __all__ = ["OPERATIONAL", "input_fingerprints"]
 

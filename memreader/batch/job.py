@@ -119,9 +119,10 @@ class OutputSpec(ConfigModel):
     """Where items go: a folder or ``s3://bucket/prefix`` (``path``), and the registered sink
     that writes them (``format``, :mod:`memreader.batch.sinks`): ``jsonl`` (one file per input,
     or shards of about ``shard_bytes``), ``parquet`` (needs ``pyarrow``: ``pip install
-    memreader[parquet]``), ``store`` (a memory store, ``store: sqlite:///m.db``), or a
-    plugin's. The manifest, errors file and summary go to ``path``, next to the items of file
-    sinks.
+    memreader[parquet]``), ``store`` (a memory store, ``store: sqlite:///m.db``),
+    ``markdown`` (a store, then its owners' memory as Markdown files under ``path``: see
+    :mod:`memreader.batch.sinks.markdown`), or a plugin's. The manifest, errors file and
+    summary go to ``path``, next to the items of file sinks.
 
     With ``store`` (a store URL, kept as a secret), ``format`` defaults to ``store`` and
     ``path`` to a folder next to a SQLite file (``sqlite:///m.db``: ``m.db.batch``); with another
@@ -165,10 +166,14 @@ class OutputSpec(ConfigModel):
 
     @model_validator(mode="after")
     def _store_and_format(self) -> OutputSpec:
-        if self.format == "store" and self.store is None:
-            raise ValueError("format: store needs output.store (a store URL, sqlite:///m.db)")
-        if self.store is not None and self.format != "store":
-            raise ValueError(f"output.store is written by format: store, not {self.format}")
+        if self.format in ("store", "markdown") and self.store is None:
+            raise ValueError(
+                f"format: {self.format} needs output.store (a store URL, sqlite:///m.db)"
+            )
+        if self.store is not None and self.format not in ("store", "markdown"):
+            raise ValueError(
+                f"output.store is written by format: store or markdown, not {self.format}"
+            )
         return self
 
 

@@ -142,6 +142,7 @@ def run_job(
         if on_plan is not None:
             on_plan(len(todo), summary.skipped)
         read_messages = 0
+        owners: set[str] = set()
         try:
             if not _is_set(cancel):
                 for result in run_engine(job, todo, refine=refine, cancel=cancel):
@@ -149,12 +150,14 @@ def run_job(
                     manifest.record(result)
                     summary.read += 1
                     read_messages += result.counts.get("messages", 0)
+                    owners.update(result.owners)
                     if on_result is not None:
                         on_result(result)
         finally:
             manifest.flush()
         summary.cancelled = _is_set(cancel) and summary.read + summary.skipped < summary.inputs
         _total(summary, manifest, refs)
+        summary.outputs.extend(sink.finish(owners))
         summary.wall_s = time.perf_counter() - start
         summary.messages_per_s = read_messages / summary.wall_s if summary.wall_s else 0.0
         errors = [e for k in sorted({r.key for r in refs}) for e in _errors(manifest, k)]

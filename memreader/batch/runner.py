@@ -80,6 +80,9 @@ class InputResult:
     errors: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
     seconds: float = 0.0
+    owners: list[str] = field(default_factory=list)
+    """The owners whose items the commit wrote (:attr:`InputWriter.owners`; not in the
+    manifest): the driver hands them to :meth:`~memreader.batch.sinks.Sink.finish`."""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready record (the manifest's entry for this input)."""
@@ -149,6 +152,7 @@ class Worker:
         self.reader = MemReaderConfigFactory.from_dict(config).build()
         self.inputs = Inputs(job)
         self.sink = build_sink(job.output, s3=job.s3, base_dir=job.base_dir)
+        self.sink.keep_categories(self.reader)
 
     def close(self) -> None:
         """Close the reader's clients, the inputs and the sink."""
@@ -183,6 +187,7 @@ class Worker:
                     continue
                 self._batch(unit, ref, writer, result)
             result.outputs = writer.commit()
+            result.owners = sorted(writer.owners)
         except InputCancelled:
             writer.discard()
             raise

@@ -3,8 +3,8 @@
 One subcommand per module that runs it: ``read`` (:mod:`memreader.cli.read`: scenes or a
 document into one JSON item per line), ``models`` (:mod:`memreader.embedders.cli`: the local
 embedder's files), ``ingest`` and ``refine`` (:mod:`memreader.batch.cli`: batch jobs),
-``search``, ``history`` and ``forget`` (:mod:`memreader.stores.cli`: a memory store),
-``serve`` and ``key`` (:mod:`memreader.cli.serve`: the HTTP service).
+``search``, ``history``, ``forget`` and ``export-md`` (:mod:`memreader.stores.cli`: a memory
+store), ``serve`` and ``key`` (:mod:`memreader.cli.serve`: the HTTP service).
 
 Every command exits with one line on stderr and status 2 for any error memreader raises on
 purpose (bad input, config, output path), or status 1 for an unexpected one (its traceback only
@@ -25,7 +25,7 @@ from memreader.cli.read import add_read_parser, run_read
 from memreader.cli.serve import add_serve_parsers, run_key, run_serve
 from memreader.embedders.cli import add_models_parser, run_models
 from memreader.errors import MemReaderError
-from memreader.stores.cli import add_store_parsers, run_store_command
+from memreader.stores.cli import STORE_COMMANDS, add_store_parsers, run_store_command
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_FAILURE", "build_parser", "main"]
 
@@ -84,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from memreader.batch.cli import run_job_command
 
             return run_job_command(args)
-        if args.command in ("search", "history", "forget"):
+        if args.command in STORE_COMMANDS:
             return run_store_command(args)
         if args.command == "serve":
             return run_serve(args)

@@ -295,6 +295,8 @@ def _run(args: argparse.Namespace, out: IO[str] | None, store: StoreOutput | Non
     from tqdm import tqdm
 
     reader = MemReaderFactory.from_config(reader_config(args))
+    if store is not None:
+        store.keep_categories(reader)
     jobs = _jobs(args)
     total = sum(len(scenes) if isinstance(scenes, list) else 1 for _, scenes, _ in jobs)
     show = sys.stderr.isatty() if args.progress is None else args.progress

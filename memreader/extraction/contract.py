@@ -2,13 +2,16 @@
 
 The model answers ``{"memory_list": [{"key", "memory_type", "value", "tags", "source_ids"}],
 "summary"}``, each memory optionally with ``importance`` (an integer 0..10), ``importance_reason``
-(one line) and ``valid_from`` (the ISO date or datetime the fact began to hold, resolved from the
-cited messages' times). Answers are repaired, not dropped: the legacy key ``"memory list"`` is
+(one line), ``valid_from`` (the ISO date or datetime the fact began to hold, resolved from the
+cited messages' times) and ``categories`` (names from the list the prompt shows, see
+:class:`CategoryMenu`). Answers are repaired, not dropped: the legacy key ``"memory list"`` is
 accepted, Chinese memory-type names are mapped, an unknown type becomes ``LongTermMemory`` (and
 the item is tagged), tags that are not strings are dropped, ``source_ids`` that name no message
 of the window are removed, and a malformed or out-of-range ``importance`` or a ``valid_from``
 that does not parse becomes ``None`` (see :mod:`memreader.extraction.importance`) without
-failing the memory. Every repair is recorded on the memory so it can be seen and counted.
+failing the memory; category names the prompt did not offer are dropped (``categories``), and
+more than the menu allows are cut (``clipped``). Every repair is recorded on the memory so it
+can be seen and counted.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from memreader.extraction.importance import (
@@ -34,6 +38,8 @@ MAX_KEY_CHARS = 120
 MAX_SUMMARY_CHARS = 2000
 MAX_TAGS = 8
 MAX_TAG_CHARS = 64
+#: The most category names one memory may carry (``categories.max_per_item``'s upper bound).
+MAX_CATEGORIES = 20
 
 # Types the extraction prompt offers the model; other MemOS types come from other readers.
 EXTRACTABLE_TYPES = (MemoryType.LONG_TERM.value, MemoryType.USER.value)
@@ -72,6 +78,11 @@ EXTRACTION_SCHEMA: dict[str, Any] = {
                         "maxLength": MAX_IMPORTANCE_REASON_CHARS,
                     },
                     "valid_from": {"type": "string", "maxLength": MAX_VALID_FROM_CHARS},
+                    "categories": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "maxItems": MAX_CATEGORIES,
+                    },
                 },
                 "required": ["key", "memory_type", "value", "tags", "source_ids"],
             },
@@ -80,6 +91,46 @@ EXTRACTION_SCHEMA: dict[str, Any] = {
     },
     "required": ["memory_list", "summary"],
 }
+
+
+@dataclass(frozen=True)
+class CategoryMenu:
+    """The categories an extraction prompt offers: ``(name, description)`` pairs, and the most
+    names one memory may carry. Built from the reader's ``categories`` config (the catch-all
+    left out: a memory that fits nothing names none)."""
+
+    categories: tuple[tuple[str, str], ...]
+    max_per_item: int = 3
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The names offered, in order."""
+        return tuple(name for name, _ in self.categories)
+
+
+def extraction_schema(menu: CategoryMenu | None = None) -> dict[str, Any]:
+    """:data:`EXTRACTION_SCHEMA`, with ``categories`` limited to the names of ``menu`` (an
+    ``enum``, which grammar-based servers such as llama.cpp enforce) when one is given.
+
+    >>> schema = extraction_schema(CategoryMenu((("health", "Illness."),), 2))
+    >>> schema["properties"]["memory_list"]["items"]["properties"]["categories"]["items"]
+    {'type': 'string', 'enum': ['health']}
+    """
+    if menu is None or not menu.categories:
+        return EXTRACTION_SCHEMA
+    return _schema_with_names(menu.names, menu.max_per_item)
+
+
+@lru_cache(maxsize=32)
+def _schema_with_names(names: tuple[str, ...], max_items: int) -> dict[str, Any]:
+    # One schema per menu, kept: every window of a reader asks with the same one.
+    memory = EXTRACTION_SCHEMA["properties"]["memory_list"]["items"]
+    entry: dict[str, Any] = {"type": "array", "items": {"type": "string", "enum": list(names)}}
+    entry["maxItems"] = max_items
+    items = {**memory, "properties": {**memory["properties"], "categories": entry}}
+    memory_list = {**EXTRACTION_SCHEMA["properties"]["memory_list"], "items": items}
+    properties = {**EXTRACTION_SCHEMA["properties"], "memory_list": memory_list}
+    return {**EXTRACTION_SCHEMA, "properties": properties}
 
 
 def _results_schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -152,6 +203,7 @@ class ExtractedMemory:
     repairs: list[str] = field(default_factory=list)
     importance: Importance | None = None
     valid_from: datetime | None = None
+    categories: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -187,7 +239,36 @@ def _int_ids(raw: Any) -> list[int]:
     return ids
 
 
-def _read_memory(raw: Any, valid: set[int]) -> ExtractedMemory | None:
+def _category_key(name: str) -> str:
+    """A name as the menu spells names: ``"Travel places"`` -> ``"travel_places"``."""
+    return "_".join(name.strip().lower().replace("-", " ").split())
+
+
+def read_categories(raw: Any, menu: CategoryMenu | None) -> tuple[list[str], list[str]]:
+    """The category names of one memory's answer that ``menu`` offers (spelling forgiven:
+    case, spaces, dashes), first ones first, at most ``menu.max_per_item``; and the repairs:
+    ``categories`` when a name was not offered (or not a string), ``clipped`` when more were
+    given than allowed. Without a menu the field is ignored.
+
+    >>> menu = CategoryMenu((("health", "."), ("work", ".")), 1)
+    >>> read_categories(["Health", "hobbies", "work"], menu)
+    (['health'], ['categories', 'clipped'])
+    """
+    if menu is None or raw is None:
+        return [], []
+    offered = set(menu.names)
+    given = raw if isinstance(raw, list) else [raw]
+    known = [_category_key(n) for n in given if isinstance(n, str)]
+    kept = list(dict.fromkeys(n for n in known if n in offered))
+    repairs = ["categories"] if len(known) != len(given) or len(kept) < len(set(known)) else []
+    if len(kept) > menu.max_per_item:
+        repairs.append("clipped")
+    return kept[: menu.max_per_item], repairs
+
+
+def _read_memory(
+    raw: Any, valid: set[int], menu: CategoryMenu | None = None
+) -> ExtractedMemory | None:
     """One entry of ``memory_list`` repaired, or ``None`` when it holds no usable memory."""
     if isinstance(raw, str) and raw.strip():
         raw = {"value": raw}
@@ -232,6 +313,8 @@ def _read_memory(raw: Any, valid: set[int]) -> ExtractedMemory | None:
     valid_from, bad_valid_from = read_valid_from(raw.get("valid_from"))
     if bad_valid_from:
         repairs.append("valid_from")
+    categories, category_repairs = read_categories(raw.get("categories"), menu)
+    repairs.extend(r for r in category_repairs if r not in repairs)
     return ExtractedMemory(
         key=key,
         value=value,
@@ -241,12 +324,16 @@ def _read_memory(raw: Any, valid: set[int]) -> ExtractedMemory | None:
         repairs=repairs,
         importance=importance,
         valid_from=valid_from,
+        categories=categories,
     )
 
 
-def read_extraction(parsed: Any, valid_ids: Sequence[int]) -> Extraction:
+def read_extraction(
+    parsed: Any, valid_ids: Sequence[int], menu: CategoryMenu | None = None
+) -> Extraction:
     """Repair a parsed answer into an :class:`Extraction`; raise :class:`ContractError` when it
-    has no memory list at all."""
+    has no memory list at all. ``menu``: the categories the prompt offered (without one, the
+    memories' ``categories`` are ignored)."""
     if not isinstance(parsed, Mapping):
         raise ContractError(f"expected a JSON object, got {_json_type(parsed)}")
     raw_list = parsed.get("memory_list", parsed.get("memory list", parsed.get("memories")))
@@ -256,7 +343,7 @@ def read_extraction(parsed: Any, valid_ids: Sequence[int]) -> Extraction:
         raise ContractError(f'"memory_list" must be a list, got {_json_type(raw_list)}')
     summary = parsed.get("summary")
     valid = set(valid_ids)
-    memories = [m for m in (_read_memory(raw, valid) for raw in raw_list) if m is not None]
+    memories = [m for m in (_read_memory(raw, valid, menu) for raw in raw_list) if m is not None]
     if raw_list and not memories:
         raise ContractError(
             f'none of the {len(raw_list)} entries of "memory_list" is an object with a '

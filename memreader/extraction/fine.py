@@ -18,14 +18,15 @@ from typing import Any
 
 from memreader.errors import LLMRequiredError
 from memreader.extraction.contract import (
-    EXTRACTION_SCHEMA,
     FILTER_SCHEMA,
     MAX_VALUE_CHARS,
     REWRITE_SCHEMA,
+    CategoryMenu,
     ContractError,
     ExtractedMemory,
     Extraction,
     clip_text,
+    extraction_schema,
     read_extraction,
     read_results,
 )
@@ -91,12 +92,15 @@ class WindowOutcome:
 
 @dataclass(frozen=True)
 class WindowInput:
-    """What a plan reads: numbered lines (number, text), and the role of each number."""
+    """What a plan reads: numbered lines (number, text), and the role of each number;
+    ``categories``: the categories the extraction prompt offers (``None``: none, and the
+    answer's ``categories`` are ignored)."""
 
     lines: list[tuple[int, str]]
     roles: dict[int, str | None]
     language: Language
     custom_tags: Sequence[str] = ()
+    categories: CategoryMenu | None = None
 
 
 def fallback_reason(error: BaseException) -> str:
@@ -130,10 +134,12 @@ def extract_plan(window: WindowInput, prompts: Mapping[Language, str] | None = N
     try:
         response = yield LLMRequest(
             "llm",
-            extraction_messages(window.language, window.lines, window.custom_tags, prompts),
-            EXTRACTION_SCHEMA,
+            extraction_messages(
+                window.language, window.lines, window.custom_tags, prompts, window.categories
+            ),
+            extraction_schema(window.categories),
             "memory_extraction",
-            validate=partial(read_extraction, valid_ids=valid_ids),
+            validate=partial(read_extraction, valid_ids=valid_ids, menu=window.categories),
         )
         extraction: Extraction = response.validated
     except LLMError as exc:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from memreader.extraction.contract import CategoryMenu
 from memreader.extraction.language import Language
 
 EXTRACT_SYSTEM: dict[Language, str] = {
@@ -84,6 +85,19 @@ REWRITE_SYSTEM: dict[Language, str] = {
     ),
 }
 
+#: The category list of an extraction prompt (the reader's ``categories``, catch-all left out):
+#: the one optional field it adds to each memory, and the names with their descriptions.
+CATEGORIES: dict[Language, str] = {
+    "en": (
+        'Each memory may also carry "categories": [up to {most} names from this list, best '
+        "first], left out when none fits:\n{lines}"
+    ),
+    "zh": (
+        '每条记忆还可以带 "categories": [从下列名称中选最多 {most} 个，最贴切的在前]，'
+        "都不合适时省略：\n{lines}"
+    ),
+}
+
 USER_ONLY: dict[Language, str] = {
     "en": " Only the user's own messages count as evidence; the assistant's do not.",
     "zh": " 只有用户自己的消息算作依据，助理的消息不算。",
@@ -123,18 +137,33 @@ def numbered_lines(lines: Sequence[tuple[int, str]]) -> str:
     return "\n".join(f"[{n}] {one_line(line)}" for n, line in lines)
 
 
+def category_lines(menu: CategoryMenu, language: Language) -> str:
+    """The prompt's paragraph offering ``menu``: one line ``- name: description`` each (the
+    descriptions are the config's, in its language, whatever the prompt's).
+
+    >>> category_lines(CategoryMenu((("health", "Illness, diet."),), 2), "en").splitlines()[1]
+    '- health: Illness, diet.'
+    """
+    lines = "\n".join(f"- {name}: {one_line(text)}" for name, text in menu.categories)
+    return CATEGORIES[language].format(most=menu.max_per_item, lines=lines)
+
+
 def extraction_messages(
     language: Language,
     lines: Sequence[tuple[int, str]],
     custom_tags: Sequence[str],
     prompts: Mapping[Language, str] | None = None,
+    categories: CategoryMenu | None = None,
 ) -> list[dict[str, str]]:
     """The chat messages of one extraction call (``prompts``: another system prompt set, e.g.
-    the strategy reader's, with the same answer contract)."""
+    the strategy reader's, with the same answer contract; ``categories``: the categories each
+    memory may name, listed after the contract)."""
     system = (prompts or EXTRACT_SYSTEM)[language]
     if custom_tags:
         tags = ", ".join(one_line(tag) for tag in custom_tags)
         system += "\n" + CUSTOM_TAGS[language].format(tags=tags)
+    if categories is not None and categories.categories:
+        system += "\n" + category_lines(categories, language)
     return [
         {"role": "system", "content": system},
         {"role": "user", "content": numbered_lines(lines)},

@@ -93,6 +93,7 @@ STEPS: Registry[Any] = Registry(
         "importance": "memreader.steps.importance",
         "dedup": "memreader.steps.dedup",
         "embed": "memreader.steps.embed",
+        "categorize": "memreader.steps.categorize",
         "redact": "memreader.steps.pii",
         "min_length": "memreader.steps.filters",
         # The fine passes' steps, where their one registration says.

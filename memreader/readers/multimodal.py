@@ -22,6 +22,7 @@ traffic, and documents from local paths, URLs and S3, read with the simple reade
 17. importance     items -> items  [fast]
 18. dedup          emitted -> emitted  [fast, fine, refine]
 19. embed          emitted -> items  [fast, fine, refine]
+20. categorize     items -> items  [fast, fine, refine]
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ class MultiModalStructMemReader(BaseMemReader):
     @classmethod
     def default_pipeline(cls, config: BaseReaderConfig) -> Pipeline:
         """The simple reader's steps with the multimodal ones around them."""
-        pipeline = Pipeline(default_steps(config.fine))
+        pipeline = Pipeline(default_steps(config.fine, categorize=config.categories.enabled))
         pipeline.replace("normalize", NormalizeParts())
         pipeline.insert_after("normalize", ReadParts())
         pipeline.insert_after("read_parts", DescribeImages())

@@ -17,6 +17,7 @@
 12. importance     items -> items  [fast]
 13. dedup          emitted -> emitted  [fast, fine, refine]
 14. embed          emitted -> items  [fast, fine, refine]
+15. categorize     items -> items  [fast, fine, refine]
 >>> items = reader.get_memory([[{"role": "user", "content": "I love green tea."}]],
 ...                           type="chat", info={"user_id": "u1", "session_id": "s1"})
 >>> items[0][0].memory
@@ -48,4 +49,4 @@ class SimpleStructMemReader(BaseMemReader):
     @classmethod
     def default_pipeline(cls, config: BaseReaderConfig) -> Pipeline:
         """The built-in steps, without ``filter``/``rewrite`` where ``fine`` turns them off."""
-        return Pipeline(default_steps(config.fine))
+        return Pipeline(default_steps(config.fine, categorize=config.categories.enabled))

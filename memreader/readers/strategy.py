@@ -40,7 +40,7 @@ class StrategyStructMemReader(BaseMemReader):
     @classmethod
     def default_pipeline(cls, config: BaseReaderConfig) -> Pipeline:
         """The simple reader's steps with the grouping window step and the strategy prompt."""
-        pipeline = Pipeline(default_steps(config.fine))
+        pipeline = Pipeline(default_steps(config.fine, categorize=config.categories.enabled))
         pipeline.replace("window", StrategyWindow())
         pipeline.replace("extract", Extract(STRATEGY_EXTRACT_SYSTEM))
         return pipeline

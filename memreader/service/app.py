@@ -3,7 +3,7 @@
 >>> from memreader.service import ServiceConfig, create_app
 >>> from memreader.factory import MemReaderConfigFactory
 >>> app = create_app(ServiceConfig(MemReaderConfigFactory(config={"embedder": None})))
->>> sorted(r.path for r in app.routes if r.path.startswith("/v1/memories/{"))
+>>> sorted(p for p in app.openapi()["paths"] if p.startswith("/v1/memories/{"))
 ['/v1/memories/{memory_id}', '/v1/memories/{memory_id}/history']
 """
 
@@ -25,7 +25,7 @@ from starlette.types import Scope
 from memreader._version import __version__
 from memreader.errors import MemReaderError
 from memreader.readers.base import BaseMemReader
-from memreader.service import routes_jobs, routes_memories, routes_read
+from memreader.service import routes_categories, routes_jobs, routes_memories, routes_read
 from memreader.service.config import ServiceConfig
 from memreader.service.limits import BodyLimit
 from memreader.service.metrics import CONTENT_TYPE
@@ -68,8 +68,9 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.service = state
-    for router in (routes_read.router, routes_memories.router, routes_jobs.router):
-        app.include_router(router)
+    routers = (routes_read, routes_memories, routes_jobs, routes_categories)
+    for module in routers:
+        app.include_router(module.router)
     _add_handlers(app)
     _add_operations(app, state)
     if config.settings.ui:

@@ -4,6 +4,7 @@ Every failure a request can meet leaves as a problem with a status, a ``type`` n
 kind, a ``detail`` a person can act on and, for input errors, where the input was wrong
 (``scene_index``, ``message_index``, ``part_index``); never as a traceback.
 
+>>> from memreader.errors import InvalidMessageError
 >>> problem_for(InvalidMessageError("no role", scene_index=0, message_index=2)).body()["status"]
 422
 >>> problem_for(StoreError("locked")).status

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 from starlette.requests import Request
 from starlette.responses import Response
 
+from memreader.categories.maintainer import maintainer_for
 from memreader.readers.base import BaseMemReader
 from memreader.service.config import ServiceConfig
 from memreader.service.idempotency import IdempotencyCache, StoredAnswer
@@ -82,7 +83,9 @@ class ServiceState:
                     "No store",
                     "this service has no memory store: set `store:` in the reader config",
                 )
-            self._store = open_store(url, embedder=self.reader.embedder)
+            store = open_store(url, embedder=self.reader.embedder)
+            store.category_keeper = maintainer_for(self.reader)
+            self._store = store
         return self._store
 
     def principal(self, request: Request) -> Principal:

@@ -40,6 +40,7 @@ from memreader.pipeline.chain import PerWindowStep, WindowWork, count_pass
 from memreader.pipeline.runtime import ReaderRuntime
 from memreader.pipeline.state import FineWindow, ReadState
 from memreader.pipeline.step import STEPS
+from memreader.steps.categorize import category_menu
 
 __all__ = ["CheckPass", "Extract", "Filter", "FineItems", "PrepareFine", "Rewrite"]
 
@@ -82,7 +83,8 @@ class PrepareFine(PerWindowStep):
         lines = [(i + 1, s.line) for i, s in enumerate(window.segments)]
         roles = {i + 1: source.role for i, source in enumerate(fw.sources)}
         fw.report.language = runtime.language(window.text)
-        fw.input = WindowInput(lines, roles, fw.report.language, tuple(fw.custom_tags))
+        menu = category_menu(runtime.config.categories)
+        fw.input = WindowInput(lines, roles, fw.report.language, tuple(fw.custom_tags), menu)
         return
         yield  # a generator that asks no LLM
 

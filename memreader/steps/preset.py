@@ -1,10 +1,10 @@
 """The readers' default steps: reading, fast mode's items, fine mode with the passes its config
 names (in their order, from :mod:`memreader.extraction.passes`), fast mode's importance, the
-store lookup that spares stored items their embedding (a no-op without a store), and the
-embedding.
+store lookup that spares stored items their embedding (a no-op without a store), the
+embedding, and the categories (unless ``categories.enabled`` is false).
 
 >>> [s.name for s in default_steps(FineConfig(passes=["extract", "preference"]))][6:]
-['extract', 'preference', 'fine_items', 'pass_items', 'importance', 'dedup', 'embed']
+['extract', 'preference', 'fine_items', 'pass_items', 'importance', 'dedup', 'embed', 'categorize']
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from memreader.errors import ConfigError
 from memreader.extraction.passes import FinePass, passes_in_order
 from memreader.pipeline.step import STEPS, Step
 from memreader.steps.agent import PassItems
+from memreader.steps.categorize import Categorize
 from memreader.steps.dedup import Dedup
 from memreader.steps.embed import Embed
 from memreader.steps.fast import FastItems
@@ -36,12 +37,13 @@ def pass_step(entry: FinePass) -> Step:
     return built
 
 
-def default_steps(fine: FineConfig | None = None) -> list[Step]:
+def default_steps(fine: FineConfig | None = None, *, categorize: bool = True) -> list[Step]:
     """The steps of the simple reader for these fine-mode settings: the passes of
     ``fine.enabled_passes()``, a pass whose step requires the call's ``items`` after fine
     mode's items are built, the others before (with ``pass_items`` after the fine items when
     a pass leaves items there), then fast mode's importance, ``dedup`` (items already in the
-    reader's store are not embedded; nothing without a store) and the embedding."""
+    reader's store are not embedded; nothing without a store), the embedding and, with
+    ``categorize`` (the reader's ``categories.enabled``), ``categorize``."""
     fine = fine if fine is not None else FineConfig()
     on_windows: list[Step] = []
     on_items: list[Step] = []
@@ -60,4 +62,5 @@ def default_steps(fine: FineConfig | None = None) -> list[Step]:
     ]
     if any("pass_items" in s.produces for s in on_windows):
         steps.append(PassItems())
-    return [*steps, *on_items, ScoreImportance(), Dedup(), Embed()]
+    tail: list[Step] = [ScoreImportance(), Dedup(), Embed()]
+    return [*steps, *on_items, *tail, *([Categorize()] if categorize else [])]

@@ -26,6 +26,7 @@ from memreader.pipeline.state import FineWindow, ReadState
 from memreader.pipeline.step import STEPS, Step
 from memreader.report import WindowReport
 from memreader.scene import ROLES
+from memreader.steps.categorize import category_menu
 from memreader.text_checks import check_text
 from memreader.windows import Unit, Windower
 
@@ -128,6 +129,7 @@ def _windows_of(
     old = [t for t in item.metadata.tags if not t.startswith(("mode:", "fallback:"))]
     tags = list(dict.fromkeys([*old, *state.custom_tags]))
     language = runtime.language(item.memory)
+    menu = category_menu(runtime.config.categories)
     made = []
     for k, window in enumerate(kept):
         parts = [_part(sources[s.unit], s.start, s.end) for s in window.segments]
@@ -149,7 +151,7 @@ def _windows_of(
         made.append(
             FineWindow(
                 position=position,
-                input=WindowInput(lines, roles, language, tuple(tags)),
+                input=WindowInput(lines, roles, language, tuple(tags), menu),
                 sources=parts,
                 memory_text=item.memory if len(windows) == 1 else window.text,
                 # The first request keeps the id base of a one-request item: ids stay stable.

@@ -34,10 +34,15 @@ from memreader.stores.base import (
     StoredMemory,
     WriteEvent,
 )
+from memreader.stores.category_api import CategoryStorage, check_keeper
+from memreader.stores.category_types import CategoryDef, CategoryKeeper, StoredCategory
 
 __all__ = [
     "SEARCH_MODES",
     "STORES",
+    "CategoryDef",
+    "CategoryKeeper",
+    "CategoryStorage",
     "EventKind",
     "HistoryEntry",
     "MemoryStatus",
@@ -47,6 +52,7 @@ __all__ = [
     "SearchHit",
     "SearchMode",
     "SourceSelector",
+    "StoredCategory",
     "StoredMemory",
     "WriteEvent",
     "open_store",
@@ -73,19 +79,29 @@ def register_store(scheme: str) -> Callable[[StoreClass], StoreClass]:
     return STORES.register(scheme)
 
 
-def open_store(url: str, *, embedder: QueryEmbedder | None = None, **options: Any) -> MemoryStore:
+def open_store(
+    url: str,
+    *,
+    embedder: QueryEmbedder | None = None,
+    category_keeper: CategoryKeeper | None = None,
+    **options: Any,
+) -> MemoryStore:
     """Open the store ``url`` names (``sqlite:///memories.db``).
 
     Args:
         url: ``scheme://...``; the scheme picks the store.
         embedder: embeds queries (and items written without vectors); without one, search is
             full text only.
+        category_keeper: called after each change (the store's
+            :attr:`~memreader.stores.category_api.CategoryStorage.category_keeper`, which may
+            also be set on the open store); ``None``: categories change only when asked.
         options: the store's own options (for ``sqlite``: ``near_duplicate``, ``gamma``,
             ``importance_weight``, ``timeout``).
 
     Raises:
         ConfigError: the URL has no scheme, or one no store handles (the message lists the
-            known ones), or the store's module cannot be imported, or an option is invalid.
+            known ones), or the store's module cannot be imported, or an option (or the
+            keeper) is invalid.
         StoreError: the store cannot be opened.
     """
     if not isinstance(url, str) or "://" not in url:
@@ -98,4 +114,7 @@ def open_store(url: str, *, embedder: QueryEmbedder | None = None, **options: An
             f"the {scheme!r} memory store is not available here ({exc}); "
             f"known: {', '.join(STORES.names())}"
         ) from None
-    return store_class.from_url(url, embedder=embedder, **options)
+    keeper = check_keeper(category_keeper)
+    store = store_class.from_url(url, embedder=embedder, **options)
+    store.category_keeper = keeper
+    return store

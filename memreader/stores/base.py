@@ -24,16 +24,15 @@ Forgetting a source removes the supports it keyed; a memory left with none is ``
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, Protocol, runtime_checkable
-from urllib.parse import unquote_plus
 
 from memreader.errors import InputError, StoreError
 from memreader.items import TextualMemoryItem
-from memreader.secret_masking import is_secret_key
+from memreader.stores.category_api import CategoryStorage
 from memreader.stores.scoring import ScoreParts
 
 __all__ = [
@@ -49,7 +48,6 @@ __all__ = [
     "SourceSelector",
     "StoredMemory",
     "WriteEvent",
-    "public_url",
 ]
 
 #: ``active``: true now; ``superseded``: replaced by a newer memory (``superseded_by``);
@@ -113,7 +111,7 @@ class WriteEvent:
 
     ``item_id`` is the item that was written (empty for a forget); ``memory_id`` the stored
     memory the event changed or found; ``previous_id`` the memory it replaced (``UPDATE``,
-    ``SUPERSEDE``).
+    ``SUPERSEDE``); ``user_id`` its owner where no item says it (forget, retire).
     """
 
     event: EventKind
@@ -121,6 +119,7 @@ class WriteEvent:
     item_id: str
     reason: str
     previous_id: str | None = None
+    user_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -163,32 +162,6 @@ class SourceSelector:
             )
 
 
-def public_url(url: str) -> str:
-    """``url`` as logs, errors, manifests and reprs may show it: its password (and any query
-    parameter whose name looks secret, such as ``password``) replaced by ``***``; the scheme,
-    user, host, port, path and other parameters kept.
-
-    >>> public_url("postgresql://ana:s3cret@db:5432/mem?sslmode=require&password=x")
-    'postgresql://ana:***@db:5432/mem?sslmode=require&password=***'
-    >>> public_url("sqlite:////data/m.db")
-    'sqlite:////data/m.db'
-    """
-    scheme, sep, rest = url.partition("://")
-    if not sep:
-        return url
-    head, mark, query = rest.partition("?")
-    authority, slash, path = head.partition("/")
-    userinfo, at, host = authority.rpartition("@")
-    if at and ":" in userinfo:
-        authority = f"{userinfo.partition(':')[0]}:***@{host}"
-    if query:
-        pairs = [pair.partition("=") for pair in query.split("&")]
-        query = "&".join(
-            f"{k}{eq}{'***' if eq and is_secret_key(unquote_plus(k)) else v}" for k, eq, v in pairs
-        )
-    return f"{scheme}{sep}{authority}{slash}{path}{mark}{query}"
-
-
 @runtime_checkable
 class QueryEmbedder(Protocol):
     """What a store needs of an embedder (any :class:`memreader.embedders.Embedder` fits): one
@@ -200,8 +173,11 @@ class QueryEmbedder(Protocol):
         ...
 
 
-class MemoryStore(ABC):
-    """Where memories are written, searched, traced and forgotten (see the module docstring).
+class MemoryStore(CategoryStorage):
+    """Where memories are written, searched, traced and forgotten (see the module docstring),
+    and where their categories are kept (:class:`~memreader.stores.category_api.CategoryStorage`:
+    its keeper is called after each ``write``, ``write_part``, ``forget`` and ``retire_unseen``,
+    once the change is committed).
 
     Stores are registered by URL scheme and opened with
     :func:`memreader.stores.open_store` (``sqlite:///memories.db``, ``postgresql://...``).
@@ -249,7 +225,8 @@ class MemoryStore(ABC):
         """
         if replaces is not None and not isinstance(replaces, SourceSelector):
             raise InputError(f"replaces must be a SourceSelector, got {type(replaces).__name__}")
-        return self._write(items, replaces, user_id, now, in_parts=False)
+        events = self._write(items, replaces, user_id, now, in_parts=False)
+        return self._after_change(events, items)
 
     @abstractmethod
     def _write(
@@ -283,12 +260,14 @@ class MemoryStore(ABC):
         include_inactive: bool = False,
         now: datetime | None = None,
         mode: SearchMode = "hybrid",
+        category: str | None = None,
     ) -> list[SearchHit]:
         """The ``k`` best memories of ``user_id`` for ``query``, best first.
 
         ``types``, ``session_id``, ``since`` and ``until`` filter (the time of a memory is its
         ``valid_from``, else its ``recorded_at``); ``now`` is the time decay is measured to;
-        ``mode`` (:data:`SearchMode`) which lists are fused.
+        ``mode`` (:data:`SearchMode`) which lists are fused; ``category`` keeps the memories
+        linked to that category of the owner only (:meth:`link_categories`).
 
         Raises:
             InputError: a bad argument (``mode`` not one of :data:`SEARCH_MODES`, ...).
@@ -298,12 +277,20 @@ class MemoryStore(ABC):
     def history(self, memory_id: str, *, user_id: str) -> list[HistoryEntry]:
         """Every change of ``memory_id`` (of ``user_id``), oldest first."""
 
-    @abstractmethod
     def forget(
         self, source: SourceSelector, *, user_id: str, now: datetime | None = None
     ) -> list[WriteEvent]:
-        """Forget what ``source`` said: memories supported only by it become ``expired``;
-        memories also supported by other sources only lose its sources."""
+        """Forget what ``source`` said (one transaction): memories supported only by it
+        become ``expired``; memories also supported by other sources only lose its sources."""
+        if not isinstance(source, SourceSelector):
+            raise InputError(f"source must be a SourceSelector, got {type(source).__name__}")
+        return self._after_change(self._forget(source, user_id, now), [])
+
+    @abstractmethod
+    def _forget(
+        self, source: SourceSelector, user_id: str, now: datetime | None
+    ) -> list[WriteEvent]:
+        """What :meth:`forget` does, ``source`` checked."""
 
     def lookup(
         self, items: Sequence[TextualMemoryItem], *, user_id: str
@@ -358,7 +345,7 @@ class MemoryStore(ABC):
         """
         if not isinstance(source, SourceSelector):
             raise InputError(f"source must be a SourceSelector, got {type(source).__name__}")
-        return self._write(items, source, None, now, in_parts=True)
+        return self._after_change(self._write(items, source, None, now, in_parts=True), items)
 
     def retire_unseen(
         self,
@@ -381,12 +368,20 @@ class MemoryStore(ABC):
             InputError: ``source`` is not a :class:`SourceSelector`.
             StoreError: the store failed, or cannot write in parts.
         """
+        if not isinstance(source, SourceSelector):
+            raise InputError(f"source must be a SourceSelector, got {type(source).__name__}")
+        return self._after_change(self._retire_unseen(source, seen, now), [])
+
+    def _retire_unseen(
+        self, source: SourceSelector, seen: Mapping[str, Collection[str]], now: datetime | None
+    ) -> list[WriteEvent]:
+        """What :meth:`retire_unseen` does, ``source`` checked (by default: refused)."""
         raise StoreError(f"{type(self).__name__} cannot write a source in parts")
 
     @abstractmethod
     def purge(self, *, older_than: datetime) -> int:
         """Remove expired and superseded rows retired before ``older_than`` (with their
-        history); returns how many memories were removed."""
+        history and category links); returns how many memories were removed."""
 
     @abstractmethod
     def close(self) -> None:

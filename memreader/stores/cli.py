@@ -2,13 +2,17 @@
 command line (see :mod:`memreader.stores`); and what ``memreader read --store`` writes with.
 
 - ``search QUERY --store URL --user-id U [-k N] [--type T ...] [--since ISO] [--until ISO]
-  [--session S] [--all] [--json]``: the best memories, each with its score's parts;
+  [--session S] [--category NAME] [--all] [--json]``: the best memories, each with its
+  score's parts;
 - ``history ID --store URL --user-id U [--json]``: every change of one memory;
 - ``forget --store URL --user-id U --source doc:PATH|session:ID|message:ID|input:KEY
-  [--json]``: what came only from that source expires; the events are printed.
+  [--json]``: what came only from that source expires; the events are printed;
+- ``export-md --store URL --user U [--user U2 ...] --out DIR``: each owner's memory as Markdown
+  files an agent can read (``DIR/<user folder>/index.md`` and one file per category: see
+  :mod:`memreader.categories.markdown`); the paths written are printed.
 
 ``--store`` may also come from ``$MEMREADER_STORE``. A store URL's password is never printed
-(messages show :func:`~memreader.stores.base.public_url`). A ``sqlite://`` file that does not
+(messages show :func:`~memreader.stores.urls.public_url`). A ``sqlite://`` file that does not
 exist is an error here (these commands never create a store). Errors exit 2 with one line,
 as every memreader command does.
 """
@@ -32,10 +36,18 @@ if TYPE_CHECKING:
     from memreader.items import TextualMemoryItem
     from memreader.stores import MemoryStore, SearchHit, WriteEvent
 
-__all__ = ["STORE_ENV", "StoreOutput", "add_store_parsers", "run_store_command"]
+__all__ = [
+    "STORE_COMMANDS",
+    "STORE_ENV",
+    "StoreOutput",
+    "add_store_parsers",
+    "run_store_command",
+]
 
 #: The environment variable ``--store`` defaults to.
 STORE_ENV = "MEMREADER_STORE"
+#: The subcommands :func:`run_store_command` runs.
+STORE_COMMANDS = ("search", "history", "forget", "export-md")
 _SOURCES = {
     "doc": "doc_path",
     "session": "session_id",
@@ -45,7 +57,8 @@ _SOURCES = {
 
 
 def add_store_parsers(commands: Any) -> None:
-    """Add ``search``, ``history`` and ``forget`` to the subcommands ``commands``."""
+    """Add ``search``, ``history``, ``forget`` and ``export-md`` to the subcommands
+    ``commands``."""
     search = commands.add_parser("search", help="search a memory store (hybrid: text + vectors)")
     search.add_argument("query", help="what to look for")
     search.add_argument("-k", type=int, default=10, help="how many hits (default 10)")
@@ -55,6 +68,9 @@ def add_store_parsers(commands: Any) -> None:
     search.add_argument("--since", help="memories from this time on (ISO 8601; UTC if no zone)")
     search.add_argument("--until", help="memories up to this time (ISO 8601; UTC if no zone)")
     search.add_argument("--session", help="memories of this session only")
+    search.add_argument(
+        "--category", metavar="NAME", help="memories linked to this category of the owner only"
+    )
     search.add_argument(
         "--all", action="store_true", help="superseded and expired memories too (default: active)"
     )
@@ -86,6 +102,23 @@ def add_store_parsers(commands: Any) -> None:
         add_store_flag(command, env=True)
         command.add_argument("--user-id", help="the owner whose memories this reads (required)")
         command.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_export_parser(commands)
+
+
+def _add_export_parser(commands: Any) -> None:
+    """``export-md``: the owners' memory as Markdown files."""
+    export = commands.add_parser(
+        "export-md", help="write owners' memory as Markdown files (an index, one per category)"
+    )
+    add_store_flag(export, env=True)
+    export.add_argument(
+        "--user",
+        "--user-id",
+        dest="users",
+        action="append",
+        help="an owner to export (repeatable; at least one)",
+    )
+    export.add_argument("--out", required=True, help="the folder the owners' folders go in")
 
 
 def add_store_flag(command: argparse.ArgumentParser, *, env: bool) -> None:
@@ -97,10 +130,12 @@ def add_store_flag(command: argparse.ArgumentParser, *, env: bool) -> None:
 
 
 def run_store_command(args: argparse.Namespace) -> int:
-    """Run ``search``, ``history`` or ``forget``; 0 when done (errors are raised, typed)."""
+    """Run one of :data:`STORE_COMMANDS`; 0 when done (errors are raised, typed)."""
     url = args.store or os.environ.get(STORE_ENV)
     if not url:
         raise InputError(f"{args.command} needs --store URL (or ${STORE_ENV})")
+    if args.command == "export-md":
+        return _export_md(args, url)
     if not args.user_id or not args.user_id.strip():
         raise InputError(f"{args.command} needs --user-id (every memory has an owner)")
     if args.command == "search":
@@ -115,7 +150,7 @@ def _open(url: str, embedder: Any) -> MemoryStore:
     """The store ``url`` names, which must exist if it is a SQLite file."""
     from memreader.batch.job import sqlite_file
     from memreader.stores import open_store
-    from memreader.stores.base import public_url
+    from memreader.stores.urls import public_url
 
     file = sqlite_file(url)
     if file is not None and file != ":memory:" and not os.path.exists(file):
@@ -142,6 +177,7 @@ def _search(args: argparse.Namespace, url: str) -> int:
                 session_id=args.session,
                 include_inactive=args.all,
                 mode=args.mode,
+                category=args.category,
             )
     finally:
         close = getattr(embedder, "close", None)
@@ -261,6 +297,20 @@ def _forget(store: MemoryStore, args: argparse.Namespace) -> int:
     return 0
 
 
+def _export_md(args: argparse.Namespace, url: str) -> int:
+    from memreader.categories.markdown import export_markdown
+
+    users = args.users or []
+    if not users or any(not user.strip() for user in users):
+        raise InputError("export-md needs --user U (repeatable; every memory has an owner)")
+    with _open(url, None) as store:
+        paths = export_markdown(store, users, args.out)
+    for path in paths:
+        print(path)
+    print(f"memreader: {len(paths)} file(s) for {len(set(users))} user(s)", file=sys.stderr)
+    return 0
+
+
 def _counts(events: Sequence[WriteEvent]) -> str:
     counts = Counter(event.event for event in events)
     return ", ".join(f"{name} {n}" for name, n in sorted(counts.items())) or "nothing changed"
@@ -272,11 +322,18 @@ class StoreOutput:
 
     def __init__(self, url: str) -> None:
         from memreader.stores import open_store
-        from memreader.stores.base import public_url
+        from memreader.stores.urls import public_url
 
         self.where = public_url(url)
         self.store = open_store(url)
         self.events: list[WriteEvent] = []
+
+    def keep_categories(self, reader: Any) -> None:
+        """Keep the categories of what is written with ``reader``'s settings (its embedder for
+        descriptions, its LLM for summaries of fine items), unless its config turns them off."""
+        from memreader.categories.maintainer import maintainer_for
+
+        self.store.category_keeper = maintainer_for(reader)
 
     def write(self, results: Sequence[Sequence[TextualMemoryItem]], scene_offset: int = 0) -> None:
         """Write one call's items (their sources' scenes counted from ``scene_offset``, as

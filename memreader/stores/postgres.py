@@ -33,7 +33,6 @@ from memreader.stores import register_store
 from memreader.stores.base import (
     SEARCH_MODES,
     HistoryEntry,
-    MemoryStore,
     QueryEmbedder,
     SearchHit,
     SearchMode,
@@ -41,7 +40,9 @@ from memreader.stores.base import (
     StoredMemory,
     WriteEvent,
 )
+from memreader.stores.category_api import check_category
 from memreader.stores.decisions import DEFAULT_NEAR_DUPLICATE, selector_key, validate_items
+from memreader.stores.postgres_categories import PostgresCategories
 from memreader.stores.postgres_ops import (
     Connection,
     Filters,
@@ -82,7 +83,7 @@ _OPTIONS = {"near_duplicate", "gamma", "importance_weight", "timeout", "dimensio
 
 
 @register_store("postgresql")
-class PostgresStore(MemoryStore):
+class PostgresStore(PostgresCategories):
     """The PostgreSQL store (see the module docstring).
 
     Args:
@@ -187,16 +188,9 @@ class PostgresStore(MemoryStore):
         self._dimension = dimension
         return events
 
-    def retire_unseen(
-        self,
-        source: SourceSelector,
-        *,
-        seen: Mapping[str, Collection[str]],
-        now: datetime | None = None,
+    def _retire_unseen(
+        self, source: SourceSelector, seen: Mapping[str, Collection[str]], now: datetime | None
     ) -> list[WriteEvent]:
-        """See :meth:`MemoryStore.retire_unseen`."""
-        if not isinstance(source, SourceSelector):
-            raise InputError(f"source must be a SourceSelector, got {type(source).__name__}")
         at = aware(now, "now") if now is not None else datetime.now(timezone.utc)
         key = selector_key(source)
         reason = f"{key} was written again without this memory"
@@ -281,6 +275,7 @@ class PostgresStore(MemoryStore):
         include_inactive: bool = False,
         now: datetime | None = None,
         mode: SearchMode = "hybrid",
+        category: str | None = None,
     ) -> list[SearchHit]:
         """See :meth:`MemoryStore.search`."""
         if mode not in SEARCH_MODES:
@@ -297,6 +292,7 @@ class PostgresStore(MemoryStore):
             until=aware(until, "until") if until is not None else None,
             session_id=session_id,
             include_inactive=include_inactive,
+            category=check_category(category) if category is not None else None,
         )
         owner = _owner(user_id)
         at = aware(now, "now") if now is not None else datetime.now(timezone.utc)
@@ -329,12 +325,9 @@ class PostgresStore(MemoryStore):
         )
         return [history_from_row(row) for row in rows]
 
-    def forget(
-        self, source: SourceSelector, *, user_id: str, now: datetime | None = None
+    def _forget(
+        self, source: SourceSelector, user_id: str, now: datetime | None
     ) -> list[WriteEvent]:
-        """See :meth:`MemoryStore.forget`."""
-        if not isinstance(source, SourceSelector):
-            raise InputError(f"source must be a SourceSelector, got {type(source).__name__}")
         owner = _owner(user_id)
         at = aware(now, "now") if now is not None else datetime.now(timezone.utc)
         key = selector_key(source)

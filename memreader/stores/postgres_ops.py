@@ -58,13 +58,15 @@ Connection = psycopg.Connection[Any]
 @dataclass(frozen=True)
 class Filters:
     """What a search keeps: memory types, a session, a time range (on ``valid_from``, else
-    ``recorded_at``), and whether retired memories count."""
+    ``recorded_at``), whether retired memories count, and a category the memories are linked
+    to."""
 
     types: tuple[str, ...] | None = None
     session_id: str | None = None
     since: datetime | None = None
     until: datetime | None = None
     include_inactive: bool = False
+    category: str | None = None
 
     def sql(self) -> tuple[str, list[Any]]:
         """A ``WHERE`` fragment over ``memreader_memories m`` (starting with ``AND``) and its
@@ -85,6 +87,12 @@ class Filters:
         if self.until is not None:
             parts.append("COALESCE(m.valid_from, m.recorded_at) <= %s")
             params.append(self.until)
+        if self.category is not None:
+            parts.append(
+                "EXISTS (SELECT 1 FROM memreader_category_links l WHERE l.user_id = m.user_id "
+                "AND l.name = %s AND l.memory_id = m.id)"
+            )
+            params.append(self.category)
         return "".join(f" AND {p}" for p in parts), params
 
 
@@ -273,9 +281,9 @@ def _hits(conn: Connection, scored: list[tuple[int, ScoreParts]]) -> list[Search
 
 
 def purge(conn: Connection, cutoff: datetime) -> int:
-    """Remove expired and superseded memories retired before ``cutoff``, with their keys and
-    history, under their owners' locks (a writer bringing one back waits, or is waited for);
-    return how many."""
+    """Remove expired and superseded memories retired before ``cutoff``, with their keys,
+    category links (both by ``ON DELETE CASCADE``) and history, under their owners' locks (a
+    writer bringing one back waits, or is waited for); return how many."""
     owners = conn.execute(
         "SELECT DISTINCT user_id FROM memreader_memories "
         "WHERE status IN ('expired', 'superseded') AND retired_at < %s",

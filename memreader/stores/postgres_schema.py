@@ -9,6 +9,12 @@
   ``input:``), what forget and ``replaces`` look up.
 - ``memreader_history``: one row per change.
 - ``memreader_meta``: the schema version and the vector dimension.
+- ``memreader_categories``: each owner's categories (description, its vector as ``real[]``:
+  a ``vector`` column needs one dimension, and the descriptions' embedder need not be the
+  memories'), the summary and how it was made; ``memreader_category_links``: which memories
+  each covers, removed with the memory (``ON DELETE CASCADE``: purge) or the category. Added
+  after the first release: ``CREATE ... IF NOT EXISTS`` on every open adds them to an older
+  database, so the schema version stays 1.
 
 The tables are prefixed: a PostgreSQL database is often shared with other applications.
 """
@@ -105,6 +111,30 @@ CREATE TABLE IF NOT EXISTS memreader_history (
 );
 CREATE INDEX IF NOT EXISTS memreader_history_memory
     ON memreader_history (user_id, memory_id, id);
+CREATE TABLE IF NOT EXISTS memreader_categories (
+    user_id text NOT NULL,
+    name text NOT NULL,
+    description text NOT NULL,
+    embedding real[],
+    summary text NOT NULL DEFAULT '',
+    summary_kind text NOT NULL DEFAULT 'empty'
+        CHECK (summary_kind IN ('llm', 'deterministic', 'empty')),
+    summary_note text,
+    updated_at timestamptz,
+    PRIMARY KEY (user_id, name)
+);
+CREATE TABLE IF NOT EXISTS memreader_category_links (
+    user_id text NOT NULL,
+    name text NOT NULL,
+    memory_id text NOT NULL,
+    PRIMARY KEY (user_id, name, memory_id),
+    FOREIGN KEY (user_id, name) REFERENCES memreader_categories (user_id, name)
+        ON DELETE CASCADE,
+    FOREIGN KEY (user_id, memory_id) REFERENCES memreader_memories (user_id, id)
+        ON DELETE CASCADE
+);
+CREATE INDEX IF NOT EXISTS memreader_category_links_memory
+    ON memreader_category_links (user_id, memory_id);
 """
 
 #: The columns :func:`memory_from_row` reads, in order.

@@ -285,14 +285,14 @@ class Changes:
                 why = f"{reason}; still supported by {len(kept)} other source(s)"
                 self._update_supports(rowid, item_text, kept)
                 self.history(owner, memory_id, "UPDATE", memory, memory, why, dropped)
-                events.append(WriteEvent("UPDATE", memory_id, "", why))
+                events.append(WriteEvent("UPDATE", memory_id, "", why, user_id=owner))
                 continue
             self.conn.execute(
                 "UPDATE memreader_memories SET status = %s, retired_at = %s WHERE rowid = %s",
                 (retire_as, self.now, rowid),
             )
             self.history(owner, memory_id, event, memory, None, reason, dropped)
-            events.append(WriteEvent(event, memory_id, "", reason))
+            events.append(WriteEvent(event, memory_id, "", reason, user_id=owner))
         return events
 
     def _update_supports(

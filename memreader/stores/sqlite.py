@@ -25,7 +25,6 @@ from memreader.stores import register_store
 from memreader.stores.base import (
     SEARCH_MODES,
     HistoryEntry,
-    MemoryStore,
     QueryEmbedder,
     SearchHit,
     SearchMode,
@@ -33,12 +32,14 @@ from memreader.stores.base import (
     StoredMemory,
     WriteEvent,
 )
+from memreader.stores.category_api import check_category
 from memreader.stores.decisions import DEFAULT_NEAR_DUPLICATE, selector_key, validate_items
 from memreader.stores.scoring import (
     DEFAULT_GAMMA,
     DEFAULT_IMPORTANCE_WEIGHT,
     check_importance_weight,
 )
+from memreader.stores.sqlite_categories import SQLiteCategories
 from memreader.stores.sqlite_ops import Filters, StoreOps
 from memreader.stores.sqlite_schema import (
     MEMORY_COLUMNS,
@@ -64,7 +65,7 @@ def _option(name: str, value: Any, low: float, high: float) -> float:
 
 
 @register_store("sqlite")
-class SQLiteStore(MemoryStore):
+class SQLiteStore(SQLiteCategories):
     """The embedded store (see the module docstring).
 
     Args:
@@ -258,6 +259,7 @@ class SQLiteStore(MemoryStore):
         include_inactive: bool = False,
         now: datetime | None = None,
         mode: SearchMode = "hybrid",
+        category: str | None = None,
     ) -> list[SearchHit]:
         """See :meth:`MemoryStore.search`."""
         if mode not in SEARCH_MODES:
@@ -274,6 +276,7 @@ class SQLiteStore(MemoryStore):
             until=aware(until, "until") if until is not None else None,
             session_id=session_id,
             include_inactive=include_inactive,
+            category=check_category(category) if category is not None else None,
         )
         at = aware(now, "now") if now is not None else datetime.now(timezone.utc)
         vector = self._query_vector(query) if mode != "text" else None
@@ -301,12 +304,9 @@ class SQLiteStore(MemoryStore):
             ).fetchall()
         return [history_from_row(row) for row in rows]
 
-    def forget(
-        self, source: SourceSelector, *, user_id: str, now: datetime | None = None
+    def _forget(
+        self, source: SourceSelector, user_id: str, now: datetime | None
     ) -> list[WriteEvent]:
-        """See :meth:`MemoryStore.forget`."""
-        if not isinstance(source, SourceSelector):
-            raise InputError(f"source must be a SourceSelector, got {type(source).__name__}")
         owner = _owner(user_id)
         at = aware(now, "now") if now is not None else datetime.now(timezone.utc)
         key = selector_key(source)
@@ -318,16 +318,9 @@ class SQLiteStore(MemoryStore):
             changes.bump_versions()
         return events
 
-    def retire_unseen(
-        self,
-        source: SourceSelector,
-        *,
-        seen: Mapping[str, Collection[str]],
-        now: datetime | None = None,
+    def _retire_unseen(
+        self, source: SourceSelector, seen: Mapping[str, Collection[str]], now: datetime | None
     ) -> list[WriteEvent]:
-        """See :meth:`MemoryStore.retire_unseen`."""
-        if not isinstance(source, SourceSelector):
-            raise InputError(f"source must be a SourceSelector, got {type(source).__name__}")
         at = aware(now, "now") if now is not None else datetime.now(timezone.utc)
         key = selector_key(source)
         reason = f"{key} was written again without this memory"

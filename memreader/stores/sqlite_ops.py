@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+
 from memreader.errors import InputError
 from memreader.items import TextualMemoryItem
 from memreader.stores.base import ScoreParts, SearchHit, WriteEvent
@@ -24,6 +26,7 @@ from memreader.stores.scoring import (
     fts_words,
     rank_candidates,
 )
+from memreader.stores.sqlite_categories import category_rowids, drop_links
 from memreader.stores.sqlite_schema import MEMORY_COLUMNS, iso, memory_from_row, parse_time
 from memreader.stores.sqlite_write import bump_versions
 from memreader.stores.vectors import OwnerVectors, VectorCache, VectorRow, unit
@@ -76,13 +79,15 @@ Staged = tuple[str, int, int, list[VectorRow]]
 @dataclass(frozen=True)
 class Filters:
     """What a search keeps: memory types, a session, a time range (on ``valid_from``, else
-    ``recorded_at``), and whether retired memories count."""
+    ``recorded_at``), whether retired memories count, and a category the memories are linked
+    to."""
 
     types: tuple[str, ...] | None = None
     session_id: str | None = None
     since: datetime | None = None
     until: datetime | None = None
     include_inactive: bool = False
+    category: str | None = None
 
     def sql(self) -> tuple[str, list[Any]]:
         """A ``WHERE`` fragment over ``memories m`` (starting with ``AND``) and its parameters."""
@@ -102,6 +107,12 @@ class Filters:
         if self.until is not None:
             parts.append("COALESCE(m.valid_from, m.recorded_at) <= ?")
             params.append(iso(self.until))
+        if self.category is not None:
+            parts.append(
+                "EXISTS (SELECT 1 FROM category_links l WHERE l.user_id = m.user_id "
+                "AND l.name = ? AND l.memory_id = m.id)"
+            )
+            params.append(self.category)
         return "".join(f" AND {p}" for p in parts), params
 
 
@@ -273,6 +284,8 @@ class StoreOps:
                 since=filters.since.timestamp() if filters.since else None,
                 until=filters.until.timestamp() if filters.until else None,
             )
+            if filters.category is not None:
+                keep &= np.isin(group.rowids, category_rowids(self.conn, owner, filters.category))
             vector_list = group.top(q, keep, n)
         text_list = self._text_search(query, owner, filters, n)
         ranks: dict[int, list[int]] = {}
@@ -343,7 +356,7 @@ class StoreOps:
 
     def purge(self, cutoff: datetime) -> int:
         """Remove expired and superseded memories retired before ``cutoff``, with their keys,
-        text index rows and history; return how many."""
+        text index rows, category links and history; return how many."""
         rows = self.conn.execute(
             "SELECT rowid, user_id, id FROM memories WHERE status IN ('expired', 'superseded') "
             "AND retired_at < ?",
@@ -352,6 +365,7 @@ class StoreOps:
         for rowid, owner, memory_id in rows:
             self.conn.execute("DELETE FROM memory_keys WHERE memory_rowid = ?", (rowid,))
             self.conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (rowid,))
+            drop_links(self.conn, owner, memory_id)
             self.conn.execute(
                 "DELETE FROM history WHERE user_id = ? AND memory_id = ?", (owner, memory_id)
             )

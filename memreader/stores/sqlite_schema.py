@@ -9,6 +9,11 @@
 - ``memories_fts``: FTS5 over the memory text (rowid = the memory's rowid).
 - ``owner_versions``: bumped by every change of an owner's rows, so a process knows its cached
   vectors are stale.
+- ``categories``: each owner's categories (description, its vector as a float32 blob, the
+  summary and how it was made), and ``category_links``: which memories (by id, of the same
+  owner) each covers. Added after the first release: ``CREATE ... IF NOT EXISTS`` on every open
+  adds them to an older store file, so the schema version stays 1 (an older memreader opens a
+  newer file too, and ignores them).
 """
 
 from __future__ import annotations
@@ -86,6 +91,25 @@ CREATE TABLE IF NOT EXISTS history (
 CREATE INDEX IF NOT EXISTS history_memory ON history (user_id, memory_id, id);
 CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5 (memory);
 CREATE TABLE IF NOT EXISTS owner_versions (user_id TEXT PRIMARY KEY, version INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS categories (
+    user_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    description TEXT NOT NULL,
+    embedding BLOB,
+    summary TEXT NOT NULL DEFAULT '',
+    summary_kind TEXT NOT NULL DEFAULT 'empty'
+        CHECK (summary_kind IN ('llm', 'deterministic', 'empty')),
+    summary_note TEXT,
+    updated_at TEXT,
+    PRIMARY KEY (user_id, name)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS category_links (
+    user_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    memory_id TEXT NOT NULL,
+    PRIMARY KEY (user_id, name, memory_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS category_links_memory ON category_links (user_id, memory_id);
 """
 
 #: The columns :func:`memory_from_row` reads, in order.

@@ -19,7 +19,7 @@ import hashlib
 import re
 import unicodedata
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from memreader.batch.components import SINKS
@@ -102,6 +102,9 @@ class InputWriter(ABC):
     def __init__(self) -> None:
         self.items = 0
         """Items written so far."""
+        self.owners: set[str] = set()
+        """The owners whose items the commit wrote (filled by sinks that keep owners apart,
+        such as ``store``; the driver hands them to :meth:`Sink.finish`)."""
 
     def __enter__(self) -> InputWriter:
         return self
@@ -161,6 +164,25 @@ class Sink(ABC):
     @abstractmethod
     def open_input(self, key: str) -> InputWriter:
         """A writer for the items of the input ``key`` (its manifest key)."""
+
+    def keep_categories(self, reader: Any) -> None:
+        """Called by each worker with its reader: a sink that writes into a memory store keeps
+        the owners' categories with the reader's settings. The default does nothing."""
+        return
+
+    def finish(self, owners: Collection[str]) -> list[str]:
+        """Called once by the job's driver (not a worker) after the last input of a run, with
+        the :attr:`InputWriter.owners` of every input this run committed: work that spans
+        inputs (the ``markdown`` sink exports those owners' memory). Not called when the run
+        failed. The default does nothing.
+
+        Returns:
+            Where its outputs are (added to the summary's ``outputs``).
+
+        Raises:
+            SinkError: it failed (the inputs stay committed).
+        """
+        return []
 
     def close(self) -> None:
         """Close the clients of this sink and its folder."""

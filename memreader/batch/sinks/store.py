@@ -19,7 +19,7 @@ run did not write). The manifest records the input as failed, so the next run re
 The reader of a job with a store output looks its items up in the same store before embedding
 (the ``dedup`` step; the job sets the reader's ``store``), so re-ingesting what is stored costs
 no embedding. The store URL's password never reaches a message, a log, the manifest or a repr:
-they show :func:`~memreader.stores.base.public_url`.
+they show :func:`~memreader.stores.urls.public_url`.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ from memreader.batch.job import sqlite_file
 from memreader.batch.sinks.base import InputWriter, Sink, register_sink
 from memreader.errors import ConfigError, MemReaderError, SinkError
 from memreader.items import TextualMemoryItem
-from memreader.stores.base import MemoryStore, SourceSelector, public_url
+from memreader.stores.base import MemoryStore, SourceSelector
+from memreader.stores.urls import public_url
 
 if TYPE_CHECKING:
     from memreader.batch.job import OutputSpec
@@ -103,6 +104,7 @@ class StoreInputWriter(InputWriter):
             self.discard()
             raise
         self.events.update(event.event for event in retired)
+        self.owners = set(self._seen)
         self._state = "committed"
         logger.info(
             "%s: %s into %s",
@@ -146,6 +148,13 @@ class StoreSink(Sink):
             except OSError as exc:
                 raise SinkError(f"cannot create the folder of {self.where}: {exc}") from None
         self.store = open_store(url)
+
+    def keep_categories(self, reader: Any) -> None:
+        """Keep the categories of the owners written (see :mod:`memreader.categories`), as
+        the reader's config says (none when it turns them off)."""
+        from memreader.categories.maintainer import maintainer_for
+
+        self.store.category_keeper = maintainer_for(reader)
 
     def open_input(self, key: str) -> StoreInputWriter:
         """A writer of the input ``key``'s items."""

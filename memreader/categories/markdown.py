@@ -1,0 +1,359 @@
+"""Memory as Markdown files an agent can read: per owner, ``index.md`` (one line per category)
+and one file per category (its summary, then its active memories), so an agent opens the index
+first and then only the file it needs.
+
+**Layout.** ``<out>/<user folder>/index.md`` and ``<out>/<user folder>/<category>.md``.
+
+- The user folder is :func:`user_folder`: the user id itself when it is plain (``[a-z0-9]``
+  then up to 63 of ``[a-z0-9_-]``, not a Windows device name such as ``con``), else a readable
+  slug, a dot and 16 hex digits of the id's SHA-256 (``../x`` -> ``x.4f1b...``). Plain names
+  hold no dot and hashed ones do, so the two kinds never meet; two ids give one folder only if
+  64 bits of SHA-256 collide. No folder name starts with ``.`` or ``_`` (the batch job's own
+  files do), none holds a separator, none is over 64 + 17 characters.
+- A category's file is ``<name>.md`` (names are checked against
+  :data:`~memreader.stores.category_types.CATEGORY_NAME` again); a category named ``index``
+  gets ``index.category.md``, the index keeping ``index.md``.
+- A category with neither active memories nor a summary gets no file: the index lists it as
+  ``(empty)``.
+
+**Order and bytes.** Categories by name; memories newest first (their ``valid_from``, else
+``recorded_at``; ties by id); sources sorted. No "generated at" time: the bytes depend on the
+store's content only (UTF-8, ``\\n``), so exporting twice gives the same files and a diff
+shows what changed. Times are UTC, ``YYYY-MM-DD HH:MM``.
+
+**Text is data.** Memory texts, descriptions, summaries, user ids and source names are escaped
+(:func:`escape_line`): Markdown's inline marks (``\\ ` * _ [ ] < > ~ |``, ``&name;``) get a
+backslash, and so does a mark that would open a block at a line's start (``#``, ``>``, ``-``,
+``+``, ``=``, ``1.``); a memory's text is quoted (``> ``) line by line. So ``\\n# Heading`` or
+``[x](javascript:...)`` in a memory stays text. Only the summary's ``[ref:ID]`` citations are
+kept as they are (an ``ID`` of the usual characters).
+
+**Writing** (:func:`export_markdown`): each file through a temporary file in the same folder,
+fsynced, then renamed over the old one (a reader never sees half a file); a file whose bytes
+are unchanged is left alone. Category files are written before the index and stale category
+files (of categories gone) removed after it, so the index never names a missing file. Files
+that are not ours (no ``.md`` of a category name) are never touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import secrets
+import unicodedata
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING
+
+from memreader.categories.summaries import newest_first, one_line, parse, without_refs
+from memreader.errors import InputError, SinkError, StoreError
+from memreader.stores.category_types import CATEGORY_NAME
+
+if TYPE_CHECKING:
+    from memreader.stores.base import MemoryStore, StoredMemory
+    from memreader.stores.category_types import StoredCategory
+
+__all__ = [
+    "INDEX",
+    "category_file",
+    "escape_line",
+    "export_markdown",
+    "render_memory",
+    "user_folder",
+]
+
+#: The index's file name.
+INDEX = "index.md"
+_PLAIN_USER = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+_DEVICES = frozenset(
+    {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
+)
+_SLUG_CHARS = 40
+_HASH_CHARS = 16
+# Our files in a user folder: the index and category files (anything else is left alone).
+_OUR_FILE = re.compile(r"[a-z][a-z0-9_]{0,63}\.md|index\.category\.md")
+# A citation kept as it is, and an id used as an HTML anchor as it is.
+_REF = re.compile(r"\[ref:([^\]\s]+)\]")
+_PLAIN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+_INLINE = re.compile(r"([\\`*_\[\]<>~|])")
+_ENTITY = re.compile(r"&(?=#?[A-Za-z0-9]+;)")
+_BLOCK_START = re.compile(r"^(?:[#>+=-]|\d{1,9}[.)])")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_PREVIEW_CHARS = 160
+_SOURCES_SHOWN = 3
+_READ_HINT = (
+    "How to read: each line is one category (its file, what belongs in it, how many active "
+    "memories it holds, the start of its summary). Open only the file you need. In a category "
+    "file the summary cites memories as `[ref:ID]`; each memory below it is headed by its `ID`. "
+    "Times are UTC."
+)
+
+
+def user_folder(user_id: str) -> str:
+    """The folder name of ``user_id`` (see the module docstring: injective, safe anywhere).
+
+    >>> user_folder("ana"), user_folder("../x"), user_folder("CON")
+    ('ana', 'x.d6b96a97d147daaa', 'con_.a3dbc4b644a9a2c5')
+    """
+    if _PLAIN_USER.fullmatch(user_id) and user_id not in _DEVICES:
+        return user_id
+    digest = hashlib.sha256(user_id.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_CHARS]
+    # Accented letters keep their base letter (é -> e); other scripts become "_".
+    text = unicodedata.normalize("NFKD", user_id).encode("ascii", "ignore").decode("ascii")
+    slug = re.sub(r"[^a-z0-9_-]+", "_", text.lower())[:_SLUG_CHARS].strip("_-") or "user"
+    if slug in _DEVICES:  # "con.<hash>" is still a device name to Windows
+        slug += "_"
+    return f"{slug}.{digest}"
+
+
+def category_file(name: str) -> str:
+    """The file name of the category ``name``.
+
+    Raises:
+        StoreError: ``name`` is not a category name (the store holds something it should not).
+    """
+    if not CATEGORY_NAME.fullmatch(name):
+        raise StoreError(f"the store holds a category with a bad name: {name!r}")
+    return "index.category.md" if name == "index" else f"{name}.md"
+
+
+def escape_line(text: str) -> str:
+    """``text`` on one line, as Markdown that shows it and nothing else (see the module
+    docstring).
+
+    >>> escape_line("# not a [heading](javascript:x)\\n<b>")
+    '\\\\# not a \\\\[heading\\\\](javascript:x) \\\\<b\\\\>'
+    """
+    text = " ".join(_CONTROL.sub(" ", text).split())
+    text = _ENTITY.sub(r"\\&", _INLINE.sub(r"\\\1", text))
+    match = _BLOCK_START.match(text)
+    if match:
+        mark = match.end() - 1  # before the mark itself ("#", or the "." of "1.")
+        text = f"{text[:mark]}\\{text[mark:]}"
+    return text
+
+
+def _quote(text: str) -> list[str]:
+    """``text`` as a blockquote, line by line, each line escaped."""
+    lines = [escape_line(line) for line in text.splitlines()] or [""]
+    return [f"> {line}" if line else ">" for line in lines]
+
+
+def _anchor(item_id: str) -> str:
+    if _PLAIN_ID.fullmatch(item_id):
+        return item_id
+    return "id-" + hashlib.sha256(item_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _time(value: datetime | None) -> str:
+    if value is None:
+        return "?"
+    if value.tzinfo is not None:
+        value = value.astimezone(timezone.utc)
+    return value.strftime("%Y-%m-%d %H:%M")
+
+
+def _cites(refs: Iterable[str]) -> str:
+    return "".join(
+        f"[ref:{r}]" if _PLAIN_ID.fullmatch(r) else escape_line(f"[ref:{r}]") for r in refs
+    )
+
+
+def _summary_lines(summary: str) -> list[str]:
+    """The summary as a list, one sentence a line, its citations kept."""
+    sentences = parse(summary)
+    if not sentences:  # a summary that cites nothing: shown as quoted text
+        return _quote(summary) if summary.strip() else ["_No summary yet._"]
+    return [
+        f"- {escape_line(s.text.removeprefix('- '))} {_cites(s.refs)}".rstrip() for s in sentences
+    ]
+
+
+def _preview(summary: str) -> str:
+    """The first sentence of ``summary``, without citations, on one short line."""
+    sentences = parse(summary)
+    first = sentences[0].text if sentences else without_refs(summary)
+    return escape_line(one_line(first.removeprefix("- "), _PREVIEW_CHARS))
+
+
+def _source_line(memory: StoredMemory) -> str:
+    """Where the memory came from: ``doc PATH § Heading`` or ``session S · TIME``, the first
+    few sources sorted, and how many more."""
+    meta = memory.item.metadata
+    seen: set[str] = set()
+    for source in meta.sources:
+        if source.doc_path:
+            heading = f" § {source.heading}" if source.heading else ""
+            seen.add(f"doc {source.doc_path}{heading}")
+        else:
+            when = _time(source.timestamp) if source.timestamp else source.chat_time
+            seen.add(f"session {meta.session_id}" + (f" · {when}" if when else ""))
+    shown = sorted(seen)[:_SOURCES_SHOWN] or [f"session {meta.session_id}"]
+    more = f" (+{len(seen) - _SOURCES_SHOWN} more)" if len(seen) > _SOURCES_SHOWN else ""
+    return "; ".join(escape_line(s) for s in shown) + more
+
+
+def _memory_lines(memory: StoredMemory) -> list[str]:
+    anchor, text_id = _anchor(memory.id), escape_line(memory.id)
+    valid = (
+        f"valid {_time(memory.valid_from)} → {_time(memory.valid_to) if memory.valid_to else 'now'}"
+        if memory.valid_from
+        else f"recorded {_time(memory.recorded_at)}"
+    )
+    parts = [valid]
+    if memory.importance is not None:
+        parts.append(f"importance {memory.importance:.2f}")
+    parts.append(f"source: {_source_line(memory)}")
+    return [
+        f'### <a id="{anchor}"></a>{text_id}',
+        "",
+        *_quote(memory.item.memory),
+        "",
+        " · ".join(parts),
+        "",
+    ]
+
+
+def _category_text(category: StoredCategory, memories: Sequence[StoredMemory]) -> str:
+    kind: str = category.summary_kind
+    if category.summary_note:
+        kind += f" ({escape_line(one_line(category.summary_note, _PREVIEW_CHARS))})"
+    updated = f" · updated {_time(category.updated_at)}" if category.updated_at else ""
+    lines = [
+        f"# {category.name}",
+        "",
+        escape_line(category.description),
+        "",
+        f"{_count(len(memories))} · summary: {kind}{updated}",
+        "",
+        "## Summary",
+        "",
+        *_summary_lines(category.summary),
+        "",
+        "## Memories",
+        "",
+    ]
+    if not memories:
+        lines += ["_None active._", ""]
+    for memory in newest_first(memories):
+        lines += _memory_lines(memory)
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _count(n: int) -> str:
+    return f"{n} memor{'y' if n == 1 else 'ies'}"
+
+
+def _active(store: MemoryStore, user_id: str, category: StoredCategory) -> list[StoredMemory]:
+    """The category's active memories, each checked to be ``user_id``'s."""
+    memories = []
+    for item_id in sorted(set(category.item_ids)):
+        memory = store.get(item_id, user_id=user_id)
+        if memory is None or memory.status != "active":
+            continue
+        if memory.item.metadata.user_id != user_id:
+            raise StoreError(f"the store answered another owner's memory {item_id!r}")
+        memories.append(memory)
+    return memories
+
+
+def render_memory(store: MemoryStore, user_id: str) -> dict[str, bytes]:
+    """The Markdown files of ``user_id``'s memory: file name -> UTF-8 bytes (``index.md`` and
+    one file per category that has active memories or a summary; see the module docstring).
+
+    Raises:
+        StoreError: the store failed, or answered something of another owner.
+    """
+    files: dict[str, bytes] = {}
+    entries = []
+    for category in sorted(store.categories(user_id), key=lambda c: c.name):
+        if category.user_id != user_id:
+            raise StoreError(f"the store answered another owner's category {category.name!r}")
+        name = category_file(category.name)
+        memories = _active(store, user_id, category)
+        description = escape_line(category.description)
+        if not memories and not category.summary.strip():
+            entries.append(f"- {category.name}: {description} (empty)")
+            continue
+        files[name] = _category_text(category, memories).encode("utf-8")
+        preview = _preview(category.summary)
+        entries.append(
+            f"- [{category.name}]({name}): {description} {_count(len(memories))}."
+            + (f" {preview}" if preview else "")
+        )
+    index = [f"# Memory of {escape_line(user_id) or '(no id)'}", "", _READ_HINT, ""]
+    index += entries or ["_No categories yet._"]
+    files[INDEX] = ("\n".join(index) + "\n").encode("utf-8")
+    return files
+
+
+def export_markdown(store: MemoryStore, user_ids: Iterable[str], out_dir: str) -> list[str]:
+    """Write the Markdown of each of ``user_ids`` under ``out_dir/<user folder>/`` (see the
+    module docstring); returns the path of every file of the export, sorted.
+
+    Raises:
+        InputError: no user id, or an empty one.
+        StoreError: the store failed.
+        SinkError: a folder or file cannot be written.
+    """
+    users = sorted(set(user_ids))
+    if not users or any(not user.strip() for user in users):
+        raise InputError("export-md needs at least one user id, none of them empty")
+    paths: list[str] = []
+    for user in users:
+        files = render_memory(store, user)
+        paths += _publish(os.path.join(out_dir, user_folder(user)), files)
+    return sorted(paths)
+
+
+def _publish(folder: str, files: dict[str, bytes]) -> list[str]:
+    """Write ``files`` into ``folder``: categories, then the index, then stale files removed."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as exc:
+        raise SinkError(f"cannot create {folder}: {exc.strerror or exc}") from None
+    if os.path.islink(folder) or not os.path.isdir(folder):
+        raise SinkError(f"cannot write {folder}: a symlink or a file stands there")
+    order = [*sorted(name for name in files if name != INDEX), INDEX]
+    for name in order:
+        _write_file(os.path.join(folder, name), files[name])
+    try:
+        stale = [n for n in os.listdir(folder) if _OUR_FILE.fullmatch(n) and n not in files]
+        for name in sorted(stale):
+            os.unlink(os.path.join(folder, name))
+    except OSError as exc:
+        raise SinkError(f"cannot remove stale files in {folder}: {exc.strerror or exc}") from None
+    _fsync_folder(folder)
+    return [os.path.join(folder, name) for name in order]
+
+
+def _write_file(path: str, data: bytes) -> None:
+    """``data`` into ``path`` through a temporary file renamed over it (unchanged: untouched)."""
+    if not os.path.islink(path):
+        with contextlib.suppress(OSError), open(path, "rb") as handle:
+            if handle.read(len(data) + 1) == data:
+                return
+    folder, name = os.path.split(path)
+    temp = os.path.join(folder, f".{name}.{secrets.token_hex(6)}.tmp")
+    try:
+        with open(temp, "xb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)  # replaces a symlink itself, never what it points to
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise SinkError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _fsync_folder(folder: str) -> None:
+    """Persist the renames in ``folder`` (POSIX; a no-op where folders cannot be opened)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

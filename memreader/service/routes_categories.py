@@ -1,0 +1,70 @@
+"""A user's categories over HTTP: as JSON for programs and the page, and as the Markdown files
+an agent reads (``index.md``, then the one category file it needs)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from memreader.categories.markdown import render_memory
+from memreader.service.problems import ProblemError
+from memreader.service.state import ServiceState, json_response
+from memreader.stores.shapes import iso
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["categories"])
+MARKDOWN = "text/markdown; charset=utf-8"
+
+
+def _state(request: Request) -> ServiceState:
+    state: ServiceState = request.app.state.service
+    return state
+
+
+@router.get("/v1/users/{user_id}/categories")
+async def categories(user_id: str, request: Request) -> Response:
+    """The user's categories: name, description, summary (sentences citing items as
+    ``[ref:ID]``), how it was made, and the ids of the active items each covers."""
+    state = _state(request)
+    principal = state.principal(request)
+    owner = state.check_user(principal, user_id)
+    async with state.slots.hold(principal.name):
+        found = await state.blocking(lambda: state.store.categories(owner), "the categories")
+    return json_response(
+        {
+            "user_id": owner,
+            "categories": [
+                {
+                    "name": c.name,
+                    "description": c.description,
+                    "summary": c.summary,
+                    "summary_kind": c.summary_kind,
+                    "summary_note": c.summary_note,
+                    "item_ids": list(c.item_ids),
+                    "updated_at": iso(c.updated_at),
+                }
+                for c in found
+            ],
+        }
+    )
+
+
+@router.get("/v1/users/{user_id}/memory/{file_name}")
+async def memory_file(user_id: str, file_name: str, request: Request) -> Response:
+    """``index.md`` (the categories, a line each) or ``<category>.md`` (its summary, then its
+    items with their validity and sources), as ``memreader export-md`` writes them."""
+    state = _state(request)
+    principal = state.principal(request)
+    owner = state.check_user(principal, user_id)
+    async with state.slots.hold(principal.name):
+        files = await state.blocking(lambda: render_memory(state.store, owner), "the export")
+    content = files.get(file_name)
+    if content is None:
+        raise ProblemError(
+            404,
+            "not-found",
+            "No such file",
+            f"user {owner!r} has no memory file {file_name!r}; index.md lists the files",
+        )
+    return Response(content, media_type=MARKDOWN)

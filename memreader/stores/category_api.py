@@ -1,0 +1,299 @@
+"""What every memory store keeps of categories (:mod:`memreader.stores.category_types`): the
+:class:`CategoryStorage` half of :class:`~memreader.stores.base.MemoryStore`, and the checks
+both built-in stores run on its arguments.
+
+The promises, beside the memory store's own:
+
+- **Owners are walls**: every call names one ``user_id``; no call reads or changes another
+  owner's categories or links, and a link joins a category and a memory of the same owner.
+- **Links keep history**: a memory that is superseded or expires keeps its links
+  (:meth:`CategoryStorage.categories_of` still names its categories, so a keeper can tell which
+  summaries cited it), but a category's ``item_ids`` lists its active memories only.
+  :meth:`~memreader.stores.base.MemoryStore.purge` removes the links of what it removes.
+- **The keeper runs after the commit.** A store with a :attr:`CategoryStorage.category_keeper`
+  calls it once per ``write``, ``write_part``, ``forget`` and ``retire_unseen``, after that
+  call's transaction committed (a keeper may take seconds: it may ask an LLM). The memories
+  stay committed when the keeper fails; the call then raises the keeper's error (a
+  :class:`~memreader.errors.MemReaderError` as it is, anything else as an
+  :class:`~memreader.errors.InternalError` naming the keeper).
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, cast, get_args
+
+from memreader.errors import ConfigError, InputError, InternalError, MemReaderError
+from memreader.stores.category_types import (
+    CATEGORY_NAME,
+    CategoryDef,
+    CategoryKeeper,
+    StoredCategory,
+    SummaryKind,
+)
+
+if TYPE_CHECKING:
+    from memreader.items import TextualMemoryItem
+    from memreader.stores.base import MemoryStore, WriteEvent
+
+__all__ = [
+    "SUMMARY_KINDS",
+    "CategoryStorage",
+    "check_category",
+    "check_defs",
+    "check_keeper",
+    "check_links",
+    "check_memory_ids",
+    "check_owner",
+    "check_summary",
+    "stored_category",
+]
+
+SUMMARY_KINDS: tuple[str, ...] = get_args(SummaryKind)
+
+
+class CategoryStorage(ABC):
+    """The categories of a memory store (see the module docstring): definitions
+    (:meth:`upsert_categories`), links to memories (:meth:`link_categories`), summaries
+    (:meth:`save_summary`), reads (:meth:`categories`, :meth:`category`,
+    :meth:`categories_of`), and the keeper called after each change."""
+
+    #: Called after each change (see the module docstring); ``None``: nobody is. Set it with
+    #: ``open_store(url, category_keeper=...)`` or on an open store.
+    category_keeper: CategoryKeeper | None = None
+
+    @abstractmethod
+    def upsert_categories(
+        self,
+        user_id: str,
+        defs: Sequence[CategoryDef],
+        embeddings: Sequence[Sequence[float] | None] | None = None,
+    ) -> None:
+        """Define ``user_id``'s categories ``defs`` (one transaction): a new one is added with
+        an empty summary; a known one gets its description. ``embeddings`` (one per def, in
+        order; ``None`` where there is none) are the descriptions' vectors: a def given none
+        keeps its stored vector while its description is unchanged, and loses it when the
+        description changed (the vector was of the old text). Summaries and links are left
+        alone, so calling it again with the same arguments changes nothing.
+
+        Raises:
+            InputError: a def is not a :class:`CategoryDef`, two share a name, ``embeddings``
+                has another length, or a vector is empty or not finite (the message names it).
+            StoreError: the store failed.
+        """
+
+    @abstractmethod
+    def link_categories(self, user_id: str, links: Mapping[str, Sequence[str]]) -> None:
+        """For each memory id of ``links``, make its categories exactly the names given (an
+        empty list unlinks it), in one transaction: nothing changes when one is refused.
+
+        Raises:
+            InputError: a name is not a category of ``user_id`` (:meth:`upsert_categories`
+                first), or a memory id is not a memory of ``user_id`` (whatever its status).
+            StoreError: the store failed.
+        """
+
+    @abstractmethod
+    def categories(self, user_id: str) -> list[StoredCategory]:
+        """Every category of ``user_id``, sorted by name, each with the sorted ids of its
+        active memories (``item_ids``), its summary and its embedding."""
+
+    @abstractmethod
+    def category(self, user_id: str, name: str) -> StoredCategory | None:
+        """The category ``name`` of ``user_id`` (as :meth:`categories` gives it), ``None`` if
+        that owner has none of that name."""
+
+    @abstractmethod
+    def categories_of(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, list[str]]:
+        """The sorted category names each of ``memory_ids`` is linked to, whatever the
+        memory's status (a retired memory keeps its links: which summaries cited it); every id
+        asked for is a key, with ``[]`` when it has none (or is not ``user_id``'s)."""
+
+    @abstractmethod
+    def save_summary(
+        self,
+        user_id: str,
+        name: str,
+        *,
+        summary: str,
+        kind: SummaryKind,
+        note: str | None,
+        now: datetime | None = None,
+    ) -> None:
+        """Store the summary of ``user_id``'s category ``name``: its text (sentences citing
+        ``[ref:ITEM_ID]``), how it was made (``kind``), why an LLM answer was refused
+        (``note``), and ``now`` (default: the current time) as its ``updated_at``.
+
+        Raises:
+            InputError: no such category, or a bad ``kind``/``summary``/``note``/``now``.
+            StoreError: the store failed.
+        """
+
+    def _after_change(
+        self, events: list[WriteEvent], items: Sequence[TextualMemoryItem]
+    ) -> list[WriteEvent]:
+        """``events``, once the keeper (if any) has seen them and ``items`` (the call's
+        committed change: see the module docstring for its errors)."""
+        keeper = self.category_keeper
+        if keeper is None:
+            return events
+        # CategoryStorage's one user is MemoryStore: ``self`` is the store the keeper expects.
+        store = cast("MemoryStore", self)
+        try:
+            keeper.after_change(store, tuple(events), tuple(items))
+        except MemReaderError:
+            raise
+        except Exception as exc:
+            raise InternalError(
+                f"the category keeper {type(keeper).__name__} failed after the memories were "
+                f"committed: {type(exc).__name__}: {exc}"
+            ) from exc
+        return events
+
+
+def check_keeper(keeper: Any) -> CategoryKeeper | None:
+    """``keeper`` if it can be a store's :attr:`~CategoryStorage.category_keeper`.
+
+    Raises:
+        ConfigError: it is neither ``None`` nor has a callable ``after_change``.
+    """
+    if keeper is not None and not callable(getattr(keeper, "after_change", None)):
+        raise ConfigError(
+            f"category_keeper must have after_change(store, events, items), got "
+            f"{type(keeper).__name__}"
+        )
+    return cast("CategoryKeeper | None", keeper)
+
+
+def check_owner(user_id: Any) -> str:
+    """``user_id``, a non-empty string.
+
+    Raises:
+        InputError: it is not one.
+    """
+    if not isinstance(user_id, str) or not user_id.strip():
+        raise InputError(f"user_id must be a non-empty string, got {user_id!r}")
+    return user_id
+
+
+def check_category(name: Any, what: str = "category") -> str:
+    """``name``, a valid category name (:data:`~memreader.stores.category_types.CATEGORY_NAME`).
+
+    Raises:
+        InputError: it is not one (``what`` names the argument).
+    """
+    if not isinstance(name, str) or not CATEGORY_NAME.fullmatch(name):
+        raise InputError(
+            f"{what} must be a category name (lower-case letters, digits, '_'), got {name!r}"
+        )
+    return name
+
+
+def check_defs(
+    defs: Sequence[CategoryDef], embeddings: Sequence[Sequence[float] | None] | None
+) -> list[tuple[CategoryDef, list[float] | None]]:
+    """``defs`` paired with their vectors (see
+    :meth:`CategoryStorage.upsert_categories` for what is refused)."""
+    if isinstance(defs, (str, bytes)) or not isinstance(defs, Sequence):
+        raise InputError(f"defs must be a list of CategoryDef, got {type(defs).__name__}")
+    vectors: Sequence[Sequence[float] | None] = (
+        [None] * len(defs) if embeddings is None else embeddings
+    )
+    if len(vectors) != len(defs):
+        raise InputError(f"{len(vectors)} embeddings for {len(defs)} category defs")
+    seen: set[str] = set()
+    out: list[tuple[CategoryDef, list[float] | None]] = []
+    for index, (definition, vector) in enumerate(zip(defs, vectors, strict=True)):
+        if not isinstance(definition, CategoryDef):
+            raise InputError(f"defs[{index}] is not a CategoryDef: {type(definition).__name__}")
+        if definition.name in seen:
+            raise InputError(f"defs[{index}]: category {definition.name!r} is defined twice")
+        seen.add(definition.name)
+        out.append((definition, _vector(vector, definition.name)))
+    return out
+
+
+def _vector(vector: Sequence[float] | None, name: str) -> list[float] | None:
+    if vector is None:
+        return None
+    try:
+        values = [float(x) for x in vector]
+    except (TypeError, ValueError):
+        raise InputError(f"the embedding of category {name!r} is not a list of numbers") from None
+    if not values or not all(math.isfinite(x) for x in values):
+        raise InputError(f"the embedding of category {name!r} is empty or not finite")
+    return values
+
+
+def check_links(links: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
+    """``links`` as memory id -> distinct category names (in the order given).
+
+    Raises:
+        InputError: not a mapping of memory ids to lists of category names.
+    """
+    if not isinstance(links, Mapping):
+        raise InputError(f"links must map memory ids to category names, got {type(links)!r}")
+    out: dict[str, list[str]] = {}
+    for memory_id, names in links.items():
+        if not isinstance(memory_id, str) or not memory_id:
+            raise InputError(f"links: a memory id must be a non-empty string, got {memory_id!r}")
+        if isinstance(names, (str, bytes)) or not isinstance(names, Sequence):
+            raise InputError(f"links[{memory_id!r}] must be a list of category names")
+        what = f"links[{memory_id!r}]"
+        out[memory_id] = list(dict.fromkeys(check_category(n, what) for n in names))
+    return out
+
+
+def check_memory_ids(memory_ids: Sequence[str]) -> list[str]:
+    """``memory_ids``, distinct, in the order given.
+
+    Raises:
+        InputError: not a list of strings.
+    """
+    if isinstance(memory_ids, (str, bytes)) or not isinstance(memory_ids, Sequence):
+        raise InputError(f"memory_ids must be a list of ids, got {type(memory_ids).__name__}")
+    if not all(isinstance(m, str) for m in memory_ids):
+        raise InputError("memory_ids must be strings")
+    return list(dict.fromkeys(memory_ids))
+
+
+def check_summary(summary: Any, kind: Any, note: Any) -> None:
+    """Check :meth:`CategoryStorage.save_summary`'s fields.
+
+    Raises:
+        InputError: ``summary`` is not a string, ``kind`` not a
+            :data:`~memreader.stores.category_types.SummaryKind`, ``note`` neither a string
+            nor ``None``.
+    """
+    if not isinstance(summary, str):
+        raise InputError(f"summary must be a string, got {type(summary).__name__}")
+    if kind not in SUMMARY_KINDS:
+        raise InputError(f"kind must be one of {', '.join(SUMMARY_KINDS)}, got {kind!r}")
+    if note is not None and not isinstance(note, str):
+        raise InputError(f"note must be a string or None, got {type(note).__name__}")
+
+
+def stored_category(
+    user_id: str,
+    row: Sequence[Any],
+    item_ids: Sequence[str],
+    embedding: Sequence[float] | None,
+    updated_at: datetime | None,
+) -> StoredCategory:
+    """A :class:`StoredCategory` from a row ``name, description, <embedding>, summary,
+    summary_kind, summary_note, <updated_at>`` (the two marked columns come converted, as
+    ``embedding`` and ``updated_at``)."""
+    return StoredCategory(
+        user_id=user_id,
+        name=row[0],
+        description=row[1],
+        summary=row[3],
+        summary_kind=row[4],
+        summary_note=row[5],
+        item_ids=tuple(sorted(item_ids)),
+        updated_at=updated_at,
+        embedding=embedding,
+    )
