@@ -2,6 +2,11 @@
 // store. Plain ES modules, no build step. Everything the API returns is untrusted text: it only
 // ever reaches the page as DOM text nodes (textContent / createTextNode), never as HTML.
 
+import { categoriesOpen, initCategories, refreshCategories } from "./categories.js";
+import {
+  $, api, el, fmt, plural, Problem, problemOf, setStatus, showProblem, userId, validity,
+} from "./common.js";
+
 const KEY_STORAGE = "memreader.apiKey";
 const ROLES = new Set(["system", "developer", "user", "assistant", "tool", "function"]);
 // "role: text", optionally after "[chat_time] "; only the roles the reader knows, so a line
@@ -31,8 +36,6 @@ const EXAMPLE_CHAT = [
   },
 ];
 
-const $ = (id) => document.getElementById(id);
-
 // What the page holds between events. `last` is also exposed on window.memreaderLast so tests
 // (and curious users, in the console) can compare the marks with the answer.
 const state = {
@@ -41,91 +44,6 @@ const state = {
   slots: new Map(), // "scene:message:part" -> {node, text}: the text a span indexes
   last: null, // {request, answer, items (flat), selected}
 };
-
-// ---------------------------------------------------------------- small DOM helpers
-
-/** An element; string children become text nodes (never parsed as HTML). */
-function el(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [name, value] of Object.entries(attrs)) {
-    if (value === null || value === undefined || value === false) continue;
-    if (name === "className") node.className = value;
-    else node.setAttribute(name, value === true ? "" : String(value));
-  }
-  for (const child of children.flat(Infinity)) {
-    if (child === null || child === undefined || child === false) continue;
-    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
-  }
-  return node;
-}
-
-function setStatus(id, text) {
-  $(id).textContent = text;
-}
-
-/** Show a problem (the API's problem document, or our own input error) in an alert region. */
-function showProblem(id, problem) {
-  const box = $(id);
-  if (!problem) {
-    box.hidden = true;
-    box.replaceChildren();
-    return;
-  }
-  const title = problem.status ? `${problem.title} (${problem.status})` : problem.title;
-  const where = [];
-  if (problem.scene_index != null) where.push(`scene ${problem.scene_index}`);
-  if (problem.message_index != null) where.push(`message ${problem.message_index}`);
-  box.replaceChildren(el("strong", {}, title || "Error"), el("p", {}, problem.detail || ""));
-  if (where.length) box.append(el("p", { className: "hint" }, `At ${where.join(", ")}.`));
-  box.hidden = false;
-}
-
-function plural(n, word) {
-  return `${n} ${word}${n === 1 ? "" : "s"}`;
-}
-
-function fmt(value) {
-  if (value === null || value === undefined) return "—";
-  if (typeof value !== "number") return String(value);
-  return Number.isInteger(value) ? String(value) : value.toFixed(3);
-}
-
-// ---------------------------------------------------------------- the API
-
-class Problem extends Error {
-  constructor(problem) {
-    super(problem.detail || problem.title);
-    this.problem = problem;
-  }
-}
-
-/** Call the API (paths relative to the page, so a proxy prefix keeps working). */
-async function api(method, path, body) {
-  const headers = { accept: "application/json" };
-  if (body !== undefined) headers["content-type"] = "application/json";
-  const key = $("api-key").value.trim();
-  if (key) headers.authorization = `Bearer ${key}`;
-  let response;
-  try {
-    const init = { method, headers, body: body === undefined ? undefined : JSON.stringify(body) };
-    response = await fetch(new URL(`../${path}`, window.location.href), init);
-  } catch (error) {
-    throw new Problem({ title: "Network error", detail: `The service did not answer: ${error.message}` });
-  }
-  const text = await response.text();
-  let data = null;
-  try {
-    data = JSON.parse(text);
-  } catch {
-    // not JSON: a proxy's error page, say; shown below as plain text
-  }
-  if (!response.ok) {
-    const fallback = { title: response.statusText || "HTTP error", detail: text.slice(0, 500) };
-    const problem = data && typeof data === "object" ? data : fallback;
-    throw new Problem({ status: response.status, ...problem });
-  }
-  return data;
-}
 
 // ---------------------------------------------------------------- reading the pasted chat
 
@@ -241,7 +159,7 @@ function setFile(file) {
 
 function readRequest() {
   const mode = document.querySelector('input[name="mode"]:checked').value;
-  const info = { user_id: $("user-id").value.trim(), session_id: $("session-id").value.trim() };
+  const info = { user_id: userId(), session_id: $("session-id").value.trim() };
   const common = { info, mode, store: $("store").checked, include_embeddings: false };
   if (state.file) {
     const part = { type: "file", file: { file_data: state.file.data, filename: state.file.name } };
@@ -258,7 +176,7 @@ async function onRead(event) {
   try {
     request = readRequest();
   } catch (error) {
-    return showProblem("read-error", error.problem || { title: "Error", detail: String(error) });
+    return showProblem("read-error", problemOf(error));
   }
   state.busy = true;
   $("read-form").setAttribute("aria-busy", "true");
@@ -267,6 +185,8 @@ async function onRead(event) {
   $("results").hidden = false;
   try {
     showAnswer(request, await api("POST", "v1/read", request));
+    // Stored items change the user's categories: an open panel shows the new state.
+    if (request.store && categoriesOpen()) refreshCategories();
   } catch (error) {
     readFailed(error);
   } finally {
@@ -276,7 +196,7 @@ async function onRead(event) {
 }
 
 function readFailed(error) {
-  const problem = error.problem || { title: "Error", detail: String(error) };
+  const problem = problemOf(error);
   setStatus("read-status", "The read failed.");
   showProblem("read-error", problem);
   $("windows").replaceChildren();
@@ -343,9 +263,6 @@ function renderItems(itemsPerScene) {
 /** An item is a real button: focusable, and Enter/Space activate it without extra code. */
 function itemButton(item) {
   const meta = item.metadata;
-  const validity = [meta.valid_from && `from ${meta.valid_from}`, meta.valid_to && `to ${meta.valid_to}`]
-    .filter(Boolean)
-    .join(" ");
   const button = el(
     "button",
     { type: "button", className: "item", "aria-pressed": "false", "data-item-id": item.id },
@@ -355,7 +272,7 @@ function itemButton(item) {
       { className: "item-meta" },
       el("span", { className: "badge" }, meta.memory_type),
       el("span", { className: "badge" }, `importance ${fmt(meta.importance)}`),
-      el("span", { className: "badge" }, validity ? `valid ${validity}` : "valid: undated"),
+      el("span", { className: "badge" }, validity(meta.valid_from, meta.valid_to)),
       el("span", { className: "badge" }, meta.status),
     ),
   );
@@ -552,7 +469,7 @@ async function onSearch(event) {
   const query = $("search-query").value.trim();
   if (!query) return showProblem("search-error", { title: "Nothing to search", detail: "Type a query." });
   const k = Math.max(1, Math.min(1000, Number.parseInt($("search-k").value, 10) || 10));
-  const body = { user_id: $("user-id").value.trim(), query, k };
+  const body = { user_id: userId(), query, k };
   setStatus("search-status", "Searching…");
   try {
     const answer = await api("POST", "v1/memories/search", body);
@@ -562,7 +479,7 @@ async function onSearch(event) {
   } catch (error) {
     $("hits").replaceChildren();
     setStatus("search-status", "The search failed.");
-    showProblem("search-error", error.problem || { title: "Error", detail: String(error) });
+    showProblem("search-error", problemOf(error));
   }
 }
 
@@ -609,7 +526,7 @@ async function toggleHistory(id, button, box) {
     box.hidden = true;
     return;
   }
-  const user = encodeURIComponent($("user-id").value.trim());
+  const user = encodeURIComponent(userId());
   box.hidden = false;
   box.replaceChildren(el("p", { role: "status" }, "Loading the history…"));
   button.setAttribute("aria-expanded", "true");
@@ -620,7 +537,7 @@ async function toggleHistory(id, button, box) {
       el("ol", { className: "entries" }, answer.history.map(historyEntry)),
     );
   } catch (error) {
-    const problem = error.problem || { title: "Error", detail: String(error) };
+    const problem = problemOf(error);
     const text = `${problem.title}: ${problem.detail}`;
     box.replaceChildren(el("p", { role: "alert", className: "error-text" }, text));
   }
@@ -684,6 +601,7 @@ function init() {
   });
   $("read-form").addEventListener("submit", onRead);
   $("search-form").addEventListener("submit", onSearch);
+  initCategories();
   document.documentElement.dataset.ready = "true"; // tests wait for this
 }
 
