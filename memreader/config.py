@@ -29,7 +29,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from memreader.categories.config import CategoriesConfig
+from memreader.category_config import CategoriesConfig
 from memreader.config_model import ConfigModel
 from memreader.documents.limits import DocumentAccess
 from memreader.embedders.config import EmbedderConfig
@@ -247,7 +247,7 @@ class BaseReaderConfig(DocumentAccess, LLMSlots):
     :mod:`memreader.steps.dedup`). Kept as a secret: a URL may hold a password.
 
     ``categories``: which categories items are linked to, and how their summaries are made
-    (:class:`~memreader.categories.config.CategoriesConfig`).
+    (:class:`~memreader.category_config.CategoriesConfig`).
     """
 
     # None: items are not embedded (for stores that embed on their own).

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from memreader import SimpleStructMemReader, SimpleStructMemReaderConfig, TextualMemoryItem
-from memreader.categories.defaults import DEFAULT_CATEGORIES
+from memreader.category_config import DEFAULT_CATEGORIES
 from memreader.extraction import CategoryMenu, read_extraction
 
 from .conftest import HASH_EMBEDDER, INFO

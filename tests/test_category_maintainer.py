@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from memreader.categories.config import CategoriesConfig
 from memreader.categories.maintainer import CategoryMaintainer, SummaryUpdate, maintainer_for
 from memreader.categories.summaries import cited_ids
+from memreader.category_config import CategoriesConfig
 from memreader.factory import MemReaderConfigFactory
 from memreader.items import TextualMemoryItem, TextualMemoryItemMetadata
 from memreader.llms import LLMRouter

@@ -28,11 +28,11 @@ from memreader.categories.markdown import (
     render_memory,
     user_folder,
 )
+from memreader.category_config import CategoryDef
 from memreader.cli import main
 from memreader.errors import ConfigError, InputError, StoreError
 from memreader.items import SourceMessage, TextualMemoryItem, TextualMemoryItemMetadata
 from memreader.stores import MemoryStore, SourceSelector, open_store
-from memreader.stores.category_types import CategoryDef
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -26,7 +26,7 @@ from memreader import (
     Step,
     StepEvent,
 )
-from memreader.categories.config import CategoriesConfig
+from memreader.category_config import CategoriesConfig
 from memreader.config import StepSpec
 from memreader.embedders.adapter import with_defaults
 from memreader.pipeline import (

@@ -21,7 +21,7 @@ from memreader import (
     UnknownRoleError,
     UnsupportedModeError,
 )
-from memreader.categories.config import CategoriesConfig
+from memreader.category_config import CategoriesConfig
 from memreader.datasets import load_memorybank
 from memreader.errors import InputError
 from memreader.tokens import get_tokenizer

@@ -25,7 +25,7 @@ from memreader.batch.fingerprint import input_fingerprints
 from memreader.batch.job import OutputSpec, load_job
 from memreader.batch.run import run_job
 from memreader.batch.sinks import store as store_sink
-from memreader.categories.config import CategoriesConfig
+from memreader.category_config import CategoriesConfig
 from memreader.cli import main
 from memreader.embedders import register_embedder
 from memreader.report import ReadReport

@@ -21,7 +21,7 @@ from memreader import (
     SimpleStructMemReader,
     SimpleStructMemReaderConfig,
 )
-from memreader.categories.config import CategoriesConfig
+from memreader.category_config import CategoriesConfig
 from memreader.embedders import EmbedderConfig, build_embedder
 from memreader.errors import ConfigError
 from memreader.llms import (

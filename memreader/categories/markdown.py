@@ -48,8 +48,8 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from memreader.categories.summaries import newest_first, one_line, parse, without_refs
+from memreader.category_config import CATEGORY_NAME
 from memreader.errors import InputError, SinkError, StoreError
-from memreader.stores.category_types import CATEGORY_NAME
 
 if TYPE_CHECKING:
     from memreader.stores.base import MemoryStore, StoredMemory

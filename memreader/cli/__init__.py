@@ -3,7 +3,7 @@
 One subcommand per module that runs it: ``read`` (:mod:`memreader.cli.read`: scenes or a
 document into one JSON item per line), ``models`` (:mod:`memreader.embedders.cli`: the local
 embedder's files), ``ingest`` and ``refine`` (:mod:`memreader.batch.cli`: batch jobs),
-``search``, ``history``, ``forget`` and ``export-md`` (:mod:`memreader.stores.cli`: a memory
+``search``, ``history``, ``forget`` and ``export-md`` (:mod:`memreader.cli.stores`: a memory
 store), ``serve`` and ``key`` (:mod:`memreader.cli.serve`: the HTTP service).
 
 Every command exits with one line on stderr and status 2 for any error memreader raises on
@@ -23,9 +23,9 @@ from typing import Any
 
 from memreader.cli.read import add_read_parser, run_read
 from memreader.cli.serve import add_serve_parsers, run_key, run_serve
+from memreader.cli.stores import STORE_COMMANDS, add_store_parsers, run_store_command
 from memreader.embedders.cli import add_models_parser, run_models
 from memreader.errors import MemReaderError
-from memreader.stores.cli import STORE_COMMANDS, add_store_parsers, run_store_command
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_FAILURE", "build_parser", "main"]
 

@@ -19,6 +19,7 @@ from contextlib import ExitStack
 from typing import IO, Any
 
 from memreader.cli.output import open_outputs
+from memreader.cli.stores import StoreOutput, add_store_flag
 from memreader.config import read_yaml_config, without_pass
 from memreader.datasets import is_memorybank, memorybank_scenes
 from memreader.errors import InputError
@@ -26,7 +27,6 @@ from memreader.factory import MemReaderConfigFactory, MemReaderFactory
 from memreader.items import TextualMemoryItem
 from memreader.modes import READ_MODES
 from memreader.report import ReadReport
-from memreader.stores.cli import StoreOutput, add_store_flag
 
 __all__ = ["SCENES_PER_CALL", "add_read_parser", "reader_config", "run_read"]
 

@@ -9,7 +9,7 @@ from memreader.service.keys import Principal
 from memreader.service.models import ForgetRequest, SearchRequest
 from memreader.service.problems import ProblemError
 from memreader.service.state import ServiceState, json_response
-from memreader.stores import SourceSelector
+from memreader.stores import HistoryEntry, SourceSelector, StoredMemory
 from memreader.stores.shapes import entry_json, event_json, hit_json, memory_json
 
 __all__ = ["router"]
@@ -66,15 +66,7 @@ async def get_memory(
     memory_id: str, request: Request, user_id: str | None = Query(default=None)
 ) -> Response:
     """One memory of ``user_id``, whatever its status (404 when that user has none such)."""
-    state = _state(request)
-    principal = state.principal(request)
-    owner = _owner(state, principal, user_id)
-    async with state.slots.hold(principal.name):
-        memory = await state.blocking(
-            lambda: state.store.get(memory_id, user_id=owner), "the lookup"
-        )
-    if memory is None:
-        raise _not_found(owner, memory_id)
+    memory, _ = await _memory(request, memory_id, user_id, history=False)
     return json_response(memory_json(memory))
 
 
@@ -83,18 +75,7 @@ async def history(
     memory_id: str, request: Request, user_id: str | None = Query(default=None)
 ) -> Response:
     """Every change of one memory, oldest first."""
-    state = _state(request)
-    principal = state.principal(request)
-    owner = _owner(state, principal, user_id)
-    async with state.slots.hold(principal.name):
-        memory = await state.blocking(
-            lambda: state.store.get(memory_id, user_id=owner), "the lookup"
-        )
-        if memory is None:
-            raise _not_found(owner, memory_id)
-        entries = await state.blocking(
-            lambda: state.store.history(memory_id, user_id=owner), "the history"
-        )
+    memory, entries = await _memory(request, memory_id, user_id, history=True)
     return json_response(
         {
             "id": memory.id,
@@ -128,6 +109,28 @@ async def forget(body: ForgetRequest, request: Request) -> Response:
         return json_response({"events": [event_json(event) for event in events]})
 
     return await state.idempotent(request, principal, "forget", answer)
+
+
+async def _memory(
+    request: Request, memory_id: str, user_id: str | None, *, history: bool
+) -> tuple[StoredMemory, list[HistoryEntry]]:
+    """The memory ``memory_id`` of the request's owner (404 when it has none such), and its
+    history when asked."""
+    state = _state(request)
+    principal = state.principal(request)
+    owner = _owner(state, principal, user_id)
+    async with state.slots.hold(principal.name):
+        memory = await state.blocking(
+            lambda: state.store.get(memory_id, user_id=owner), "the lookup"
+        )
+        if memory is None:
+            raise _not_found(owner, memory_id)
+        entries = []
+        if history:
+            entries = await state.blocking(
+                lambda: state.store.history(memory_id, user_id=owner), "the history"
+            )
+    return memory, entries
 
 
 def _not_found(user_id: str, memory_id: str) -> ProblemError:

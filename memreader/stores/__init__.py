@@ -18,11 +18,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from memreader.category_config import CategoryDef
 from memreader.errors import ConfigError
 from memreader.registry import Registry
 from memreader.stores.base import (
     SEARCH_MODES,
-    EventKind,
     HistoryEntry,
     MemoryStatus,
     MemoryStore,
@@ -32,10 +32,10 @@ from memreader.stores.base import (
     SearchMode,
     SourceSelector,
     StoredMemory,
-    WriteEvent,
 )
 from memreader.stores.category_api import CategoryStorage, check_keeper
-from memreader.stores.category_types import CategoryDef, CategoryKeeper, StoredCategory
+from memreader.stores.category_types import CategoryKeeper, StoredCategory
+from memreader.stores.events import EventKind, WriteEvent
 
 __all__ = [
     "SEARCH_MODES",

@@ -33,11 +33,11 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from memreader.errors import InputError, StoreError
 from memreader.items import TextualMemoryItem
 from memreader.stores.category_api import CategoryStorage
+from memreader.stores.events import EventKind, WriteEvent
 from memreader.stores.scoring import ScoreParts
 
 __all__ = [
     "SEARCH_MODES",
-    "EventKind",
     "HistoryEntry",
     "MemoryStatus",
     "MemoryStore",
@@ -47,20 +47,11 @@ __all__ = [
     "SearchMode",
     "SourceSelector",
     "StoredMemory",
-    "WriteEvent",
 ]
 
 #: ``active``: true now; ``superseded``: replaced by a newer memory (``superseded_by``);
 #: ``expired``: every source it came from was forgotten.
 MemoryStatus = Literal["active", "superseded", "expired"]
-
-#: What a write or a forget did to one memory: ``ADD`` (a new row), ``UPDATE`` (the old memory
-#: superseded by a merged one), ``SUPERSEDE`` (a contradiction: the old one's ``valid_to`` set
-#: to the new one's ``valid_from``), ``REINFORCE`` (seen again: no new row), ``NONE`` (already
-#: stored exactly so), ``EXPIRE`` (its sources were forgotten). ``UPDATE`` also names a memory
-#: that lost some of its sources (a forget, or a ``replaces`` write) but is still supported by
-#: others: its text is unchanged, its provenance smaller.
-EventKind = Literal["ADD", "UPDATE", "SUPERSEDE", "REINFORCE", "NONE", "EXPIRE"]
 
 #: What a search ranks by: ``hybrid`` (the default) fuses the vector list and the full-text
 #: list; ``vector`` uses the vector list only, ``text`` the full-text list only (the query is
@@ -103,23 +94,6 @@ class StoredMemory:
     def id(self) -> str:
         """The memory's id (its item's)."""
         return self.item.id
-
-
-@dataclass(frozen=True)
-class WriteEvent:
-    """What one call did to one memory, and why.
-
-    ``item_id`` is the item that was written (empty for a forget); ``memory_id`` the stored
-    memory the event changed or found; ``previous_id`` the memory it replaced (``UPDATE``,
-    ``SUPERSEDE``); ``user_id`` its owner where no item says it (forget, retire).
-    """
-
-    event: EventKind
-    memory_id: str
-    item_id: str
-    reason: str
-    previous_id: str | None = None
-    user_id: str | None = None
 
 
 @dataclass(frozen=True)

@@ -23,21 +23,16 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, cast, get_args
 
+from memreader.category_config import CATEGORY_NAME, CategoryDef
 from memreader.errors import ConfigError, InputError, InternalError, MemReaderError
-from memreader.stores.category_types import (
-    CATEGORY_NAME,
-    CategoryDef,
-    CategoryKeeper,
-    StoredCategory,
-    SummaryKind,
-)
+from memreader.stores.category_types import CategoryKeeper, StoredCategory, SummaryKind
 
 if TYPE_CHECKING:
     from memreader.items import TextualMemoryItem
-    from memreader.stores.base import MemoryStore, WriteEvent
+    from memreader.stores.events import WriteEvent
 
 __all__ = [
     "SUMMARY_KINDS",
@@ -45,6 +40,7 @@ __all__ = [
     "check_category",
     "check_defs",
     "check_keeper",
+    "check_linkable",
     "check_links",
     "check_memory_ids",
     "check_owner",
@@ -65,7 +61,6 @@ class CategoryStorage(ABC):
     #: ``open_store(url, category_keeper=...)`` or on an open store.
     category_keeper: CategoryKeeper | None = None
 
-    @abstractmethod
     def upsert_categories(
         self,
         user_id: str,
@@ -84,8 +79,16 @@ class CategoryStorage(ABC):
                 has another length, or a vector is empty or not finite (the message names it).
             StoreError: the store failed.
         """
+        owner = check_owner(user_id)
+        self._upsert_categories(owner, check_defs(defs, embeddings))
 
     @abstractmethod
+    def _upsert_categories(
+        self, owner: str, pairs: list[tuple[CategoryDef, list[float] | None]]
+    ) -> None:
+        """What :meth:`upsert_categories` does, its arguments checked (each def with its
+        vector)."""
+
     def link_categories(self, user_id: str, links: Mapping[str, Sequence[str]]) -> None:
         """For each memory id of ``links``, make its categories exactly the names given (an
         empty list unlinks it), in one transaction: nothing changes when one is refused.
@@ -95,24 +98,41 @@ class CategoryStorage(ABC):
                 first), or a memory id is not a memory of ``user_id`` (whatever its status).
             StoreError: the store failed.
         """
+        owner = check_owner(user_id)
+        self._link_categories(owner, check_links(links))
 
     @abstractmethod
+    def _link_categories(self, owner: str, wanted: dict[str, list[str]]) -> None:
+        """What :meth:`link_categories` does, its arguments checked (memory id -> distinct
+        category names); it raises the :class:`InputError` of an unknown name or memory."""
+
     def categories(self, user_id: str) -> list[StoredCategory]:
         """Every category of ``user_id``, sorted by name, each with the sorted ids of its
         active memories (``item_ids``), its summary and its embedding."""
+        return self._categories(check_owner(user_id), None)
 
-    @abstractmethod
     def category(self, user_id: str, name: str) -> StoredCategory | None:
         """The category ``name`` of ``user_id`` (as :meth:`categories` gives it), ``None`` if
         that owner has none of that name."""
+        found = self._categories(check_owner(user_id), check_category(name, "name"))
+        return found[0] if found else None
 
     @abstractmethod
+    def _categories(self, owner: str, name: str | None) -> list[StoredCategory]:
+        """``owner``'s categories as :meth:`categories` gives them, only the one named ``name``
+        (if it exists) when ``name`` is not ``None``; the arguments are checked."""
+
     def categories_of(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, list[str]]:
         """The sorted category names each of ``memory_ids`` is linked to, whatever the
         memory's status (a retired memory keeps its links: which summaries cited it); every id
         asked for is a key, with ``[]`` when it has none (or is not ``user_id``'s)."""
+        owner = check_owner(user_id)
+        return self._categories_of(owner, check_memory_ids(memory_ids))
 
     @abstractmethod
+    def _categories_of(self, owner: str, ids: list[str]) -> dict[str, list[str]]:
+        """What :meth:`categories_of` returns, its arguments checked (``ids`` distinct)."""
+
     def save_summary(
         self,
         user_id: str,
@@ -131,6 +151,29 @@ class CategoryStorage(ABC):
             InputError: no such category, or a bad ``kind``/``summary``/``note``/``now``.
             StoreError: the store failed.
         """
+        owner = check_owner(user_id)
+        check_category(name, "name")
+        check_summary(summary, kind, note)
+        if now is None:
+            at = datetime.now(timezone.utc)
+        elif not isinstance(now, datetime) or now.tzinfo is None:
+            raise InputError(f"now must be a timezone-aware datetime, got {now!r}")
+        else:
+            at = now.astimezone(timezone.utc)
+        self._save_summary(owner, name, summary, kind, note, at)
+
+    @abstractmethod
+    def _save_summary(
+        self,
+        owner: str,
+        name: str,
+        summary: str,
+        kind: SummaryKind,
+        note: str | None,
+        at: datetime,
+    ) -> None:
+        """What :meth:`save_summary` does, its arguments checked (``at`` in UTC); it raises
+        the :class:`InputError` of a missing category."""
 
     def _after_change(
         self, events: list[WriteEvent], items: Sequence[TextualMemoryItem]
@@ -140,10 +183,9 @@ class CategoryStorage(ABC):
         keeper = self.category_keeper
         if keeper is None:
             return events
-        # CategoryStorage's one user is MemoryStore: ``self`` is the store the keeper expects.
-        store = cast("MemoryStore", self)
         try:
-            keeper.after_change(store, tuple(events), tuple(items))
+            # ``self`` is a MemoryStore (CategoryStorage's one user): what the keeper expects.
+            keeper.after_change(self, tuple(events), tuple(items))
         except MemReaderError:
             raise
         except Exception as exc:
@@ -245,6 +287,26 @@ def check_links(links: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
         what = f"links[{memory_id!r}]"
         out[memory_id] = list(dict.fromkeys(check_category(n, what) for n in names))
     return out
+
+
+def check_linkable(
+    owner: str, wanted: Mapping[str, Sequence[str]], known: set[str], present: set[str]
+) -> None:
+    """Refuse the first link of ``wanted`` (memory id -> category names) that names a category
+    not in ``known`` or a memory not in ``present`` (``owner``'s category names and memory ids).
+
+    Raises:
+        InputError: such a link (see :meth:`CategoryStorage.link_categories`).
+    """
+    for memory_id, names in wanted.items():
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise InputError(
+                f"category {unknown[0]!r} is not defined for owner {owner!r} (memory "
+                f"{memory_id!r}); upsert_categories first"
+            )
+        if memory_id not in present:
+            raise InputError(f"owner {owner!r} has no memory {memory_id!r} to link")
 
 
 def check_memory_ids(memory_ids: Sequence[str]) -> list[str]:

@@ -30,7 +30,8 @@ from typing import Any
 
 from memreader.errors import InputError
 from memreader.items import Reconciliation, TextualMemoryItem
-from memreader.stores.base import EventKind, MemoryStatus, SourceSelector
+from memreader.stores.base import MemoryStatus, SourceSelector
+from memreader.stores.events import EventKind
 
 __all__ = [
     "DEFAULT_NEAR_DUPLICATE",

@@ -7,24 +7,15 @@ take turns."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
+from memreader.category_config import CategoryDef
 from memreader.errors import InputError
 from memreader.stores.base import MemoryStore
-from memreader.stores.category_api import (
-    check_category,
-    check_defs,
-    check_links,
-    check_memory_ids,
-    check_owner,
-    check_summary,
-    stored_category,
-)
-from memreader.stores.category_types import CategoryDef, StoredCategory, SummaryKind
+from memreader.stores.category_api import check_linkable, stored_category
+from memreader.stores.category_types import StoredCategory, SummaryKind
 from memreader.stores.postgres_ops import Connection, lock_owners
-from memreader.stores.postgres_schema import aware
 from memreader.stores.postgres_session import Session
 
 __all__ = ["PostgresCategories"]
@@ -50,15 +41,10 @@ class PostgresCategories(MemoryStore):
 
     _session: Session
 
-    def upsert_categories(
-        self,
-        user_id: str,
-        defs: Sequence[CategoryDef],
-        embeddings: Sequence[Sequence[float] | None] | None = None,
+    def _upsert_categories(
+        self, owner: str, pairs: list[tuple[CategoryDef, list[float] | None]]
     ) -> None:
-        """See :meth:`~memreader.stores.category_api.CategoryStorage.upsert_categories`."""
-        owner = check_owner(user_id)
-        rows = [(owner, d.name, d.description, v) for d, v in check_defs(defs, embeddings)]
+        rows = [(owner, d.name, d.description, v) for d, v in pairs]
 
         def work(conn: Connection) -> None:
             lock_owners(conn, [owner])
@@ -67,11 +53,7 @@ class PostgresCategories(MemoryStore):
 
         self._session.run(work, write=True)
 
-    def link_categories(self, user_id: str, links: Mapping[str, Sequence[str]]) -> None:
-        """See :meth:`~memreader.stores.category_api.CategoryStorage.link_categories`."""
-        owner = check_owner(user_id)
-        wanted = check_links(links)
-
+    def _link_categories(self, owner: str, wanted: dict[str, list[str]]) -> None:
         def work(conn: Connection) -> None:
             lock_owners(conn, [owner])
             rows = conn.execute(
@@ -83,15 +65,7 @@ class PostgresCategories(MemoryStore):
                 (owner, list(wanted)),
             ).fetchall()
             present = {r[0] for r in stored}
-            for memory_id, names in wanted.items():
-                unknown = [n for n in names if n not in known]
-                if unknown:
-                    raise InputError(
-                        f"category {unknown[0]!r} is not defined for owner {owner!r} (memory "
-                        f"{memory_id!r}); upsert_categories first"
-                    )
-                if memory_id not in present:
-                    raise InputError(f"owner {owner!r} has no memory {memory_id!r} to link")
+            check_linkable(owner, wanted, known, present)
             conn.execute(
                 "DELETE FROM memreader_category_links WHERE user_id = %s AND memory_id = ANY(%s)",
                 (owner, list(wanted)),
@@ -105,15 +79,6 @@ class PostgresCategories(MemoryStore):
                 )
 
         self._session.run(work, write=True)
-
-    def categories(self, user_id: str) -> list[StoredCategory]:
-        """See :meth:`~memreader.stores.category_api.CategoryStorage.categories`."""
-        return self._categories(check_owner(user_id), None)
-
-    def category(self, user_id: str, name: str) -> StoredCategory | None:
-        """See :meth:`~memreader.stores.category_api.CategoryStorage.category`."""
-        found = self._categories(check_owner(user_id), check_category(name, "name"))
-        return found[0] if found else None
 
     def _categories(self, owner: str, name: str | None) -> list[StoredCategory]:
         def work(conn: Connection) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
@@ -146,10 +111,7 @@ class PostgresCategories(MemoryStore):
             for row in rows
         ]
 
-    def categories_of(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, list[str]]:
-        """See :meth:`~memreader.stores.category_api.CategoryStorage.categories_of`."""
-        owner = check_owner(user_id)
-        ids = check_memory_ids(memory_ids)
+    def _categories_of(self, owner: str, ids: list[str]) -> dict[str, list[str]]:
         rows = self._session.run(
             lambda c: c.execute(
                 "SELECT memory_id, name FROM memreader_category_links "
@@ -163,22 +125,15 @@ class PostgresCategories(MemoryStore):
             found[memory_id].append(name)
         return found
 
-    def save_summary(
+    def _save_summary(
         self,
-        user_id: str,
+        owner: str,
         name: str,
-        *,
         summary: str,
         kind: SummaryKind,
         note: str | None,
-        now: datetime | None = None,
+        at: datetime,
     ) -> None:
-        """See :meth:`~memreader.stores.category_api.CategoryStorage.save_summary`."""
-        owner = check_owner(user_id)
-        check_category(name, "name")
-        check_summary(summary, kind, note)
-        at = aware(now, "now") if now is not None else datetime.now(timezone.utc)
-
         def work(conn: Connection) -> None:
             lock_owners(conn, [owner])
             changed = conn.execute(

@@ -15,8 +15,9 @@ import psycopg
 
 from memreader.errors import InputError
 from memreader.items import TextualMemoryItem
-from memreader.stores.base import ScoreParts, SearchHit, WriteEvent
+from memreader.stores.base import ScoreParts, SearchHit
 from memreader.stores.decisions import Found, content_hash, decide
+from memreader.stores.events import WriteEvent
 from memreader.stores.postgres_schema import MEMORY_COLUMNS, memory_from_row
 from memreader.stores.postgres_text import WordRows, text_list
 from memreader.stores.scoring import Candidate, rank_candidates

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from memreader.items import TextualMemoryItem
-from memreader.stores.base import EventKind, MemoryStatus, WriteEvent
+from memreader.stores.base import MemoryStatus
 from memreader.stores.decisions import (
     Decision,
     Found,
@@ -31,6 +31,7 @@ from memreader.stores.decisions import (
     supports_of,
     valid_from_of,
 )
+from memreader.stores.events import EventKind, WriteEvent
 from memreader.stores.postgres_ops import Connection, nearest
 from memreader.stores.postgres_schema import vector_text
 

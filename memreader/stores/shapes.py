@@ -6,7 +6,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from memreader.stores.base import HistoryEntry, SearchHit, StoredMemory, WriteEvent
+from memreader.stores.base import HistoryEntry, SearchHit, StoredMemory
+from memreader.stores.events import WriteEvent
 from memreader.stores.scoring import ScoreParts
 
 __all__ = ["entry_json", "event_json", "hit_json", "iso", "memory_json", "score_json"]

@@ -30,10 +30,10 @@ from memreader.stores.base import (
     SearchMode,
     SourceSelector,
     StoredMemory,
-    WriteEvent,
 )
 from memreader.stores.category_api import check_category
 from memreader.stores.decisions import DEFAULT_NEAR_DUPLICATE, selector_key, validate_items
+from memreader.stores.events import WriteEvent
 from memreader.stores.scoring import (
     DEFAULT_GAMMA,
     DEFAULT_IMPORTANCE_WEIGHT,

@@ -7,23 +7,15 @@ from __future__ import annotations
 
 import sqlite3
 from abc import abstractmethod
-from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
-from datetime import datetime, timezone
+from datetime import datetime
 
+from memreader.category_config import CategoryDef
 from memreader.errors import InputError
 from memreader.stores.base import MemoryStore
-from memreader.stores.category_api import (
-    check_category,
-    check_defs,
-    check_links,
-    check_memory_ids,
-    check_owner,
-    check_summary,
-    stored_category,
-)
-from memreader.stores.category_types import CategoryDef, StoredCategory, SummaryKind
-from memreader.stores.sqlite_schema import aware, iso, parse_time
+from memreader.stores.category_api import check_linkable, stored_category
+from memreader.stores.category_types import StoredCategory, SummaryKind
+from memreader.stores.sqlite_schema import iso, parse_time
 from memreader.stores.vectors import from_blob, to_blob
 
 __all__ = ["SQLiteCategories", "category_rowids", "drop_links"]
@@ -53,15 +45,9 @@ class SQLiteCategories(MemoryStore):
         """One transaction under the store's lock (see
         :class:`~memreader.stores.sqlite.SQLiteStore`)."""
 
-    def upsert_categories(
-        self,
-        user_id: str,
-        defs: Sequence[CategoryDef],
-        embeddings: Sequence[Sequence[float] | None] | None = None,
+    def _upsert_categories(
+        self, owner: str, pairs: list[tuple[CategoryDef, list[float] | None]]
     ) -> None:
-        """See :meth:`~memreader.stores.category_api.CategoryStorage.upsert_categories`."""
-        owner = check_owner(user_id)
-        pairs = check_defs(defs, embeddings)
         with self._transaction() as conn:
             conn.executemany(
                 _UPSERT,
@@ -71,25 +57,19 @@ class SQLiteCategories(MemoryStore):
                 ],
             )
 
-    def link_categories(self, user_id: str, links: Mapping[str, Sequence[str]]) -> None:
-        """See :meth:`~memreader.stores.category_api.CategoryStorage.link_categories`."""
-        owner = check_owner(user_id)
-        wanted = check_links(links)
+    def _link_categories(self, owner: str, wanted: dict[str, list[str]]) -> None:
         with self._transaction() as conn:
             rows = conn.execute("SELECT name FROM categories WHERE user_id = ?", (owner,))
             known = {r[0] for r in rows}
-            for memory_id, names in wanted.items():
-                unknown = [n for n in names if n not in known]
-                if unknown:
-                    raise InputError(
-                        f"category {unknown[0]!r} is not defined for owner {owner!r} (memory "
-                        f"{memory_id!r}); upsert_categories first"
-                    )
-                found = conn.execute(
+            present = {
+                memory_id
+                for memory_id in wanted
+                for _ in conn.execute(
                     "SELECT 1 FROM memories WHERE user_id = ? AND id = ?", (owner, memory_id)
-                ).fetchone()
-                if found is None:
-                    raise InputError(f"owner {owner!r} has no memory {memory_id!r} to link")
+                )
+            }
+            check_linkable(owner, wanted, known, present)
+            for memory_id, names in wanted.items():
                 conn.execute(
                     "DELETE FROM category_links WHERE user_id = ? AND memory_id = ?",
                     (owner, memory_id),
@@ -98,15 +78,6 @@ class SQLiteCategories(MemoryStore):
                     "INSERT INTO category_links (user_id, name, memory_id) VALUES (?, ?, ?)",
                     [(owner, name, memory_id) for name in names],
                 )
-
-    def categories(self, user_id: str) -> list[StoredCategory]:
-        """See :meth:`~memreader.stores.category_api.CategoryStorage.categories`."""
-        return self._categories(check_owner(user_id), None)
-
-    def category(self, user_id: str, name: str) -> StoredCategory | None:
-        """See :meth:`~memreader.stores.category_api.CategoryStorage.category`."""
-        found = self._categories(check_owner(user_id), check_category(name, "name"))
-        return found[0] if found else None
 
     def _categories(self, owner: str, name: str | None) -> list[StoredCategory]:
         params = (owner,) if name is None else (owner, name)
@@ -136,10 +107,7 @@ class SQLiteCategories(MemoryStore):
             for row in rows
         ]
 
-    def categories_of(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, list[str]]:
-        """See :meth:`~memreader.stores.category_api.CategoryStorage.categories_of`."""
-        owner = check_owner(user_id)
-        ids = check_memory_ids(memory_ids)
+    def _categories_of(self, owner: str, ids: list[str]) -> dict[str, list[str]]:
         found: dict[str, list[str]] = {memory_id: [] for memory_id in ids}
         with self._transaction(write=False) as conn:
             for memory_id in ids:
@@ -153,21 +121,15 @@ class SQLiteCategories(MemoryStore):
                 ]
         return found
 
-    def save_summary(
+    def _save_summary(
         self,
-        user_id: str,
+        owner: str,
         name: str,
-        *,
         summary: str,
         kind: SummaryKind,
         note: str | None,
-        now: datetime | None = None,
+        at: datetime,
     ) -> None:
-        """See :meth:`~memreader.stores.category_api.CategoryStorage.save_summary`."""
-        owner = check_owner(user_id)
-        check_category(name, "name")
-        check_summary(summary, kind, note)
-        at = aware(now, "now") if now is not None else datetime.now(timezone.utc)
         with self._transaction() as conn:
             changed = conn.execute(
                 "UPDATE categories SET summary = ?, summary_kind = ?, summary_note = ?, "

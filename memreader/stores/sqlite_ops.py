@@ -17,8 +17,9 @@ import numpy as np
 
 from memreader.errors import InputError
 from memreader.items import TextualMemoryItem
-from memreader.stores.base import ScoreParts, SearchHit, WriteEvent
+from memreader.stores.base import ScoreParts, SearchHit
 from memreader.stores.decisions import Found, content_hash, decide
+from memreader.stores.events import WriteEvent
 from memreader.stores.scoring import (
     Candidate,
     affordable_words,

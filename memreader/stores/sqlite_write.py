@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from memreader.items import TextualMemoryItem
-from memreader.stores.base import EventKind, MemoryStatus, WriteEvent
+from memreader.stores.base import MemoryStatus
 from memreader.stores.decisions import (
     Decision,
     Found,
@@ -32,6 +32,7 @@ from memreader.stores.decisions import (
     supports_of,
     valid_from_of,
 )
+from memreader.stores.events import EventKind, WriteEvent
 from memreader.stores.sqlite_schema import iso, parse_time
 from memreader.stores.vectors import OwnerVectors, PendingVectors, to_blob, unit
 

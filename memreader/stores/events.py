@@ -1,0 +1,34 @@
+"""What a write or a forget did: one :class:`WriteEvent` per memory (a leaf: the stores, the
+category keeper and the CLI all take it from here)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["EventKind", "WriteEvent"]
+
+#: What a write or a forget did to one memory: ``ADD`` (a new row), ``UPDATE`` (the old memory
+#: superseded by a merged one), ``SUPERSEDE`` (a contradiction: the old one's ``valid_to`` set
+#: to the new one's ``valid_from``), ``REINFORCE`` (seen again: no new row), ``NONE`` (already
+#: stored exactly so), ``EXPIRE`` (its sources were forgotten). ``UPDATE`` also names a memory
+#: that lost some of its sources (a forget, or a ``replaces`` write) but is still supported by
+#: others: its text is unchanged, its provenance smaller.
+EventKind = Literal["ADD", "UPDATE", "SUPERSEDE", "REINFORCE", "NONE", "EXPIRE"]
+
+
+@dataclass(frozen=True)
+class WriteEvent:
+    """What one call did to one memory, and why.
+
+    ``item_id`` is the item that was written (empty for a forget); ``memory_id`` the stored
+    memory the event changed or found; ``previous_id`` the memory it replaced (``UPDATE``,
+    ``SUPERSEDE``); ``user_id`` its owner where no item says it (forget, retire).
+    """
+
+    event: EventKind
+    memory_id: str
+    item_id: str
+    reason: str
+    previous_id: str | None = None
+    user_id: str | None = None
