@@ -453,3 +453,9 @@ def test_categories_and_memory_files_are_walled(start: Start) -> None:
     problem(httpx.get(f"{url}/v1/users/alice/memory/nothing.md", headers=auth("alice")), 404)
     problem(httpx.get(f"{url}/v1/users/alice/memory/index.md", headers=auth("bob")), 403)
     problem(httpx.get(f"{url}/v1/users/alice/categories", headers=auth("bob")), 403)
+
+
+def test_a_new_store_gets_its_folder(start: Start, tmp_path: Path) -> None:
+    url = start(config={"store": "sqlite:///new/folder/m.db"})
+    assert read(url, store=True).status_code == 200
+    assert (tmp_path / "new" / "folder" / "m.db").is_file()

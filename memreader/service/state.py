@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -12,6 +13,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from memreader.categories.maintainer import maintainer_for
+from memreader.errors import StoreError
 from memreader.readers.base import BaseMemReader
 from memreader.service.config import ServiceConfig
 from memreader.service.idempotency import IdempotencyCache, StoredAnswer
@@ -22,6 +24,7 @@ from memreader.service.metrics import ServiceMetrics
 from memreader.service.problems import ProblemError
 from memreader.service.reading import http_reader_config
 from memreader.stores import MemoryStore, open_store
+from memreader.stores.urls import public_url
 
 __all__ = ["ServiceState", "json_response"]
 
@@ -83,6 +86,7 @@ class ServiceState:
                     "No store",
                     "this service has no memory store: set `store:` in the reader config",
                 )
+            _make_folder_of(url)
             store = open_store(url, embedder=self.reader.embedder)
             store.category_keeper = maintainer_for(self.reader)
             self._store = store
@@ -172,3 +176,20 @@ class ServiceState:
         if self._store is not None:
             self._store.close()
         self.reader.close()
+
+
+def _make_folder_of(url: str) -> None:
+    """Create the folder of a SQLite store file (the service writes: a new store is made).
+
+    Raises:
+        StoreError: the folder cannot be created.
+    """
+    from memreader.batch.job import sqlite_file
+
+    file = sqlite_file(url)
+    if file is None or not os.path.dirname(file):
+        return
+    try:
+        os.makedirs(os.path.dirname(file), exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"cannot create the folder of {public_url(url)}: {exc}") from None
