@@ -6,7 +6,7 @@ Run by hand, on an otherwise idle machine::
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/category_memory.py \
         --example-out docs/memory_example
 
-MemoryBank English (``../shared/data/memorybank``), each user's days read one at a time in
+MemoryBank English (``data/memorybank``), each user's days read one at a time in
 fast mode (the bundled local embedder, int8) and each day's items written into a fresh SQLite
 store with the reader's category keeper, as ``memreader read --store`` does: one write per
 day. Two runs:

@@ -16,7 +16,7 @@ What it measures:
 - **Corpora.** A generated LoCoMo-style chat corpus (two speakers per scene, scenes of 15-40
   messages, many short replies, some long multi-sentence messages, questions, names, dates,
   punctuation, the odd emoji; reproducible from ``--seed``), once per ``--messages`` size, and
-  MemoryBank English (``../shared/data/memorybank/memory_bank_en.json``, each day a scene).
+  MemoryBank English (``data/memorybank/memory_bank_en.json``, each day a scene).
 - **Backends.** ``sentence_transformers`` (the reference: "today"), ``local`` fp32, ``local``
   int8 (the default) and ``static`` when ``build_embedder({"backend": "static"})`` works (else
   a note says why it was skipped). Each backend lives in its own worker process (so its peak
@@ -79,7 +79,7 @@ from pathlib import Path
 from typing import IO, Any
 
 ROOT = Path(__file__).resolve().parents[1]
-MEMORYBANK = ROOT.parent / "shared" / "data" / "memorybank" / "memory_bank_en.json"
+MEMORYBANK = ROOT / "data" / "memorybank" / "memory_bank_en.json"
 CHAT_EXAMPLE = ROOT / "examples" / "chat.json"
 sys.path.insert(0, str(ROOT))
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-MEMORYBANK = ROOT.parent / "shared" / "data" / "memorybank" / "memory_bank_en.json"
+MEMORYBANK = ROOT / "data" / "memorybank" / "memory_bank_en.json"
 sys.path.insert(0, str(ROOT))
 
 from memreader import SimpleStructMemReader, SimpleStructMemReaderConfig  # noqa: E402

@@ -1,6 +1,6 @@
 """Retrieval check on MemoryBank: does each day's first user message find its own window?
 
-For every user of ``shared/data/memorybank/memory_bank_en.json`` the chats are read in fast mode
+For every user of ``data/memorybank/memory_bank_en.json`` the chats are read in fast mode
 (one reader, the embedder under test) and every window becomes an item with a vector. Each
 day's first user message is then embedded alone and ranked against all windows of all users by
 cosine similarity. A query is a hit at ``k`` when one of its ``k`` nearest windows holds that
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-MEMORYBANK = ROOT.parent / "shared" / "data" / "memorybank" / "memory_bank_en.json"
+MEMORYBANK = ROOT / "data" / "memorybank" / "memory_bank_en.json"
 sys.path.insert(0, str(ROOT))
 
 

@@ -56,6 +56,6 @@ def memorybank_scenes(data: Mapping[str, Any]) -> dict[str, list[list[dict[str, 
 
 
 def load_memorybank(path: str | os.PathLike[str]) -> dict[str, list[list[dict[str, str]]]]:
-    """Load a MemoryBank JSON file (see ``shared/data/memorybank``) as scenes per user."""
+    """Load a MemoryBank JSON file (as ``data/memorybank`` holds) as scenes per user."""
     with open(path, encoding="utf-8") as handle:
         return memorybank_scenes(json.load(handle))

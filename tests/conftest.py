@@ -13,13 +13,11 @@ import pytest
 from memreader import MemReaderFactory, SimpleStructMemReader, SimpleStructMemReaderConfig
 from memreader.testing import HashEmbedder, HashEmbedderConfig
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-MEMORYBANK_EN = SHARED / "data" / "memorybank" / "memory_bank_en.json"
-MEMORYBANK_CN = SHARED / "data" / "memorybank" / "memory_bank_cn.json"
-for _path in (MEMORYBANK_EN, MEMORYBANK_CN):
-    # CI clones the repo beside a copy of shared/; a local checkout has it one level up too.
-    if not _path.exists():  # pragma: no cover - depends on the machine layout
-        raise RuntimeError(f"test data missing: {_path}")
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "data"  # shipped with the repository: tests never look outside the checkout
+MEMORYBANK = DATA / "memorybank"
+MEMORYBANK_EN = MEMORYBANK / "memory_bank_en.json"
+MEMORYBANK_CN = MEMORYBANK / "memory_bank_cn.json"
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

@@ -22,6 +22,7 @@ from memreader.batch.job import load_job
 from memreader.batch.run import dry_run, run_job
 from memreader.pipeline import Step
 
+from .conftest import MEMORYBANK
 from .llm_server import LLMTestServer, RecordedRequest, Reply, llm_server, openai_completion
 from .s3_server import moto_s3
 
@@ -30,7 +31,6 @@ __all__ = ["llm_server", "moto_s3"]
 pytestmark = pytest.mark.timeout(300)
 
 ROOT = Path(__file__).resolve().parents[1]
-MEMORYBANK = ROOT.parent / "shared" / "data" / "memorybank"
 CREATED = "2026-01-01T00:00:00Z"
 HASH_READER = {"backend": "simple_struct", "config": {"embedder": {"backend": "hash"}}}
 
@@ -361,13 +361,6 @@ def test_dry_run_lists_inputs_and_windows_without_work(tmp_path: Path) -> None:
     result = cli("ingest", str(job), "--dry-run", cwd=tmp_path)
     assert result.returncode == 0 and json.loads(result.stdout.splitlines()[0])["windows"] == 3
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
-
-
-def test_the_shipped_memorybank_job_file(tmp_path: Path) -> None:
-    job = load_job(ROOT / "configs" / "job_memorybank.yaml")
-    rows = dry_run(job)
-    assert {Path(r["input"]).name for r in rows} >= {"memory_bank_en.json", "memory_bank_cn.json"}
-    assert all(r["windows"] > 0 and r["bad_records"] == 0 for r in rows)
 
 
 def test_a_document_job_with_parquet_output(tmp_path: Path) -> None:

@@ -19,11 +19,10 @@ from memreader.batch.inputs import BadRecord, Batch, InputRef, Inputs
 from memreader.batch.job import JobConfig
 from memreader.datasets import load_memorybank
 from memreader.errors import ConfigError, InputError
+from tests.conftest import MEMORYBANK
 from tests.s3_server import moto_s3
 
 __all__ = ["moto_s3"]  # the fixture, imported for its side of pytest
-
-MEMORYBANK = Path(__file__).resolve().parents[2] / "shared" / "data" / "memorybank"
 
 
 def _job(base: Path, *inputs: dict[str, Any], **changes: Any) -> JobConfig:
@@ -216,6 +215,7 @@ def test_jsonl_mapped_records(tmp_path: Path) -> None:
         "content": "said",
         "time": "at",
         "roles": {"bot": "assistant"},
+        "default_role": "user",  # Alice: a speaker roles does not map, kept as the name
     }
     inputs, ref = _only(tmp_path, {"path": "m.jsonl", "mapping": mapping})
     (batch,), bad = _read_all(inputs, ref)
@@ -238,6 +238,91 @@ def test_jsonl_mapped_records(tmp_path: Path) -> None:
     assert [(b.reason, b.message) for b in bad] == [
         ("InvalidMessageError", "message 0: message has no 'said' key")
     ]
+
+
+UNMAPPED = "speaker {!r} is not mapped: add it to mapping.roles or set mapping.default_role"
+
+
+def _turns(*speakers: str) -> dict[str, Any]:
+    return {"turns": [{"who": who, "said": f"{who} says hi"} for who in speakers]}
+
+
+def test_an_unmapped_speaker_is_a_bad_record_never_the_user(tmp_path: Path) -> None:
+    _write_jsonl(tmp_path / "m.jsonl", [_turns("bot", "Alice"), _turns("bot", "assistant")])
+    mapping: dict[str, Any] = {"messages": "turns", "role": "who", "content": "said"}
+    # roles given, Alice not in it, no default_role: line 1 is a bad record, line 2 is read.
+    inputs, ref = _only(
+        tmp_path, {"path": "m.jsonl", "mapping": {**mapping, "roles": {"bot": "assistant"}}}
+    )
+    (batch,), bad = _read_all(inputs, ref)
+    assert [(b.scene, b.label, b.reason, b.message) for b in bad] == [
+        (0, "line 1", "InvalidMessageError", "message 1: " + UNMAPPED.format("Alice"))
+    ]
+    assert batch.first_scene == 1 and batch.scene_data == [
+        [
+            {"role": "assistant", "name": "bot", "content": "bot says hi"},
+            {"role": "assistant", "content": "assistant says hi"},  # an OpenAI role as it is
+        ]
+    ]
+    # No roles at all: OpenAI roles stay, any other value is unmapped by the same rule.
+    inputs, ref = _only(tmp_path, {"path": "m.jsonl", "mapping": mapping})
+    batches, bad = _read_all(inputs, ref)
+    assert batches == [] and [(b.label, b.message) for b in bad] == [
+        ("line 1", "message 0: " + UNMAPPED.format("bot")),
+        ("line 2", "message 0: " + UNMAPPED.format("bot")),
+    ]
+    # default_role: the unmapped speaker gets it and keeps its own name.
+    spec = {"path": "m.jsonl", "mapping": {**mapping, "default_role": "assistant"}}
+    inputs, ref = _only(tmp_path, spec)
+    (batch,), bad = _read_all(inputs, ref)
+    assert bad == [] and batch.scene_data[0] == [
+        {"role": "assistant", "name": "bot", "content": "bot says hi"},
+        {"role": "assistant", "name": "Alice", "content": "Alice says hi"},
+    ]
+
+
+def test_an_unmapped_speaker_is_the_jobs_error_record(tmp_path: Path) -> None:
+    from memreader.batch.job import ERRORS_FILE, SUMMARY_FILE
+    from memreader.batch.run import run_job
+
+    _write_jsonl(tmp_path / "m.jsonl", [_turns("agent", "Alice"), _turns("customer", "agent")])
+    mapping = {
+        "messages": "turns",
+        "role": "who",
+        "content": "said",
+        "roles": {"agent": "assistant", "customer": "user"},
+    }
+    job = _job(
+        tmp_path,
+        {"path": "m.jsonl", "mapping": mapping},
+        reader={"backend": "simple_struct", "config": {"embedder": {"backend": "hash"}}},
+    )
+    result = run_job(job)
+    errors = (tmp_path / "out" / ERRORS_FILE).read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line) for line in errors] == [
+        {
+            "input": "m.jsonl",
+            "scene": 0,
+            "window": None,
+            "reason": "InvalidMessageError",
+            "message": "line 1: message 1: " + UNMAPPED.format("Alice"),
+        }
+    ]
+    summary = json.loads((tmp_path / "out" / SUMMARY_FILE).read_text(encoding="utf-8"))
+    assert summary["counts"]["failures"] == 1 and summary["counts"]["scenes"] == 1
+    assert summary["failed_inputs"] == 0 and result.exit_code == 1, "the job went on"
+
+
+@pytest.mark.parametrize(
+    ("mapping", "where"),
+    [
+        ({"default_role": "bot"}, "inputs.0.mapping.default_role"),
+        ({"roles": {"agent": "helper"}}, "inputs.0.mapping.roles"),
+    ],
+)
+def test_mapped_roles_must_be_roles(tmp_path: Path, mapping: dict[str, Any], where: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(where)):
+        _job(tmp_path, {"path": "m.jsonl", "mapping": mapping})
 
 
 def test_jsonl_ids_from_field_file_name_constant(tmp_path: Path) -> None:
@@ -373,8 +458,6 @@ def test_json_list_of_scenes_and_flat_scene(tmp_path: Path) -> None:
 
 def test_memorybank_real_file(tmp_path: Path) -> None:
     source = MEMORYBANK / "memory_bank_en.json"
-    if not source.exists():
-        pytest.skip("shared/data/memorybank is not there")
     shutil.copy(source, tmp_path / "memory_bank_en.json")
     expected = load_memorybank(source)
     inputs, ref = _only(tmp_path, {"path": "memory_bank_en.json"}, scenes_per_call=4)
@@ -500,6 +583,21 @@ def test_locomo(tmp_path: Path) -> None:
     (batch,), _ = _read_all(inputs, ref)
     assert batch.info == {"user_id": "one", "session_id": "locomo:conv-9"}
     assert batch.scene_data[0][0]["role"] == "assistant"
+
+    # A third speaker is not silently the user: a bad record, unless default_role gives a role.
+    sample = _locomo_sample("conv-3")
+    sample["conversation"]["session_1"].append({"speaker": "Dana", "text": "Hi all."})
+    (tmp_path / "one.json").write_text(json.dumps(sample))
+    inputs, ref = _only(tmp_path, {"path": "one.json", "format": "locomo"})
+    (batch,), unmapped = _read_all(inputs, ref)
+    assert [(b.label, b.message) for b in unmapped] == [
+        ("sample conv-3, session_1", "message 1: " + UNMAPPED.format("Dana"))
+    ]
+    spec = {"path": "one.json", "format": "locomo", "mapping": {"default_role": "assistant"}}
+    inputs, ref = _only(tmp_path, spec)
+    (batch,), unmapped = _read_all(inputs, ref)
+    assert unmapped == [] and batch.scene_data[0][1]["role"] == "assistant"
+    assert batch.scene_data[0][1]["name"] == "Dana"
 
 
 def test_documents(tmp_path: Path) -> None:

@@ -144,12 +144,60 @@ def test_example_configs_load() -> None:
     assert paths, "configs/ holds example configurations"
     for path in paths:
         if path.name.startswith("job_"):
-            continue  # batch job files: tests/test_batch.py loads them
+            continue  # batch job files: test_example_job_files_load loads them
         if path.name.startswith("service_"):
             # a reader config with a `service:` section: the service's loader splits them
             assert load_service_config(path).reader.backend
             continue
         assert MemReaderConfigFactory.from_yaml(path).backend
+
+
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+JOB_ENV = (
+    "MEMREADER_OUT",
+    "MEMREADER_REFINE_OUT",
+    "MEMREADER_REFINE_READER",
+    "MEMREADER_STORE_FILE",
+)
+
+
+def test_example_job_files_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memreader.batch.job import load_job
+
+    for name in JOB_ENV:
+        monkeypatch.delenv(name, raising=False)
+    root = CONFIGS.parent
+    paths = sorted(CONFIGS.glob("job_*.yaml"))
+    assert {p.name for p in paths} >= {"job_memorybank.yaml", "job_refine.yaml"}
+    for path in paths:
+        job = load_job(path)
+        assert MemReaderConfigFactory.from_dict(job.reader_config()).backend, path.name
+        for spec in job.inputs:  # inside the checkout: a plain clone runs them
+            assert Path(job.resolve(spec.path)).resolve().is_relative_to(root), path.name
+        assert Path(job.output_location()).is_relative_to(root / "out"), path.name
+    # The refinement job reads what the MemoryBank job wrote, with a fine-mode reader (an LLM).
+    fast, refine = load_job(CONFIGS / "job_memorybank.yaml"), load_job(CONFIGS / "job_refine.yaml")
+    assert Path(refine.resolve(refine.inputs[0].path)).resolve() == Path(fast.output_location())
+    assert refine.inputs[0].format == "jsonl" and refine.output_location() != fast.output_location()
+    assert MemReaderConfigFactory.from_dict(refine.reader_config()).config.llm is not None
+
+
+def test_the_memorybank_job_finds_the_shipped_data(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memreader.batch.job import load_job
+    from memreader.batch.run import dry_run
+    from memreader.datasets import load_memorybank
+
+    monkeypatch.delenv("MEMREADER_OUT", raising=False)
+    rows = dry_run(load_job(CONFIGS / "job_memorybank.yaml"))
+    data = CONFIGS.parent / "data" / "memorybank"
+    assert [Path(r["input"]) for r in rows] == [
+        data / "memory_bank_cn.json",
+        data / "memory_bank_en.json",
+    ]
+    for row in rows:
+        days = sum(len(d) for d in load_memorybank(row["input"]).values())
+        assert (row["scenes"], row["bad_records"]) == (days, 0)
+        assert row["windows"] >= row["scenes"]
 
 
 def test_config_errors_carry_no_secret_anywhere() -> None:

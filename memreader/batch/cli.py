@@ -1,8 +1,11 @@
 """``memreader ingest job.yaml`` and ``memreader refine job.yaml``: a job with a progress bar
 (inputs, windows, messages per second; off with ``--quiet`` or when stderr is not a terminal),
 a summary on stderr (also written as JSON next to the output), and an exit status that says
-whether anything failed: 0 nothing, 1 an input, scene or window failed (see the errors file),
+whether anything failed, as every memreader command's does: 0 nothing, 1 an input, scene,
+window or part failed or a window fell back to raw items (see the errors file and the summary),
 2 the job file or an input could not be used at all, 130 the job was stopped by Ctrl-C.
+Warnings that the windows' reports carry (their notes) are said once per input (see
+:mod:`memreader.batch.notes`); ``--quiet`` says errors only (no bar, summary or warnings).
 
 The first Ctrl-C cancels the job the way :func:`~memreader.batch.run.run_job`'s ``cancel`` does
 (the input being read stops before its next batch, unpublished; the errors file, manifest and
@@ -12,39 +15,50 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from memreader.batch.job import load_job
+from memreader.batch.job import JobConfig, load_job
 from memreader.batch.runner import InputResult
 
 __all__ = ["run_job_command"]
 
 
 def run_job_command(args: argparse.Namespace) -> int:
-    """Run the ``ingest`` or ``refine`` command of ``args``; the exit status."""
+    """Run the ``ingest`` or ``refine`` command of ``args``; the exit status. ``--quiet``: only
+    errors are said (no progress bar, no summary, no warnings), and the exit status."""
+    from memreader.batch.run import dry_run
+
+    with _errors_only(args.quiet):
+        job = load_job(args.job)
+        if getattr(args, "dry_run", False):
+            total = 0
+            for row in dry_run(job):
+                total += row["windows"]
+                print(json.dumps(row, ensure_ascii=False))
+            if not args.quiet:
+                print(f"memreader: {total} windows in all", file=sys.stderr)
+            return 0
+        return _run(job, args)
+
+
+def _run(job: JobConfig, args: argparse.Namespace) -> int:
+    """Run ``job`` with a progress bar (unless quiet); the exit status."""
     from tqdm import tqdm
 
-    from memreader.batch.run import dry_run, run_job
+    from memreader.batch.run import run_job
 
-    job = load_job(args.job)
-    if getattr(args, "dry_run", False):
-        total = 0
-        for row in dry_run(job):
-            total += row["windows"]
-            print(json.dumps(row, ensure_ascii=False))
-        print(f"memreader: {total} windows in all", file=sys.stderr)
-        return 0
     show = not args.quiet and sys.stderr.isatty()
     bar = tqdm(total=0, unit="input", disable=not show, file=sys.stderr)
     windows = messages = 0
 
     def on_plan(todo: int, skipped: int) -> None:
         bar.reset(total=todo)
-        if skipped:
+        if skipped and not args.quiet:
             bar.write(f"memreader: {skipped} inputs finished before, skipped", file=sys.stderr)
 
     def on_result(result: InputResult) -> None:
@@ -73,6 +87,20 @@ def run_job_command(args: argparse.Namespace) -> int:
         for line in summary.lines():
             print(f"memreader: {line}", file=sys.stderr)
     return summary.exit_code
+
+
+@contextmanager
+def _errors_only(quiet: bool) -> Iterator[None]:
+    """While the block runs, with ``quiet``: only errors are logged (the root logger's level,
+    and so memreader's, raised to ``ERROR``; worker processes get it too)."""
+    root = logging.getLogger()
+    previous = root.level
+    if quiet:
+        root.setLevel(max(previous, logging.ERROR))
+    try:
+        yield
+    finally:
+        root.setLevel(previous)
 
 
 @contextmanager

@@ -23,6 +23,7 @@ from memreader.config_model import ConfigModel
 from memreader.documents.part_settings import S3Config
 from memreader.errors import ConfigError
 from memreader.modes import ReadMode
+from memreader.scene import ROLES
 from memreader.transport.s3 import is_s3_url, parse_s3_url
 
 __all__ = [
@@ -47,6 +48,7 @@ MANIFEST_FILE = "_manifest.json"
 ERRORS_FILE = "_errors.jsonl"
 SUMMARY_FILE = "_summary.json"
 JOB_FILES = frozenset({MANIFEST_FILE, ERRORS_FILE, SUMMARY_FILE})
+_ROLE_NAMES = ", ".join(sorted(ROLES))
 
 
 class IdSpec(ConfigModel):
@@ -70,14 +72,36 @@ class IdSpec(ConfigModel):
 class FieldMapping(ConfigModel):
     """Where the messages of a record are, and which keys of a message hold its role, text and
     time (for JSON/JSONL layouts that are not OpenAI-style scenes). ``messages: null``: the
-    record itself is the list of messages. ``roles`` maps the layout's role (or speaker) values
-    to OpenAI roles; unmapped values are kept as the message's ``name`` with role ``user``."""
+    record itself is the list of messages.
+
+    ``roles`` maps the layout's role (or speaker) values to OpenAI roles; a value that is an
+    OpenAI role already (``user``, ``assistant``...) stays as it is. Any other value is a
+    speaker: it is kept as the message's ``name``, and its role is the one ``roles`` gives it,
+    else ``default_role``. A speaker that neither gives a role is never silently the user: its
+    record is a bad record (``InvalidMessageError`` naming the speaker) and the job goes on.
+    """
 
     messages: str | None = None
     role: str = "role"
     content: str = "content"
     time: str | None = "chat_time"
     roles: dict[str, str] = Field(default_factory=dict)
+    default_role: str | None = None
+
+    @field_validator("roles")
+    @classmethod
+    def _known_roles(cls, value: dict[str, str]) -> dict[str, str]:
+        for speaker, role in value.items():
+            if role not in ROLES:
+                raise ValueError(f"{speaker!r} maps to {role!r}, not a role ({_ROLE_NAMES})")
+        return value
+
+    @field_validator("default_role")
+    @classmethod
+    def _known_default(cls, value: str | None) -> str | None:
+        if value is not None and value not in ROLES:
+            raise ValueError(f"{value!r} is not a role ({_ROLE_NAMES})")
+        return value
 
 
 class InputSpec(ConfigModel):

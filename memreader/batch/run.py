@@ -27,6 +27,7 @@ from memreader.batch.fingerprint import input_fingerprints
 from memreader.batch.inputs import BadRecord, InputRef, Inputs
 from memreader.batch.job import ERRORS_FILE, SUMMARY_FILE, JobConfig
 from memreader.batch.manifest import Manifest
+from memreader.batch.notes import log_notes
 from memreader.batch.runner import COUNTERS, InputResult
 from memreader.batch.sinks import build_sink
 from memreader.errors import MemReaderError
@@ -66,11 +67,13 @@ class JobSummary:
 
     @property
     def exit_code(self) -> int:
-        """0 when nothing failed, 1 when an input, scene or window failed,
-        :data:`EXIT_CANCELLED` when the job was cancelled (whatever failed)."""
+        """0 when nothing failed, 1 when an input, scene, window or part failed or a window fell
+        back to raw items (as ``memreader read``), :data:`EXIT_CANCELLED` when the job was
+        cancelled (whatever failed)."""
         if self.cancelled:
             return EXIT_CANCELLED
-        return 1 if self.failed_inputs or self.counts.get("failures") else 0
+        failed = self.failed_inputs or self.counts.get("failures") or self.counts.get("fallbacks")
+        return 1 if failed else 0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready."""
@@ -148,6 +151,7 @@ def run_job(
                 for result in run_engine(job, todo, refine=refine, cancel=cancel):
                     result.fingerprint = fingerprint[result.key]
                     manifest.record(result)
+                    log_notes(result.key, result.notes)
                     summary.read += 1
                     read_messages += result.counts.get("messages", 0)
                     owners.update(result.owners)

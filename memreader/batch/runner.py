@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 from memreader.batch.inputs import BadRecord, Batch, InputRef, Inputs
 from memreader.batch.job import JobConfig
+from memreader.batch.notes import NoteTally, reading
 from memreader.batch.sinks import InputWriter, build_sink
 from memreader.errors import MemReaderError
 from memreader.items import TextualMemoryItem
@@ -83,6 +84,8 @@ class InputResult:
     owners: list[str] = field(default_factory=list)
     """The owners whose items the commit wrote (:attr:`InputWriter.owners`; not in the
     manifest): the driver hands them to :meth:`~memreader.batch.sinks.Sink.finish`."""
+    notes: NoteTally = field(default_factory=NoteTally)
+    """The windows with notes (not in the manifest): the driver says them in one line."""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready record (the manifest's entry for this input)."""
@@ -120,6 +123,7 @@ class InputResult:
         self.counts = {**dict.fromkeys(COUNTERS, 0), **spent, "failures": 1}
         self.outputs = []
         self.errors = [_error(self.key, None, None, reason, message)]
+        self.notes = NoteTally()
         self.status, self.error = "failed", f"{reason}: {message}"[:500]
 
 
@@ -171,21 +175,8 @@ class Worker:
         result = InputResult(ref.key, digest)
         writer = self.sink.open_input(ref.key)
         try:
-            units = self._refine_units(ref) if self.refine else self.inputs.read(ref)
-            for unit in units:
-                # Between batches, so a long input stops within one batch. Once every batch is
-                # read the input is committed even if a cancel came meanwhile: the work is done.
-                if cancel is not None and cancel.is_set():
-                    raise InputCancelled(ref.key)
-                if isinstance(unit, BadRecord):
-                    result.errors.append(
-                        _error(
-                            ref.key, unit.scene, None, unit.reason, f"{unit.label}: {unit.message}"
-                        )
-                    )
-                    result.counts["failures"] += 1
-                    continue
-                self._batch(unit, ref, writer, result)
+            with reading():
+                self._read_input(ref, writer, result, cancel)
             result.outputs = writer.commit()
             result.owners = sorted(writer.owners)
         except InputCancelled:
@@ -199,6 +190,24 @@ class Worker:
             result.fail(reason, str(exc))
         result.seconds = time.perf_counter() - start
         return result
+
+    def _read_input(
+        self, ref: InputRef, writer: InputWriter, result: InputResult, cancel: CancelFlag | None
+    ) -> None:
+        """Every batch of ``ref`` through the reader, its items into ``writer``; bad records
+        into ``result``."""
+        units = self._refine_units(ref) if self.refine else self.inputs.read(ref)
+        for unit in units:
+            # Between batches, so a long input stops within one batch. Once every batch is
+            # read the input is committed even if a cancel came meanwhile: the work is done.
+            if cancel is not None and cancel.is_set():
+                raise InputCancelled(ref.key)
+            if isinstance(unit, BadRecord):
+                message = f"{unit.label}: {unit.message}"
+                result.errors.append(_error(ref.key, unit.scene, None, unit.reason, message))
+                result.counts["failures"] += 1
+                continue
+            self._batch(unit, ref, writer, result)
 
     # -- batches ------------------------------------------------------------------------------
 
@@ -296,6 +305,7 @@ class Worker:
         result: InputResult,
     ) -> None:
         counts = result.counts
+        result.notes.add(report, 0 if self.refine else first)
         counts["scenes"] += len(scenes)
         counts["messages"] += sum(len(s) if isinstance(s, list) else 1 for s in scenes)
         counts["windows"] += len(report.windows)
@@ -319,6 +329,19 @@ class Worker:
                         window.window_index,
                         "WindowError" if window.status == "error" else "EmbeddingError",
                         window.error or window.embedding_error or "",
+                    )
+                )
+        for part in report.parts:
+            if part.status == "error":  # a file, image or audio part that could not be read
+                counts["failures"] += 1
+                result.errors.append(
+                    _error(
+                        ref.key,
+                        part.scene_index + (0 if self.refine else first),
+                        None,
+                        part.error_type or "PartError",
+                        f"message {part.message_index}: {part.type} part not read: "
+                        f"{part.error or ''}",
                     )
                 )
         if report.usage is not None:

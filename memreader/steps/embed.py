@@ -26,9 +26,13 @@ from memreader.pipeline.state import ReadState
 from memreader.pipeline.step import STEPS, Step
 from memreader.report import WindowReport
 
-__all__ = ["Embed"]
+__all__ = ["IN_REPORT", "Embed"]
 
 logger = logging.getLogger(__name__)
+
+#: Set (true) on a log record whose fact the call's report carries too (the windows' notes): a
+#: caller that says the reports' notes itself, as a batch job does per input, may leave it out.
+IN_REPORT = "in_report"
 
 #: By item id: the memory the item had and what to embed for it instead, as consecutive fragments.
 EmbeddingFragments = dict[str, tuple[str, tuple[str, ...]]]
@@ -158,4 +162,5 @@ def _note_unreadable(
             name,
             f"{low}%" if low == high else f"{low}% to {high}%",
             README_SECTION,
+            extra={IN_REPORT: True},
         )

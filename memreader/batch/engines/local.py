@@ -48,11 +48,13 @@ POLL_S = 0.1
 _Task = tuple[InputRef, str]
 
 
-def _serve(conn: Connection, job: JobConfig, refine: bool, stop: Event) -> None:
+def _serve(conn: Connection, job: JobConfig, refine: bool, stop: Event, level: int) -> None:
     """The body of a worker process: build the worker, say so (or why not), then read each
-    input sent until ``None`` comes; an input cut short by ``stop`` is answered ``cancelled``."""
+    input sent until ``None`` comes; an input cut short by ``stop`` is answered ``cancelled``.
+    ``level``: the driver's level for memreader's loggers (``--quiet``: errors only)."""
     # Ctrl-C reaches the whole process group: the driver decides what stops, and when.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    logging.getLogger("memreader").setLevel(level)
     try:
         worker = Worker(job, refine=refine)
     except Exception as exc:  # handed back: the driver raises it as the job's error
@@ -117,6 +119,8 @@ class _Pool:
         self.replacements = 0
         self.procs: list[_Proc] = []
         self.stop = self.context.Event()  # seen by every worker process: stop at a batch
+        # A spawned process starts without the driver's logging settings: it gets its level.
+        self.log_level = logging.getLogger("memreader").getEffectiveLevel()
         self.stopping = False
 
     def start(self, todo: Sequence[_Task]) -> None:
@@ -131,7 +135,9 @@ class _Pool:
     def _start(self) -> None:
         ours, theirs = self.context.Pipe()
         process = self.context.Process(
-            target=_serve, args=(theirs, self.job, self.refine, self.stop), daemon=True
+            target=_serve,
+            args=(theirs, self.job, self.refine, self.stop, self.log_level),
+            daemon=True,
         )
         process.start()
         theirs.close()  # only the child holds it now: its death makes our end readable (EOF)

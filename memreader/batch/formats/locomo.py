@@ -19,6 +19,7 @@ from memreader.batch.formats.base import (
     input_ids,
     register_format,
 )
+from memreader.batch.formats.records import speaker_role
 from memreader.errors import InvalidMessageError, InvalidSceneError
 
 if TYPE_CHECKING:
@@ -84,8 +85,10 @@ def session_scene(
     conversation: Mapping[str, Any], session: str, mapping: FieldMapping | None
 ) -> list[dict[str, Any]]:
     """A LoCoMo session as a scene: ``speaker_a`` is the user and ``speaker_b`` the assistant
-    unless ``mapping.roles`` says otherwise; every message keeps its speaker as ``name``, its
-    ``dia_id`` as ``message_id`` and the session's date as ``chat_time``."""
+    unless ``mapping.roles`` says otherwise; another speaker has ``mapping.default_role``, and
+    without one its turn makes the session a bad record (never silently the user's). Every
+    message keeps its speaker as ``name``, its ``dia_id`` as ``message_id`` and the session's
+    date as ``chat_time``."""
     turns = conversation[session]
     if not isinstance(turns, list):
         raise InvalidSceneError(f"{session} must be a list of turns")
@@ -95,6 +98,7 @@ def session_scene(
         str(conversation.get("speaker_b")): "assistant",
         **(mapping.roles if mapping is not None else {}),
     }
+    default_role = mapping.default_role if mapping is not None else None
     scene = []
     for i, turn in enumerate(turns):
         if not isinstance(turn, Mapping):
@@ -103,7 +107,7 @@ def session_scene(
         if not isinstance(speaker, str) or not speaker or not isinstance(text, str):
             raise InvalidMessageError("a turn needs string 'speaker' and 'text'", message_index=i)
         message: dict[str, Any] = {
-            "role": roles.get(speaker, "user"),
+            "role": speaker_role(speaker, roles, default_role, i),
             "name": speaker,
             "content": text,
         }
