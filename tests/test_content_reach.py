@@ -296,7 +296,7 @@ def test_the_cli_reads_nothing_beside_a_chat_without_allow_root(
     home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, item, _ = run_read(capsys, str(hostile_chat(home)))
-    assert code == 0
+    assert code == 1, "parts were refused: something failed"
     assert "SECRETSECRET" not in item["memory"] and "tea at four" not in item["memory"]
     assert "local paths are disabled" in item["memory"]
 
@@ -306,7 +306,7 @@ def test_allow_root_reads_files_but_never_hidden_ones(
 ) -> None:
     chat = hostile_chat(home)
     code, item, _ = run_read(capsys, str(chat), "--allow-root", str(home))
-    assert code == 0
+    assert code == 1, "the hidden files were refused: something failed"
     assert "tea at four" in item["memory"]
     assert "SECRETSECRET" not in item["memory"]
     assert item["memory"].count("is hidden") == 3  # .aws/credentials, .env, link.txt -> .env

@@ -306,7 +306,9 @@ def test_local_paths_are_off_by_default(tmp_path: Path) -> None:
     )
     (part,) = report.parts
     assert part.status == "error" and "local paths are disabled" in (part.error or "")
-    assert "not read" in items[0].memory
+    # The placeholder of a file that was not read is no memory: its window is dropped.
+    assert items == [] and [w.status for w in report.windows] == ["dropped"]
+    assert report.windows[0].part_issues[0]["status"] == "error"
 
 
 class _Files(BaseHTTPRequestHandler):
@@ -644,11 +646,13 @@ def test_cli_reads_a_multimodal_chat_file_with_files_beside_it(tmp_path: Path) -
         "report.json",
         cwd=tmp_path,
     )
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 1, result.stderr  # /etc/hostname is not read: a failure
     (item,) = [json.loads(line) for line in result.stdout.splitlines()]
     assert "| tea | 3 |" in item["memory"] and "PNG, 64x48" in item["memory"]
-    assert "outside the allowed roots" in item["memory"]  # /etc/hostname is not read
-    assert "could not be read" in result.stderr
+    assert "outside the allowed roots" in item["memory"]  # its placeholder, beside the text
+    assert result.stderr.splitlines()[-1] == (
+        "memreader: 1 of 3 files, images or audio parts could not be read (see --report)"
+    )
     report = json.loads((tmp_path / "report.json").read_text())
     assert [p["status"] for p in report["parts"]] == ["ok", "ok", "error"]
 

@@ -6,9 +6,30 @@ embedder's files), ``ingest`` and ``refine`` (:mod:`memreader.batch.cli`: batch 
 ``search``, ``history``, ``forget`` and ``export-md`` (:mod:`memreader.cli.stores`: a memory
 store), ``serve`` and ``key`` (:mod:`memreader.cli.serve`: the HTTP service).
 
-Every command exits with one line on stderr and status 2 for any error memreader raises on
-purpose (bad input, config, output path), or status 1 for an unexpected one (its traceback only
-with ``-v``). Never a traceback otherwise.
+The global flags (``-v``/``--verbose``: ``-v`` info, ``-vv`` debug) go before or after the
+subcommand: ``memreader -v read chat.json`` and ``memreader read chat.json -v`` are the same.
+
+Every command's exit status says what a script needs to know:
+
+===  ==========================================================================================
+0    nothing failed
+1    something failed, and stderr says what: ``read``, the windows that fell back to raw items
+     or gave no item, the parts (files, images, audio) that could not be read, the images
+     that could not be described, the items left without a vector; ``ingest`` and ``refine``,
+     the inputs, scenes and windows that failed (see the job's errors file); any command, an
+     unexpected error (one line; its traceback only with ``-v``)
+2    the call itself was wrong: bad flags, a bad config or job file, an input file that cannot
+     be read or has the wrong shape, an output that cannot be written, a store that does not
+     exist, a memory id the owner does not have (one line on stderr)
+130  interrupted (Ctrl-C); ``ingest`` and ``refine`` were cancelled: run them again for the rest
+===  ==========================================================================================
+
+By command: ``read`` 0, 1, 2; ``ingest`` and ``refine`` 0, 1, 2, 130 (``--dry-run``: 0 or 2);
+``search`` 0 (also when nothing matches: ``no memory found`` on stderr) or 2; ``history`` 0 or
+2; ``forget`` 0 (also when nothing came from that source) or 2; ``export-md`` 0 or 2;
+``models build`` and ``models info`` 0 or 2 (an int8 check that fails is not a failure: fp32 is
+used); ``serve`` 0 once stopped, 2 for a bad config or a missing extra; ``key`` 0. Never a
+traceback, unless ``-v``.
 """
 
 from __future__ import annotations
@@ -27,25 +48,88 @@ from memreader.cli.stores import STORE_COMMANDS, add_store_parsers, run_store_co
 from memreader.embedders.cli import add_models_parser, run_models
 from memreader.errors import MemReaderError
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_FAILURE", "build_parser", "main"]
+__all__ = ["EXIT_BAD_INPUT", "EXIT_FAILURE", "EXIT_INTERRUPTED", "build_parser", "main"]
 
 logger = logging.getLogger(__name__)
 
 EXIT_BAD_INPUT = 2
 EXIT_FAILURE = 1
+EXIT_INTERRUPTED = 130
+
+#: The exit codes, as ``memreader --help`` shows them.
+EXIT_CODES_HELP = """\
+exit status (every command):
+  0    nothing failed
+  1    something failed; stderr says what (read: windows that fell back or gave no item,
+       parts not read, images not described, items without a vector; ingest/refine: inputs,
+       scenes or windows that failed, see the errors file), or an unexpected error
+  2    the call itself was wrong: bad flags, config or job file, an unreadable input or
+       output, a store that does not exist (one line on stderr)
+  130  interrupted (Ctrl-C; ingest/refine: cancelled, run again for the rest)
+search, history, forget, export-md, models, serve and key fail only with 2 (or 1 for an
+unexpected error): a search that finds nothing, or a forget that matches nothing, exits 0.
+
+global flags (before or after the subcommand): -v info, -vv debug"""
+
+#: The exit codes each subcommand's ``--help`` shows.
+_COMMAND_EXIT_CODES = {
+    "read": "exit status: 0 nothing failed; 1 a window fell back or gave no item, a part could "
+    "not be read, an image could not be described or an item has no vector (stderr counts "
+    "each); 2 the call was wrong (flags, config, input, output)",
+    "ingest": "exit status: 0 nothing failed; 1 an input, scene or window failed (see the "
+    "errors file); 2 the job file or an input could not be used; 130 cancelled",
+    "*": "exit status: 0 done; 2 the call was wrong (flags, config, store); 1 an unexpected error",
+}
+_COMMAND_EXIT_CODES["refine"] = _COMMAND_EXIT_CODES["ingest"]
+
+_HELP_VERBOSE = "log more (-vv: debug); also after the subcommand"
+# Where -v after a subcommand goes (summed with the one before it by parse_args).
+_VERBOSE_AFTER = "verbose_after_command"
+
+
+class _CommandParser(argparse.ArgumentParser):
+    """A subcommand's parser: it takes the global flags too, so ``memreader read x.json -v``
+    works as ``memreader -v read x.json`` does. Its ``-v`` counts into its own field (absent
+    unless given), so it neither resets nor hides the one given before the subcommand."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.add_argument(
+            "-v",
+            "--verbose",
+            action="count",
+            dest=_VERBOSE_AFTER,
+            default=argparse.SUPPRESS,
+            help=_HELP_VERBOSE,
+        )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The parser of every ``memreader`` subcommand."""
-    parser = argparse.ArgumentParser(prog="memreader", description=__doc__.splitlines()[0])
-    parser.add_argument("-v", "--verbose", action="count", default=0, help="log more (-vv: debug)")
-    commands = parser.add_subparsers(dest="command", required=True)
+    """The parser of every ``memreader`` subcommand (use :func:`parse_args`, which sums ``-v``
+    before and after the subcommand)."""
+    parser = argparse.ArgumentParser(
+        prog="memreader",
+        description=__doc__.splitlines()[0],
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("-v", "--verbose", action="count", default=0, help=_HELP_VERBOSE)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_CommandParser)
     add_read_parser(commands)
     add_models_parser(commands)
     _add_job_parsers(commands)
     add_store_parsers(commands)
     add_serve_parsers(commands)
+    for name, sub in commands.choices.items():
+        sub.epilog = _COMMAND_EXIT_CODES.get(name, _COMMAND_EXIT_CODES["*"])
     return parser
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The parsed command line; ``verbose`` counts ``-v`` before and after the subcommand."""
+    args = build_parser().parse_args(argv)
+    args.verbose += vars(args).pop(_VERBOSE_AFTER, 0)
+    return args
 
 
 def _add_job_parsers(commands: Any) -> None:
@@ -59,7 +143,9 @@ def _add_job_parsers(commands: Any) -> None:
         job.add_argument(
             "--restart", action="store_true", help="ignore the manifest: read every input again"
         )
-        job.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
+        job.add_argument(
+            "--quiet", action="store_true", help="errors only: no progress bar, warnings or summary"
+        )
         if name == "ingest":
             job.add_argument(
                 "--dry-run",
@@ -69,9 +155,11 @@ def _add_job_parsers(commands: Any) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``memreader`` console script: 0 on success, 2 with one line on stderr
-    for any :class:`MemReaderError`, 1 with one line for anything unexpected."""
-    args = build_parser().parse_args(argv)
+    """Entry point of the ``memreader`` console script: the exit status (see the module
+    docstring): 0 nothing failed, 1 something failed (the command says what on stderr) or an
+    unexpected error (one line), 2 with one line on stderr for any :class:`MemReaderError`
+    (and argparse's own 2 for bad flags), 130 when interrupted."""
+    args = parse_args(argv)
     logging.basicConfig(
         level=[logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)],
         format="%(levelname)s %(name)s: %(message)s",
@@ -95,7 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _fail(f"error: {exc}")
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader of stdout went away (`| head`): stop quietly, and keep Python from
         # complaining again when it flushes stdout at exit.

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from contextlib import ExitStack
 from typing import IO, Any
 
+from memreader.cli.llm_flags import add_llm_flags, llm_settings
 from memreader.cli.output import open_outputs
 from memreader.cli.stores import StoreOutput, add_store_flag
 from memreader.config import read_yaml_config, without_pass
@@ -28,7 +29,7 @@ from memreader.items import TextualMemoryItem
 from memreader.modes import READ_MODES
 from memreader.report import ReadReport
 
-__all__ = ["SCENES_PER_CALL", "add_read_parser", "reader_config", "run_read"]
+__all__ = ["SCENES_PER_CALL", "add_read_parser", "failure_lines", "reader_config", "run_read"]
 
 logger = logging.getLogger(__name__)
 
@@ -78,32 +79,10 @@ def add_read_parser(commands: Any) -> None:
         "--no-embedding", action="store_true", help="do not embed (items carry no embedding)"
     )
     read.add_argument("--report", help="write the per-window report (status, usage) as JSON here")
-    _add_llm_flags(read)
+    add_llm_flags(read)
     progress = read.add_mutually_exclusive_group()
     progress.add_argument("--progress", dest="progress", action="store_true", default=None)
     progress.add_argument("--no-progress", dest="progress", action="store_false")
-
-
-def _add_llm_flags(read: argparse.ArgumentParser) -> None:
-    llm = read.add_argument_group(
-        "fine mode LLM",
-        "override the config's `llm`; defaults come from MEMREADER_LLM_BACKEND, "
-        "MEMREADER_LLM_MODEL, MEMREADER_LLM_BASE_URL and OPENAI_API_KEY",
-    )
-    llm.add_argument("--llm-backend", choices=("openai", "ollama"))
-    llm.add_argument("--llm-model")
-    llm.add_argument("--llm-base-url", help="e.g. http://127.0.0.1:8080/v1 (llama.cpp server)")
-    llm.add_argument(
-        "--llm-api-key-env",
-        default="OPENAI_API_KEY",
-        help="environment variable holding the API key (keys are never taken as arguments)",
-    )
-    llm.add_argument(
-        "--structured-output", choices=("json_schema", "json_object_schema", "tool_call", "prompt")
-    )
-    llm.add_argument("--llm-concurrency", type=int, help="LLM requests in flight at most")
-    llm.add_argument("--no-filter", action="store_true", help="skip the hallucination filter")
-    llm.add_argument("--no-rewrite", action="store_true", help="skip the rewrite pass")
 
 
 def reader_config(args: argparse.Namespace) -> MemReaderConfigFactory:
@@ -152,7 +131,7 @@ def reader_config(args: argparse.Namespace) -> MemReaderConfigFactory:
         s3 = config["fetch"]["s3"]
         s3["allow_buckets"] = [*s3.get("allow_buckets", []), args.input[len("s3://") :]]
     if args.mode == "fine":
-        config["llm"] = _llm_settings(args, config.get("llm"))
+        config["llm"] = llm_settings(args, config.get("llm"))
         if args.llm_concurrency is not None:
             config["llm_max_concurrency"] = args.llm_concurrency
         if args.no_filter:  # the way that agrees with the config's own fine.passes
@@ -172,25 +151,6 @@ def _roots(paths: Sequence[str]) -> list[str]:
             raise InputError(f"--allow-root {path}: no such file or folder")
         roots.append(resolved)
     return roots
-
-
-def _llm_settings(args: argparse.Namespace, configured: dict[str, Any] | None) -> Any:
-    """The config's ``llm`` with flags and environment on top (flags win)."""
-    llm = dict(configured or {})
-    env = os.environ
-    backend = args.llm_backend or env.get("MEMREADER_LLM_BACKEND")
-    model = args.llm_model or env.get("MEMREADER_LLM_MODEL")
-    base_url = args.llm_base_url or env.get("MEMREADER_LLM_BASE_URL")
-    for key, value in (("backend", backend), ("model", model), ("base_url", base_url)):
-        if value:
-            llm[key] = value
-    if args.structured_output:
-        llm["structured_output"] = args.structured_output
-    if llm.get("api_key") is None and env.get(args.llm_api_key_env):
-        llm["api_key"] = env[args.llm_api_key_env]
-    if not llm.get("model"):
-        return configured  # let the reader say that fine mode needs an LLM
-    return llm
 
 
 def _jobs(args: argparse.Namespace) -> list[tuple[dict[str, str], Any, int]]:
@@ -257,8 +217,9 @@ def _load_json(path: str) -> Any:
 
 
 def run_read(args: argparse.Namespace) -> int:
-    """Run ``memreader read``: 0 once every item and the report are written (parts that could
-    not be read and windows that fell back are counted on stderr)."""
+    """Run ``memreader read``: 0 once every item and the report are written and nothing failed;
+    1 when something failed (each kind counted on stderr: see :func:`failure_lines`), the items
+    that could be made written all the same."""
     with ExitStack() as stack:
         # Unwritable outputs fail now, before any work (and a failed run discards both).
         outputs = open_outputs(stack, args)
@@ -267,31 +228,55 @@ def run_read(args: argparse.Namespace) -> int:
         if store is not None:
             stack.callback(store.close)
         # With --store and no -o the items go to the store only.
-        report = _run(args, None if store is not None and args.output is None else out, store)
+        report, no_vector = _run(
+            args, None if store is not None and args.output is None else out, store
+        )
         if args.report is not None:
             json.dump(report.to_dict(), outputs[-1].handle, ensure_ascii=False, indent=2)
         for output in outputs:
             output.commit()
-    failed_parts = [p for p in report.parts if p.status == "error"]
-    if failed_parts:
-        print(
-            f"memreader: {len(failed_parts)} of {len(report.parts)} files, images or audio "
-            "parts could not be read; placeholders stand in (see --report)",
-            file=sys.stderr,
-        )
     if store is not None:
         print(f"memreader: {store.summary()}", file=sys.stderr)
-    if report.fallbacks:
-        print(
-            f"memreader: {len(report.fallbacks)} of {len(report.windows)} windows fell back to "
-            "raw items (see --report)",
-            file=sys.stderr,
+    failures = failure_lines(report, no_vector)
+    for line in failures:
+        print(f"memreader: {line}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+def failure_lines(report: ReadReport, no_vector: int = 0) -> list[str]:
+    """What failed in a read, one line per kind (none: nothing failed): windows that fell back
+    to raw items, windows that gave no item, parts that could not be read, images that could
+    not be described, and the ``no_vector`` items whose embedding failed."""
+    lines = []
+    windows = len(report.windows)
+    fell_back = len(report.fallbacks)
+    if fell_back:
+        lines.append(f"{fell_back} of {windows} windows fell back to raw items (see --report)")
+    no_item = sum(1 for w in report.windows if w.status == "error")
+    if no_item:
+        lines.append(f"{no_item} of {windows} windows gave no item (see --report)")
+    parts = len(report.parts)
+    unread = sum(1 for p in report.parts if p.status == "error")
+    if unread:
+        lines.append(
+            f"{unread} of {parts} files, images or audio parts could not be read (see --report)"
         )
-    return 0
+    undescribed = sum(1 for p in report.parts if p.status == "fallback")
+    if undescribed:
+        lines.append(
+            f"{undescribed} of {parts} images could not be described; fallback items stand in "
+            "(see --report)"
+        )
+    if no_vector:
+        lines.append(f"{no_vector} items have no vector: embedding them failed (see --report)")
+    return lines
 
 
-def _run(args: argparse.Namespace, out: IO[str] | None, store: StoreOutput | None) -> ReadReport:
-    """Read every job and write its items to ``out`` (and ``store``); the merged report."""
+def _run(
+    args: argparse.Namespace, out: IO[str] | None, store: StoreOutput | None
+) -> tuple[ReadReport, int]:
+    """Read every job and write its items to ``out`` (and ``store``); the merged report and the
+    number of items whose embedding failed."""
     from tqdm import tqdm
 
     reader = MemReaderFactory.from_config(reader_config(args))
@@ -300,7 +285,7 @@ def _run(args: argparse.Namespace, out: IO[str] | None, store: StoreOutput | Non
     jobs = _jobs(args)
     total = sum(len(scenes) if isinstance(scenes, list) else 1 for _, scenes, _ in jobs)
     show = sys.stderr.isatty() if args.progress is None else args.progress
-    count = 0
+    count = no_vector = 0
     report = ReadReport(mode=args.mode)
     with tqdm(total=total, unit="scene", disable=not show or total < 2, file=sys.stderr) as bar:
         for info, scenes, scene_offset in jobs:
@@ -321,11 +306,12 @@ def _run(args: argparse.Namespace, out: IO[str] | None, store: StoreOutput | Non
                     if out is not None:
                         _write(out, item, scene_offset)
                     count += 1
+                    no_vector += "embedding:failed" in item.metadata.tags
             bar.update(len(scenes) if isinstance(scenes, list) else 1)
     if out is not None:
         out.flush()
     logger.info("wrote %d items", count)
-    return report
+    return report, no_vector
 
 
 def _merge(total: ReadReport, part: ReadReport, scene_offset: int) -> None:

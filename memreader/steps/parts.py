@@ -12,8 +12,9 @@ note_parts     windows, part_reads           windows              fast, fine
 A part keeps its place: a file's converted text, an image's description or an audio's
 transcript replaces the part in its message, so it is windowed next to the text around it. A
 part that cannot be read is a placeholder naming it and the reason, reported in
-``report.parts`` and in its window's ``part_issues`` (never dropped); with ``strict_parts`` its
-typed error is raised instead.
+``report.parts`` and in its window's ``part_issues``; with ``strict_parts`` its typed error is
+raised instead. A placeholder is no memory: a window of nothing but placeholders of parts that
+could not be read is dropped (its report says so), while one with other text keeps them.
 
 What these steps read beside the base reader config is :class:`PartsSettings` (the multimodal
 reader's config inherits it).
@@ -32,16 +33,18 @@ from memreader.documents.part_settings import FetchConfig, ImageConfig, Transcri
 from memreader.documents.part_tasks import PartTask, task_for_part
 from memreader.documents.resolved import Resolved
 from memreader.documents.resources import ResourceCache, ResourceReader, ResourceStats
+from memreader.emit import chunk_positions
 from memreader.errors import InputError
 from memreader.extraction import short_error
 from memreader.modes import SCENE_MODES
 from memreader.parsers import PartRef
+from memreader.part_shapes import UNSUPPORTED_PART, Part
 from memreader.pipeline.runtime import ReaderRuntime, SharedKey
-from memreader.pipeline.state import PartKey, PartRead, ReadState
+from memreader.pipeline.state import PartKey, PartRead, ReadState, WindowedScene
 from memreader.pipeline.step import STEPS, Step
 from memreader.rendering import MAX_LABEL, clip
 from memreader.report import PartReport
-from memreader.scene import UNSUPPORTED_PART, Part, Scene, normalize_chat
+from memreader.scene import Scene, normalize_chat
 from memreader.steps.read import Normalize
 from memreader.text_checks import check_text
 
@@ -163,18 +166,7 @@ class ReadParts(Step):
                 for part in message.parts:
                     key = (position, message.index, part.index)
                     if part.type == UNSUPPORTED_PART:
-                        kind = part.payload.get("type") if isinstance(part.payload, dict) else None
-                        shown = clip(str(kind), MAX_LABEL).text  # a type name can be huge
-                        reads[key] = PartRead(
-                            PartReport(
-                                scene.index,
-                                message.index,
-                                part.index,
-                                shown,
-                                status="unsupported",
-                                detail=f"no parser for part type {shown!r}",
-                            )
-                        )
+                        reads[key] = _unsupported(scene, message.index, part, reads.get(key))
                         continue
                     if part.exact:
                         continue
@@ -207,6 +199,21 @@ class ReadParts(Step):
             )
         )
         state.part_reads = reads
+
+
+def _unsupported(scene: Scene, message: int, part: Part, before: PartRead | None) -> PartRead:
+    """The report of a part of an unknown type or shape, saying why (several such blocks inside
+    one part, e.g. a tool result's, make one report naming them all)."""
+    payload = part.payload if isinstance(part.payload, dict) else {}
+    shown = clip(str(payload.get("type")), MAX_LABEL).text  # a type name can be huge
+    detail = str(payload.get("reason") or f"no parser for part type {shown!r}")
+    if before is not None and before.report.detail:
+        detail = f"{before.report.detail}; {detail}"
+        shown = before.report.type
+    report = PartReport(
+        scene.index, message, part.index, shown, status="unsupported", detail=detail
+    )
+    return PartRead(report)
 
 
 def _checked(result: Resolved, task: PartTask) -> Resolved:
@@ -249,7 +256,7 @@ def with_reads(scene: Scene, position: int, reads: dict[PartKey, PartRead]) -> S
         parts = []
         for part in message.parts:
             read = reads.get((position, message.index, part.index))
-            if read is None or read.resolved is None:
+            if read is None or read.resolved is None or part.exact:
                 parts.append(part)
                 continue
             parts.append(_resolved_part(part, read.resolved))
@@ -275,7 +282,10 @@ def _what(part: Part) -> str:
 
 @STEPS.register("note_parts")
 class NoteParts(Step):
-    """Each window's report lists its parts that are unsupported or could not be read."""
+    """Each window's report lists its parts that are unsupported or could not be read; a window
+    made only of placeholders of parts that could not be read is dropped (``status="dropped"``):
+    a placeholder says a file was there, which is no memory. A window that has any other text
+    keeps its placeholders, in their places."""
 
     name = "note_parts"
     requires = ("windows", "part_reads")
@@ -285,27 +295,42 @@ class NoteParts(Step):
     def run(self, state: ReadState, runtime: ReaderRuntime) -> None:
         reads = state.part_reads
         issues = {k: r for k, r in reads.items() if r.report.status in ("unsupported", "error")}
-        if not issues:
-            return
-        for position, ws in enumerate(state.windows):
-            for window, entry in zip(ws.windows, ws.reports, strict=True):
-                seen = set()
-                for segment in window.segments:
-                    ref = ws.units[segment.unit].key
-                    assert isinstance(ref, PartRef)
-                    key = (position, ref.message.index, ref.part.index)
-                    read = issues.get(key)
-                    if read is None or key in seen:
-                        continue
-                    seen.add(key)
-                    report = read.report
-                    entry.part_issues.append(
-                        {
-                            "scene_index": report.scene_index,
-                            "message_index": report.message_index,
-                            "part_index": report.part_index,
-                            "type": report.type,
-                            "status": report.status,
-                            "reason": report.error or report.detail,
-                        }
-                    )
+        if issues:
+            state.windows = [_noted(i, ws, issues) for i, ws in enumerate(state.windows)]
+
+
+def _noted(position: int, ws: WindowedScene, issues: dict[PartKey, PartRead]) -> WindowedScene:
+    """``ws`` with its windows' part issues noted, less its windows of unread placeholders."""
+    kept: list[int] = []
+    for i, (window, entry) in enumerate(zip(ws.windows, ws.reports, strict=True)):
+        keys = []
+        for segment in window.segments:
+            ref = ws.units[segment.unit].key
+            assert isinstance(ref, PartRef)
+            keys.append((position, ref.message.index, ref.part.index))
+        for key in dict.fromkeys(k for k in keys if k in issues):
+            report = issues[key].report
+            entry.part_issues.append(
+                {
+                    "scene_index": report.scene_index,
+                    "message_index": report.message_index,
+                    "part_index": report.part_index,
+                    "type": report.type,
+                    "status": report.status,
+                    "reason": report.error or report.detail,
+                }
+            )
+        if keys and all(k in issues and issues[k].report.status == "error" for k in keys):
+            entry.status = "dropped"
+            entry.error = "only placeholders of parts that could not be read (see part_issues)"
+        else:
+            kept.append(i)
+    if len(kept) == len(ws.windows):
+        return ws
+    windows = [ws.windows[i] for i in kept]
+    return dataclasses.replace(
+        ws,
+        windows=windows,
+        reports=[ws.reports[i] for i in kept],
+        chunks=chunk_positions(windows, ws.units, ws.scene),
+    )

@@ -19,10 +19,12 @@ from memreader.extraction import short_error
 from memreader.extraction.importance import source_importance
 from memreader.items import MemoryType, TextualMemoryItem
 from memreader.modes import Mode
+from memreader.parsers import PartRef
 from memreader.pipeline.runtime import ReaderRuntime
 from memreader.pipeline.state import ReadState, WindowedScene
 from memreader.pipeline.step import STEPS, Step
 from memreader.report import WindowReport
+from memreader.windows import Unit
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +52,9 @@ class RawFileItems(Step):
         for position, ws in enumerate(state.windows):
             chunks: dict[int, list[int]] = {}
             for window_index, unit in sorted(ws.chunks):
-                if is_document_unit(ws.units[unit], ws.scene):
+                if is_document_unit(ws.units[unit], ws.scene) and not _unread(
+                    state, position, ws.units[unit]
+                ):
                     chunks.setdefault(unit, []).append(window_index)
             for unit in sorted(chunks):
                 try:
@@ -65,6 +69,16 @@ class RawFileItems(Step):
                 state.emitted.extend(made)
 
 
+def _unread(state: ReadState, position: int, unit: Unit) -> bool:
+    """Whether ``unit`` is the placeholder of a part that could not be read (no raw file: a
+    placeholder is not the file's text)."""
+    ref = unit.key
+    if not isinstance(ref, PartRef):
+        return False
+    read = state.part_reads.get((position, ref.message.index, ref.part.index))
+    return read is not None and read.report.status == "error"
+
+
 def _raw_chunks(
     state: ReadState,
     ws: WindowedScene,
@@ -74,8 +88,12 @@ def _raw_chunks(
 ) -> list[tuple[TextualMemoryItem, WindowReport]]:
     made: list[tuple[TextualMemoryItem, WindowReport]] = []
     text = ws.units[unit].text
+    # A step may have dropped windows: the list no longer lines up with window indexes.
+    at = {window.index: i for i, window in enumerate(ws.windows)}
     for window_index in window_indexes:
-        window, entry = ws.windows[window_index], ws.reports[window_index]
+        if window_index not in at:
+            continue
+        window, entry = ws.windows[at[window_index]], ws.reports[at[window_index]]
         segments = [s for s in window.segments if s.unit == unit]
         sources = [
             s

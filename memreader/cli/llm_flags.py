@@ -1,0 +1,94 @@
+"""The ``read`` command's fine-mode LLM flags (``--llm-model``, ``--llm-base-url``,
+``--llm-api-key-env``, ...) and the config's ``llm`` they make (:func:`llm_settings`).
+
+A flag the user gave is never ignored quietly: ``--llm-api-key-env VAR`` with ``VAR`` unset or
+empty is an error naming ``VAR`` (as ``${VAR}`` in a config is), and a server without a model
+(``--llm-base-url URL`` alone) is an error naming ``--llm-model``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from memreader.errors import ConfigError
+
+__all__ = ["add_llm_flags", "llm_settings"]
+
+
+def add_llm_flags(read: argparse.ArgumentParser) -> None:
+    """Add the fine-mode LLM flags to ``read``."""
+    llm = read.add_argument_group(
+        "fine mode LLM",
+        "override the config's `llm`; defaults come from MEMREADER_LLM_BACKEND, "
+        "MEMREADER_LLM_MODEL, MEMREADER_LLM_BASE_URL and OPENAI_API_KEY",
+    )
+    llm.add_argument("--llm-backend", choices=("openai", "ollama"))
+    llm.add_argument("--llm-model")
+    llm.add_argument("--llm-base-url", help="e.g. http://127.0.0.1:8080/v1 (llama.cpp server)")
+    llm.add_argument(
+        "--llm-api-key-env",
+        metavar="VAR",
+        help="environment variable holding the API key (keys are never taken as arguments); "
+        "named here, it must be set and not empty (default: OPENAI_API_KEY, if set)",
+    )
+    llm.add_argument(
+        "--structured-output", choices=("json_schema", "json_object_schema", "tool_call", "prompt")
+    )
+    llm.add_argument("--llm-concurrency", type=int, help="LLM requests in flight at most")
+    llm.add_argument("--no-filter", action="store_true", help="skip the hallucination filter")
+    llm.add_argument("--no-rewrite", action="store_true", help="skip the rewrite pass")
+
+
+def llm_settings(args: argparse.Namespace, configured: dict[str, Any] | None) -> Any:
+    """The config's ``llm`` with flags and environment on top (flags win).
+
+    Raises:
+        ConfigError: ``--llm-api-key-env`` names a variable that is not set or empty; or no
+            model comes from anywhere (the message names ``--llm-model``, and the flags or
+            variables given without it).
+    """
+    llm = dict(configured or {})
+    env = os.environ
+    given = {
+        "backend": _given(args.llm_backend, "--llm-backend", "MEMREADER_LLM_BACKEND"),
+        "model": _given(args.llm_model, "--llm-model", "MEMREADER_LLM_MODEL"),
+        "base_url": _given(args.llm_base_url, "--llm-base-url", "MEMREADER_LLM_BASE_URL"),
+        "structured_output": (args.structured_output, "--structured-output"),
+    }
+    for key, (value, _) in given.items():
+        if value:
+            llm[key] = value
+    if args.llm_api_key_env is not None:
+        # A variable the user named must hold the key (as ``${VAR}`` in a config must be set):
+        # an unset one must not quietly send no key.
+        name = args.llm_api_key_env
+        if name not in env:
+            raise ConfigError(f"--llm-api-key-env: environment variable {name} is not set")
+        if not env[name].strip():
+            raise ConfigError(f"--llm-api-key-env: environment variable {name} is empty")
+        llm["api_key"] = env[name]
+    elif llm.get("api_key") is None and env.get("OPENAI_API_KEY"):
+        llm["api_key"] = env["OPENAI_API_KEY"]
+    if not llm.get("model"):
+        named = [flag for value, flag in given.values() if value]
+        if args.llm_api_key_env is not None:
+            named.append("--llm-api-key-env")
+        if named:
+            raise ConfigError(
+                f"{' and '.join(named)} {'needs' if len(named) == 1 else 'need'} --llm-model "
+                "(or $MEMREADER_LLM_MODEL, or llm.model in the --config file)"
+            )
+        raise ConfigError(
+            "--mode fine needs an LLM: --llm-model M (and --llm-base-url URL for a local "
+            "server), or `llm` in the --config file (see configs/fine_openai.yaml)"
+        )
+    return llm
+
+
+def _given(flag_value: str | None, flag: str, variable: str) -> tuple[str | None, str]:
+    """The value of an LLM setting and where it came from: ``flag``, else ``$variable``."""
+    if flag_value:
+        return flag_value, flag
+    return os.environ.get(variable) or None, f"${variable}"
