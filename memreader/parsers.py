@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from memreader.errors import DocumentError
+from memreader.part_shapes import EMPTY_PART, UNSUPPORTED_PART, Part
 from memreader.registry import Registry
 from memreader.rendering import MAX_LABEL, NotedText, clip, render_line
-from memreader.scene import EMPTY_PART, UNSUPPORTED_PART, Message, Part, Scene
+from memreader.scene import Message, Scene
 from memreader.text_checks import check_text
 from memreader.windows import Unit, Window
 
@@ -84,8 +85,9 @@ def scene_units(scene: Scene) -> list[Unit]:
     units = []
     parsers: dict[str, PartParser] = {}
     for message in scene.messages:
-        prefix = line_prefix(message.role, message.chat_time, message.name)
+        message_prefix = line_prefix(message.role, message.chat_time, message.name)
         for part in message.parts:
+            prefix = message_prefix + part.label
             if scene.type == "doc":
                 _check_document(scene, message, part)
             parser = parsers.get(part.type)
@@ -135,6 +137,18 @@ def parse_refusal(part: Part, message: Message) -> str:
     return part.text
 
 
+@PART_PARSERS.register("thinking")
+def parse_thinking(part: Part, message: Message) -> str:
+    """A model's thinking, verbatim (its lines are labelled ``[thinking]``)."""
+    return part.text
+
+
+@PART_PARSERS.register("redacted_thinking")
+def parse_redacted_thinking(part: Part, message: Message) -> str:
+    """Encrypted reasoning: nothing readable, a placeholder says it was there."""
+    return "[redacted thinking]"
+
+
 @PART_PARSERS.register(EMPTY_PART)
 def parse_empty(part: Part, message: Message) -> str:
     """Nothing: the message is kept (and in its window's sources) but has no text."""
@@ -162,10 +176,12 @@ def parse_file(part: Part, message: Message) -> str:
     if part.exact or part.text:
         return part.text
     file = part.payload if isinstance(part.payload, Mapping) else {}
-    name = (
-        file.get("filename") or file.get("file_id") or file.get("path") or file.get("url") or "file"
+    name = next(
+        (file[k] for k in ("filename", "title", "file_id", "path", "url") if file.get(k)), "file"
     )
-    return f"[file: {name}]"
+    if str(name)[:5].lower() == "data:":
+        return describe_url("file", str(name))
+    return f"[file: {clip(str(name), MAX_LABEL).text}]"
 
 
 def describe_url(label: str, url: str) -> str:
@@ -180,7 +196,11 @@ def describe_url(label: str, url: str) -> str:
 @PART_PARSERS.register("image_url")
 def parse_image(part: Part, message: Message) -> str:
     """What a reader wrote for the image (its description), else ``[image: URL]``."""
-    return part.text or describe_url("image", str(part.payload))
+    if part.text:
+        return part.text
+    if isinstance(part.payload, Mapping):  # an uploaded file named by id
+        return f"[image: file_id {clip(str(part.payload.get('file_id')), MAX_LABEL).text}]"
+    return describe_url("image", str(part.payload))
 
 
 @PART_PARSERS.register("input_audio")
@@ -248,7 +268,11 @@ def parse_tool_input(part: Part, message: Message) -> str:
 
 @PART_PARSERS.register("tool_output")
 def parse_tool_output(part: Part, message: Message) -> str:
-    """``[tool output: search {"results": [...]}]``."""
+    """A tool's output given as text, verbatim (its lines are labelled ``[tool output: search]``
+    or ``[tool result: id]``); any other value on one line, ``[tool output: search {"results":
+    [...]}]``."""
+    if part.exact:
+        return part.text
     payload = part.payload if isinstance(part.payload, dict) else {}
     output = _field(payload, "output", "result", "content")
     items = [_field(payload, "name") or "tool", " ", "" if output is None else output]

@@ -23,16 +23,19 @@ from memreader.errors import (
     InvalidSceneError,
     UnknownRoleError,
 )
+from memreader.part_shapes import (
+    EMPTY_PART,
+    Part,
+    PartContext,
+    content_parts,
+    responses_item,
+)
 from memreader.rendering import MAX_LABEL, clip
 from memreader.text_checks import check_nested_text, check_text
 
 __all__ = [
-    "EMPTY_PART",
     "ROLES",
-    "TOOL_PART_TYPES",
-    "UNSUPPORTED_PART",
     "Message",
-    "Part",
     "Scene",
     "SceneType",
     "UnknownParts",
@@ -42,30 +45,10 @@ __all__ = [
 ]
 
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
-# The part type of a message without any content: it has no text, so its source has no span.
-EMPTY_PART = "empty"
 SceneType = Literal["chat", "doc"]
 # What normalisation does with unknown part types, for the call in progress (a context variable
 # rather than a parameter threaded through every helper).
 _UNKNOWN_PARTS: ContextVar[str] = ContextVar("memreader_unknown_parts", default="error")
-
-
-@dataclass(frozen=True)
-class Part:
-    """One piece of a message's content.
-
-    ``text`` is the caller's text verbatim for text parts (and a document's text, converted,
-    for files read as documents); ``exact`` says so, and then character spans into it are
-    provenance. Other parts (images, files in a chat, audio, tool calls) keep their raw
-    ``payload`` and no text of their own: their parser renders a short description.
-    """
-
-    type: str
-    text: str = ""
-    index: int | None = None
-    exact: bool = True
-    doc_path: str | None = None
-    payload: Any = None
 
 
 @dataclass(frozen=True)
@@ -104,27 +87,26 @@ def validate_info(info: Mapping[str, Any] | None) -> dict[str, Any]:
     return dict(info)
 
 
-#: The part type a content part of an unknown type becomes when ``unknown_parts="keep"``: its
-#: payload is ``{"type": the caller's type}``, rendered as a placeholder and reported.
-UNSUPPORTED_PART = "unsupported"
-#: Tool traffic given as content parts (MemOS's shapes), kept with their raw payload.
-TOOL_PART_TYPES = frozenset({"tool_description", "tool_input", "tool_output"})
 UnknownParts = Literal["error", "keep"]
 
 
 def normalize_chat(scene_data: Any, *, unknown_parts: UnknownParts = "error") -> list[Scene]:
     """Normalise chat input into scenes.
 
-    A content part of a type no parser knows is an :class:`InvalidMessageError` with
-    ``unknown_parts="error"``; with ``"keep"`` it becomes an ``unsupported`` part that keeps its
-    place (rendered as a placeholder, and reported per window by the readers that keep them).
+    Content parts are read in the shapes OpenAI and Anthropic send (:mod:`memreader.part_shapes`),
+    and OpenAI Responses ``function_call`` / ``function_call_output`` items are messages (an
+    assistant's tool call, a tool's output). A part of a type no parser knows, or of a known
+    type in a shape that is not, is an :class:`InvalidMessageError` naming scene, message and
+    part with ``unknown_parts="error"``; with ``"keep"`` it becomes an ``unsupported`` part
+    that keeps its place (rendered as a placeholder, its payload saying why, and reported per
+    window by the readers that keep them).
 
     >>> [len(s.messages) for s in normalize_chat([{"role": "user", "content": "hi"}])]
     [1]
     >>> part = normalize_chat([{"role": "user", "content": [{"type": "video"}]}],
     ...                       unknown_parts="keep")[0].messages[0].parts[0]
     >>> part.type, part.payload
-    ('unsupported', {'type': 'video'})
+    ('unsupported', {'type': 'video', 'reason': "no parser for part type 'video'"})
     """
     token = _UNKNOWN_PARTS.set(unknown_parts)
     try:
@@ -195,13 +177,22 @@ def _message(raw: Any, scene: int, index: int) -> Message:
             message_index=index,
         )
     role = raw.get("role")
-    if not isinstance(role, str) or role not in ROLES:
+    item = None
+    if role is None:  # an OpenAI Responses item that is not a message (a function call)
+        item = responses_item(raw, PartContext(scene, index, None, _UNKNOWN_PARTS.get() == "keep"))
+    if item is not None:
+        role, parts = item
+    elif not isinstance(role, str) or role not in ROLES:
+        kind = raw.get("type")
+        what = f" (item type {clip(repr(kind), MAX_LABEL).text})" if kind is not None else ""
         raise UnknownRoleError(
-            f"unknown role {clip(repr(role), MAX_LABEL).text}; expected one of {sorted(ROLES)}",
+            f"unknown role {clip(repr(role), MAX_LABEL).text}{what}; "
+            f"expected one of {sorted(ROLES)}",
             scene_index=scene,
             message_index=index,
         )
-    parts = list(_content_parts(raw.get("content"), scene, index))
+    else:
+        parts = list(_content_parts(raw.get("content"), scene, index))
     refusal = raw.get("refusal")
     if refusal is not None:
         if not isinstance(refusal, str):
@@ -214,7 +205,7 @@ def _message(raw: Any, scene: int, index: int) -> Message:
     if tool_calls:
         parts.append(_tool_calls_part(tool_calls, scene, index))
     parts.extend(_tool_definitions(raw.get("tools"), scene, index))
-    if "content" not in raw and not tool_calls and refusal is None:
+    if "content" not in raw and not tool_calls and refusal is None and item is None:
         raise InvalidMessageError("message has no content", scene_index=scene, message_index=index)
     if not parts:
         # No text at all (content None or []): the message still counts (every message is in
@@ -229,7 +220,9 @@ def _message(raw: Any, scene: int, index: int) -> Message:
         timestamp=parse_chat_time(chat_time) if chat_time else None,
         message_id=_optional_str(raw, "message_id", scene, index),
         name=_optional_str(raw, "name", scene, index),
-        tool_call_id=_optional_str(raw, "tool_call_id", scene, index),
+        tool_call_id=_optional_str(
+            raw, "tool_call_id" if item is None else "call_id", scene, index
+        ),
     )
 
 
@@ -245,84 +238,25 @@ def _content_parts(content: Any, scene: int, index: int) -> list[Part]:
             scene_index=scene,
             message_index=index,
         )
-    return [_content_part(part, scene, index, i) for i, part in enumerate(content)]
-
-
-def _content_part(part: Any, scene: int, index: int, part_index: int | None) -> Part:
-    def fail(reason: str) -> InvalidMessageError:
-        return InvalidMessageError(
-            reason, scene_index=scene, message_index=index, part_index=part_index
-        )
-
-    def checked(text: str, what: str) -> str:
-        return check_text(text, what, scene_index=scene, message_index=index, part_index=part_index)
-
-    if isinstance(part, str):
-        return Part(type="text", text=checked(part, "text"), index=part_index)
-    if not isinstance(part, Mapping) or not isinstance(part.get("type"), str):
-        raise fail("content part must be a mapping with a string 'type'")
-    kind = part["type"]
-    if kind in ("text", "input_text", "output_text"):
-        text = part.get("text")
-        if not isinstance(text, str):
-            raise fail(f"{kind} part needs a string 'text'")
-        return Part(type="text", text=checked(text, "text"), index=part_index)
-    if kind in ("image_url", "input_image", "image"):
-        url = _image_url(part, kind)
-        if not isinstance(url, str) or not url:
-            raise fail(f"{kind} part needs image_url.url (or an image source)")
-        checked(url, f"{kind} url")
-        return Part(type="image_url", index=part_index, exact=False, payload=url)
-    if kind in ("file", "input_file"):
-        file = part.get("file")
-        if not isinstance(file, Mapping):
-            raise fail(f"{kind} part needs a 'file' mapping")
-        for key in ("filename", "file_id", "path", "url"):
-            if isinstance(file.get(key), str):
-                checked(file[key], f"{kind} {key}")
-        return Part(type="file", index=part_index, exact=False, payload=dict(file))
-    if kind in ("input_audio", "audio"):
-        audio = part.get(kind)
-        if audio is not None and not isinstance(audio, Mapping):
-            raise fail(f"{kind} part needs a mapping (data and format, or a url or path)")
-        return Part(type="input_audio", index=part_index, exact=False, payload=dict(audio or {}))
-    if kind == "refusal":
-        text = part.get("refusal")
-        if not isinstance(text, str):
-            raise fail("refusal part needs a string 'refusal'")
-        return Part(type="refusal", text=checked(text, "refusal"), index=part_index)
-    if kind in TOOL_PART_TYPES:
-        checked_payload = dict(part)
-        check_nested_text(checked_payload, f"{kind} part", error=InvalidMessageError)
-        return Part(type=kind, index=part_index, exact=False, payload=checked_payload)
-    if _UNKNOWN_PARTS.get() == "keep":
-        checked(kind, "part type")
-        return Part(type=UNSUPPORTED_PART, index=part_index, exact=False, payload={"type": kind})
-    raise fail(f"unknown content part type {clip(repr(kind), MAX_LABEL).text}")
+    keep = _UNKNOWN_PARTS.get() == "keep"
+    return [
+        p
+        for i, part in enumerate(content)
+        for p in content_parts(part, PartContext(scene, index, i, keep))
+    ]
 
 
 def parse_content_part(
     part: Any, scene_index: int, message_index: int, part_index: int | None
 ) -> Part:
     """One content part (a string, or a mapping with a ``type``) as a :class:`Part`; raises
-    :class:`InvalidMessageError` naming where it is when it is malformed."""
-    return _content_part(part, scene_index, message_index, part_index)
-
-
-def _image_url(part: Mapping[str, Any], kind: str) -> Any:
-    """The URL of an image part: OpenAI's ``image_url`` (a string or ``{"url": ...}``), or an
-    Anthropic-style ``source`` (``url``, or ``base64`` data made into a ``data:`` URL)."""
-    url = part.get("image_url", part.get("image"))
-    if isinstance(url, Mapping):
-        url = url.get("url")
-    if url is None and isinstance(part.get("source"), Mapping):
-        source = part["source"]
-        if source.get("type") == "url":
-            url = source.get("url")
-        elif source.get("type") == "base64" and isinstance(source.get("data"), str):
-            media = source.get("media_type") if isinstance(source.get("media_type"), str) else ""
-            url = f"data:{media or 'application/octet-stream'};base64,{source['data']}"
-    return url
+    :class:`InvalidMessageError` naming where it is when it is malformed (or makes several
+    parts: a tool result or document holding a list of blocks)."""
+    ctx = PartContext(scene_index, message_index, part_index)
+    parts = content_parts(part, ctx)
+    if len(parts) != 1:
+        raise ctx.fail("a part holding a list of blocks cannot stand alone here")
+    return parts[0]
 
 
 def _tool_definitions(tools: Any, scene: int, index: int) -> list[Part]:

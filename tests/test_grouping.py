@@ -21,7 +21,8 @@ from memreader.grouping import (
     windows_by_group,
 )
 from memreader.parsers import PartRef
-from memreader.scene import Message, Part
+from memreader.part_shapes import Part
+from memreader.scene import Message
 from memreader.tokens import Tokenizer, get_tokenizer
 from memreader.windows import Segment, Unit, Window, Windower
 

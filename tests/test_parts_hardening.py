@@ -105,7 +105,9 @@ def test_every_tool_part_is_clipped_the_same_way() -> None:
             "role": "assistant",
             "content": [
                 {"type": "tool_input", "name": "db", "argument": huge},
-                {"type": "tool_output", "name": "db", "output": "z" * 50_000},
+                # Output given as text is text (verbatim, with spans: tests/test_part_shapes.py);
+                # any other value is rendered on one line and clipped.
+                {"type": "tool_output", "name": "db", "output": {"log": "z" * 50_000}},
                 {"type": "tool_description", "name": "db", "description": "d" * 9000},
             ],
         }
@@ -117,7 +119,7 @@ def test_every_tool_part_is_clipped_the_same_way() -> None:
     for unit, head in zip(units, heads, strict=True):
         assert unit.text.startswith(head) and "… [clipped " in unit.text
         assert len(unit.text) <= MAX_TOOL_TEXT + len("[tool description: ]")
-    assert items and "[tool output: db zzz" in "".join(i.memory for i in items)
+    assert items and '[tool output: db {"log": ' in "".join(i.memory for i in items)
     notes = [note for window in report.windows for note in window.notes]
     assert any(n.startswith("message 0, part 0: tool input clipped") for n in notes)
     assert any(n.startswith("message 0, part 1: tool output clipped") for n in notes)

@@ -40,7 +40,7 @@ from memreader.files import FileRefused, read_regular_file
 if TYPE_CHECKING:
     from markitdown import MarkItDown
 
-    from memreader.scene import Part
+    from memreader.part_shapes import Part
 
 __all__ = [
     "REFUSED_EXTENSIONS",
@@ -246,7 +246,7 @@ def load_path(
             hidden (see :func:`check_local_path`), not a regular file, unreadable, over a
             limit, or cannot be converted.
     """
-    from memreader.scene import Part
+    from memreader.part_shapes import Part
 
     where: dict[str, Any] = {"scene_index": scene_index, "message_index": message_index}
     if not access.allow_local_paths:
@@ -278,7 +278,7 @@ def load_file_part(
             base64 or over ``max_file_bytes`` (checked on the encoded length before decoding,
             then on the decoded bytes), or conversion fails or exceeds a limit.
     """
-    from memreader.scene import Part
+    from memreader.part_shapes import Part
 
     where: dict[str, Any] = {"scene_index": scene_index, "message_index": message_index}
     if not isinstance(file, Mapping):
@@ -290,9 +290,13 @@ def load_file_part(
     data = file.get("file_data")
     filename = file.get("filename")
     if not isinstance(data, str):
-        raise DocumentError(
-            "file part needs 'path' or 'file_data' (a filename alone has no content)", **where
-        )
+        if isinstance(file.get("file_id"), str):
+            reason = "file_id parts cannot be read: memreader has no API to fetch uploaded files"
+        elif isinstance(file.get("url"), str):
+            reason = "this reader reads no URLs (the multimodal reader fetches them)"
+        else:
+            reason = "a filename alone has no content"
+        raise DocumentError(f"file part needs 'path' or 'file_data' ({reason})", **where)
     raw = decode_file_data(data, access.max_file_bytes, where)
     name = os.path.basename(filename) if isinstance(filename, str) else ""
     text = convert_bytes(raw, os.path.splitext(name)[1], limits=access, **where)

@@ -16,7 +16,8 @@ from typing import Any
 from memreader.documents.limits import DocumentAccess
 from memreader.documents.loader import load_file_part, load_path
 from memreader.errors import DocumentError, InvalidSceneError
-from memreader.scene import Message, Part, Scene
+from memreader.part_shapes import Part
+from memreader.scene import Message, Scene
 
 __all__ = ["normalize_doc", "normalize_doc_refs"]
 
@@ -44,18 +45,10 @@ def normalize_doc(scene_data: Any, access: DocumentAccess | None = None) -> list
             if access.allow_local_paths and _is_local_file(item):
                 return load_path(item, access=access, **where)
             return Part(type="text", text=item)
-        if isinstance(item, Mapping) and item.get("type") == "text":
-            text = item.get("text")
-            if not isinstance(text, str):
-                raise DocumentError("text part needs a string 'text'", **where)
-            return Part(type="text", text=text)
-        if isinstance(item, Mapping) and item.get("type") == "file":
-            return load_file_part(item.get("file"), access=access, **where)
-        raise DocumentError(
-            "document part must be text, a {'type': 'text'|'file'} part, or a file path; "
-            f"got {_short(item)}",
-            **where,
-        )
+        shaped = _shaped_part(item, where, _DOC_TYPES)
+        if shaped.type == "file" and not shaped.exact:
+            return load_file_part(shaped.payload, access=access, **where)
+        return shaped
 
     return _doc_scenes(scene_data, part)
 
@@ -71,30 +64,58 @@ def normalize_doc_refs(
     ``s3://``; a local file when local paths are allowed and it names an existing file (a
     relative path is looked up under ``base_dir`` when one is set, never in the working
     directory: the fetcher reads it from there, under ``allowed_roots``); text otherwise.
-    Parts may be ``{"type": "text"}``, ``{"type": "file", "file": {...}}`` (``path``, ``url``,
-    ``file_data``) or an image part (``image_url``).
+    Parts may be text (``text``, ``input_text``), a file (``{"type": "file", "file": {...}}``,
+    ``{"type": "input_file", ...}``, Anthropic's ``document``, or a bare ``{"file_data": ...,
+    "filename": ...}``: ``path``, ``url``, ``file_url``, ``file_data``) or an image part.
 
     >>> scene = normalize_doc_refs([["https://example.com/report.pdf", "plain text"]])[0]
     >>> [(m.parts[0].type, m.parts[0].exact) for m in scene.messages]
     [('file', False), ('text', True)]
     """
-    from memreader.scene import parse_content_part
 
     def part(item: Any, where: dict[str, int]) -> Part:
         if isinstance(item, str):
             return _string_part(item, allow_local_paths, base_dir)
-        if isinstance(item, Mapping) and item.get("type") in ("text", "file", "image_url"):
-            try:
-                return parse_content_part(item, where["scene_index"], where["message_index"], None)
-            except ValueError as exc:  # a malformed part, named where it is
-                raise DocumentError(getattr(exc, "reason", str(exc)), **where) from None
-        raise DocumentError(
-            "document part must be text, a {'type': 'text'|'file'|'image_url'} part, a URL or "
-            f"a file path; got {_short(item)}",
-            **where,
-        )
+        return _shaped_part(item, where, _DOC_REF_TYPES)
 
     return _doc_scenes(scene_data, part)
+
+
+#: The part types a document may be given as: text (OpenAI's and Anthropic's), a file
+#: (OpenAI's ``file`` and ``input_file``, Anthropic's ``document``), and, where documents are
+#: fetched, an image.
+_TEXT_TYPES = ("text", "input_text", "output_text")
+_DOC_TYPES = (*_TEXT_TYPES, "file", "input_file", "document")
+_DOC_REF_TYPES = (*_DOC_TYPES, "image_url", "input_image", "image")
+#: The keys that make a mapping without a ``type`` a file: ``{"file_data": ..., "filename":
+#: "a.pdf"}``.
+_FILE_KEYS = ("file_data", "file_url", "file_id", "path", "url")
+
+
+def _shaped_part(item: Any, where: dict[str, int], types: tuple[str, ...]) -> Part:
+    """A document part in one of the shapes of ``types`` (or a bare file reference), as a
+    :class:`Part`; a :class:`DocumentError` naming where it is otherwise."""
+    from memreader.scene import parse_content_part
+
+    if isinstance(item, Mapping) and item.get("type") in _TEXT_TYPES:
+        text = item.get("text")
+        if not isinstance(text, str):
+            raise DocumentError(f"{item['type']} part needs a string 'text'", **where)
+        return Part(type="text", text=text)  # checked with the document's text, when parsed
+    if isinstance(item, Mapping) and "type" not in item and any(k in item for k in _FILE_KEYS):
+        item = {"type": "file", "file": item}
+    if isinstance(item, Mapping) and item.get("type") in types:
+        try:
+            return parse_content_part(item, where["scene_index"], where["message_index"], None)
+        except ValueError as exc:  # a malformed part, named where it is
+            raise DocumentError(getattr(exc, "reason", str(exc)), **where) from None
+    shown = "|".join(types)
+    raise DocumentError(
+        f"document part must be text, a {{'type': {shown}}} part, a file reference "
+        f"({{'file_data'|'file_url'|'path': ..., 'filename': ...}}) or a file path; "
+        f"got {_short(item)}",
+        **where,
+    )
 
 
 def _doc_scenes(scene_data: Any, part: Callable[[Any, dict[str, int]], Part]) -> list[Scene]:

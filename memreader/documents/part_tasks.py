@@ -69,6 +69,8 @@ def task_for_part(
     at = (scene_index, message_index, part_index)
     if part_type == "image_url" and isinstance(payload, str):
         return PartTask(*at, "image", ref=payload, name=_url_name(payload))
+    if part_type == "image_url" and isinstance(payload, Mapping):
+        return PartTask(*at, "image", unsupported=_by_id(_text(payload.get("file_id"))))
     if part_type == "file" and isinstance(payload, Mapping):
         return _file_task(payload, at)
     if part_type == "input_audio" and isinstance(payload, Mapping):
@@ -104,14 +106,16 @@ def _file_task(file: Mapping[str, Any], at: tuple[int, int, int | None]) -> Part
         return PartTask(*at, "document", inline=data, name=name)
     file_id = _text(file.get("file_id"))
     if file_id:
-        return PartTask(
-            *at,
-            "document",
-            name=name,
-            unsupported=f"file_id {file_id!r} names an uploaded file; memreader cannot fetch "
-            "files by id (give path, url or file_data)",
-        )
+        return PartTask(*at, "document", name=name, unsupported=_by_id(file_id))
     return PartTask(*at, "document", name=name, unsupported="file part has no content")
+
+
+def _by_id(file_id: str) -> str:
+    shown = file_id if len(file_id) <= 100 else file_id[:97] + "..."
+    return (
+        f"file_id parts cannot be read: {shown!r} names a file uploaded to an API, and "
+        "memreader has no API to fetch it (give a path, a URL or the data)"
+    )
 
 
 def _url_name(ref: str) -> str:

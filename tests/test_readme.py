@@ -1,0 +1,387 @@
+"""Every code block in README.md runs as written (issue 22).
+
+Blocks are read from the README's fences (indented ones too). An HTML comment on the line before a
+block says how to treat it, ``<!-- readme-test: KIND ARG -->``:
+
+- ``python``: run, each block in its own process (``continue`` joins a block to the one before);
+- ``sh``/``bash``: run with ``bash`` (``set -eo pipefail``) without the lines that start with
+  ``make``, ``export``, ``pip``, ``llama-server`` or ``ollama`` (CI runs the ``make`` targets; this
+  test sets the variables and stands in for the servers); ``serve CONFIG`` starts ``memreader
+  serve`` for the block's ``curl`` lines; ``needs FILE`` skips while ``FILE`` is not in the
+  repository; ``skip REASON`` skips (each reason is listed in the skip summary);
+- ``yaml``: ``file PATH`` equals that file, ``excerpt PATH`` is a part of it (``…`` lines elided),
+  ``reader`` / ``job`` / ``service`` / ``keys`` validate with the model that reads them
+  (``reader all-fields`` must also name every field of the simple reader's config); a YAML
+  block without a marker fails;
+- ``json`` parses; ``text``/``markdown`` are shown output, checked with ``pipeline`` (the default
+  reader's steps), ``file`` or ``excerpt``.
+
+Everything runs in a temporary copy of ``configs/``, ``examples/`` and a small part of MemoryBank,
+with ``HF_HUB_OFFLINE=1``, against the scripted LLM server (for llama.cpp at 127.0.0.1:8080, Ollama
+at 127.0.0.1:11434 and ``MEMREADER_LLM_BASE_URL``) and moto (``MEMREADER_S3_ENDPOINT``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conftest import MEMORYBANK_CN, MEMORYBANK_EN
+from tests.llm_server import LLMTestServer, RecordedRequest, Reply, ollama_chat, openai_completion
+from tests.s3_server import moto_s3
+from tests.service_server import free_port
+
+__all__ = ["moto_s3"]
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+RESULTS = ROOT / "benchmarks" / "RESULTS.md"
+BIN = Path(sys.executable).parent
+FENCE = re.compile(r"^(\s*)```(\S*)\s*$")
+MARKER = re.compile(r"^\s*<!--\s*readme-test:\s*(\S+)\s*(.*?)\s*-->\s*$")
+NOT_RUN = ("make", "export", "pip", "llama-server", "ollama")
+MAX_SKIPS = 4
+EXTRACTION = json.dumps(
+    {
+        "memory_list": [
+            {
+                "key": "tea",
+                "memory_type": "UserMemory",
+                "value": "The user prefers oolong to green tea.",
+                "tags": ["tea"],
+                "source_ids": [1],
+            }
+        ],
+        "summary": "The user talked about tea.",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Block:
+    lang: str
+    text: str
+    line: int
+    kind: str = ""
+    arg: str = ""
+
+    @property
+    def id(self) -> str:
+        return f"{self.lang}-line{self.line}"
+
+
+def parse_blocks(text: str) -> list[Block]:
+    """The fenced blocks of ``text``, each with the marker on the line before it."""
+    lines, blocks, i = text.splitlines(), [], 0
+    while i < len(lines):
+        opening = FENCE.match(lines[i])
+        if not opening:
+            i += 1
+            continue
+        indent, lang = opening.groups()
+        end = next(j for j in range(i + 1, len(lines)) if lines[j].strip() == "```")
+        body = "".join(line[len(indent) :] + "\n" for line in lines[i + 1 : end])
+        before = next((line for line in reversed(lines[:i]) if line.strip()), "")
+        marker = MARKER.match(before)
+        kind, arg = marker.groups() if marker else ("", "")
+        blocks.append(Block(lang, body, i + 1, kind, arg))
+        i = end + 1
+    return blocks
+
+
+BLOCKS = parse_blocks(README.read_text(encoding="utf-8"))
+
+
+def runnable(lang: str) -> list[list[Block]]:
+    """Blocks of ``lang``, a ``continue`` block grouped with the ones before it."""
+    groups: list[list[Block]] = []
+    for block in BLOCKS:
+        if block.lang in lang.split("|"):
+            if block.kind == "continue" and groups:
+                groups[-1].append(block)
+            else:
+                groups.append([block])
+    return groups
+
+
+def _trimmed(path: Path, users: int = 1, days: int = 3) -> str:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    kept = {}
+    for name in list(data)[:users]:
+        user = dict(data[name])
+        user["history"] = dict(list(user["history"].items())[:days])
+        kept[name] = user
+    return json.dumps(kept, ensure_ascii=False)
+
+
+def respond(request: RecordedRequest) -> Reply:
+    """A memory for an extraction request, an empty verdict for the filter and the rewrite; in
+    Ollama's shape when Ollama's path was asked."""
+    asked = request.body.decode("utf-8", "replace")
+    content = EXTRACTION if "memory_list" in asked else '{"results": []}'
+    if request.path.endswith("/api/chat"):
+        return Reply(body=ollama_chat(content))
+    return Reply(body=openai_completion(content))
+
+
+@dataclass
+class Workspace:
+    repo: Path
+    env: dict[str, str]
+    llm: LLMTestServer
+
+    def adapt(self, text: str) -> str:
+        """The text with the local servers' default addresses pointing at the test's."""
+        return text.replace("http://127.0.0.1:8080/v1", self.llm.url).replace(
+            "http://127.0.0.1:11434", self.llm.ollama_host
+        )
+
+
+def _s3_object(endpoint: str, repo: Path) -> None:
+    import boto3
+
+    s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
+    s3.create_bucket(Bucket="my-bucket")
+    body = (repo / "examples" / "files" / "trip_notes.md").read_bytes()
+    s3.put_object(Bucket="my-bucket", Key="reports/trip_notes.md", Body=body)
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory, moto_s3: str) -> Iterator[Workspace]:
+    top = tmp_path_factory.mktemp("readme")
+    repo = top / "repo"
+    for folder in ("configs", "examples"):
+        shutil.copytree(ROOT / folder, repo / folder)
+    # The data where the configs read it (trimmed: the blocks show how, not how fast).
+    data = repo / "data" / "memorybank"
+    data.mkdir(parents=True)
+    for path in (MEMORYBANK_EN, MEMORYBANK_CN):
+        (data / path.name).write_text(_trimmed(path), encoding="utf-8")
+    (repo / "out").mkdir()
+    (top / ".curlrc").write_text("fail\n", encoding="utf-8")  # an HTTP error fails the block
+    _s3_object(moto_s3, repo)
+    llm = LLMTestServer().start()
+    llm.responder = respond
+    env = {
+        **os.environ,
+        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "MEMREADER_LLM_BASE_URL": llm.url,
+        "OLLAMA_HOST": llm.ollama_host,
+        "OPENAI_API_KEY": "sk-readme-test",
+        "MEMREADER_S3_ENDPOINT": moto_s3,
+        "CURL_HOME": str(top),
+    }
+    try:
+        yield Workspace(repo, env, llm)
+    finally:
+        llm.stop()
+
+
+def _run(workspace: Workspace, argv: list[str], name: str) -> None:
+    result = subprocess.run(
+        argv, cwd=workspace.repo, env=workspace.env, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, (
+        f"{name} exited {result.returncode}\n--- stdout\n{result.stdout[-3000:]}"
+        f"\n--- stderr\n{result.stderr[-3000:]}"
+    )
+
+
+def _skip_marked(block: Block) -> None:
+    if block.kind == "skip":
+        pytest.skip(f"README line {block.line}: {block.arg}")
+    if block.kind == "needs" and not (ROOT / block.arg).exists():
+        pytest.skip(f"README line {block.line}: {block.arg} is not in the repository yet")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("group", runnable("python"), ids=lambda g: g[0].id)
+def test_python_block_runs(group: list[Block], workspace: Workspace) -> None:
+    _skip_marked(group[0])
+    script = workspace.repo / f"readme_block_{group[0].line}.py"
+    script.write_text(workspace.adapt("".join(b.text for b in group)), encoding="utf-8")
+    _run(workspace, [sys.executable, str(script)], f"README line {group[0].line}")
+
+
+def shell_script(text: str) -> str:
+    """The block without the lines it shows but does not run."""
+    kept = [line for line in text.splitlines() if line.split(" ", 1)[0] not in NOT_RUN]
+    return "set -eo pipefail\n" + "\n".join(kept) + "\n"
+
+
+@pytest.fixture
+def served(request: pytest.FixtureRequest, workspace: Workspace) -> Iterator[str | None]:
+    """For a ``serve CONFIG`` block: ``memreader serve`` in the background; its address."""
+    block: Block = request.param
+    if block.kind != "serve":
+        yield None
+        return
+    port = free_port()
+    log = (workspace.repo / "out" / f"serve_{port}.log").open("w")
+    argv = [str(BIN / "memreader"), "serve", "--config", block.arg, "--port", str(port)]
+    server = subprocess.Popen(
+        argv, cwd=workspace.repo, env=workspace.env, stdout=log, stderr=subprocess.STDOUT
+    )
+    try:
+        _wait_healthy(f"http://127.0.0.1:{port}/healthz", server)
+        yield f"localhost:{port}"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()
+
+
+def _wait_healthy(url: str, server: subprocess.Popen[Any], timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise AssertionError(f"memreader serve exited {server.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError("memreader serve did not answer /healthz")
+
+
+SHELL = [group[0] for group in runnable("sh|bash")]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("served", SHELL, ids=lambda b: b.id, indirect=True)
+def test_shell_block_runs(
+    request: pytest.FixtureRequest, workspace: Workspace, served: Any
+) -> None:
+    block: Block = request.node.callspec.params["served"]
+    _skip_marked(block)
+    text = workspace.adapt(block.text)
+    if served is not None:
+        text = text.replace("localhost:8765", served)
+    _run(workspace, ["bash", "-c", shell_script(text)], f"README line {block.line}")
+
+
+def _reader_config(data: dict[str, Any], all_fields: bool) -> None:
+    from memreader import MemReaderConfigFactory, SimpleStructMemReaderConfig
+
+    if "backend" not in data:
+        data = {"backend": "simple_struct", **(data if "config" in data else {"config": data})}
+    MemReaderConfigFactory.from_dict(data)
+    if all_fields:
+        missing = set(SimpleStructMemReaderConfig.model_fields) - set(data["config"])
+        assert not missing, f"fields missing from the block: {sorted(missing)}"
+
+
+def _in_file(block: Block) -> None:
+    """``file``: the block is the file; ``excerpt``: its lines (``…`` elided) are the file's,
+    in order."""
+    content = (ROOT / block.arg).read_text(encoding="utf-8")
+    if block.kind == "file":
+        assert block.text == content, f"README line {block.line} differs from {block.arg}"
+        return
+    lines = iter(content.splitlines())
+    for wanted in block.text.splitlines():
+        if wanted.strip() not in ("…", "> …"):
+            assert wanted in lines, f"README line {block.line}: {wanted!r} not in {block.arg}"
+
+
+def check_yaml(block: Block) -> None:
+    from memreader.batch.job import JobConfig
+    from memreader.service.config import ServiceSettings
+    from memreader.service.keys import ApiKey
+
+    if block.kind in ("file", "excerpt"):
+        _in_file(block)
+        return
+    data = yaml.safe_load(block.text)
+    if block.kind == "reader":
+        _reader_config(data, block.arg == "all-fields")
+    elif block.kind == "job":
+        JobConfig.model_validate(data)
+    elif block.kind == "service":
+        ServiceSettings.model_validate(data["service"])
+    elif block.kind == "keys":
+        assert [ApiKey.model_validate(entry) for entry in data["keys"]]
+    else:
+        raise AssertionError(f"README line {block.line}: a YAML block needs a readme-test marker")
+
+
+def check_text(block: Block) -> None:
+    if block.kind in ("file", "excerpt"):
+        _in_file(block)
+    elif block.kind == "pipeline":
+        from memreader import MemReaderConfigFactory, MemReaderFactory
+
+        reader = MemReaderFactory.from_config(MemReaderConfigFactory())
+        shown = block.text.splitlines()[1:]  # after ">>> print(reader.pipeline)"
+        assert shown == str(reader.pipeline).splitlines()
+
+
+CHECKED = [b for b in BLOCKS if b.lang in ("yaml", "json", "text", "markdown")]
+
+
+@pytest.mark.parametrize("block", CHECKED, ids=lambda b: b.id)
+def test_data_block_is_valid(block: Block, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-readme-test")
+    if block.lang == "yaml":
+        check_yaml(block)
+    elif block.lang == "json":
+        json.loads(block.text)
+    else:
+        check_text(block)
+
+
+def test_every_block_is_covered() -> None:
+    known = {"python", "sh", "bash", "yaml", "json", "text", "markdown"}
+    unknown = [(b.line, b.lang) for b in BLOCKS if b.lang not in known]
+    assert not unknown, f"blocks of no known language (line, language): {unknown}"
+    skips = [(b.line, b.arg) for b in BLOCKS if b.kind == "skip"]
+    assert all(reason for _, reason in skips), "every skip states its reason"
+    assert len(skips) <= MAX_SKIPS, f"skips should stay rare: {skips}"
+
+
+def slugs(path: Path) -> set[str]:
+    """GitHub's anchors for the headings of a Markdown file (outside code blocks)."""
+    found: set[str] = set()
+    fenced = False
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        elif not fenced and line.startswith("#"):
+            title = re.sub(r"<[^>]+>", "", line.lstrip("#").strip()).lower()
+            slug = re.sub(r"[^\w\- ]", "", title).replace(" ", "-")
+            base, n = slug, 1
+            while slug in found:
+                slug, n = f"{base}-{n}", n + 1
+            found.add(slug)
+    return found
+
+
+def test_links_resolve() -> None:
+    text = re.sub(r"(?ms)^\s*```.*?^\s*```\s*$", "", README.read_text(encoding="utf-8"))
+    anchors = {"": slugs(README), "benchmarks/RESULTS.md": slugs(RESULTS)}
+    broken = []
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if "://" in target:
+            continue
+        path, _, anchor = target.partition("#")
+        missing_file = bool(path) and not (ROOT / path).exists()
+        if missing_file or (anchor and anchor not in anchors.get(path, {anchor})):
+            broken.append(target)
+    assert not broken, f"links that lead nowhere: {broken}"
