@@ -25,6 +25,7 @@ from memreader.categories.markdown import (
     category_file,
     escape_line,
     export_markdown,
+    render_file,
     render_memory,
     user_folder,
 )
@@ -124,6 +125,16 @@ def test_the_index_lists_categories_with_counts_and_a_preview(tmp_path: Path) ->
         "Ana likes green tea.",
         "- [work](work.md): What the user does for a living. 1 memory.",
     ]
+
+
+def test_one_file_renders_as_in_the_whole_export(tmp_path: Path) -> None:
+    with open_db(tmp_path) as store:
+        seed(store)
+        files = render_memory(store, "ana")
+        for name, content in files.items():
+            assert render_file(store, "ana", name) == content
+        assert render_file(store, "ana", "goals.md") is None  # empty: no file
+        assert render_file(store, "ana", "../index.md") is None
 
 
 def test_a_category_file_has_its_summary_then_memories_newest_first(tmp_path: Path) -> None:

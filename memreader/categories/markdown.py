@@ -60,6 +60,7 @@ __all__ = [
     "category_file",
     "escape_line",
     "export_markdown",
+    "render_file",
     "render_memory",
     "user_folder",
 ]
@@ -259,6 +260,42 @@ def _active(store: MemoryStore, user_id: str, category: StoredCategory) -> list[
     return memories
 
 
+def _owned(store: MemoryStore, user_id: str) -> list[StoredCategory]:
+    """``user_id``'s categories, sorted by name, each checked to be that owner's."""
+    categories = sorted(store.categories(user_id), key=lambda c: c.name)
+    for category in categories:
+        if category.user_id != user_id:
+            raise StoreError(f"the store answered another owner's category {category.name!r}")
+    return categories
+
+
+def _has_file(category: StoredCategory) -> bool:
+    return bool(category.item_ids) or bool(category.summary.strip())
+
+
+def _index_bytes(user_id: str, categories: Sequence[StoredCategory]) -> bytes:
+    """``index.md``: a line per category (its count from the ids of its active memories, so
+    the index reads no memory)."""
+    entries = []
+    for category in categories:
+        description = escape_line(category.description)
+        if not _has_file(category):
+            entries.append(f"- {category.name}: {description} (empty)")
+            continue
+        preview = _preview(category.summary)
+        entries.append(
+            f"- [{category.name}]({category_file(category.name)}): {description} "
+            f"{_count(len(set(category.item_ids)))}." + (f" {preview}" if preview else "")
+        )
+    index = [f"# Memory of {escape_line(user_id) or '(no id)'}", "", _READ_HINT, ""]
+    index += entries or ["_No categories yet._"]
+    return ("\n".join(index) + "\n").encode("utf-8")
+
+
+def _category_bytes(store: MemoryStore, user_id: str, category: StoredCategory) -> bytes:
+    return _category_text(category, _active(store, user_id, category)).encode("utf-8")
+
+
 def render_memory(store: MemoryStore, user_id: str) -> dict[str, bytes]:
     """The Markdown files of ``user_id``'s memory: file name -> UTF-8 bytes (``index.md`` and
     one file per category that has active memories or a summary; see the module docstring).
@@ -266,27 +303,30 @@ def render_memory(store: MemoryStore, user_id: str) -> dict[str, bytes]:
     Raises:
         StoreError: the store failed, or answered something of another owner.
     """
-    files: dict[str, bytes] = {}
-    entries = []
-    for category in sorted(store.categories(user_id), key=lambda c: c.name):
-        if category.user_id != user_id:
-            raise StoreError(f"the store answered another owner's category {category.name!r}")
-        name = category_file(category.name)
-        memories = _active(store, user_id, category)
-        description = escape_line(category.description)
-        if not memories and not category.summary.strip():
-            entries.append(f"- {category.name}: {description} (empty)")
-            continue
-        files[name] = _category_text(category, memories).encode("utf-8")
-        preview = _preview(category.summary)
-        entries.append(
-            f"- [{category.name}]({name}): {description} {_count(len(memories))}."
-            + (f" {preview}" if preview else "")
-        )
-    index = [f"# Memory of {escape_line(user_id) or '(no id)'}", "", _READ_HINT, ""]
-    index += entries or ["_No categories yet._"]
-    files[INDEX] = ("\n".join(index) + "\n").encode("utf-8")
+    categories = _owned(store, user_id)
+    files = {
+        category_file(c.name): _category_bytes(store, user_id, c)
+        for c in categories
+        if _has_file(c)
+    }
+    files[INDEX] = _index_bytes(user_id, categories)
     return files
+
+
+def render_file(store: MemoryStore, user_id: str, file_name: str) -> bytes | None:
+    """One file of :func:`render_memory` (``index.md`` or ``<category>.md``), reading only
+    what that file shows; ``None`` when there is no such file.
+
+    Raises:
+        StoreError: the store failed, or answered something of another owner.
+    """
+    categories = _owned(store, user_id)
+    if file_name == INDEX:
+        return _index_bytes(user_id, categories)
+    for category in categories:
+        if category_file(category.name) == file_name and _has_file(category):
+            return _category_bytes(store, user_id, category)
+    return None
 
 
 def export_markdown(store: MemoryStore, user_ids: Iterable[str], out_dir: str) -> list[str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from memreader.categories.markdown import render_memory
+from memreader.categories.markdown import render_file
 from memreader.service.problems import ProblemError
 from memreader.service.state import ServiceState, json_response
 from memreader.stores.shapes import iso
@@ -58,8 +58,9 @@ async def memory_file(user_id: str, file_name: str, request: Request) -> Respons
     principal = state.principal(request)
     owner = state.check_user(principal, user_id)
     async with state.slots.hold(principal.name):
-        files = await state.blocking(lambda: render_memory(state.store, owner), "the export")
-    content = files.get(file_name)
+        content = await state.blocking(
+            lambda: render_file(state.store, owner, file_name), "the export"
+        )
     if content is None:
         raise ProblemError(
             404,
