@@ -6,7 +6,8 @@ Run by hand (not in the test suite)::
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/categories.py
 
 Options: ``--labels benchmarks/data/category_labels.jsonl``, ``--from 0.10 --to 0.50 --step
-0.025``, ``--max-per-item 3``, ``--json FILE`` (everything measured). Markdown goes to stdout
+0.025``, ``--max-per-item 3``, ``--precision int8|fp32`` (the local embedder's),
+``--json FILE`` (everything measured). Markdown goes to stdout
 (paste it into RESULTS.md).
 
 The labels: 120 user messages of MemoryBank English (``memory_bank_en.json``; messages of six
@@ -15,7 +16,7 @@ belongs to (several allowed; ``other`` when none fits). Each message is read as 
 chat by a fast-mode ``SimpleStructMemReader`` with the default (local, int8) embedder, so the
 vector is the one the step sees (``user: ...``); the cosines to the categories' description
 vectors come from the step's own index and the assignment from its own
-:func:`~memreader.steps.categorize.pick_categories`.
+:func:`~memreader.categories.assign.pick_categories`.
 
 Scores are micro-averaged over (item, category) pairs, ``other`` included (an item rightly sent
 to the catch-all is a true positive); ``to other`` is the share of items sent to the catch-all
@@ -37,7 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fast_mode import machine_info  # a sibling script, on the path just above
 
 from memreader import SimpleStructMemReader, SimpleStructMemReaderConfig
-from memreader.steps.categorize import CATEGORY_INDEX, pick_categories
+from memreader.categories.assign import pick_categories
+from memreader.steps.categorize import CATEGORY_INDEX
 
 LABELS = Path(__file__).resolve().parent / "data" / "category_labels.jsonl"
 
@@ -48,9 +50,12 @@ def load(path: Path) -> list[tuple[str, set[str]]]:
     return [(row["text"], set(row["categories"])) for row in rows]
 
 
-def cosines(texts: list[str]) -> tuple[tuple[str, ...], list[list[float]]]:
-    """The category names and each text's cosines to them, as the step computes them."""
-    reader = SimpleStructMemReader(SimpleStructMemReaderConfig())
+def cosines(texts: list[str], precision: str) -> tuple[tuple[str, ...], list[list[float]]]:
+    """The category names and each text's cosines to them, as the step computes them, with the
+    local embedder in ``precision`` (int8, the default; fp32, what a CPU whose int8 kernels
+    fail the build-time check runs)."""
+    embedder = {"backend": "local", "config": {"precision": precision}}
+    reader = SimpleStructMemReader(SimpleStructMemReaderConfig(embedder=embedder))
     scenes = [[{"role": "user", "content": text}] for text in texts]
     result = reader.get_memory(scenes, type="chat", info={"user_id": "u", "session_id": "s"})
     index = reader.runtime.shared(CATEGORY_INDEX)
@@ -90,10 +95,11 @@ def main() -> None:
     parser.add_argument("--to", dest="high", type=float, default=0.50)
     parser.add_argument("--step", type=float, default=0.025)
     parser.add_argument("--max-per-item", type=int, default=3)
+    parser.add_argument("--precision", choices=["int8", "fp32"], default="int8")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     rows = load(args.labels)
-    names, scores = cosines([text for text, _ in rows])
+    names, scores = cosines([text for text, _ in rows], args.precision)
     labels = [gold for _, gold in rows]
     results = []
     steps = round((args.high - args.low) / args.step)
@@ -120,7 +126,8 @@ def main() -> None:
         precision = f"{c['tp'] / found:.2f}" if found else "-"
         print(f"| {name} | {labelled} | {recall} | {precision} |")
     print(
-        f"\nCommand: `HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/categories.py`; {date.today()}"
+        "\nCommand: `HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/categories.py "
+        f"--precision {args.precision}`; {date.today()}"
     )
     if args.json:
         dump = [{k: v for k, v in r.items() if k != "per"} for r in results]
