@@ -716,3 +716,19 @@ def test_s3_the_jobs_own_output_is_never_an_input(moto_s3: str, tmp_path: Path) 
     ]
     with pytest.raises(InputError, match=r"'s3://own/out/x\.jsonl' holds only the job's own"):
         keys("s3://own/out", path="s3://own/out/x.jsonl")
+
+
+def test_within_keeps_every_read_inside_a_folder(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.json").write_text("[]")
+    outside = tmp_path / "outside.json"
+    outside.write_text("[]")
+    (root / "b.json").symlink_to(outside)
+    inputs = Inputs(_job(tmp_path, {"path": "root", "within": str(root)}))
+    refs = inputs.discover()
+    assert [ref.key for ref in refs] == ["root/a.json"]
+    assert inputs.hidden == 1
+    named = Inputs(_job(tmp_path, {"path": "root/b.json", "within": str(root)}))
+    with pytest.raises(InputError, match="no file of it lies inside"):
+        named.discover()

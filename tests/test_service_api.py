@@ -459,3 +459,25 @@ def test_a_new_store_gets_its_folder(start: Start, tmp_path: Path) -> None:
     url = start(config={"store": "sqlite:///new/folder/m.db"})
     assert read(url, store=True).status_code == 200
     assert (tmp_path / "new" / "folder" / "m.db").is_file()
+
+
+def test_a_symlink_in_a_job_root_does_not_lead_out(start: Start, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "chat.json").write_text(json.dumps([CHAT]))
+    secret = tmp_path / "secret.json"
+    secret.write_text(json.dumps([[{"role": "user", "content": "the vault code is 0000"}]]))
+    (data / "link.json").symlink_to(secret)
+    url = start(jobs={"input_roots": ["data"]})
+    job_id = httpx.post(
+        f"{url}/v1/jobs", json={"inputs": [{"path": "."}]}, headers=auth("alice")
+    ).json()["id"]
+    job = _wait(url, job_id, "alice")
+    assert job["status"] == "succeeded", job
+    assert (job["progress"]["inputs_total"], job["summary"]["hidden"]) == (1, 1)
+    hits = httpx.post(
+        f"{url}/v1/memories/search",
+        json={"user_id": "alice", "query": "vault code"},
+        headers=auth("alice"),
+    ).json()["hits"]
+    assert not any("vault" in hit["memory"]["memory"] for hit in hits)

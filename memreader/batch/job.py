@@ -117,6 +117,11 @@ class InputSpec(ConfigModel):
     ``user_id`` and ``session_id`` (see :class:`IdSpec`); unset, each format has its own: the
     user for MemoryBank (session ``memorybank:<user>``), the sample for LoCoMo, else the file
     name.
+
+    ``within`` (a local folder; none by default): every file read must lie inside it once
+    symlinks are followed; a file of a folder or glob that resolves outside is passed over
+    (counted with the hidden ones), and one named directly is an ``InputError``. The service
+    sets it to the root a job over HTTP names (a symlink in that root must not lead out).
     """
 
     path: str = Field(min_length=1)
@@ -125,6 +130,7 @@ class InputSpec(ConfigModel):
     user_id: IdSpec | None = None
     session_id: IdSpec | None = None
     max_bytes: int = Field(default=1024**3 * 4, gt=0)
+    within: str | None = None
 
     @field_validator("path")
     @classmethod

@@ -295,7 +295,8 @@ class JobManager:
         if not principal.is_admin:
             user_id = _own_user(principal, user_id, where)
         data = spec.model_dump(exclude={"root"}, exclude_none=True)
-        data.update(path=str(path))
+        # Every file read must stay in the root, a symlink inside a folder of it included.
+        data.update(path=str(path), within=str(root))
         if user_id is not None:
             data["user_id"] = user_id
         try:

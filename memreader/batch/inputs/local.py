@@ -42,6 +42,12 @@ def _relative_key(location: str, base: str | None) -> str:
     return location
 
 
+def _is_inside(path: str, root: str) -> bool:
+    """Whether ``path``, symlinks followed, is ``root`` (resolved) or lies under it."""
+    resolved = os.path.realpath(path)
+    return resolved == root or resolved.startswith(root.rstrip(os.sep) + os.sep)
+
+
 def walk_folder(folder: str) -> tuple[list[str], list[str]]:
     """The files under ``folder``, recursively, sorted, and the hidden files and folders
     (``.git``, ``.DS_Store``) passed over: they are not inputs (a hidden folder is not walked).
@@ -92,6 +98,8 @@ class LocalStorage(InputStorage):
             files = [f for f in files if os.path.dirname(os.path.realpath(f)) != folder]
             if not files:
                 raise InputError(f"{where}: {spec.path!r} holds only the job's own output")
+        if spec.within is not None:
+            files = self._inside(where, spec.within, files)
         base = os.path.abspath(self._job.base_dir) if self._job.base_dir else None
         refs = []
         for file in dict.fromkeys(files):
@@ -125,6 +133,21 @@ class LocalStorage(InputStorage):
             raise InputError(f"{where}: {given!r} is not a regular file or a folder")
         raise InputError(f"{where}: no such file or folder {given!r}")
 
+    def _inside(self, where: str, within: str, files: list[str]) -> list[str]:
+        """The files that lie inside ``within`` once symlinks are followed; the others are
+        passed over (counted with the hidden ones), or refused when nothing is left."""
+        root = os.path.realpath(within)
+        kept = [f for f in files if _is_inside(f, root)]
+        self.hidden.update(f for f in files if not _is_inside(f, root))
+        if not kept:
+            raise InputError(f"{where}: no file of it lies inside {within!r} (symlinks followed)")
+        return kept
+
+    def _check_inside(self, ref: InputRef) -> None:
+        within = self._job.inputs[ref.spec_index].within
+        if within is not None and not _is_inside(ref.location, os.path.realpath(within)):
+            raise InputError(f"{ref.key}: resolves outside {within!r}; not read")
+
     def _walk(self, folder: str) -> list[str]:
         files, hidden = walk_folder(folder)
         self.hidden.update(hidden)
@@ -133,6 +156,7 @@ class LocalStorage(InputStorage):
     @contextmanager
     def open(self, ref: InputRef) -> Iterator[Read]:
         """A read over the regular file ``ref`` (anything else is refused after opening)."""
+        self._check_inside(ref)
         try:
             fd = os.open(ref.location, _OPEN_FLAGS)
         except OSError as exc:
@@ -152,6 +176,7 @@ class LocalStorage(InputStorage):
 
     def read_whole(self, ref: InputRef, max_bytes: int) -> bytes:
         """The whole regular file, refused past ``max_bytes`` (see :mod:`memreader.files`)."""
+        self._check_inside(ref)
         try:
             return read_regular_file(ref.location, max_bytes)
         except FileRefused as exc:
