@@ -30,6 +30,7 @@ __all__ = [
     "NotedText",
     "Rendered",
     "clip",
+    "one_line",
     "render_json",
     "render_line",
 ]
@@ -218,3 +219,14 @@ def _key(key: Any) -> str:
     if key is None or isinstance(key, bool | int | float):
         return json.dumps(key)
     return str(key)
+
+
+def one_line(text: str, limit: int) -> str:
+    """``text`` on one line (every run of white space, line breaks included, one space), cut
+    to at most ``limit`` characters with ``…`` where it was cut.
+
+    >>> one_line("tea\\n and   cake", 100), one_line("abcdefgh", 5)
+    ('tea and cake', 'abcd…')
+    """
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"

@@ -16,14 +16,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memreader.categories.summaries import (
+    MAX_LINE_CHARS,
     Sentence,
     deterministic_summary,
-    one_line,
     render,
 )
 from memreader.extraction.prompts import numbered_lines
 from memreader.llms.errors import LLMError
 from memreader.llms.usage import UsageMeter
+from memreader.rendering import one_line
 from memreader.stores.base import StoredMemory
 from memreader.stores.category_types import StoredCategory
 
@@ -84,13 +85,13 @@ def summary_messages(
     """The call's messages: the category, the old summary (citations as item numbers) and the
     items, numbered."""
     number = {memory.id: n for n, memory in enumerate(shown, 1)}
-    old_lines = [
-        f"{one_line(s.text)} ({', '.join(str(number[r]) for r in s.refs if r in number)})"
-        for s in old
-    ]
+    old_lines = []
+    for sentence in old:
+        cited = ", ".join(str(number[r]) for r in sentence.refs if r in number)
+        old_lines.append(f"{one_line(sentence.text, MAX_SENTENCE_CHARS)} ({cited})")
     items = [(n, f"({_date(memory)}) {memory.item.memory}") for n, memory in enumerate(shown, 1)]
     user = (
-        f"CATEGORY: {category.name}: {one_line(category.description)}\n\n"
+        f"CATEGORY: {category.name}: {one_line(category.description, MAX_LINE_CHARS)}\n\n"
         f"OLD SUMMARY:\n{chr(10).join(old_lines) or '(none yet)'}\n\n"
         f"ITEMS:\n{numbered_lines(items)}"
     )
@@ -170,7 +171,7 @@ def llm_summary(
     by_id = {memory.id: memory for memory in shown}
     dropped = [r for s in old for r in s.refs if r in by_id and r not in cited]
     for memory_id in dict.fromkeys(dropped):
-        line = one_line(by_id[memory_id].item.memory)
+        line = one_line(by_id[memory_id].item.memory, MAX_LINE_CHARS)
         sentences.append(Sentence(line, (memory_id,)))
     if dropped:
         notes.append(f"re-added {len(set(dropped))} fact(s) of the old summary the answer left out")

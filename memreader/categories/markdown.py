@@ -47,9 +47,10 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
-from memreader.categories.summaries import newest_first, one_line, parse, without_refs
+from memreader.categories.summaries import newest_first, parse, without_refs
 from memreader.category_config import CATEGORY_NAME
 from memreader.errors import InputError, SinkError, StoreError
+from memreader.rendering import one_line
 
 if TYPE_CHECKING:
     from memreader.stores.base import MemoryStore, StoredMemory

@@ -18,14 +18,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from memreader.rendering import one_line
 from memreader.stores.base import StoredMemory
 
 __all__ = [
+    "MAX_LINE_CHARS",
     "Sentence",
     "cited_ids",
     "deterministic_summary",
     "newest_first",
-    "one_line",
     "parse",
     "render",
     "without_refs",
@@ -74,12 +75,6 @@ def without_refs(text: str) -> str:
     return " ".join(_REF.sub("", text).split())
 
 
-def one_line(text: str, limit: int = MAX_LINE_CHARS) -> str:
-    """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
-
-
 def _time_of(memory: StoredMemory) -> datetime:
     return memory.valid_from or memory.recorded_at or _EPOCH
 
@@ -96,7 +91,7 @@ def deterministic_summary(memories: Sequence[StoredMemory], max_chars: int) -> s
     lines: list[str] = []
     size = 0
     for memory in newest_first(memories):
-        line = render([Sentence(f"- {one_line(memory.item.memory)}", (memory.id,))])
+        line = render([Sentence(f"- {one_line(memory.item.memory, MAX_LINE_CHARS)}", (memory.id,))])
         if size + len(line) + 1 > max_chars and lines:
             break
         lines.append(line)

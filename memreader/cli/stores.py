@@ -29,6 +29,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from memreader.errors import InputError
+from memreader.rendering import one_line
 from memreader.stores.base import SEARCH_MODES
 from memreader.stores.shapes import entry_json, event_json, iso, score_json
 
@@ -188,7 +189,7 @@ def _search(args: argparse.Namespace, url: str) -> int:
         return 0
     for rank, hit in enumerate(hits, 1):
         print(_hit_line(rank, hit))
-        print(f"   {_one_line(hit.memory.item.memory)}")
+        print(f"   {one_line(hit.memory.item.memory, 200)}")
     if not hits:
         print("memreader: no memory found", file=sys.stderr)
     return 0
@@ -263,7 +264,7 @@ def _history(store: MemoryStore, args: argparse.Namespace) -> int:
             }
         )
         return 0
-    print(f"{memory.id} [{memory.status}] {_one_line(memory.item.memory)}")
+    print(f"{memory.id} [{memory.status}] {one_line(memory.item.memory, 200)}")
     for entry in entries:
         print(f"{iso(entry.at)}  {entry.event:<9} {entry.reason}")
     return 0
@@ -354,11 +355,6 @@ class StoreOutput:
     def close(self) -> None:
         """Close the store."""
         self.store.close()
-
-
-def _one_line(text: str, limit: int = 200) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 def _print_json(data: dict[str, Any]) -> None:

@@ -41,6 +41,7 @@ from typing import Any
 
 from memreader.chat_time import parse_chat_time
 from memreader.items import MAX_IMPORTANCE_REASON_CHARS, SourceMessage
+from memreader.rendering import one_line
 
 __all__ = [
     "MAX_VALID_FROM_CHARS",
@@ -166,12 +167,6 @@ def _number(raw: Any) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _one_line(text: str, limit: int) -> str:
-    """``text`` on one line (runs of whitespace, line breaks included, as one space), clipped."""
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 3].rstrip() + "..."
-
-
 def read_importance(raw: Any, raw_reason: Any) -> tuple[Importance | None, bool]:
     """The model's importance (an integer 0..10 in the answer) as 0..1 with its reason, and
     whether the value was malformed.
@@ -195,7 +190,7 @@ def read_importance(raw: Any, raw_reason: Any) -> tuple[Importance | None, bool]
     if value is None or not 0 <= value <= IMPORTANCE_SCALE:
         return None, True
     given = raw_reason if isinstance(raw_reason, str) and raw_reason.strip() else _NO_REASON
-    reason = _one_line(given, MAX_IMPORTANCE_REASON_CHARS - len(_MODEL_PREFIX))
+    reason = one_line(given, MAX_IMPORTANCE_REASON_CHARS - len(_MODEL_PREFIX))
     return Importance(round(value / IMPORTANCE_SCALE, 4), _MODEL_PREFIX + reason), False
 
 
