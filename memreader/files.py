@@ -1,4 +1,5 @@
-"""Reading a local file safely: only a regular file, never more than a byte past a limit.
+"""Local files, safely: reading only a regular file, never more than a byte past a limit; and
+writing one whole or not at all (:func:`write_atomic`, :func:`fsync_folder`).
 
 A FIFO would block ``open`` until a writer comes, ``/dev/zero`` reports size 0 and never ends,
 and procfs files report size 0 whatever they hold; so a file is opened without blocking,
@@ -8,10 +9,12 @@ up to one byte past the limit whatever size it reports.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
+import tempfile
 
-__all__ = ["FileRefused", "read_regular_file"]
+__all__ = ["FileRefused", "fsync_folder", "read_regular_file", "write_atomic"]
 
 # Opening must never block (a FIFO waits for a writer) nor make a terminal ours.
 _OPEN_FLAGS = (
@@ -72,3 +75,44 @@ def read_regular_file(
     if len(data) > max_bytes:
         raise FileRefused(f"over the limit of {max_bytes} bytes", too_large=True)
     return data
+
+
+def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to a temporary file beside ``path`` (``.<name>.<random>.tmp``), fsync it,
+    then rename it over ``path``: a reader sees the old file or the new one, never half of
+    one, and a symlink at ``path`` is replaced itself, never what it points to.
+
+    Raises:
+        OSError: the folder cannot be written (the temporary file is removed); callers say
+            what failed in their own error type.
+    """
+    folder, name = os.path.split(os.fspath(path))
+    fd, temp = tempfile.mkstemp(dir=folder or ".", prefix=f".{name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        # Already renamed or gone: nothing is left behind either way.
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
+def fsync_folder(folder: str | os.PathLike[str]) -> None:
+    """Persist the renames in ``folder`` (POSIX; a no-op where folders cannot be opened or
+    synced: the renames stand, only their durability across a power cut is not promised)."""
+    if os.name != "posix":  # pragma: no cover
+        return
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # pragma: no cover
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)

@@ -21,8 +21,8 @@ from memreader.categories.summaries import (
 from memreader.items import TextualMemoryItem, TextualMemoryItemMetadata
 from memreader.llms import LLMRouter
 from memreader.llms.config import LLMSlots
-from memreader.stores.base import StoredMemory
 from memreader.stores.category_types import StoredCategory
+from memreader.stores.records import StoredMemory
 
 from .llm_server import LLMTestServer, Reply, llm_server, openai_completion
 

@@ -220,6 +220,31 @@ def test_item_ids_list_active_memories_and_links_keep_history(store: MemoryStore
     assert food is not None and food.item_ids == ("d",)
 
 
+def test_category_memories_are_the_newest_active_ones_bounded(store: MemoryStore) -> None:
+    for day in range(5):
+        store.write(
+            [item(f"m{day}", f"meal of day {day}", message=f"x{day}")], now=T0 + timedelta(days=day)
+        )
+    store.write([item("other", "Other owner's meal", user="u2")], now=T0)
+    store.upsert_categories("u1", [FOOD])
+    store.upsert_categories("u2", [FOOD])
+    store.link_categories("u1", {f"m{day}": ["food"] for day in range(5)})
+    store.link_categories("u2", {"other": ["food"]})
+    store.forget(SourceSelector(message_id="x4"), user_id="u1", now=T0 + timedelta(days=9))
+    newest = store.category_memories("u1", "food", limit=2)
+    assert [m.id for m in newest] == ["m3", "m2"]  # m4 expired; newest first; at most 2
+    assert [m.id for m in store.category_memories("u1", "food", limit=99)] == [
+        "m3",
+        "m2",
+        "m1",
+        "m0",
+    ]
+    assert [m.id for m in store.category_memories("u2", "food", limit=9)] == ["other"]
+    assert store.category_memories("u1", "work", limit=9) == []
+    with pytest.raises(InputError, match="limit"):
+        store.category_memories("u1", "food", limit=0)
+
+
 # -- search ------------------------------------------------------------------------------------
 
 

@@ -25,8 +25,8 @@ from memreader.extraction.prompts import numbered_lines
 from memreader.llms.errors import LLMError
 from memreader.llms.usage import UsageMeter
 from memreader.rendering import one_line
-from memreader.stores.base import StoredMemory
-from memreader.stores.category_types import StoredCategory
+from memreader.stores.category_types import StoredCategory, SummaryKind
+from memreader.stores.records import StoredMemory
 
 __all__ = ["SUMMARY_SCHEMA", "LLMSummary", "llm_summary", "read_answer", "summary_messages"]
 
@@ -71,7 +71,7 @@ class LLMSummary:
     when the answer was refused), the notes on repairs, the calls and prompt characters."""
 
     summary: str
-    kind: str
+    kind: SummaryKind
     notes: list[str] = field(default_factory=list)
     calls: int = 0
     prompt_chars: int = 0

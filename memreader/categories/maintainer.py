@@ -22,13 +22,14 @@ from typing import Any
 
 from memreader.categories.assign import CategoryIndex
 from memreader.categories.llm_summary import LLMSummary, llm_summary
-from memreader.categories.summaries import deterministic_summary, newest_first, parse
+from memreader.categories.summaries import Sentence, deterministic_summary, newest_first, parse
 from memreader.category_config import CategoriesConfig
 from memreader.errors import MemReaderError
 from memreader.items import TextualMemoryItem
-from memreader.stores.base import MemoryStore, StoredMemory
+from memreader.stores.base import MemoryStore
 from memreader.stores.category_types import StoredCategory
 from memreader.stores.events import WriteEvent
+from memreader.stores.records import StoredMemory
 
 __all__ = ["CategoryMaintainer", "SummaryUpdate", "maintainer_for"]
 
@@ -163,28 +164,33 @@ class CategoryMaintainer:
         category = store.category(owner, name)
         if category is None:  # pragma: no cover - upserted above
             raise LookupError(name)
-        memories = [
-            m
-            for m in (store.get(i, user_id=owner) for i in category.item_ids)
-            if m is not None and m.status == "active"
-        ]
         settings = self.config.summaries
+        # Only the newest items a summary can hold are read (a list line is at least ~40
+        # characters with its citation), however large the category has grown.
+        limit = max(settings.max_items, settings.max_chars // 40 + 1)
+        newest = store.category_memories(owner, name, limit=limit)
         use_llm = (
             self.llm is not None
-            and memories
+            and newest
             and (settings.mode == "llm" or (settings.mode == "auto" and from_fine))
         )
         if use_llm:
-            result = self._llm_summary(category, memories)
+            result = self._llm_summary(store, category, newest[: settings.max_items])
         else:
             result = LLMSummary(
-                deterministic_summary(memories, settings.max_chars),
-                "deterministic" if memories else "empty",
+                deterministic_summary(newest, settings.max_chars),
+                "deterministic" if newest else "empty",
             )
         note = "; ".join(result.notes) or None
-        store.save_summary(owner, name, summary=result.summary, kind=result.kind, note=note)  # type: ignore[arg-type]
+        store.save_summary(owner, name, summary=result.summary, kind=result.kind, note=note)
         update = SummaryUpdate(
-            owner, name, result.kind, note, len(memories), result.calls, result.prompt_chars
+            owner,
+            name,
+            result.kind,
+            note,
+            len(category.item_ids),
+            result.calls,
+            result.prompt_chars,
         )
         if note is not None:
             logger.info("category %s of %s: %s", name, owner, note)
@@ -192,19 +198,31 @@ class CategoryMaintainer:
             self.on_update(update)
         return update
 
-    def _llm_summary(self, category: StoredCategory, memories: list[StoredMemory]) -> LLMSummary:
-        current = {m.id: m for m in memories}
+    def _llm_summary(
+        self, store: MemoryStore, category: StoredCategory, newest: list[StoredMemory]
+    ) -> LLMSummary:
+        """The LLM's summary from ``newest`` and the items the old summary cites that still
+        hold (read one by one: a summary cites at most a few dozen)."""
+        active = set(category.item_ids)
         old = [
-            s.__class__(s.text, tuple(r for r in s.refs if r in current))
+            Sentence(s.text, tuple(r for r in s.refs if r in active))
             for s in parse(category.summary)
         ]
         old = [s for s in old if s.refs]
-        cited = {r for s in old for r in s.refs}
-        newest = newest_first(memories)[: self.config.summaries.max_items]
-        chosen = {m.id: m for m in newest} | {r: current[r] for r in cited}
-        shown = newest_first(chosen.values())
+        shown = {m.id: m for m in newest}
+        for memory_id in sorted({r for s in old for r in s.refs} - set(shown)):
+            memory = store.get(memory_id, user_id=category.user_id)
+            if memory is not None and memory.status == "active":
+                shown[memory_id] = memory
+        old = [
+            Sentence(s.text, kept) for s in old if (kept := tuple(r for r in s.refs if r in shown))
+        ]
         return llm_summary(
-            self.llm, category, shown, old, max_chars=self.config.summaries.max_chars
+            self.llm,
+            category,
+            newest_first(shown.values()),
+            old,
+            max_chars=self.config.summaries.max_chars,
         )
 
     # -- shared state -----------------------------------------------------------------------------

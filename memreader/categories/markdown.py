@@ -41,7 +41,6 @@ import contextlib
 import hashlib
 import os
 import re
-import secrets
 import unicodedata
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
@@ -50,11 +49,13 @@ from typing import TYPE_CHECKING
 from memreader.categories.summaries import newest_first, parse, without_refs
 from memreader.category_config import CATEGORY_NAME
 from memreader.errors import InputError, SinkError, StoreError
+from memreader.files import fsync_folder, write_atomic
 from memreader.rendering import one_line
 
 if TYPE_CHECKING:
-    from memreader.stores.base import MemoryStore, StoredMemory
+    from memreader.stores.base import MemoryStore
     from memreader.stores.category_types import StoredCategory
+    from memreader.stores.records import StoredMemory
 
 __all__ = [
     "INDEX",
@@ -249,15 +250,14 @@ def _count(n: int) -> str:
 
 
 def _active(store: MemoryStore, user_id: str, category: StoredCategory) -> list[StoredMemory]:
-    """The category's active memories, each checked to be ``user_id``'s."""
-    memories = []
-    for item_id in sorted(set(category.item_ids)):
-        memory = store.get(item_id, user_id=user_id)
-        if memory is None or memory.status != "active":
-            continue
+    """The category's active memories (one query), each checked to be ``user_id``'s."""
+    if not category.item_ids:
+        return []
+    limit = len(set(category.item_ids))
+    memories = store.category_memories(user_id, category.name, limit=limit)
+    for memory in memories:
         if memory.item.metadata.user_id != user_id:
-            raise StoreError(f"the store answered another owner's memory {item_id!r}")
-        memories.append(memory)
+            raise StoreError(f"the store answered another owner's memory {memory.id!r}")
     return memories
 
 
@@ -366,35 +366,18 @@ def _publish(folder: str, files: dict[str, bytes]) -> list[str]:
             os.unlink(os.path.join(folder, name))
     except OSError as exc:
         raise SinkError(f"cannot remove stale files in {folder}: {exc.strerror or exc}") from None
-    _fsync_folder(folder)
+    fsync_folder(folder)
     return [os.path.join(folder, name) for name in order]
 
 
 def _write_file(path: str, data: bytes) -> None:
-    """``data`` into ``path`` through a temporary file renamed over it (unchanged: untouched)."""
+    """``data`` into ``path``, whole (:func:`~memreader.files.write_atomic`); a file already
+    holding these bytes is left alone, so an unchanged export touches nothing."""
     if not os.path.islink(path):
         with contextlib.suppress(OSError), open(path, "rb") as handle:
             if handle.read(len(data) + 1) == data:
                 return
-    folder, name = os.path.split(path)
-    temp = os.path.join(folder, f".{name}.{secrets.token_hex(6)}.tmp")
     try:
-        with open(temp, "xb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)  # replaces a symlink itself, never what it points to
+        write_atomic(path, data)
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
         raise SinkError(f"cannot write {path}: {exc.strerror or exc}") from None
-
-
-def _fsync_folder(folder: str) -> None:
-    """Persist the renames in ``folder`` (POSIX; a no-op where folders cannot be opened)."""
-    with contextlib.suppress(OSError):
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)

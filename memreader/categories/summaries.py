@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from memreader.rendering import one_line
-from memreader.stores.base import StoredMemory
+from memreader.stores.records import StoredMemory
 
 __all__ = [
     "MAX_LINE_CHARS",

@@ -24,13 +24,13 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
+from memreader import files
 from memreader.embedders.bert_onnx import build_bert_graph
 from memreader.embedders.model_io import MAX_JSON_BYTES, MAX_MODEL_BYTES, read_model_bytes
 from memreader.embedders.quantize import INT8_SCHEME, quantize_int8
@@ -153,31 +153,16 @@ def model_folder(model_dir: Path, name: str) -> Path:
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``path``, then rename it over ``path``; an
-    :class:`EmbeddingError` (naming ``MEMREADER_CACHE_DIR``) when the folder is not writable."""
+    """:func:`memreader.files.write_atomic` into the model folder; an :class:`EmbeddingError`
+    (naming ``MEMREADER_CACHE_DIR``) when the folder is not writable."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        files.write_atomic(path, data)
     except OSError as e:
-        raise EmbeddingError(
-            f"cannot write the model file {str(path)!r}: {e}; set MEMREADER_CACHE_DIR to a "
-            "writable folder"
-        ) from e
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temp, path)
-    except OSError as e:
-        Path(temp).unlink(missing_ok=True)
         raise EmbeddingError(
             f"cannot write the model file {str(path)!r}: {e}; set MEMREADER_CACHE_DIR to a "
             "writable folder with room for it"
         ) from e
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
 
 
 def model_file_name(precision: Precision) -> str:

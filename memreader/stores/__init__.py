@@ -24,18 +24,17 @@ from memreader.registry import Registry
 from memreader.stores.base import (
     SEARCH_MODES,
     HistoryEntry,
-    MemoryStatus,
     MemoryStore,
     QueryEmbedder,
     ScoreParts,
     SearchHit,
     SearchMode,
     SourceSelector,
-    StoredMemory,
 )
 from memreader.stores.category_api import CategoryStorage, check_keeper
 from memreader.stores.category_types import CategoryKeeper, StoredCategory
 from memreader.stores.events import EventKind, WriteEvent
+from memreader.stores.records import MemoryStatus, StoredMemory
 
 __all__ = [
     "SEARCH_MODES",

@@ -32,68 +32,28 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from memreader.errors import InputError, StoreError
 from memreader.items import TextualMemoryItem
-from memreader.stores.category_api import CategoryStorage
+from memreader.stores.category_api import CategoryStorage, check_category
+from memreader.stores.checks import Filters, aware, moment
 from memreader.stores.events import EventKind, WriteEvent
+from memreader.stores.records import StoredMemory
 from memreader.stores.scoring import ScoreParts
 
 __all__ = [
     "SEARCH_MODES",
     "HistoryEntry",
-    "MemoryStatus",
     "MemoryStore",
     "QueryEmbedder",
     "ScoreParts",
     "SearchHit",
     "SearchMode",
     "SourceSelector",
-    "StoredMemory",
 ]
-
-#: ``active``: true now; ``superseded``: replaced by a newer memory (``superseded_by``);
-#: ``expired``: every source it came from was forgotten.
-MemoryStatus = Literal["active", "superseded", "expired"]
 
 #: What a search ranks by: ``hybrid`` (the default) fuses the vector list and the full-text
 #: list; ``vector`` uses the vector list only, ``text`` the full-text list only (the query is
 #: then not embedded).
 SearchMode = Literal["hybrid", "vector", "text"]
 SEARCH_MODES: tuple[SearchMode, ...] = ("hybrid", "vector", "text")
-
-
-@dataclass(frozen=True)
-class StoredMemory:
-    """One memory as a store keeps it: the item (id, memory, sources with exact spans,
-    embedding, owner, type, tags) and what the store knows of it.
-
-    Attributes:
-        item: the memory item, its sources being every source that supports it.
-        status: see :data:`MemoryStatus`.
-        content_hash: the hash dedup compares (of the normalised memory text).
-        valid_from: when the fact began to hold (from the chat times of what it cites), if known.
-        valid_to: when it stopped holding (set when superseded by a contradiction), if known.
-        recorded_at: when the store learned it.
-        retired_at: when the store superseded or expired it.
-        superseded_by: the id of the memory that replaced it.
-        importance: 0..1, with ``importance_reason``; ``None`` when nothing scored it.
-        reinforced: how many times it was written again after it was added.
-    """
-
-    item: TextualMemoryItem
-    status: MemoryStatus
-    content_hash: str
-    recorded_at: datetime
-    valid_from: datetime | None = None
-    valid_to: datetime | None = None
-    retired_at: datetime | None = None
-    superseded_by: str | None = None
-    importance: float | None = None
-    importance_reason: str | None = None
-    reinforced: int = 0
-
-    @property
-    def id(self) -> str:
-        """The memory's id (its item's)."""
-        return self.item.id
 
 
 @dataclass(frozen=True)
@@ -220,7 +180,6 @@ class MemoryStore(CategoryStorage):
         """The memory ``memory_id`` of ``user_id``, whatever its status; ``None`` if that owner
         has no such memory."""
 
-    @abstractmethod
     def search(
         self,
         query: str,
@@ -246,6 +205,30 @@ class MemoryStore(CategoryStorage):
         Raises:
             InputError: a bad argument (``mode`` not one of :data:`SEARCH_MODES`, ...).
         """
+        if mode not in SEARCH_MODES:
+            raise InputError(f"mode must be one of {', '.join(SEARCH_MODES)}, got {mode!r}")
+        if not isinstance(query, str):
+            raise InputError(f"query must be a string, got {type(query).__name__}")
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise InputError(f"k must be a positive integer, got {k!r}")
+        if types is not None and (isinstance(types, str) or not isinstance(types, Sequence)):
+            raise InputError(f"types must be a list of memory types, got {types!r}")
+        filters = Filters(
+            types=tuple(types) if types is not None else None,
+            since=aware(since, "since") if since is not None else None,
+            until=aware(until, "until") if until is not None else None,
+            session_id=session_id,
+            include_inactive=include_inactive,
+            category=check_category(category) if category is not None else None,
+        )
+        return self._search(query, user_id, k, filters, moment(now), mode)
+
+    @abstractmethod
+    def _search(
+        self, query: str, user_id: str, k: int, filters: Filters, now: datetime, mode: SearchMode
+    ) -> list[SearchHit]:
+        """What :meth:`search` does, its arguments checked (all but ``user_id``) and ``now``
+        given."""
 
     @abstractmethod
     def history(self, memory_id: str, *, user_id: str) -> list[HistoryEntry]:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, cast, get_args
 from memreader.category_config import CATEGORY_NAME, CategoryDef
 from memreader.errors import ConfigError, InputError, InternalError, MemReaderError
 from memreader.stores.category_types import CategoryKeeper, StoredCategory, SummaryKind
+from memreader.stores.records import StoredMemory
 
 if TYPE_CHECKING:
     from memreader.items import TextualMemoryItem
@@ -121,6 +122,24 @@ class CategoryStorage(ABC):
     def _categories(self, owner: str, name: str | None) -> list[StoredCategory]:
         """``owner``'s categories as :meth:`categories` gives them, only the one named ``name``
         (if it exists) when ``name`` is not ``None``; the arguments are checked."""
+
+    def category_memories(self, user_id: str, name: str, *, limit: int) -> list[StoredMemory]:
+        """The newest ``limit`` active memories of ``user_id``'s category ``name``, newest
+        first (by the time each began to hold, else was recorded; ties by id): what a summary
+        is rebuilt from, in one bounded query however large the category grows.
+
+        Raises:
+            InputError: a bad owner, name or ``limit``.
+        """
+        owner = check_owner(user_id)
+        checked = check_category(name, "name")
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise InputError(f"limit must be a positive integer, got {limit!r}")
+        return self._category_memories(owner, checked, limit)
+
+    @abstractmethod
+    def _category_memories(self, owner: str, name: str, limit: int) -> list[StoredMemory]:
+        """What :meth:`category_memories` returns, its arguments checked."""
 
     def categories_of(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, list[str]]:
         """The sorted category names each of ``memory_ids`` is linked to, whatever the

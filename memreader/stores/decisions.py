@@ -30,8 +30,9 @@ from typing import Any
 
 from memreader.errors import InputError
 from memreader.items import Reconciliation, TextualMemoryItem
-from memreader.stores.base import MemoryStatus, SourceSelector
-from memreader.stores.events import EventKind
+from memreader.stores.base import SourceSelector
+from memreader.stores.events import EventKind, WriteEvent
+from memreader.stores.records import MemoryStatus
 
 __all__ = [
     "DEFAULT_NEAR_DUPLICATE",
@@ -44,6 +45,7 @@ __all__ = [
     "drop_key",
     "dump_supports",
     "load_supports",
+    "looked_up",
     "merge_supports",
     "not_applicable",
     "reconciled",
@@ -342,3 +344,41 @@ def reconciled(item_id: str, mark: Reconciliation, *, reactivate: bool) -> Decis
 def already_supported(stored: Sequence[Support], new: Iterable[Support]) -> bool:
     """Whether every support of ``new`` is among ``stored``."""
     return all(support in stored for support in new)
+
+
+def looked_up(
+    start: int,
+    items: Sequence[TextualMemoryItem],
+    hashes: Sequence[str],
+    rows: Iterable[tuple[Any, ...]],
+) -> list[WriteEvent | None]:
+    """What writing each of ``items`` (items ``start`` on of a lookup, their content
+    ``hashes``) would find among ``rows`` (id, memory type, content hash, status: the owner's
+    rows with one of their ids, and its active rows with one of their hashes): ``NONE`` or
+    ``REINFORCE``, else ``None`` (see :meth:`MemoryStore.lookup`)."""
+    by_id: dict[str, Found] = {}
+    by_hash: dict[tuple[str, str], str] = {}
+    for memory_id, memory_type, digest, status in rows:
+        by_id[memory_id] = Found(memory_id, digest, status)
+        if status == "active":
+            by_hash.setdefault((memory_type, digest), memory_id)
+    found: list[WriteEvent | None] = []
+    for index, (item, digest) in enumerate(zip(items, hashes, strict=True)):
+        same = by_hash.get((item.metadata.memory_type.value, digest))
+        try:
+            decision = decide(
+                start + index,
+                item.id,
+                digest,
+                same_id=by_id.get(item.id),
+                same_hash=Found(same, digest, "active") if same else None,
+                nearest=None,
+                threshold=1.0,
+            )
+        except InputError:  # the id holds other text: write() says so
+            found.append(None)
+            continue
+        known = decision.event in ("NONE", "REINFORCE")
+        event = WriteEvent(decision.event, decision.memory_id, item.id, decision.reason)
+        found.append(event if known else None)
+    return found

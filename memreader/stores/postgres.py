@@ -24,28 +24,26 @@ column becomes ``vector(n)`` and the HNSW index is made); a vector of another le
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
-from memreader.errors import ConfigError, InputError, MemReaderError, StoreError
+from memreader.errors import ConfigError
 from memreader.items import TextualMemoryItem
 from memreader.stores import register_store
 from memreader.stores.base import (
-    SEARCH_MODES,
     HistoryEntry,
     QueryEmbedder,
     SearchHit,
     SearchMode,
     SourceSelector,
-    StoredMemory,
 )
-from memreader.stores.category_api import check_category
+from memreader.stores.checks import Filters, aware, check_option, check_owner, moment
 from memreader.stores.decisions import DEFAULT_NEAR_DUPLICATE, selector_key, validate_items
+from memreader.stores.embedding import embed, embed_missing
 from memreader.stores.events import WriteEvent
 from memreader.stores.postgres_categories import PostgresCategories
 from memreader.stores.postgres_ops import (
     Connection,
-    Filters,
     Ranking,
     lock_owners,
     lookup,
@@ -58,8 +56,6 @@ from memreader.stores.postgres_ops import (
 from memreader.stores.postgres_schema import (
     HNSW_MAX_DIMENSION,
     MEMORY_COLUMNS,
-    aware,
-    check_option,
     history_from_row,
     memory_from_row,
     safe_url,
@@ -68,6 +64,7 @@ from memreader.stores.postgres_schema import (
 from memreader.stores.postgres_session import Session, check_dimensions, stored_dimension
 from memreader.stores.postgres_text import WordRows
 from memreader.stores.postgres_write import Changes, prepare
+from memreader.stores.records import StoredMemory
 from memreader.stores.scoring import (
     DEFAULT_GAMMA,
     DEFAULT_IMPORTANCE_WEIGHT,
@@ -165,9 +162,9 @@ class PostgresStore(PostgresCategories):
         *,
         in_parts: bool,
     ) -> list[WriteEvent]:
-        at = aware(now, "now") if now is not None else datetime.now(timezone.utc)
+        at = moment(now)
         key = selector_key(source) if source is not None else None
-        checked = self._embed_missing(validate_items(items, user_id))
+        checked = embed_missing(validate_items(items, user_id), self.embedder, self._unstored)
         prepared = [prepare(index, item, key) for index, item in enumerate(checked)]
         owners = {p.user_id for p in prepared} | ({user_id} if user_id else set())
 
@@ -177,11 +174,8 @@ class PostgresStore(PostgresCategories):
             changes = Changes(conn, at, self.near_duplicate, key, in_parts)
             events = [changes.apply(p) for p in prepared]
             if key is not None and not in_parts:
-                reason = f"{key} was written again without this memory"
                 for owner in sorted(owners):
-                    events += changes.drop_source(
-                        owner, key, retire_as="superseded", event="SUPERSEDE", reason=reason
-                    )
+                    events += changes.supersede_from(owner, key)
             return events, dimension
 
         events, dimension = self._session.run(work, write=True)
@@ -191,9 +185,8 @@ class PostgresStore(PostgresCategories):
     def _retire_unseen(
         self, source: SourceSelector, seen: Mapping[str, Collection[str]], now: datetime | None
     ) -> list[WriteEvent]:
-        at = aware(now, "now") if now is not None else datetime.now(timezone.utc)
+        at = moment(now)
         key = selector_key(source)
-        reason = f"{key} was written again without this memory"
 
         def work(conn: Connection) -> list[WriteEvent]:
             owners = owners_of(conn, key)
@@ -202,9 +195,7 @@ class PostgresStore(PostgresCategories):
             events: list[WriteEvent] = []
             for owner in owners:
                 changes.touched = seen_rows(conn, key, owner, seen.get(owner, ()))
-                events += changes.drop_source(
-                    owner, key, retire_as="superseded", event="SUPERSEDE", reason=reason
-                )
+                events += changes.supersede_from(owner, key)
             return events
 
         return self._session.run(work, write=True)
@@ -213,46 +204,16 @@ class PostgresStore(PostgresCategories):
         self, items: Sequence[TextualMemoryItem], *, user_id: str
     ) -> list[WriteEvent | None]:
         """See :meth:`MemoryStore.lookup`."""
-        owner = _owner(user_id)
+        owner = check_owner(user_id)
         checked = validate_items(items, owner)
         return self._session.run(lambda c: lookup(c, owner, checked), write=False)
 
-    def _embed_missing(self, items: list[TextualMemoryItem]) -> list[TextualMemoryItem]:
-        """``items``, the new ones that came without a vector given one (stored ones are
-        skipped: their ids and hashes are checked before anything is embedded)."""
-        bare = [i for i, item in enumerate(items) if item.metadata.embedding is None]
-        if self.embedder is None or not bare:
-            return items
-        positions = self._session.run(lambda c: unstored(c, [items[i] for i in bare]), write=False)
-        todo = [bare[i] for i in positions]
-        if not todo:
-            return items
-        vectors = self._embed([items[i].memory for i in todo])
-        name = getattr(self.embedder, "name", None)
-        model = name if isinstance(name, str) else None
-        out = list(items)
-        for i, vector in zip(todo, vectors, strict=True):
-            meta = items[i].metadata.model_copy(
-                update={"embedding": [float(x) for x in vector], "embedding_model": model}
-            )
-            out[i] = items[i].model_copy(update={"metadata": meta})
-        return out
-
-    def _embed(self, texts: list[str]) -> list[list[float]]:
-        assert self.embedder is not None
-        try:
-            vectors = self.embedder.embed(texts)
-        except MemReaderError:
-            raise
-        except Exception as exc:
-            raise StoreError(f"the store's embedder failed: {type(exc).__name__}: {exc}") from exc
-        if len(vectors) != len(texts):
-            raise StoreError(f"the store's embedder gave {len(vectors)} vectors for {len(texts)}")
-        return [list(v) for v in vectors]
+    def _unstored(self, items: list[TextualMemoryItem]) -> list[int]:
+        return self._session.run(lambda c: unstored(c, items), write=False)
 
     def get(self, memory_id: str, *, user_id: str) -> StoredMemory | None:
         """See :meth:`MemoryStore.get`."""
-        owner = _owner(user_id)
+        owner = check_owner(user_id)
         row = self._session.run(
             lambda c: c.execute(
                 f"SELECT {MEMORY_COLUMNS} FROM memreader_memories WHERE user_id = %s AND id = %s",
@@ -262,42 +223,13 @@ class PostgresStore(PostgresCategories):
         )
         return memory_from_row(row) if row else None
 
-    def search(
-        self,
-        query: str,
-        *,
-        user_id: str,
-        k: int = 10,
-        types: Sequence[str] | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        session_id: str | None = None,
-        include_inactive: bool = False,
-        now: datetime | None = None,
-        mode: SearchMode = "hybrid",
-        category: str | None = None,
+    def _search(
+        self, query: str, user_id: str, k: int, filters: Filters, now: datetime, mode: SearchMode
     ) -> list[SearchHit]:
-        """See :meth:`MemoryStore.search`."""
-        if mode not in SEARCH_MODES:
-            raise InputError(f"mode must be one of {', '.join(SEARCH_MODES)}, got {mode!r}")
-        if not isinstance(query, str):
-            raise InputError(f"query must be a string, got {type(query).__name__}")
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise InputError(f"k must be a positive integer, got {k!r}")
-        if types is not None and (isinstance(types, str) or not isinstance(types, Sequence)):
-            raise InputError(f"types must be a list of memory types, got {types!r}")
-        filters = Filters(
-            types=tuple(types) if types is not None else None,
-            since=aware(since, "since") if since is not None else None,
-            until=aware(until, "until") if until is not None else None,
-            session_id=session_id,
-            include_inactive=include_inactive,
-            category=check_category(category) if category is not None else None,
-        )
-        owner = _owner(user_id)
-        at = aware(now, "now") if now is not None else datetime.now(timezone.utc)
-        embed = self.embedder is not None and bool(query.strip()) and mode != "text"
-        vector = self._embed([query])[0] if embed else None
+        owner = check_owner(user_id)
+        vector = None
+        if self.embedder is not None and query.strip() and mode != "text":
+            vector = embed(self.embedder, [query])[0]
         text = query if mode != "vector" else ""
 
         def work(conn: Connection) -> list[SearchHit]:
@@ -308,13 +240,13 @@ class PostgresStore(PostgresCategories):
             pg_vector = vector_text(vector) if usable and vector is not None else None
             words, writes = self._words, self._session.writes
             ranking = Ranking(self.gamma, self.importance_weight, words, writes)
-            return search(conn, text, owner, k, filters, pg_vector, at, ranking)
+            return search(conn, text, owner, k, filters, pg_vector, now, ranking)
 
         return self._session.run(work, write=False)
 
     def history(self, memory_id: str, *, user_id: str) -> list[HistoryEntry]:
         """See :meth:`MemoryStore.history`."""
-        owner = _owner(user_id)
+        owner = check_owner(user_id)
         rows = self._session.run(
             lambda c: c.execute(
                 "SELECT memory_id, event, old_memory, new_memory, at, reason, source_ids "
@@ -328,16 +260,14 @@ class PostgresStore(PostgresCategories):
     def _forget(
         self, source: SourceSelector, user_id: str, now: datetime | None
     ) -> list[WriteEvent]:
-        owner = _owner(user_id)
-        at = aware(now, "now") if now is not None else datetime.now(timezone.utc)
+        owner = check_owner(user_id)
+        at = moment(now)
         key = selector_key(source)
 
         def work(conn: Connection) -> list[WriteEvent]:
             lock_owners(conn, [owner])
             changes = Changes(conn, at, self.near_duplicate)
-            return changes.drop_source(
-                owner, key, retire_as="expired", event="EXPIRE", reason=f"{key} was forgotten"
-            )
+            return changes.expire_from(owner, key)
 
         return self._session.run(work, write=True)
 
@@ -352,9 +282,3 @@ class PostgresStore(PostgresCategories):
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.url!r})"
-
-
-def _owner(user_id: str) -> str:
-    if not isinstance(user_id, str) or not user_id.strip():
-        raise InputError(f"user_id must be a non-empty string, got {user_id!r}")
-    return user_id

@@ -16,7 +16,9 @@ from memreader.stores.base import MemoryStore
 from memreader.stores.category_api import check_linkable, stored_category
 from memreader.stores.category_types import StoredCategory, SummaryKind
 from memreader.stores.postgres_ops import Connection, lock_owners
+from memreader.stores.postgres_schema import MEMORY_COLUMNS, memory_from_row
 from memreader.stores.postgres_session import Session
+from memreader.stores.records import StoredMemory
 
 __all__ = ["PostgresCategories"]
 
@@ -110,6 +112,19 @@ class PostgresCategories(MemoryStore):
             )
             for row in rows
         ]
+
+    def _category_memories(self, owner: str, name: str, limit: int) -> list[StoredMemory]:
+        rows = self._session.run(
+            lambda c: c.execute(
+                f"SELECT {MEMORY_COLUMNS} FROM memreader_memories WHERE user_id = %s "
+                "AND status = 'active' AND id IN (SELECT memory_id FROM "
+                "memreader_category_links WHERE user_id = %s AND name = %s) "
+                "ORDER BY COALESCE(valid_from, recorded_at) DESC, id LIMIT %s",
+                (owner, owner, name, limit),
+            ).fetchall(),
+            write=False,
+        )
+        return [memory_from_row(row) for row in rows]
 
     def _categories_of(self, owner: str, ids: list[str]) -> dict[str, list[str]]:
         rows = self._session.run(

@@ -13,10 +13,10 @@ from typing import Any
 
 import psycopg
 
-from memreader.errors import InputError
 from memreader.items import TextualMemoryItem
 from memreader.stores.base import ScoreParts, SearchHit
-from memreader.stores.decisions import Found, content_hash, decide
+from memreader.stores.checks import Filters
+from memreader.stores.decisions import content_hash, looked_up
 from memreader.stores.events import WriteEvent
 from memreader.stores.postgres_schema import MEMORY_COLUMNS, memory_from_row
 from memreader.stores.postgres_text import WordRows, text_list
@@ -25,8 +25,8 @@ from memreader.stores.scoring import Candidate, rank_candidates
 __all__ = [
     "CANDIDATES",
     "LOOKUP_CHUNK",
-    "Filters",
     "Ranking",
+    "filter_sql",
     "lock_owners",
     "lookup",
     "nearest",
@@ -56,45 +56,32 @@ LOOKUP_CHUNK = 1000
 Connection = psycopg.Connection[Any]
 
 
-@dataclass(frozen=True)
-class Filters:
-    """What a search keeps: memory types, a session, a time range (on ``valid_from``, else
-    ``recorded_at``), whether retired memories count, and a category the memories are linked
-    to."""
-
-    types: tuple[str, ...] | None = None
-    session_id: str | None = None
-    since: datetime | None = None
-    until: datetime | None = None
-    include_inactive: bool = False
-    category: str | None = None
-
-    def sql(self) -> tuple[str, list[Any]]:
-        """A ``WHERE`` fragment over ``memreader_memories m`` (starting with ``AND``) and its
-        parameters."""
-        parts: list[str] = []
-        params: list[Any] = []
-        if not self.include_inactive:
-            parts.append("m.status = 'active'")
-        if self.types is not None:
-            parts.append("m.memory_type = ANY(%s)")
-            params.append(list(self.types))
-        if self.session_id is not None:
-            parts.append("m.session_id = %s")
-            params.append(self.session_id)
-        if self.since is not None:
-            parts.append("COALESCE(m.valid_from, m.recorded_at) >= %s")
-            params.append(self.since)
-        if self.until is not None:
-            parts.append("COALESCE(m.valid_from, m.recorded_at) <= %s")
-            params.append(self.until)
-        if self.category is not None:
-            parts.append(
-                "EXISTS (SELECT 1 FROM memreader_category_links l WHERE l.user_id = m.user_id "
-                "AND l.name = %s AND l.memory_id = m.id)"
-            )
-            params.append(self.category)
-        return "".join(f" AND {p}" for p in parts), params
+def filter_sql(filters: Filters) -> tuple[str, list[Any]]:
+    """``filters`` as a ``WHERE`` fragment over ``memreader_memories m`` (starting with
+    ``AND``) and its parameters."""
+    parts: list[str] = []
+    params: list[Any] = []
+    if not filters.include_inactive:
+        parts.append("m.status = 'active'")
+    if filters.types is not None:
+        parts.append("m.memory_type = ANY(%s)")
+        params.append(list(filters.types))
+    if filters.session_id is not None:
+        parts.append("m.session_id = %s")
+        params.append(filters.session_id)
+    if filters.since is not None:
+        parts.append("COALESCE(m.valid_from, m.recorded_at) >= %s")
+        params.append(filters.since)
+    if filters.until is not None:
+        parts.append("COALESCE(m.valid_from, m.recorded_at) <= %s")
+        params.append(filters.until)
+    if filters.category is not None:
+        parts.append(
+            "EXISTS (SELECT 1 FROM memreader_category_links l WHERE l.user_id = m.user_id "
+            "AND l.name = %s AND l.memory_id = m.id)"
+        )
+        params.append(filters.category)
+    return "".join(f" AND {p}" for p in parts), params
 
 
 def lock_owners(conn: Connection, owners: Iterable[str]) -> None:
@@ -157,36 +144,13 @@ def lookup(
     for start in range(0, len(items), LOOKUP_CHUNK):
         chunk = items[start : start + LOOKUP_CHUNK]
         hashes = [content_hash(item.memory) for item in chunk]
-        by_id: dict[str, Found] = {}
-        by_hash: dict[tuple[str, str], str] = {}
         rows = conn.execute(
             "SELECT id, memory_type, content_hash, status FROM memreader_memories "
             "WHERE user_id = %s AND (id = ANY(%s) OR "
             "(status = 'active' AND content_hash = ANY(%s))) ORDER BY rowid",
             (owner, sorted({item.id for item in chunk}), sorted(set(hashes))),
         ).fetchall()
-        for memory_id, memory_type, digest, status in rows:
-            by_id[memory_id] = Found(memory_id, digest, status)
-            if status == "active":
-                by_hash.setdefault((memory_type, digest), memory_id)
-        for index, (item, digest) in enumerate(zip(chunk, hashes, strict=True)):
-            same = by_hash.get((item.metadata.memory_type.value, digest))
-            try:
-                decision = decide(
-                    start + index,
-                    item.id,
-                    digest,
-                    same_id=by_id.get(item.id),
-                    same_hash=Found(same, digest, "active") if same else None,
-                    nearest=None,
-                    threshold=1.0,
-                )
-            except InputError:  # the id holds other text: write() says so
-                found.append(None)
-                continue
-            known = decision.event in ("NONE", "REINFORCE")
-            event = WriteEvent(decision.event, decision.memory_id, item.id, decision.reason)
-            found.append(event if known else None)
+        found += looked_up(start, chunk, hashes, rows)
     return found
 
 
@@ -239,13 +203,12 @@ def search(
     :mod:`memreader.stores.scoring` says."""
     n = max(CANDIDATES, 5 * k)
     vector_list: list[tuple[int, str, float]] = []
+    where = filter_sql(filters)
     if vector is not None:
-        where, params = filters.sql()
-        vector_list = nearest(conn, owner, where, params, vector, n)
+        vector_list = nearest(conn, owner, *where, vector, n)
     counts = (ranking.words, ranking.writes)
     text_ranks = {
-        rowid: rank
-        for rank, rowid in enumerate(text_list(conn, query, owner, filters, n, counts), 1)
+        rowid: rank for rank, rowid in enumerate(text_list(conn, query, owner, where, n, counts), 1)
     }
     ranks: dict[int, list[int]] = {}
     for rank, (rowid, _, _) in enumerate(vector_list, 1):

@@ -26,9 +26,9 @@ from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from memreader.errors import ConfigError, InputError
 from memreader.items import TextualMemoryItem
-from memreader.stores.base import HistoryEntry, StoredMemory
+from memreader.stores.base import HistoryEntry
+from memreader.stores.records import StoredMemory
 
 __all__ = [
     "DIMENSION_LOCK",
@@ -37,8 +37,6 @@ __all__ = [
     "SCHEMA",
     "SCHEMA_LOCK",
     "SCHEMA_VERSION",
-    "aware",
-    "check_option",
     "history_from_row",
     "index_sql",
     "memory_from_row",
@@ -189,17 +187,6 @@ def scrub(message: str, url: str) -> str:
     return text.replace(password, "***") if password else text
 
 
-def aware(value: datetime, what: str) -> datetime:
-    """``value`` in UTC.
-
-    Raises:
-        InputError: ``value`` is not a timezone-aware datetime (``what`` names the argument).
-    """
-    if not isinstance(value, datetime) or value.tzinfo is None:
-        raise InputError(f"{what} must be a timezone-aware datetime, got {value!r}")
-    return value.astimezone(timezone.utc)
-
-
 def vector_text(vector: list[float]) -> str:
     """``vector`` in pgvector's text form (``[1.0,2.5]``), what a ``%s::vector`` parameter reads.
 
@@ -257,14 +244,3 @@ def history_from_row(row: tuple[Any, ...]) -> HistoryEntry:
 
 def _utc(value: datetime) -> datetime:
     return value.astimezone(timezone.utc)
-
-
-def check_option(name: str, value: Any, low: float, high: float) -> float:
-    """``value`` as a float in ``(low, high]``.
-
-    Raises:
-        ConfigError: it is not a number in that range (the message names the option).
-    """
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low < value <= high:
-        raise ConfigError(f"store option {name} must be a number in ({low}, {high}], got {value!r}")
-    return float(value)

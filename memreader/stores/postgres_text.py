@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import psycopg
 
@@ -41,12 +41,6 @@ WORD_CACHE = 50_000
 WORD_TTL = 60.0
 
 Connection = psycopg.Connection[Any]
-
-
-class Filters(Protocol):
-    """What :func:`text_list` needs of a search's filters."""
-
-    def sql(self) -> tuple[str, list[Any]]: ...
 
 
 def tsquery(words: Sequence[str]) -> str | None:
@@ -143,13 +137,13 @@ def text_list(
     conn: Connection,
     query: str,
     owner: str,
-    filters: Filters,
+    where: tuple[str, list[Any]],
     n: int,
     counts: tuple[WordRows, int],
 ) -> list[int]:
-    """The rowids of ``owner``'s best ``n`` full-text matches of ``query`` by ``ts_rank``,
-    matching only the words the budget affords (``counts``: the cache and the store's write
-    count)."""
+    """The rowids of ``owner``'s best ``n`` full-text matches of ``query`` by ``ts_rank`` among
+    the rows ``where`` keeps (a ``WHERE`` fragment and its parameters), matching only the words
+    the budget affords (``counts``: the cache and the store's write count)."""
     words = fts_words(query)
     if not words:
         return []
@@ -157,10 +151,10 @@ def text_list(
     q = tsquery(affordable_words(words, cache.get(conn, owner, words, stamp), TEXT_BUDGET))
     if q is None:
         return []
-    where, params = filters.sql()
+    sql, params = where
     rows = conn.execute(
         "SELECT m.rowid FROM memreader_memories m, to_tsquery('simple', %s) q "
-        f"WHERE m.fts @@ q AND m.user_id = %s{where} "
+        f"WHERE m.fts @@ q AND m.user_id = %s{sql} "
         "ORDER BY ts_rank(m.fts, q) DESC, m.rowid LIMIT %s",
         (q, owner, *params, n),
     ).fetchall()

@@ -6,8 +6,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from memreader.stores.base import HistoryEntry, SearchHit, StoredMemory
+from memreader.stores.base import HistoryEntry, SearchHit
 from memreader.stores.events import WriteEvent
+from memreader.stores.records import StoredMemory
 from memreader.stores.scoring import ScoreParts
 
 __all__ = ["entry_json", "event_json", "hit_json", "iso", "memory_json", "score_json"]

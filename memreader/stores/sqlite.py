@@ -16,36 +16,35 @@ import sqlite3
 import threading
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
-from memreader.errors import ConfigError, InputError, MemReaderError, StoreError
+from memreader.errors import ConfigError, MemReaderError, StoreError
 from memreader.items import TextualMemoryItem
 from memreader.stores import register_store
 from memreader.stores.base import (
-    SEARCH_MODES,
     HistoryEntry,
     QueryEmbedder,
     SearchHit,
     SearchMode,
     SourceSelector,
-    StoredMemory,
 )
-from memreader.stores.category_api import check_category
+from memreader.stores.checks import Filters, aware, check_option, check_owner, moment
 from memreader.stores.decisions import DEFAULT_NEAR_DUPLICATE, selector_key, validate_items
+from memreader.stores.embedding import embed_missing
 from memreader.stores.events import WriteEvent
+from memreader.stores.records import StoredMemory
 from memreader.stores.scoring import (
     DEFAULT_GAMMA,
     DEFAULT_IMPORTANCE_WEIGHT,
     check_importance_weight,
 )
 from memreader.stores.sqlite_categories import SQLiteCategories
-from memreader.stores.sqlite_ops import Filters, StoreOps
+from memreader.stores.sqlite_ops import StoreOps
 from memreader.stores.sqlite_schema import (
     MEMORY_COLUMNS,
     SCHEMA,
     SCHEMA_VERSION,
-    aware,
     history_from_row,
     memory_from_row,
     path_of_url,
@@ -56,12 +55,6 @@ __all__ = ["SQLiteStore"]
 
 #: Seconds a call waits for another process's write lock before it fails.
 DEFAULT_TIMEOUT = 30.0
-
-
-def _option(name: str, value: Any, low: float, high: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low < value <= high:
-        raise ConfigError(f"store option {name} must be a number in ({low}, {high}], got {value!r}")
-    return float(value)
 
 
 @register_store("sqlite")
@@ -98,10 +91,10 @@ class SQLiteStore(SQLiteCategories):
             raise ConfigError(f"store embedder must have embed(texts), got {type(embedder)!r}")
         self.path = path
         self.embedder = embedder
-        self.near_duplicate = _option("near_duplicate", near_duplicate, 0.0, 1.0)
-        self.gamma = _option("gamma", gamma, 0.0, 1.0)
+        self.near_duplicate = check_option("near_duplicate", near_duplicate, 0.0, 1.0)
+        self.gamma = check_option("gamma", gamma, 0.0, 1.0)
         self.importance_weight = check_importance_weight(importance_weight)
-        self.timeout = _option("timeout", timeout, 0.0, 86_400.0)
+        self.timeout = check_option("timeout", timeout, 0.0, 86_400.0)
         self._lock = threading.RLock()
         self._conn = self._connect()
         self._ops = StoreOps(self._conn, self.gamma, self.importance_weight)
@@ -191,9 +184,9 @@ class SQLiteStore(SQLiteCategories):
         *,
         in_parts: bool,
     ) -> list[WriteEvent]:
-        at = aware(now, "now") if now is not None else datetime.now(timezone.utc)
+        at = moment(now)
         key = selector_key(source) if source is not None else None
-        checked = self._embed_missing(validate_items(items, user_id))
+        checked = embed_missing(validate_items(items, user_id), self.embedder, self._unstored)
         prepared = [prepare(index, item, key) for index, item in enumerate(checked)]
         with self._transaction() as conn:
             changes = Changes(conn, at, self._ops.vectors, self.near_duplicate, key, in_parts)
@@ -201,88 +194,31 @@ class SQLiteStore(SQLiteCategories):
             events = [changes.apply(p) for p in prepared]
             if key is not None and not in_parts:
                 owners = {p.user_id for p in prepared} | ({user_id} if user_id else set())
-                reason = f"{key} was written again without this memory"
                 for owner in sorted(owners):
-                    events += changes.drop_source(
-                        owner, key, retire_as="superseded", event="SUPERSEDE", reason=reason
-                    )
+                    events += changes.supersede_from(owner, key)
             changes.bump_versions()
         return events
 
-    def _embed_missing(self, items: list[TextualMemoryItem]) -> list[TextualMemoryItem]:
-        """``items``, the new ones that came without a vector given one (stored ones are
-        skipped: their ids and hashes are checked before anything is embedded)."""
-        bare = [i for i, item in enumerate(items) if item.metadata.embedding is None]
-        if self.embedder is None or not bare:
-            return items
+    def _unstored(self, items: list[TextualMemoryItem]) -> list[int]:
         with self._transaction(write=False):
-            todo = [bare[i] for i in self._ops.unstored([items[i] for i in bare])]
-        if not todo:
-            return items
-        try:
-            vectors = self.embedder.embed([items[i].memory for i in todo])
-        except MemReaderError:
-            raise
-        except Exception as exc:
-            raise StoreError(f"the store's embedder failed: {type(exc).__name__}: {exc}") from exc
-        if len(vectors) != len(todo):
-            raise StoreError(f"the store's embedder gave {len(vectors)} vectors for {len(todo)}")
-        name = getattr(self.embedder, "name", None)
-        model = name if isinstance(name, str) else None
-        out = list(items)
-        for i, vector in zip(todo, vectors, strict=True):
-            meta = items[i].metadata.model_copy(
-                update={"embedding": [float(x) for x in vector], "embedding_model": model}
-            )
-            out[i] = items[i].model_copy(update={"metadata": meta})
-        return out
+            return self._ops.unstored(items)
 
     def get(self, memory_id: str, *, user_id: str) -> StoredMemory | None:
         """See :meth:`MemoryStore.get`."""
         with self._transaction(write=False) as conn:
             row = conn.execute(
                 f"SELECT {MEMORY_COLUMNS} FROM memories WHERE user_id = ? AND id = ?",
-                (_owner(user_id), memory_id),
+                (check_owner(user_id), memory_id),
             ).fetchone()
         return memory_from_row(row) if row else None
 
-    def search(
-        self,
-        query: str,
-        *,
-        user_id: str,
-        k: int = 10,
-        types: Sequence[str] | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        session_id: str | None = None,
-        include_inactive: bool = False,
-        now: datetime | None = None,
-        mode: SearchMode = "hybrid",
-        category: str | None = None,
+    def _search(
+        self, query: str, user_id: str, k: int, filters: Filters, now: datetime, mode: SearchMode
     ) -> list[SearchHit]:
-        """See :meth:`MemoryStore.search`."""
-        if mode not in SEARCH_MODES:
-            raise InputError(f"mode must be one of {', '.join(SEARCH_MODES)}, got {mode!r}")
-        if not isinstance(query, str):
-            raise InputError(f"query must be a string, got {type(query).__name__}")
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise InputError(f"k must be a positive integer, got {k!r}")
-        if types is not None and (isinstance(types, str) or not isinstance(types, Sequence)):
-            raise InputError(f"types must be a list of memory types, got {types!r}")
-        filters = Filters(
-            types=tuple(types) if types is not None else None,
-            since=aware(since, "since") if since is not None else None,
-            until=aware(until, "until") if until is not None else None,
-            session_id=session_id,
-            include_inactive=include_inactive,
-            category=check_category(category) if category is not None else None,
-        )
-        at = aware(now, "now") if now is not None else datetime.now(timezone.utc)
         vector = self._query_vector(query) if mode != "text" else None
         text = query if mode != "vector" else ""
         with self._transaction(write=False):
-            return self._ops.search(text, _owner(user_id), k, filters, vector, at)
+            return self._ops.search(text, check_owner(user_id), k, filters, vector, now)
 
     def _query_vector(self, query: str) -> list[float] | None:
         if self.embedder is None or not query.strip():
@@ -300,38 +236,33 @@ class SQLiteStore(SQLiteCategories):
             rows = conn.execute(
                 "SELECT memory_id, event, old_memory, new_memory, at, reason, source_ids "
                 "FROM history WHERE user_id = ? AND memory_id = ? ORDER BY id",
-                (_owner(user_id), memory_id),
+                (check_owner(user_id), memory_id),
             ).fetchall()
         return [history_from_row(row) for row in rows]
 
     def _forget(
         self, source: SourceSelector, user_id: str, now: datetime | None
     ) -> list[WriteEvent]:
-        owner = _owner(user_id)
-        at = aware(now, "now") if now is not None else datetime.now(timezone.utc)
+        owner = check_owner(user_id)
+        at = moment(now)
         key = selector_key(source)
         with self._transaction() as conn:
             changes = Changes(conn, at, self._ops.vectors, self.near_duplicate)
-            events = changes.drop_source(
-                owner, key, retire_as="expired", event="EXPIRE", reason=f"{key} was forgotten"
-            )
+            events = changes.expire_from(owner, key)
             changes.bump_versions()
         return events
 
     def _retire_unseen(
         self, source: SourceSelector, seen: Mapping[str, Collection[str]], now: datetime | None
     ) -> list[WriteEvent]:
-        at = aware(now, "now") if now is not None else datetime.now(timezone.utc)
+        at = moment(now)
         key = selector_key(source)
-        reason = f"{key} was written again without this memory"
         with self._transaction() as conn:
             changes = Changes(conn, at, self._ops.vectors, self.near_duplicate)
             events: list[WriteEvent] = []
             for owner in self._ops.owners_of(key):
                 changes.touched = self._ops.seen_rows(key, owner, seen.get(owner, ()))
-                events += changes.drop_source(
-                    owner, key, retire_as="superseded", event="SUPERSEDE", reason=reason
-                )
+                events += changes.supersede_from(owner, key)
             changes.bump_versions()
         return events
 
@@ -339,7 +270,7 @@ class SQLiteStore(SQLiteCategories):
         self, items: Sequence[TextualMemoryItem], *, user_id: str
     ) -> list[WriteEvent | None]:
         """See :meth:`MemoryStore.lookup`."""
-        checked = validate_items(items, _owner(user_id))
+        checked = validate_items(items, check_owner(user_id))
         with self._transaction(write=False):
             return self._ops.lookup(user_id, checked)
 
@@ -357,9 +288,3 @@ class SQLiteStore(SQLiteCategories):
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"
-
-
-def _owner(user_id: str) -> str:
-    if not isinstance(user_id, str) or not user_id.strip():
-        raise InputError(f"user_id must be a non-empty string, got {user_id!r}")
-    return user_id

@@ -15,7 +15,8 @@ from memreader.errors import InputError
 from memreader.stores.base import MemoryStore
 from memreader.stores.category_api import check_linkable, stored_category
 from memreader.stores.category_types import StoredCategory, SummaryKind
-from memreader.stores.sqlite_schema import iso, parse_time
+from memreader.stores.records import StoredMemory
+from memreader.stores.sqlite_schema import MEMORY_COLUMNS, iso, memory_from_row, parse_time
 from memreader.stores.vectors import from_blob, to_blob
 
 __all__ = ["SQLiteCategories", "category_rowids", "drop_links"]
@@ -106,6 +107,16 @@ class SQLiteCategories(MemoryStore):
             )
             for row in rows
         ]
+
+    def _category_memories(self, owner: str, name: str, limit: int) -> list[StoredMemory]:
+        with self._transaction(write=False) as conn:
+            rows = conn.execute(
+                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE user_id = ? AND status = 'active' "
+                "AND id IN (SELECT memory_id FROM category_links WHERE user_id = ? AND name = ?) "
+                "ORDER BY COALESCE(valid_from, recorded_at) DESC, id LIMIT ?",
+                (owner, owner, name, limit),
+            ).fetchall()
+        return [memory_from_row(row) for row in rows]
 
     def _categories_of(self, owner: str, ids: list[str]) -> dict[str, list[str]]:
         found: dict[str, list[str]] = {memory_id: [] for memory_id in ids}

@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 
-from memreader.errors import InputError
 from memreader.items import TextualMemoryItem
 from memreader.stores.base import ScoreParts, SearchHit
-from memreader.stores.decisions import Found, content_hash, decide
+from memreader.stores.checks import Filters
+from memreader.stores.decisions import content_hash, looked_up
 from memreader.stores.events import WriteEvent
 from memreader.stores.scoring import (
     Candidate,
@@ -32,7 +31,7 @@ from memreader.stores.sqlite_schema import MEMORY_COLUMNS, iso, memory_from_row,
 from memreader.stores.sqlite_write import bump_versions
 from memreader.stores.vectors import OwnerVectors, VectorCache, VectorRow, unit
 
-__all__ = ["Filters", "StoreOps"]
+__all__ = ["StoreOps", "filter_sql"]
 
 #: How many candidates each list gives the fusion, at least (and 5 per hit asked for).
 CANDIDATES = 50
@@ -77,44 +76,32 @@ END;
 Staged = tuple[str, int, int, list[VectorRow]]
 
 
-@dataclass(frozen=True)
-class Filters:
-    """What a search keeps: memory types, a session, a time range (on ``valid_from``, else
-    ``recorded_at``), whether retired memories count, and a category the memories are linked
-    to."""
-
-    types: tuple[str, ...] | None = None
-    session_id: str | None = None
-    since: datetime | None = None
-    until: datetime | None = None
-    include_inactive: bool = False
-    category: str | None = None
-
-    def sql(self) -> tuple[str, list[Any]]:
-        """A ``WHERE`` fragment over ``memories m`` (starting with ``AND``) and its parameters."""
-        parts: list[str] = []
-        params: list[Any] = []
-        if not self.include_inactive:
-            parts.append("m.status = 'active'")
-        if self.types is not None:
-            parts.append(f"m.memory_type IN ({', '.join('?' * len(self.types))})")
-            params.extend(self.types)
-        if self.session_id is not None:
-            parts.append("m.session_id = ?")
-            params.append(self.session_id)
-        if self.since is not None:
-            parts.append("COALESCE(m.valid_from, m.recorded_at) >= ?")
-            params.append(iso(self.since))
-        if self.until is not None:
-            parts.append("COALESCE(m.valid_from, m.recorded_at) <= ?")
-            params.append(iso(self.until))
-        if self.category is not None:
-            parts.append(
-                "EXISTS (SELECT 1 FROM category_links l WHERE l.user_id = m.user_id "
-                "AND l.name = ? AND l.memory_id = m.id)"
-            )
-            params.append(self.category)
-        return "".join(f" AND {p}" for p in parts), params
+def filter_sql(filters: Filters) -> tuple[str, list[Any]]:
+    """``filters`` as a ``WHERE`` fragment over ``memories m`` (starting with ``AND``) and its
+    parameters."""
+    parts: list[str] = []
+    params: list[Any] = []
+    if not filters.include_inactive:
+        parts.append("m.status = 'active'")
+    if filters.types is not None:
+        parts.append(f"m.memory_type IN ({', '.join('?' * len(filters.types))})")
+        params.extend(filters.types)
+    if filters.session_id is not None:
+        parts.append("m.session_id = ?")
+        params.append(filters.session_id)
+    if filters.since is not None:
+        parts.append("COALESCE(m.valid_from, m.recorded_at) >= ?")
+        params.append(iso(filters.since))
+    if filters.until is not None:
+        parts.append("COALESCE(m.valid_from, m.recorded_at) <= ?")
+        params.append(iso(filters.until))
+    if filters.category is not None:
+        parts.append(
+            "EXISTS (SELECT 1 FROM category_links l WHERE l.user_id = m.user_id "
+            "AND l.name = ? AND l.memory_id = m.id)"
+        )
+        params.append(filters.category)
+    return "".join(f" AND {p}" for p in parts), params
 
 
 class StoreOps:
@@ -209,36 +196,13 @@ class StoreOps:
             chunk = items[start : start + LOOKUP_CHUNK]
             hashes = [content_hash(item.memory) for item in chunk]
             ids = sorted({item.id for item in chunk})
-            by_id: dict[str, Found] = {}
-            by_hash: dict[tuple[str, str], str] = {}
-            for memory_id, memory_type, digest, status in self.conn.execute(
+            rows = self.conn.execute(
                 "SELECT id, memory_type, content_hash, status FROM memories WHERE user_id = ? "
                 f"AND (id IN ({', '.join('?' * len(ids))}) OR (status = 'active' AND "
                 f"content_hash IN ({', '.join('?' * len(set(hashes)))})))",
                 (owner, *ids, *sorted(set(hashes))),
-            ):
-                by_id[memory_id] = Found(memory_id, digest, status)
-                if status == "active":
-                    by_hash.setdefault((memory_type, digest), memory_id)
-            for index, (item, digest) in enumerate(zip(chunk, hashes, strict=True)):
-                same = by_hash.get((item.metadata.memory_type.value, digest))
-                try:
-                    decision = decide(
-                        start + index,
-                        item.id,
-                        digest,
-                        same_id=by_id.get(item.id),
-                        same_hash=Found(same, digest, "active") if same else None,
-                        nearest=None,
-                        threshold=1.0,
-                    )
-                except InputError:  # the id holds other text: write() says so
-                    decision = None
-                found.append(
-                    WriteEvent(decision.event, decision.memory_id, item.id, decision.reason)
-                    if decision is not None and decision.event in ("NONE", "REINFORCE")
-                    else None
-                )
+            )
+            found += looked_up(start, chunk, hashes, rows)
         return found
 
     def owners_of(self, key: str) -> list[str]:
@@ -319,7 +283,7 @@ class StoreOps:
         match = fts_match(affordable_words(words, self._rows_holding(words), TEXT_BUDGET))
         if match is None:
             return []
-        where, params = filters.sql()
+        where, params = filter_sql(filters)
         rows = self.conn.execute(
             "SELECT m.rowid FROM memories_fts f JOIN memories m ON m.rowid = f.rowid "
             f"WHERE memories_fts MATCH ? AND m.user_id = ?{where} "

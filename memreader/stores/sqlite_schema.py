@@ -23,16 +23,16 @@ import sqlite3
 from datetime import datetime, timezone
 from typing import Any
 
-from memreader.errors import ConfigError, InputError
+from memreader.errors import ConfigError
 from memreader.items import TextualMemoryItem
-from memreader.stores.base import HistoryEntry, StoredMemory
+from memreader.stores.base import HistoryEntry
+from memreader.stores.records import StoredMemory
 from memreader.stores.vectors import from_blob
 
 __all__ = [
     "MEMORY_COLUMNS",
     "SCHEMA",
     "SCHEMA_VERSION",
-    "aware",
     "history_from_row",
     "iso",
     "memory_from_row",
@@ -137,17 +137,6 @@ def path_of_url(url: str) -> str:
     if not path:
         raise ConfigError(f"sqlite URL {url!r} names no file (expected sqlite:///path.db)")
     return path
-
-
-def aware(value: datetime, what: str) -> datetime:
-    """``value`` in UTC.
-
-    Raises:
-        InputError: ``value`` is not a timezone-aware datetime (``what`` names the argument).
-    """
-    if not isinstance(value, datetime) or value.tzinfo is None:
-        raise InputError(f"{what} must be a timezone-aware datetime, got {value!r}")
-    return value.astimezone(timezone.utc)
 
 
 def iso(value: datetime | None) -> str | None:

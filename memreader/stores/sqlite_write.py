@@ -1,6 +1,8 @@
 """The changes of the embedded store, applied inside one open write transaction: one item's
 decision (:meth:`Changes.apply`), and a source's removal (:meth:`Changes.drop_source`, for
 ``forget`` and ``replaces``). Every change writes its history row and bumps its owner's version.
+The decisions are :mod:`memreader.stores.decisions`' and :mod:`memreader.stores.changes`',
+shared with the PostgreSQL store; only the SQL (and the vector cache) is this store's.
 """
 
 from __future__ import annotations
@@ -15,76 +17,38 @@ from typing import Any
 import numpy as np
 
 from memreader.items import TextualMemoryItem
-from memreader.stores.base import MemoryStatus
+from memreader.stores.changes import ChangeRules, item_json, prepared, with_sources
+from memreader.stores.changes import Prepared as SharedPrepared
 from memreader.stores.decisions import (
     Decision,
     Found,
     Support,
-    already_supported,
-    content_hash,
-    decide,
-    drop_key,
     dump_supports,
     keys_of,
     load_supports,
     merge_supports,
-    sources_of,
-    supports_of,
-    valid_from_of,
 )
-from memreader.stores.events import EventKind, WriteEvent
+from memreader.stores.events import EventKind
+from memreader.stores.records import MemoryStatus
 from memreader.stores.sqlite_schema import iso, parse_time
 from memreader.stores.vectors import OwnerVectors, PendingVectors, to_blob, unit
 
-__all__ = ["Changes", "Prepared", "bump_versions", "item_json", "prepare"]
+__all__ = ["Changes", "Prepared", "bump_versions", "prepare"]
 
 
-@dataclass(frozen=True)
-class Prepared:
-    """One item ready to write: its hash, supports, time and unit vector."""
-
-    index: int
-    item: TextualMemoryItem
-    content_hash: str
-    supports: list[Support]
-    valid_from: datetime | None
-    vector: np.ndarray | None
-
-    @property
-    def user_id(self) -> str:
-        """The item's owner."""
-        return self.item.metadata.user_id
-
-    @property
-    def model(self) -> str:
-        """The item's embedding model ("" when unknown)."""
-        return self.item.metadata.embedding_model or ""
+#: One item ready to write, its vector a unit numpy vector.
+Prepared = SharedPrepared[np.ndarray]
 
 
 def prepare(index: int, item: TextualMemoryItem, replace_key: str | None) -> Prepared:
     """Item ``index`` ready to write (``replace_key`` joins its supports' keys)."""
     vector = item.metadata.embedding
-    return Prepared(
-        index=index,
-        item=item,
-        content_hash=content_hash(item.memory),
-        supports=supports_of(item, replace_key),
-        valid_from=valid_from_of(item),
-        vector=unit(vector) if vector else None,
-    )
-
-
-def item_json(item: TextualMemoryItem, supports: Sequence[Support]) -> str:
-    """The item as stored: its sources those of ``supports``, its vector left to the blob."""
-    data = item.model_dump(mode="json")
-    data["metadata"]["embedding"] = None
-    data["metadata"]["sources"] = sources_of(supports)
-    return json.dumps(data, ensure_ascii=False)
+    return prepared(index, item, replace_key, unit(vector) if vector else None)
 
 
 @dataclass
-class Changes:
-    """The changes of one transaction on ``conn`` at time ``now``."""
+class Changes(ChangeRules[np.ndarray]):
+    """The changes of one transaction on ``conn`` at time ``now`` (see :class:`ChangeRules`)."""
 
     conn: sqlite3.Connection
     now: datetime
@@ -110,9 +74,7 @@ class Changes:
         when the first of them needs it), rather than one pass over the matrix per item."""
         self._upcoming = {p.index: p for p in prepared}
 
-    def apply(self, p: Prepared) -> WriteEvent:
-        """Write one item: ``NONE``, ``REINFORCE`` or ``ADD``, or the ``UPDATE`` or
-        ``SUPERSEDE`` of its reconcile decision (see :func:`decide`)."""
+    def _same(self, p: Prepared) -> tuple[tuple[Any, ...] | None, tuple[Any, ...] | None]:
         meta = p.item.metadata
         by_id = self.conn.execute(
             "SELECT rowid, content_hash, status FROM memories WHERE user_id = ? AND id = ?",
@@ -123,33 +85,7 @@ class Changes:
             "AND content_hash = ? AND status = 'active'",
             (meta.user_id, meta.memory_type.value, p.content_hash),
         ).fetchone()
-        decision = decide(
-            p.index,
-            p.item.id,
-            p.content_hash,
-            same_id=Found(p.item.id, by_id[1], by_id[2]) if by_id else None,
-            same_hash=Found(by_hash[1], p.content_hash, by_hash[2]) if by_hash else None,
-            nearest=self._nearest(p) if by_hash is None else None,
-            threshold=self.threshold,
-            reconcile=meta.reconcile,
-            target=self._target(meta.user_id, meta.reconcile.target_id) if meta.reconcile else None,
-        )
-        if decision.event == "NONE":
-            self.touched.add(by_id[0])
-        elif decision.event == "REINFORCE":
-            if not self._reinforce(decision.memory_id, p, decision.reason, decision.reconciled):
-                why = f"{decision.reason}; it already has these sources"
-                return WriteEvent("NONE", decision.memory_id, p.item.id, why)
-        elif decision.previous_id is not None:
-            self._replace(p, decision, rowid=by_id[0] if decision.reactivate else None)
-            return WriteEvent(
-                decision.event, p.item.id, p.item.id, decision.reason, decision.previous_id
-            )
-        elif decision.reactivate:
-            self._store(p, decision.reason, rowid=by_id[0])
-        else:
-            self._store(p, decision.reason, rowid=None)
-        return WriteEvent(decision.event, decision.memory_id, p.item.id, decision.reason)
+        return by_id, by_hash
 
     def _nearest(self, p: Prepared) -> tuple[str, float] | None:
         if p.vector is None:
@@ -289,14 +225,9 @@ class Changes:
             "WHERE user_id = ? AND id = ?",
             (owner, memory_id),
         ).fetchone()
-        supports = load_supports(supports_text)
-        if once and already_supported(supports, p.supports):
-            self.touched.add(rowid)
+        supports = self.reinforced_supports(rowid, supports_text, p, once)
+        if supports is None:
             return False
-        if self.replace_key is not None and not self.in_parts and rowid not in self.touched:
-            # The source is being rewritten: what it said before is replaced by what it says now.
-            supports, _ = drop_key(supports, self.replace_key)
-        supports = merge_supports(supports, p.supports)
         earliest = min(filter(None, [valid_from, iso(p.valid_from)]), default=None)
         self._update_supports(rowid, item_text, supports, extra="reinforced = reinforced + 1")
         self.conn.execute("UPDATE memories SET valid_from = ? WHERE rowid = ?", (earliest, rowid))
@@ -305,46 +236,27 @@ class Changes:
         self.touched.add(rowid)
         return True
 
-    def drop_source(
-        self, owner: str, key: str, *, retire_as: MemoryStatus, event: EventKind, reason: str
-    ) -> list[WriteEvent]:
-        """Remove the supports ``key`` names from the active memories of ``owner`` not touched
-        in this transaction: those left with none become ``retire_as`` (``event``), the others
-        lose those sources (``UPDATE``)."""
-        rows = self.conn.execute(
+    def _keyed(self, owner: str, key: str) -> list[tuple[Any, ...]]:
+        return self.conn.execute(
             "SELECT m.rowid, m.id, m.memory, m.supports, m.item FROM memory_keys k "
             "JOIN memories m ON m.rowid = k.memory_rowid "
             "WHERE k.key = ? AND m.user_id = ? AND m.status = 'active' ORDER BY m.rowid",
             (key, owner),
         ).fetchall()
-        events: list[WriteEvent] = []
-        for rowid, memory_id, memory, supports_text, item_text in rows:
-            if rowid in self.touched:
-                continue
-            kept, dropped = drop_key(load_supports(supports_text), key)
-            if kept:
-                why = f"{reason}; still supported by {len(kept)} other source(s)"
-                self._update_supports(rowid, item_text, kept)
-                self.history(owner, memory_id, "UPDATE", memory, memory, why, dropped)
-                events.append(WriteEvent("UPDATE", memory_id, "", why, user_id=owner))
-                continue
-            self.conn.execute(
-                "UPDATE memories SET status = ?, retired_at = ? WHERE rowid = ?",
-                (retire_as, iso(self.now), rowid),
-            )
-            self.history(owner, memory_id, event, memory, None, reason, dropped)
-            events.append(WriteEvent(event, memory_id, "", reason, user_id=owner))
-        return events
+
+    def _retire(self, rowid: int, status: MemoryStatus) -> None:
+        self.conn.execute(
+            "UPDATE memories SET status = ?, retired_at = ? WHERE rowid = ?",
+            (status, iso(self.now), rowid),
+        )
 
     def _update_supports(
         self, rowid: int, item_text: str, supports: list[Support], extra: str = ""
     ) -> None:
-        data = json.loads(item_text)
-        data["metadata"]["sources"] = sources_of(supports)
         sets = "supports = ?, item = ?" + (f", {extra}" if extra else "")
         self.conn.execute(
             f"UPDATE memories SET {sets} WHERE rowid = ?",
-            (dump_supports(supports), json.dumps(data, ensure_ascii=False), rowid),
+            (dump_supports(supports), with_sources(item_text, supports), rowid),
         )
         self._set_keys(rowid, supports)
 

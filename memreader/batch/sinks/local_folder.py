@@ -16,6 +16,7 @@ from memreader.batch.sinks.folders import (
     text_type,
 )
 from memreader.errors import SinkError
+from memreader.files import fsync_folder
 
 __all__ = ["LocalFolder"]
 
@@ -59,7 +60,7 @@ class LocalFolder(OutputFolder):
             os.replace(temp, location)
         except OSError as exc:
             raise SinkError(f"cannot write {location}: {os_problem(exc)}") from None
-        _fsync_folder(self.path)
+        fsync_folder(self.path)
         return location
 
     def names_like(self, start: str) -> list[str]:
@@ -126,19 +127,3 @@ class LocalFolder(OutputFolder):
                     os.unlink(entry.path)
             except OSError:
                 logger.debug("could not remove the stale temporary file %s", entry.path)
-
-
-def _fsync_folder(folder: str) -> None:
-    """Persist a rename in ``folder`` (POSIX; a no-op where folders cannot be opened)."""
-    if os.name != "posix":  # pragma: no cover
-        return
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:  # pragma: no cover
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(fd)

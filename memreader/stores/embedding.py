@@ -1,0 +1,56 @@
+"""How a store embeds what it is given without a vector, shared by both stores: the new items
+written without one (:func:`embed_missing`), through the store's embedder (:func:`embed`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from memreader.errors import MemReaderError, StoreError
+from memreader.items import TextualMemoryItem
+from memreader.stores.base import QueryEmbedder
+
+__all__ = ["embed", "embed_missing"]
+
+
+def embed(embedder: QueryEmbedder, texts: list[str]) -> list[list[float]]:
+    """One vector per text from ``embedder``.
+
+    Raises:
+        StoreError: the embedder failed (not with a :class:`MemReaderError`, which passes
+            through) or gave another number of vectors.
+    """
+    try:
+        vectors = embedder.embed(texts)
+    except MemReaderError:
+        raise
+    except Exception as exc:
+        raise StoreError(f"the store's embedder failed: {type(exc).__name__}: {exc}") from exc
+    if len(vectors) != len(texts):
+        raise StoreError(f"the store's embedder gave {len(vectors)} vectors for {len(texts)}")
+    return [list(v) for v in vectors]
+
+
+def embed_missing(
+    items: list[TextualMemoryItem],
+    embedder: QueryEmbedder | None,
+    unstored: Callable[[list[TextualMemoryItem]], list[int]],
+) -> list[TextualMemoryItem]:
+    """``items``, the new ones that came without a vector given one by ``embedder`` (stored
+    ones are skipped: ``unstored`` gives the positions of those not stored, read before
+    anything is embedded); the vectors' ``embedding_model`` is the embedder's ``name``."""
+    bare = [i for i, item in enumerate(items) if item.metadata.embedding is None]
+    if embedder is None or not bare:
+        return items
+    todo = [bare[i] for i in unstored([items[i] for i in bare])]
+    if not todo:
+        return items
+    vectors = embed(embedder, [items[i].memory for i in todo])
+    name = getattr(embedder, "name", None)
+    model = name if isinstance(name, str) else None
+    out = list(items)
+    for i, vector in zip(todo, vectors, strict=True):
+        meta = items[i].metadata.model_copy(
+            update={"embedding": [float(x) for x in vector], "embedding_model": model}
+        )
+        out[i] = items[i].model_copy(update={"metadata": meta})
+    return out
