@@ -54,9 +54,8 @@ def run_key(args: argparse.Namespace) -> int:
 def run_serve(args: argparse.Namespace) -> int:
     """Build the app from the config and run it until interrupted."""
     try:
-        import uvicorn
-
         from memreader.service import ServiceConfig, create_app, load_service_config
+        from memreader.service.server import serve
     except ImportError as exc:
         raise ConfigError(
             f"memreader serve needs the service extra ({exc.name} is missing): "
@@ -73,5 +72,5 @@ def run_serve(args: argparse.Namespace) -> int:
     config.check_listen(host)
     app = create_app(config)
     print(f"memreader: serving on http://{host}:{port}/ (page: /ui/, API: /docs)", file=sys.stderr)
-    uvicorn.run(app, host=host, port=port, log_level=args.log_level, server_header=False)
+    serve(app, settings, host=host, port=port, log_level=args.log_level)
     return 0

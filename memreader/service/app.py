@@ -26,8 +26,8 @@ from memreader._version import __version__
 from memreader.errors import MemReaderError
 from memreader.readers.base import BaseMemReader
 from memreader.service import routes_categories, routes_jobs, routes_memories, routes_read
+from memreader.service.bodies import BodyLimit
 from memreader.service.config import ServiceConfig
-from memreader.service.limits import BodyLimit
 from memreader.service.metrics import CONTENT_TYPE
 from memreader.service.problems import ProblemError, problem_for, problem_response
 from memreader.service.state import ServiceState, json_response
@@ -76,7 +76,11 @@ def create_app(
     if config.settings.ui:
         static = resources.files("memreader.service") / "static"
         app.mount("/ui", _Page(directory=str(static), html=True), name="ui")
-    app.add_middleware(BodyLimit, limit=config.settings.max_request_bytes)
+    app.add_middleware(
+        BodyLimit,
+        limit=config.settings.max_request_bytes,
+        timeout_s=config.settings.body_timeout_s,
+    )
     app.add_middleware(_Observe, state=state)
     return app
 

@@ -12,6 +12,10 @@ library reads it, and how it is served::
       max_request_bytes: 8388608
       request_timeout_s: 120
       max_concurrent_per_key: 4
+      header_timeout_s: 10          # slow clients are cut off (408)
+      body_timeout_s: 60
+      max_connections: 1024         # one more is 503; per client address, 429
+      max_connections_per_client: 64
       content: {allow_local_paths: false, allow_urls: false, allow_s3: false}
       jobs: {input_roots: [data/], state_dir: service-jobs}
 
@@ -94,6 +98,12 @@ class ServiceSettings(ConfigModel):
       ``memreader key --name NAME --users alice``.
     - ``max_request_bytes`` (8 MiB): the largest request body; larger is 413.
     - ``request_timeout_s`` (120): the deadline of one request; past it, 504.
+    - ``header_timeout_s`` (10): the time a connection has to send a request's headers, from
+      its opening or the previous answer's end; past it, 408 and the connection is closed.
+    - ``body_timeout_s`` (60): the time a request's body may take to arrive once its headers
+      are in; past it, 408 and the connection is closed.
+    - ``max_connections`` (1024) and ``max_connections_per_client`` (64): open connections in
+      all and from one client address; one more is answered 503 / 429 and closed.
     - ``max_concurrent_per_key`` (4): requests one key may have in flight; another is 429 with
       ``Retry-After``.
     - ``idempotency_ttl_s`` (86400) and ``idempotency_max_entries`` (10,000): how long and how
@@ -109,6 +119,10 @@ class ServiceSettings(ConfigModel):
     max_request_bytes: int = Field(default=8 * 1024 * 1024, gt=0, le=1024**3)
     request_timeout_s: float = Field(default=120.0, gt=0, le=86_400)
     max_concurrent_per_key: int = Field(default=4, ge=1, le=1024)
+    header_timeout_s: float = Field(default=10.0, gt=0, le=3600)
+    body_timeout_s: float = Field(default=60.0, gt=0, le=86_400)
+    max_connections: int = Field(default=1024, ge=1, le=1_000_000)
+    max_connections_per_client: int = Field(default=64, ge=1, le=1_000_000)
     idempotency_ttl_s: float = Field(default=86_400.0, gt=0)
     idempotency_max_entries: int = Field(default=10_000, ge=1, le=10_000_000)
     content: ContentAccess = Field(default_factory=ContentAccess)
@@ -120,6 +134,8 @@ class ServiceSettings(ConfigModel):
         names = [key.name for key in self.keys]
         if len(names) != len(set(names)):
             raise ValueError("keys: two keys share a name")
+        if self.max_connections_per_client > self.max_connections:
+            raise ValueError("max_connections_per_client must not be over max_connections")
         return self
 
 

@@ -9,85 +9,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import TypeVar
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from memreader.service.bodies import BodyLimit, too_large
+from memreader.service.problems import ProblemError
 
-from memreader.service.problems import ProblemError, problem_response
-
-__all__ = ["BodyLimit", "KeySlots", "within_deadline"]
+__all__ = ["BodyLimit", "KeySlots", "too_large", "within_deadline"]
 
 T = TypeVar("T")
-
-
-class _TooLarge(Exception):
-    pass
-
-
-def too_large(limit: int) -> ProblemError:
-    """The 413 problem of a body over ``limit`` bytes."""
-    return ProblemError(
-        413,
-        "too-large",
-        "Request body too large",
-        f"the request body is over the service's max_request_bytes ({limit} bytes)",
-        extra={"max_request_bytes": limit},
-    )
-
-
-class BodyLimit:
-    """ASGI middleware answering 413 to a body over ``limit`` bytes: at once when
-    ``Content-Length`` says so, else as soon as the bytes read pass it (a chunked body is
-    never read further)."""
-
-    def __init__(self, app: ASGIApp, limit: int) -> None:
-        self.app = app
-        self.limit = limit
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        for name, value in scope.get("headers", []):
-            if name == b"content-length":
-                try:
-                    declared = int(value)
-                except ValueError:
-                    declared = 0
-                if declared > self.limit:
-                    await problem_response(too_large(self.limit))(scope, receive, send)
-                    return
-        seen = 0
-        over = False
-
-        async def counted_receive() -> Message:
-            nonlocal seen, over
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.limit:
-                    over = True
-                    raise _TooLarge
-            return message
-
-        refusal = problem_response(too_large(self.limit))
-        refused = False
-
-        async def guarded_send(message: Message) -> None:
-            # However the app answered the body it could not read (FastAPI makes it a 400),
-            # the client gets the 413.
-            nonlocal refused
-            if not over:
-                await send(message)
-                return
-            if refused:
-                return
-            refused = True
-            await refusal(scope, receive, send)
-
-        try:
-            await self.app(scope, counted_receive, guarded_send)
-        except _TooLarge:
-            if not refused:
-                await refusal(scope, receive, send)
 
 
 class KeySlots:
