@@ -20,12 +20,20 @@ def free_port() -> int:
 
 
 @contextmanager
-def running(app: Any, *, timeout_s: float = 30.0) -> Iterator[str]:
-    """Serve ``app``; yields its base URL (``http://127.0.0.1:PORT``)."""
+def running(
+    app: Any, *, timeout_s: float = 30.0, settings: Any = None, log_level: str = "warning"
+) -> Iterator[str]:
+    """Serve ``app``; yields its base URL (``http://127.0.0.1:PORT``). With ``settings`` (a
+    ``ServiceSettings``), as ``memreader serve`` does: its connection limits and log filters."""
     port = free_port()
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", workers=1
-    )
+    if settings is not None:
+        from memreader.service.server import uvicorn_config
+
+        config = uvicorn_config(app, settings, host="127.0.0.1", port=port, log_level=log_level)
+    else:
+        config = uvicorn.Config(
+            app, host="127.0.0.1", port=port, log_level=log_level, lifespan="on", workers=1
+        )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="uvicorn-test", daemon=True)
     thread.start()
