@@ -28,7 +28,7 @@ from memreader.errors import MemReaderError
 from memreader.modes import ReadMode
 from memreader.service.keys import Principal
 from memreader.service.metrics import ServiceMetrics
-from memreader.service.problems import ProblemError, problem_for
+from memreader.service.problems import ProblemError, problem_for, shown
 
 __all__ = ["JobInput", "JobManager", "JobRequest", "JobState"]
 
@@ -211,7 +211,7 @@ class JobManager:
         with self._lock:
             state = self._jobs.get(job_id)
         if state is None or not (principal.is_admin or state.owner == principal.name):
-            raise ProblemError(404, "not-found", "No such job", f"no job {job_id!r}")
+            raise ProblemError(404, "not-found", "No such job", f"no job {shown(job_id)}")
         return state
 
     def cancel(self, principal: Principal, job_id: str) -> JobState:

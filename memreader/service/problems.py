@@ -9,6 +9,13 @@ kind, a ``detail`` a person can act on and, for input errors, where the input wa
 422
 >>> problem_for(StoreError("locked")).status
 503
+
+Whatever a client sent comes back capped (:func:`shown`: 200 characters of a value; a
+``detail`` of at most 1,000, an ``instance`` of 200, at most 50 entries of a list), so a huge
+id cannot make a huge answer.
+
+>>> shown("x" * 500)[-6:]
+"xxxx…'"
 """
 
 from __future__ import annotations
@@ -30,12 +37,39 @@ from memreader.errors import (
     UnsupportedModeError,
 )
 
-__all__ = ["PROBLEM_TYPE", "ProblemError", "problem_for", "problem_response"]
+__all__ = ["PROBLEM_TYPE", "ProblemError", "capped", "problem_for", "problem_response", "shown"]
 
 logger = logging.getLogger(__name__)
 
 PROBLEM_TYPE = "application/problem+json"
 _TYPE_PREFIX = "urn:memreader:problem:"
+#: The most characters of one value a client sent that an answer repeats.
+ECHO_CHARS = 200
+_DETAIL_CHARS = 1000
+_LIST_ITEMS = 50
+
+
+def capped(text: str, limit: int = ECHO_CHARS) -> str:
+    """``text``, cut to ``limit`` characters with an ellipsis when longer."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def shown(value: object, limit: int = ECHO_CHARS) -> str:
+    """``repr(value)`` for a message, with a string value cut to ``limit`` characters."""
+    if isinstance(value, str):
+        return repr(capped(value, limit))
+    return capped(repr(value), limit)
+
+
+def _bounded(value: Any) -> Any:
+    """A JSON-ready value with every string and list capped (the members of a problem)."""
+    if isinstance(value, str):
+        return capped(value)
+    if isinstance(value, dict):
+        return {capped(str(k)): _bounded(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_bounded(v) for v in value[:_LIST_ITEMS]]
+    return value
 
 
 class ProblemError(Exception):
@@ -70,11 +104,11 @@ class ProblemError(Exception):
             "type": _TYPE_PREFIX + self.kind,
             "title": self.title,
             "status": self.status,
-            "detail": self.detail,
+            "detail": capped(self.detail, _DETAIL_CHARS),
         }
         if instance is not None:
-            body["instance"] = instance
-        body.update(self.extra)
+            body["instance"] = capped(instance)
+        body.update(_bounded(self.extra))
         return body
 
 

@@ -7,7 +7,7 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from memreader.categories.markdown import render_file
-from memreader.service.problems import ProblemError
+from memreader.service.problems import ProblemError, shown
 from memreader.service.state import ServiceState, json_response
 from memreader.stores.shapes import iso
 
@@ -66,6 +66,6 @@ async def memory_file(user_id: str, file_name: str, request: Request) -> Respons
             404,
             "not-found",
             "No such file",
-            f"user {owner!r} has no memory file {file_name!r}; index.md lists the files",
+            f"user {shown(owner)} has no memory file {shown(file_name)}; index.md lists the files",
         )
     return Response(content, media_type=MARKDOWN)

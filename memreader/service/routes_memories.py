@@ -7,7 +7,7 @@ from starlette.responses import Response
 
 from memreader.service.keys import Principal
 from memreader.service.models import ForgetRequest, SearchRequest
-from memreader.service.problems import ProblemError
+from memreader.service.problems import ProblemError, shown
 from memreader.service.state import ServiceState, json_response
 from memreader.stores import HistoryEntry, SourceSelector, StoredMemory
 from memreader.stores.shapes import entry_json, event_json, hit_json, memory_json
@@ -135,5 +135,8 @@ async def _memory(
 
 def _not_found(user_id: str, memory_id: str) -> ProblemError:
     return ProblemError(
-        404, "not-found", "No such memory", f"user {user_id!r} has no memory {memory_id!r}"
+        404,
+        "not-found",
+        "No such memory",
+        f"user {shown(user_id)} has no memory {shown(memory_id)}",
     )

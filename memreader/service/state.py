@@ -21,7 +21,7 @@ from memreader.service.jobs import JobManager
 from memreader.service.keys import LOCAL_PRINCIPAL, KeyRing, Principal
 from memreader.service.limits import KeySlots, within_deadline
 from memreader.service.metrics import ServiceMetrics
-from memreader.service.problems import ProblemError
+from memreader.service.problems import ProblemError, shown
 from memreader.service.reading import http_reader_config
 from memreader.stores import MemoryStore, open_store
 from memreader.stores.urls import public_url
@@ -128,7 +128,7 @@ class ServiceState:
                 403,
                 "forbidden-user",
                 "User not allowed",
-                f"this key may not read or write the memories of {where} {user_id!r}",
+                f"this key may not read or write the memories of {where} {shown(user_id)}",
             )
         return user_id
 
