@@ -10,11 +10,13 @@ provenance.
 
 from memreader._version import __version__
 from memreader.config import BaseReaderConfig, PipelineSpec, StepSpec, WindowConfig
+from memreader.deadlines import Deadline
 from memreader.embedders.config import EmbedderConfig
 from memreader.errors import (
     BlockedAddressError,
     BlockedBucketError,
     ConfigError,
+    DeadlineExceeded,
     DocumentError,
     EmbeddingError,
     FetchError,
@@ -65,6 +67,8 @@ __all__ = [
     "BlockedAddressError",
     "BlockedBucketError",
     "ConfigError",
+    "Deadline",
+    "DeadlineExceeded",
     "DocumentError",
     "EmbedderConfig",
     "EmbeddingError",

@@ -68,6 +68,10 @@ class InputError(MemReaderError, ValueError):
         self.scene_index = scene_index
         self.message_index = message_index
         self.part_index = part_index
+        if not message.isascii():
+            # A message quoting the caller's text must itself be writable as UTF-8 (a batch
+            # records it): a lone surrogate in it is written as its escape.
+            message = message.encode("utf-8", "backslashreplace").decode("utf-8")
         self.reason = message
         where = _location(scene_index, message_index, part_index)
         super().__init__(f"{where}: {message}" if where else message)
@@ -191,3 +195,23 @@ class InternalError(MemReaderError):
     Public calls raise it instead of the untyped exception, which is kept as ``__cause__``; a
     failure inside one window never raises it: that window falls back instead.
     """
+
+
+class DeadlineExceeded(MemReaderError):
+    """A call was stopped because its :class:`~memreader.deadlines.Deadline` passed or was
+    cancelled. The whole call stops (it is not one window's fallback) and nothing it was
+    writing is stored. ``where`` names the point where the work stopped, ``cancelled`` says
+    whether the caller cancelled it (else its time ran out)."""
+
+    def __init__(self, message: str, *, where: str = "", cancelled: bool = False) -> None:
+        super().__init__(message)
+        self.where = where
+        self.cancelled = cancelled
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Keeps the keywords across pickling (a process pool, a batch worker).
+        return (_deadline_exceeded, (str(self), self.where, self.cancelled))
+
+
+def _deadline_exceeded(message: str, where: str, cancelled: bool) -> DeadlineExceeded:
+    return DeadlineExceeded(message, where=where, cancelled=cancelled)

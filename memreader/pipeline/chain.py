@@ -12,7 +12,9 @@ the step, and the next chain in order).
 Sync calls run the chains on threads and async calls as tasks, within the reader's LLM budget.
 One window's failure is that window's result: an exception inside one step's work on one window
 (a bug, a plugin or SDK raising something untyped) is handed to that step's :meth:`failed` for
-that window, and the window goes on to the next step.
+that window, and the window goes on to the next step. The call's deadline is not one window's:
+it is checked before each window enters each step and before each LLM request, and
+:class:`~memreader.errors.DeadlineExceeded` stops every window of the call.
 
 Each step's entry in ``report.steps`` is its span: from the moment the first window entered it
 to the moment the last one left it (spans of chained steps overlap).
@@ -26,7 +28,7 @@ import time
 from collections.abc import Generator, Sequence
 from typing import Any
 
-from memreader.errors import LLMRequiredError
+from memreader.errors import DeadlineExceeded, LLMRequiredError
 from memreader.extraction import LLMRequest
 from memreader.extraction.driver import arun_plans, run_plans
 from memreader.llms import LLMError, LLMResponse, LLMRouter, Usage, UsageMeter
@@ -115,9 +117,13 @@ def _chains(
         for s in steps:
             if state.fine_windows[index].report.status == "error":
                 return  # not even the raw window can be made into an item: recorded, done
+            where = f"window {index} of step {s.name!r}"
+            state.check_deadline(f"before {where}")
             spans.enter(s.name)
             try:
-                yield from _counted(s.window(state, runtime, index), state, s.name)
+                yield from _counted(s.window(state, runtime, index), state, s.name, where)
+            except DeadlineExceeded:
+                raise  # the whole call stops: not this window's fallback
             except Exception as exc:  # one window's failure is that window's result
                 logger.error("window %d: unexpected error in step %r", index, s.name, exc_info=exc)
                 s.failed(state, index, exc)
@@ -130,14 +136,16 @@ def _chains(
 _STATS_LOCK = threading.Lock()
 
 
-def _counted(work: WindowWork, state: ReadState, name: str) -> WindowWork:
+def _counted(work: WindowWork, state: ReadState, name: str, where: str) -> WindowWork:
     """``work``, with its LLM requests, their attempts and tokens, and their failures counted
-    in ``report.passes[name]`` (a step that asks nothing leaves no entry)."""
+    in ``report.passes[name]`` (a step that asks nothing leaves no entry); the call's deadline
+    is checked before each request is sent."""
     try:
         request = next(work)
     except StopIteration:
         return
     while True:
+        state.check_deadline(f"before an LLM call in {where}")
         try:
             response = yield request
         except Exception as exc:  # counted, then handed to the work, which knows what it means
@@ -204,6 +212,8 @@ def call_router(
 
 def _backstop(state: ReadState, steps: Sequence[PerWindowStep]) -> Any:
     def on_error(index: int, error: Exception) -> None:
+        if isinstance(error, DeadlineExceeded):
+            raise error  # the call's deadline stops every window, not just this one
         # Only the chain's own code could get here (each step's work is guarded): record it on
         # the window's last step rather than lose the other windows.
         logger.error("window %d: the chain failed", index, exc_info=error)

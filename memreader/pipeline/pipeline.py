@@ -198,8 +198,10 @@ class Pipeline:
 
     def run(self, state: ReadState, runtime: ReaderRuntime) -> None:
         """Run the steps active in ``state.mode``, in order (consecutive per-window steps as
-        one chain: see :mod:`memreader.pipeline.chain`)."""
+        one chain: see :mod:`memreader.pipeline.chain`). The call's deadline is checked before
+        each step (:class:`~memreader.errors.DeadlineExceeded` stops the whole call)."""
         for group in _groups(self.active(state.mode)):
+            state.check_deadline(_before_group(group))
             started = self._before(group, state, runtime)
             try:
                 if len(group) == 1 and not isinstance(group[0], PerWindowStep):
@@ -218,6 +220,7 @@ class Pipeline:
         """The async twin of :meth:`run`. Async interceptors have ended before each step starts
         and before this returns or raises (cancelled included: ``on_step_error`` sees it)."""
         for group in _groups(self.active(state.mode)):
+            state.check_deadline(_before_group(group))
             started = self._before(group, state, runtime)
             await settle_observers()
             try:
@@ -276,6 +279,11 @@ class Pipeline:
         logger.error("step %s failed", names, exc_info=exc)
         kind = "step" if len(group) == 1 else "steps"
         return InternalError(f"{kind} {names} failed: {type(exc).__name__}: {exc}")
+
+
+def _before_group(group: Sequence[Step]) -> str:
+    """Where a deadline check before ``group`` stops the call, for its message."""
+    return "before step " + " + ".join(repr(s.name) for s in group)
 
 
 def _groups(steps: Sequence[Step]) -> list[list[Step]]:

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
+from memreader.deadlines import Deadline
 from memreader.documents.headings import HeadingIndex
 from memreader.emit import window_sources
 from memreader.errors import InputError
@@ -130,7 +131,8 @@ class ReadState:
     """What one call has made so far (see the module docstring).
 
     Inputs of every call: ``scene_data``, ``type``, ``info``, ``mode``, ``custom_tags``,
-    ``report`` and, for refinement, ``stored_items``. The built-in steps fill, in order:
+    ``report``, ``deadline`` (checked with :meth:`check_deadline`) and, for refinement,
+    ``stored_items``. The built-in steps fill, in order:
     ``scenes`` (normalise), ``units`` (parse: one list per scene), ``windows`` (window),
     ``fine_windows`` and ``outcomes`` (fine mode: one per window, then what the LLM passes made
     of it), ``items`` (one list per scene or stored item: the call's result) and ``emitted``
@@ -168,8 +170,19 @@ class ReadState:
     image_outcomes: dict[str, tuple[ImageOutcome, PartKey]] = field(default_factory=dict)
     tool_outcomes: list[PassOutcome[Any]] = field(default_factory=list)
     pass_items: PassResults = field(default_factory=PassResults)
+    #: When the call must stop (:mod:`memreader.deadlines`); ``None``: never.
+    deadline: Deadline | None = None
     #: What user steps add (:meth:`set`); the built-in steps use the typed fields above.
     values: dict[str, Any] = field(default_factory=dict)
+
+    def check_deadline(self, where: str) -> None:
+        """Return while the call may go on (a step's long loop calls it between its units).
+
+        Raises:
+            DeadlineExceeded: the call's deadline passed or was cancelled.
+        """
+        if self.deadline is not None:
+            self.deadline.check(where)
 
     def get(self, name: str) -> Any:
         """A built-in field or a value a user's step set."""
@@ -199,4 +212,6 @@ class ReadState:
 #: The built-in fields steps may name (``values`` holds the others).
 STATE_FIELDS = frozenset(f.name for f in fields(ReadState)) - {"values"}
 #: The fields every call starts with.
-INPUTS = frozenset({"mode", "type", "info", "custom_tags", "report", "scene_data", "stored_items"})
+INPUTS = frozenset(
+    {"mode", "type", "info", "custom_tags", "report", "scene_data", "stored_items", "deadline"}
+)

@@ -2,7 +2,10 @@
 
 A step works on the whole call at once (all scenes, all windows), so a pipeline adds no
 per-window cost. Write ``run`` for a sync body; ``arun`` runs it in a worker thread unless a step
-overrides it with native async code (the LLM passes do).
+overrides it with native async code (the LLM passes do). A cancelled ``arun`` waits until that
+thread has ended (:func:`memreader.deadlines.in_thread`): the call's work never outlives it. A
+step with a long loop calls ``state.check_deadline(where)`` between its units, so a deadline
+stops it there.
 
 >>> class TagTeam(Step):
 ...     name = "tag_team"
@@ -26,10 +29,10 @@ A function works too, through :func:`step`:
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from memreader.deadlines import in_thread
 from memreader.extraction.passes import BUILTIN_PASSES
 from memreader.registry import Registry
 
@@ -61,8 +64,9 @@ class Step:
         raise NotImplementedError(f"step {self.name!r} has no run()")
 
     async def arun(self, state: ReadState, runtime: ReaderRuntime) -> None:
-        """The async body: ``run`` in a worker thread unless overridden."""
-        await asyncio.to_thread(self.run, state, runtime)
+        """The async body: ``run`` in a worker thread unless overridden (cancelled, it waits
+        for the thread to end)."""
+        await in_thread(self.run, state, runtime)
 
     def __repr__(self) -> str:
         modes = f", modes={sorted(self.modes)}" if self.modes is not None else ""

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from typing import Any, ClassVar
 
 from memreader.config import BaseReaderConfig
+from memreader.deadlines import Deadline, checked_deadline
 from memreader.errors import (
     InputError,
     InternalError,
@@ -111,6 +112,7 @@ class BaseMemReader(ABC):
         *,
         custom_tags: Sequence[str] | None = None,
         report: ReadReport | None = None,
+        deadline: Deadline | None = None,
     ) -> list[list[TextualMemoryItem]]:
         """Turn ``scene_data`` into memory items: one inner list per scene, in input order.
 
@@ -118,9 +120,15 @@ class BaseMemReader(ABC):
         each item's ``metadata.info``. Items are deterministic: the same input and config give
         the same ids in the same order. Pass ``report=ReadReport()`` to get per-window status,
         LLM usage and the time of each step.
+
+        ``deadline`` (a :class:`~memreader.deadlines.Deadline`) stops the call once it passes
+        or is cancelled: it is checked between steps, between windows, before each LLM call
+        and between embedding batches, and the call raises
+        :class:`~memreader.errors.DeadlineExceeded` (never one window's fallback).
         """
         with typed_errors("get_memory"):
             state = self._state(scene_data, type, info, mode, custom_tags, report)
+            state.deadline = checked_deadline(deadline)
             self.pipeline.run(state, self.runtime)
             return state.items
 
@@ -133,10 +141,12 @@ class BaseMemReader(ABC):
         *,
         custom_tags: Sequence[str] | None = None,
         report: ReadReport | None = None,
+        deadline: Deadline | None = None,
     ) -> list[list[TextualMemoryItem]]:
         """The async twin of :meth:`get_memory` (same items, same ids)."""
         with typed_errors("aget_memory"):
             state = self._state(scene_data, type, info, mode, custom_tags, report)
+            state.deadline = checked_deadline(deadline)
             await self.pipeline.arun(state, self.runtime)
             return state.items
 
@@ -147,15 +157,17 @@ class BaseMemReader(ABC):
         *,
         custom_tags: Sequence[str] | None = None,
         report: ReadReport | None = None,
+        deadline: Deadline | None = None,
     ) -> list[list[TextualMemoryItem]]:
         """Refine stored fast items into fine items: one inner list per input item.
 
         Each item's text and sources are sent through fine extraction; the new items keep the
         original user, session, info and provenance (the sources they cite). Idempotent: the
-        same items give the same ids.
+        same items give the same ids. ``deadline`` stops it as in :meth:`get_memory`.
         """
         with typed_errors("fine_transfer_simple_mem"):
             state = self._refine_state(items, type, custom_tags, report)
+            state.deadline = checked_deadline(deadline)
             self.pipeline.run(state, self.runtime)
             return state.items
 
@@ -166,10 +178,12 @@ class BaseMemReader(ABC):
         *,
         custom_tags: Sequence[str] | None = None,
         report: ReadReport | None = None,
+        deadline: Deadline | None = None,
     ) -> list[list[TextualMemoryItem]]:
         """The async twin of :meth:`fine_transfer_simple_mem`."""
         with typed_errors("afine_transfer_simple_mem"):
             state = self._refine_state(items, type, custom_tags, report)
+            state.deadline = checked_deadline(deadline)
             await self.pipeline.arun(state, self.runtime)
             return state.items
 

@@ -7,7 +7,8 @@ embed  emitted   items     fast, fine, refine
 =====  ========  ========  =================
 
 A batch that fails leaves only its items without vectors (tagged ``embedding:failed``, said in
-their windows' reports); the other batches keep theirs.
+their windows' reports); the other batches keep theirs. The call's deadline is checked before
+each batch (it stops the whole call, not one batch).
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ class Embed(Step):
         embedder = runtime.embedder
         size = embedder.batch_size
         for offset in range(0, len(made), size):
+            state.check_deadline(f"before embedding batch {offset // size} (items {offset}+)")
             batch = made[offset : offset + size]
             try:
                 vectors = _embed_items(embedder, batch, state.embedding_fragments)

@@ -32,6 +32,7 @@ class FastItems(Step):
         result: list[list[TextualMemoryItem]] = []
         for ws in state.windows:
             items = []
+            state.check_deadline(f"before fast items of scene {ws.scene.index}")
             for window, entry in zip(ws.windows, ws.reports, strict=True):
                 try:
                     sources = ws.sources(window)

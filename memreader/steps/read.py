@@ -64,7 +64,11 @@ class Parse(Step):
     modes = SCENE_MODES
 
     def run(self, state: ReadState, runtime: ReaderRuntime) -> None:
-        state.units = [scene_units(scene) for scene in state.scenes]
+        units = []
+        for scene in state.scenes:
+            state.check_deadline(f"before parsing scene {scene.index}")
+            units.append(scene_units(scene))
+        state.units = units
 
 
 @STEPS.register("window")
@@ -79,6 +83,7 @@ class WindowStep(Step):
     def run(self, state: ReadState, runtime: ReaderRuntime) -> None:
         windowed = []
         for scene, units in zip(state.scenes, state.units, strict=True):
+            state.check_deadline(f"before cutting scene {scene.index} into windows")
             windows = self.windows_of(scene, units, runtime)
             reports = [
                 WindowReport(scene.index, w.index, notes=part_notes(w, units)) for w in windows

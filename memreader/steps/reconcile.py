@@ -32,12 +32,12 @@ reason; a store that cannot be searched leaves the items without decisions (one 
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from memreader.deadlines import in_thread
 from memreader.errors import ConfigError, StoreError
 from memreader.extraction import short_error
 from memreader.extraction.language import Language
@@ -105,7 +105,7 @@ class Reconcile(Step):
             run_chain([_Calls(groups)], state, runtime)
 
     async def arun(self, state: ReadState, runtime: ReaderRuntime) -> None:
-        groups = await asyncio.to_thread(self.groups, state, runtime)
+        groups = await in_thread(self.groups, state, runtime)
         if groups:
             await arun_chain([_Calls(groups)], state, runtime)
 
