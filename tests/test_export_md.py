@@ -29,6 +29,7 @@ from memreader.categories.markdown import (
     render_memory,
     user_folder,
 )
+from memreader.categories.markdown_files import MANIFEST
 from memreader.category_config import CategoryDef
 from memreader.cli import main
 from memreader.errors import ConfigError, InputError, StoreError
@@ -172,10 +173,10 @@ def test_exports_are_byte_identical_and_a_change_touches_only_its_file(tmp_path:
         export_markdown(store, ["ana"], str(out))
     second = tree(out)
     changed = {name for name in first if first[name] != second[name]}
-    # The index's count line changed, and the work file: nothing else.
-    assert changed == {"ana/work.md", "ana/index.md"}
+    # The index's count line changed, and the work file (and the manifest's hashes of them).
+    assert changed == {"ana/work.md", "ana/index.md", f"ana/{MANIFEST}"}
     assert "Ana works from home on Fridays." in second["ana/work.md"].decode()
-    assert not [p for p in out.rglob(".*")]  # no temporary file left
+    assert [p.name for p in out.rglob(".*")] == [MANIFEST]  # no temporary file left
 
 
 def test_a_category_that_vanished_loses_its_file(tmp_path: Path) -> None:
@@ -186,7 +187,7 @@ def test_a_category_that_vanished_loses_its_file(tmp_path: Path) -> None:
         (out / "ana" / "NOTES.txt").write_text("an agent's own notes")
         assert (out / "ana" / "work.md").exists()
         store.link_categories("ana", {"m3": []})  # work now holds nothing, has no summary
-        export_markdown(store, ["ana"], str(out))
+        export_markdown(store, ["ana"], str(out), allow_foreign_files=True)
     assert not (out / "ana" / "work.md").exists()
     assert "- work: What the user does for a living. (empty)" in (out / "ana" / INDEX).read_text()
     assert (out / "ana" / "NOTES.txt").exists()  # not ours: left alone

@@ -4,15 +4,11 @@ first and then only the file it needs.
 
 **Layout.** ``<out>/<user folder>/index.md`` and ``<out>/<user folder>/<category>.md``.
 
-- The user folder is :func:`user_folder`: the user id itself when it is plain (``[a-z0-9]``
-  then up to 63 of ``[a-z0-9_-]``, not a Windows device name such as ``con``), else a readable
-  slug, a dot and 16 hex digits of the id's SHA-256 (``../x`` -> ``x.4f1b...``). Plain names
-  hold no dot and hashed ones do, so the two kinds never meet; two ids give one folder only if
-  64 bits of SHA-256 collide. No folder name starts with ``.`` or ``_`` (the batch job's own
-  files do), none holds a separator, none is over 64 + 17 characters.
-- A category's file is ``<name>.md`` (names are checked against
-  :data:`~memreader.stores.category_types.CATEGORY_NAME` again); a category named ``index``
-  gets ``index.category.md``, the index keeping ``index.md``.
+- The user folder is :func:`~memreader.categories.markdown_files.user_folder`: the user id
+  itself when it is plain, else a readable slug, a dot and 16 hex digits of the id's SHA-256
+  (``../x`` -> ``x.4f1b...``); a category's file is ``<name>.md``, except ``index``
+  (``index.category.md``) and Windows device names (``con-category.md``): see
+  :mod:`memreader.categories.markdown_files`, which also says what the export may touch.
 - A category with neither active memories nor a summary gets no file: the index lists it as
   ``(empty)``.
 
@@ -31,25 +27,32 @@ kept as they are (an ``ID`` of the usual characters).
 **Writing** (:func:`export_markdown`): each file through a temporary file in the same folder,
 fsynced, then renamed over the old one (a reader never sees half a file); a file whose bytes
 are unchanged is left alone. Category files are written before the index and stale category
-files (of categories gone) removed after it, so the index never names a missing file. Files
-that are not ours (no ``.md`` of a category name) are never touched.
+files (of categories gone) removed after it, so the index never names a missing file. Only
+files the export wrote itself (its manifest says so, and they still hold what it wrote) are
+ever replaced or removed; a folder holding others is refused unless told
+(:mod:`memreader.categories.markdown_files`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import re
-import unicodedata
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
+from memreader.categories.markdown_files import (
+    INDEX,
+    ExportReport,
+    ForeignFilesError,
+    category_file,
+    plan_folder,
+    publish,
+    user_folder,
+)
 from memreader.categories.summaries import newest_first, parse, without_refs
-from memreader.category_config import CATEGORY_NAME
-from memreader.errors import InputError, SinkError, StoreError
-from memreader.files import fsync_folder, write_atomic
+from memreader.errors import InputError, StoreError
 from memreader.rendering import one_line
 
 if TYPE_CHECKING:
@@ -59,24 +62,17 @@ if TYPE_CHECKING:
 
 __all__ = [
     "INDEX",
+    "ExportReport",
+    "ForeignFilesError",
     "category_file",
     "escape_line",
     "export_markdown",
+    "export_report",
     "render_file",
     "render_memory",
     "user_folder",
 ]
 
-#: The index's file name.
-INDEX = "index.md"
-_PLAIN_USER = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
-_DEVICES = frozenset(
-    {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
-)
-_SLUG_CHARS = 40
-_HASH_CHARS = 16
-# Our files in a user folder: the index and category files (anything else is left alone).
-_OUR_FILE = re.compile(r"[a-z][a-z0-9_]{0,63}\.md|index\.category\.md")
 # A citation kept as it is, and an id used as an HTML anchor as it is.
 _REF = re.compile(r"\[ref:([^\]\s]+)\]")
 _PLAIN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
@@ -92,34 +88,6 @@ _READ_HINT = (
     "file the summary cites memories as `[ref:ID]`; each memory below it is headed by its `ID`. "
     "Times are UTC."
 )
-
-
-def user_folder(user_id: str) -> str:
-    """The folder name of ``user_id`` (see the module docstring: injective, safe anywhere).
-
-    >>> user_folder("ana"), user_folder("../x"), user_folder("CON")
-    ('ana', 'x.d6b96a97d147daaa', 'con_.a3dbc4b644a9a2c5')
-    """
-    if _PLAIN_USER.fullmatch(user_id) and user_id not in _DEVICES:
-        return user_id
-    digest = hashlib.sha256(user_id.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_CHARS]
-    # Accented letters keep their base letter (é -> e); other scripts become "_".
-    text = unicodedata.normalize("NFKD", user_id).encode("ascii", "ignore").decode("ascii")
-    slug = re.sub(r"[^a-z0-9_-]+", "_", text.lower())[:_SLUG_CHARS].strip("_-") or "user"
-    if slug in _DEVICES:  # "con.<hash>" is still a device name to Windows
-        slug += "_"
-    return f"{slug}.{digest}"
-
-
-def category_file(name: str) -> str:
-    """The file name of the category ``name``.
-
-    Raises:
-        StoreError: ``name`` is not a category name (the store holds something it should not).
-    """
-    if not CATEGORY_NAME.fullmatch(name):
-        raise StoreError(f"the store holds a category with a bad name: {name!r}")
-    return "index.category.md" if name == "index" else f"{name}.md"
 
 
 def escape_line(text: str) -> str:
@@ -330,54 +298,53 @@ def render_file(store: MemoryStore, user_id: str, file_name: str) -> bytes | Non
     return None
 
 
-def export_markdown(store: MemoryStore, user_ids: Iterable[str], out_dir: str) -> list[str]:
+def export_markdown(
+    store: MemoryStore,
+    user_ids: Iterable[str],
+    out_dir: str,
+    *,
+    allow_foreign_files: bool = False,
+) -> list[str]:
     """Write the Markdown of each of ``user_ids`` under ``out_dir/<user folder>/`` (see the
     module docstring); returns the path of every file of the export, sorted.
 
     Raises:
         InputError: no user id, or an empty one.
         StoreError: the store failed.
+        ForeignFilesError: a user folder holds files the export did not write (refused unless
+            ``allow_foreign_files``), or one stands where the export must write; nothing was
+            written.
         SinkError: a folder or file cannot be written.
+    """
+    report = export_report(store, user_ids, out_dir, allow_foreign_files=allow_foreign_files)
+    return sorted(report.written)
+
+
+def export_report(
+    store: MemoryStore,
+    user_ids: Iterable[str],
+    out_dir: str,
+    *,
+    allow_foreign_files: bool = False,
+) -> ExportReport:
+    """:func:`export_markdown`, saying also which of its own stale files it removed and which
+    foreign files it left alone. Every user folder is checked before any is written.
+
+    Raises:
+        The errors of :func:`export_markdown`.
     """
     users = sorted(set(user_ids))
     if not users or any(not user.strip() for user in users):
         raise InputError("export-md needs at least one user id, none of them empty")
-    paths: list[str] = []
-    for user in users:
-        files = render_memory(store, user)
-        paths += _publish(os.path.join(out_dir, user_folder(user)), files)
-    return sorted(paths)
-
-
-def _publish(folder: str, files: dict[str, bytes]) -> list[str]:
-    """Write ``files`` into ``folder``: categories, then the index, then stale files removed."""
-    try:
-        os.makedirs(folder, exist_ok=True)
-    except OSError as exc:
-        raise SinkError(f"cannot create {folder}: {exc.strerror or exc}") from None
-    if os.path.islink(folder) or not os.path.isdir(folder):
-        raise SinkError(f"cannot write {folder}: a symlink or a file stands there")
-    order = [*sorted(name for name in files if name != INDEX), INDEX]
-    for name in order:
-        _write_file(os.path.join(folder, name), files[name])
-    try:
-        stale = [n for n in os.listdir(folder) if _OUR_FILE.fullmatch(n) and n not in files]
-        for name in sorted(stale):
-            os.unlink(os.path.join(folder, name))
-    except OSError as exc:
-        raise SinkError(f"cannot remove stale files in {folder}: {exc.strerror or exc}") from None
-    fsync_folder(folder)
-    return [os.path.join(folder, name) for name in order]
-
-
-def _write_file(path: str, data: bytes) -> None:
-    """``data`` into ``path``, whole (:func:`~memreader.files.write_atomic`); a file already
-    holding these bytes is left alone, so an unchanged export touches nothing."""
-    if not os.path.islink(path):
-        with contextlib.suppress(OSError), open(path, "rb") as handle:
-            if handle.read(len(data) + 1) == data:
-                return
-    try:
-        write_atomic(path, data)
-    except OSError as exc:
-        raise SinkError(f"cannot write {path}: {exc.strerror or exc}") from None
+    plans = [
+        plan_folder(
+            os.path.join(out_dir, user_folder(user)),
+            render_memory(store, user),
+            allow_foreign=allow_foreign_files,
+        )
+        for user in users
+    ]
+    report = ExportReport()
+    for plan in plans:
+        publish(plan, report)
+    return report

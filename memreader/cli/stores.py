@@ -7,9 +7,11 @@ command line (see :mod:`memreader.stores`); and what ``memreader read --store`` 
 - ``history ID --store URL --user-id U [--json]``: every change of one memory;
 - ``forget --store URL --user-id U --source doc:PATH|session:ID|message:ID|input:KEY
   [--json]``: what came only from that source expires; the events are printed;
-- ``export-md --store URL --user U [--user U2 ...] --out DIR``: each owner's memory as Markdown
-  files an agent can read (``DIR/<user folder>/index.md`` and one file per category: see
-  :mod:`memreader.categories.markdown`); the paths written are printed.
+- ``export-md --store URL --user U [--user U2 ...] --out DIR [--allow-foreign-files]``: each
+  owner's memory as Markdown files an agent can read (``DIR/<user folder>/index.md`` and one
+  file per category: see :mod:`memreader.categories.markdown`); the paths written are printed.
+  It replaces or removes only files it wrote itself, and refuses a user folder holding others
+  unless ``--allow-foreign-files`` (:mod:`memreader.categories.markdown_files`).
 
 ``--store`` may also come from ``$MEMREADER_STORE``. A store URL's password is never printed
 (messages show :func:`~memreader.stores.urls.public_url`). A ``sqlite://`` file that does not
@@ -120,6 +122,14 @@ def _add_export_parser(commands: Any) -> None:
         help="an owner to export (repeatable; at least one)",
     )
     export.add_argument("--out", required=True, help="the folder the owners' folders go in")
+    export.add_argument(
+        "--allow-foreign-files",
+        "--force",
+        dest="allow_foreign_files",
+        action="store_true",
+        help="write into a user folder that holds files the export did not write (they are "
+        "left alone; without this flag such a folder is refused)",
+    )
 
 
 def add_store_flag(command: argparse.ArgumentParser, *, env: bool) -> None:
@@ -299,16 +309,21 @@ def _forget(store: MemoryStore, args: argparse.Namespace) -> int:
 
 
 def _export_md(args: argparse.Namespace, url: str) -> int:
-    from memreader.categories.markdown import export_markdown
+    from memreader.categories.markdown import export_report
 
     users = args.users or []
     if not users or any(not user.strip() for user in users):
         raise InputError("export-md needs --user U (repeatable; every memory has an owner)")
     with _open(url, None) as store:
-        paths = export_markdown(store, users, args.out)
-    for path in paths:
+        report = export_report(store, users, args.out, allow_foreign_files=args.allow_foreign_files)
+    for path in sorted(report.written):
         print(path)
-    print(f"memreader: {len(paths)} file(s) for {len(set(users))} user(s)", file=sys.stderr)
+    counts = f"{len(report.written)} file(s) for {len(set(users))} user(s)"
+    if report.removed:
+        counts += f", {len(report.removed)} stale file(s) of its own removed"
+    print(f"memreader: {counts}", file=sys.stderr)
+    for path in sorted(report.kept):  # foreign files, allowed: never touched, said so
+        print(f"memreader: left alone (not written by the export): {path}", file=sys.stderr)
     return 0
 
 
