@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memreader.errors import DocumentError
+from memreader.errors import DocumentError, InvalidMessageError
 from memreader.part_shapes import EMPTY_PART, UNSUPPORTED_PART, Part
 from memreader.registry import Registry
 from memreader.rendering import MAX_LABEL, NotedText, clip, render_line
@@ -94,6 +94,7 @@ def scene_units(scene: Scene) -> list[Unit]:
             if parser is None:
                 parser = parsers[part.type] = PART_PARSERS.get(part.type)
             text = parser(part, message)
+            _check_rendered(scene, message, part, prefix, text)
             note = None
             if isinstance(text, NotedText):
                 where = f"message {message.index}" + (
@@ -120,6 +121,18 @@ def _check_document(scene: Scene, message: Message, part: Part) -> None:
     check_text(part.text, "document text", error=DocumentError, **where)
     if part.doc_path is not None:
         check_text(part.doc_path, "file name", error=DocumentError, **where)
+
+
+def _check_rendered(scene: Scene, message: Message, part: Part, prefix: str, text: str) -> None:
+    """Every text a window shows must be valid Unicode: what a parser made of a part's payload
+    (a plugin's parser, a rendered tool call) and its line prefix, not only the caller's text
+    (checked as it was normalised), or no item holding it could be written as UTF-8."""
+    if text is part.text and prefix.isascii():
+        return  # the part's own text, checked where it entered
+    error = DocumentError if scene.type == "doc" else InvalidMessageError
+    where = {"scene_index": scene.index, "message_index": message.index, "part_index": part.index}
+    check_text(prefix, f"the line prefix of a {part.type} part", error=error, **where)
+    check_text(str(text), f"the text of a {part.type} part", error=error, **where)
 
 
 # -- text, refusals, empty messages, unknown parts ---------------------------------------------

@@ -23,9 +23,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memreader.errors import InputError, InvalidMessageError
+from memreader.errors import InvalidMessageError
 from memreader.rendering import MAX_LABEL, clip
-from memreader.text_checks import check_nested_text, check_text
+from memreader.text_checks import check_nested_text, check_text, printable
 
 __all__ = [
     "EMPTY_PART",
@@ -82,22 +82,20 @@ class PartContext:
 
     def fail(self, reason: str) -> InvalidMessageError:
         """The typed error naming where the part is."""
-        return InvalidMessageError(
-            reason, scene_index=self.scene, message_index=self.message, part_index=self.part
-        )
+        return InvalidMessageError(reason, **self.where)
+
+    @property
+    def where(self) -> dict[str, Any]:
+        """The location keywords of an :class:`~memreader.errors.InputError`."""
+        return {"scene_index": self.scene, "message_index": self.message, "part_index": self.part}
 
     def checked(self, text: str, what: str) -> str:
         """``text``, if it is valid Unicode."""
-        return check_text(
-            text, what, scene_index=self.scene, message_index=self.message, part_index=self.part
-        )
+        return check_text(text, what, **self.where)
 
     def nested_checked(self, value: Any, what: str) -> None:
         """Every string in ``value`` checked, the error naming where the part is."""
-        try:
-            check_nested_text(value, what, error=InvalidMessageError)
-        except InputError as exc:
-            raise self.fail(getattr(exc, "reason", str(exc))) from None
+        check_nested_text(value, what, error=InvalidMessageError, **self.where)
 
     def unknown(self, kind: str, reason: str, kept: str | None = None) -> Part:
         """A part of an unknown type or shape: refused (``reason``), or kept as a placeholder
@@ -110,12 +108,13 @@ class PartContext:
 
 
 def _keys(part: Mapping[str, Any]) -> str:
-    names = sorted(str(k) for k in part)
+    names = sorted(printable(str(k)) for k in part)  # quoted in messages and reports
     return clip(", ".join(names), MAX_LABEL).text or "no keys"
 
 
-def _label(head: str, name: Any) -> str:
-    shown = " ".join(name.split())[:_MAX_NAME] if isinstance(name, str) else ""
+def _label(head: str, name: Any, ctx: PartContext, what: str) -> str:
+    """``[head: name] ``, the name checked (a window shows it), on one line and clipped."""
+    shown = " ".join(ctx.checked(name, what).split())[:_MAX_NAME] if isinstance(name, str) else ""
     return f"[{head}: {shown}] " if shown else f"[{head}] "
 
 
@@ -194,6 +193,7 @@ def _image(raw: Mapping[str, Any], kind: str, ctx: PartContext) -> list[Part]:
             source_type = clip(repr(raw["source"].get("type")), MAX_LABEL).text
             return [ctx.unknown(kind, f"{kind} source type {source_type} is not known")]
     if isinstance(url, Mapping):
+        ctx.nested_checked(url, f"{kind} source")
         return [Part(type="image_url", index=ctx.part, exact=False, payload=dict(url))]
     if not isinstance(url, str) or not url:
         reason = (
@@ -239,13 +239,14 @@ def _document(raw: Mapping[str, Any], kind: str, ctx: PartContext) -> list[Part]
     uploaded file (``file``) or a list of blocks (``content``)."""
     source = raw.get("source")
     title = raw.get("title") if isinstance(raw.get("title"), str) else None
+    label = _label("document", title, ctx, "document title")
     if not isinstance(source, Mapping):
         return [ctx.unknown(kind, f"document part needs a 'source' mapping (it has: {_keys(raw)})")]
     if source.get("type") == "text" and isinstance(source.get("data"), str):
         text = ctx.checked(source["data"], "document text")
-        return [Part(type="file", text=text, index=ctx.part, label=_label("document", title))]
+        return [Part(type="file", text=text, index=ctx.part, label=label)]
     if source.get("type") == "content" and isinstance(source.get("content"), list | tuple):
-        return _blocks(source["content"], ctx, _label("document", title))
+        return _blocks(source["content"], ctx, label)
     ref = _source_ref(source)
     if ref is None:
         source_type = clip(repr(source.get("type")), MAX_LABEL).text
@@ -254,7 +255,7 @@ def _document(raw: Mapping[str, Any], kind: str, ctx: PartContext) -> list[Part]
     if isinstance(ref, str) and ref[:5].lower() == "data:":
         payload = {"file_data": ref}
     if title is not None:
-        payload["title"] = ctx.checked(title, "document title")
+        payload["title"] = title
     ctx.nested_checked(payload, "document source")
     return [Part(type="file", index=ctx.part, exact=False, payload=payload)]
 
@@ -264,6 +265,7 @@ def _audio(raw: Mapping[str, Any], kind: str, ctx: PartContext) -> list[Part]:
     if audio is not None and not isinstance(audio, Mapping):
         reason = f"{kind} part needs a mapping (data and format, or a url or path)"
         return [ctx.unknown(kind, reason)]
+    ctx.nested_checked(audio or {}, kind)
     return [Part(type="input_audio", index=ctx.part, exact=False, payload=dict(audio or {}))]
 
 
@@ -304,8 +306,8 @@ def _tool_use(raw: Mapping[str, Any], kind: str, ctx: PartContext) -> list[Part]
 
 def _tool_result(raw: Mapping[str, Any], kind: str, ctx: PartContext) -> list[Part]:
     """Anthropic's ``tool_result``: its ``content`` (a string or a list of blocks) verbatim."""
-    use_id = raw.get("tool_use_id")
-    label = _label("tool error" if raw.get("is_error") else "tool result", use_id)
+    head = "tool error" if raw.get("is_error") else "tool result"
+    label = _label(head, raw.get("tool_use_id"), ctx, "tool_use_id")
     return _tool_text(raw.get("content"), kind, raw, ctx, label, "content")
 
 
@@ -337,7 +339,8 @@ def _tool_part(raw: Mapping[str, Any], kind: str, ctx: PartContext) -> list[Part
             return [ctx.unknown(kind, reason)]
         if isinstance(output, str | list | tuple):
             name = body.get("name") or body.get("call_id") or body.get("tool_call_id")
-            return _tool_text(output, kind, body, ctx, _label("tool output", name), "output")
+            label = _label("tool output", name, ctx, f"{kind} name")
+            return _tool_text(output, kind, body, ctx, label, "output")
     ctx.nested_checked(body, f"{kind} part")
     return [Part(type=kind, index=ctx.part, exact=False, payload=body)]
 
@@ -378,7 +381,7 @@ def responses_item(raw: Mapping[str, Any], ctx: PartContext) -> tuple[str, list[
         return "assistant", [Part(type="tool_calls", exact=False, payload=(call,))]
     if kind == "function_call_output":
         output = raw.get("output")
-        label = _label("tool output", raw.get("call_id"))
+        label = _label("tool output", raw.get("call_id"), ctx, "call_id")
         if isinstance(output, list | tuple):
             parts: list[Part] = []
             for i, block in enumerate(output):

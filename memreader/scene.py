@@ -276,7 +276,13 @@ def _tool_definitions(tools: Any, scene: int, index: int) -> list[Part]:
                 message_index=index,
             )
         payload = {"type": "tool_description", **definition}
-        check_nested_text(payload, "tool definition", error=InvalidMessageError)
+        check_nested_text(
+            payload,
+            "tool definition",
+            error=InvalidMessageError,
+            scene_index=scene,
+            message_index=index,
+        )
         parts.append(Part(type="tool_description", exact=False, payload=payload))
     return parts
 
@@ -295,7 +301,13 @@ def _tool_calls_part(tool_calls: Any, scene: int, index: int) -> Part:
             )
         name, arguments = function.get("name"), function.get("arguments", "")
         for what, value in (("name", name), ("arguments", arguments)):
-            if isinstance(value, str):
-                check_text(value, f"tool call {what}", scene_index=scene, message_index=index)
+            # Arguments given as objects are rendered as JSON: every key and value is text.
+            check_nested_text(
+                value,
+                f"tool call {what}",
+                error=InvalidMessageError,
+                scene_index=scene,
+                message_index=index,
+            )
         calls.append({"name": name, "arguments": arguments})
     return Part(type="tool_calls", exact=False, payload=tuple(calls))

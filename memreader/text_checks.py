@@ -13,7 +13,7 @@ from typing import Any
 
 from memreader.errors import InputError, InvalidInfoError, InvalidMessageError
 
-__all__ = ["check_nested_text", "check_text"]
+__all__ = ["check_nested_text", "check_text", "printable"]
 
 
 def check_text(
@@ -52,7 +52,27 @@ def check_text(
     return value
 
 
-def check_nested_text(value: Any, what: str, *, error: type[InputError] = InvalidInfoError) -> None:
+def printable(text: str) -> str:
+    """``text`` with each lone surrogate written as its ``\\udXXX`` escape, so a message quoting
+    the caller's text (a key, a type name) can itself be written as UTF-8.
+
+    >>> printable("key\\udfff")
+    'key\\\\udfff'
+    """
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def check_nested_text(
+    value: Any,
+    what: str,
+    *,
+    error: type[InputError] = InvalidInfoError,
+    scene_index: int | None = None,
+    message_index: int | None = None,
+    part_index: int | None = None,
+) -> None:
     """Apply :func:`check_text` to every string key and value in ``value``, which may nest
     mappings and lists (as ``info`` does); the error names the path, e.g. ``info['tags'][2]``.
 
@@ -60,12 +80,13 @@ def check_nested_text(value: Any, what: str, *, error: type[InputError] = Invali
     Traceback (most recent call last):
     memreader.errors.InvalidInfoError: info['tags'][1] holds a lone surrogate ...
     """
+    where = {"scene_index": scene_index, "message_index": message_index, "part_index": part_index}
     stack: list[tuple[Any, str]] = [(value, what)]
     seen: set[int] = set()
     while stack:
         current, path = stack.pop()
         if isinstance(current, str):
-            check_text(current, path, error=error)
+            check_text(current, path, error=error, **where)
         elif isinstance(current, Mapping | list | tuple | set | frozenset):
             if id(current) in seen:  # a container met twice (or a cycle) is checked once
                 continue
@@ -73,7 +94,7 @@ def check_nested_text(value: Any, what: str, *, error: type[InputError] = Invali
             if isinstance(current, Mapping):
                 for key, item in current.items():
                     if isinstance(key, str):
-                        check_text(key, f"a key of {path}", error=error)
-                    stack.append((item, f"{path}[{key!r}]"))
+                        check_text(key, f"a key of {path}", error=error, **where)
+                    stack.append((item, f"{path}[{printable(repr(key))}]"))
             else:
                 stack.extend((item, f"{path}[{i}]") for i, item in enumerate(current))

@@ -27,7 +27,7 @@ from memreader.pipeline.step import STEPS, Step
 from memreader.report import WindowReport
 from memreader.scene import ROLES
 from memreader.steps.categorize import category_menu
-from memreader.text_checks import check_text
+from memreader.text_checks import check_nested_text, check_text, printable
 from memreader.windows import Unit, Windower
 
 __all__ = [
@@ -53,7 +53,7 @@ _LINE_BREAKS = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")
 def check_stored_item(item: TextualMemoryItem, position: int) -> None:
     """Raise :class:`InputError` naming the item and the source when ``item`` could not have
     been made by a reader (see the module docstring)."""
-    where = f"item {position} ({item.id})"
+    where = f"item {position} ({printable(item.id)})"
     if not item.metadata.sources:
         raise InputError(f"{where} has no sources to refine from")
     for k, source in enumerate(item.metadata.sources):
@@ -69,6 +69,9 @@ def check_stored_item(item: TextualMemoryItem, position: int) -> None:
         for name in ("name", "chat_time", "message_id"):
             _check_label(getattr(source, name), f"{at}: {name}")
         check_text(source.content, at, error=InputError)
+    # Refined items copy the stored one's info, tags and sources: every text in it must be
+    # writable as UTF-8 (a dict's types are checked as it is read, ``info`` is not).
+    check_nested_text(item.model_dump(exclude={"metadata": {"embedding"}}), where, error=InputError)
 
 
 def _check_label(value: str | None, where: str) -> None:
