@@ -33,6 +33,7 @@ from memreader.stores.base import (
 )
 from memreader.stores.category_api import CategoryStorage, check_keeper
 from memreader.stores.category_types import CategoryKeeper, StoredCategory
+from memreader.stores.checks import check_url
 from memreader.stores.events import EventKind, WriteEvent
 from memreader.stores.records import MemoryStatus, StoredMemory
 
@@ -99,12 +100,13 @@ def open_store(
 
     Raises:
         ConfigError: the URL has no scheme, or one no store handles (the message lists the
-            known ones), or the store's module cannot be imported, or an option (or the
-            keeper) is invalid.
+            known ones), or holds a control character (a NUL), or the store's module cannot be
+            imported, or an option (or the keeper) is invalid.
         StoreError: the store cannot be opened.
     """
     if not isinstance(url, str) or "://" not in url:
         raise ConfigError(f"a store URL looks like sqlite:///memories.db, got {url!r}")
+    check_url(url)
     scheme = url.partition("://")[0]
     try:
         store_class = STORES.get(scheme)

@@ -30,10 +30,21 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from memreader.deadlines import Deadline, check_deadline, checked_deadline
 from memreader.errors import InputError, StoreError
 from memreader.items import TextualMemoryItem
 from memreader.stores.category_api import CategoryStorage, check_category
-from memreader.stores.checks import Filters, aware, moment
+from memreader.stores.checks import (
+    Filters,
+    aware,
+    check_k,
+    check_memory_id,
+    check_owner,
+    check_seen,
+    check_session,
+    check_types,
+    moment,
+)
 from memreader.stores.events import EventKind, WriteEvent
 from memreader.stores.records import StoredMemory
 from memreader.stores.scoring import ScoreParts
@@ -136,9 +147,15 @@ class MemoryStore(CategoryStorage):
         replaces: SourceSelector | None = None,
         user_id: str | None = None,
         now: datetime | None = None,
+        deadline: Deadline | None = None,
     ) -> list[WriteEvent]:
         """Store ``items`` (one transaction) and return one event per item, in order, then
         one event per memory that ``replaces`` retired or reduced.
+
+        ``deadline`` (:class:`~memreader.deadlines.Deadline`) is checked before the write
+        starts and right before it commits: past it (or cancelled), the write rolls back
+        entirely (nothing of it is stored) and raises
+        :class:`~memreader.errors.DeadlineExceeded`.
 
         ``replaces``: these items are now everything that ``replaces`` (a re-read document, a
         re-run batch input) supports: they are written with its key, and active memories of
@@ -159,7 +176,9 @@ class MemoryStore(CategoryStorage):
         """
         if replaces is not None and not isinstance(replaces, SourceSelector):
             raise InputError(f"replaces must be a SourceSelector, got {type(replaces).__name__}")
-        events = self._write(items, replaces, user_id, now, in_parts=False)
+        checked = checked_deadline(deadline)
+        check_deadline(checked, "before the store write")
+        events = self._write(items, replaces, user_id, now, in_parts=False, deadline=checked)
         return self._after_change(events, items)
 
     @abstractmethod
@@ -171,14 +190,24 @@ class MemoryStore(CategoryStorage):
         now: datetime | None,
         *,
         in_parts: bool,
+        deadline: Deadline | None = None,
     ) -> list[WriteEvent]:
         """What :meth:`write` (``in_parts=False``: ``source`` is ``replaces``) and
-        :meth:`write_part` (``in_parts=True``) do, their arguments checked."""
+        :meth:`write_part` (``in_parts=True``) do, their arguments checked; ``deadline`` is
+        checked right before the commit (past it, the transaction rolls back)."""
 
-    @abstractmethod
     def get(self, memory_id: str, *, user_id: str) -> StoredMemory | None:
         """The memory ``memory_id`` of ``user_id``, whatever its status; ``None`` if that owner
-        has no such memory."""
+        has no such memory (or its row cannot be read: a warning names it).
+
+        Raises:
+            InputError: ``memory_id`` or ``user_id`` is not a non-empty string.
+        """
+        return self._get(check_memory_id(memory_id), check_owner(user_id))
+
+    @abstractmethod
+    def _get(self, memory_id: str, owner: str) -> StoredMemory | None:
+        """What :meth:`get` does, its arguments checked."""
 
     def search(
         self,
@@ -203,25 +232,25 @@ class MemoryStore(CategoryStorage):
         linked to that category of the owner only (:meth:`link_categories`).
 
         Raises:
-            InputError: a bad argument (``mode`` not one of :data:`SEARCH_MODES`, ...).
+            InputError: a bad argument (``mode`` not one of :data:`SEARCH_MODES`, ``k`` not in
+                ``[1, MAX_K]`` (:data:`~memreader.stores.checks.MAX_K`), a type that is not a
+                memory type's name, a ``session_id`` that is not a string, ...).
         """
         if mode not in SEARCH_MODES:
             raise InputError(f"mode must be one of {', '.join(SEARCH_MODES)}, got {mode!r}")
         if not isinstance(query, str):
             raise InputError(f"query must be a string, got {type(query).__name__}")
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise InputError(f"k must be a positive integer, got {k!r}")
-        if types is not None and (isinstance(types, str) or not isinstance(types, Sequence)):
-            raise InputError(f"types must be a list of memory types, got {types!r}")
+        if not isinstance(include_inactive, bool):
+            raise InputError(f"include_inactive must be true or false, got {include_inactive!r}")
         filters = Filters(
-            types=tuple(types) if types is not None else None,
+            types=check_types(types),
             since=aware(since, "since") if since is not None else None,
             until=aware(until, "until") if until is not None else None,
-            session_id=session_id,
+            session_id=check_session(session_id),
             include_inactive=include_inactive,
             category=check_category(category) if category is not None else None,
         )
-        return self._search(query, user_id, k, filters, moment(now), mode)
+        return self._search(query, check_owner(user_id), check_k(k), filters, moment(now), mode)
 
     @abstractmethod
     def _search(
@@ -230,9 +259,17 @@ class MemoryStore(CategoryStorage):
         """What :meth:`search` does, its arguments checked (all but ``user_id``) and ``now``
         given."""
 
-    @abstractmethod
     def history(self, memory_id: str, *, user_id: str) -> list[HistoryEntry]:
-        """Every change of ``memory_id`` (of ``user_id``), oldest first."""
+        """Every change of ``memory_id`` (of ``user_id``), oldest first.
+
+        Raises:
+            InputError: ``memory_id`` or ``user_id`` is not a non-empty string.
+        """
+        return self._history(check_memory_id(memory_id), check_owner(user_id))
+
+    @abstractmethod
+    def _history(self, memory_id: str, owner: str) -> list[HistoryEntry]:
+        """What :meth:`history` does, its arguments checked."""
 
     def forget(
         self, source: SourceSelector, *, user_id: str, now: datetime | None = None
@@ -241,7 +278,7 @@ class MemoryStore(CategoryStorage):
         become ``expired``; memories also supported by other sources only lose its sources."""
         if not isinstance(source, SourceSelector):
             raise InputError(f"source must be a SourceSelector, got {type(source).__name__}")
-        return self._after_change(self._forget(source, user_id, now), [])
+        return self._after_change(self._forget(source, check_owner(user_id), now), [])
 
     @abstractmethod
     def _forget(
@@ -311,28 +348,32 @@ class MemoryStore(CategoryStorage):
         seen: Mapping[str, Collection[str]],
         now: datetime | None = None,
     ) -> list[WriteEvent]:
-        """End a write of ``source`` in parts (:meth:`write_part`): every active memory that
-        ``source`` supports and whose id is not in ``seen[its owner]`` (the ``memory_id`` of
-        every event the parts returned, by owner) loses the supports ``source`` keys; one left
-        with none becomes ``superseded`` (event ``SUPERSEDE``), the others ``UPDATE``. One
-        transaction; returns the events.
+        """End a write of ``source`` in parts (:meth:`write_part`): every active memory of
+        an owner named in ``seen`` that ``source`` supports and whose id is not in
+        ``seen[its owner]`` (the ``memory_id`` of every event the parts returned, by owner)
+        loses the supports ``source`` keys; one left with none becomes ``superseded`` (event
+        ``SUPERSEDE``), the others ``UPDATE``. One transaction; returns the events.
 
-        The one call that spans owners: a batch input belongs to the job, not to one owner, so
+        Only the owners ``seen`` names are touched, except for a batch input
+        (``SourceSelector(input_key=...)``): an input belongs to the job, not to one owner, so
         an owner whose memories came from an earlier version of the input and who is absent
-        from this one is retired too. It changes nothing ``source`` does not support.
+        from this one is retired too. A session, document or message id is each owner's own
+        (two owners may both have a session ``s1``), so another owner's memories are never
+        touched by one. It changes nothing ``source`` does not support.
 
         Raises:
-            InputError: ``source`` is not a :class:`SourceSelector`.
+            InputError: ``source`` is not a :class:`SourceSelector`, or ``seen`` is not a
+                mapping of owners to memory ids.
             StoreError: the store failed, or cannot write in parts.
         """
         if not isinstance(source, SourceSelector):
             raise InputError(f"source must be a SourceSelector, got {type(source).__name__}")
-        return self._after_change(self._retire_unseen(source, seen, now), [])
+        return self._after_change(self._retire_unseen(source, check_seen(seen), now), [])
 
     def _retire_unseen(
         self, source: SourceSelector, seen: Mapping[str, Collection[str]], now: datetime | None
     ) -> list[WriteEvent]:
-        """What :meth:`retire_unseen` does, ``source`` checked (by default: refused)."""
+        """What :meth:`retire_unseen` does, its arguments checked (by default: refused)."""
         raise StoreError(f"{type(self).__name__} cannot write a source in parts")
 
     @abstractmethod

@@ -125,7 +125,9 @@ class ChangeRules(ABC, Generic[V]):
             assert own_row is not None  # NONE: the item's own row is stored and active
             self.touched.add(own_row)
         elif decision.event == "REINFORCE":
-            if not self._reinforce(decision.memory_id, p, decision.reason, decision.reconciled):
+            # Only new evidence reinforces: the same memory read again from sources it already
+            # has (the same chat read twice) changes nothing, not even its history.
+            if not self._reinforce(decision.memory_id, p, decision.reason, True):
                 why = f"{decision.reason}; it already has these sources"
                 return WriteEvent("NONE", decision.memory_id, p.item.id, why)
         elif decision.previous_id is not None:

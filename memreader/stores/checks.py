@@ -4,13 +4,34 @@ module (no store module imported), so :mod:`memreader.stores.base` and each back
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
 from memreader.errors import ConfigError, InputError
+from memreader.items import MEMORY_TYPES
 
-__all__ = ["Filters", "aware", "check_option", "check_owner", "moment"]
+__all__ = [
+    "MAX_K",
+    "Filters",
+    "aware",
+    "check_k",
+    "check_memory_id",
+    "check_option",
+    "check_owner",
+    "check_seen",
+    "check_session",
+    "check_text_budget",
+    "check_types",
+    "check_url",
+    "moment",
+]
+
+#: The most hits one search returns: each hit asks for 5 candidates of both lists, so an
+#: unbounded ``k`` (10**6 took 16-26 s and 1.3 GB) is refused rather than served; the service's
+#: ``k`` has the same cap.
+MAX_K = 1000
 
 
 @dataclass(frozen=True)
@@ -63,3 +84,107 @@ def check_option(name: str, value: Any, low: float, high: float) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not low < value <= high:
         raise ConfigError(f"store option {name} must be a number in ({low}, {high}], got {value!r}")
     return float(value)
+
+
+def check_k(k: Any) -> int:
+    """``k``, the number of hits a search returns.
+
+    Raises:
+        InputError: it is not an integer in ``[1, MAX_K]`` (the message names the cap).
+    """
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise InputError(f"k must be a positive integer of at most {MAX_K}, got {k!r}")
+    return k
+
+
+def check_types(types: Any) -> tuple[str, ...] | None:
+    """``types`` (``None`` or a list of memory type names) as a tuple.
+
+    Raises:
+        InputError: it is not a list, or one of its entries is not a memory type's name
+            (the message names the entry and lists the known ones).
+    """
+    if types is None:
+        return None
+    if isinstance(types, (str, bytes)) or not isinstance(types, Sequence):
+        raise InputError(f"types must be a list of memory types, got {types!r}")
+    for index, name in enumerate(types):
+        if not isinstance(name, str) or name not in MEMORY_TYPES:
+            raise InputError(
+                f"types[{index}] must be a memory type ({', '.join(MEMORY_TYPES)}), got {name!r}"
+            )
+    return tuple(types)
+
+
+def check_session(session_id: Any) -> str | None:
+    """``session_id``, ``None`` or a non-empty string.
+
+    Raises:
+        InputError: it is something else.
+    """
+    if session_id is not None and (not isinstance(session_id, str) or not session_id):
+        raise InputError(f"session_id must be a non-empty string, got {session_id!r}")
+    return session_id
+
+
+def check_memory_id(memory_id: Any, what: str = "memory_id") -> str:
+    """``memory_id``, a non-empty string (``what`` names the argument).
+
+    Raises:
+        InputError: it is not one.
+    """
+    if not isinstance(memory_id, str) or not memory_id:
+        raise InputError(f"{what} must be a non-empty string, got {memory_id!r}")
+    return memory_id
+
+
+def check_seen(seen: Any) -> dict[str, set[str]]:
+    """``retire_unseen``'s ``seen``: owner -> the memory ids seen, as sets.
+
+    Raises:
+        InputError: it is not a mapping of non-empty owner strings to collections of ids.
+    """
+    if not isinstance(seen, Mapping):
+        raise InputError(
+            f"seen must be a mapping of owner -> memory ids, got {type(seen).__name__}"
+        )
+    checked: dict[str, set[str]] = {}
+    for owner, ids in seen.items():
+        check_owner(owner)
+        if isinstance(ids, (str, bytes)) or not isinstance(ids, Collection):
+            raise InputError(f"seen[{owner!r}] must be a collection of memory ids, got {ids!r}")
+        checked[owner] = {check_memory_id(i, f"seen[{owner!r}] entry") for i in ids}
+    return checked
+
+
+def check_url(url: Any) -> str:
+    """A store URL that can reach a driver.
+
+    Raises:
+        ConfigError: it is not a string, or holds a NUL or another control character (the
+            drivers raise a bare ``ValueError`` on a NUL).
+    """
+    if not isinstance(url, str):
+        raise ConfigError(f"a store URL must be a string, got {type(url).__name__}")
+    bad = next((c for c in url if ord(c) < 32 or ord(c) == 127), None)
+    if bad is not None:
+        raise ConfigError(
+            f"a store URL must not hold control characters, got {bad!a} at "
+            f"position {url.index(bad)}"
+        )
+    return url
+
+
+def check_text_budget(value: Any) -> int | None:
+    """The ``text_budget`` store option: ``None`` (the store's default) or a positive integer.
+
+    Raises:
+        ConfigError: it is something else.
+    """
+    if value is not None and (
+        isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 10_000_000
+    ):
+        raise ConfigError(
+            f"store option text_budget must be an integer in [1, 10000000], got {value!r}"
+        )
+    return value

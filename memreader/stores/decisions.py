@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
@@ -53,7 +52,6 @@ __all__ = [
     "sources_of",
     "supports_of",
     "valid_from_of",
-    "validate_items",
 ]
 
 #: Cosine at or above which a new memory of the same owner, type and embedding model counts as
@@ -149,37 +147,6 @@ def dump_supports(supports: Sequence[Support]) -> str:
 def load_supports(text: str) -> list[Support]:
     """Supports back from :func:`dump_supports`."""
     return [Support(tuple(d["keys"]), d.get("source")) for d in json.loads(text)]
-
-
-def validate_items(items: object, user_id: str | None = None) -> list[TextualMemoryItem]:
-    """``items`` checked for writing: memory items with an owner and text (all of
-    ``user_id`` when it is given) and finite vectors.
-
-    Raises:
-        InputError: the first item that is not, by index.
-    """
-    if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
-        raise InputError(f"items must be a list of TextualMemoryItem, got {type(items).__name__}")
-    if user_id is not None and (not isinstance(user_id, str) or not user_id.strip()):
-        raise InputError(f"user_id must be a non-empty string, got {user_id!r}")
-    for index, item in enumerate(items):
-        if not isinstance(item, TextualMemoryItem):
-            raise InputError(
-                f"item {index}: expected a TextualMemoryItem, got {type(item).__name__}"
-            )
-        owner = item.metadata.user_id
-        if not owner.strip():
-            raise InputError(
-                f"item {index} (id {item.id!r}): no user_id; every memory has an owner"
-            )
-        if user_id is not None and owner != user_id:
-            raise InputError(f"item {index} (id {item.id!r}): owner {owner!r} is not {user_id!r}")
-        if not item.memory.strip():
-            raise InputError(f"item {index} (id {item.id!r}): the memory text is empty")
-        vector = item.metadata.embedding
-        if vector is not None and not all(math.isfinite(x) for x in vector):
-            raise InputError(f"item {index} (id {item.id!r}): the embedding has non-finite values")
-    return list(items)
 
 
 def valid_from_of(item: TextualMemoryItem) -> datetime | None:

@@ -27,6 +27,7 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from memreader.deadlines import Deadline, check_deadline
 from memreader.errors import ConfigError
 from memreader.items import TextualMemoryItem
 from memreader.stores import register_store
@@ -37,8 +38,16 @@ from memreader.stores.base import (
     SearchMode,
     SourceSelector,
 )
-from memreader.stores.checks import Filters, aware, check_option, check_owner, moment
-from memreader.stores.decisions import DEFAULT_NEAR_DUPLICATE, selector_key, validate_items
+from memreader.stores.checks import (
+    Filters,
+    aware,
+    check_option,
+    check_owner,
+    check_text_budget,
+    check_url,
+    moment,
+)
+from memreader.stores.decisions import DEFAULT_NEAR_DUPLICATE, selector_key
 from memreader.stores.embedding import embed, embed_missing
 from memreader.stores.events import WriteEvent
 from memreader.stores.postgres_categories import PostgresCategories
@@ -64,19 +73,20 @@ from memreader.stores.postgres_schema import (
 from memreader.stores.postgres_session import Session, check_dimensions, stored_dimension
 from memreader.stores.postgres_text import WordRows
 from memreader.stores.postgres_write import Changes, prepare
-from memreader.stores.records import StoredMemory
+from memreader.stores.records import StoredMemory, readable
 from memreader.stores.scoring import (
     DEFAULT_GAMMA,
     DEFAULT_IMPORTANCE_WEIGHT,
     check_importance_weight,
 )
+from memreader.stores.validation import retired_owners, validate_items
 
 __all__ = ["PostgresStore"]
 
 #: Seconds a call waits for a lock (or for the server to accept the connection) before it fails.
 DEFAULT_TIMEOUT = 30.0
 
-_OPTIONS = {"near_duplicate", "gamma", "importance_weight", "timeout", "dimension"}
+_OPTIONS = {"near_duplicate", "gamma", "importance_weight", "timeout", "dimension", "text_budget"}
 
 
 @register_store("postgresql")
@@ -92,6 +102,9 @@ class PostgresStore(PostgresCategories):
         importance_weight: how much a memory's importance moves its search score, in [0, 2).
         timeout: seconds any call waits for a lock, and the connection for the server.
         dimension: the vector dimension, when it should be fixed before the first vector.
+        text_budget: the most rows a search's ``ts_rank`` reads over all the rows holding a
+            word, and the most of the owner's newest rows it ranks for the words past it
+            (:data:`~memreader.stores.postgres_text.TEXT_BUDGET` when ``None``).
 
     Raises:
         ConfigError: an option is out of range, or ``dimension`` is not the store's.
@@ -109,6 +122,7 @@ class PostgresStore(PostgresCategories):
         importance_weight: float = DEFAULT_IMPORTANCE_WEIGHT,
         timeout: float = DEFAULT_TIMEOUT,
         dimension: int | None = None,
+        text_budget: int | None = None,
     ) -> None:
         if embedder is not None and not isinstance(embedder, QueryEmbedder):
             raise ConfigError(f"store embedder must have embed(texts), got {type(embedder)!r}")
@@ -121,12 +135,13 @@ class PostgresStore(PostgresCategories):
                 f"store option dimension must be an integer in [1, {HNSW_MAX_DIMENSION}] "
                 f"(pgvector's HNSW limit), got {dimension!r}"
             )
-        self.url = safe_url(url)
+        self.url = safe_url(check_url(url))
         self.embedder = embedder
         self.near_duplicate = check_option("near_duplicate", near_duplicate, 0.0, 1.0)
         self.gamma = check_option("gamma", gamma, 0.0, 1.0)
         self.importance_weight = check_importance_weight(importance_weight)
         self.timeout = check_option("timeout", timeout, 0.0, 86_400.0)
+        self.text_budget = check_text_budget(text_budget)
         self._words = WordRows()
         self._session = Session(url, self.timeout)
         try:
@@ -142,13 +157,14 @@ class PostgresStore(PostgresCategories):
         cls, url: str, *, embedder: QueryEmbedder | None = None, **options: Any
     ) -> PostgresStore:
         """Open ``postgresql://...`` (options: ``near_duplicate``, ``gamma``,
-        ``importance_weight``, ``timeout``, ``dimension``)."""
+        ``importance_weight``, ``timeout``, ``dimension``, ``text_budget``)."""
         unknown = sorted(set(options) - _OPTIONS)
         if unknown:
             raise ConfigError(
                 f"unknown postgresql store option(s) {', '.join(unknown)}; known: "
                 + ", ".join(sorted(_OPTIONS))
             )
+        check_url(url)
         if not url.lower().startswith("postgresql://"):
             raise ConfigError(f"not a postgresql URL: {safe_url(url)!r}")
         return cls(url, embedder=embedder, **options)
@@ -161,11 +177,13 @@ class PostgresStore(PostgresCategories):
         now: datetime | None,
         *,
         in_parts: bool,
+        deadline: Deadline | None = None,
     ) -> list[WriteEvent]:
         at = moment(now)
         key = selector_key(source) if source is not None else None
         checked = embed_missing(validate_items(items, user_id), self.embedder, self._unstored)
         prepared = [prepare(index, item, key) for index, item in enumerate(checked)]
+        check_deadline(deadline, "before the store write's transaction")
         owners = {p.user_id for p in prepared} | ({user_id} if user_id else set())
 
         def work(conn: Connection) -> tuple[list[WriteEvent], int | None]:
@@ -176,6 +194,8 @@ class PostgresStore(PostgresCategories):
             if key is not None and not in_parts:
                 for owner in sorted(owners):
                     events += changes.supersede_from(owner, key)
+            # Last thing before the commit: past the deadline, the whole write rolls back.
+            check_deadline(deadline, "right before the postgresql store write commits")
             return events, dimension
 
         events, dimension = self._session.run(work, write=True)
@@ -189,7 +209,7 @@ class PostgresStore(PostgresCategories):
         key = selector_key(source)
 
         def work(conn: Connection) -> list[WriteEvent]:
-            owners = owners_of(conn, key)
+            owners = retired_owners(source, seen, owners_of(conn, key))
             lock_owners(conn, owners)
             changes = Changes(conn, at, self.near_duplicate)
             events: list[WriteEvent] = []
@@ -211,9 +231,7 @@ class PostgresStore(PostgresCategories):
     def _unstored(self, items: list[TextualMemoryItem]) -> list[int]:
         return self._session.run(lambda c: unstored(c, items), write=False)
 
-    def get(self, memory_id: str, *, user_id: str) -> StoredMemory | None:
-        """See :meth:`MemoryStore.get`."""
-        owner = check_owner(user_id)
+    def _get(self, memory_id: str, owner: str) -> StoredMemory | None:
         row = self._session.run(
             lambda c: c.execute(
                 f"SELECT {MEMORY_COLUMNS} FROM memreader_memories WHERE user_id = %s AND id = %s",
@@ -226,7 +244,7 @@ class PostgresStore(PostgresCategories):
     def _search(
         self, query: str, user_id: str, k: int, filters: Filters, now: datetime, mode: SearchMode
     ) -> list[SearchHit]:
-        owner = check_owner(user_id)
+        owner = user_id
         vector = None
         if self.embedder is not None and query.strip() and mode != "text":
             vector = embed(self.embedder, [query])[0]
@@ -239,14 +257,12 @@ class PostgresStore(PostgresCategories):
             usable = vector is not None and len(vector) == dimension and any(vector)
             pg_vector = vector_text(vector) if usable and vector is not None else None
             words, writes = self._words, self._session.writes
-            ranking = Ranking(self.gamma, self.importance_weight, words, writes)
+            ranking = Ranking(self.gamma, self.importance_weight, words, writes, self.text_budget)
             return search(conn, text, owner, k, filters, pg_vector, now, ranking)
 
         return self._session.run(work, write=False)
 
-    def history(self, memory_id: str, *, user_id: str) -> list[HistoryEntry]:
-        """See :meth:`MemoryStore.history`."""
-        owner = check_owner(user_id)
+    def _history(self, memory_id: str, owner: str) -> list[HistoryEntry]:
         rows = self._session.run(
             lambda c: c.execute(
                 "SELECT memory_id, event, old_memory, new_memory, at, reason, source_ids "
@@ -255,19 +271,18 @@ class PostgresStore(PostgresCategories):
             ).fetchall(),
             write=False,
         )
-        return [history_from_row(row) for row in rows]
+        return readable(history_from_row(row) for row in rows)
 
     def _forget(
         self, source: SourceSelector, user_id: str, now: datetime | None
     ) -> list[WriteEvent]:
-        owner = check_owner(user_id)
         at = moment(now)
         key = selector_key(source)
 
         def work(conn: Connection) -> list[WriteEvent]:
-            lock_owners(conn, [owner])
+            lock_owners(conn, [user_id])
             changes = Changes(conn, at, self.near_duplicate)
-            return changes.expire_from(owner, key)
+            return changes.expire_from(user_id, key)
 
         return self._session.run(work, write=True)
 

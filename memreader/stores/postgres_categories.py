@@ -18,7 +18,7 @@ from memreader.stores.category_types import StoredCategory, SummaryKind
 from memreader.stores.postgres_ops import Connection, lock_owners
 from memreader.stores.postgres_schema import MEMORY_COLUMNS, memory_from_row
 from memreader.stores.postgres_session import Session
-from memreader.stores.records import StoredMemory
+from memreader.stores.records import StoredMemory, readable
 
 __all__ = ["PostgresCategories"]
 
@@ -124,7 +124,7 @@ class PostgresCategories(MemoryStore):
             ).fetchall(),
             write=False,
         )
-        return [memory_from_row(row) for row in rows]
+        return readable(memory_from_row(row) for row in rows)
 
     def _categories_of(self, owner: str, ids: list[str]) -> dict[str, list[str]]:
         rows = self._session.run(

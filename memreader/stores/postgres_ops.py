@@ -179,12 +179,14 @@ def seen_rows(conn: Connection, key: str, owner: str, seen: Collection[str]) -> 
 @dataclass(frozen=True)
 class Ranking:
     """How a store ranks: its decay ``gamma``, its ``importance_weight`` (see
-    :mod:`memreader.stores.scoring`), its word-count cache and its count of writes so far."""
+    :mod:`memreader.stores.scoring`), its word-count cache, its count of writes so far and
+    its ``text_budget``."""
 
     gamma: float
     importance_weight: float
     words: WordRows
     writes: int
+    text_budget: int | None = None
 
 
 def search(
@@ -206,7 +208,7 @@ def search(
     where = filter_sql(filters)
     if vector is not None:
         vector_list = nearest(conn, owner, *where, vector, n)
-    counts = (ranking.words, ranking.writes)
+    counts = (ranking.words, ranking.writes, ranking.text_budget)
     text_ranks = {
         rowid: rank for rank, rowid in enumerate(text_list(conn, query, owner, where, n, counts), 1)
     }
@@ -241,7 +243,8 @@ def _hits(conn: Connection, scored: list[tuple[int, ScoreParts]]) -> list[Search
         ([rowid for rowid, _ in scored],),
     ).fetchall()
     memories = {row[0]: memory_from_row(row) for row in rows}
-    return [SearchHit(memories[rowid], parts) for rowid, parts in scored]
+    # A row that cannot be read is passed over (a warning names it), not the whole search.
+    return [SearchHit(m, parts) for rowid, parts in scored if (m := memories.get(rowid))]
 
 
 def purge(conn: Connection, cutoff: datetime) -> int:

@@ -22,13 +22,14 @@ The tables are prefixed: a PostgreSQL database is often shared with other applic
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from memreader.items import TextualMemoryItem
 from memreader.stores.base import HistoryEntry
-from memreader.stores.records import StoredMemory
+from memreader.stores.records import StoredMemory, unless_broken
 
 __all__ = [
     "DIMENSION_LOCK",
@@ -36,6 +37,7 @@ __all__ = [
     "MEMORY_COLUMNS",
     "SCHEMA",
     "SCHEMA_LOCK",
+    "SCHEMA_OBJECTS",
     "SCHEMA_VERSION",
     "history_from_row",
     "index_sql",
@@ -89,6 +91,7 @@ CREATE UNIQUE INDEX IF NOT EXISTS memreader_memories_active_hash
 CREATE INDEX IF NOT EXISTS memreader_memories_owner
     ON memreader_memories (user_id, status, memory_type);
 CREATE INDEX IF NOT EXISTS memreader_memories_retired ON memreader_memories (status, retired_at);
+CREATE INDEX IF NOT EXISTS memreader_memories_owner_recent ON memreader_memories (user_id, rowid);
 CREATE INDEX IF NOT EXISTS memreader_memories_fts ON memreader_memories USING gin (fts);
 CREATE TABLE IF NOT EXISTS memreader_keys (
     key text NOT NULL,
@@ -135,10 +138,15 @@ CREATE INDEX IF NOT EXISTS memreader_category_links_memory
     ON memreader_category_links (user_id, memory_id);
 """
 
+#: The tables and indexes :data:`SCHEMA` makes (what a current database holds).
+SCHEMA_OBJECTS = frozenset(
+    re.findall(r"CREATE (?:UNIQUE )?(?:TABLE|INDEX) IF NOT EXISTS (\w+)", SCHEMA)
+)
+
 #: The columns :func:`memory_from_row` reads, in order.
 MEMORY_COLUMNS = (
     "rowid, item, embedding::text, status, content_hash, recorded_at, valid_from, valid_to, "
-    "retired_at, superseded_by, importance, importance_reason, reinforced"
+    "retired_at, superseded_by, importance, importance_reason, reinforced, id, user_id"
 )
 
 
@@ -208,8 +216,13 @@ def parse_vector(text: str | None) -> list[float] | None:
     return [float(x) for x in body.split(",")] if body else []
 
 
-def memory_from_row(row: tuple[Any, ...]) -> StoredMemory:
-    """A :class:`StoredMemory` from a row of :data:`MEMORY_COLUMNS`."""
+def memory_from_row(row: tuple[Any, ...]) -> StoredMemory | None:
+    """A :class:`StoredMemory` from a row of :data:`MEMORY_COLUMNS`; ``None`` (and a warning)
+    when the row cannot be read (:func:`~memreader.stores.records.unless_broken`)."""
+    return unless_broken("memory", row[14], row[13], lambda: _memory(row))
+
+
+def _memory(row: tuple[Any, ...]) -> StoredMemory:
     data = json.loads(row[1])
     if row[2] is not None:
         data["metadata"]["embedding"] = parse_vector(row[2])
@@ -228,9 +241,13 @@ def memory_from_row(row: tuple[Any, ...]) -> StoredMemory:
     )
 
 
-def history_from_row(row: tuple[Any, ...]) -> HistoryEntry:
+def history_from_row(row: tuple[Any, ...]) -> HistoryEntry | None:
     """A :class:`HistoryEntry` from ``memory_id, event, old_memory, new_memory, at, reason,
-    source_ids``."""
+    source_ids``; ``None`` (and a warning) when the row cannot be read."""
+    return unless_broken("history entry of memory", "", row[0], lambda: _entry(row))
+
+
+def _entry(row: tuple[Any, ...]) -> HistoryEntry:
     return HistoryEntry(
         memory_id=row[0],
         event=row[1],

@@ -22,13 +22,21 @@ from memreader.stores.postgres_schema import (
     HNSW_MAX_DIMENSION,
     SCHEMA,
     SCHEMA_LOCK,
+    SCHEMA_OBJECTS,
     SCHEMA_VERSION,
     index_sql,
     safe_url,
     scrub,
 )
 
-__all__ = ["RETRIES", "Session", "check_dimensions", "fix_dimension", "stored_dimension"]
+__all__ = [
+    "RETRIES",
+    "Session",
+    "check_dimensions",
+    "fix_dimension",
+    "schema_is_current",
+    "stored_dimension",
+]
 
 #: How many times a transaction that lost a conflict is run again before the call fails.
 RETRIES = 5
@@ -117,24 +125,29 @@ class Session:
             self._conn.close()
 
     def setup(self, conn: Connection, dimension: int | None) -> int | None:
-        """Create the schema (once, under a lock), check its version and ``dimension``
-        against the stored one; return the store's dimension (``None``: not fixed yet)."""
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-        try:
-            conn.execute(SCHEMA)
-        except psycopg.errors.InsufficientPrivilege as exc:
-            raise StoreError(
-                f"postgresql store {self.url}: cannot create the memreader tables or the vector "
-                f"extension ({exc.diag.message_primary}); ask an administrator to run "
-                "CREATE EXTENSION vector"
-            ) from None
+        """Create the schema when a table or index is missing (once, under a lock), check its
+        version and ``dimension`` against the stored one; return the store's dimension
+        (``None``: not fixed yet). A current schema is only read: ``CREATE ... IF NOT
+        EXISTS`` locks the tables it names, so opening would wait for every writer."""
+        if not schema_is_current(conn):
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+            try:
+                conn.execute(SCHEMA)
+            except psycopg.errors.InsufficientPrivilege as exc:
+                raise StoreError(
+                    f"postgresql store {self.url}: cannot create the memreader tables or the "
+                    f"vector extension ({exc.diag.message_primary}); ask an administrator to "
+                    "run CREATE EXTENSION vector"
+                ) from None
+            conn.execute(
+                "INSERT INTO memreader_meta VALUES ('schema', %s) ON CONFLICT DO NOTHING",
+                (SCHEMA_VERSION,),
+            )
         meta = dict(conn.execute("SELECT key, value FROM memreader_meta").fetchall())
-        if "schema" not in meta:
-            conn.execute("INSERT INTO memreader_meta VALUES ('schema', %s)", (SCHEMA_VERSION,))
-        elif meta["schema"] != SCHEMA_VERSION:
+        if meta.get("schema") != SCHEMA_VERSION:
             raise StoreError(
-                f"{self.url} has store schema {meta['schema']}; this memreader reads "
-                f"{SCHEMA_VERSION}"
+                f"{self.url} has store schema {meta.get('schema', '(none)')}; this memreader "
+                f"reads {SCHEMA_VERSION}"
             )
         stored = int(meta["dimension"]) if "dimension" in meta else None
         if stored is not None and dimension is not None and stored != dimension:
@@ -145,6 +158,20 @@ class Session:
         if stored is None and dimension is not None:
             return fix_dimension(conn, dimension)
         return stored
+
+
+def schema_is_current(conn: Connection) -> bool:
+    """Whether the database holds the vector extension, every table and index of
+    :data:`SCHEMA` and a schema version (read, without a lock)."""
+    row = conn.execute(
+        "SELECT (SELECT count(*) FROM pg_extension WHERE extname = 'vector'), "
+        "(SELECT count(*) FROM unnest(%s::text[]) AS o(name) WHERE to_regclass(o.name) IS NULL)",
+        (sorted(SCHEMA_OBJECTS),),
+    ).fetchone()
+    if row is None or row[0] == 0 or row[1] > 0:
+        return False
+    found = conn.execute("SELECT 1 FROM memreader_meta WHERE key = 'schema'").fetchone()
+    return found is not None
 
 
 def stored_dimension(conn: Connection) -> int | None:

@@ -8,6 +8,12 @@ budget plus one (enough to decide) and cached by :class:`WordRows`. Once Postgre
 statistics of the table (``ANALYZE``: autovacuum's after large writes), a word's rows are
 estimated from them instead (:class:`WordStats`): counting a common word's rows on its first
 search cost up to 23 ms (p95 at 100k memories), more than ranking them.
+
+The words past the budget are not dropped: the owner's newest :data:`TEXT_BUDGET` rows holding
+any word of the query are ranked by ``ts_rank`` too (:func:`newest`, read newest first by the
+``(user_id, rowid)`` index and stopped at the budget), so a query of common words still finds
+something; one search ranks at most twice the budget. The store option ``text_budget`` sets
+it per store.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ __all__ = [
     "WORD_TTL",
     "WordRows",
     "WordStats",
+    "newest",
     "text_list",
     "tsquery",
 ]
@@ -109,25 +116,28 @@ class WordRows:
 
     def __init__(self) -> None:
         self._rows: dict[tuple[str, str], int] = {}
-        self._stamp: int | None = None
+        self._stamp: tuple[int, int] | None = None
         self._since = 0.0
         self.stats = WordStats()
 
-    def get(self, conn: Connection, owner: str, words: Sequence[str], stamp: int) -> dict[str, int]:
+    def get(
+        self, conn: Connection, owner: str, words: Sequence[str], stamp: int, budget: int
+    ) -> dict[str, int]:
         estimated = self.stats.get(conn, owner, words, stamp)
         if estimated is not None:
             return estimated
         now = time.monotonic()
-        if stamp != self._stamp or now - self._since > WORD_TTL or len(self._rows) > WORD_CACHE:
+        key = (stamp, budget)
+        if key != self._stamp or now - self._since > WORD_TTL or len(self._rows) > WORD_CACHE:
             self._rows.clear()
-            self._stamp = stamp
+            self._stamp = key
             self._since = now
         for word in words:
             if (owner, word) not in self._rows:
                 row = conn.execute(
                     "SELECT count(*) FROM (SELECT 1 FROM memreader_memories "
                     "WHERE fts @@ to_tsquery('simple', %s) AND user_id = %s LIMIT %s) x",
-                    (tsquery([word]), owner, TEXT_BUDGET + 1),
+                    (tsquery([word]), owner, budget + 1),
                 ).fetchone()
                 self._rows[owner, word] = int(row[0]) if row else 0
         return {word: self._rows[owner, word] for word in words}
@@ -139,23 +149,57 @@ def text_list(
     owner: str,
     where: tuple[str, list[Any]],
     n: int,
-    counts: tuple[WordRows, int],
+    counts: tuple[WordRows, int, int | None],
 ) -> list[int]:
-    """The rowids of ``owner``'s best ``n`` full-text matches of ``query`` by ``ts_rank`` among
-    the rows ``where`` keeps (a ``WHERE`` fragment and its parameters), matching only the words
-    the budget affords (``counts``: the cache and the store's write count)."""
+    """The rowids of ``owner``'s best ``n`` full-text matches of ``query`` among the rows
+    ``where`` keeps (a ``WHERE`` fragment and its parameters): by ``ts_rank`` over every row
+    holding the words the budget affords, then (when common words were left out) the best of
+    the owner's newest rows holding any word (:func:`newest`). ``counts``: the cache, the
+    store's write count and its budget (``None``: :data:`TEXT_BUDGET`)."""
     words = fts_words(query)
     if not words:
         return []
-    cache, stamp = counts
-    q = tsquery(affordable_words(words, cache.get(conn, owner, words, stamp), TEXT_BUDGET))
-    if q is None:
-        return []
+    cache, stamp, own_budget = counts
+    budget = own_budget if own_budget is not None else TEXT_BUDGET
+    rows = cache.get(conn, owner, words, stamp, budget)
+    kept = affordable_words(words, rows, budget)
+    sql, params = where
+    found: list[int] = []
+    q = tsquery(kept)
+    if q is not None:
+        found = [
+            r[0]
+            for r in conn.execute(
+                "SELECT m.rowid FROM memreader_memories m, to_tsquery('simple', %s) q "
+                f"WHERE m.fts @@ q AND m.user_id = %s{sql} "
+                "ORDER BY ts_rank(m.fts, q) DESC, m.rowid LIMIT %s",
+                (q, owner, *params, n),
+            ).fetchall()
+        ]
+    held = [w for w in words if rows.get(w, 0) > 0]
+    if len(kept) < len(held):
+        seen = set(found)
+        found += [r for r in newest(conn, held, owner, where, budget, n) if r not in seen]
+    return found[:n]
+
+
+def newest(
+    conn: Connection,
+    words: Sequence[str],
+    owner: str,
+    where: tuple[str, list[Any]],
+    budget: int,
+    n: int,
+) -> list[int]:
+    """The best ``n`` by ``ts_rank`` among ``owner``'s newest ``budget`` rows (those ``where``
+    keeps) holding any of ``words``: the bounded ranking of words too common to rank over
+    every row holding them."""
     sql, params = where
     rows = conn.execute(
-        "SELECT m.rowid FROM memreader_memories m, to_tsquery('simple', %s) q "
-        f"WHERE m.fts @@ q AND m.user_id = %s{sql} "
-        "ORDER BY ts_rank(m.fts, q) DESC, m.rowid LIMIT %s",
-        (q, owner, *params, n),
+        "SELECT c.rowid FROM (SELECT m.rowid, ts_rank(m.fts, q) AS score "
+        "FROM memreader_memories m, to_tsquery('simple', %s) q "
+        f"WHERE m.fts @@ q AND m.user_id = %s{sql} ORDER BY m.rowid DESC LIMIT %s) c "
+        "ORDER BY c.score DESC, c.rowid DESC LIMIT %s",
+        (tsquery(words), owner, *params, budget, n),
     ).fetchall()
     return [r[0] for r in rows]

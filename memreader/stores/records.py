@@ -4,13 +4,18 @@ here)."""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Literal, TypeVar
 
 from memreader.items import TextualMemoryItem
 
-__all__ = ["MemoryStatus", "StoredMemory"]
+__all__ = ["MemoryStatus", "StoredMemory", "readable", "unless_broken"]
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 #: ``active``: true now; ``superseded``: replaced by a newer memory (``superseded_by``);
 #: ``expired``: every source it came from was forgotten.
@@ -51,3 +56,29 @@ class StoredMemory:
     def id(self) -> str:
         """The memory's id (its item's)."""
         return self.item.id
+
+
+def unless_broken(what: str, owner: object, memory_id: object, build: Callable[[], T]) -> T | None:
+    """``build()``, the conversion of one stored row, or ``None`` when the row cannot be read
+    (written by an older memreader, edited by hand: its JSON, a field or a time is not what an
+    item holds). Such a row is that row's problem, not its owner's: reads pass it over, and a
+    warning names it (``what``: "memory", "history entry")."""
+    try:
+        return build()
+    except (ValueError, TypeError, KeyError, AttributeError, AssertionError) as exc:
+        # pydantic's ValidationError and json's JSONDecodeError are ValueErrors.
+        detail = " ".join(str(exc).split())[:300]
+        logger.warning(
+            "skipped the %s %.200r of owner %.200r: its stored row cannot be read (%s: %s)",
+            what,
+            memory_id,
+            owner,
+            type(exc).__name__,
+            detail,
+        )
+        return None
+
+
+def readable(rows: Iterable[T | None]) -> list[T]:
+    """The rows :func:`unless_broken` could read, in order."""
+    return [row for row in rows if row is not None]

@@ -19,6 +19,7 @@ from contextlib import contextmanager, suppress
 from datetime import datetime
 from typing import Any
 
+from memreader.deadlines import Deadline, check_deadline
 from memreader.errors import ConfigError, MemReaderError, StoreError
 from memreader.items import TextualMemoryItem
 from memreader.stores import register_store
@@ -29,11 +30,19 @@ from memreader.stores.base import (
     SearchMode,
     SourceSelector,
 )
-from memreader.stores.checks import Filters, aware, check_option, check_owner, moment
-from memreader.stores.decisions import DEFAULT_NEAR_DUPLICATE, selector_key, validate_items
+from memreader.stores.checks import (
+    Filters,
+    aware,
+    check_option,
+    check_owner,
+    check_text_budget,
+    check_url,
+    moment,
+)
+from memreader.stores.decisions import DEFAULT_NEAR_DUPLICATE, selector_key
 from memreader.stores.embedding import embed_missing
 from memreader.stores.events import WriteEvent
-from memreader.stores.records import StoredMemory
+from memreader.stores.records import StoredMemory, readable
 from memreader.stores.scoring import (
     DEFAULT_GAMMA,
     DEFAULT_IMPORTANCE_WEIGHT,
@@ -45,11 +54,16 @@ from memreader.stores.sqlite_schema import (
     MEMORY_COLUMNS,
     SCHEMA,
     SCHEMA_VERSION,
+    STAMP,
     history_from_row,
+    is_busy,
+    is_wal,
     memory_from_row,
     path_of_url,
+    schema_is_current,
 )
 from memreader.stores.sqlite_write import Changes, prepare
+from memreader.stores.validation import retired_owners, validate_items
 
 __all__ = ["SQLiteStore"]
 
@@ -70,7 +84,11 @@ class SQLiteStore(SQLiteCategories):
         gamma: the daily decay of search scores (:data:`~memreader.stores.scoring.DEFAULT_GAMMA`).
         importance_weight: how much a memory's importance moves its search score, in [0, 2)
             (:data:`~memreader.stores.scoring.DEFAULT_IMPORTANCE_WEIGHT`).
-        timeout: seconds any call waits for another process's lock.
+        timeout: seconds any call waits for another process's lock (opening a store that is
+            current never waits: it only reads).
+        text_budget: the most full-text index entries a search ranks over all the rows holding
+            a word, and the most of the owner's newest rows it ranks for the words past it
+            (:data:`~memreader.stores.sqlite_ops.TEXT_BUDGET` when ``None``).
 
     Raises:
         ConfigError: an option is out of range.
@@ -86,9 +104,12 @@ class SQLiteStore(SQLiteCategories):
         gamma: float = DEFAULT_GAMMA,
         importance_weight: float = DEFAULT_IMPORTANCE_WEIGHT,
         timeout: float = DEFAULT_TIMEOUT,
+        text_budget: int | None = None,
     ) -> None:
         if embedder is not None and not isinstance(embedder, QueryEmbedder):
             raise ConfigError(f"store embedder must have embed(texts), got {type(embedder)!r}")
+        if not isinstance(path, str) or "\0" in path:
+            raise ConfigError(f"a sqlite store path must be a string without NUL, got {path!r}")
         self.path = path
         self.embedder = embedder
         self.near_duplicate = check_option("near_duplicate", near_duplicate, 0.0, 1.0)
@@ -97,24 +118,29 @@ class SQLiteStore(SQLiteCategories):
         self.timeout = check_option("timeout", timeout, 0.0, 86_400.0)
         self._lock = threading.RLock()
         self._conn = self._connect()
-        self._ops = StoreOps(self._conn, self.gamma, self.importance_weight)
+        self._ops = StoreOps(
+            self._conn, self.gamma, self.importance_weight, check_text_budget(text_budget)
+        )
 
     @classmethod
     def from_url(
         cls, url: str, *, embedder: QueryEmbedder | None = None, **options: Any
     ) -> SQLiteStore:
         """Open ``sqlite:///path.db`` (options: ``near_duplicate``, ``gamma``,
-        ``importance_weight``, ``timeout``)."""
-        known = {"near_duplicate", "gamma", "importance_weight", "timeout"}
+        ``importance_weight``, ``timeout``, ``text_budget``)."""
+        known = {"near_duplicate", "gamma", "importance_weight", "timeout", "text_budget"}
         unknown = sorted(set(options) - known)
         if unknown:
             raise ConfigError(
                 f"unknown sqlite store option(s) {', '.join(unknown)}; known: "
                 + ", ".join(sorted(known))
             )
-        return cls(path_of_url(url), embedder=embedder, **options)
+        return cls(path_of_url(check_url(url)), embedder=embedder, **options)
 
     def _connect(self) -> sqlite3.Connection:
+        """Open the file; write only when it needs it (a new file, a table or index added
+        since it was made): opening a current store reads its schema, so it never waits for
+        another process's write lock (readers never wait for the writer)."""
         try:
             conn = sqlite3.connect(
                 self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
@@ -123,32 +149,40 @@ class SQLiteStore(SQLiteCategories):
             raise StoreError(f"cannot open the sqlite store {self.path}: {exc}") from exc
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
-            conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
-            # One immediate transaction: two processes opening a new file create it once.
-            conn.executescript(f"BEGIN IMMEDIATE;\n{SCHEMA}\nCOMMIT;")
+            if not schema_is_current(conn):
+                if self.path != ":memory:" and not is_wal(conn):
+                    conn.execute("PRAGMA journal_mode = WAL")
+                # One immediate transaction: two processes opening a new file create it once.
+                conn.executescript(f"BEGIN IMMEDIATE;\n{SCHEMA}\n{STAMP}\nCOMMIT;")
+            self._check_version(conn)
         except sqlite3.Error as exc:
             conn.close()
-            raise StoreError(f"{self.path} is not a usable memreader store: {exc}") from exc
-        try:
-            self._check_version(conn)
+            raise self._error(exc, opening=True) from exc
         except BaseException:
             conn.close()
             raise
         return conn
 
     def _check_version(self, conn: sqlite3.Connection) -> None:
-        with self._transaction(conn):
-            row = conn.execute("SELECT value FROM memreader_meta WHERE key = 'schema'").fetchone()
-            if row is None:
-                conn.execute(
-                    "INSERT INTO memreader_meta (key, value) VALUES ('schema', ?)",
-                    (SCHEMA_VERSION,),
-                )
-            elif row[0] != SCHEMA_VERSION:
-                raise StoreError(
-                    f"{self.path} has store schema {row[0]}; this memreader reads {SCHEMA_VERSION}"
-                )
+        row = conn.execute("SELECT value FROM memreader_meta WHERE key = 'schema'").fetchone()
+        if row is None or row[0] != SCHEMA_VERSION:
+            found = row[0] if row else "(none)"
+            raise StoreError(
+                f"{self.path} has store schema {found}; this memreader reads {SCHEMA_VERSION}"
+            )
+
+    def _error(self, exc: sqlite3.Error, *, opening: bool = False) -> StoreError:
+        """``exc`` as a :class:`StoreError`: a lock held past the timeout says so (the file is
+        fine: retry), a file that is not a store says that."""
+        if is_busy(exc):
+            return StoreError(
+                f"sqlite store {self.path} is busy: another connection held its write lock "
+                f"for more than the {self.timeout:g}s timeout ({exc}); retry later"
+            )
+        if opening:
+            return StoreError(f"{self.path} is not a usable memreader store: {exc}")
+        return StoreError(f"sqlite store {self.path}: {exc}")
 
     @contextmanager
     def _transaction(
@@ -172,7 +206,7 @@ class SQLiteStore(SQLiteCategories):
                     if conn.in_transaction:
                         conn.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.Error):
-                    raise StoreError(f"sqlite store {self.path}: {exc}") from exc
+                    raise self._error(exc) from exc
                 raise
 
     def _write(
@@ -183,11 +217,13 @@ class SQLiteStore(SQLiteCategories):
         now: datetime | None,
         *,
         in_parts: bool,
+        deadline: Deadline | None = None,
     ) -> list[WriteEvent]:
         at = moment(now)
         key = selector_key(source) if source is not None else None
         checked = embed_missing(validate_items(items, user_id), self.embedder, self._unstored)
         prepared = [prepare(index, item, key) for index, item in enumerate(checked)]
+        check_deadline(deadline, "before the store write's transaction")
         with self._transaction() as conn:
             changes = Changes(conn, at, self._ops.vectors, self.near_duplicate, key, in_parts)
             changes.expect(prepared)
@@ -197,18 +233,19 @@ class SQLiteStore(SQLiteCategories):
                 for owner in sorted(owners):
                     events += changes.supersede_from(owner, key)
             changes.bump_versions()
+            # Last thing before the commit: past the deadline, the whole write rolls back.
+            check_deadline(deadline, "right before the sqlite store write commits")
         return events
 
     def _unstored(self, items: list[TextualMemoryItem]) -> list[int]:
         with self._transaction(write=False):
             return self._ops.unstored(items)
 
-    def get(self, memory_id: str, *, user_id: str) -> StoredMemory | None:
-        """See :meth:`MemoryStore.get`."""
+    def _get(self, memory_id: str, owner: str) -> StoredMemory | None:
         with self._transaction(write=False) as conn:
             row = conn.execute(
                 f"SELECT {MEMORY_COLUMNS} FROM memories WHERE user_id = ? AND id = ?",
-                (check_owner(user_id), memory_id),
+                (owner, memory_id),
             ).fetchone()
         return memory_from_row(row) if row else None
 
@@ -218,7 +255,7 @@ class SQLiteStore(SQLiteCategories):
         vector = self._query_vector(query) if mode != "text" else None
         text = query if mode != "vector" else ""
         with self._transaction(write=False):
-            return self._ops.search(text, check_owner(user_id), k, filters, vector, now)
+            return self._ops.search(text, user_id, k, filters, vector, now)
 
     def _query_vector(self, query: str) -> list[float] | None:
         if self.embedder is None or not query.strip():
@@ -230,25 +267,23 @@ class SQLiteStore(SQLiteCategories):
         except Exception as exc:
             raise StoreError(f"the store's embedder failed: {type(exc).__name__}: {exc}") from exc
 
-    def history(self, memory_id: str, *, user_id: str) -> list[HistoryEntry]:
-        """See :meth:`MemoryStore.history`."""
+    def _history(self, memory_id: str, owner: str) -> list[HistoryEntry]:
         with self._transaction(write=False) as conn:
             rows = conn.execute(
                 "SELECT memory_id, event, old_memory, new_memory, at, reason, source_ids "
                 "FROM history WHERE user_id = ? AND memory_id = ? ORDER BY id",
-                (check_owner(user_id), memory_id),
+                (owner, memory_id),
             ).fetchall()
-        return [history_from_row(row) for row in rows]
+        return readable(history_from_row(row) for row in rows)
 
     def _forget(
         self, source: SourceSelector, user_id: str, now: datetime | None
     ) -> list[WriteEvent]:
-        owner = check_owner(user_id)
         at = moment(now)
         key = selector_key(source)
         with self._transaction() as conn:
             changes = Changes(conn, at, self._ops.vectors, self.near_duplicate)
-            events = changes.expire_from(owner, key)
+            events = changes.expire_from(user_id, key)
             changes.bump_versions()
         return events
 
@@ -260,7 +295,7 @@ class SQLiteStore(SQLiteCategories):
         with self._transaction() as conn:
             changes = Changes(conn, at, self._ops.vectors, self.near_duplicate)
             events: list[WriteEvent] = []
-            for owner in self._ops.owners_of(key):
+            for owner in retired_owners(source, seen, self._ops.owners_of(key)):
                 changes.touched = self._ops.seen_rows(key, owner, seen.get(owner, ()))
                 events += changes.supersede_from(owner, key)
             changes.bump_versions()

@@ -15,7 +15,7 @@ from memreader.errors import InputError
 from memreader.stores.base import MemoryStore
 from memreader.stores.category_api import check_linkable, stored_category
 from memreader.stores.category_types import StoredCategory, SummaryKind
-from memreader.stores.records import StoredMemory
+from memreader.stores.records import StoredMemory, readable
 from memreader.stores.sqlite_schema import MEMORY_COLUMNS, iso, memory_from_row, parse_time
 from memreader.stores.vectors import from_blob, to_blob
 
@@ -116,7 +116,7 @@ class SQLiteCategories(MemoryStore):
                 "ORDER BY COALESCE(valid_from, recorded_at) DESC, id LIMIT ?",
                 (owner, owner, name, limit),
             ).fetchall()
-        return [memory_from_row(row) for row in rows]
+        return readable(memory_from_row(row) for row in rows)
 
     def _categories_of(self, owner: str, ids: list[str]) -> dict[str, list[str]]:
         found: dict[str, list[str]] = {memory_id: [] for memory_id in ids}

@@ -37,11 +37,15 @@ __all__ = ["StoreOps", "filter_sql"]
 CANDIDATES = 50
 #: Items per query of :meth:`StoreOps.lookup` (two parameters each, well under SQLite's limit).
 LOOKUP_CHUNK = 400
-#: The most full-text index entries one search ranks (see
+#: The most full-text index entries one search ranks over all the rows holding a word (see
 #: :func:`~memreader.stores.scoring.affordable_words`): ranking costs about 1.3 ms per 1,000
-#: entries here, so a word in more rows than this is not matched (at 100k memories, a word in
-#: more than 10% of them), which keeps the text half of a search at 100k memories near 10-25 ms
-#: (it was 100-500 ms when every word was ranked). Below 10k rows in all, every word counts.
+#: entries here, so a word in more rows than this is not ranked over all of them (at 100k
+#: memories, a word in more than 10% of them), which keeps the text half of a search at 100k
+#: memories near 10-25 ms (it was 100-500 ms when every word was ranked). Below 10k rows in
+#: all, every word counts. The words left out are not dropped: the owner's newest
+#: ``TEXT_BUDGET`` rows holding any word of the query are ranked too (:meth:`StoreOps._newest`),
+#: so a query of common words still finds something, and one search ranks at most twice the
+#: budget. The store option ``text_budget`` sets it per store.
 TEXT_BUDGET = 10_000
 #: Words whose row counts one store keeps between writes (then it starts again).
 WORD_CACHE = 50_000
@@ -108,14 +112,23 @@ class StoreOps:
     """Reads and purges over ``conn``; ``gamma`` is the daily decay of search scores,
     ``importance_weight`` how much importance moves them (see :mod:`~memreader.stores.scoring`)."""
 
-    def __init__(self, conn: sqlite3.Connection, gamma: float, importance_weight: float) -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        gamma: float,
+        importance_weight: float,
+        text_budget: int | None = None,
+    ) -> None:
         self.conn = conn
         self.gamma = gamma
         self.importance_weight = importance_weight
+        #: See :data:`TEXT_BUDGET` (read at each search when not set: tests change it).
+        self.text_budget = text_budget
         self.cache = VectorCache()
         self._commits = 0
         self._word_rows: dict[str, int] = {}
-        self._word_stamp: tuple[int, int] | None = None
+        self._word_stamp: tuple[int, int, int] | None = None
+        self.ranked_newest = 0
         conn.executescript(_TRACKING)
 
     def stage(self) -> list[Staged]:
@@ -279,23 +292,53 @@ class StoreOps:
         return self._hits(scored[:k])
 
     def _text_search(self, query: str, owner: str, filters: Filters, n: int) -> list[int]:
+        """The rowids of the best ``n`` full-text matches: by bm25 over every row holding the
+        words the budget affords, then (when common words were left out) the owner's newest
+        rows holding any word, ranked by bm25 among themselves (:meth:`_newest`)."""
+        budget = self.text_budget if self.text_budget is not None else TEXT_BUDGET
         words = fts_words(query)
-        match = fts_match(affordable_words(words, self._rows_holding(words), TEXT_BUDGET))
-        if match is None:
-            return []
+        rows = self._rows_holding(words, budget)
+        kept = affordable_words(words, rows, budget)
         where, params = filter_sql(filters)
-        rows = self.conn.execute(
-            "SELECT m.rowid FROM memories_fts f JOIN memories m ON m.rowid = f.rowid "
-            f"WHERE memories_fts MATCH ? AND m.user_id = ?{where} "
-            "ORDER BY bm25(memories_fts) LIMIT ?",
-            (match, owner, *params, n),
-        )
-        return [r[0] for r in rows]
+        found: list[int] = []
+        match = fts_match(kept)
+        if match is not None:
+            found = [
+                r[0]
+                for r in self.conn.execute(
+                    "SELECT m.rowid FROM memories_fts f JOIN memories m ON m.rowid = f.rowid "
+                    f"WHERE memories_fts MATCH ? AND m.user_id = ?{where} "
+                    "ORDER BY bm25(memories_fts) LIMIT ?",
+                    (match, owner, *params, n),
+                )
+            ]
+        held = [w for w in words if rows.get(w, 0) > 0]
+        if len(kept) < len(held):
+            seen = set(found)
+            newest = self._newest(held, owner, (where, params), budget, n)
+            found += [rowid for rowid in newest if rowid not in seen]
+        return found[:n]
 
-    def _rows_holding(self, words: Sequence[str]) -> dict[str, int]:
+    def _newest(
+        self, words: Sequence[str], owner: str, where: tuple[str, list[Any]], budget: int, n: int
+    ) -> list[int]:
+        """The best ``n`` by bm25 among ``owner``'s newest ``budget`` rows (those ``where``
+        keeps) holding any of ``words``: the bounded ranking of words too common to rank over
+        every row that holds them (the index is read newest first and stops at ``budget``)."""
+        sql, params = where
+        rows = self.conn.execute(
+            "SELECT m.rowid, bm25(memories_fts) FROM memories_fts f "
+            "JOIN memories m ON m.rowid = f.rowid "
+            f"WHERE memories_fts MATCH ? AND m.user_id = ?{sql} ORDER BY f.rowid DESC LIMIT ?",
+            (fts_match(words), owner, *params, budget),
+        ).fetchall()
+        self.ranked_newest = len(rows)  # what the last bounded ranking read (tests count it)
+        return [rowid for rowid, _ in sorted(rows, key=lambda r: (r[1], -r[0]))[:n]]
+
+    def _rows_holding(self, words: Sequence[str], budget: int) -> dict[str, int]:
         """How many rows of the text index hold each of ``words``, counted up to
-        ``TEXT_BUDGET + 1`` (enough to decide), cached until the next write by any process."""
-        stamp = (self.conn.execute("PRAGMA data_version").fetchone()[0], self._commits)
+        ``budget + 1`` (enough to decide), cached until the next write by any process."""
+        stamp = (self.conn.execute("PRAGMA data_version").fetchone()[0], self._commits, budget)
         if stamp != self._word_stamp or len(self._word_rows) > WORD_CACHE:
             self._word_rows.clear()
             self._word_stamp = stamp
@@ -304,7 +347,7 @@ class StoreOps:
                 self._word_rows[word] = self.conn.execute(
                     "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts "
                     "MATCH ? LIMIT ?)",
-                    (fts_match([word]), TEXT_BUDGET + 1),
+                    (fts_match([word]), budget + 1),
                 ).fetchone()[0]
         return {word: self._word_rows[word] for word in words}
 
@@ -317,7 +360,8 @@ class StoreOps:
             [rowid for rowid, _ in scored],
         )
         memories = {row[0]: memory_from_row(row) for row in rows}
-        return [SearchHit(memories[rowid], parts) for rowid, parts in scored]
+        # A row that cannot be read is passed over (a warning names it), not the whole search.
+        return [SearchHit(m, parts) for rowid, parts in scored if (m := memories.get(rowid))]
 
     def purge(self, cutoff: datetime) -> int:
         """Remove expired and superseded memories retired before ``cutoff``, with their keys,

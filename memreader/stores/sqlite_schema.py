@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from datetime import datetime, timezone
 from typing import Any
@@ -26,18 +27,23 @@ from typing import Any
 from memreader.errors import ConfigError
 from memreader.items import TextualMemoryItem
 from memreader.stores.base import HistoryEntry
-from memreader.stores.records import StoredMemory
+from memreader.stores.records import StoredMemory, unless_broken
 from memreader.stores.vectors import from_blob
 
 __all__ = [
     "MEMORY_COLUMNS",
     "SCHEMA",
+    "SCHEMA_OBJECTS",
     "SCHEMA_VERSION",
+    "STAMP",
     "history_from_row",
+    "is_busy",
+    "is_wal",
     "iso",
     "memory_from_row",
     "parse_time",
     "path_of_url",
+    "schema_is_current",
 ]
 
 SCHEMA_VERSION = "1"
@@ -112,10 +118,46 @@ CREATE TABLE IF NOT EXISTS category_links (
 CREATE INDEX IF NOT EXISTS category_links_memory ON category_links (user_id, memory_id);
 """
 
+#: What a new (or older) file gets with its tables, in the same transaction: its schema version.
+STAMP = (
+    f"INSERT OR IGNORE INTO memreader_meta (key, value) VALUES ('schema', '{SCHEMA_VERSION}');"
+)
+
+#: The tables and indexes :data:`SCHEMA` makes (what a current file holds).
+SCHEMA_OBJECTS = frozenset(
+    re.findall(r"CREATE (?:UNIQUE |VIRTUAL )?(?:TABLE|INDEX) IF NOT EXISTS (\w+)", SCHEMA)
+)
+
+
+def schema_is_current(conn: sqlite3.Connection) -> bool:
+    """Whether the file holds every table and index of :data:`SCHEMA` and a schema version:
+    read without a write lock, so opening a current store never waits for a writer."""
+    names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+    if not names >= SCHEMA_OBJECTS:
+        return False
+    row = conn.execute("SELECT 1 FROM memreader_meta WHERE key = 'schema'").fetchone()
+    return row is not None
+
+
+def is_wal(conn: sqlite3.Connection) -> bool:
+    """Whether the file is in WAL mode already (asking does not lock)."""
+    return str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal"
+
+
+def is_busy(exc: sqlite3.Error) -> bool:
+    """Whether ``exc`` is a lock held by another connection past the busy timeout, which says
+    nothing about the file being broken."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    text = str(exc).lower()
+    return "database is locked" in text or "busy" in text
+
+
 #: The columns :func:`memory_from_row` reads, in order.
 MEMORY_COLUMNS = (
     "rowid, item, embedding, status, content_hash, recorded_at, valid_from, valid_to, "
-    "retired_at, superseded_by, importance, importance_reason, reinforced"
+    "retired_at, superseded_by, importance, importance_reason, reinforced, id, user_id"
 )
 
 
@@ -151,8 +193,13 @@ def parse_time(text: str | None) -> datetime | None:
     return None if text is None else datetime.fromisoformat(text)
 
 
-def memory_from_row(row: sqlite3.Row | tuple[Any, ...]) -> StoredMemory:
-    """A :class:`StoredMemory` from a row of :data:`MEMORY_COLUMNS`."""
+def memory_from_row(row: sqlite3.Row | tuple[Any, ...]) -> StoredMemory | None:
+    """A :class:`StoredMemory` from a row of :data:`MEMORY_COLUMNS`; ``None`` (and a warning)
+    when the row cannot be read (:func:`~memreader.stores.records.unless_broken`)."""
+    return unless_broken("memory", row[14], row[13], lambda: _memory(row))
+
+
+def _memory(row: sqlite3.Row | tuple[Any, ...]) -> StoredMemory:
     data = json.loads(row[1])
     if row[2] is not None:
         data["metadata"]["embedding"] = from_blob(row[2])
@@ -173,9 +220,13 @@ def memory_from_row(row: sqlite3.Row | tuple[Any, ...]) -> StoredMemory:
     )
 
 
-def history_from_row(row: tuple[Any, ...]) -> HistoryEntry:
+def history_from_row(row: tuple[Any, ...]) -> HistoryEntry | None:
     """A :class:`HistoryEntry` from ``memory_id, event, old_memory, new_memory, at, reason,
-    source_ids``."""
+    source_ids``; ``None`` (and a warning) when the row cannot be read."""
+    return unless_broken("history entry of memory", "", row[0], lambda: _entry(row))
+
+
+def _entry(row: tuple[Any, ...]) -> HistoryEntry:
     at = parse_time(row[4])
     assert at is not None  # NOT NULL column
     return HistoryEntry(

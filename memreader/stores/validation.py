@@ -1,0 +1,94 @@
+"""What a store checks of the items it is asked to write (:func:`validate_items`: each one
+validated again as a whole, so what is stored can always be read back), and which owners a
+``retire_unseen`` may touch (:func:`retired_owners`). Shared by both stores.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Collection, Sequence
+
+from pydantic import ValidationError
+
+from memreader.errors import InputError
+from memreader.items import TextualMemoryItem
+from memreader.stores.base import SourceSelector
+
+__all__ = ["retired_owners", "revalidated", "validate_items"]
+
+
+def validate_items(items: object, user_id: str | None = None) -> list[TextualMemoryItem]:
+    """``items`` checked for writing, each validated again as a whole (:func:`revalidated`):
+    memory items with an owner and text (all of ``user_id`` when it is given) and finite
+    vectors. A write is one transaction, so one bad item refuses the whole write (the events
+    have one entry per item written); the error names it.
+
+    Raises:
+        InputError: the first item that is not, by index (and the field, when one is bad).
+    """
+    if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
+        raise InputError(f"items must be a list of TextualMemoryItem, got {type(items).__name__}")
+    if user_id is not None and (not isinstance(user_id, str) or not user_id.strip()):
+        raise InputError(f"user_id must be a non-empty string, got {user_id!r}")
+    checked: list[TextualMemoryItem] = []
+    for index, given in enumerate(items):
+        if not isinstance(given, TextualMemoryItem):
+            raise InputError(
+                f"item {index}: expected a TextualMemoryItem, got {type(given).__name__}"
+            )
+        item = revalidated(index, given)
+        owner = item.metadata.user_id
+        if not owner.strip():
+            raise InputError(
+                f"item {index} (id {item.id!r}): no user_id; every memory has an owner"
+            )
+        if user_id is not None and owner != user_id:
+            raise InputError(f"item {index} (id {item.id!r}): owner {owner!r} is not {user_id!r}")
+        if not item.memory.strip():
+            raise InputError(f"item {index} (id {item.id!r}): the memory text is empty")
+        vector = item.metadata.embedding
+        if vector is not None and not all(math.isfinite(x) for x in vector):
+            raise InputError(f"item {index} (id {item.id!r}): the embedding has non-finite values")
+        checked.append(item)
+    return checked
+
+
+def revalidated(index: int, item: TextualMemoryItem) -> TextualMemoryItem:
+    """Item ``index`` validated again from its fields: a model changed after it was made
+    (``item.metadata.importance = 7.0``: pydantic does not check assignments) would be
+    stored, and every later read of its owner would fail on it. Its text must be UTF-8 (a
+    lone surrogate cannot be stored).
+
+    Raises:
+        InputError: a field is not valid (the message names the item and the field).
+    """
+    name = repr(item.id)[:80] if isinstance(item.id, str) else f"{item.id!r}"[:80]
+    try:
+        data = item.model_dump(warnings=False)
+        fresh = TextualMemoryItem.model_validate(data)
+        json.dumps(fresh.model_dump(mode="json"), ensure_ascii=False).encode("utf-8")
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "item"
+        got = repr(first.get("input"))[:80]
+        raise InputError(
+            f"item {index} (id {name}): {where}: {first['msg']} (got {got})"
+        ) from None
+    except UnicodeEncodeError as exc:
+        raise InputError(
+            f"item {index} (id {name}): holds text that cannot be stored as UTF-8 "
+            f"({exc.reason}: {exc.object[exc.start : exc.end]!a})"
+        ) from None
+    return fresh
+
+
+def retired_owners(
+    source: SourceSelector, seen: Collection[str], owners_under_key: Sequence[str]
+) -> list[str]:
+    """The owners whose memories :meth:`~memreader.stores.base.MemoryStore.retire_unseen`
+    may retire: every owner with memories under a batch input's key (the input is the job's),
+    else only those ``seen`` names (a session, document or message id is each owner's own)."""
+    if source.input_key:
+        return list(owners_under_key)
+    return [owner for owner in owners_under_key if owner in seen]
