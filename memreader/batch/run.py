@@ -6,7 +6,9 @@ A job given a ``cancel`` event stops when it is set: no input starts, the one be
 before its next batch and is not published, and the errors file and summary are written for
 what was done (``cancelled``; exit code :data:`EXIT_CANCELLED`). An input cut short has no
 manifest entry of this run (the one before, if any, stays, as do its outputs), so running the
-job again reads it, with the inputs never started.
+job again reads it, with the inputs never started. When items of an input cut short stay
+written all the same (a store's parts), its ``cancelled`` result reaches ``on_result`` and the
+summary counts them (``cut_short``, and its ``counts``): a cancelled job reports what it wrote.
 
 >>> JobSummary().exit_code
 0
@@ -50,7 +52,8 @@ class JobSummary:
     a job with another fingerprint); ``hidden`` files and folders passed over in input folders;
     the counts summed over every input the manifest holds; the wall time of this run;
     ``cancelled`` when the job was cancelled before every input was read (``inputs - skipped -
-    read`` were not: a rerun reads them)."""
+    read`` were not: a rerun reads them); ``cut_short``: inputs the cancel stopped after some of
+    their items were written where they stay (a store), counted in ``counts``."""
 
     inputs: int = 0
     read: int = 0
@@ -64,6 +67,7 @@ class JobSummary:
     messages_per_s: float = 0.0
     outputs: list[str] = field(default_factory=list)
     cancelled: bool = False
+    cut_short: int = 0
 
     @property
     def exit_code(self) -> int:
@@ -105,6 +109,12 @@ class JobSummary:
             [
                 f"cancelled: {self.inputs - self.skipped - self.read} input(s) not read "
                 "(run the job again to read them)"
+                + (
+                    f"; {self.cut_short} of them cut short, their items written so far "
+                    "stay (counted above)"
+                    if self.cut_short
+                    else ""
+                )
             ]
             if self.cancelled
             else []
@@ -146,9 +156,15 @@ def run_job(
             on_plan(len(todo), summary.skipped)
         read_messages = 0
         owners: set[str] = set()
+        cut_short: list[InputResult] = []
         try:
             if not _is_set(cancel):
                 for result in run_engine(job, todo, refine=refine, cancel=cancel):
+                    if result.status == "cancelled":  # no manifest entry: a rerun reads it
+                        cut_short.append(result)
+                        if on_result is not None:
+                            on_result(result)
+                        continue
                     result.fingerprint = fingerprint[result.key]
                     manifest.record(result)
                     log_notes(result.key, result.notes)
@@ -161,6 +177,10 @@ def run_job(
             manifest.flush()
         summary.cancelled = _is_set(cancel) and summary.read + summary.skipped < summary.inputs
         _total(summary, manifest, refs)
+        summary.cut_short = len(cut_short)
+        for result in cut_short:
+            for name in COUNTERS:
+                summary.counts[name] += result.counts.get(name, 0)
         summary.outputs.extend(sink.finish(owners))
         summary.wall_s = time.perf_counter() - start
         summary.messages_per_s = read_messages / summary.wall_s if summary.wall_s else 0.0

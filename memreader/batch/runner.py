@@ -61,14 +61,28 @@ class CancelFlag(Protocol):
 
 class InputCancelled(Exception):
     """Raised by :meth:`Worker.process` when the job is cancelled while it reads an input: the
-    input's writer was discarded (nothing of it is published) and it has no result, so the
-    manifest keeps what it said before and a rerun reads the input again."""
+    input's writer was discarded (nothing of it is published) and it has no manifest entry, so
+    the manifest keeps what it said before and a rerun reads the input again.
+
+    ``result``: when items of the input stay in the output all the same (a store's parts
+    already written), a ``cancelled`` result counting them (``items``: the items written), so
+    the job reports what it wrote; else ``None``."""
+
+    def __init__(self, key: str, result: InputResult | None = None) -> None:
+        super().__init__(key)
+        self.result = result
+
+    def __reduce__(self) -> tuple[type[InputCancelled], tuple[str, InputResult | None]]:
+        # Sent back from worker processes whole (the default would drop ``result``).
+        return (InputCancelled, (str(self.args[0]), self.result))
 
 
 @dataclass
 class InputResult:
-    """What became of one input: ``done`` (its items committed; errors may be listed) or
-    ``failed`` (nothing of it was committed: ``error`` says why)."""
+    """What became of one input: ``done`` (its items committed; errors may be listed),
+    ``failed`` (nothing of it was committed: ``error`` says why) or ``cancelled`` (cut short by
+    a cancel after some of its items were written where they stay: see
+    :class:`InputCancelled`; never recorded in the manifest)."""
 
     key: str
     digest: str
@@ -179,8 +193,13 @@ class Worker:
                 self._read_input(ref, writer, result, cancel)
             result.outputs = writer.commit()
             result.owners = sorted(writer.owners)
-        except InputCancelled:
+        except InputCancelled as exc:
             writer.discard()
+            if writer.kept:
+                result.status = "cancelled"
+                result.counts["items"] = writer.kept
+                result.seconds = time.perf_counter() - start
+                raise InputCancelled(ref.key, result) from exc
             raise
         except Exception as exc:  # the input's own failure is its result; the job goes on
             writer.discard()

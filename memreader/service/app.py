@@ -192,4 +192,5 @@ class _Observe:
             metrics.in_flight.dec()
             route = scope.get("route")
             path = getattr(route, "path", None) or "unmatched"
-            metrics.observe_request(scope["method"], path, status, time.perf_counter() - started)
+            method = scope["method"] if scope["method"] in _METHODS else "OTHER"
+            metrics.observe_request(method, path, status, time.perf_counter() - started)

@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from memreader.batch.job import InputSpec, JobConfig
 from memreader.batch.run import JobSummary, run_job
@@ -28,7 +28,9 @@ from memreader.errors import MemReaderError
 from memreader.modes import ReadMode
 from memreader.service.keys import Principal
 from memreader.service.metrics import ServiceMetrics
+from memreader.service.models import RequestBody
 from memreader.service.problems import ProblemError, problem_for, shown
+from memreader.service.redact import PathScrub
 
 __all__ = ["JobInput", "JobManager", "JobRequest", "JobState"]
 
@@ -38,11 +40,9 @@ JobStatus = Literal["running", "cancelling", "succeeded", "failed", "cancelled"]
 _GLOB = frozenset("*?[")
 
 
-class JobInput(BaseModel):
+class JobInput(RequestBody):
     """One input of a job request: ``path`` inside the ``root``-th of the service's
     ``jobs.input_roots``, read as ``format``; ``user_id``/``session_id`` as in a job file."""
-
-    model_config = ConfigDict(extra="forbid")
 
     root: int = Field(default=0, ge=0)
     path: str = Field(min_length=1, max_length=4096)
@@ -52,10 +52,8 @@ class JobInput(BaseModel):
     session_id: dict[str, Any] | None = None
 
 
-class JobRequest(BaseModel):
+class JobRequest(RequestBody):
     """The body of ``POST /v1/jobs``."""
-
-    model_config = ConfigDict(extra="forbid")
 
     inputs: list[JobInput] = Field(min_length=1, max_length=1000)
     type: Literal["chat", "doc"] = "chat"
@@ -67,9 +65,11 @@ class JobRequest(BaseModel):
 class JobState:
     """One job's status and live progress (updated by its thread; read by requests)."""
 
-    def __init__(self, job_id: str, owner: str) -> None:
+    def __init__(self, job_id: str, owner: str, scrub: PathScrub | None = None) -> None:
         self.id = job_id
         self.owner = owner
+        self.scrub = scrub or PathScrub({})
+        """What takes the server's absolute paths out of the summary and the problem."""
         self.status: JobStatus = "running"
         self.created_at = datetime.now(timezone.utc)
         self.finished_at: datetime | None = None
@@ -77,6 +77,7 @@ class JobState:
         self.inputs_total: int | None = None
         self.skipped = 0
         self.done = 0
+        self.cut_short = 0
         self.failed = 0
         self.counts: dict[str, int] = {}
         self.errors = 0
@@ -92,7 +93,9 @@ class JobState:
 
     def on_result(self, result: InputResult) -> None:
         with self._lock:
-            self.done += 1
+            # An input cut short by the cancel is not done, but what it wrote is counted.
+            self.cut_short += result.status == "cancelled"
+            self.done += result.status != "cancelled"
             self.failed += result.status == "failed"
             self.errors += len(result.errors)
             for name, value in result.counts.items():
@@ -115,6 +118,7 @@ class JobState:
                     "inputs_skipped": self.skipped,
                     "inputs_done": self.done,
                     "inputs_failed": self.failed,
+                    "inputs_cut_short": self.cut_short,
                     "scenes": self.counts.get("scenes", 0),
                     "windows": self.counts.get("windows", 0),
                     "items": self.counts.get("items", 0),
@@ -123,8 +127,8 @@ class JobState:
                     "messages_per_s": round(messages / elapsed, 2) if elapsed > 0 else 0.0,
                     "elapsed_s": round(elapsed, 3),
                 },
-                "summary": None if self.summary is None else self.summary.to_dict(),
-                "problem": None if self.problem is None else self.problem.body(),
+                "summary": None if self.summary is None else self.scrub(self.summary.to_dict()),
+                "problem": None if self.problem is None else self.scrub(self.problem.body()),
             }
 
 
@@ -189,7 +193,7 @@ class JobManager:
                     f"{self.max_running_per_key}); wait for one to end or cancel it",
                     headers={"Retry-After": "5"},
                 )
-            state = JobState(job_id, principal.name)
+            state = JobState(job_id, principal.name, self._scrub(job_id))
             self._jobs[job_id] = state
             self._trim()
             thread = threading.Thread(
@@ -253,6 +257,19 @@ class JobManager:
             self.metrics.jobs.labels(outcome).inc()
             with self._lock:
                 self._threads.pop(state.id, None)
+
+    def _scrub(self, job_id: str) -> PathScrub:
+        """Paths under the input roots become relative, the job's state folder ``job``, the
+        store's file and the state folder their names."""
+        from memreader.batch.job import sqlite_file
+
+        prefixes = {str(root): "" for root in self.roots}
+        prefixes[os.path.join(self.state_dir, job_id)] = "job"
+        prefixes[self.state_dir] = os.path.basename(self.state_dir.rstrip("/"))
+        file = sqlite_file(self.store_url or "")
+        if file is not None:
+            prefixes[os.path.abspath(file)] = os.path.basename(file)
+        return PathScrub(prefixes)
 
     def _trim(self) -> None:
         finished = [j for j in self._jobs.values() if j.status not in ("running", "cancelling")]

@@ -1,7 +1,18 @@
-"""The JSON bodies the service accepts (its OpenAPI schema comes from these)."""
+"""The JSON bodies the service accepts (its OpenAPI schema comes from these).
+
+Every string of a body (values and keys, at any depth) must be text that can be written as
+UTF-8: JSON's ``\\ud800``-style escapes can make a lone surrogate, which no store, log or answer
+can hold. Such a body is 422 naming the field (:func:`encodable`).
+
+>>> encodable({"info": {"session_id": "s\\udfff"}})  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+ValueError: info.session_id holds a lone surrogate (\\udfff at character 1), ...
+"""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any, Literal
 
@@ -10,11 +21,64 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from memreader.modes import ReadMode
 from memreader.stores.base import SearchMode
 
-__all__ = ["ForgetRequest", "ReadRequest", "RefineRequest", "SearchRequest"]
+__all__ = [
+    "ForgetRequest",
+    "ReadRequest",
+    "RefineRequest",
+    "RequestBody",
+    "SearchRequest",
+    "encodable",
+]
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+#: How deep :func:`encodable` looks (a body nested deeper is refused: no recursion bomb).
+_MAX_DEPTH = 64
 
 
-class _Body(BaseModel):
+def _name(where: str, key: object) -> str:
+    part = str(key) if _SURROGATE.search(str(key)) is None else ascii(str(key))
+    return f"{where}.{part}" if where else part
+
+
+def encodable(value: Any, where: str = "", depth: int = 0) -> Any:
+    """``value``, checked: every string in it (dict keys too) is valid Unicode.
+
+    Raises:
+        ValueError: a string holds a lone surrogate (names where), or the value nests more
+            than 64 levels deep.
+    """
+    if depth > _MAX_DEPTH:
+        raise ValueError(f"{where or 'the body'} nests more than {_MAX_DEPTH} levels deep")
+    if isinstance(value, str):
+        found = _SURROGATE.search(value)
+        if found is not None:
+            raise ValueError(
+                f"{where or 'the value'} holds a lone surrogate ({ascii(found.group())[1:-1]} at "
+                f"character {found.start()}), which is not text: send valid Unicode"
+            )
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            encodable(key, _name(where, key), depth + 1)
+            encodable(item, _name(where, key), depth + 1)
+    elif isinstance(value, list | tuple):
+        for n, item in enumerate(value):
+            encodable(item, f"{where}[{n}]", depth + 1)
+    return value
+
+
+class RequestBody(BaseModel):
+    """The base of every JSON body: unknown fields are refused, and so is text that cannot be
+    encoded (:func:`encodable`)."""
+
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _encodable(cls, data: Any) -> Any:
+        return encodable(data)
+
+
+_Body = RequestBody
 
 
 class ReadRequest(_Body):

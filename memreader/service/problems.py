@@ -114,8 +114,10 @@ class ProblemError(Exception):
 
 def problem_response(problem: ProblemError, instance: str | None = None) -> Response:
     """``problem`` as a response."""
+    # A value a client sent may not be encodable (a lone surrogate): escaped, never a 500.
+    text = json.dumps(problem.body(instance), ensure_ascii=False)
     return Response(
-        json.dumps(problem.body(instance), ensure_ascii=False),
+        text.encode("utf-8", "backslashreplace"),
         status_code=problem.status,
         media_type=PROBLEM_TYPE,
         headers=problem.headers,

@@ -1,5 +1,10 @@
 """A user's categories over HTTP: as JSON for programs and the page, and as the Markdown files
-an agent reads (``index.md``, then the one category file it needs)."""
+an agent reads (``index.md``, then the one category file it needs).
+
+Every user id the store accepts works here, ``team/ana`` included: ``user_id`` is the whole
+path between ``/v1/users/`` and the last ``/categories`` or ``/memory/<file>`` (a file name
+never holds ``/``, and ``categories`` is no memory file: the two never read alike).
+"""
 
 from __future__ import annotations
 
@@ -22,7 +27,7 @@ def _state(request: Request) -> ServiceState:
     return state
 
 
-@router.get("/v1/users/{user_id}/categories")
+@router.get("/v1/users/{user_id:path}/categories")
 async def categories(user_id: str, request: Request) -> Response:
     """The user's categories: name, description, summary (sentences citing items as
     ``[ref:ID]``), how it was made, and the ids of the active items each covers."""
@@ -50,7 +55,7 @@ async def categories(user_id: str, request: Request) -> Response:
     )
 
 
-@router.get("/v1/users/{user_id}/memory/{file_name}")
+@router.get("/v1/users/{user_id:path}/memory/{file_name}")
 async def memory_file(user_id: str, file_name: str, request: Request) -> Response:
     """``index.md`` (the categories, a line each) or ``<category>.md`` (its summary, then its
     items with their validity and sources), as ``memreader export-md`` writes them."""

@@ -66,8 +66,8 @@ def _serve(conn: Connection, job: JobConfig, refine: bool, stop: Event, level: i
             ref, digest = task
             try:
                 conn.send(("result", worker.process(ref, digest, stop)))
-            except InputCancelled:
-                conn.send(("cancelled", None))
+            except InputCancelled as cut:
+                conn.send(("cancelled", cut.result))
     except (EOFError, OSError) as exc:  # the driver went away: nothing left to report to
         logger.debug("the driver of this worker went away: %r", exc)
     finally:
@@ -189,9 +189,11 @@ class _Pool:
                     proc.ready = True
                     self._feed(proc)
                     continue
-                if kind == "cancelled":  # stopped mid-input: nothing published, no result
+                if kind == "cancelled":  # stopped mid-input: no result, unless rows stay written
                     proc.task = None
                     self.left -= 1
+                    if value is not None:
+                        yield value
                     continue
                 proc.task = None
                 self.left -= 1
@@ -266,7 +268,9 @@ def run_local(
                     return
                 try:
                     result = worker.process(ref, digest, cancel)
-                except InputCancelled:
+                except InputCancelled as cut:
+                    if cut.result is not None:
+                        yield cut.result
                     return
                 yield result
         finally:

@@ -102,6 +102,9 @@ class InputWriter(ABC):
     def __init__(self) -> None:
         self.items = 0
         """Items written so far."""
+        self.kept = 0
+        """Items that stay in the output even if the writer is discarded (a store's parts
+        already written: a store has no uncommitted rows across transactions)."""
         self.owners: set[str] = set()
         """The owners whose items the commit wrote (filled by sinks that keep owners apart,
         such as ``store``; the driver hands them to :meth:`Sink.finish`)."""

@@ -87,6 +87,7 @@ class StoreInputWriter(InputWriter):
             events = self.store.write_part(part, source=self.source)
         except MemReaderError as exc:
             raise SinkError(f"writing into {self.where}: {exc}") from exc
+        self.kept += len(part)
         for item, event in zip(part, events, strict=False):
             self._seen.setdefault(item.metadata.user_id, set()).add(event.memory_id)
             self.events[event.event] += 1

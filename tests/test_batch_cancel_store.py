@@ -1,0 +1,113 @@
+"""A cancelled job into a store reports what it wrote: the parts of an input cut short stay in
+the store (a store has no uncommitted rows), so its ``cancelled`` result, the summary and a
+service job's progress count them; a rerun still reads that input again."""
+
+from __future__ import annotations
+
+import pickle
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from memreader.batch.job import load_job
+from memreader.batch.run import run_job
+from memreader.batch.runner import InputCancelled, InputResult
+from memreader.batch.sinks import store as store_sink
+from memreader.pipeline import Step
+from memreader.service.jobs import JobState
+
+from .test_batch import chat_lines
+
+pytestmark = pytest.mark.timeout(120)
+
+CANCEL = threading.Event()
+CALLS: list[int] = []
+#: The reader call (one per batch of one scene) after which :class:`CancelAt` cancels.
+CANCEL_AT = 3
+
+
+class CancelAt(Step):
+    """Counts reader calls and sets :data:`CANCEL` at the :data:`CANCEL_AT`-th."""
+
+    name = "cancel_at"
+    requires = ("emitted",)
+    produces = ("emitted",)
+
+    def run(self, state: Any, runtime: Any) -> None:
+        CALLS.append(1)
+        if len(CALLS) >= CANCEL_AT:
+            CANCEL.set()
+
+
+STEP = {"step": "tests.test_batch_cancel_store:CancelAt"}
+
+
+def _job(folder: Path) -> Path:
+    (folder / "in").mkdir()
+    (folder / "in" / "a.jsonl").write_text(chat_lines(6, "a"))
+    job = {
+        "reader": {
+            "backend": "simple_struct",
+            "config": {
+                "embedder": {"backend": "hash"},
+                "pipeline": {
+                    "insert_before": {
+                        "embed": [{"step": "tests.test_batch_cancel_store:CancelAt"}]
+                    },
+                    "allow_imports": True,
+                },
+            },
+        },
+        "inputs": [{"path": "in", "user_id": {"from": "constant", "value": "u1"}}],
+        "output": {"store": "sqlite:///m.db"},
+        "scenes_per_call": 1,
+    }
+    path = folder / "job.yaml"
+    path.write_text(yaml.safe_dump(job), encoding="utf-8")
+    return path
+
+
+def _rows(db: Path) -> int:
+    with sqlite3.connect(db) as conn:
+        return int(conn.execute("SELECT count(*) FROM memories").fetchone()[0])
+
+
+def test_a_cancelled_store_job_counts_the_rows_it_wrote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store_sink, "PART_ITEMS", 1)  # every item is written as it comes
+    CALLS.clear()
+    CANCEL.clear()
+    seen: list[InputResult] = []
+    job = load_job(_job(tmp_path))
+    summary = run_job(job, cancel=CANCEL, on_result=seen.append)
+    written = _rows(tmp_path / "m.db")
+    assert len(CALLS) == CANCEL_AT and written > 0  # batches 1-3 wrote, 4-6 never ran
+    assert summary.cancelled and summary.read == 0 and summary.cut_short == 1
+    assert summary.counts["items"] == written
+    assert [r.status for r in seen] == ["cancelled"] and seen[0].counts["items"] == written
+    assert any("1 of them cut short" in line for line in summary.lines())
+    # The service's progress counts it too, without calling the input done.
+    state = JobState("j", "key")
+    state.on_plan(1, 0)
+    state.on_result(seen[0])
+    progress = state.to_dict()["progress"]
+    assert progress["items"] == written and progress["inputs_done"] == 0
+    assert progress["inputs_cut_short"] == 1
+    # No manifest entry: a rerun reads the input again, to the same rows plus the rest.
+    CALLS.clear()
+    again = run_job(load_job(tmp_path / "job.yaml"))
+    assert again.read == 1 and not again.cancelled
+    assert _rows(tmp_path / "m.db") == again.counts["items"] >= written
+
+
+def test_a_cut_short_result_comes_back_whole_from_a_worker_process() -> None:
+    result = InputResult("a.jsonl", "d", status="cancelled")
+    result.counts["items"] = 7
+    back = pickle.loads(pickle.dumps(InputCancelled("a.jsonl", result)))
+    assert back.result is not None and back.result.counts["items"] == 7
+    assert pickle.loads(pickle.dumps(InputCancelled("b"))).result is None
