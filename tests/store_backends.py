@@ -76,18 +76,22 @@ def events(result: list[Any]) -> list[tuple[str, str]]:
 
 
 def sql(url: str, query: str, *params: Any) -> list[tuple[Any, ...]]:
-    """Rows of ``query`` on the store's database. The query is PostgreSQL's (``%s``
-    parameters, ``memreader_*`` tables); on a SQLite store it runs with SQLite's names."""
+    """Rows of ``query`` on the store's database (none for a statement without a result).
+    The query is PostgreSQL's (``%s`` parameters, ``memreader_*`` tables); on a SQLite store
+    it runs with SQLite's names."""
     if url.startswith("sqlite:///"):
         for table, name in _SQLITE_TABLES.items():
             query = query.replace(table, name)
         query = query.replace("%s", "?").replace("%%", "%")
         with closing(sqlite3.connect(url.removeprefix("sqlite:///"))) as conn:
-            return conn.execute(query, params).fetchall()
+            rows = conn.execute(query, params).fetchall()
+            conn.commit()
+            return rows
     import psycopg
 
     with psycopg.connect(url, autocommit=True) as conn:
-        return conn.execute(query, params).fetchall()
+        cursor = conn.execute(query, params)
+        return cursor.fetchall() if cursor.description is not None else []
 
 
 # -- fixtures (assigned into the test modules) ---------------------------------------------------

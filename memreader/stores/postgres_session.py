@@ -92,7 +92,7 @@ class Session:
                         raise self._error(exc, lost) from exc
                     time.sleep(random.uniform(0.01, 0.05) * 2**attempt)
                 except pg_errors.LockNotAvailable as exc:
-                    waited = f"a lock was not granted within {self.timeout}s"
+                    waited = f"busy: a lock was not granted within {self.timeout:g}s; retry later"
                     raise self._error(exc, waited) from exc
                 except psycopg.Error as exc:
                     raise self._error(exc) from exc

@@ -72,9 +72,7 @@ def revalidated(index: int, item: TextualMemoryItem) -> TextualMemoryItem:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "item"
         got = repr(first.get("input"))[:80]
-        raise InputError(
-            f"item {index} (id {name}): {where}: {first['msg']} (got {got})"
-        ) from None
+        raise InputError(f"item {index} (id {name}): {where}: {first['msg']} (got {got})") from None
     except UnicodeEncodeError as exc:
         raise InputError(
             f"item {index} (id {name}): holds text that cannot be stored as UTF-8 "
