@@ -154,36 +154,19 @@ def run_job(
         todo = _plan(inputs, refs, manifest, fingerprint, summary, cancel)
         if on_plan is not None:
             on_plan(len(todo), summary.skipped)
-        read_messages = 0
-        owners: set[str] = set()
-        cut_short: list[InputResult] = []
+        run = _Run(manifest, fingerprint, summary, on_result)
         try:
             if not _is_set(cancel):
                 for result in run_engine(job, todo, refine=refine, cancel=cancel):
-                    if result.status == "cancelled":  # no manifest entry: a rerun reads it
-                        cut_short.append(result)
-                        if on_result is not None:
-                            on_result(result)
-                        continue
-                    result.fingerprint = fingerprint[result.key]
-                    manifest.record(result)
-                    log_notes(result.key, result.notes)
-                    summary.read += 1
-                    read_messages += result.counts.get("messages", 0)
-                    owners.update(result.owners)
-                    if on_result is not None:
-                        on_result(result)
+                    run.take(result)
         finally:
             manifest.flush()
         summary.cancelled = _is_set(cancel) and summary.read + summary.skipped < summary.inputs
         _total(summary, manifest, refs)
-        summary.cut_short = len(cut_short)
-        for result in cut_short:
-            for name in COUNTERS:
-                summary.counts[name] += result.counts.get(name, 0)
-        summary.outputs.extend(sink.finish(owners))
+        run.count_cut_short()
+        summary.outputs.extend(sink.finish(run.owners))
         summary.wall_s = time.perf_counter() - start
-        summary.messages_per_s = read_messages / summary.wall_s if summary.wall_s else 0.0
+        summary.messages_per_s = run.messages / summary.wall_s if summary.wall_s else 0.0
         errors = [e for k in sorted({r.key for r in refs}) for e in _errors(manifest, k)]
         errors_text = "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in errors)
         sink.folder.write_text(ERRORS, errors_text)
@@ -192,6 +175,41 @@ def run_job(
     finally:
         inputs.close()
         sink.close()
+
+
+@dataclass
+class _Run:
+    """What the driver gathers while the engine's results come back."""
+
+    manifest: Manifest
+    fingerprint: dict[str, str]
+    summary: JobSummary
+    on_result: OnResult | None
+    messages: int = 0
+    owners: set[str] = field(default_factory=set)
+    cut_short: list[InputResult] = field(default_factory=list)
+
+    def take(self, result: InputResult) -> None:
+        """Record one result (an input cut short by the cancel has no manifest entry: a rerun
+        reads it) and pass it on."""
+        if result.status == "cancelled":
+            self.cut_short.append(result)
+        else:
+            result.fingerprint = self.fingerprint[result.key]
+            self.manifest.record(result)
+            log_notes(result.key, result.notes)
+            self.summary.read += 1
+            self.messages += result.counts.get("messages", 0)
+            self.owners.update(result.owners)
+        if self.on_result is not None:
+            self.on_result(result)
+
+    def count_cut_short(self) -> None:
+        """Add what the inputs cut short wrote to the summary (after :func:`_total`)."""
+        self.summary.cut_short = len(self.cut_short)
+        for result in self.cut_short:
+            for name in COUNTERS:
+                self.summary.counts[name] += result.counts.get(name, 0)
 
 
 def _is_set(cancel: threading.Event | None) -> bool:
