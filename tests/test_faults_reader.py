@@ -14,7 +14,6 @@ import asyncio
 import json
 import random
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -39,6 +38,9 @@ from .llm_server import (
 from .test_fine import kind
 
 __all__ = ["llm_server"]
+
+# The bound on a hang: generous, a safety net only (the tests count requests and outcomes).
+pytestmark = pytest.mark.timeout(300)
 
 WINDOWS = 6
 PASSES = 3  # extract, filter, rewrite
@@ -143,13 +145,11 @@ def read(reader: SimpleStructMemReader, use_async: bool, report: ReadReport) -> 
         reader.close()
 
 
-def check_call(server: LLMTestServer, backend: str, use_async: bool) -> float:
+def check_call(server: LLMTestServer, backend: str, use_async: bool) -> ReadReport:
     """One fine-mode call against whatever the server does; the promises hold. Returns the
-    wall time."""
+    call's report."""
     report = ReadReport()
-    started = time.perf_counter()
     result = read(make_reader(server, backend), use_async, report)
-    elapsed = time.perf_counter() - started
     assert len(result) == WINDOWS and len(report.windows) == WINDOWS
     for window, items in zip(report.windows, result, strict=True):
         assert window.status in ("ok", "fallback"), window
@@ -161,7 +161,7 @@ def check_call(server: LLMTestServer, backend: str, use_async: bool) -> float:
         )
         assert all(i.metadata.embedding is not None for i in items)
     assert len(server.requests) <= WINDOWS * PASSES * (MAX_RETRIES + 1)
-    return elapsed
+    return report
 
 
 BACKENDS = [("openai", False), ("openai", True), ("ollama", False), ("ollama", True)]
@@ -180,14 +180,14 @@ def test_every_window_survives_one_fault_kind(
 def test_slow_faults_end_at_the_deadline(
     llm_server: LLMTestServer, backend: str, use_async: bool
 ) -> None:
-    # Every request hangs, trickles or never ends: each attempt ends at the deadline, so the
-    # call takes about ceil(windows / concurrency) x (max_retries + 1) x timeout (the filter
-    # and rewrite never run: every extraction falls back).
+    # Every request hangs, trickles or never ends (for 5 s, far past the 0.4 s deadline): each
+    # attempt ends at the deadline, as a timeout, and the filter and rewrite never run (every
+    # extraction falls back). Counted, not timed: without the deadline the stalls would end as
+    # other errors (or answers) after 5 s, and the test's own timeout bounds the wait.
     llm_server.responder = responder(1.0, tuple(sorted(SLOW_FAULTS)), seed=1)
-    elapsed = check_call(llm_server, backend, use_async)
-    bound = 2 * (MAX_RETRIES + 1) * (TIMEOUT + 0.02)
-    print(f"{backend} async={use_async}: {elapsed:.2f}s, all stalled (ideal {bound:.2f}s)")
-    assert elapsed < bound + 5.0
+    report = check_call(llm_server, backend, use_async)
+    assert [w.fallback_reason for w in report.windows] == ["timeout"] * WINDOWS
+    assert len(llm_server.requests) == WINDOWS * (MAX_RETRIES + 1)
 
 
 @settings(
@@ -208,6 +208,6 @@ def test_mixed_faults_at_random_rates(
     backend, use_async = setup
     faults = FAST_TRANSPORT_FAULTS + CONTENT_FAULTS + ("hang", "endless_body")
     llm_server.responder = responder(rate, faults, seed)
-    elapsed = check_call(llm_server, backend, use_async)
+    check_call(llm_server, backend, use_async)
     requests = len(llm_server.requests)
-    print(f"{backend} async={use_async} rate={rate:.2f}: {requests} requests, {elapsed:.2f}s")
+    print(f"{backend} async={use_async} rate={rate:.2f}: {requests} requests")
