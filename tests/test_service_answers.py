@@ -167,3 +167,10 @@ def test_jobs_answer_without_server_paths(start: Start, tmp_path: Path) -> None:
     failed = _job(url)
     assert failed["status"] == "failed" and failed["problem"] is not None, failed
     assert str(tmp_path) not in json.dumps(failed)
+
+
+def test_store_failures_name_no_server_path(start: Start, tmp_path: Path) -> None:
+    (tmp_path / "blocker").write_text("a file where the store's folder should be")
+    url = start(config={"store": "sqlite:///blocker/deeper/m.db"})
+    failed = problem(read(url, store=True), 503)
+    assert str(tmp_path) not in json.dumps(failed) and "m.db" in failed["detail"], failed

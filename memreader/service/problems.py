@@ -36,6 +36,7 @@ from memreader.errors import (
     StoreError,
     UnsupportedModeError,
 )
+from memreader.service.redact import PathScrub
 
 __all__ = ["PROBLEM_TYPE", "ProblemError", "capped", "problem_for", "problem_response", "shown"]
 
@@ -112,6 +113,15 @@ class ProblemError(Exception):
         return body
 
 
+#: A library error's words may name server files (a store's, a document's): by name only.
+_NO_PATHS = PathScrub({})
+
+
+def _said(error: BaseException) -> str:
+    """``error``'s message without absolute server paths (their file names stay)."""
+    return _NO_PATHS.text(str(error))
+
+
 def problem_response(problem: ProblemError, instance: str | None = None) -> Response:
     """``problem`` as a response."""
     # A value a client sent may not be encodable (a lone surrogate): escaped, never a 500.
@@ -136,31 +146,37 @@ def problem_for(error: BaseException) -> ProblemError:
             if (value := getattr(error, key)) is not None
         }
         return ProblemError(
-            422, "invalid-input", "Invalid input", str(error), extra={"error": name, **where}
+            422, "invalid-input", "Invalid input", _said(error), extra={"error": name, **where}
         )
     if isinstance(error, UnsupportedModeError):
         return ProblemError(
-            422, "unsupported", "Not available with this reader", str(error), extra={"error": name}
+            422,
+            "unsupported",
+            "Not available with this reader",
+            _said(error),
+            extra={"error": name},
         )
     if isinstance(error, ConfigError):
         return ProblemError(
-            422, "invalid-config", "Invalid settings", str(error), extra={"error": name}
+            422, "invalid-config", "Invalid settings", _said(error), extra={"error": name}
         )
     if isinstance(error, StoreError):
         return ProblemError(
             503,
             "store-unavailable",
             "Memory store failed",
-            str(error),
+            _said(error),
             extra={"error": name},
             headers={"Retry-After": "1"},
         )
     if isinstance(error, EmbeddingError):
         return ProblemError(
-            503, "embedder-unavailable", "Embedder failed", str(error), extra={"error": name}
+            503, "embedder-unavailable", "Embedder failed", _said(error), extra={"error": name}
         )
     if isinstance(error, MemReaderError) and not isinstance(error, InternalError):
-        return ProblemError(500, "reader-error", "Reader failed", str(error), extra={"error": name})
+        return ProblemError(
+            500, "reader-error", "Reader failed", _said(error), extra={"error": name}
+        )
     # A bug: logged with its traceback here, answered without one.
     logger.error("internal error", exc_info=error)
     return ProblemError(
