@@ -135,13 +135,20 @@ def checked_deadline(deadline: object) -> Deadline | None:
     )
 
 
-async def in_thread(fn: Callable[..., T], *args: object, executor: Executor | None = None) -> T:
+async def in_thread(
+    fn: Callable[..., T],
+    *args: object,
+    executor: Executor | None = None,
+    keep_result: bool = False,
+) -> T:
     """``fn(*args)`` in a worker thread of ``executor`` (the loop's default one when
     ``None``), with the caller's context variables.
 
     Unlike :func:`asyncio.to_thread`, a cancelled caller does not leave the thread running
     behind its back: the cancellation waits until the thread has ended (a deadline the thread
     checks makes that soon), then goes on. So whoever awaits the caller knows the work stopped.
+    With ``keep_result``, a thread that still ended with a result returns it instead (its
+    work is done and must be reported: a store write that committed).
     """
     loop = asyncio.get_running_loop()
     call = functools.partial(contextvars.copy_context().run, fn, *args)
@@ -154,6 +161,9 @@ async def in_thread(fn: Callable[..., T], *args: object, executor: Executor | No
                 await asyncio.wait([future])
             except asyncio.CancelledError:
                 continue  # cancelled again: still the thread must end first
-        if not future.cancelled():
-            future.exception()  # retrieved: the cancellation is what the caller sees
+        if future.cancelled():
+            raise
+        error = future.exception()  # retrieved either way: never "never retrieved"
+        if keep_result and error is None:
+            return future.result()
         raise

@@ -26,6 +26,7 @@ from memreader._version import __version__
 from memreader.errors import MemReaderError
 from memreader.readers.base import BaseMemReader
 from memreader.service import routes_categories, routes_jobs, routes_memories, routes_read
+from memreader.service.admission import Admission
 from memreader.service.bodies import BodyLimit
 from memreader.service.config import ServiceConfig
 from memreader.service.metrics import CONTENT_TYPE
@@ -81,6 +82,10 @@ def create_app(
         limit=config.settings.max_request_bytes,
         timeout_s=config.settings.body_timeout_s,
     )
+    # Outside the body limit: who a request is, and its slot, are settled from its headers
+    # before a byte of its body is read (401 before 413, 400 or 422).
+    routes = [route for module in routers for route in module.router.routes]
+    app.add_middleware(Admission, state=state, routes=routes)
     app.add_middleware(_Observe, state=state)
     return app
 

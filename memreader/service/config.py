@@ -97,7 +97,8 @@ class ServiceSettings(ConfigModel):
       the SHA-256 of the key, the users it may read and write or ``*``); make one with
       ``memreader key --name NAME --users alice``.
     - ``max_request_bytes`` (8 MiB): the largest request body; larger is 413.
-    - ``request_timeout_s`` (120): the deadline of one request; past it, 504.
+    - ``request_timeout_s`` (120): the deadline of one request, from its first byte; past it,
+      504, once its work has stopped (nothing a 504 answers is stored).
     - ``header_timeout_s`` (10): the time a connection has to send a request's headers, from
       its opening or the previous answer's end; past it, 408 and the connection is closed.
     - ``body_timeout_s`` (60): the time a request's body may take to arrive once its headers
@@ -106,6 +107,8 @@ class ServiceSettings(ConfigModel):
       all and from one client address; one more is answered 503 / 429 and closed.
     - ``max_concurrent_per_key`` (4): requests one key may have in flight; another is 429 with
       ``Retry-After``.
+    - ``max_concurrent_reads`` (the CPU count): reads and refinements the whole service runs
+      at once; one more waits for a turn, within its deadline (504 when none comes).
     - ``idempotency_ttl_s`` (86400) and ``idempotency_max_entries`` (10,000): how long and how
       many answers to ``Idempotency-Key`` requests are kept for retries.
     - ``content``: :class:`ContentAccess`; ``jobs``: :class:`JobsSettings`.
@@ -119,6 +122,7 @@ class ServiceSettings(ConfigModel):
     max_request_bytes: int = Field(default=8 * 1024 * 1024, gt=0, le=1024**3)
     request_timeout_s: float = Field(default=120.0, gt=0, le=86_400)
     max_concurrent_per_key: int = Field(default=4, ge=1, le=1024)
+    max_concurrent_reads: int | None = Field(default=None, ge=1, le=1024)
     header_timeout_s: float = Field(default=10.0, gt=0, le=3600)
     body_timeout_s: float = Field(default=60.0, gt=0, le=86_400)
     max_connections: int = Field(default=1024, ge=1, le=1_000_000)

@@ -1,5 +1,6 @@
 """What keeps one request or one client from taking the service: a cap on request bodies,
-a per-key limit on requests in flight, and a deadline on every request."""
+a per-key limit on requests in flight, and a deadline on every request that stops its work
+(not only the wait for it)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,16 @@ import asyncio
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import TypeVar
+from typing import Any, TypeVar
 
+import anyio
+
+from memreader.deadlines import Deadline
+from memreader.errors import DeadlineExceeded
 from memreader.service.bodies import BodyLimit, too_large
 from memreader.service.problems import ProblemError
 
-__all__ = ["BodyLimit", "KeySlots", "too_large", "within_deadline"]
+__all__ = ["BodyLimit", "KeySlots", "deadline_problem", "too_large", "within_deadline"]
 
 T = TypeVar("T")
 
@@ -74,14 +79,66 @@ class KeySlots:
             release()
 
 
-async def within_deadline(work: Awaitable[T], seconds: float, what: str) -> T:
-    """``await work``, or a 504 problem once ``seconds`` pass (the work is cancelled)."""
+def deadline_problem(deadline: Deadline, what: str) -> ProblemError:
+    """The 504 problem of ``what`` stopped by the request's ``deadline``."""
+    limit = f" ({deadline.seconds:g} s)" if deadline.seconds is not None else ""
+    return ProblemError(
+        504,
+        "deadline",
+        "Deadline exceeded",
+        f"{what} did not finish within the service's request_timeout_s{limit}; its work was "
+        "stopped and nothing of it was stored",
+    )
+
+
+async def within_deadline(work: Awaitable[T], deadline: Deadline | float, what: str) -> T:
+    """``await work`` within ``deadline`` (a :class:`~memreader.deadlines.Deadline`, or
+    seconds from now), else a 504 problem.
+
+    At the deadline the work is stopped, not abandoned: the deadline is cancelled (the reader
+    and the store check it), the task is cancelled (its LLM calls end; its worker threads are
+    waited for) and the 504 comes once it has ended. Work that finished regardless (a write
+    that committed just at the deadline) is answered with its result. Cancelled itself (the
+    client went away), it stops the work the same way before the cancellation goes on.
+    """
+    if not isinstance(deadline, Deadline):
+        deadline = Deadline.after(deadline, what=what)
+    if deadline.expired:
+        close = getattr(work, "close", None)
+        if callable(close):
+            close()  # a coroutine never started: nothing ran
+        raise deadline_problem(deadline, what)
+    task = asyncio.ensure_future(work)
     try:
-        return await asyncio.wait_for(work, timeout=seconds)
-    except TimeoutError:
-        raise ProblemError(
-            504,
-            "deadline",
-            "Deadline exceeded",
-            f"{what} did not finish within the service's request_timeout_s ({seconds:g} s)",
-        ) from None
+        await asyncio.wait([task], timeout=_timeout(deadline))
+    except asyncio.CancelledError:
+        await _stop(task, deadline)
+        raise
+    if not task.done():
+        await _stop(task, deadline)
+    if task.cancelled():
+        raise deadline_problem(deadline, what)
+    error = task.exception()
+    if isinstance(error, DeadlineExceeded):
+        raise deadline_problem(deadline, what) from None
+    if error is not None:
+        raise error
+    return task.result()
+
+
+def _timeout(deadline: Deadline) -> float | None:
+    remaining = deadline.remaining
+    return None if remaining == float("inf") else remaining
+
+
+async def _stop(task: asyncio.Future[Any], deadline: Deadline) -> None:
+    """Cancel ``deadline`` and ``task``, and wait until the task has ended (shielded: a
+    caller cancelled again still waits, without spinning)."""
+    deadline.cancel()
+    task.cancel()
+    with anyio.CancelScope(shield=True):
+        while not task.done():
+            try:
+                await asyncio.wait([task])
+            except asyncio.CancelledError:
+                continue

@@ -1,4 +1,7 @@
-"""The store over HTTP: search, one memory, its history, forgetting a source."""
+"""The store over HTTP: search, one memory, its history, forgetting a source.
+
+The store calls run on the service's store threads (not where reads run), within the
+request's deadline; the request's slot is admission's (:mod:`memreader.service.admission`)."""
 
 from __future__ import annotations
 
@@ -43,21 +46,21 @@ async def search(body: SearchRequest, request: Request) -> Response:
     state = _state(request)
     principal = state.principal(request)
     user_id = state.check_user(principal, body.user_id)
-    async with state.slots.hold(principal.name):
-        hits = await state.blocking(
-            lambda: state.store.search(
-                body.query,
-                user_id=user_id,
-                k=body.k,
-                types=body.types,
-                since=body.since,
-                until=body.until,
-                session_id=body.session_id,
-                include_inactive=body.include_inactive,
-                mode=body.mode,
-            ),
-            "the search",
-        )
+    hits = await state.blocking(
+        lambda: state.store.search(
+            body.query,
+            user_id=user_id,
+            k=body.k,
+            types=body.types,
+            since=body.since,
+            until=body.until,
+            session_id=body.session_id,
+            include_inactive=body.include_inactive,
+            mode=body.mode,
+        ),
+        "the search",
+        state.deadline(request),
+    )
     return json_response({"hits": [hit_json(hit) for hit in hits]})
 
 
@@ -102,10 +105,13 @@ async def forget(body: ForgetRequest, request: Request) -> Response:
     )
 
     async def answer() -> Response:
-        async with state.slots.hold(principal.name):
-            events = await state.blocking(
-                lambda: state.store.forget(source, user_id=user_id), "forgetting"
-            )
+        # A forget that committed is answered with its events, however late.
+        events = await state.blocking(
+            lambda: state.store.forget(source, user_id=user_id),
+            "forgetting",
+            state.deadline(request),
+            writes=True,
+        )
         return json_response({"events": [event_json(event) for event in events]})
 
     return await state.idempotent(request, principal, "forget", answer)
@@ -119,17 +125,17 @@ async def _memory(
     state = _state(request)
     principal = state.principal(request)
     owner = _owner(state, principal, user_id)
-    async with state.slots.hold(principal.name):
-        memory = await state.blocking(
-            lambda: state.store.get(memory_id, user_id=owner), "the lookup"
+    deadline = state.deadline(request)
+    memory = await state.blocking(
+        lambda: state.store.get(memory_id, user_id=owner), "the lookup", deadline
+    )
+    if memory is None:
+        raise _not_found(owner, memory_id)
+    entries = []
+    if history:
+        entries = await state.blocking(
+            lambda: state.store.history(memory_id, user_id=owner), "the history", deadline
         )
-        if memory is None:
-            raise _not_found(owner, memory_id)
-        entries = []
-        if history:
-            entries = await state.blocking(
-                lambda: state.store.history(memory_id, user_id=owner), "the history"
-            )
     return memory, entries
 
 

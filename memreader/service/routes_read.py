@@ -1,21 +1,25 @@
 """``POST /v1/read`` and ``POST /v1/refine``: items from scenes or from fast items, stored when
-asked; NDJSON (one scene per line) when the client accepts ``application/x-ndjson``."""
+asked; NDJSON (one scene per line) when the client accepts ``application/x-ndjson``.
+
+Each request's deadline (admission's: ``request_timeout_s`` from its first byte) reaches the
+reader and the store. Past it the work is stopped and waited for before the 504 (and before
+the request's slot is given back); a write that committed is reported, one that did not left
+nothing stored. Reads take one of the service's ``max_concurrent_reads`` turns.
+"""
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import json
-import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from fastapi import APIRouter, Request
-from starlette.background import BackgroundTask
 from starlette.responses import Response, StreamingResponse
 
+from memreader.deadlines import Deadline, in_thread
 from memreader.items import TextualMemoryItem
 from memreader.report import ReadReport
-from memreader.service.keys import Principal
 from memreader.service.limits import within_deadline
 from memreader.service.models import ReadRequest, RefineRequest
 from memreader.service.problems import problem_for
@@ -52,6 +56,7 @@ async def read(body: ReadRequest, request: Request) -> Response:
     then ``{"done": true, "report": ..., "events": ...}``."""
     state = _state(request)
     principal = state.principal(request)
+    deadline = state.deadline(request)
     state.check_user(principal, body.info.get("user_id"), "info.user_id")
     if body.store:
         _ = state.store  # 409 before any work when there is no store
@@ -59,23 +64,24 @@ async def read(body: ReadRequest, request: Request) -> Response:
 
     async def answer() -> Response:
         if streamed:
-            return await _ndjson_answer(state, principal, body, request)
-        async with state.slots.hold(principal.name):
-            report = ReadReport()
+            return await _ndjson_answer(state, body, request, deadline)
+        report = ReadReport()
 
-            async def work() -> tuple[list[list[TextualMemoryItem]], Any]:
-                items = await state.reader.aget_memory(
-                    body.scenes,
-                    type=body.type,
-                    info=body.info,
-                    mode=body.mode,
-                    custom_tags=body.custom_tags,
-                    report=report,
-                )
-                state.metrics.observe_read(report, sum(len(scene) for scene in items))
-                return items, await _store(state, items) if body.store else None
+        async def work() -> tuple[list[list[TextualMemoryItem]], Any]:
+            items = await state.reader.aget_memory(
+                body.scenes,
+                type=body.type,
+                info=body.info,
+                mode=body.mode,
+                custom_tags=body.custom_tags,
+                report=report,
+                deadline=deadline,
+            )
+            state.metrics.observe_read(report, sum(len(scene) for scene in items))
+            return items, await _store(state, items, deadline) if body.store else None
 
-            items, events = await within_deadline(work(), state.timeout_s, "the read")
+        async with state.read_turn(deadline, "the read"):
+            items, events = await within_deadline(work(), deadline, "the read")
         return json_response(
             {
                 "items": [_items_json(scene, body.include_embeddings) for scene in items],
@@ -87,81 +93,83 @@ async def read(body: ReadRequest, request: Request) -> Response:
     return await state.idempotent(request, principal, "read", answer)
 
 
-async def _store(state: ServiceState, items: Sequence[Sequence[TextualMemoryItem]]) -> Any:
-    """Write ``items`` (in a worker thread: the store blocks); the events as JSON."""
+async def _store(
+    state: ServiceState, items: Sequence[Sequence[TextualMemoryItem]], deadline: Deadline
+) -> Any:
+    """Write ``items`` within ``deadline`` (in a worker thread: the store blocks); the events
+    as JSON. Stopped, the write rolls back; a write that committed is returned even when the
+    request was cancelled meanwhile (what is stored is always reported)."""
     flat = [item for scene in items for item in scene]
-    events = await asyncio.to_thread(state.store.write, flat)
+    write = functools.partial(state.store.write, flat, deadline=deadline)
+    events = await in_thread(write, keep_result=True)
     return [event_json(event) for event in events]
 
 
 async def _ndjson_answer(
-    state: ServiceState, principal: Principal, body: ReadRequest, request: Request
+    state: ServiceState, body: ReadRequest, request: Request, deadline: Deadline
 ) -> Response:
     scenes = body.scenes if isinstance(body.scenes, list) else [body.scenes]
     if body.type == "chat" and scenes and all(isinstance(m, dict) for m in scenes):
         scenes = [scenes]  # one flat list of messages is one scene, as in get_memory
-    # The slot is taken before the answer starts (a 429 must be the status, not a line) and
-    # given back when the last line is sent, or when the client goes away.
-    release = state.slots.acquire(principal.name)
-    lines = _scene_lines(state, body, scenes, release)
+    # The request's slot (admission's) is held until the last line is sent, or until the
+    # client went away and the scene being read has stopped.
+    lines = _scene_lines(state, body, scenes, deadline)
     if request.headers.get("idempotency-key") is None:
-        return StreamingResponse(lines, media_type=NDJSON, background=BackgroundTask(release))
+        return StreamingResponse(lines, media_type=NDJSON)
     # A kept answer must be whole: gather the lines, answer them at once.
-    try:
-        return Response(b"".join([line async for line in lines]), media_type=NDJSON)
-    finally:
-        release()
+    return Response(b"".join([line async for line in lines]), media_type=NDJSON)
 
 
 async def _scene_lines(
-    state: ServiceState, body: ReadRequest, scenes: list[Any], release: Callable[[], None]
+    state: ServiceState, body: ReadRequest, scenes: list[Any], deadline: Deadline
 ) -> AsyncIterator[bytes]:
     """Each scene read alone (its items' sources say its index in the request); a scene that
-    fails is that scene's line (a problem), the others go on."""
+    fails is that scene's line (a problem), the others go on. One deadline for the whole
+    answer: a scene past it is a 504 line, and so is each after; a scene whose line is a
+    problem left nothing stored."""
     total = ReadReport(mode=body.mode)
     events: list[Any] = []
-    # One deadline for the whole answer: a scene past it is a 504 line, and so is each after.
-    deadline = time.monotonic() + state.timeout_s
-    try:
-        for index, scene in enumerate(scenes):
-            report = ReadReport()
-            try:
-                items = await within_deadline(
-                    state.reader.aget_memory(
-                        [scene],
-                        type=body.type,
-                        info=body.info,
-                        mode=body.mode,
-                        custom_tags=body.custom_tags,
-                        report=report,
-                    ),
-                    max(0.0, deadline - time.monotonic()),
-                    "the read",
+    for index, scene in enumerate(scenes):
+        try:
+            async with state.read_turn(deadline, "the read"):
+                items, report, written = await within_deadline(
+                    _read_scene(state, body, scene, index, deadline), deadline, "the read"
                 )
-                for item in items[0]:
-                    for source in item.metadata.sources:
-                        source.scene_index = index
-                for window in report.windows:
-                    window.scene_index = index
-                total.windows.extend(report.windows)
-                state.metrics.observe_read(report, len(items[0]))
-                if body.store:
-                    remaining = max(0.0, deadline - time.monotonic())
-                    events.extend(
-                        await within_deadline(_store(state, items), remaining, "the write")
-                    )
-                line: dict[str, Any] = {
-                    "scene": index,
-                    "items": _items_json(items[0], body.include_embeddings),
-                }
-            except Exception as exc:  # this scene's line (a problem); the others go on
-                problem = problem_for(exc)
-                line = {"scene": index, "problem": problem.body()}
-            yield (json.dumps(line, ensure_ascii=False) + "\n").encode()
-    finally:
-        release()
+            total.windows.extend(report.windows)
+            events.extend(written)
+            line: dict[str, Any] = {
+                "scene": index,
+                "items": _items_json(items, body.include_embeddings),
+            }
+        except Exception as exc:  # this scene's line (a problem); the others go on
+            line = {"scene": index, "problem": problem_for(exc).body()}
+        yield (json.dumps(line, ensure_ascii=False) + "\n").encode()
     done = {"done": True, "report": total.to_dict(), "events": events if body.store else None}
     yield (json.dumps(done, ensure_ascii=False) + "\n").encode()
+
+
+async def _read_scene(
+    state: ServiceState, body: ReadRequest, scene: Any, index: int, deadline: Deadline
+) -> tuple[list[TextualMemoryItem], ReadReport, list[Any]]:
+    """One scene of an NDJSON read: its items, its report and, stored, its write events."""
+    report = ReadReport()
+    items = await state.reader.aget_memory(
+        [scene],
+        type=body.type,
+        info=body.info,
+        mode=body.mode,
+        custom_tags=body.custom_tags,
+        report=report,
+        deadline=deadline,
+    )
+    for item in items[0]:
+        for source in item.metadata.sources:
+            source.scene_index = index
+    for window in report.windows:
+        window.scene_index = index
+    state.metrics.observe_read(report, len(items[0]))
+    written = await _store(state, items, deadline) if body.store else []
+    return items[0], report, written
 
 
 @router.post("/v1/refine", tags=["read"])
@@ -171,6 +179,7 @@ async def refine(body: RefineRequest, request: Request) -> Response:
     key may use."""
     state = _state(request)
     principal = state.principal(request)
+    deadline = state.deadline(request)
     for n, raw in enumerate(body.items):
         metadata = raw.get("metadata")
         user_id = metadata.get("user_id") if isinstance(metadata, dict) else None
@@ -179,17 +188,21 @@ async def refine(body: RefineRequest, request: Request) -> Response:
         _ = state.store
 
     async def answer() -> Response:
-        async with state.slots.hold(principal.name):
-            report = ReadReport()
+        report = ReadReport()
 
-            async def work() -> tuple[list[list[TextualMemoryItem]], Any]:
-                items = await state.reader.afine_transfer_simple_mem(
-                    body.items, type=body.type, custom_tags=body.custom_tags, report=report
-                )
-                state.metrics.observe_read(report, sum(len(group) for group in items))
-                return items, await _store(state, items) if body.store else None
+        async def work() -> tuple[list[list[TextualMemoryItem]], Any]:
+            items = await state.reader.afine_transfer_simple_mem(
+                body.items,
+                type=body.type,
+                custom_tags=body.custom_tags,
+                report=report,
+                deadline=deadline,
+            )
+            state.metrics.observe_read(report, sum(len(group) for group in items))
+            return items, await _store(state, items, deadline) if body.store else None
 
-            items, events = await within_deadline(work(), state.timeout_s, "the refinement")
+        async with state.read_turn(deadline, "the refinement"):
+            items, events = await within_deadline(work(), deadline, "the refinement")
         return json_response(
             {
                 "items": [_items_json(group, body.include_embeddings) for group in items],

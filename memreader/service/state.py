@@ -6,20 +6,24 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 from starlette.requests import Request
 from starlette.responses import Response
 
 from memreader.categories.maintainer import maintainer_for
+from memreader.deadlines import Deadline, in_thread
 from memreader.errors import StoreError
 from memreader.readers.base import BaseMemReader
+from memreader.service.admission import admitted_principal, request_deadline
 from memreader.service.config import ServiceConfig
 from memreader.service.idempotency import IdempotencyCache, StoredAnswer
 from memreader.service.jobs import JobManager
 from memreader.service.keys import LOCAL_PRINCIPAL, KeyRing, Principal
-from memreader.service.limits import KeySlots, within_deadline
+from memreader.service.limits import KeySlots, deadline_problem
 from memreader.service.metrics import ServiceMetrics
 from memreader.service.problems import ProblemError, shown
 from memreader.service.reading import http_reader_config
@@ -60,6 +64,15 @@ class ServiceState:
         )
         self.metrics = ServiceMetrics()
         self.timeout_s = settings.request_timeout_s
+        #: Reads and refinements running at once in the whole service; a read waits for a
+        #: turn within its deadline.
+        self.max_reads = settings.max_concurrent_reads or os.cpu_count() or 1
+        self._reads = asyncio.Semaphore(self.max_reads)
+        # The store calls of search/get/history/forget run here, not on the loop's default
+        # executor where reads run their steps: one key's reads never queue another's search.
+        self.store_pool = ThreadPoolExecutor(
+            max_workers=max(4, self.max_reads), thread_name_prefix="memreader-store"
+        )
         self.jobs = JobManager(
             reader=self.reader_config.model_dump(mode="python"),
             store_url=config.store_url,
@@ -93,14 +106,28 @@ class ServiceState:
         return self._store
 
     def principal(self, request: Request) -> Principal:
-        """Who sent ``request`` (``Authorization: Bearer KEY``).
+        """Who sent ``request``: what admission found from its headers
+        (:mod:`memreader.service.admission`), else authenticated now.
+
+        Raises:
+            ProblemError: 401, no key or an unknown one (when keys are configured).
+        """
+        found = admitted_principal(request)
+        return found if found is not None else self.authenticate(request.headers)
+
+    def deadline(self, request: Request) -> Deadline:
+        """The request's deadline, counted from its first byte (``request_timeout_s``)."""
+        return request_deadline(request, self.timeout_s)
+
+    def authenticate(self, headers: Mapping[str, str]) -> Principal:
+        """Who sends ``headers`` (``Authorization: Bearer KEY``).
 
         Raises:
             ProblemError: 401, no key or an unknown one (when keys are configured).
         """
         if not self.keys:
             return LOCAL_PRINCIPAL
-        scheme, _, presented = request.headers.get("authorization", "").partition(" ")
+        scheme, _, presented = headers.get("authorization", "").partition(" ")
         found = self.keys.find(presented.strip()) if scheme.lower() == "bearer" else None
         if found is None:
             raise ProblemError(
@@ -132,9 +159,51 @@ class ServiceState:
             )
         return user_id
 
-    async def blocking(self, call: Callable[[], T], what: str) -> T:
-        """Run a blocking call (the store) in a worker thread, within the deadline."""
-        return await within_deadline(asyncio.to_thread(call), self.timeout_s, what)
+    async def blocking(
+        self,
+        call: Callable[[], T],
+        what: str,
+        deadline: Deadline | None = None,
+        *,
+        writes: bool = False,
+    ) -> T:
+        """Run a blocking store call on the store's own threads and wait until it has ended
+        (a thread cannot be stopped: the request holds its slot until then). A call that
+        reads and ended past ``deadline`` (default: ``request_timeout_s`` from now) is 504; one
+        that ``writes`` is answered with what it did, however late (it is committed).
+
+        Raises:
+            ProblemError: 504, a reading call past the deadline.
+        """
+        deadline = deadline if deadline is not None else Deadline.after(self.timeout_s)
+        if deadline.expired:
+            raise deadline_problem(deadline, what)
+        result = await in_thread(call, executor=self.store_pool, keep_result=writes)
+        if not writes and deadline.expired:
+            raise deadline_problem(deadline, what)
+        return result
+
+    @asynccontextmanager
+    async def read_turn(self, deadline: Deadline, what: str) -> AsyncIterator[None]:
+        """Hold one of the service's ``max_concurrent_reads`` turns for the block, waiting
+        for one within ``deadline``.
+
+        Raises:
+            ProblemError: 504, no turn came free before the deadline.
+        """
+        remaining = deadline.remaining
+        if deadline.expired:
+            raise deadline_problem(deadline, f"{what} (waiting for a free reader)")
+        try:
+            await asyncio.wait_for(
+                self._reads.acquire(), None if remaining == float("inf") else remaining
+            )
+        except TimeoutError:
+            raise deadline_problem(deadline, f"{what} (waiting for a free reader)") from None
+        try:
+            yield
+        finally:
+            self._reads.release()
 
     async def idempotent(
         self,
@@ -173,6 +242,7 @@ class ServiceState:
     def close(self) -> None:
         """Cancel the jobs, close the store and the reader."""
         self.jobs.close()
+        self.store_pool.shutdown(wait=True)
         if self._store is not None:
             self._store.close()
         self.reader.close()

@@ -1,0 +1,118 @@
+"""Admission: who a request is and whether it may start, decided from its headers alone.
+
+The middleware runs before anything reads a body. A request to ``/v1/`` without a valid key is
+401 at once (a 7 MB body is never read, a malformed one never parsed); a valid one gets its
+principal and its deadline (``request_timeout_s``, counted from here) in the ASGI scope, where
+the routes read them. A request to a route that does heavy work (reads, refinements, the store
+routes) takes one of its key's slots here and holds it until its ASGI call ends: a body still
+arriving counts, and so does a streamed answer until its last line is sent or the client went
+away (and the routes never end their call before their work has stopped, so the slot is held
+until then). All slots taken: 429 with ``Retry-After``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from starlette.datastructures import Headers
+from starlette.requests import HTTPConnection
+from starlette.routing import BaseRoute, Match
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from memreader.deadlines import Deadline
+from memreader.service.keys import Principal
+from memreader.service.problems import ProblemError, problem_response
+
+if TYPE_CHECKING:
+    from memreader.service.state import ServiceState
+
+__all__ = ["DEADLINE", "PRINCIPAL", "Admission", "request_deadline", "takes_slot"]
+
+#: Scope keys of what admission decided.
+PRINCIPAL = "memreader.principal"
+DEADLINE = "memreader.deadline"
+
+#: Routes whose requests hold one of their key's slots (``max_concurrent_per_key``).
+_SLOT_PATHS = ("/v1/read", "/v1/refine")
+_SLOT_PREFIX = "/v1/memories"
+
+
+def takes_slot(path: str) -> bool:
+    """Whether a request to ``path`` holds one of its key's slots while it runs.
+
+    >>> takes_slot("/v1/read"), takes_slot("/v1/memories/search"), takes_slot("/v1/jobs")
+    (True, True, False)
+    """
+    return path in _SLOT_PATHS or path == _SLOT_PREFIX or path.startswith(_SLOT_PREFIX + "/")
+
+
+class Admission:
+    """ASGI middleware (see the module docstring)."""
+
+    def __init__(self, app: ASGIApp, state: ServiceState, routes: Sequence[BaseRoute]) -> None:
+        self.app = app
+        self.state = state
+        self.routes = tuple(routes)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        route = self._route(scope) if scope["type"] == "http" and path.startswith("/v1/") else None
+        if route is None:
+            await self.app(scope, receive, send)  # an unknown path is 404, key or none
+            return
+        try:
+            principal = self.state.authenticate(Headers(scope=scope))
+        except ProblemError as problem:
+            await _refuse(problem, route, scope, receive, send)
+            return
+        scope[PRINCIPAL] = principal
+        scope[DEADLINE] = Deadline.after(self.state.timeout_s, what=f"{scope['method']} {path}")
+        if not takes_slot(path):
+            await self.app(scope, receive, send)
+            return
+        try:
+            release = self.state.slots.acquire(principal.name)
+        except ProblemError as problem:
+            await _refuse(problem, route, scope, receive, send)
+            return
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            release()
+
+    def _route(self, scope: Scope) -> BaseRoute | None:
+        """The route serving this path (under any method: a wrong one is 405), if any."""
+        partial = None
+        for route in self.routes:
+            match, _ = route.matches(scope)
+            if match is Match.FULL:
+                return route
+            if match is Match.PARTIAL and partial is None:
+                partial = route
+        return partial
+
+
+async def _refuse(
+    problem: ProblemError, route: BaseRoute, scope: Scope, receive: Receive, send: Send
+) -> None:
+    """Answer ``problem`` without reading the body; the metrics count it under its route."""
+    scope["route"] = route
+    await problem_response(problem, scope.get("path", ""))(scope, receive, send)
+
+
+def admitted_principal(connection: HTTPConnection) -> Principal | None:
+    """The principal admission found for this request (``None`` outside the middleware)."""
+    found = connection.scope.get(PRINCIPAL)
+    return found if isinstance(found, Principal) else None
+
+
+def request_deadline(connection: HTTPConnection, seconds: float) -> Deadline:
+    """The request's deadline (from its first byte); a new one of ``seconds`` outside the
+    middleware."""
+    found = connection.scope.get(DEADLINE)
+    if isinstance(found, Deadline):
+        return found
+    deadline = Deadline.after(seconds, what=connection.url.path)
+    connection.scope[DEADLINE] = deadline
+    return deadline
