@@ -61,16 +61,18 @@ def until_closed(sock: socket.socket, trickle: bytes = b"") -> tuple[bytes, int]
     answer = b""
     sent = 0
     for _ in range(MAX_STEPS):
-        if trickle:
+        # Read before each byte: an answer that came is read before a byte sent after the
+        # close could make the peer reset the connection.
+        got = read_some(sock)
+        if got == b"":
+            return answer, sent
+        answer += got or b""
+        if trickle and not got:
             try:
                 sock.send(trickle[sent % len(trickle) : sent % len(trickle) + 1])
                 sent += 1
             except (BrokenPipeError, ConnectionResetError):
                 return answer, sent
-        got = read_some(sock)
-        if got == b"":
-            return answer, sent
-        answer += got or b""
     raise AssertionError(f"the server kept the connection open (it answered {answer[:80]!r})")
 
 
