@@ -11,6 +11,7 @@ import socket
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -215,3 +216,20 @@ def test_the_access_log_never_shows_a_query_string() -> None:
 def test_the_query_filter_leaves_other_records_alone() -> None:
     record = logging.LogRecord("uvicorn.access", 20, "", 0, "%s", ("plain",), None)
     assert QueryOmitted().filter(record) and record.args == ("plain",)
+
+
+def test_memreader_serve_runs_the_guarded_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memreader.cli import main
+    from memreader.service import server
+
+    served: list[Any] = []
+    monkeypatch.setattr(server.uvicorn.Server, "run", lambda self: served.append(self.config))
+    config = tmp_path / "reader.yaml"
+    config.write_text("config: {embedder: null}\nservice: {max_connections_per_client: 7}\n")
+    assert main(["serve", "--config", str(config), "--port", "0"]) == 0
+    (uvicorn_config,) = served
+    assert issubclass(uvicorn_config.http, server.GuardedH11Protocol)
+    assert uvicorn_config.http.guard.max_per_client == 7
+    assert uvicorn_config.log_config["loggers"]["uvicorn.access"]["filters"] == ["no_query"]
