@@ -496,21 +496,24 @@ def test_openai_429_retry_after_is_honoured(server: LLMTestServer) -> None:
         ]
     )
     client = build_llm(openai_cfg(server, backoff_max=1.0))
-    started = time.monotonic()
+    # The wait asked for is recorded, not timed (a clock measures the machine's load too).
+    slept: list[float] = []
+    client.retry.sleep = slept.append  # type: ignore[attr-defined]
     answer = client.complete(MESSAGES, schema=SCHEMA)
-    assert time.monotonic() - started >= 0.3
+    assert slept == [0.3]
     assert answer.attempts == 2 and answer.parsed == {"memories": []}
-    gap = server.requests[1].received_at - server.requests[0].received_at
-    assert gap >= 0.3
+    assert len(server.requests) == 2
 
 
 def test_openai_retry_after_is_capped_by_backoff_max(server: LLMTestServer) -> None:
     server.script(
         [Reply(status=429, body=openai_error("slow"), headers={"Retry-After": "600"}), "{}"]
     )
-    started = time.monotonic()
-    answer = build_llm(openai_cfg(server, backoff_max=0.05)).complete(MESSAGES, schema=SCHEMA)
-    assert answer.attempts == 2 and time.monotonic() - started < 2
+    client = build_llm(openai_cfg(server, backoff_max=0.05))
+    slept: list[float] = []
+    client.retry.sleep = slept.append  # type: ignore[attr-defined]
+    answer = client.complete(MESSAGES, schema=SCHEMA)
+    assert answer.attempts == 2 and slept == [0.05]  # the 600 s asked for, capped
 
 
 def test_openai_429_exhausted(server: LLMTestServer) -> None:
@@ -558,11 +561,10 @@ def test_openai_4xx_not_retried(server: LLMTestServer, status: int) -> None:
 def test_openai_timeout_retried_then_raised(server: LLMTestServer) -> None:
     server.responder = lambda req: Reply(body=openai_completion("{}"), delay=3)
     client = build_llm(openai_cfg(server, timeout=0.25, max_retries=1))
-    started = time.monotonic()
-    with pytest.raises(LLMTimeoutError) as info:
+    # Each answer comes after 3 s: only the 0.25 s timeout ends an attempt (counted: two).
+    with pytest.raises(LLMTimeoutError, match=r"timeout=0.25s") as info:
         client.complete(MESSAGES, schema=SCHEMA)
     assert info.value.attempts == 2 and len(server.requests) == 2
-    assert time.monotonic() - started < 2.5
 
 
 def test_openai_connection_error_retried() -> None:

@@ -334,10 +334,10 @@ def test_the_deadline_and_the_size_cap_apply_around_a_transport(backend: str) ->
         backend=backend, model="m", base_url=url, timeout=0.3, max_retries=0,
         transport=stalling(lib),
     )  # fmt: skip
-    started = time.monotonic()
+    # The body never ends: only the deadline can end the call, as its typed error says (the
+    # 60 s only bounds a hang; no test asserts a time).
     with pytest.raises(LLMTimeoutError, match=r"timeout=0.3s"):
-        finishes_within(10, lambda: build_llm(slow).complete([{"role": "user", "content": "x"}]))
-    assert time.monotonic() - started < 3
+        finishes_within(60, lambda: build_llm(slow).complete([{"role": "user", "content": "x"}]))
 
     big = lib.MockTransport(lambda request: lib.Response(200, content=b"x" * 10_000))
     capped = LLMConfig(
@@ -360,10 +360,8 @@ def test_the_deadline_applies_around_an_embedder_transport() -> None:
             },
         }
     )
-    started = time.monotonic()
     with pytest.raises(Exception, match=r"timed out: no complete answer within timeout=0.3s"):
-        finishes_within(10, lambda: embedder.embed(["x"]))
-    assert time.monotonic() - started < 3
+        finishes_within(60, lambda: embedder.embed(["x"]))
 
 
 # -- a transport is no data: never shown, not dumped, told apart by identity ----------------------
