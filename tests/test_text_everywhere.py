@@ -356,3 +356,23 @@ def test_a_batch_records_the_bad_scene_and_goes_on(tmp_path: Path) -> None:
     assert len(texts) == 2 and all("I like tea" in t for t in texts)
     for text in texts:
         text.encode("utf-8")
+
+
+def test_the_cli_names_the_bad_text_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The JSONL writer used to meet the surrogate (UnicodeEncodeError, a traceback).
+    from memreader import cli
+
+    call = {"function": {"name": "f", "arguments": {"q": "tea" + SURROGATE}}}
+    scenes = [
+        [{"role": "user", "content": "I like tea."}],
+        [{"role": "assistant", "tool_calls": [call]}],
+    ]
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps(scenes), encoding="utf-8")  # the surrogate as a JSON escape
+    out = tmp_path / "items.jsonl"
+    status = cli.main(["read", str(path), "--no-embedding", "--no-progress", "-o", str(out)])
+    error = capsys.readouterr().err
+    assert status == 2 and not out.exists()
+    assert "scene 1, message 0: tool call arguments['q'] holds a lone surrogate" in error
