@@ -7,9 +7,12 @@ from __future__ import annotations
 import pickle
 import sqlite3
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import yaml
 
@@ -17,9 +20,12 @@ from memreader.batch.job import load_job
 from memreader.batch.run import run_job
 from memreader.batch.runner import InputCancelled, InputResult
 from memreader.batch.sinks import store as store_sink
+from memreader.factory import MemReaderConfigFactory
 from memreader.pipeline import Step
+from memreader.service import ServiceConfig, ServiceSettings, create_app
 from memreader.service.jobs import JobState
 
+from .service_server import running
 from .test_batch import chat_lines
 
 pytestmark = pytest.mark.timeout(120)
@@ -28,6 +34,8 @@ CANCEL = threading.Event()
 CALLS: list[int] = []
 #: The reader call (one per batch of one scene) after which :class:`CancelAt` cancels.
 CANCEL_AT = 3
+#: Called too when :class:`CancelAt` cancels (a service job's own cancel).
+HOOKS: list[Callable[[], None]] = []
 
 
 class CancelAt(Step):
@@ -41,27 +49,24 @@ class CancelAt(Step):
         CALLS.append(1)
         if len(CALLS) >= CANCEL_AT:
             CANCEL.set()
+            for hook in HOOKS:
+                hook()
 
 
 STEP = {"step": "tests.test_batch_cancel_store:CancelAt"}
+
+
+READER = {
+    "embedder": {"backend": "hash"},
+    "pipeline": {"insert_before": {"embed": [STEP]}, "allow_imports": True},
+}
 
 
 def _job(folder: Path) -> Path:
     (folder / "in").mkdir()
     (folder / "in" / "a.jsonl").write_text(chat_lines(6, "a"))
     job = {
-        "reader": {
-            "backend": "simple_struct",
-            "config": {
-                "embedder": {"backend": "hash"},
-                "pipeline": {
-                    "insert_before": {
-                        "embed": [{"step": "tests.test_batch_cancel_store:CancelAt"}]
-                    },
-                    "allow_imports": True,
-                },
-            },
-        },
+        "reader": {"backend": "simple_struct", "config": READER},
         "inputs": [{"path": "in", "user_id": {"from": "constant", "value": "u1"}}],
         "output": {"store": "sqlite:///m.db"},
         "scenes_per_call": 1,
@@ -111,3 +116,34 @@ def test_a_cut_short_result_comes_back_whole_from_a_worker_process() -> None:
     back = pickle.loads(pickle.dumps(InputCancelled("a.jsonl", result)))
     assert back.result is not None and back.result.counts["items"] == 7
     assert pickle.loads(pickle.dumps(InputCancelled("b"))).result is None
+
+
+def test_a_cancelled_service_job_reports_the_rows_it_wrote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store_sink, "PART_ITEMS", 1)
+    CALLS.clear()
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "a.jsonl").write_text(chat_lines(6, "a"))
+    factory = MemReaderConfigFactory.from_dict({"config": {**READER, "store": "sqlite:///m.db"}})
+    settings = ServiceSettings(jobs={"input_roots": ["data"]})
+    app = create_app(ServiceConfig(factory, settings, base_dir=str(tmp_path)))
+    jobs = app.state.service.jobs
+    # The job's own cancel, as DELETE /v1/jobs/{id} sets it, at the third batch.
+    HOOKS.append(lambda: [job.cancel.set() for job in jobs._jobs.values()])
+    try:
+        with running(app) as url:
+            spec = {"inputs": [{"path": "a.jsonl"}], "scenes_per_call": 1}
+            job_id = httpx.post(f"{url}/v1/jobs", json=spec).json()["id"]
+            for _ in range(600):  # bounded wait for the job to end
+                job = httpx.get(f"{url}/v1/jobs/{job_id}").json()
+                if job["status"] not in ("running", "cancelling"):
+                    break
+                time.sleep(0.05)
+    finally:
+        HOOKS.clear()
+    written = _rows(tmp_path / "m.db")
+    assert job["status"] == "cancelled" and written > 0, job
+    assert job["progress"]["items"] == written == job["summary"]["counts"]["items"]
+    assert job["progress"]["inputs_cut_short"] == 1 == job["summary"]["cut_short"]
+    assert job["progress"]["inputs_done"] == 0
