@@ -183,7 +183,7 @@ def test_keyboard_only_and_phone_width(page: WebDriver) -> None:
     page.set_window_size(390, 844)
     tab_to(page, "#load-example")
     press(page, Keys.ENTER)
-    assert "Lisbon" in page.find_element(By.ID, "chat-input").get_attribute("value")
+    assert "Lisbon" in (page.find_element(By.ID, "chat-input").get_attribute("value") or "")
     tab_to(page, "#read-button")
     # The focus is visible: an outline on the focused control.
     assert js(page, "return getComputedStyle(document.activeElement).outlineStyle") == "solid"
@@ -256,12 +256,26 @@ def test_untrusted_text_stays_text(page: WebDriver) -> None:
 
 
 def test_problems_show_their_detail(page: WebDriver) -> None:
+    # No LLM configured: the page asked the service, and fine mode is off, saying why.
+    wait(page, lambda d: js(d, "return document.documentElement.dataset.modes") == "checked")
+    fine = page.find_element(By.CSS_SELECTOR, 'input[name="mode"][value="fine"]')
+    assert not fine.is_enabled()
+    assert "not available: this service has no LLM" in page.find_element(By.ID, "fine-hint").text
     click(page, "#load-example")
-    click(page, 'input[name="mode"][value="fine"]')  # no LLM configured: a 422 problem
+    # Forced on anyway (an old page, say): the 422 is said in the page's words, by the button.
+    js(page, "arguments[0].disabled = false; arguments[0].checked = true", fine)
+    js(page, "window.scrollTo(0, document.body.scrollHeight)")
     click(page, "#read-button")
     error = page.find_element(By.ID, "read-error")
     wait(page, lambda _: error.is_displayed())
-    assert "422" in error.text and "LLM" in error.text
+    assert "Fine mode is not available here (422)" in error.text and "fast mode" in error.text
+    assert "mode='fast'" not in error.text and "reader config" not in error.text
+    assert not fine.is_enabled() and not page.find_element(By.ID, "results").is_displayed()
+    in_view = (
+        "const r = arguments[0].getBoundingClientRect();"
+        " return r.top >= 0 && r.bottom <= innerHeight"
+    )
+    assert js(page, in_view, error)  # scrolled to where the user looks
     # An input error names the message, which the page outlines.
     scene = [{"role": "user", "content": "hi"}, {"role": "robot", "content": "beep"}]
     js(page, "document.getElementById('chat-input').value = arguments[0]", json.dumps(scene))

@@ -104,7 +104,9 @@ def test_index_md_as_text_at_phone_width(page: WebDriver) -> None:
     wait(page, lambda _: shown.is_displayed() and text_of(page, shown))
     assert shown.tag_name == "pre"
     assert text_of(page, shown).startswith(f"# Memory of {USER}")
-    assert page.find_elements(By.CSS_SELECTOR, "#memory-file *") == []  # text, not HTML
+    # Text, not HTML: blocks of plain text (laid out only on screen), nothing else.
+    assert page.find_elements(By.CSS_SELECTOR, "#memory-file :not(span.chunk)") == []
+    assert page.find_elements(By.CSS_SELECTOR, "#memory-file .chunk *") == []
     # A category's own file, from its button.
     click(page, "#show-categories")
     category = shown_categories(page)[0]

@@ -29,6 +29,7 @@ from memreader.service import routes_categories, routes_jobs, routes_memories, r
 from memreader.service.admission import Admission
 from memreader.service.bodies import BodyLimit
 from memreader.service.config import ServiceConfig
+from memreader.service.docs_page import add_docs_page
 from memreader.service.metrics import CONTENT_TYPE
 from memreader.service.problems import ProblemError, problem_for, problem_response
 from memreader.service.state import ServiceState, json_response
@@ -67,6 +68,9 @@ def create_app(
         description="Chats and documents into memory items with exact provenance; a memory "
         "store to search, trace and forget them.",
         lifespan=lifespan,
+        # Swagger UI and ReDoc load from a CDN (blank offline): /docs is a page of our own.
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.service = state
     routers = (routes_read, routes_memories, routes_jobs, routes_categories)
@@ -74,6 +78,7 @@ def create_app(
         app.include_router(module.router)
     _add_handlers(app)
     _add_operations(app, state)
+    add_docs_page(app)
     if config.settings.ui:
         static = resources.files("memreader.service") / "static"
         app.mount("/ui", _Page(directory=str(static), html=True), name="ui")
@@ -91,10 +96,13 @@ def create_app(
 
 
 def _add_operations(app: FastAPI, state: ServiceState) -> None:
+    fine_mode = _has_llm(state.reader)
+
     @app.get("/healthz", tags=["operations"])
     async def healthz() -> Response:
-        """Liveness: 200 while the process serves."""
-        return json_response({"status": "ok", "version": __version__})
+        """Liveness: 200 while the process serves; ``fine_mode`` says whether the reader has
+        an LLM (the page offers fine mode only then)."""
+        return json_response({"status": "ok", "version": __version__, "fine_mode": fine_mode})
 
     @app.get("/metrics", tags=["operations"])
     async def metrics() -> Response:
@@ -104,6 +112,12 @@ def _add_operations(app: FastAPI, state: ServiceState) -> None:
     @app.get("/", include_in_schema=False)
     async def home() -> Response:
         return RedirectResponse("/ui/" if state.config.settings.ui else "/docs")
+
+
+def _has_llm(reader: BaseMemReader) -> bool:
+    """Whether ``reader`` can read in fine mode (its config names an LLM)."""
+    resolve = getattr(reader.config, "resolve", None)
+    return bool(callable(resolve) and resolve("llm") is not None)
 
 
 def _add_handlers(app: FastAPI) -> None:

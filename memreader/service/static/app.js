@@ -4,8 +4,11 @@
 
 import { categoriesOpen, initCategories, refreshCategories } from "./categories.js";
 import {
-  $, api, el, fmt, plural, Problem, problemOf, setStatus, showProblem, userId, validity,
+  $, api, chunks, codePoints, el, expander, fmt, longText, plural, preview, PREVIEW, Problem,
+  problemOf, setStatus, short, showProblem, userId, validity,
 } from "./common.js";
+
+const count = new Intl.NumberFormat("en");
 
 const KEY_STORAGE = "memreader.apiKey";
 const ROLES = new Set(["system", "developer", "user", "assistant", "tool", "function"]);
@@ -41,7 +44,8 @@ const EXAMPLE_CHAT = [
 const state = {
   file: null, // {name, data (base64)} while a file waits to be read
   busy: false,
-  slots: new Map(), // "scene:message:part" -> {node, text}: the text a span indexes
+  slots: new Map(), // "scene:message:part" -> {node, text, ...}: the text a span indexes
+  fine: null, // whether the service can read in fine mode (null: not known yet)
   last: null, // {request, answer, items (flat), selected}
 };
 
@@ -151,7 +155,7 @@ function setFile(file) {
   state.file = file;
   $("file-status").hidden = !file;
   const size = file ? Math.ceil(file.size / 1024) : 0;
-  $("file-name").textContent = file ? `File to read: ${file.name} (${size} KB)` : "";
+  $("file-name").textContent = file ? `File to read: ${short(file.name, 120)} (${size} KB)` : "";
   if (!file) $("file-input").value = "";
 }
 
@@ -182,9 +186,10 @@ async function onRead(event) {
   $("read-form").setAttribute("aria-busy", "true");
   setStatus("read-status", `Reading in ${request.mode} mode…`);
   renderOriginal(request);
-  $("results").hidden = false;
+  $("results").hidden = true; // shown with the answer: a failure stays by the Read button
   try {
     showAnswer(request, await api("POST", "v1/read", request));
+    $("results").hidden = false;
     // Stored items change the user's categories: an open panel shows the new state.
     if (request.store && categoriesOpen()) refreshCategories();
   } catch (error) {
@@ -196,17 +201,50 @@ async function onRead(event) {
 }
 
 function readFailed(error) {
-  const problem = problemOf(error);
+  let problem = problemOf(error);
+  if (problem.error === "LLMRequiredError") {
+    // Said in the page's terms, not the library's (`mode='fast'`, reader config keys).
+    setFineAvailable(false);
+    problem = { ...problem, title: "Fine mode is not available here", detail: NO_LLM };
+  }
   setStatus("read-status", "The read failed.");
-  showProblem("read-error", problem);
   $("windows").replaceChildren();
   $("items").replaceChildren();
   $("events").hidden = true;
-  // An input error names the message: outline it in the original.
-  const slot = document.querySelector(
-    `[data-scene="${problem.scene_index}"][data-message="${problem.message_index}"]`,
-  );
-  if (slot) slot.classList.add("has-problem");
+  // An input error names the message: outline it in the original (shown for that).
+  const scene = Number(problem.scene_index);
+  const message = Number(problem.message_index);
+  const slot = Number.isInteger(scene) && Number.isInteger(message)
+    ? document.querySelector(`[data-scene="${scene}"][data-message="${message}"]`)
+    : null;
+  if (slot) {
+    slot.classList.add("has-problem");
+    $("results").hidden = false;
+  }
+  showProblem("read-error", problem);
+}
+
+const NO_LLM = "This service has no language model (LLM) configured, and fine mode needs one. "
+  + "Read in fast mode, or ask whoever runs the service to configure an LLM.";
+
+/** Enable or disable the fine option, saying why when it is off. */
+function setFineAvailable(available) {
+  state.fine = available;
+  const fine = document.querySelector('input[name="mode"][value="fine"]');
+  fine.disabled = !available;
+  $("fine-hint").textContent = available ? "(needs an LLM)" : "(not available: this service has no LLM)";
+  if (!available && fine.checked) document.querySelector('input[name="mode"][value="fast"]').checked = true;
+}
+
+/** Ask the service whether fine mode can work here (GET /healthz says `fine_mode`). */
+async function checkModes() {
+  try {
+    const health = await api("GET", "healthz");
+    if (typeof health.fine_mode === "boolean") setFineAvailable(health.fine_mode);
+  } catch {
+    // unknown: the option stays, and a read says why if it fails
+  }
+  document.documentElement.dataset.modes = "checked"; // tests wait for this
 }
 
 function showAnswer(request, answer) {
@@ -230,11 +268,11 @@ function renderWindows(report) {
     el(
       "li",
       {},
-      `Scene ${w.scene_index}, window ${w.window_index}: `,
-      el("span", { className: `badge status-${w.status}` }, w.status),
+      `Scene ${short(w.scene_index, 20)}, window ${short(w.window_index, 20)}: `,
+      el("span", { className: `badge status-${short(w.status, 40)}` }, short(w.status, 40)),
       ` ${plural(w.items, "item")}`,
-      w.fallback_reason ? el("span", { className: "hint" }, ` — fallback: ${w.fallback_reason}`) : null,
-      w.error ? el("span", { className: "error-text" }, ` — error: ${w.error}`) : null,
+      w.fallback_reason ? el("span", { className: "hint" }, ` — fallback: ${short(w.fallback_reason, 500)}`) : null,
+      w.error ? el("span", { className: "error-text" }, ` — error: ${short(w.error, 500)}`) : null,
     ),
   );
   $("windows").replaceChildren(...(rows.length ? rows : [el("li", {}, "No windows.")]));
@@ -255,7 +293,9 @@ function renderItems(itemsPerScene) {
   const list = [];
   itemsPerScene.forEach((items, scene) => {
     if (itemsPerScene.length > 1) list.push(el("li", { className: "scene-label" }, `Scene ${scene}`));
-    for (const item of items) list.push(el("li", {}, itemButton(item)));
+    // A long memory shows its start in the button; the whole is a click away, beside it (a
+    // button cannot hold another).
+    for (const item of items) list.push(el("li", {}, itemButton(item), expander(item.memory)));
   });
   $("items").replaceChildren(...(list.length ? list : [el("li", {}, "No items.")]));
 }
@@ -266,14 +306,14 @@ function itemButton(item) {
   const button = el(
     "button",
     { type: "button", className: "item", "aria-pressed": "false", "data-item-id": item.id },
-    el("span", { className: "item-text" }, item.memory),
+    el("span", { className: "item-text" }, preview(item.memory)),
     el(
       "span",
       { className: "item-meta" },
-      el("span", { className: "badge" }, meta.memory_type),
+      el("span", { className: "badge" }, short(meta.memory_type, 40)),
       el("span", { className: "badge" }, `importance ${fmt(meta.importance)}`),
-      el("span", { className: "badge" }, validity(meta.valid_from, meta.valid_to)),
-      el("span", { className: "badge" }, meta.status),
+      el("span", { className: "badge" }, short(validity(meta.valid_from, meta.valid_to), 120)),
+      el("span", { className: "badge" }, short(meta.status, 40)),
     ),
   );
   button.addEventListener("click", () => selectItem(item, button));
@@ -309,7 +349,7 @@ function renderOriginal(request) {
 }
 
 function docBlock(doc, s) {
-  const name = doc && doc.file ? doc.file.filename : `document ${s}`;
+  const name = short(doc && doc.file ? doc.file.filename : `document ${s}`, 120);
   return el(
     "section",
     { className: "scene", "aria-label": `Document ${s}` },
@@ -329,8 +369,8 @@ function messageBlock(message, s, m) {
     el(
       "header",
       {},
-      el("strong", {}, message.role || "text"),
-      message.chat_time ? el("time", {}, ` ${message.chat_time}`) : null,
+      el("strong", {}, short(message.role || "text", 40)),
+      message.chat_time ? el("time", {}, ` ${short(message.chat_time, 60)}`) : null,
       el("span", { className: "hint" }, ` · message ${m}`),
     ),
     parts,
@@ -342,7 +382,7 @@ function partNode(part, s, m, p) {
   if (part && (part.type === "text" || part.type === "refusal")) {
     return textSlot(String(part.text ?? part.refusal ?? ""), s, m, p);
   }
-  return el("p", { className: "placeholder" }, `[${(part && part.type) || "part"} ${p}]`);
+  return el("p", { className: "placeholder" }, `[${short((part && part.type) || "part", 40)} ${p}]`);
 }
 
 function slotKey(s, m, p) {
@@ -350,26 +390,47 @@ function slotKey(s, m, p) {
 }
 
 function textSlot(text, s, m, p) {
-  const node = el("p", { className: "text" }, text);
-  state.slots.set(slotKey(s, m, p), { node, text });
-  return node;
+  const node = el("div", { className: "text" });
+  const slot = { node, text, full: false, index: null, more: null };
+  if (text.length > PREVIEW) {
+    slot.more = el("button", { type: "button", className: "show-all", "aria-expanded": "false" });
+    slot.more.addEventListener("click", () => {
+      slot.full = !slot.full;
+      paintSlot(slot, slot.ranges || []);
+    });
+  }
+  paintSlot(slot, []);
+  state.slots.set(slotKey(s, m, p), slot);
+  return slot.more ? el("div", { className: "long" }, node, slot.more) : node;
 }
 
 // ---------------------------------------------------------------- highlighting
 
-/** Offsets from the server count code points (Python); JS strings count UTF-16 units. */
-function utf16Offset(text, codePoints) {
-  let i = 0;
-  for (let n = 0; n < codePoints && i < text.length; n++) i += text.codePointAt(i) > 0xffff ? 2 : 1;
+/** Offsets from the server count code points (Python); JS strings count UTF-16 units. Each
+ * slot keeps, built once in one pass, the UTF-16 index of every STEP-th code point, so an
+ * offset costs at most STEP steps however long the text and however many sources mark it. */
+const STEP = 256;
+
+function utf16Offset(slot, codePoints) {
+  const text = slot.text;
+  if (!slot.index) {
+    slot.index = [0];
+    for (let i = 0, n = 0; i < text.length; n++) {
+      i += text.codePointAt(i) > 0xffff ? 2 : 1;
+      if ((n + 1) % STEP === 0) slot.index.push(i);
+    }
+  }
+  const k = Math.min(Math.floor(codePoints / STEP), slot.index.length - 1);
+  let i = slot.index[k];
+  for (let n = k * STEP; n < codePoints && i < text.length; n++) i += text.codePointAt(i) > 0xffff ? 2 : 1;
   return i;
 }
 
 function clearMarks() {
-  for (const { node, text } of state.slots.values()) {
-    if (node.querySelector("mark")) node.replaceChildren(document.createTextNode(text));
+  for (const slot of state.slots.values()) {
+    if (slot.ranges && slot.ranges.length) paintSlot(slot, []);
   }
 }
-
 /** Mark exactly the characters each chat source quotes; list every source with a note. */
 function markSources(item) {
   clearMarks();
@@ -382,7 +443,11 @@ function markSources(item) {
     ranges.get(key).push({ start: range.start, end: range.end, indexes: [index] });
     return sourceEntry(source, index, null);
   });
-  for (const [key, list] of ranges) paintSlot(state.slots.get(key), mergeRanges(list));
+  for (const [key, list] of ranges) {
+    const slot = state.slots.get(key);
+    slot.full = Boolean(slot.more); // a mark may lie anywhere in a long text: all of it shows
+    paintSlot(slot, mergeRanges(list));
+  }
   $("sources").replaceChildren(...notes);
   const first = document.querySelector("#scenes mark[data-source]");
   if (first) first.scrollIntoView({ block: "center" });
@@ -397,8 +462,8 @@ function sourceRange(source) {
   const key = slotKey(source.scene_index, source.message_index, source.part_index);
   const slot = state.slots.get(key);
   if (!slot) return { ok: false, note: "its message is not shown on this page" };
-  const start = utf16Offset(slot.text, source.span[0]);
-  const end = utf16Offset(slot.text, source.span[1]);
+  const start = utf16Offset(slot, source.span[0]);
+  const end = utf16Offset(slot, source.span[1]);
   // After a transformation (redact) the span indexes the transformed text: never mark wrong
   // characters, show the quoted text instead.
   if (slot.text.slice(start, end) !== source.content) {
@@ -425,30 +490,42 @@ function mergeRanges(list) {
   return merged;
 }
 
+/** Show a slot's text with `ranges` marked: whole when short; a long one shows its preview,
+ * or (shown all, as it is once something in it is marked) the whole in blocks that are laid
+ * out only while on screen. Linear in the text and the ranges. */
 function paintSlot(slot, ranges) {
+  slot.ranges = ranges;
+  const { text } = slot;
   const pieces = [];
   let at = 0;
   for (const { start, end, indexes } of ranges) {
-    if (start > at) pieces.push(document.createTextNode(slot.text.slice(at, start)));
-    pieces.push(el("mark", { "data-source": indexes.join(" ") }, slot.text.slice(start, end)));
+    if (start > at) pieces.push([text.slice(at, start), null]);
+    pieces.push([text.slice(start, end), { "data-source": indexes.join(" ") }]);
     at = end;
   }
-  if (at < slot.text.length) pieces.push(document.createTextNode(slot.text.slice(at)));
-  slot.node.replaceChildren(...pieces);
+  if (at < text.length) pieces.push([text.slice(at), null]);
+  if (!slot.more) {
+    slot.node.replaceChildren(...pieces.map(([t, a]) => (a ? el("mark", a, t) : document.createTextNode(t))));
+    return;
+  }
+  slot.node.classList.toggle("full-text", slot.full);
+  slot.node.replaceChildren(...(slot.full ? chunks(pieces) : [preview(text)]));
+  slot.more.setAttribute("aria-expanded", String(slot.full));
+  slot.more.textContent = slot.full ? "Show less" : `Show all (${count.format(codePoints(text))} characters)`;
 }
 
 function sourceEntry(source, index, note) {
   const where = [
-    source.role,
-    source.type !== "chat" && source.type,
-    `scene ${source.scene_index}`,
-    `message ${source.message_index}`,
-    source.part_index != null && `part ${source.part_index}`,
-    Array.isArray(source.span) && `characters ${source.span[0]}–${source.span[1]}`,
-    source.doc_path && `file ${source.doc_path}`,
-    source.heading && `heading “${source.heading}”`,
-    source.chunk_index != null && `chunk ${source.chunk_index}`,
-    source.chunk_count != null && `of ${source.chunk_count}`,
+    source.role && short(source.role, 40),
+    source.type !== "chat" && short(source.type, 40),
+    `scene ${short(source.scene_index, 20)}`,
+    `message ${short(source.message_index, 20)}`,
+    source.part_index != null && `part ${short(source.part_index, 20)}`,
+    Array.isArray(source.span) && `characters ${short(source.span[0], 20)}–${short(source.span[1], 20)}`,
+    source.doc_path && `file ${short(source.doc_path, 300)}`,
+    source.heading && `heading “${short(source.heading, 300)}”`,
+    source.chunk_index != null && `chunk ${short(source.chunk_index, 20)}`,
+    source.chunk_count != null && `of ${short(source.chunk_count, 20)}`,
   ].filter(Boolean);
   // Documents (and anything not marked) have no message here to light up: quote the source.
   const quote = source.type !== "chat" || note;
@@ -457,7 +534,7 @@ function sourceEntry(source, index, note) {
     { "data-source-index": index },
     el("span", {}, `Source ${index + 1}: ${where.join(" · ")}`),
     note ? el("span", { className: "hint" }, ` — ${note}`) : null,
-    quote && source.content ? el("blockquote", { className: "quote" }, source.content) : null,
+    quote && source.content ? longText("blockquote", { className: "quote" }, String(source.content)) : null,
   );
 }
 
@@ -475,7 +552,7 @@ async function onSearch(event) {
     const answer = await api("POST", "v1/memories/search", body);
     $("hits").replaceChildren(...answer.hits.map(hitEntry));
     const n = answer.hits.length;
-    setStatus("search-status", `${n} memor${n === 1 ? "y" : "ies"} found for “${query}”.`);
+    setStatus("search-status", `${n} memor${n === 1 ? "y" : "ies"} found for “${short(query, 100)}”.`);
   } catch (error) {
     $("hits").replaceChildren();
     setStatus("search-status", "The search failed.");
@@ -507,12 +584,12 @@ function hitEntry(hit) {
   return el(
     "li",
     { className: "hit", "data-memory-id": memory.id },
-    el("p", { className: "item-text" }, memory.memory),
+    longText("p", { className: "item-text" }, memory.memory),
     el(
       "p",
       { className: "item-meta" },
-      el("span", { className: "badge" }, memory.status),
-      el("span", { className: "badge" }, memory.memory_type),
+      el("span", { className: "badge" }, short(memory.status, 40)),
+      el("span", { className: "badge" }, short(memory.memory_type, 40)),
     ),
     scores,
     button,
@@ -533,26 +610,29 @@ async function toggleHistory(id, button, box) {
   try {
     const answer = await api("GET", `v1/memories/${encodeURIComponent(id)}/history?user_id=${user}`);
     box.replaceChildren(
-      el("p", { role: "status" }, `${answer.history.length} change(s); now ${answer.status}.`),
+      el("p", { role: "status" }, `${answer.history.length} change(s); now ${short(answer.status, 40)}.`),
       el("ol", { className: "entries" }, answer.history.map(historyEntry)),
     );
   } catch (error) {
     const problem = problemOf(error);
-    const text = `${problem.title}: ${problem.detail}`;
+    const text = `${short(problem.title, 200)}: ${short(problem.detail, PREVIEW)}`;
     box.replaceChildren(el("p", { role: "alert", className: "error-text" }, text));
   }
 }
 
 function historyEntry(entry) {
   const changed = entry.old_memory != null || entry.new_memory != null;
-  const change = `${entry.old_memory ?? "∅"} → ${entry.new_memory ?? "∅"}`;
+  // Each side cut on its own, so a long old text cannot hide the new one.
+  const side = (text) => (text == null ? "∅" : String(text));
   return el(
     "li",
-    { "data-event": entry.event },
-    el("strong", {}, entry.event),
-    ` ${entry.at || ""}`,
-    entry.reason ? ` — ${entry.reason}` : "",
-    changed ? el("p", { className: "change" }, change) : null,
+    { "data-event": short(entry.event, 40) },
+    el("strong", {}, short(entry.event, 40)),
+    ` ${short(entry.at || "", 60)}`,
+    entry.reason ? ` — ${short(entry.reason, 500)}` : "",
+    changed ? longText("p", { className: "change" }, side(entry.old_memory)) : null,
+    changed ? el("p", { className: "change-arrow" }, "→") : null,
+    changed ? longText("p", { className: "change" }, side(entry.new_memory)) : null,
   );
 }
 
@@ -602,6 +682,7 @@ function init() {
   $("read-form").addEventListener("submit", onRead);
   $("search-form").addEventListener("submit", onSearch);
   initCategories();
+  checkModes();
   document.documentElement.dataset.ready = "true"; // tests wait for this
 }
 

@@ -3,8 +3,20 @@
 // reads (index.md, <category>.md) as plain text. Untrusted text only ever becomes text nodes.
 
 import {
-  $, api, apiText, el, fmt, plural, problemOf, setStatus, showProblem, userId, validity,
+  $, api, apiText, el, expander, fmt, fullText, head, longText, plural, PREVIEW, problemOf,
+  setStatus, short, showProblem, userId, validity,
 } from "./common.js";
+
+// A summary shows at most this many lines until the user asks for the whole.
+const SUMMARY_LINES = 100;
+// The file names the export gives categories (memreader/categories/markdown_files.py): a
+// Windows device name gets "-category", and "index" (the index's own name) ".category".
+const DEVICES = new Set(["con", "prn", "aux", "nul", ..."0123456789".split("").flatMap((d) => [`com${d}`, `lpt${d}`])]);
+
+function categoryFile(name) {
+  if (name === "index") return "index.category.md";
+  return DEVICES.has(name) ? `${name}-category.md` : `${name}.md`;
+}
 
 // The same citation syntax the server writes (memreader/categories/summaries.py).
 const REF = /\[ref:([^\]\s]+)\]/g;
@@ -27,7 +39,7 @@ export async function refreshCategories() {
   const user = userId();
   if (!noUserProblem(user)) return;
   const ticket = ++loading;
-  setStatus("categories-status", `Loading the categories of ${user}…`);
+  setStatus("categories-status", `Loading the categories of ${short(user, 80)}…`);
   try {
     const answer = await api("GET", `v1/users/${encodeURIComponent(user)}/categories`);
     if (ticket === loading) renderCategories(answer);
@@ -51,7 +63,7 @@ function renderCategories(answer) {
   const empty = answer.categories.filter((c) => !c.item_ids.length);
   $("category-list").replaceChildren(...full.map(categoryEntry));
   $("empty-categories").replaceChildren(
-    ...empty.map((c) => el("li", { "data-category": c.name }, `${c.name} — empty`)),
+    ...empty.map((c) => el("li", { "data-category": c.name }, `${short(c.name, 80)} — empty`)),
   );
   $("empty-title").hidden = !empty.length;
   $("categories").hidden = false;
@@ -59,7 +71,8 @@ function renderCategories(answer) {
   setStatus("categories-status", categoriesSummary(answer.user_id, full.length, empty.length));
 }
 
-function categoriesSummary(user, full, empty) {
+function categoriesSummary(longUser, full, empty) {
+  const user = short(longUser, 80);
   if (!full && !empty) return `No categories for ${user} yet: store some items first.`;
   const all = plural(full + empty, "category", "categories");
   return `${all} of ${user}: ${full} with memories, ${empty} empty.`;
@@ -67,22 +80,27 @@ function categoriesSummary(user, full, empty) {
 
 function categoryEntry(category) {
   const numbers = new Map(); // cited id -> its number in this category (1, 2, ...)
-  const lines = category.summary.split("\n").filter((line) => line.trim());
+  const summary = String(category.summary ?? "");
+  const lines = summary.split("\n").filter((line) => line.trim());
+  const shown = lines.slice(0, SUMMARY_LINES);
+  const list = el("ul", { className: "summary" }, shown.map((line) => summaryLine(line, numbers)));
   return el(
     "li",
     { className: "category", "data-category": category.name },
-    el("h3", {}, category.name),
-    el("p", { className: "hint" }, category.description),
+    el("h3", {}, short(category.name, 80)),
+    longText("p", { className: "hint" }, String(category.description ?? "")),
     el(
       "p",
       { className: "item-meta" },
       el("span", { className: "badge item-count" }, plural(category.item_ids.length, "memory", "memories")),
-      el("span", { className: "badge summary-kind" }, `summary: ${category.summary_kind}`),
-      category.updated_at ? el("span", { className: "badge" }, `updated ${category.updated_at}`) : null,
+      el("span", { className: "badge summary-kind" }, `summary: ${short(category.summary_kind, 40)}`),
+      category.updated_at ? el("span", { className: "badge" }, `updated ${short(category.updated_at, 60)}`) : null,
     ),
-    category.summary_note ? el("p", { className: "hint" }, category.summary_note) : null,
-    el("ul", { className: "summary" }, lines.map((line) => summaryLine(line, numbers))),
-    fileButton(`${category.name}.md`),
+    category.summary_note ? longText("p", { className: "hint" }, String(category.summary_note)) : null,
+    list,
+    // More lines than that: the whole summary, as plain text, on demand.
+    lines.length > shown.length ? expander(summary, null, 0) : null,
+    fileButton(categoryFile(category.name)),
   );
 }
 
@@ -92,7 +110,9 @@ function summaryLine(line, numbers) {
   const box = el("div", attrs);
   const parts = [];
   let at = 0;
-  const text = line.replace(/^\s*-\s+/, ""); // the list shows the bullet
+  const whole = line.replace(/^\s*-\s+/, ""); // the list shows the bullet
+  // A long line shows its start (citations in it still buttons), the whole on demand.
+  const text = whole.length > PREVIEW ? `${head(whole, PREVIEW)}…` : whole;
   for (const match of text.matchAll(REF)) {
     if (match.index > at) parts.push(text.slice(at, match.index));
     const id = match[1];
@@ -101,7 +121,7 @@ function summaryLine(line, numbers) {
     at = match.index + match[0].length;
   }
   if (at < text.length) parts.push(text.slice(at));
-  return el("li", {}, el("span", { className: "summary-text" }, parts), box);
+  return el("li", {}, el("span", { className: "summary-text" }, parts), expander(whole), box);
 }
 
 function citeButton(id, number, box) {
@@ -109,7 +129,7 @@ function citeButton(id, number, box) {
     type: "button",
     className: "cite",
     "data-ref": id,
-    title: `memory ${id}`,
+    title: `memory ${short(id, 200)}`,
     "aria-label": `Show memory ${number} (${id.slice(0, 8)})`,
     "aria-expanded": "false",
     "aria-controls": box.id,
@@ -137,24 +157,25 @@ async function toggleCitation(id, button, box) {
     if (button.getAttribute("aria-expanded") === "true") box.replaceChildren(...memoryView(memory));
   } catch (error) {
     const problem = problemOf(error);
-    const text = `${problem.title}${problem.status ? ` (${problem.status})` : ""}: ${problem.detail}`;
+    const status = problem.status ? ` (${short(problem.status, 10)})` : "";
+    const text = `${short(problem.title, 200)}${status}: ${short(problem.detail, PREVIEW)}`;
     box.replaceChildren(el("p", { role: "alert", className: "error-text" }, text));
   }
 }
 
 function memoryView(memory) {
   return [
-    el("p", { className: "cited-text" }, memory.memory),
+    longText("p", { className: "cited-text" }, String(memory.memory ?? "")),
     el(
       "p",
       { className: "item-meta" },
-      el("span", { className: `badge memory-status status-${memory.status}` }, memory.status),
-      el("span", { className: "badge" }, memory.memory_type),
+      el("span", { className: `badge memory-status status-${short(memory.status, 40)}` }, short(memory.status, 40)),
+      el("span", { className: "badge" }, short(memory.memory_type, 40)),
       el("span", { className: "badge" }, `importance ${fmt(memory.importance)}`),
-      el("span", { className: "badge memory-validity" }, validity(memory.valid_from, memory.valid_to)),
-      memory.superseded_by ? el("span", { className: "badge" }, `replaced by ${memory.superseded_by}`) : null,
+      el("span", { className: "badge memory-validity" }, short(validity(memory.valid_from, memory.valid_to), 120)),
+      memory.superseded_by ? el("span", { className: "badge" }, `replaced by ${short(memory.superseded_by, 200)}`) : null,
     ),
-    el("p", { className: "hint" }, `id ${memory.id}`),
+    el("p", { className: "hint" }, `id ${short(memory.id, 200)}`),
   ];
 }
 
@@ -171,17 +192,21 @@ function fileButton(name) {
 async function showFile(name) {
   const user = userId();
   if (!noUserProblem(user)) return;
-  setStatus("categories-status", `Loading ${name}…`);
+  setStatus("categories-status", `Loading ${short(name, 100)}…`);
   const path = `v1/users/${encodeURIComponent(user)}/memory/${encodeURIComponent(name)}`;
   try {
     const text = await apiText(path);
-    $("memory-file-title").textContent = `${name} of ${user}`;
-    $("memory-file").textContent = text;
+    const title = `${short(name, 100)} of ${short(user, 80)}`;
+    $("memory-file-title").textContent = title;
+    // The file may be megabytes: laid out in blocks, only those on screen (see common.js).
+    $("memory-file").replaceChildren(...fullText(text));
     $("memory-file-box").hidden = false;
-    setStatus("categories-status", `${name} of ${user}: ${plural(text.split("\n").length, "line")}.`);
+    let lines = 1;
+    for (let i = text.indexOf("\n"); i !== -1; i = text.indexOf("\n", i + 1)) lines++;
+    setStatus("categories-status", `${title}: ${plural(lines, "line")}.`);
     $("memory-file").focus();
   } catch (error) {
-    setStatus("categories-status", `${name} could not be loaded.`);
+    setStatus("categories-status", `${short(name, 100)} could not be loaded.`);
     showProblem("categories-error", problemOf(error));
   }
 }
