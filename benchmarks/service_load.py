@@ -12,6 +12,14 @@ fresh SQLite store; one API key per client, each walled to its own user;
 /v1/memories/search``, k=10, hybrid), each request waiting for the last. Afterwards every
 memory id a write acknowledged (its events) is fetched with ``GET /v1/memories/{id}``: "lost"
 counts those not there, active. Markdown goes to stdout, progress to stderr.
+
+``--flood N`` measures instead whether one key can slow another's searches (issue 27): key A
+sends N concurrent big reads at once, again and again, each past ``request_timeout_s`` (504),
+while key B searches (one request after another); it reports B's search latency and statuses,
+A's statuses, and the server's CPU seconds in the 3 s after the flood stopped (work still
+running behind answers already sent)::
+
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/service_load.py --flood 4 --seconds 20
 """
 
 from __future__ import annotations
@@ -131,7 +139,7 @@ def percentile(values: list[float], share: float) -> float | None:
 
 
 def start_server(
-    folder: Path, clients: int, port: int
+    folder: Path, clients: int, port: int, **service: Any
 ) -> tuple[subprocess.Popen[bytes], list[str]]:
     keys = [f"mr_load_{n}_{os.urandom(8).hex()}" for n in range(clients)]
     config = {
@@ -143,6 +151,7 @@ def start_server(
                 {"name": f"client{n}", "sha256": hash_key(key), "users": [f"user{n}"]}
                 for n, key in enumerate(keys)
             ],
+            **service,
         },
     }
     (folder / "service.yaml").write_text(json.dumps(config))
@@ -173,7 +182,14 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--port", type=int, default=8791)
+    parser.add_argument("--flood", type=int, default=0, help="key A's concurrent 504ing reads")
+    parser.add_argument("--timeout", type=float, default=2.0, help="request_timeout_s (--flood)")
     args = parser.parse_args()
+    if args.flood:
+        from service_flood import flood
+
+        flood(args, start_server)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         server, keys = start_server(Path(tmp), args.clients, args.port)
         url = f"http://127.0.0.1:{args.port}"
