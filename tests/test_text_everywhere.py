@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -376,3 +377,24 @@ def test_the_cli_names_the_bad_text_and_writes_nothing(
     error = capsys.readouterr().err
     assert status == 2 and not out.exists()
     assert "scene 1, message 0: tool call arguments['q'] holds a lone surrogate" in error
+
+
+def test_a_batch_reads_a_file_whose_name_is_not_utf8(tmp_path: Path) -> None:
+    # os gives the name's bytes as lone surrogates; the manifest used to fail to be written
+    # (UnicodeEncodeError) and the job died. The name is written with escapes everywhere.
+    folder = tmp_path / "in"
+    folder.mkdir()
+    scene = json.dumps([{"role": "user", "content": "I like tea."}]) + "\n"
+    try:
+        with open(os.path.join(os.fsencode(folder), b"caf\xe9.jsonl"), "wb") as out:
+            out.write(scene.encode("utf-8"))
+    except OSError:
+        pytest.skip("this file system refuses names that are not UTF-8")
+    job = {"inputs": [{"path": "in"}], "output": {"path": "out"}}
+    summary = run_job(load_job(write_job(tmp_path, job)))
+    assert summary.exit_code == 0 and summary.counts["items"] == 1
+    [item] = [json.loads(line) for line in output_items(tmp_path / "out")]
+    assert item["metadata"]["session_id"] == "caf\\udce9"
+    manifest = (tmp_path / "out" / "_manifest.json").read_text(encoding="utf-8")
+    assert "in/caf\\\\udce9.jsonl" in manifest  # the escape, itself escaped in JSON
+    assert run_job(load_job(write_job(tmp_path, job))).skipped == 1, "a rerun knows it"

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from memreader.batch.components import FORMATS
 from memreader.errors import ConfigError, InputError, InvalidInfoError, InvalidSceneError
 from memreader.scene import normalize_chat
+from memreader.text_checks import printable
 
 if TYPE_CHECKING:
     from memreader.batch.inputs.opened import OpenedInput
@@ -195,7 +196,9 @@ def input_ids(
         if id_spec is None and defaults is not None:
             info[which] = defaults[i]
         elif id_spec is None or id_spec.source == "file_name":
-            info[which] = PurePosixPath(opened.location.replace("\\", "/")).stem
+            # A name that is not valid UTF-8 (lone surrogates from ``os``) is written with
+            # escapes: the id must be writable like every text of an item.
+            info[which] = printable(PurePosixPath(opened.location.replace("\\", "/")).stem)
         elif id_spec.source == "constant":
             info[which] = id_spec.value or ""
         else:

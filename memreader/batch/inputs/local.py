@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from memreader.batch.inputs.storage import InputRef, InputStorage, Read
 from memreader.errors import ConfigError, InputError
 from memreader.files import FileRefused, read_regular_file
+from memreader.text_checks import printable
 
 if TYPE_CHECKING:
     from memreader.batch.job import InputSpec, JobConfig
@@ -35,11 +36,14 @@ _GLOB_MAGIC = re.compile(r"[*?\[]")
 
 
 def _relative_key(location: str, base: str | None) -> str:
+    """The input's name in the manifest, errors and summary: a file name that is not valid
+    UTF-8 (``os`` gives its bytes as lone surrogates) is written with escapes, so that every
+    record naming it can be written; the file itself is opened by its real path."""
     if base is not None:
         rel = os.path.relpath(location, base)
         if rel != os.pardir and not rel.startswith(os.pardir + os.sep):
-            return PurePath(rel).as_posix()
-    return location
+            return printable(PurePath(rel).as_posix())
+    return printable(location)
 
 
 def _is_inside(path: str, root: str) -> bool:
