@@ -156,7 +156,6 @@ def refused(sock: socket.socket) -> bytes:
 def test_connections_over_the_per_address_limit_are_refused_and_others_served() -> None:
     with serving(max_connections_per_client=3, header_timeout_s=30) as address:
         held = [connect(address) for _ in range(3)]
-        assert normal_get(*address) == 429  # this address is full
         extra = connect(address)
         answer = refused(extra)
         assert answer.startswith(b"HTTP/1.1 429 ") and b"max_connections_per_client" in answer
