@@ -161,7 +161,7 @@ def test_endless_answer_stops_at_the_response_cap(make: Any, llm_server: LLMTest
     llm_server.script([fault("endless_body", trickle=0.0)])
     transcriber = make(retries=2, max_response_bytes=200, timeout_s=10)
     with pytest.raises(TranscriptionError, match="max_response_bytes"):
-        finishes_within(10, lambda: transcriber.transcribe(AUDIO, filename="a.wav"))
+        finishes_within(60, lambda: transcriber.transcribe(AUDIO, filename="a.wav"))
     assert len(llm_server.requests) == 1  # too large is final
 
 

@@ -663,7 +663,7 @@ def test_downloads_share_one_budget(server: FetchTestServer) -> None:
 
 def test_budget_busy_and_inline_refs_take_no_slot(server: FetchTestServer) -> None:
     with make(max_concurrency=1, timeout_s=0.2, max_retries=0) as fetcher:
-        assert fetcher._slots.acquire(timeout=1)  # someone holds the only slot
+        assert fetcher._slots.acquire(timeout=30)  # someone holds the only slot
         try:
             with pytest.raises(FetchError, match="download budget busy"):
                 fetcher.fetch(server.url("/data.csv"))
