@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
-import shutil
 import statistics
 import sys
 import tempfile
@@ -41,6 +40,7 @@ from fast_mode import MEMORYBANK, machine_info
 
 from memreader.categories.maintainer import CategoryMaintainer, SummaryUpdate
 from memreader.categories.markdown import export_markdown, user_folder
+from memreader.categories.markdown_files import ExportReport, plan_folder, publish
 from memreader.datasets import load_memorybank
 from memreader.factory import MemReaderConfigFactory
 from memreader.llms import LLMRouter
@@ -165,6 +165,15 @@ def describe(name: str, result: dict[str, Any]) -> list[str]:
     ]
 
 
+def copy_example(source: Path, target: Path) -> None:
+    """The exported files of ``source`` into ``target`` under the export's own rule: only the
+    files a previous copy wrote there (its manifest says so) are replaced or removed, and a
+    folder holding anything else is refused (never ``rmtree``: ``--example-out`` is the user's
+    folder)."""
+    files = {p.name: p.read_bytes() for p in sorted(source.glob("*.md"))}
+    publish(plan_folder(str(target), files, allow_foreign=False), ExportReport())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--example-out", default=None, help="copy the first user's files here")
@@ -192,9 +201,7 @@ def main() -> None:
             lines += describe(name, result)
             if args.example_out and llm is None:
                 first = next(iter(users))
-                target = Path(args.example_out)
-                shutil.rmtree(target, ignore_errors=True)
-                shutil.copytree(result["out"] / user_folder(first), target)
+                copy_example(result["out"] / user_folder(first), Path(args.example_out))
     server.shutdown()
     print("\n".join(lines))
 

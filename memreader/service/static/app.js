@@ -4,11 +4,11 @@
 
 import { categoriesOpen, initCategories, refreshCategories } from "./categories.js";
 import {
-  $, api, chunks, codePoints, el, expander, fmt, longText, plural, preview, PREVIEW, Problem,
-  problemOf, setStatus, short, showProblem, userId, validity,
+  $, api, el, expander, fmt, plural, preview, Problem, problemOf, setStatus, short, showProblem,
+  userId, validity,
 } from "./common.js";
-
-const count = new Intl.NumberFormat("en");
+import { markSources, renderOriginal } from "./original.js";
+import { onSearch } from "./search.js";
 
 const KEY_STORAGE = "memreader.apiKey";
 const ROLES = new Set(["system", "developer", "user", "assistant", "tool", "function"]);
@@ -44,7 +44,6 @@ const EXAMPLE_CHAT = [
 const state = {
   file: null, // {name, data (base64)} while a file waits to be read
   busy: false,
-  slots: new Map(), // "scene:message:part" -> {node, text, ...}: the text a span indexes
   fine: null, // whether the service can read in fine mode (null: not known yet)
   last: null, // {request, answer, items (flat), selected}
 };
@@ -135,14 +134,14 @@ async function takeFile(file) {
       scenesFromJson(JSON.parse(text));
       $("chat-input").value = text;
       setFile(null);
-      setStatus("read-status", `Loaded the chat in ${file.name}.`);
+      setStatus("read-status", `Loaded the chat in ${short(file.name, 120)}.`);
       return;
     } catch {
       // not a chat: read it as a document like any other file
     }
   }
   setFile({ name: file.name, data: await readFileAsBase64(file), size: file.size });
-  setStatus("read-status", `${file.name} will be read as a document.`);
+  setStatus("read-status", `${short(file.name, 120)} will be read as a document.`);
 }
 
 function takeFileSafely(file) {
@@ -327,313 +326,6 @@ function selectItem(item, button) {
   button.setAttribute("aria-pressed", "true");
   state.last.selected = item;
   markSources(item);
-}
-
-// ---------------------------------------------------------------- the original messages
-
-/** Render what was sent, one block per message, remembering each text a span may index. */
-function renderOriginal(request) {
-  state.slots.clear();
-  $("sources").replaceChildren();
-  const blocks = request.scenes.map((scene, s) => {
-    if (request.type === "doc") return docBlock(scene, s);
-    const messages = typeof scene === "string" ? [{ role: null, content: scene }] : scene;
-    return el(
-      "section",
-      { className: "scene", "aria-label": `Scene ${s}` },
-      request.scenes.length > 1 ? el("h4", {}, `Scene ${s}`) : null,
-      messages.map((message, m) => messageBlock(message, s, m)),
-    );
-  });
-  $("scenes").replaceChildren(...blocks);
-}
-
-function docBlock(doc, s) {
-  const name = short(doc && doc.file ? doc.file.filename : `document ${s}`, 120);
-  return el(
-    "section",
-    { className: "scene", "aria-label": `Document ${s}` },
-    el("p", { className: "message doc" }, `${name}: its converted text is on the server; `
-      + "select an item to see the text each source quotes."),
-  );
-}
-
-function messageBlock(message, s, m) {
-  const content = message && message.content;
-  const parts = Array.isArray(content)
-    ? content.map((part, p) => partNode(part, s, m, p))
-    : [textSlot(typeof content === "string" ? content : "", s, m, null)];
-  return el(
-    "article",
-    { className: `message role-${message.role}`, "data-scene": s, "data-message": m },
-    el(
-      "header",
-      {},
-      el("strong", {}, short(message.role || "text", 40)),
-      message.chat_time ? el("time", {}, ` ${short(message.chat_time, 60)}`) : null,
-      el("span", { className: "hint" }, ` · message ${m}`),
-    ),
-    parts,
-  );
-}
-
-function partNode(part, s, m, p) {
-  if (typeof part === "string") return textSlot(part, s, m, p);
-  if (part && (part.type === "text" || part.type === "refusal")) {
-    return textSlot(String(part.text ?? part.refusal ?? ""), s, m, p);
-  }
-  return el("p", { className: "placeholder" }, `[${short((part && part.type) || "part", 40)} ${p}]`);
-}
-
-function slotKey(s, m, p) {
-  return `${s}:${m}:${p ?? ""}`;
-}
-
-function textSlot(text, s, m, p) {
-  const node = el("div", { className: "text" });
-  const slot = { node, text, full: false, index: null, more: null };
-  if (text.length > PREVIEW) {
-    slot.more = el("button", { type: "button", className: "show-all", "aria-expanded": "false" });
-    slot.more.addEventListener("click", () => {
-      slot.full = !slot.full;
-      paintSlot(slot, slot.ranges || []);
-    });
-  }
-  paintSlot(slot, []);
-  state.slots.set(slotKey(s, m, p), slot);
-  return slot.more ? el("div", { className: "long" }, node, slot.more) : node;
-}
-
-// ---------------------------------------------------------------- highlighting
-
-/** Offsets from the server count code points (Python); JS strings count UTF-16 units. Each
- * slot keeps, built once in one pass, the UTF-16 index of every STEP-th code point, so an
- * offset costs at most STEP steps however long the text and however many sources mark it. */
-const STEP = 256;
-
-function utf16Offset(slot, codePoints) {
-  const text = slot.text;
-  if (!slot.index) {
-    slot.index = [0];
-    for (let i = 0, n = 0; i < text.length; n++) {
-      i += text.codePointAt(i) > 0xffff ? 2 : 1;
-      if ((n + 1) % STEP === 0) slot.index.push(i);
-    }
-  }
-  const k = Math.min(Math.floor(codePoints / STEP), slot.index.length - 1);
-  let i = slot.index[k];
-  for (let n = k * STEP; n < codePoints && i < text.length; n++) i += text.codePointAt(i) > 0xffff ? 2 : 1;
-  return i;
-}
-
-function clearMarks() {
-  for (const slot of state.slots.values()) {
-    if (slot.ranges && slot.ranges.length) paintSlot(slot, []);
-  }
-}
-/** Mark exactly the characters each chat source quotes; list every source with a note. */
-function markSources(item) {
-  clearMarks();
-  const ranges = new Map(); // slot key -> [{start, end, indexes}]
-  const notes = item.metadata.sources.map((source, index) => {
-    const range = sourceRange(source);
-    if (!range.ok) return sourceEntry(source, index, range.note);
-    const key = range.key;
-    if (!ranges.has(key)) ranges.set(key, []);
-    ranges.get(key).push({ start: range.start, end: range.end, indexes: [index] });
-    return sourceEntry(source, index, null);
-  });
-  for (const [key, list] of ranges) {
-    const slot = state.slots.get(key);
-    slot.full = Boolean(slot.more); // a mark may lie anywhere in a long text: all of it shows
-    paintSlot(slot, mergeRanges(list));
-  }
-  $("sources").replaceChildren(...notes);
-  const first = document.querySelector("#scenes mark[data-source]");
-  if (first) first.scrollIntoView({ block: "center" });
-}
-
-/** Where a source sits in the rendered text, or why it cannot be marked. */
-function sourceRange(source) {
-  if (!Array.isArray(source.span)) {
-    return { ok: false, note: "no span: it stands for an image, a file or another non-text part" };
-  }
-  if (source.type !== "chat") return { ok: false, note: null }; // a document's text: quoted
-  const key = slotKey(source.scene_index, source.message_index, source.part_index);
-  const slot = state.slots.get(key);
-  if (!slot) return { ok: false, note: "its message is not shown on this page" };
-  const start = utf16Offset(slot, source.span[0]);
-  const end = utf16Offset(slot, source.span[1]);
-  // After a transformation (redact) the span indexes the transformed text: never mark wrong
-  // characters, show the quoted text instead.
-  if (slot.text.slice(start, end) !== source.content) {
-    const how = (source.transformed_by || []).join(", ") || "a reader step";
-    return { ok: false, note: `the message was changed by ${how}; quoted text shown instead` };
-  }
-  if (start === end) return { ok: false, note: "empty span" };
-  return { ok: true, key, start, end };
-}
-
-/** Identical or overlapping spans share one mark (marks cannot nest cleanly). */
-function mergeRanges(list) {
-  list.sort((a, b) => a.start - b.start || a.end - b.end);
-  const merged = [];
-  for (const range of list) {
-    const top = merged[merged.length - 1];
-    if (top && range.start < top.end) {
-      top.end = Math.max(top.end, range.end);
-      top.indexes.push(...range.indexes);
-    } else {
-      merged.push({ ...range, indexes: [...range.indexes] });
-    }
-  }
-  return merged;
-}
-
-/** Show a slot's text with `ranges` marked: whole when short; a long one shows its preview,
- * or (shown all, as it is once something in it is marked) the whole in blocks that are laid
- * out only while on screen. Linear in the text and the ranges. */
-function paintSlot(slot, ranges) {
-  slot.ranges = ranges;
-  const { text } = slot;
-  const pieces = [];
-  let at = 0;
-  for (const { start, end, indexes } of ranges) {
-    if (start > at) pieces.push([text.slice(at, start), null]);
-    pieces.push([text.slice(start, end), { "data-source": indexes.join(" ") }]);
-    at = end;
-  }
-  if (at < text.length) pieces.push([text.slice(at), null]);
-  if (!slot.more) {
-    slot.node.replaceChildren(...pieces.map(([t, a]) => (a ? el("mark", a, t) : document.createTextNode(t))));
-    return;
-  }
-  slot.node.classList.toggle("full-text", slot.full);
-  slot.node.replaceChildren(...(slot.full ? chunks(pieces) : [preview(text)]));
-  slot.more.setAttribute("aria-expanded", String(slot.full));
-  slot.more.textContent = slot.full ? "Show less" : `Show all (${count.format(codePoints(text))} characters)`;
-}
-
-function sourceEntry(source, index, note) {
-  const where = [
-    source.role && short(source.role, 40),
-    source.type !== "chat" && short(source.type, 40),
-    `scene ${short(source.scene_index, 20)}`,
-    `message ${short(source.message_index, 20)}`,
-    source.part_index != null && `part ${short(source.part_index, 20)}`,
-    Array.isArray(source.span) && `characters ${short(source.span[0], 20)}–${short(source.span[1], 20)}`,
-    source.doc_path && `file ${short(source.doc_path, 300)}`,
-    source.heading && `heading “${short(source.heading, 300)}”`,
-    source.chunk_index != null && `chunk ${short(source.chunk_index, 20)}`,
-    source.chunk_count != null && `of ${short(source.chunk_count, 20)}`,
-  ].filter(Boolean);
-  // Documents (and anything not marked) have no message here to light up: quote the source.
-  const quote = source.type !== "chat" || note;
-  return el(
-    "li",
-    { "data-source-index": index },
-    el("span", {}, `Source ${index + 1}: ${where.join(" · ")}`),
-    note ? el("span", { className: "hint" }, ` — ${note}`) : null,
-    quote && source.content ? longText("blockquote", { className: "quote" }, String(source.content)) : null,
-  );
-}
-
-// ---------------------------------------------------------------- search and history
-
-async function onSearch(event) {
-  event.preventDefault();
-  showProblem("search-error", null);
-  const query = $("search-query").value.trim();
-  if (!query) return showProblem("search-error", { title: "Nothing to search", detail: "Type a query." });
-  const k = Math.max(1, Math.min(1000, Number.parseInt($("search-k").value, 10) || 10));
-  const body = { user_id: userId(), query, k };
-  setStatus("search-status", "Searching…");
-  try {
-    const answer = await api("POST", "v1/memories/search", body);
-    $("hits").replaceChildren(...answer.hits.map(hitEntry));
-    const n = answer.hits.length;
-    setStatus("search-status", `${n} memor${n === 1 ? "y" : "ies"} found for “${short(query, 100)}”.`);
-  } catch (error) {
-    $("hits").replaceChildren();
-    setStatus("search-status", "The search failed.");
-    showProblem("search-error", problemOf(error));
-  }
-}
-
-const SCORE_PARTS = [
-  ["final", "final"],
-  ["similarity", "similarity"],
-  ["text_rank", "text rank"],
-  ["importance", "importance"],
-  ["decay", "decay"],
-];
-
-function hitEntry(hit) {
-  const memory = hit.memory;
-  const scores = el(
-    "dl",
-    { className: "scores" },
-    SCORE_PARTS.map(([name, label]) =>
-      el("div", { "data-score": name }, el("dt", {}, label), el("dd", {}, fmt(hit.score[name]))),
-    ),
-  );
-  const history = el("div", { className: "history", hidden: true, id: `history-${memory.id}` });
-  const attrs = { type: "button", "aria-expanded": "false", "aria-controls": history.id };
-  const button = el("button", attrs, "History");
-  button.addEventListener("click", () => toggleHistory(memory.id, button, history));
-  return el(
-    "li",
-    { className: "hit", "data-memory-id": memory.id },
-    longText("p", { className: "item-text" }, memory.memory),
-    el(
-      "p",
-      { className: "item-meta" },
-      el("span", { className: "badge" }, short(memory.status, 40)),
-      el("span", { className: "badge" }, short(memory.memory_type, 40)),
-    ),
-    scores,
-    button,
-    history,
-  );
-}
-
-async function toggleHistory(id, button, box) {
-  if (button.getAttribute("aria-expanded") === "true") {
-    button.setAttribute("aria-expanded", "false");
-    box.hidden = true;
-    return;
-  }
-  const user = encodeURIComponent(userId());
-  box.hidden = false;
-  box.replaceChildren(el("p", { role: "status" }, "Loading the history…"));
-  button.setAttribute("aria-expanded", "true");
-  try {
-    const answer = await api("GET", `v1/memories/${encodeURIComponent(id)}/history?user_id=${user}`);
-    box.replaceChildren(
-      el("p", { role: "status" }, `${answer.history.length} change(s); now ${short(answer.status, 40)}.`),
-      el("ol", { className: "entries" }, answer.history.map(historyEntry)),
-    );
-  } catch (error) {
-    const problem = problemOf(error);
-    const text = `${short(problem.title, 200)}: ${short(problem.detail, PREVIEW)}`;
-    box.replaceChildren(el("p", { role: "alert", className: "error-text" }, text));
-  }
-}
-
-function historyEntry(entry) {
-  const changed = entry.old_memory != null || entry.new_memory != null;
-  // Each side cut on its own, so a long old text cannot hide the new one.
-  const side = (text) => (text == null ? "∅" : String(text));
-  return el(
-    "li",
-    { "data-event": short(entry.event, 40) },
-    el("strong", {}, short(entry.event, 40)),
-    ` ${short(entry.at || "", 60)}`,
-    entry.reason ? ` — ${short(entry.reason, 500)}` : "",
-    changed ? longText("p", { className: "change" }, side(entry.old_memory)) : null,
-    changed ? el("p", { className: "change-arrow" }, "→") : null,
-    changed ? longText("p", { className: "change" }, side(entry.new_memory)) : null,
-  );
 }
 
 // ---------------------------------------------------------------- wiring
