@@ -118,7 +118,7 @@ def test_an_edited_exported_file_is_kept_and_reported(tmp_path: Path) -> None:
         for allow in (False, True):
             with pytest.raises(ForeignFilesError) as refused:
                 export_markdown(store, ["ana"], str(out), allow_foreign_files=allow)
-            assert refused.value.blocking == (str(edited),)
+            assert refused.value.blocking == refused.value.edited == (str(edited),)
             assert "changed since" in str(refused.value)
         assert edited.read_text().endswith("My own line.\n")
         # Once its category is gone the export no longer needs the name: kept and reported.
@@ -149,6 +149,28 @@ def test_a_foreign_file_where_the_export_writes_blocks_every_folder(tmp_path: Pa
     assert not (out / "ana").exists()  # checked before anything was written
     assert (out / "bob" / INDEX).read_text() == "bob's own index"
     assert target.read_text() == "outside"
+
+
+def test_names_are_compared_case_blind_and_crash_leftovers_are_left_alone(
+    tmp_path: Path,
+) -> None:
+    """On macOS and Windows ``Index.md`` is ``index.md``: writing one would overwrite the
+    other. A temporary file of a killed export is neither deleted nor counted as foreign."""
+    out = tmp_path / "out"
+    folder = out / "ana"
+    folder.mkdir(parents=True)
+    leftovers = [".index.md.k2j4h5g6.tmp", f".{MANIFEST}.a1b2c3d4.tmp"]
+    for name in leftovers:
+        (folder / name).write_text("half")
+    with open_db(tmp_path) as store:
+        seed(store)
+        assert export_markdown(store, ["ana"], str(out))  # the leftovers are not foreign
+        (folder / "Work.MD").write_text("mine")
+        with pytest.raises(ForeignFilesError) as refused:
+            export_markdown(store, ["ana"], str(out), allow_foreign_files=True)
+    assert refused.value.blocking == (str(folder / "Work.MD"),) and not refused.value.edited
+    assert all((folder / name).read_text() == "half" for name in leftovers)
+    assert (folder / "Work.MD").read_text() == "mine"
 
 
 def test_a_file_already_holding_the_exports_bytes_is_adopted(tmp_path: Path) -> None:

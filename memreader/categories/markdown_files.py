@@ -18,8 +18,11 @@ is ever replaced or removed. Anything else in the folder is *foreign*: a hand-wr
 ``notes.md``, a file of a category the user edited since, a folder. The export refuses a user
 folder holding foreign files (:class:`ForeignFilesError`, naming them) unless told
 (``allow_foreign_files``: then they are left alone, and reported); and it refuses, whatever it
-was told, to write over a foreign file whose name it needs (unless that file already holds the
-very bytes the export would write, which loses nothing). Every user folder is checked before
+was told, to write over a foreign file whose name it needs, compared case-blind (``Index.md``
+is ``index.md`` on macOS and Windows), unless that file already holds the very bytes the export
+would write, which loses nothing. A file the export wrote and the user changed since is
+foreign (the error lists it in ``edited`` too): kept, never overwritten. A temporary file a
+killed export left (``.<name>.<random>.tmp``) is neither foreign nor deleted. Every user folder is checked before
 any is written, so a refusal writes nothing. The output folder itself may hold anything: the
 export only adds user folders to it.
 
@@ -77,7 +80,9 @@ _HASH_CHARS = 16
 _OUR_NAME = re.compile(r"index\.md|[a-z][a-z0-9_]{0,63}(?:\.category|-category)?\.md")
 # What write_atomic leaves behind if the process dies mid-write: neither ours to delete nor
 # the user's to count as foreign.
-_OUR_TEMP = re.compile(r"\.[a-z][a-z0-9_.-]{0,80}\.md\.[A-Za-z0-9_]{1,16}\.tmp")
+_OUR_TEMP = re.compile(
+    r"\.(?:[a-z][a-z0-9_.-]{0,80}\.md|\.memreader-export\.json)\.[A-Za-z0-9_]{1,16}\.tmp"
+)
 _SHOWN = 10
 
 
@@ -139,13 +144,21 @@ def category_file(name: str) -> str:
 class ForeignFilesError(SinkError):
     """A user folder of the export holds files the export did not write (or that were changed
     since it wrote them). ``folder`` is the folder; ``foreign`` every such file's path;
-    ``blocking`` those of them the export would have to overwrite (refused even when foreign
-    files are allowed)."""
+    ``edited`` those of them the export wrote but that no longer hold what it wrote;
+    ``blocking`` those the export would have to overwrite (refused even when foreign files are
+    allowed)."""
 
-    def __init__(self, folder: str, foreign: Sequence[str], blocking: Sequence[str]) -> None:
+    def __init__(
+        self,
+        folder: str,
+        foreign: Sequence[str],
+        blocking: Sequence[str],
+        edited: Sequence[str] = (),
+    ) -> None:
         self.folder = folder
         self.foreign = tuple(foreign)
         self.blocking = tuple(blocking)
+        self.edited = tuple(edited)
         names = _names(blocking or foreign)
         if blocking:
             message = (
@@ -212,15 +225,28 @@ def _read_manifest(folder: str) -> dict[str, set[str]]:
     }
 
 
+_OPEN = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+
+
 def _current_hash(path: str) -> str | None:
-    """The SHA-256 of the regular file ``path`` (never followed if a symlink); ``None`` when it
-    is anything else or cannot be read."""
+    """The SHA-256 of the regular file ``path``, read in pieces (a huge file costs no memory);
+    ``None`` when it is a symlink (never followed), anything but a regular file, or unreadable."""
     try:
         if not stat.S_ISREG(os.lstat(path).st_mode):
             return None
-        return _digest(read_regular_file(path, 1 << 40, nofollow=True))
-    except (OSError, FileRefused):
+        fd = os.open(path, _OPEN | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
         return None
+    digest = hashlib.sha256()
+    try:
+        with os.fdopen(fd, "rb", buffering=0) as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return None
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+    except OSError:
+        return None
+    return digest.hexdigest()
 
 
 def _is_ours_temp(name: str) -> bool:
@@ -244,6 +270,7 @@ def plan_folder(folder: str, files: Mapping[str, bytes], *, allow_foreign: bool)
     manifest = _read_manifest(folder)
     owned: dict[str, str] = {}
     foreign: list[str] = []
+    edited: list[str] = []
     for name in names:
         if name == MANIFEST or _is_ours_temp(name):
             continue
@@ -256,9 +283,15 @@ def plan_folder(folder: str, files: Mapping[str, bytes], *, allow_foreign: bool)
             owned[name] = current  # already the bytes the export writes: nothing is lost
         else:
             foreign.append(os.path.join(folder, name))
-    blocking = [p for p in foreign if os.path.basename(p) in files]
+            if name in manifest:
+                edited.append(foreign[-1])
+    # Compared case-blind: on macOS and Windows "Index.md" is the file "index.md".
+    ours = {name.casefold() for name in files}
+    blocking = [p for p in foreign if os.path.basename(p).casefold() in ours]
     if blocking or (foreign and not allow_foreign):
-        raise ForeignFilesError(folder, foreign, blocking)
+        raise ForeignFilesError(folder, foreign, blocking, edited)
+    if edited:
+        logger.warning("%s: %d exported file(s) changed since: kept", folder, len(edited))
     return FolderPlan(folder, dict(files), owned, foreign)
 
 
