@@ -9,11 +9,11 @@ statistics of the table (``ANALYZE``: autovacuum's after large writes), a word's
 estimated from them instead (:class:`WordStats`): counting a common word's rows on its first
 search cost up to 23 ms (p95 at 100k memories), more than ranking them.
 
-The words past the budget are not dropped: the owner's newest :data:`TEXT_BUDGET` rows holding
-any word of the query are ranked by ``ts_rank`` too (:func:`newest`, read newest first by the
-``(user_id, rowid)`` index and stopped at the budget), so a query of common words still finds
-something; one search ranks at most twice the budget. The store option ``text_budget`` sets
-it per store.
+When the words the budget affords match nothing (every word of the query is common: "river
+train" in nearly all of 50k rows found nothing), the owner's newest :data:`TEXT_BUDGET` rows
+holding them are ranked by ``ts_rank`` instead (:func:`newest`, read newest first by the
+``(user_id, rowid)`` index and stopped at the budget): a search never ranks more than the
+budget, and never silently finds nothing. The store option ``text_budget`` sets it per store.
 """
 
 from __future__ import annotations
@@ -153,9 +153,9 @@ def text_list(
 ) -> list[int]:
     """The rowids of ``owner``'s best ``n`` full-text matches of ``query`` among the rows
     ``where`` keeps (a ``WHERE`` fragment and its parameters): by ``ts_rank`` over every row
-    holding the words the budget affords, then (when common words were left out) the best of
-    the owner's newest rows holding any word (:func:`newest`). ``counts``: the cache, the
-    store's write count and its budget (``None``: :data:`TEXT_BUDGET`)."""
+    holding the words the budget affords; when they match nothing and common words were left
+    out, the best of the owner's newest rows holding those (:func:`newest`). ``counts``: the
+    cache, the store's write count and its budget (``None``: :data:`TEXT_BUDGET`)."""
     words = fts_words(query)
     if not words:
         return []
@@ -177,10 +177,11 @@ def text_list(
             ).fetchall()
         ]
     held = [w for w in words if rows.get(w, 0) > 0]
-    if len(kept) < len(held):
-        seen = set(found)
-        found += [r for r in newest(conn, held, owner, where, budget, n) if r not in seen]
-    return found[:n]
+    if not found and len(kept) < len(held):
+        # Every word it could afford matched nothing here: rather than find nothing, rank the
+        # owner's newest rows holding the common words (bounded by the budget).
+        return newest(conn, held, owner, where, budget, n)
+    return found
 
 
 def newest(

@@ -42,10 +42,11 @@ LOOKUP_CHUNK = 400
 #: entries here, so a word in more rows than this is not ranked over all of them (at 100k
 #: memories, a word in more than 10% of them), which keeps the text half of a search at 100k
 #: memories near 10-25 ms (it was 100-500 ms when every word was ranked). Below 10k rows in
-#: all, every word counts. The words left out are not dropped: the owner's newest
-#: ``TEXT_BUDGET`` rows holding any word of the query are ranked too (:meth:`StoreOps._newest`),
-#: so a query of common words still finds something, and one search ranks at most twice the
-#: budget. The store option ``text_budget`` sets it per store.
+#: all, every word counts. When the words the budget affords match nothing (every word of the
+#: query is common: "river train" in nearly all of 50k rows found nothing), the owner's newest
+#: ``TEXT_BUDGET`` rows holding them are ranked instead (:meth:`StoreOps._newest`): a search
+#: never ranks more than the budget, and never silently finds nothing. The store option
+#: ``text_budget`` sets it per store.
 TEXT_BUDGET = 10_000
 #: Words whose row counts one store keeps between writes (then it starts again).
 WORD_CACHE = 50_000
@@ -293,8 +294,9 @@ class StoreOps:
 
     def _text_search(self, query: str, owner: str, filters: Filters, n: int) -> list[int]:
         """The rowids of the best ``n`` full-text matches: by bm25 over every row holding the
-        words the budget affords, then (when common words were left out) the owner's newest
-        rows holding any word, ranked by bm25 among themselves (:meth:`_newest`)."""
+        words the budget affords; when they match nothing and common words were left out,
+        the owner's newest rows holding those, ranked by bm25 among themselves
+        (:meth:`_newest`)."""
         budget = self.text_budget if self.text_budget is not None else TEXT_BUDGET
         words = fts_words(query)
         rows = self._rows_holding(words, budget)
@@ -313,11 +315,11 @@ class StoreOps:
                 )
             ]
         held = [w for w in words if rows.get(w, 0) > 0]
-        if len(kept) < len(held):
-            seen = set(found)
-            newest = self._newest(held, owner, (where, params), budget, n)
-            found += [rowid for rowid in newest if rowid not in seen]
-        return found[:n]
+        if not found and len(kept) < len(held):
+            # Every word it could afford matched nothing here: rather than find nothing, rank
+            # the owner's newest rows holding the common words (bounded by the budget).
+            return self._newest(held, owner, (where, params), budget, n)
+        return found
 
     def _newest(
         self, words: Sequence[str], owner: str, where: tuple[str, list[Any]], budget: int, n: int

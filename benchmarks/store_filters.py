@@ -1,0 +1,128 @@
+"""Store search with a category filter and with common words (issue 27, classes 12 and 13):
+``n`` memories of one owner (benchmarks/store.py's LoCoMo-style texts and latent vectors, bulk
+loaded), every ``--step``-th of them (default 10) linked to the category ``work``, and three
+kinds of hybrid search (k=10) through ``store.search``: plain, with ``category="work"``, and
+a text-only query of the two words nearly every memory holds (each text ends " river train").
+
+Run by hand (not in the test suite), on an otherwise idle machine::
+
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/store_filters.py --size 50000 --queries 100
+
+Options: ``--size`` (memories), ``--queries``, ``--step``, ``--skip pg``. Markdown goes to
+stdout (paste it into RESULTS.md), progress to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import random
+import shlex
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fast_mode import ROOT, machine_info
+from store import DIM, FixedQuery, corpus_texts, latent_vectors, load_pg, load_sqlite
+
+sys.path.insert(0, str(ROOT))
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def link_share(url: str, n: int, step: int) -> None:
+    """Define the category ``work`` for owner ``u`` and link every ``step``-th memory to it."""
+    from memreader.category_config import CategoryDef
+    from memreader.stores import open_store
+
+    with open_store(url) as store:
+        store.upsert_categories("u", [CategoryDef(name="work", description="work matters")])
+        for start in range(0, n, 1000):
+            links = {f"m{i}": ["work"] for i in range(start, min(n, start + 1000), step)}
+            store.link_categories("u", links)
+
+
+def time_kinds(url: str, texts: list[str], vecs: np.ndarray, queries: int) -> dict[str, Any]:
+    """p50/p95 (ms) of plain, category and common-word searches, after 5 warm-up queries."""
+    from memreader.stores import open_store
+
+    rng = np.random.default_rng(5)
+    pick = random.Random(5)
+    embedder = FixedQuery()
+    asked = []
+    for _ in range(queries + 5):
+        q = vecs[rng.integers(0, len(vecs))] + 0.3 * rng.normal(size=DIM).astype(np.float32)
+        text = texts[pick.randrange(len(texts))].split("\n")[0].split(": ", 1)[1]
+        asked.append((q / np.linalg.norm(q), text))
+    kinds: dict[str, dict[str, Any]] = {
+        "plain": {},
+        "category": {"category": "work"},
+        "common words": {"mode": "text"},
+    }
+    out: dict[str, Any] = {}
+    with open_store(url, embedder=embedder) as store:
+        for kind, options in kinds.items():
+            found: list[float] = []
+            hits_seen = 0
+            for vector, text in asked:
+                embedder.next = vector
+                query = "river train" if kind == "common words" else text
+                started = time.perf_counter()
+                hits = store.search(query, user_id="u", k=10, **options)
+                found.append((time.perf_counter() - started) * 1000)
+                hits_seen += len(hits)
+            out[kind] = {
+                "p50_ms": round(statistics.median(found[5:]), 1),
+                "p95_ms": round(sorted(found[5:])[int(0.95 * queries) - 1], 1),
+                "mean_hits": round(hits_seen / len(asked), 1),
+            }
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--size", type=int, default=50_000)
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--skip", default="")
+    parser.add_argument("--step", type=int, default=10, help="link every STEP-th memory")
+    args = parser.parse_args()
+    skip = set(filter(None, args.skip.split(",")))
+    texts = [f"{t} river train" for t in corpus_texts(args.size)]
+    vecs = latent_vectors(np.random.default_rng(1), args.size)
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        path = str(Path(folder) / "m.db")
+        _log(f"sqlite: loading {args.size}")
+        load_sqlite(path, texts, vecs)
+        link_share("sqlite:///" + path, args.size, args.step)
+        results["sqlite"] = time_kinds("sqlite:///" + path, texts, vecs, args.queries)
+        if "pg" not in skip:
+            sys.path.insert(0, str(ROOT / "tests"))
+            from pg_server import create_database, running_server
+
+            with running_server() as admin:
+                url = create_database(admin, "filters")
+                _log(f"postgresql: loading {args.size}")
+                load_pg(url, texts, vecs)
+                link_share(url, args.size, args.step)
+                results["postgresql"] = time_kinds(url, texts, vecs, args.queries)
+    info = machine_info()
+    print(f"{datetime.date.today()}: `{shlex.join([sys.executable, *sys.argv])}`")
+    print(f"machine: {info['cpu']}, {info['cores']} cores, load {os.getloadavg()[0]:.1f}")
+    print("\n| store | search | p50 ms | p95 ms | hits (of 10) |\n|---|---|---|---|---|")
+    for store, kinds in results.items():
+        for kind, row in kinds.items():
+            print(f"| {store} | {kind} | {row['p50_ms']} | {row['p95_ms']} | {row['mean_hits']} |")
+
+
+if __name__ == "__main__":
+    main()
