@@ -22,6 +22,7 @@ import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
+from memreader.category_config import CategoryDef
 from memreader.factory import MemReaderConfigFactory
 from memreader.service import ServiceConfig, ServiceSettings, create_app
 from memreader.stores import open_store
@@ -227,3 +228,23 @@ def test_docs_render_offline_and_nothing_references_another_origin(page: WebDriv
     assert {"index.html", "app.js", "common.js"} <= set(names)
     for name in names:
         assert not EXTERNAL.search((static / name).read_text(encoding="utf-8")), name
+
+
+def test_a_device_named_category_opens_its_file(page: WebDriver, tmp_path: Path) -> None:
+    """A category named ``con`` is ``con-category.md`` (a name safe on Windows): the page asks
+    for the file the export and the service name it by."""
+    with open_store(f"sqlite:///{tmp_path / 'm.db'}") as store:
+        store.write([item("c1", "Ana keeps a console diary.", user=USER, at=T0)])
+        store.upsert_categories(USER, [CategoryDef(name="con", description="Consoles.")])
+        store.link_categories(USER, {"c1": ["con"]})
+    click(page, "#show-categories")
+    wait(page, lambda d: d.find_elements(By.CSS_SELECTOR, '#category-list [data-category="con"]'))
+    button = page.find_element(By.CSS_SELECTOR, '[data-category="con"] .file-button')
+    assert button.text == "Show con-category.md"
+    button.click()
+    title = page.find_element(By.ID, "memory-file-title")
+    wait(page, lambda _: "con-category.md" in title.text)
+    assert not page.find_element(By.ID, "categories-error").is_displayed()
+    assert "Ana keeps a console diary." in js(
+        page, "return document.getElementById('memory-file').textContent"
+    )
