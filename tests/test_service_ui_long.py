@@ -220,6 +220,7 @@ def test_docs_render_offline_and_nothing_references_another_origin(page: WebDriv
     click(page, "a[href='/openapi.json']")
     wait(page, lambda d: '"openapi"' in d.page_source)
     assert httpx.get(f"{url}/redoc").status_code == 404  # it loaded from a CDN
+    assert httpx.get(f"{url}/healthz").json()["fine_mode"] is False  # this one has no LLM
     docs = httpx.get(f"{url}/docs")
     assert docs.status_code == 200 and not EXTERNAL.search(docs.text)
     assert "default-src 'none'" in docs.headers["content-security-policy"]
