@@ -22,9 +22,9 @@ was told, to write over a foreign file whose name it needs, compared case-blind 
 is ``index.md`` on macOS and Windows), unless that file already holds the very bytes the export
 would write, which loses nothing. A file the export wrote and the user changed since is
 foreign (the error lists it in ``edited`` too): kept, never overwritten. A temporary file a
-killed export left (``.<name>.<random>.tmp``) is neither foreign nor deleted. Every user folder is checked before
-any is written, so a refusal writes nothing. The output folder itself may hold anything: the
-export only adds user folders to it.
+killed export left (``.<name>.<random>.tmp``) is neither foreign nor deleted. Every user
+folder is checked before any is written, so a refusal writes nothing. The output folder itself
+may hold anything: the export only adds user folders to it.
 
 **Crash safety.** Before writing, the manifest lists each file's new and old hashes; after the
 files are written and stale ones removed, only the new ones. So a crash at any point leaves
