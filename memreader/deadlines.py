@@ -45,9 +45,17 @@ class Deadline:
         seconds: how long from now the work may run; ``None`` for no time limit (only
             :meth:`cancel` stops it).
         what: what the work is, for messages (``"the read"``).
+        parent: a deadline this one is part of: it expires with it too (cancelling this one
+            leaves the parent as it is).
     """
 
-    def __init__(self, seconds: float | None = None, *, what: str = "the call") -> None:
+    def __init__(
+        self,
+        seconds: float | None = None,
+        *,
+        what: str = "the call",
+        parent: Deadline | None = None,
+    ) -> None:
         if seconds is not None and (
             isinstance(seconds, bool)
             or not isinstance(seconds, int | float)
@@ -59,11 +67,17 @@ class Deadline:
         self.what = what
         self._at = math.inf if seconds is None else time.monotonic() + float(seconds)
         self._cancelled = threading.Event()
+        self.parent = parent
 
     @classmethod
     def after(cls, seconds: float, *, what: str = "the call") -> Deadline:
         """A deadline ``seconds`` from now."""
         return cls(seconds, what=what)
+
+    @classmethod
+    def within(cls, parent: Deadline | None, *, what: str = "the call") -> Deadline:
+        """A deadline of its own (to cancel one call's work) that also ends with ``parent``."""
+        return cls(None, what=parent.what if parent is not None else what, parent=parent)
 
     def cancel(self) -> None:
         """Stop the work at its next check (thread-safe; cancelling twice is a no-op)."""
@@ -71,20 +85,23 @@ class Deadline:
 
     @property
     def cancelled(self) -> bool:
-        """Whether :meth:`cancel` was called."""
-        return self._cancelled.is_set()
+        """Whether :meth:`cancel` was called (on this deadline or its parent)."""
+        return self._cancelled.is_set() or (self.parent is not None and self.parent.cancelled)
 
     @property
     def expired(self) -> bool:
-        """Whether the work must stop: cancelled, or its time is up."""
-        return self._cancelled.is_set() or time.monotonic() >= self._at
+        """Whether the work must stop: cancelled, or its time (or its parent's) is up."""
+        if self._cancelled.is_set() or time.monotonic() >= self._at:
+            return True
+        return self.parent is not None and self.parent.expired
 
     @property
     def remaining(self) -> float:
         """Seconds left (0 once expired or cancelled; ``inf`` without a time limit)."""
         if self._cancelled.is_set():
             return 0.0
-        return max(0.0, self._at - time.monotonic())
+        own = max(0.0, self._at - time.monotonic())
+        return own if self.parent is None else min(own, self.parent.remaining)
 
     def check(self, where: str) -> None:
         """Return while the work may go on; else raise.
@@ -95,6 +112,8 @@ class Deadline:
         """
         if not self.expired:
             return
+        if self.parent is not None and not self._cancelled.is_set() and self.parent.expired:
+            self.parent.check(where)  # the parent's time or cancel: its message
         cancelled = self._cancelled.is_set()
         why = "was cancelled" if cancelled else f"passed its deadline ({self.seconds:g} s)"
         raise DeadlineExceeded(
@@ -140,6 +159,7 @@ async def in_thread(
     *args: object,
     executor: Executor | None = None,
     keep_result: bool = False,
+    on_cancel: Callable[[], object] | None = None,
 ) -> T:
     """``fn(*args)`` in a worker thread of ``executor`` (the loop's default one when
     ``None``), with the caller's context variables.
@@ -148,7 +168,8 @@ async def in_thread(
     behind its back: the cancellation waits until the thread has ended (a deadline the thread
     checks makes that soon), then goes on. So whoever awaits the caller knows the work stopped.
     With ``keep_result``, a thread that still ended with a result returns it instead (its
-    work is done and must be reported: a store write that committed).
+    work is done and must be reported: a store write that committed). ``on_cancel`` is called
+    first when the caller is cancelled (to cancel the deadline the thread checks).
     """
     loop = asyncio.get_running_loop()
     call = functools.partial(contextvars.copy_context().run, fn, *args)
@@ -156,6 +177,8 @@ async def in_thread(
     try:
         return await asyncio.shield(future)
     except asyncio.CancelledError:
+        if on_cancel is not None:
+            on_cancel()
         while not future.done():
             try:
                 await asyncio.wait([future])

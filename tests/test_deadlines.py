@@ -240,3 +240,54 @@ def test_a_cancelled_caller_waits_for_its_thread() -> None:
 
     seen, kept = asyncio.run(main())
     assert seen == ["work"] and kept == "done"
+
+
+class SlowCountingEmbedder(HashEmbedder):
+    """One text per call, each call waiting ``pause`` seconds; counts them (thread-safe)."""
+
+    batch_size = 1
+
+    def __init__(self, pause: float) -> None:
+        super().__init__()
+        self.pause = pause
+        self.done = threading.Semaphore(0)
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        threading.Event().wait(self.pause)
+        out = super().embed(texts)
+        self.done.release()
+        return out
+
+
+def test_a_cancelled_async_read_stops_its_thread_and_leaves_the_callers_deadline() -> None:
+    embedder = SlowCountingEmbedder(pause=0.01)
+    reader = reader_with(embedder)
+    mine = Deadline()  # the caller's: cancelling the call does not cancel it
+
+    async def main() -> int:
+        task = asyncio.ensure_future(reader.aget_memory([long_chat()], info=INFO, deadline=mine))
+        while len(embedder.calls) < 3:
+            await asyncio.sleep(0.005)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return len(embedder.calls)  # the embed thread had ended when the cancel came through
+
+    stopped = asyncio.run(main())
+    assert len(embedder.calls) == stopped  # nothing embedded after the call returned
+    assert 3 <= stopped < 20 and not mine.cancelled
+
+
+def test_a_deadline_within_another_ends_with_it_and_cancels_alone() -> None:
+    parent = Deadline.after(3600, what="the request")
+    child = Deadline.within(parent)
+    child.cancel()
+    assert child.expired and not parent.expired
+    other = Deadline.within(parent)
+    parent.cancel()
+    assert other.expired and other.cancelled and other.remaining == 0.0
+    with pytest.raises(DeadlineExceeded, match=r"^the request was cancelled; stopped here$"):
+        other.check("here")
+    timed = Deadline.within(Deadline.after(0, what="the read"))
+    with pytest.raises(DeadlineExceeded, match=r"^the read passed its deadline \(0 s\)"):
+        timed.check("there")

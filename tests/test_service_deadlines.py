@@ -140,6 +140,44 @@ def test_a_504_read_has_stopped_its_work_and_held_its_slot(tmp_path: Path) -> No
         assert "its work was stopped" in answer.json()["detail"]
 
 
+def test_a_client_that_goes_away_mid_stream_stops_the_work(tmp_path: Path) -> None:
+    embedder = SlowEmbedder(pause=0.02)
+    reader = small_windows(embedder)
+    body: dict[str, Any] = {
+        "scenes": [chat(50), chat(4000)],
+        "info": {"user_id": "alice", "session_id": "s"},
+        "include_embeddings": False,
+    }
+    search = {"user_id": "alice", "query": "w1", "mode": "text"}
+    with service(tmp_path, reader=reader, request_timeout_s=60, max_concurrent_per_key=1) as url:
+        with httpx.stream(
+            "POST",
+            f"{url}/v1/read",
+            json=body,
+            headers={**AUTH["alice"], "Accept": "application/x-ndjson"},
+            timeout=60,
+        ) as response:
+            lines = response.iter_lines()  # kept: a dropped iterator closes the connection
+            assert json.loads(next(lines))["scene"] == 0
+            first = embedder.count()
+            wait_until(lambda: embedder.count() > first + 5, "the second scene to embed")
+        # The client is gone: the slot comes back once the second scene's work has stopped.
+        statuses = []
+        for _ in range(200):
+            statuses.append(
+                httpx.post(f"{url}/v1/memories/search", json=search, headers=AUTH["alice"])
+            )
+            if statuses[-1].status_code != 429:
+                break
+            time.sleep(0.02)
+        assert statuses[-1].status_code == 200
+        stopped_at = embedder.count()
+        time.sleep(0.3)
+        assert embedder.count() == stopped_at  # nothing embedded after the slot came back
+        [whole] = small_windows(None).get_memory([chat(4000)], info=body["info"])
+        assert stopped_at < len(whole) // 2
+
+
 def settled(embedder: SlowEmbedder, timeout: float = 30.0) -> None:
     """Wait (bounded) until ``embedder`` has embedded nothing for a while."""
     end = time.monotonic() + timeout

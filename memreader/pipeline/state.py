@@ -184,6 +184,11 @@ class ReadState:
         if self.deadline is not None:
             self.deadline.check(where)
 
+    def cancel(self) -> None:
+        """Stop the call's work at its next deadline check (its async caller was cancelled)."""
+        if self.deadline is not None:
+            self.deadline.cancel()
+
     def get(self, name: str) -> Any:
         """A built-in field or a value a user's step set."""
         if name in STATE_FIELDS:

@@ -2,8 +2,9 @@
 
 A step works on the whole call at once (all scenes, all windows), so a pipeline adds no
 per-window cost. Write ``run`` for a sync body; ``arun`` runs it in a worker thread unless a step
-overrides it with native async code (the LLM passes do). A cancelled ``arun`` waits until that
-thread has ended (:func:`memreader.deadlines.in_thread`): the call's work never outlives it. A
+overrides it with native async code (the LLM passes do). A cancelled ``arun`` cancels the call's
+deadline and waits until that thread has ended (:func:`memreader.deadlines.in_thread`): the
+call's work never outlives it. A
 step with a long loop calls ``state.check_deadline(where)`` between its units, so a deadline
 stops it there.
 
@@ -66,7 +67,7 @@ class Step:
     async def arun(self, state: ReadState, runtime: ReaderRuntime) -> None:
         """The async body: ``run`` in a worker thread unless overridden (cancelled, it waits
         for the thread to end)."""
-        await in_thread(self.run, state, runtime)
+        await in_thread(self.run, state, runtime, on_cancel=state.cancel)
 
     def __repr__(self) -> str:
         modes = f", modes={sorted(self.modes)}" if self.modes is not None else ""

@@ -143,10 +143,12 @@ class BaseMemReader(ABC):
         report: ReadReport | None = None,
         deadline: Deadline | None = None,
     ) -> list[list[TextualMemoryItem]]:
-        """The async twin of :meth:`get_memory` (same items, same ids)."""
+        """The async twin of :meth:`get_memory` (same items, same ids). Cancelled, it stops
+        its work at the next deadline check and returns once it has stopped."""
         with typed_errors("aget_memory"):
             state = self._state(scene_data, type, info, mode, custom_tags, report)
-            state.deadline = checked_deadline(deadline)
+            # A token of this call's own: cancelling the call cancels it, not the caller's.
+            state.deadline = Deadline.within(checked_deadline(deadline), what="aget_memory")
             await self.pipeline.arun(state, self.runtime)
             return state.items
 
@@ -183,7 +185,9 @@ class BaseMemReader(ABC):
         """The async twin of :meth:`fine_transfer_simple_mem`."""
         with typed_errors("afine_transfer_simple_mem"):
             state = self._refine_state(items, type, custom_tags, report)
-            state.deadline = checked_deadline(deadline)
+            state.deadline = Deadline.within(
+                checked_deadline(deadline), what="afine_transfer_simple_mem"
+            )
             await self.pipeline.arun(state, self.runtime)
             return state.items
 

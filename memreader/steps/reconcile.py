@@ -105,7 +105,7 @@ class Reconcile(Step):
             run_chain([_Calls(groups)], state, runtime)
 
     async def arun(self, state: ReadState, runtime: ReaderRuntime) -> None:
-        groups = await in_thread(self.groups, state, runtime)
+        groups = await in_thread(self.groups, state, runtime, on_cancel=state.cancel)
         if groups:
             await arun_chain([_Calls(groups)], state, runtime)
 
