@@ -32,8 +32,10 @@ class FastItems(Step):
         result: list[list[TextualMemoryItem]] = []
         for ws in state.windows:
             items = []
-            state.check_deadline(f"before fast items of scene {ws.scene.index}")
             for window, entry in zip(ws.windows, ws.reports, strict=True):
+                state.check_deadline(
+                    f"before the fast item of scene {ws.scene.index}, window {window.index}"
+                )
                 try:
                     sources = ws.sources(window)
                     item = make_item(
