@@ -341,3 +341,38 @@ def test_one_keys_flood_of_reads_does_not_hold_up_anothers_searches(tmp_path: Pa
         # Bob was answered while alice's flood was still in flight.
         assert finished_before < flood
         assert set(statuses) <= {200, 504} and 504 in statuses
+
+
+def test_a_late_search_is_504_and_holds_its_slot_until_it_returned(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 'memories.db'}", embedder=HashEmbedder())
+    release = threading.Event()
+    entered = threading.Event()
+    plain_search = store.search
+
+    def stuck_search(*args: Any, **kwargs: Any) -> Any:
+        entered.set()
+        release.wait(30)  # a store call cannot be stopped: the request waits for it
+        return plain_search(*args, **kwargs)
+
+    store.search = stuck_search  # type: ignore[method-assign]
+    search = {"user_id": "alice", "query": "tea", "mode": "text"}
+    with service(tmp_path, store=store, request_timeout_s=0.5, max_concurrent_per_key=1) as url:
+        answers: list[httpx.Response] = []
+        thread = threading.Thread(
+            target=lambda: answers.append(
+                httpx.post(f"{url}/v1/memories/search", json=search, headers=AUTH["alice"])
+            )
+        )
+        thread.start()
+        assert entered.wait(30)
+        time.sleep(0.7)  # past the deadline, the call still running: the slot is still taken
+        busy = httpx.post(f"{url}/v1/memories/search", json=search, headers=AUTH["alice"])
+        assert busy.status_code == 429
+        release.set()
+        thread.join(30)
+        [late] = answers
+        assert late.status_code == 504
+        assert "its late answer was dropped" in late.json()["detail"]
+        store.search = plain_search  # type: ignore[method-assign]
+        ok = httpx.post(f"{url}/v1/memories/search", json=search, headers=AUTH["alice"])
+        assert ok.status_code == 200

@@ -79,15 +79,20 @@ class KeySlots:
             release()
 
 
-def deadline_problem(deadline: Deadline, what: str) -> ProblemError:
-    """The 504 problem of ``what`` stopped by the request's ``deadline``."""
+def deadline_problem(deadline: Deadline, what: str, *, stopped: bool = True) -> ProblemError:
+    """The 504 problem of ``what`` past the request's ``deadline``: its work ``stopped`` (and
+    nothing of it stored), or a reading call that ran to its end too late."""
     limit = f" ({deadline.seconds:g} s)" if deadline.seconds is not None else ""
+    tail = (
+        "its work was stopped and nothing of it was stored"
+        if stopped
+        else "it changed nothing; its late answer was dropped"
+    )
     return ProblemError(
         504,
         "deadline",
         "Deadline exceeded",
-        f"{what} did not finish within the service's request_timeout_s{limit}; its work was "
-        "stopped and nothing of it was stored",
+        f"{what} did not finish within the service's request_timeout_s{limit}; {tail}",
     )
 
 

@@ -180,7 +180,7 @@ class ServiceState:
             raise deadline_problem(deadline, what)
         result = await in_thread(call, executor=self.store_pool, keep_result=writes)
         if not writes and deadline.expired:
-            raise deadline_problem(deadline, what)
+            raise deadline_problem(deadline, what, stopped=False)
         return result
 
     @asynccontextmanager
