@@ -67,7 +67,9 @@ class Admission:
             await _refuse(problem, route, scope, receive, send)
             return
         scope[PRINCIPAL] = principal
-        scope[DEADLINE] = Deadline.after(self.state.timeout_s, what=f"{scope['method']} {path}")
+        # Named by its route template: a path may hold a client's 10,000-character id.
+        template = getattr(route, "path", "/v1/...")
+        scope[DEADLINE] = Deadline.after(self.state.timeout_s, what=f"{scope['method']} {template}")
         if not takes_slot(path):
             await self.app(scope, receive, send)
             return
