@@ -115,6 +115,6 @@ def request_deadline(connection: HTTPConnection, seconds: float) -> Deadline:
     found = connection.scope.get(DEADLINE)
     if isinstance(found, Deadline):
         return found
-    deadline = Deadline.after(seconds, what=connection.url.path)
+    deadline = Deadline.after(seconds, what="the request")
     connection.scope[DEADLINE] = deadline
     return deadline
