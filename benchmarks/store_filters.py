@@ -1,14 +1,14 @@
 """Store search with a category filter and with common words (issue 27, classes 12 and 13):
 ``n`` memories of one owner (benchmarks/store.py's LoCoMo-style texts and latent vectors, bulk
-loaded), every ``--step``-th of them (default 10) linked to the category ``work``, and three
-kinds of hybrid search (k=10) through ``store.search``: plain, with ``category="work"``, and
-a text-only query of the two words nearly every memory holds (each text ends " river train").
+loaded) and linked to three categories (all of them, every 10th, every 100th), and hybrid
+searches (k=10) through ``store.search``: plain, with ``category=`` each of them, and a
+text-only query of the two words every memory holds (each text ends " river train").
 
 Run by hand (not in the test suite), on an otherwise idle machine::
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/store_filters.py --size 50000 --queries 100
 
-Options: ``--size`` (memories), ``--queries``, ``--step``, ``--skip pg``. Markdown goes to
+Options: ``--size`` (memories), ``--queries``, ``--skip pg`` or ``--skip sqlite``. Markdown goes to
 stdout (paste it into RESULTS.md), progress to stderr.
 """
 
@@ -39,15 +39,24 @@ def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def link_share(url: str, n: int, step: int) -> None:
-    """Define the category ``work`` for owner ``u`` and link every ``step``-th memory to it."""
+#: The categories of owner ``u``: every memory is in ``every``, every 10th in ``tenth``, every
+#: 100th in ``hundredth``.
+STEPS = {"every": 1, "tenth": 10, "hundredth": 100}
+
+
+def link_categories(url: str, n: int) -> None:
+    """Define :data:`STEPS`' categories for owner ``u`` and link the memories to them."""
     from memreader.category_config import CategoryDef
     from memreader.stores import open_store
 
     with open_store(url) as store:
-        store.upsert_categories("u", [CategoryDef(name="work", description="work matters")])
+        defs = [CategoryDef(name=name, description=f"{name} memory") for name in STEPS]
+        store.upsert_categories("u", defs)
         for start in range(0, n, 1000):
-            links = {f"m{i}": ["work"] for i in range(start, min(n, start + 1000), step)}
+            links = {
+                f"m{i}": [name for name, step in STEPS.items() if i % step == 0]
+                for i in range(start, min(n, start + 1000))
+            }
             store.link_categories("u", links)
 
 
@@ -63,11 +72,9 @@ def time_kinds(url: str, texts: list[str], vecs: np.ndarray, queries: int) -> di
         q = vecs[rng.integers(0, len(vecs))] + 0.3 * rng.normal(size=DIM).astype(np.float32)
         text = texts[pick.randrange(len(texts))].split("\n")[0].split(": ", 1)[1]
         asked.append((q / np.linalg.norm(q), text))
-    kinds: dict[str, dict[str, Any]] = {
-        "plain": {},
-        "category": {"category": "work"},
-        "common words": {"mode": "text"},
-    }
+    kinds: dict[str, dict[str, Any]] = {"plain": {}}
+    kinds.update({f"category ({name})": {"category": name} for name in STEPS})
+    kinds["common words"] = {"mode": "text"}
     out: dict[str, Any] = {}
     with open_store(url, embedder=embedder) as store:
         for kind, options in kinds.items():
@@ -93,18 +100,18 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=50_000)
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--skip", default="")
-    parser.add_argument("--step", type=int, default=10, help="link every STEP-th memory")
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
     texts = [f"{t} river train" for t in corpus_texts(args.size)]
     vecs = latent_vectors(np.random.default_rng(1), args.size)
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as folder:
-        path = str(Path(folder) / "m.db")
-        _log(f"sqlite: loading {args.size}")
-        load_sqlite(path, texts, vecs)
-        link_share("sqlite:///" + path, args.size, args.step)
-        results["sqlite"] = time_kinds("sqlite:///" + path, texts, vecs, args.queries)
+        if "sqlite" not in skip:
+            path = str(Path(folder) / "m.db")
+            _log(f"sqlite: loading {args.size}")
+            load_sqlite(path, texts, vecs)
+            link_categories("sqlite:///" + path, args.size)
+            results["sqlite"] = time_kinds("sqlite:///" + path, texts, vecs, args.queries)
         if "pg" not in skip:
             sys.path.insert(0, str(ROOT / "tests"))
             from pg_server import create_database, running_server
@@ -113,11 +120,13 @@ def main() -> None:
                 url = create_database(admin, "filters")
                 _log(f"postgresql: loading {args.size}")
                 load_pg(url, texts, vecs)
-                link_share(url, args.size, args.step)
+                link_categories(url, args.size)
                 results["postgresql"] = time_kinds(url, texts, vecs, args.queries)
     info = machine_info()
     print(f"{datetime.date.today()}: `{shlex.join([sys.executable, *sys.argv])}`")
     print(f"machine: {info['cpu']}, {info['cores']} cores, load {os.getloadavg()[0]:.1f}")
+    flags = sorted({f for f in Path("/proc/cpuinfo").read_text().split() if f.startswith("avx")})
+    print(f"CPU flags: {' '.join(flags)}")
     print("\n| store | search | p50 ms | p95 ms | hits (of 10) |\n|---|---|---|---|---|")
     for store, kinds in results.items():
         for kind, row in kinds.items():

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import random
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -159,6 +160,34 @@ def test_text_budget_reads_postgres_statistics_once_analyzed(
     with open_store(url) as store:
         found = {h.memory.id for h in store.search("tea zanzibar", user_id="u1", mode="text")}
     assert found == {"z"} and counted == []
+
+
+@pytest.mark.parametrize(("small", "large"), [(100, 200), (0, 100), (0, 0)])
+def test_each_way_of_searching_a_category_finds_its_nearest_members(
+    url: str, monkeypatch: pytest.MonkeyPatch, small: int, large: int
+) -> None:
+    """A category read from its links (at most SMALL_CATEGORY), through the HNSW list at its
+    widest (at most LARGE_CATEGORY) or through the usual list: the same hits, all members."""
+    from memreader.category_config import CategoryDef
+    from memreader.stores import postgres_ops
+
+    monkeypatch.setattr(postgres_ops, "SMALL_CATEGORY", small)
+    monkeypatch.setattr(postgres_ops, "LARGE_CATEGORY", large)
+    rng = random.Random(7)
+    vectors = [[rng.gauss(0, 1) for _ in range(8)] for _ in range(40)]
+    batch = [item(f"i{n}", f"note {n}", vector=v, model="m") for n, v in enumerate(vectors)]
+
+    class Fixed:
+        def embed(self, texts: Any) -> list[list[float]]:
+            return [vectors[7] for _ in texts]  # member i7 is the nearest
+
+    with open_store(url, embedder=Fixed()) as store:
+        store.write(batch, now=T0)
+        store.upsert_categories("u1", [CategoryDef(name="odd", description="odd notes")])
+        store.link_categories("u1", {f"i{n}": ["odd"] for n in range(1, 40, 2)})
+        hits = store.search("zzz", user_id="u1", k=5, mode="vector", category="odd")
+        ids = [h.memory.id for h in hits]
+    assert len(ids) == 5 and ids[0] == "i7" and all(int(i[1:]) % 2 == 1 for i in ids)
 
 
 # -- URLs, options, secrets -------------------------------------------------------------------

@@ -11,8 +11,11 @@ The promises every store keeps:
   :meth:`MemoryStore.purge` removes rows, and only expired or superseded ones retired before a
   given time.
 - **Writes are idempotent.** Writing the same items again changes nothing (events ``NONE``);
-  the same memory (same owner, type and content hash) seen again from other sources is
-  ``REINFORCE``: no new row, ``reinforced`` counts it and its sources join the old memory's.
+  the same memory (same owner, type and content hash, or a near duplicate) seen again from
+  sources it does not have yet is ``REINFORCE``: no new row, ``reinforced`` counts it and its
+  sources join the old memory's; from sources it already has, ``NONE`` (no history row).
+- **What is stored is valid**: every item is validated again on write; a row that cannot be
+  read anyway is passed over by reads (a warning names it), never failing its owner's.
 - **Every change is history**: one :class:`HistoryEntry` per event that changed a row.
 - **A store says why**: each :class:`WriteEvent` carries a one-line reason, each
   :class:`SearchHit` the parts of its score.

@@ -24,8 +24,9 @@ from memreader.stores.scoring import Candidate, rank_candidates
 
 __all__ = [
     "CANDIDATES",
-    "EXACT_CATEGORY",
+    "LARGE_CATEGORY",
     "LOOKUP_CHUNK",
+    "SMALL_CATEGORY",
     "Ranking",
     "filter_sql",
     "lock_owners",
@@ -51,10 +52,13 @@ CANDIDATES = 50
 MIN_EF_SEARCH = 160
 MAX_EF_SEARCH = 1000
 
-#: The most memories of a category whose vectors a category search compares exactly (read
-#: from the category's links); a larger category is searched through the HNSW index with
-#: the filter, which keeps enough of its candidates (see :func:`nearest`).
-EXACT_CATEGORY = 20_000
+#: A category search (see :func:`nearest`): a category of at most ``SMALL_CATEGORY`` memories
+#: is searched exactly from its links (at 50k memories, 500 of them: ~10 ms, where filtering
+#: the HNSW list then scanning every vector took 16-65 ms); up to ``LARGE_CATEGORY``, the HNSW
+#: list is read with ``ef_search`` at its maximum, so the category's share of it fills the
+#: candidates; a larger one is filtered from the usual list.
+SMALL_CATEGORY = 2_000
+LARGE_CATEGORY = 20_000
 
 #: Items per query of :func:`lookup`.
 LOOKUP_CHUNK = 1000
@@ -62,9 +66,11 @@ LOOKUP_CHUNK = 1000
 Connection = psycopg.Connection[Any]
 
 
-def filter_sql(filters: Filters) -> tuple[str, list[Any]]:
+def filter_sql(filters: Filters, *, probe: bool = False) -> tuple[str, list[Any]]:
     """``filters`` as a ``WHERE`` fragment over ``memreader_memories m`` (starting with
-    ``AND``) and its parameters."""
+    ``AND``) and its parameters. ``probe``: the category as one primary-key probe per row,
+    for a scan that follows the HNSW index's order (see below); else as ``EXISTS``, which the
+    planner may turn into a join (the faster exact scan of a small category)."""
     parts: list[str] = []
     params: list[Any] = []
     if not filters.include_inactive:
@@ -81,13 +87,19 @@ def filter_sql(filters: Filters) -> tuple[str, list[Any]]:
     if filters.until is not None:
         parts.append("COALESCE(m.valid_from, m.recorded_at) <= %s")
         params.append(filters.until)
-    if filters.category is not None:
+    if filters.category is not None and probe:
         # A scalar subquery, not EXISTS: PostgreSQL turns EXISTS into a join, and a join cannot
         # follow the HNSW index's order (a category holding most of 50k memories was an exact
-        # scan, 0.7-1.7 s); this is one primary-key probe per candidate the index yields.
+        # scan, 0.4-1.7 s); this is one primary-key probe per candidate the index yields.
         parts.append(
             "(SELECT 1 FROM memreader_category_links l WHERE l.user_id = m.user_id "
             "AND l.name = %s AND l.memory_id = m.id LIMIT 1) IS NOT NULL"
+        )
+        params.append(filters.category)
+    elif filters.category is not None:
+        parts.append(
+            "EXISTS (SELECT 1 FROM memreader_category_links l WHERE l.user_id = m.user_id "
+            "AND l.name = %s AND l.memory_id = m.id)"
         )
         params.append(filters.category)
     return "".join(f" AND {p}" for p in parts), params
@@ -108,42 +120,64 @@ def nearest(
     params: Sequence[Any],
     query: str,
     n: int,
-    category: str | None = None,
+    category: tuple[str, tuple[str, list[Any]]] | None = None,
 ) -> list[tuple[int, str, float]]:
     """The ``n`` memories of ``owner`` (passing ``where``/``params``) whose vectors are most
     similar to ``query`` (pgvector text): (rowid, id, cosine), best first.
 
     The HNSW index answers when the planner picks it (``ef_search`` at least ``n``); when it
     returns fewer than ``n`` rows (the filters threw its candidates away), the search is rerun
-    exactly, so a filter never hides a match that exists. With a ``category``, the exact
-    search reads the category's memories only, from its links (:func:`_category_nearest`): a
-    small category of a large owner is never an exact scan of every vector (1.6-3 s at 50k).
+    exactly, so a filter never hides a match that exists. A ``category`` (its name, and the
+    filters with it as a probe per row: :func:`filter_sql`) is followed through the index
+    first; the exact search then reads the category's memories from its links, one index
+    probe each, instead of every vector of the owner.
     """
-    if category is not None:
-        exact = _category_nearest(conn, owner, where, params, query, n, category)
-        if exact is not None:
-            return exact
     ef_search = min(max(n, MIN_EF_SEARCH), MAX_EF_SEARCH)
+    if category is not None:
+        links = _links_up_to(conn, owner, category[0], LARGE_CATEGORY)
+        if links <= SMALL_CATEGORY:
+            exact = _category_exact(conn, owner, where, params, query, n, category[0])
+            return [(r[0], r[1], float(r[2])) for r in exact if _usable(r[2])]
+        if links <= LARGE_CATEGORY:
+            # The index hands over at most ef_search rows and the category keeps its share of
+            # them: the most it may give (at 50k, a tenth of them then fills k=10 at once).
+            ef_search = MAX_EF_SEARCH
     conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef_search),))
-    rows: list[tuple[int, str, float]] = []
+    first, values = category[1] if category is not None else (where, list(params))
+    # ``+ 0``: an expression no index orders by, so the planner scans and sorts exactly.
     orders = ["m.embedding <=> %s::vector", "(m.embedding <=> %s::vector) + 0"]
-    # A large category the index did not keep enough of: its links are read below instead.
-    for order in orders[:1] if category is not None else orders:
-        # ``+ 0``: an expression no index orders by, so the planner scans and sorts exactly.
+    rows: list[tuple[int, str, float]] = []
+    for sql, args, order in ((first, values, orders[0]), (where, params, orders[1])):
+        if category is not None and order is orders[1]:
+            rows = _category_exact(conn, owner, where, params, query, n, category[0])
+            break
         rows = conn.execute(
             "SELECT m.rowid, m.id, 1 - (m.embedding <=> %s::vector) FROM memreader_memories m "
-            f"WHERE m.user_id = %s AND m.embedding IS NOT NULL{where} ORDER BY {order} LIMIT %s",
-            (query, owner, *params, query, n),
+            f"WHERE m.user_id = %s AND m.embedding IS NOT NULL{sql} ORDER BY {order} LIMIT %s",
+            (query, owner, *args, query, n),
         ).fetchall()
         if len(rows) >= n:
             break
-    if category is not None and len(rows) < n:
-        rows = _category_nearest(conn, owner, where, params, query, n, category, bound=None) or []
-    # A zero vector has no direction: its cosine is NaN, and it is nobody's neighbour.
-    return [(r[0], r[1], float(r[2])) for r in rows if r[2] is not None and not math.isnan(r[2])]
+    return [(r[0], r[1], float(r[2])) for r in rows if _usable(r[2])]
 
 
-def _category_nearest(
+def _usable(cosine: float | None) -> bool:
+    """A zero vector has no direction: its cosine is NaN, and it is nobody's neighbour."""
+    return cosine is not None and not math.isnan(cosine)
+
+
+def _links_up_to(conn: Connection, owner: str, category: str, bound: int) -> int:
+    """How many memories ``owner``'s ``category`` links, counted up to ``bound + 1`` (its
+    primary key's entries only)."""
+    row = conn.execute(
+        "SELECT count(*) FROM (SELECT 1 FROM memreader_category_links "
+        "WHERE user_id = %s AND name = %s LIMIT %s) c",
+        (owner, category, bound + 1),
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _category_exact(
     conn: Connection,
     owner: str,
     where: str,
@@ -151,27 +185,18 @@ def _category_nearest(
     query: str,
     n: int,
     category: str,
-    bound: int | None = EXACT_CATEGORY,
-) -> list[tuple[int, str, float]] | None:
-    """The exact nearest of ``owner``'s memories linked to ``category``, read from the links
-    (their primary key) when the category has at most ``bound`` links (``None``: however
-    many); ``None`` when it has more (then the HNSW index, filtered, answers)."""
-    if bound is not None:
-        row = conn.execute(
-            "SELECT count(*) FROM (SELECT 1 FROM memreader_category_links "
-            "WHERE user_id = %s AND name = %s LIMIT %s) c",
-            (owner, category, bound + 1),
-        ).fetchone()
-        if row is None or row[0] > bound:
-            return None
-    rows = conn.execute(
-        "SELECT m.rowid, m.id, 1 - (m.embedding <=> %s::vector) FROM memreader_category_links l "
-        "JOIN memreader_memories m ON m.user_id = l.user_id AND m.id = l.memory_id "
-        f"WHERE l.user_id = %s AND l.name = %s AND m.embedding IS NOT NULL{where} "
-        "ORDER BY (m.embedding <=> %s::vector) + 0 LIMIT %s",
-        (query, owner, category, *params, query, n),
+) -> list[tuple[int, str, float]]:
+    """The exact nearest of ``owner``'s memories linked to ``category``: its links read by
+    their primary key, each memory fetched by its own (``OFFSET 0`` keeps the planner from
+    turning the lookups into a scan of every memory of the owner)."""
+    return conn.execute(
+        "SELECT x.rowid, x.id, 1 - x.distance FROM memreader_category_links l CROSS JOIN "
+        "LATERAL (SELECT m.rowid, m.id, m.embedding <=> %s::vector AS distance "
+        "FROM memreader_memories m WHERE m.user_id = l.user_id AND m.id = l.memory_id "
+        f"AND m.embedding IS NOT NULL{where} OFFSET 0) x "
+        "WHERE l.user_id = %s AND l.name = %s ORDER BY x.distance LIMIT %s",
+        (query, *params, owner, category, n),
     ).fetchall()
-    return [(r[0], r[1], r[2]) for r in rows]
 
 
 def unstored(conn: Connection, items: Sequence[TextualMemoryItem]) -> list[int]:
@@ -262,11 +287,15 @@ def search(
     n = max(CANDIDATES, 5 * k)
     vector_list: list[tuple[int, str, float]] = []
     where = filter_sql(filters)
+    # The category as a probe per row where rows come in an index's order (the HNSW list, the
+    # text list), as EXISTS for the exact vector scan (a join there is faster).
+    probe = filter_sql(filters, probe=True) if filters.category is not None else where
     if vector is not None:
-        vector_list = nearest(conn, owner, *where, vector, n, filters.category)
+        followed = (filters.category, probe) if filters.category is not None else None
+        vector_list = nearest(conn, owner, *where, vector, n, followed)
     counts = (ranking.words, ranking.writes, ranking.text_budget)
     text_ranks = {
-        rowid: rank for rank, rowid in enumerate(text_list(conn, query, owner, where, n, counts), 1)
+        rowid: rank for rank, rowid in enumerate(text_list(conn, query, owner, probe, n, counts), 1)
     }
     ranks: dict[int, list[int]] = {}
     for rank, (rowid, _, _) in enumerate(vector_list, 1):

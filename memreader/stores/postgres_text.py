@@ -9,11 +9,12 @@ statistics of the table (``ANALYZE``: autovacuum's after large writes), a word's
 estimated from them instead (:class:`WordStats`): counting a common word's rows on its first
 search cost up to 23 ms (p95 at 100k memories), more than ranking them.
 
-When the words the budget affords match nothing (every word of the query is common: "river
+When no word of the query fits the budget (every word of the query is common: "river
 train" in nearly all of 50k rows found nothing), the owner's newest :data:`TEXT_BUDGET` rows
 holding them are ranked by ``ts_rank`` instead (:func:`newest`, read newest first by the
-``(user_id, rowid)`` index and stopped at the budget): a search never ranks more than the
-budget, and never silently finds nothing. The store option ``text_budget`` sets it per store.
+``(user_id, rowid)`` index and stopped at the budget, the filters applied to those): a search
+never ranks more than the budget, and never silently finds nothing. The store option
+``text_budget`` sets it per store.
 """
 
 from __future__ import annotations
@@ -153,8 +154,8 @@ def text_list(
 ) -> list[int]:
     """The rowids of ``owner``'s best ``n`` full-text matches of ``query`` among the rows
     ``where`` keeps (a ``WHERE`` fragment and its parameters): by ``ts_rank`` over every row
-    holding the words the budget affords; when they match nothing and common words were left
-    out, the best of the owner's newest rows holding those (:func:`newest`). ``counts``: the
+    holding the words the budget affords; when it affords none of them, the best of the
+    owner's newest rows holding them (:func:`newest`). ``counts``: the
     cache, the store's write count and its budget (``None``: :data:`TEXT_BUDGET`)."""
     words = fts_words(query)
     if not words:
@@ -177,9 +178,9 @@ def text_list(
             ).fetchall()
         ]
     held = [w for w in words if rows.get(w, 0) > 0]
-    if not found and len(kept) < len(held):
-        # Every word it could afford matched nothing here: rather than find nothing, rank the
-        # owner's newest rows holding the common words (bounded by the budget).
+    if not kept and held:
+        # Every word of the query is past the budget: rather than find nothing, rank the
+        # owner's newest rows holding them (bounded by the budget).
         return newest(conn, held, owner, where, budget, n)
     return found
 
@@ -192,15 +193,20 @@ def newest(
     budget: int,
     n: int,
 ) -> list[int]:
-    """The best ``n`` by ``ts_rank`` among ``owner``'s newest ``budget`` rows (those ``where``
-    keeps) holding any of ``words``: the bounded ranking of words too common to rank over
-    every row holding them."""
+    """The best ``n`` by ``ts_rank`` among ``owner``'s newest ``budget`` rows holding any of
+    ``words`` that ``where`` keeps: the bounded ranking of words too common to rank over every
+    row holding them (read newest first and stopped at ``budget`` rows, the filters then apply
+    to those)."""
     sql, params = where
     rows = conn.execute(
-        "SELECT c.rowid FROM (SELECT m.rowid, ts_rank(m.fts, q) AS score "
-        "FROM memreader_memories m, to_tsquery('simple', %s) q "
-        f"WHERE m.fts @@ q AND m.user_id = %s{sql} ORDER BY m.rowid DESC LIMIT %s) c "
+        "SELECT m.rowid FROM (SELECT o.rowid, ts_rank(o.fts, q) AS score "
+        "FROM memreader_memories o, to_tsquery('simple', %s) q "
+        # IS TRUE: not a condition the GIN index answers, so the rows come newest first from
+        # the (user_id, rowid) index and the scan stops at the budget (the GIN index would
+        # hand over, and ts_rank read, every row holding the words).
+        "WHERE (o.fts @@ q) IS TRUE AND o.user_id = %s ORDER BY o.rowid DESC LIMIT %s) c "
+        f"JOIN memreader_memories m ON m.rowid = c.rowid WHERE TRUE{sql} "
         "ORDER BY c.score DESC, c.rowid DESC LIMIT %s",
-        (tsquery(words), owner, *params, budget, n),
+        (tsquery(words), owner, budget, *params, n),
     ).fetchall()
     return [r[0] for r in rows]

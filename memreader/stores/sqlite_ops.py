@@ -42,11 +42,11 @@ LOOKUP_CHUNK = 400
 #: entries here, so a word in more rows than this is not ranked over all of them (at 100k
 #: memories, a word in more than 10% of them), which keeps the text half of a search at 100k
 #: memories near 10-25 ms (it was 100-500 ms when every word was ranked). Below 10k rows in
-#: all, every word counts. When the words the budget affords match nothing (every word of the
+#: all, every word counts. When no word of the query fits the budget (every word of the
 #: query is common: "river train" in nearly all of 50k rows found nothing), the owner's newest
-#: ``TEXT_BUDGET`` rows holding them are ranked instead (:meth:`StoreOps._newest`): a search
-#: never ranks more than the budget, and never silently finds nothing. The store option
-#: ``text_budget`` sets it per store.
+#: ``TEXT_BUDGET`` rows holding them are ranked instead, the filters applied to those
+#: (:meth:`StoreOps._newest`): a search never ranks more than the budget, and never silently
+#: finds nothing. The store option ``text_budget`` sets it per store.
 TEXT_BUDGET = 10_000
 #: Words whose row counts one store keeps between writes (then it starts again).
 WORD_CACHE = 50_000
@@ -129,7 +129,6 @@ class StoreOps:
         self._commits = 0
         self._word_rows: dict[str, int] = {}
         self._word_stamp: tuple[int, int, int] | None = None
-        self.ranked_newest = 0
         conn.executescript(_TRACKING)
 
     def stage(self) -> list[Staged]:
@@ -294,9 +293,8 @@ class StoreOps:
 
     def _text_search(self, query: str, owner: str, filters: Filters, n: int) -> list[int]:
         """The rowids of the best ``n`` full-text matches: by bm25 over every row holding the
-        words the budget affords; when they match nothing and common words were left out,
-        the owner's newest rows holding those, ranked by bm25 among themselves
-        (:meth:`_newest`)."""
+        words the budget affords; when it affords none of them, the owner's newest rows
+        holding them, ranked by bm25 among themselves (:meth:`_newest`)."""
         budget = self.text_budget if self.text_budget is not None else TEXT_BUDGET
         words = fts_words(query)
         rows = self._rows_holding(words, budget)
@@ -315,27 +313,29 @@ class StoreOps:
                 )
             ]
         held = [w for w in words if rows.get(w, 0) > 0]
-        if not found and len(kept) < len(held):
-            # Every word it could afford matched nothing here: rather than find nothing, rank
-            # the owner's newest rows holding the common words (bounded by the budget).
+        if not kept and held:
+            # Every word of the query is past the budget: rather than find nothing, rank the
+            # owner's newest rows holding them (bounded by the budget).
             return self._newest(held, owner, (where, params), budget, n)
         return found
 
     def _newest(
         self, words: Sequence[str], owner: str, where: tuple[str, list[Any]], budget: int, n: int
     ) -> list[int]:
-        """The best ``n`` by bm25 among ``owner``'s newest ``budget`` rows (those ``where``
-        keeps) holding any of ``words``: the bounded ranking of words too common to rank over
-        every row that holds them (the index is read newest first and stops at ``budget``)."""
+        """The best ``n`` by bm25 among ``owner``'s newest ``budget`` rows holding any of
+        ``words`` that ``where`` keeps: the bounded ranking of words too common to rank over
+        every row holding them (the index is read newest first and stops at ``budget`` rows,
+        the filters then apply to those)."""
         sql, params = where
         rows = self.conn.execute(
-            "SELECT m.rowid, bm25(memories_fts) FROM memories_fts f "
-            "JOIN memories m ON m.rowid = f.rowid "
-            f"WHERE memories_fts MATCH ? AND m.user_id = ?{sql} ORDER BY f.rowid DESC LIMIT ?",
-            (fts_match(words), owner, *params, budget),
+            "SELECT c.rowid FROM (SELECT f.rowid AS rowid, bm25(memories_fts) AS score "
+            "FROM memories_fts f JOIN memories o ON o.rowid = f.rowid "
+            "WHERE memories_fts MATCH ? AND o.user_id = ? ORDER BY f.rowid DESC LIMIT ?) c "
+            f"JOIN memories m ON m.rowid = c.rowid WHERE 1 = 1{sql} "
+            "ORDER BY c.score, c.rowid DESC LIMIT ?",
+            (fts_match(words), owner, budget, *params, n),
         ).fetchall()
-        self.ranked_newest = len(rows)  # what the last bounded ranking read (tests count it)
-        return [rowid for rowid, _ in sorted(rows, key=lambda r: (r[1], -r[0]))[:n]]
+        return [r[0] for r in rows]
 
     def _rows_holding(self, words: Sequence[str], budget: int) -> dict[str, int]:
         """How many rows of the text index hold each of ``words``, counted up to
