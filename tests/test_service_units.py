@@ -13,6 +13,7 @@ import pytest
 from memreader.errors import (
     BlockedAddressError,
     ConfigError,
+    DeadlineExceeded,
     EmbeddingError,
     InternalError,
     LLMRequiredError,
@@ -99,6 +100,7 @@ def test_key_slots_limit_and_release() -> None:
         (ConfigError("bad"), 422, "invalid-config"),
         (StoreError("locked"), 503, "store-unavailable"),
         (EmbeddingError("down"), 503, "embedder-unavailable"),
+        (DeadlineExceeded("the read passed its deadline", where="before embed"), 504, "deadline"),
         (BlockedAddressError("private address", scene_index=1), 422, "invalid-input"),
         (InternalError("bug"), 500, "internal"),
         (RuntimeError("secret detail"), 500, "internal"),

@@ -29,6 +29,7 @@ from starlette.responses import Response
 
 from memreader.errors import (
     ConfigError,
+    DeadlineExceeded,
     EmbeddingError,
     InputError,
     InternalError,
@@ -168,6 +169,11 @@ def problem_for(error: BaseException) -> ProblemError:
             _said(error),
             extra={"error": name},
             headers={"Retry-After": "1"},
+        )
+    if isinstance(error, DeadlineExceeded):
+        # The work stopped at its deadline: nothing it was writing was stored.
+        return ProblemError(
+            504, "deadline", "Deadline exceeded", _said(error), extra={"error": name}
         )
     if isinstance(error, EmbeddingError):
         return ProblemError(
