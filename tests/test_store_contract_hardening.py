@@ -19,7 +19,8 @@ import pytest
 
 from memreader.category_config import CategoryDef
 from memreader.errors import InputError, StoreError
-from memreader.stores import MemoryStore, SourceSelector, open_store
+from memreader.items import TextualMemoryItem
+from memreader.stores import MemoryStore, SearchMode, SourceSelector, open_store
 from tests.store_backends import FIXTURES, T0, events, item, sql
 
 pytestmark = pytest.mark.timeout(120)
@@ -60,8 +61,9 @@ def test_a_row_that_cannot_be_read_is_passed_over_with_a_warning(
     sql(url, "UPDATE memreader_memories SET item = %s WHERE id = 'b'", json.dumps(stored))
     sql(url, "UPDATE memreader_history SET source_ids = 'not json' WHERE memory_id = 'a'")
     with caplog.at_level(logging.WARNING, logger="memreader.stores.records"):
-        for mode in ("hybrid", "text", "vector"):
-            hits = store.search("tea", user_id="u1", mode=mode)  # type: ignore[arg-type]
+        modes: tuple[SearchMode, ...] = ("hybrid", "text", "vector")
+        for mode in modes:
+            hits = store.search("tea", user_id="u1", mode=mode)
             assert [h.memory.id for h in hits] == ["a"]
         assert store.get("b", user_id="u1") is None
         got = store.get("a", user_id="u1")
@@ -181,13 +183,12 @@ def test_the_same_chat_written_three_times_changes_nothing_after_the_first(
     key = SourceSelector(input_key="chat.jsonl")
     with open_store(url) as store:
 
-        def write(items: list[object]) -> list[tuple[str, str]]:
-            batch = list(items)
+        def write(batch: list[TextualMemoryItem]) -> list[tuple[str, str]]:
             if how == "write":
-                return events(store.write(batch, now=T0))  # type: ignore[arg-type]
+                return events(store.write(batch, now=T0))
             if how == "replaces":
-                return events(store.write(batch, replaces=key, now=T0))  # type: ignore[arg-type]
-            written = store.write_part(batch, source=key, now=T0)  # type: ignore[arg-type]
+                return events(store.write(batch, replaces=key, now=T0))
+            written = store.write_part(batch, source=key, now=T0)
             seen = {"u1": {e.memory_id for e in written}}
             return events(written + store.retire_unseen(key, seen=seen, now=T0))
 
