@@ -5,11 +5,11 @@ validated again as a whole, so what is stored can always be read back), and whic
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Collection, Sequence
 
 from pydantic import ValidationError
+from pydantic_core import PydanticSerializationError
 
 from memreader.errors import InputError
 from memreader.items import TextualMemoryItem
@@ -47,38 +47,51 @@ def validate_items(items: object, user_id: str | None = None) -> list[TextualMem
             raise InputError(f"item {index} (id {item.id!r}): owner {owner!r} is not {user_id!r}")
         if not item.memory.strip():
             raise InputError(f"item {index} (id {item.id!r}): the memory text is empty")
-        vector = item.metadata.embedding
-        if vector is not None and not all(math.isfinite(x) for x in vector):
-            raise InputError(f"item {index} (id {item.id!r}): the embedding has non-finite values")
-        checked.append(item)
+        checked.append(item)  # its vector was checked finite by revalidated()
     return checked
 
 
 def revalidated(index: int, item: TextualMemoryItem) -> TextualMemoryItem:
-    """Item ``index`` validated again from its fields: a model changed after it was made
-    (``item.metadata.importance = 7.0``: pydantic does not check assignments) would be
-    stored, and every later read of its owner would fail on it. Its text must be UTF-8 (a
-    lone surrogate cannot be stored).
+    """Item ``index`` as it will be read back: its JSON form (what the store keeps) validated
+    again. A model changed after it was made (``item.metadata.importance = 7.0``: pydantic
+    does not check assignments) would be stored, and every later read of its owner would fail
+    on it; text that is not UTF-8 (a lone surrogate) cannot be stored at all.
 
     Raises:
         InputError: a field is not valid (the message names the item and the field).
     """
-    name = repr(item.id)[:80] if isinstance(item.id, str) else f"{item.id!r}"[:80]
+    name = repr(item.id)[:80]
+    if not _finite(item.metadata.embedding):
+        # JSON has no NaN: said here, before the round trip turns it into a null.
+        raise InputError(f"item {index} (id {name}): the embedding has non-finite values")
     try:
-        data = item.model_dump(warnings=False)
-        fresh = TextualMemoryItem.model_validate(data)
-        json.dumps(fresh.model_dump(mode="json"), ensure_ascii=False).encode("utf-8")
+        # About 0.1 ms an item (a 384-dim vector, sources and all); 0.02 ms before it was done.
+        fresh = TextualMemoryItem.model_validate_json(item.model_dump_json(warnings=False))
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "item"
         got = repr(first.get("input"))[:80]
         raise InputError(f"item {index} (id {name}): {where}: {first['msg']} (got {got})") from None
-    except UnicodeEncodeError as exc:
-        raise InputError(
-            f"item {index} (id {name}): holds text that cannot be stored as UTF-8 "
-            f"({exc.reason}: {exc.object[exc.start : exc.end]!a})"
-        ) from None
+    except PydanticSerializationError as exc:
+        reason = " ".join(str(exc).split())[:200]
+        if "surrogates not allowed" in reason or "UnicodeEncodeError" in reason:
+            reason = f"holds text that cannot be stored as UTF-8 ({reason})"
+        raise InputError(f"item {index} (id {name}): {reason}") from None
     return fresh
+
+
+def _finite(vector: object) -> bool:
+    """Whether ``vector`` holds no NaN or infinity (anything but a list of numbers is left to
+    validation). The sum first: one C loop, where checking each of 384 floats in Python cost
+    more than the rest of the validation."""
+    if not isinstance(vector, list):
+        return True
+    try:
+        if math.isfinite(sum(vector)):
+            return True
+    except TypeError:
+        return True  # not numbers: validation says which
+    return all(math.isfinite(x) for x in vector)  # a sum past the float range is not NaN
 
 
 def retired_owners(
