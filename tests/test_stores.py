@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from memreader.errors import ConfigError, StoreError
 from memreader.items import TextualMemoryItem
-from memreader.stores import STORES, MemoryStore, SourceSelector, open_store
+from memreader.stores import STORES, MemoryStore, SearchMode, SourceSelector, open_store
 from memreader.testing import HashEmbedder
 from tests.store_backends import T0, item
 
@@ -148,6 +148,26 @@ def test_cached_vectors_follow_this_process_writes(
         assert again.item.metadata.embedding is not None
     # One load per store opened (the purge drops rows: then the vectors are read again).
     assert loads.count("u1") == 1 + len(steps) + 1 + 1
+
+
+def test_a_hand_edited_time_is_that_rows_problem(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """SQLite keeps times as text: one edited into something else fails neither the owner's
+    vectors nor its search (PostgreSQL's columns are typed: the contract suite covers the
+    item JSON on both)."""
+    import sqlite3
+
+    with open_db(tmp_path, embedder=HashEmbedder()) as store:
+        store.write([item("a", "Ana drinks tea"), item("b", "Bo drinks tea")], now=T0)
+        with sqlite3.connect(tmp_path / "m.db") as conn:
+            conn.execute("UPDATE memories SET recorded_at = 'last tuesday' WHERE id = 'b'")
+        with caplog.at_level("WARNING", logger="memreader.stores.records"):
+            modes: tuple[SearchMode, ...] = ("hybrid", "vector", "text")
+            for mode in modes:
+                hits = store.search("tea", user_id="u1", mode=mode)
+                assert [h.memory.id for h in hits] == ["a"]
+    assert any("last tuesday" in r.getMessage() for r in caplog.records)
 
 
 # -- any order of writes (an in-memory store) ----------------------------------------------

@@ -27,7 +27,13 @@ from memreader.stores.scoring import (
     rank_candidates,
 )
 from memreader.stores.sqlite_categories import category_rowids, drop_links
-from memreader.stores.sqlite_schema import MEMORY_COLUMNS, iso, memory_from_row, parse_time
+from memreader.stores.sqlite_schema import (
+    MEMORY_COLUMNS,
+    iso,
+    memory_from_row,
+    time_of,
+    vector_row,
+)
 from memreader.stores.sqlite_write import bump_versions
 from memreader.stores.vectors import OwnerVectors, VectorCache, VectorRow, unit
 
@@ -158,7 +164,7 @@ class StoreOps:
                 "WHERE c.user_id = ?",
                 (owner,),
             )
-            staged.append((owner, before, after, [_vector_row(r) for r in rows]))
+            staged.append((owner, before, after, [vector_row(r) for r in rows]))
         self.conn.execute("DELETE FROM temp.memreader_changed")
         self.conn.execute("DELETE FROM temp.memreader_moves")
         return staged
@@ -183,7 +189,7 @@ class StoreOps:
             "FROM memories WHERE user_id = ? AND embedding IS NOT NULL",
             (owner,),
         )
-        return [_vector_row(r) for r in rows]
+        return [vector_row(r) for r in rows]
 
     def unstored(self, items: Sequence[TextualMemoryItem]) -> list[int]:
         """The positions of ``items`` whose id is not stored active and whose content is not
@@ -282,8 +288,9 @@ class StoreOps:
             f"WHERE rowid IN ({marks}) AND +user_id = ?",
             (*ranks, owner),
         ):
-            moment = parse_time(when)
-            assert moment is not None
+            moment = time_of(rowid, when)
+            if moment is None:
+                continue  # a time edited into something else: that row is passed over
             similarity = owned.cosine(rowid, q) if q is not None else None
             candidates.append((rowid, importance, moment, similarity))
         scored = rank_candidates(
@@ -383,12 +390,3 @@ class StoreOps:
             self.conn.execute("DELETE FROM memories WHERE rowid = ?", (rowid,))
         bump_versions(self.conn, {owner for _, owner, _ in rows})
         return len(rows)
-
-
-def _vector_row(row: tuple[Any, ...]) -> VectorRow:
-    """A :data:`VectorRow` of ``rowid, embedding, status, memory_type, session_id, time,
-    model`` (a deleted row: all but the rowid ``NULL``, read as a row with no vector)."""
-    if row[2] is None:
-        return (row[0], b"", "expired", "", "", 0.0, "")
-    when = datetime.fromisoformat(row[5]).timestamp()
-    return (row[0], row[1] or b"", row[2], row[3], row[4], when, row[6])

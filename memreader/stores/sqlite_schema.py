@@ -28,7 +28,7 @@ from memreader.errors import ConfigError
 from memreader.items import TextualMemoryItem
 from memreader.stores.base import HistoryEntry
 from memreader.stores.records import StoredMemory, unless_broken
-from memreader.stores.vectors import from_blob
+from memreader.stores.vectors import VectorRow, from_blob
 
 __all__ = [
     "MEMORY_COLUMNS",
@@ -44,6 +44,8 @@ __all__ = [
     "parse_time",
     "path_of_url",
     "schema_is_current",
+    "time_of",
+    "vector_row",
 ]
 
 SCHEMA_VERSION = "1"
@@ -119,9 +121,7 @@ CREATE INDEX IF NOT EXISTS category_links_memory ON category_links (user_id, mem
 """
 
 #: What a new (or older) file gets with its tables, in the same transaction: its schema version.
-STAMP = (
-    f"INSERT OR IGNORE INTO memreader_meta (key, value) VALUES ('schema', '{SCHEMA_VERSION}');"
-)
+STAMP = f"INSERT OR IGNORE INTO memreader_meta (key, value) VALUES ('schema', '{SCHEMA_VERSION}');"
 
 #: The tables and indexes :data:`SCHEMA` makes (what a current file holds).
 SCHEMA_OBJECTS = frozenset(
@@ -238,3 +238,24 @@ def _entry(row: tuple[Any, ...]) -> HistoryEntry:
         reason=row[5],
         source_ids=tuple(json.loads(row[6])),
     )
+
+
+def vector_row(row: tuple[Any, ...]) -> VectorRow:
+    """A :data:`VectorRow` of ``rowid, embedding, status, memory_type, session_id, time,
+    model`` (a deleted row: all but the rowid ``NULL``, read as a row with no vector)."""
+    moment = time_of(row[0], row[5]) if row[2] is not None else None
+    if moment is None:  # deleted, or a time that cannot be read: no vector to search
+        return (row[0], b"", "expired", "", "", 0.0, "")
+    return (row[0], row[1] or b"", row[2], row[3], row[4], moment.timestamp(), row[6])
+
+
+def time_of(rowid: int, text: str | None) -> datetime | None:
+    """A row's stored time, ``None`` (and a warning naming the row) when it cannot be read."""
+    return unless_broken("memory at rowid", "(see its row)", rowid, lambda: _parsed(text))
+
+
+def _parsed(text: str | None) -> datetime:
+    moment = parse_time(text)
+    if moment is None:
+        raise ValueError("no time")
+    return moment
