@@ -16,22 +16,17 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from starlette.datastructures import Headers
-from starlette.requests import HTTPConnection
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memreader.deadlines import Deadline
-from memreader.service.keys import Principal
 from memreader.service.problems import ProblemError, problem_response
+from memreader.service.request_scope import DEADLINE, PRINCIPAL
 
 if TYPE_CHECKING:
     from memreader.service.state import ServiceState
 
-__all__ = ["DEADLINE", "PRINCIPAL", "Admission", "request_deadline", "takes_slot"]
-
-#: Scope keys of what admission decided.
-PRINCIPAL = "memreader.principal"
-DEADLINE = "memreader.deadline"
+__all__ = ["Admission", "takes_slot"]
 
 #: Routes whose requests hold one of their key's slots (``max_concurrent_per_key``).
 _SLOT_PATHS = ("/v1/read", "/v1/refine")
@@ -101,20 +96,3 @@ async def _refuse(
     """Answer ``problem`` without reading the body; the metrics count it under its route."""
     scope["route"] = route
     await problem_response(problem, scope.get("path", ""))(scope, receive, send)
-
-
-def admitted_principal(connection: HTTPConnection) -> Principal | None:
-    """The principal admission found for this request (``None`` outside the middleware)."""
-    found = connection.scope.get(PRINCIPAL)
-    return found if isinstance(found, Principal) else None
-
-
-def request_deadline(connection: HTTPConnection, seconds: float) -> Deadline:
-    """The request's deadline (from its first byte); a new one of ``seconds`` outside the
-    middleware."""
-    found = connection.scope.get(DEADLINE)
-    if isinstance(found, Deadline):
-        return found
-    deadline = Deadline.after(seconds, what="the request")
-    connection.scope[DEADLINE] = deadline
-    return deadline

@@ -18,7 +18,6 @@ from memreader.categories.maintainer import maintainer_for
 from memreader.deadlines import Deadline, in_thread
 from memreader.errors import StoreError
 from memreader.readers.base import BaseMemReader
-from memreader.service.admission import admitted_principal, request_deadline
 from memreader.service.config import ServiceConfig
 from memreader.service.idempotency import IdempotencyCache, StoredAnswer
 from memreader.service.jobs import JobManager
@@ -27,6 +26,7 @@ from memreader.service.limits import KeySlots, deadline_problem
 from memreader.service.metrics import ServiceMetrics
 from memreader.service.problems import ProblemError, shown
 from memreader.service.reading import http_reader_config
+from memreader.service.request_scope import admitted_principal, request_deadline
 from memreader.stores import MemoryStore, open_store
 from memreader.stores.urls import public_url
 
