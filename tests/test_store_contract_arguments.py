@@ -69,6 +69,14 @@ BAD_CALLS: list[tuple[str, Callable[[Any], Any], str]] = [
     ("link", lambda s: s.link_categories("u1", {"a": "drinks"}), r"links\['a'\] must be"),
     ("upsert", lambda s: s.upsert_categories("u1", ["drinks"]), "CategoryDef"),
     ("summary", lambda s: s.save_summary("u1", "x", summary=1, kind="llm", note=None), "summary"),
+    # PostgreSQL cannot keep a NUL in text, so neither store takes one (the same on both).
+    ("nul owner", lambda s: s.search("tea", user_id="u\x001"), "user_id holds a NUL"),
+    ("nul session", lambda s: s.search("t", user_id="u1", session_id="s\x00"), "session_id holds"),
+    ("nul get", lambda s: s.get("a\x00", user_id="u1"), "memory_id holds a NUL"),
+    ("nul text", lambda s: s.write([item("n", "tea\x00time")]), r"item 0 \(id 'n'\): memory: "),
+    ("nul item owner", lambda s: s.write([item("n", "t", user="u\x00")]), "metadata.user_id"),
+    ("nul source", lambda s: s.forget(SourceSelector(session_id="s\x00"), user_id="u1"), "NUL"),
+    ("source int", lambda s: s.forget(SourceSelector(session_id=5), user_id="u1"), "a string"),
 ]
 
 

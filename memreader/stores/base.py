@@ -39,6 +39,7 @@ from memreader.items import TextualMemoryItem
 from memreader.stores.category_api import CategoryStorage, check_category
 from memreader.stores.checks import (
     Filters,
+    SourceSelector,
     aware,
     check_k,
     check_memory_id,
@@ -90,24 +91,6 @@ class SearchHit:
 
     memory: StoredMemory
     score: ScoreParts
-
-
-@dataclass(frozen=True)
-class SourceSelector:
-    """Which source :meth:`MemoryStore.forget` forgets: exactly one of a document's
-    ``doc_path``, a ``session_id``, a ``message_id`` or a batch ``input_key``."""
-
-    doc_path: str | None = None
-    session_id: str | None = None
-    message_id: str | None = None
-    input_key: str | None = None
-
-    def __post_init__(self) -> None:
-        chosen = [v for v in (self.doc_path, self.session_id, self.message_id, self.input_key) if v]
-        if len(chosen) != 1:
-            raise ValueError(
-                "name exactly one source: doc_path, session_id, message_id or input_key"
-            )
 
 
 @runtime_checkable

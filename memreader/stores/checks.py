@@ -1,5 +1,6 @@
-"""The argument checks both stores share, and the search filters they check into: a leaf
-module (no store module imported), so :mod:`memreader.stores.base` and each backend can use it.
+"""The argument checks both stores share, and what they check into (the search filters, the
+source a forget names): a leaf module (no store module imported), so
+:mod:`memreader.stores.base` and each backend can use it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from memreader.items import MEMORY_TYPES
 __all__ = [
     "MAX_K",
     "Filters",
+    "SourceSelector",
     "aware",
     "check_k",
     "check_memory_id",
@@ -26,6 +28,7 @@ __all__ = [
     "check_types",
     "check_url",
     "moment",
+    "storable",
 ]
 
 #: The most hits one search returns: each hit asks for 5 candidates of both lists, so an
@@ -64,15 +67,63 @@ def moment(now: datetime | None) -> datetime:
     return aware(now, "now") if now is not None else datetime.now(timezone.utc)
 
 
+def storable(value: str, what: str) -> str:
+    """``value``, a string both stores can keep and compare: PostgreSQL refuses a NUL
+    character in text (SQLite keeps it), so it is refused on both, as bad input rather than a
+    failing store.
+
+    >>> storable("team/ana", "user_id")
+    'team/ana'
+    >>> storable("ana\\x00", "user_id")
+    Traceback (most recent call last):
+    memreader.errors.InputError: user_id holds a NUL character (at 3), which a store cannot keep
+
+    Raises:
+        InputError: it holds one (the message names ``what`` and where).
+    """
+    at = value.find("\x00")
+    if at >= 0:
+        raise InputError(f"{what} holds a NUL character (at {at}), which a store cannot keep")
+    return value
+
+
+@dataclass(frozen=True)
+class SourceSelector:
+    """Which source :meth:`MemoryStore.forget` forgets: exactly one of a document's
+    ``doc_path``, a ``session_id``, a ``message_id`` or a batch ``input_key``."""
+
+    doc_path: str | None = None
+    session_id: str | None = None
+    message_id: str | None = None
+    input_key: str | None = None
+
+    def __post_init__(self) -> None:
+        given = {
+            "doc_path": self.doc_path,
+            "session_id": self.session_id,
+            "message_id": self.message_id,
+            "input_key": self.input_key,
+        }
+        for name, value in given.items():
+            if value is not None and not isinstance(value, str):
+                raise InputError(f"a source's {name} must be a string, got {value!r}")
+            if value:
+                storable(value, f"a source's {name}")
+        if sum(1 for value in given.values() if value) != 1:
+            raise InputError(
+                "name exactly one source: doc_path, session_id, message_id or input_key"
+            )
+
+
 def check_owner(user_id: str) -> str:
     """``user_id``, checked.
 
     Raises:
-        InputError: it is not a non-empty string.
+        InputError: it is not a non-empty string, or holds a NUL.
     """
     if not isinstance(user_id, str) or not user_id.strip():
         raise InputError(f"user_id must be a non-empty string, got {user_id!r}")
-    return user_id
+    return storable(user_id, "user_id")
 
 
 def check_option(name: str, value: Any, low: float, high: float) -> float:
@@ -124,7 +175,7 @@ def check_session(session_id: Any) -> str | None:
     """
     if session_id is not None and (not isinstance(session_id, str) or not session_id):
         raise InputError(f"session_id must be a non-empty string, got {session_id!r}")
-    return session_id
+    return None if session_id is None else storable(session_id, "session_id")
 
 
 def check_memory_id(memory_id: Any, what: str = "memory_id") -> str:
@@ -135,7 +186,7 @@ def check_memory_id(memory_id: Any, what: str = "memory_id") -> str:
     """
     if not isinstance(memory_id, str) or not memory_id:
         raise InputError(f"{what} must be a non-empty string, got {memory_id!r}")
-    return memory_id
+    return storable(memory_id, what)
 
 
 def check_seen(seen: Any) -> dict[str, set[str]]:

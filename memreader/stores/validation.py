@@ -6,6 +6,7 @@ validated again as a whole, so what is stored can always be read back), and whic
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Collection, Sequence
 
 from pydantic import ValidationError
@@ -66,7 +67,10 @@ def revalidated(index: int, item: TextualMemoryItem) -> TextualMemoryItem:
         raise InputError(f"item {index} (id {name}): the embedding has non-finite values")
     try:
         # About 0.1 ms an item (a 384-dim vector, sources and all); 0.02 ms before it was done.
-        fresh = TextualMemoryItem.model_validate_json(item.model_dump_json(warnings=False))
+        dumped = item.model_dump_json(warnings=False)
+        if _NUL_ESCAPE.search(dumped):
+            raise InputError(f"item {index} (id {name}): {_nul_field(item)}") from None
+        fresh = TextualMemoryItem.model_validate_json(dumped)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "item"
@@ -78,6 +82,28 @@ def revalidated(index: int, item: TextualMemoryItem) -> TextualMemoryItem:
             reason = f"holds text that cannot be stored as UTF-8 ({reason})"
         raise InputError(f"item {index} (id {name}): {reason}") from None
     return fresh
+
+
+#: A NUL character in JSON: ``\u0000`` after an even number of backslashes (``\\u0000`` is a
+#: backslash followed by the text ``u0000``, which is fine).
+_NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
+
+
+def _nul_field(item: TextualMemoryItem) -> str:
+    """Where ``item`` holds a NUL character, in words: PostgreSQL cannot keep one in text, so
+    neither store takes it (the same item is stored on both or on neither)."""
+    pending: list[tuple[str, object]] = [("", item.model_dump(mode="json"))]
+    while pending:
+        where, value = pending.pop(0)
+        if isinstance(value, str) and "\x00" in value:
+            return f"{where or 'item'}: holds a NUL character, which a store cannot keep"
+        if isinstance(value, dict):
+            pending.extend((f"{where}.{key}".lstrip("."), v) for key, v in value.items())
+            if any("\x00" in str(key) for key in value):
+                return f"{where or 'item'}: a key holds a NUL character"
+        elif isinstance(value, list):
+            pending.extend((f"{where}[{n}]", v) for n, v in enumerate(value))
+    return "holds a NUL character, which a store cannot keep"
 
 
 def _finite(vector: object) -> bool:
