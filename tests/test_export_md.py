@@ -256,7 +256,8 @@ def test_hostile_user_ids_map_to_distinct_safe_folders() -> None:
 
 def test_hostile_user_ids_stay_inside_the_output_folder(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    users = [u for u in HOSTILE_IDS if u.strip()]
+    # A store refuses an owner holding a NUL (tests/test_store_contract_arguments.py).
+    users = [u for u in HOSTILE_IDS if u.strip() and "\x00" not in u]
     with open_db(tmp_path) as store:
         for n, user in enumerate(users):
             store.write([item(f"h{n}", f"memory of user {n}", user=user, at=T0)])
