@@ -147,3 +147,41 @@ def test_a_cancelled_service_job_reports_the_rows_it_wrote(
     assert job["progress"]["items"] == written == job["summary"]["counts"]["items"]
     assert job["progress"]["inputs_cut_short"] == 1 == job["summary"]["cut_short"]
     assert job["progress"]["inputs_done"] == 0
+
+
+def test_a_store_input_that_fails_midway_counts_the_rows_it_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write that fails after two parts were written: the input is ``failed`` (and read
+    again by a rerun), and its result, the manifest and the summary count the rows that stay."""
+    from memreader.errors import StoreError
+    from memreader.stores.sqlite import SQLiteStore
+
+    monkeypatch.setattr(store_sink, "PART_ITEMS", 1)
+    CALLS.clear()
+    CANCEL.clear()
+    real = SQLiteStore.write_part
+    parts: list[int] = []
+
+    def failing_third(self: SQLiteStore, *args: Any, **kwargs: Any) -> Any:
+        parts.append(1)
+        if len(parts) == 3:
+            raise StoreError("disk full (a test's)")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(SQLiteStore, "write_part", failing_third)
+    seen: list[InputResult] = []
+    summary = run_job(load_job(_job(tmp_path)), on_result=seen.append)
+    written = _rows(tmp_path / "m.db")
+    assert written == 2  # parts 1 and 2 stay: a store has no uncommitted rows across parts
+    assert [r.status for r in seen] == ["failed"] and seen[0].counts["items"] == written
+    assert (
+        "disk full" in (seen[0].error or "")
+        and "2 items written before" in seen[0].errors[0]["message"]
+    )
+    assert summary.failed_inputs == 1 and summary.counts["items"] == written
+    # The failure is recorded: a rerun (the store healthy again) reads the input again.
+    monkeypatch.setattr(SQLiteStore, "write_part", real)
+    again = run_job(load_job(tmp_path / "job.yaml"))
+    assert again.retried == 1 and again.failed_inputs == 0
+    assert _rows(tmp_path / "m.db") == again.counts["items"] >= written

@@ -129,12 +129,16 @@ class InputResult:
             seconds=float(data.get("seconds") or 0.0),
         )
 
-    def fail(self, reason: str, message: str) -> None:
-        """Make this the result of an input of which nothing was committed: ``failed``, with the
-        one error that says why. Counts of what was read are dropped (none of it is in the
-        output); the LLM usage stays (it was spent)."""
+    def fail(self, reason: str, message: str, kept: int = 0) -> None:
+        """Make this the result of an input that was not committed: ``failed``, with the one
+        error that says why. Counts of what was read are dropped; the LLM usage stays (it was
+        spent), and so do the ``kept`` items written before the failure where they stay (a
+        store's parts: ``items`` counts them and the error says so; a rerun reads the input
+        again, to the same rows)."""
         spent = {name: self.counts.get(name, 0) for name in _SPENT}
-        self.counts = {**dict.fromkeys(COUNTERS, 0), **spent, "failures": 1}
+        self.counts = {**dict.fromkeys(COUNTERS, 0), **spent, "failures": 1, "items": kept}
+        if kept:
+            message += f" ({kept} items written before the failure stay in the output)"
         self.outputs = []
         self.errors = [_error(self.key, None, None, reason, message)]
         self.notes = NoteTally()
@@ -206,7 +210,7 @@ class Worker:
             reason = type(exc).__name__ if isinstance(exc, MemReaderError) else "InternalError"
             if not isinstance(exc, MemReaderError):
                 logger.error("input %s failed unexpectedly", ref.key, exc_info=exc)
-            result.fail(reason, str(exc))
+            result.fail(reason, str(exc), kept=writer.kept)
         result.seconds = time.perf_counter() - start
         return result
 
