@@ -654,3 +654,29 @@ def test_fast_mode_embeds_the_messages_and_a_later_change_of_memory_is_what_gets
     [[loud]] = changed.get_memory([scene], type="chat", info=INFO)
     assert changed.embedder.inner.calls[0] == [loud.memory]  # type: ignore[attr-defined]
     assert loud.metadata.embedding == changed.embedder.embed([loud.memory])[0]
+
+
+def test_min_length_keeps_document_provenance() -> None:
+    """A window min_length keeps has the sources it had without the step: its chunk and the
+    heading trail where it starts (the scene was rebuilt by position and lost them)."""
+    document = "# Report\n\n" + "".join(
+        f"## Part {n}\n\n" + f"Paragraph {n} says something worth keeping. " * 40 + "\n\n"
+        for n in range(4)
+    )
+
+    def sources(reader: SimpleStructMemReader) -> list[tuple[Any, ...]]:
+        items = reader.get_memory([document], type="doc", info=INFO)
+        return [
+            (s.chunk_index, s.chunk_count, s.heading, s.span)
+            for scene in items
+            for item in scene
+            for s in item.metadata.sources
+        ]
+
+    plain = make_reader(window={"max_tokens": 200, "overlap_tokens": 0})
+    filtered = make_reader(window={"max_tokens": 200, "overlap_tokens": 0})
+    filtered.pipeline.insert_after("window", MinLength(min_chars=0))
+    expected = sources(plain)
+    assert len(expected) > 2 and any(heading for _, _, heading, _ in expected)
+    assert all(count is not None for _, count, _, _ in expected)
+    assert sources(filtered) == expected

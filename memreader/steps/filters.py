@@ -6,8 +6,10 @@ Step('min_length', requires=('windows',), produces=('windows',))
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from memreader.pipeline.runtime import ReaderRuntime
-from memreader.pipeline.state import ReadState, WindowedScene
+from memreader.pipeline.state import ReadState
 from memreader.pipeline.step import STEPS, Step
 
 __all__ = ["MinLength"]
@@ -44,5 +46,7 @@ class MinLength(Step):
                     continue
                 windows.append(window)
                 reports.append(entry)
-            kept_scenes.append(WindowedScene(ws.scene, ws.units, windows, ws.digest, reports))
+            # replace(), not a rebuild by position: every other field (a document's chunks and
+            # heading trails, whatever is added later) stays as it was.
+            kept_scenes.append(replace(ws, windows=windows, reports=reports))
         state.windows = kept_scenes
