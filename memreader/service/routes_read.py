@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -65,10 +65,13 @@ async def read(body: ReadRequest, request: Request) -> Response:
     async def answer() -> Response:
         if streamed:
             return await _ndjson_answer(state, body, request, deadline)
-        report = ReadReport()
-
-        async def work() -> tuple[list[list[TextualMemoryItem]], Any]:
-            items = await state.reader.aget_memory(
+        return await _items_answer(
+            state,
+            body.store,
+            body.include_embeddings,
+            deadline,
+            "the read",
+            lambda report: state.reader.aget_memory(
                 body.scenes,
                 type=body.type,
                 info=body.info,
@@ -76,21 +79,39 @@ async def read(body: ReadRequest, request: Request) -> Response:
                 custom_tags=body.custom_tags,
                 report=report,
                 deadline=deadline,
-            )
-            state.metrics.observe_read(report, sum(len(scene) for scene in items))
-            return items, await _store(state, items, deadline) if body.store else None
-
-        async with state.read_turn(deadline, "the read"):
-            items, events = await within_deadline(work(), deadline, "the read")
-        return json_response(
-            {
-                "items": [_items_json(scene, body.include_embeddings) for scene in items],
-                "report": report.to_dict(),
-                "events": events,
-            }
+            ),
         )
 
     return await state.idempotent(request, principal, "read", answer)
+
+
+async def _items_answer(
+    state: ServiceState,
+    store: bool,
+    embeddings: bool,
+    deadline: Deadline,
+    what: str,
+    run: Callable[[ReadReport], Awaitable[list[list[TextualMemoryItem]]]],
+) -> Response:
+    """``run(report)`` (a read or a refinement) in a read turn and within ``deadline``, its
+    items stored when ``store`` says so; the answer: one list of items per scene or input, the
+    report and the write events."""
+    report = ReadReport()
+
+    async def work() -> tuple[list[list[TextualMemoryItem]], Any]:
+        items = await run(report)
+        state.metrics.observe_read(report, sum(len(group) for group in items))
+        return items, await _store(state, items, deadline) if store else None
+
+    async with state.read_turn(deadline, what):
+        items, events = await within_deadline(work(), deadline, what)
+    return json_response(
+        {
+            "items": [_items_json(group, embeddings) for group in items],
+            "report": report.to_dict(),
+            "events": events,
+        }
+    )
 
 
 async def _store(
@@ -188,27 +209,19 @@ async def refine(body: RefineRequest, request: Request) -> Response:
         _ = state.store
 
     async def answer() -> Response:
-        report = ReadReport()
-
-        async def work() -> tuple[list[list[TextualMemoryItem]], Any]:
-            items = await state.reader.afine_transfer_simple_mem(
+        return await _items_answer(
+            state,
+            body.store,
+            body.include_embeddings,
+            deadline,
+            "the refinement",
+            lambda report: state.reader.afine_transfer_simple_mem(
                 body.items,
                 type=body.type,
                 custom_tags=body.custom_tags,
                 report=report,
                 deadline=deadline,
-            )
-            state.metrics.observe_read(report, sum(len(group) for group in items))
-            return items, await _store(state, items, deadline) if body.store else None
-
-        async with state.read_turn(deadline, "the refinement"):
-            items, events = await within_deadline(work(), deadline, "the refinement")
-        return json_response(
-            {
-                "items": [_items_json(group, body.include_embeddings) for group in items],
-                "report": report.to_dict(),
-                "events": events,
-            }
+            ),
         )
 
     return await state.idempotent(request, principal, "refine", answer)

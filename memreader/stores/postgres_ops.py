@@ -144,21 +144,33 @@ def nearest(
             ef_search = MAX_EF_SEARCH
     conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef_search),))
     first, values = category[1] if category is not None else (where, list(params))
-    # ``+ 0``: an expression no index orders by, so the planner scans and sorts exactly.
-    orders = ["m.embedding <=> %s::vector", "(m.embedding <=> %s::vector) + 0"]
-    rows: list[tuple[int, str, float]] = []
-    for sql, args, order in ((first, values, orders[0]), (where, params, orders[1])):
-        if category is not None and order is orders[1]:
+    rows = _ordered(conn, owner, first, values, query, n, "m.embedding <=> %s::vector")
+    if len(rows) < n:  # the filters threw the index's candidates away: search exactly
+        if category is not None:
             rows = _category_exact(conn, owner, where, params, query, n, category[0])
-            break
-        rows = conn.execute(
-            "SELECT m.rowid, m.id, 1 - (m.embedding <=> %s::vector) FROM memreader_memories m "
-            f"WHERE m.user_id = %s AND m.embedding IS NOT NULL{sql} ORDER BY {order} LIMIT %s",
-            (query, owner, *args, query, n),
-        ).fetchall()
-        if len(rows) >= n:
-            break
+        else:
+            # ``+ 0``: an expression no index orders by, so the planner scans and sorts exactly.
+            order = "(m.embedding <=> %s::vector) + 0"
+            rows = _ordered(conn, owner, where, params, query, n, order)
     return [(r[0], r[1], float(r[2])) for r in rows if _usable(r[2])]
+
+
+def _ordered(
+    conn: Connection,
+    owner: str,
+    where: str,
+    params: Sequence[Any],
+    query: str,
+    n: int,
+    order: str,
+) -> list[Any]:
+    """The first ``n`` of ``owner``'s memories with a vector passing ``where``, by ``order``:
+    (rowid, id, cosine to ``query``)."""
+    return conn.execute(
+        "SELECT m.rowid, m.id, 1 - (m.embedding <=> %s::vector) FROM memreader_memories m "
+        f"WHERE m.user_id = %s AND m.embedding IS NOT NULL{where} ORDER BY {order} LIMIT %s",
+        (query, owner, *params, query, n),
+    ).fetchall()
 
 
 def _usable(cosine: float | None) -> bool:
