@@ -41,10 +41,10 @@ from fast_mode import MEMORYBANK, machine_info
 from memreader.categories.maintainer import CategoryMaintainer, SummaryUpdate
 from memreader.categories.markdown import export_markdown, user_folder
 from memreader.categories.markdown_files import ExportReport, plan_folder, publish
-from memreader.datasets import load_memorybank
 from memreader.factory import MemReaderConfigFactory
 from memreader.llms import LLMRouter
 from memreader.llms.config import LLMSlots
+from memreader.scenes.memorybank import load_memorybank
 from memreader.stores import open_store
 
 

@@ -272,7 +272,7 @@ def locomo_corpus(messages: int, seed: int = 7) -> Scenes:
 
 def memorybank_corpus(scenes: int | None = None) -> Scenes:
     """MemoryBank English, each user's day a scene (the first ``scenes`` of them, or all)."""
-    from memreader.datasets import load_memorybank
+    from memreader.scenes.memorybank import load_memorybank
 
     days = [scene for days in load_memorybank(MEMORYBANK).values() for scene in days]
     return days if scenes is None else days[:scenes]
@@ -358,8 +358,8 @@ def _model_check(embedder: Any, parts: Sequence[str]) -> bool | None:
 def text_coverage(scenes: Scenes, state: Any, embedder: Any, prefixes: bool) -> dict[str, Any]:
     """Share of the messages' content characters covered by the embedding inputs (see the
     module docstring for the exact definition)."""
-    from memreader.parsers import PartRef
-    from memreader.windows import SEPARATOR
+    from memreader.windowing.parsers import PartRef
+    from memreader.windowing.windows import SEPARATOR
 
     spans: dict[tuple[int, int, int], list[tuple[int, int]]] = {}
     emitted = iter(state.emitted)
@@ -635,8 +635,8 @@ def cli_wall() -> dict[str, Any]:
 def windowing_speed(scenes: Scenes) -> dict[str, float]:
     """Seconds to cut the corpus into windows, and to count its lines with tiktoken alone."""
     from memreader import SimpleStructMemReader
-    from memreader.parsers import scene_units
-    from memreader.scene import normalize_chat
+    from memreader.scenes.scene import normalize_chat
+    from memreader.windowing.parsers import scene_units
 
     runtime = SimpleStructMemReader().runtime  # builds no embedder
     units = [scene_units(s) for s in normalize_chat(scenes)]

@@ -35,7 +35,6 @@ MEMORYBANK = ROOT / "data" / "memorybank" / "memory_bank_en.json"
 sys.path.insert(0, str(ROOT))
 
 from memreader import SimpleStructMemReader, SimpleStructMemReaderConfig  # noqa: E402
-from memreader.datasets import load_memorybank  # noqa: E402
 from memreader.extraction.agent_prompts import (  # noqa: E402
     PREFERENCE_SYSTEM,
     SKILL_SYSTEM,
@@ -44,7 +43,8 @@ from memreader.extraction.agent_prompts import (  # noqa: E402
 )
 from memreader.extraction.prompts import EXTRACT_SYSTEM, FILTER_SYSTEM, REWRITE_SYSTEM  # noqa: E402
 from memreader.readers import StrategyStructMemReader, StrategyStructMemReaderConfig  # noqa: E402
-from memreader.report import ReadReport  # noqa: E402
+from memreader.scenes.memorybank import load_memorybank  # noqa: E402
+from memreader.steps.report import ReadReport  # noqa: E402
 from tests.llm_server import LLMTestServer, RecordedRequest, Reply, openai_completion  # noqa: E402
 
 # MemOS 2.0.31's simple reader: ~4.6 prompt characters per input character (252 calls for

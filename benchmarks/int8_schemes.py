@@ -2,7 +2,8 @@
 emulated one.
 
 Each scheme is built from the same fp32 graph (``memreader.embedders.bert_onnx``) with ONNX
-Runtime's ``quantize_dynamic``; the 20 texts of ``tests/test_local_onnx.py`` (14 short, 6 of about
+Runtime's ``quantize_dynamic``; the 20 texts of ``tests/embedders/test_local_onnx.py`` (14 short, 6
+of about
 300 wordpieces) are embedded one at a time, as the local backend runs int8, and compared with
 fp32. ``--emulate CPU`` runs the int8 part again under ``qemu-x86_64 -cpu CPU`` (Debian's
 ``qemu-user``), so a kernel this machine does not use can be measured: ``Haswell`` has AVX2 and
@@ -43,7 +44,7 @@ SCHEMES: dict[str, dict[str, Any]] = {
 
 
 def test_texts() -> list[str]:
-    """The texts of tests/test_local_onnx.py (read from its source: no test imports)."""
+    """The texts of tests/embedders/test_local_onnx.py (read from its source: no test imports)."""
     source = (ROOT / "tests" / "test_local_onnx.py").read_text(encoding="utf-8")
     start = source.index("SHORT_TEXTS = [")
     end = source.index("TEXTS = SHORT_TEXTS + LONG_TEXTS")

@@ -40,8 +40,8 @@ def memorybank_recall(
     import numpy as np
 
     from memreader import SimpleStructMemReader
-    from memreader.datasets import load_memorybank
     from memreader.readers.simple import SimpleStructMemReaderConfig
+    from memreader.scenes.memorybank import load_memorybank
 
     users = load_memorybank(path)
     config = SimpleStructMemReaderConfig(embedder=embedder, embed_prefixes=embed_prefixes)

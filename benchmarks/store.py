@@ -100,7 +100,7 @@ def latent_vectors(rng: np.random.Generator, n: int, latent: int = 32) -> np.nda
 
 
 def _rows(texts: list[str], vecs: np.ndarray) -> Any:
-    from memreader.stores.decisions import content_hash
+    from memreader.stores.write_decisions import content_hash
 
     for i, text in enumerate(texts):
         meta = {"user_id": "u", "session_id": "s", "memory_type": "LongTermMemory"}
@@ -110,7 +110,7 @@ def _rows(texts: list[str], vecs: np.ndarray) -> Any:
 
 def load_sqlite(path: str, texts: list[str], vecs: np.ndarray) -> float:
     from memreader.stores import open_store
-    from memreader.stores.vectors import to_blob
+    from memreader.stores.sqlite.vectors import to_blob
 
     open_store("sqlite:///" + path).close()
     started = time.perf_counter()
@@ -193,7 +193,7 @@ def pg_recall(url: str, asked: list[np.ndarray]) -> float:
     """Recall@10 of the HNSW list (the ef_search the store sets for k=10) vs exact."""
     import psycopg
 
-    from memreader.stores.postgres_ops import MIN_EF_SEARCH
+    from memreader.stores.postgres.operations import MIN_EF_SEARCH
 
     hit = 0
     sql = "SELECT rowid FROM memreader_memories m WHERE m.user_id = 'u' AND m.status = 'active' "
@@ -268,7 +268,7 @@ def search_scale(args: argparse.Namespace, folder: Path) -> list[dict[str, Any]]
 
 def corpora(args: argparse.Namespace) -> dict[str, list[tuple[str, Scenes]]]:
     """Corpora for ingestion: (owner, scenes) per call."""
-    from memreader.datasets import load_memorybank
+    from memreader.scenes.memorybank import load_memorybank
 
     found = {"locomo": [("bench", locomo_corpus(args.locomo_messages, 7))]}
     if MEMORYBANK.exists():
@@ -387,7 +387,7 @@ def retrieval(folder: Path, sweep: bool) -> dict[str, Any]:
     per search mode with the store's default weights (and the stored importance: fast mode's
     heuristic); with ``sweep``, hybrid and vector search for every importance_weight x gamma
     of :data:`SWEEP_WEIGHTS` x :data:`SWEEP_GAMMAS`."""
-    from memreader.datasets import load_memorybank
+    from memreader.scenes.memorybank import load_memorybank
     from memreader.stores import open_store
 
     users = load_memorybank(MEMORYBANK)

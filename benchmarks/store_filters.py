@@ -46,8 +46,8 @@ STEPS = {"every": 1, "tenth": 10, "hundredth": 100}
 
 def link_categories(url: str, n: int) -> None:
     """Define :data:`STEPS`' categories for owner ``u`` and link the memories to them."""
-    from memreader.category_config import CategoryDef
     from memreader.stores import open_store
+    from memreader.stores.category_types import CategoryDef
 
     with open_store(url) as store:
         defs = [CategoryDef(name=name, description=f"{name} memory") for name in STEPS]

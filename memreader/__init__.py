@@ -9,8 +9,8 @@ provenance.
 """
 
 from memreader._version import __version__
+from memreader.calls.deadlines import Deadline
 from memreader.config import BaseReaderConfig, PipelineSpec, StepSpec, WindowConfig
-from memreader.deadlines import Deadline
 from memreader.embedders.config import EmbedderConfig
 from memreader.errors import (
     BlockedAddressError,
@@ -57,7 +57,7 @@ from memreader.readers import (
     StrategyStructMemReaderConfig,
     register_reader,
 )
-from memreader.report import PartReport, ReadReport, WindowReport
+from memreader.steps.report import PartReport, ReadReport, WindowReport
 
 __all__ = [
     "MEMORY_TYPES",

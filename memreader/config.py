@@ -29,15 +29,15 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from memreader.category_config import CategoriesConfig
+from memreader.categories.config import CategoriesConfig
 from memreader.config_model import ConfigModel
 from memreader.documents.limits import DocumentAccess
 from memreader.embedders.config import EmbedderConfig
 from memreader.errors import ConfigError
 from memreader.extraction.passes import PASSES, passes_in_order
+from memreader.extraction.skills import SkillsConfig
 from memreader.files import FileRefused, read_regular_file
 from memreader.llms.config import LLMSlots
-from memreader.skills import SkillsConfig
 
 #: A config file larger than this is refused before it is parsed (real ones are a few KiB).
 MAX_CONFIG_BYTES = 1024 * 1024
@@ -247,7 +247,7 @@ class BaseReaderConfig(DocumentAccess, LLMSlots):
     :mod:`memreader.steps.dedup`). Kept as a secret: a URL may hold a password.
 
     ``categories``: which categories items are linked to, and how their summaries are made
-    (:class:`~memreader.category_config.CategoriesConfig`).
+    (:class:`~memreader.categories.config.CategoriesConfig`).
     """
 
     # None: items are not embedded (for stores that embed on their own).

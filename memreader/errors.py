@@ -198,7 +198,7 @@ class InternalError(MemReaderError):
 
 
 class DeadlineExceeded(MemReaderError):
-    """A call was stopped because its :class:`~memreader.deadlines.Deadline` passed or was
+    """A call was stopped because its :class:`~memreader.calls.deadlines.Deadline` passed or was
     cancelled. The whole call stops (it is not one window's fallback) and nothing it was
     writing is stored. ``where`` names the point where the work stopped, ``cancelled`` says
     whether the caller cancelled it (else its time ran out)."""

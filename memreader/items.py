@@ -103,7 +103,7 @@ ReconcileEvent = Literal["ADD", "UPDATE", "SUPERSEDE", "NONE"]
 
 class Reconciliation(BaseModel):
     """The ``reconcile`` pass's decision for one item, applied by a memory store when the item
-    is written (:mod:`memreader.stores.decisions`).
+    is written (:mod:`memreader.stores.write_decisions`).
 
     ``event``: ``ADD`` (a new fact), ``UPDATE`` (the item's memory is the merged text of itself
     and stored memory ``target_id``, which it replaces), ``SUPERSEDE`` (it contradicts

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from .background_server import BackgroundServer, OwnedServer
+from tests.background_server import BackgroundServer, OwnedServer
 
 __all__ = [
     "FetchTestServer",

@@ -58,7 +58,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from .background_server import BackgroundServer, OwnedServer
+from tests.background_server import BackgroundServer, OwnedServer
 
 __all__ = [
     "EMBED_DIM",

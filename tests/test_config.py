@@ -185,7 +185,7 @@ def test_example_job_files_load(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_the_memorybank_job_finds_the_shipped_data(monkeypatch: pytest.MonkeyPatch) -> None:
     from memreader.batch.job import load_job
     from memreader.batch.run import dry_run
-    from memreader.datasets import load_memorybank
+    from memreader.scenes.memorybank import load_memorybank
 
     monkeypatch.delenv("MEMREADER_OUT", raising=False)
     rows = dry_run(load_job(CONFIGS / "job_memorybank.yaml"))

@@ -26,8 +26,7 @@ from memreader.embedders.config import (
 )
 from memreader.llms.config import LLMConfig
 from memreader.readers import READERS, register_reader
-
-from .llm_server import finishes_within
+from tests.llm_server import finishes_within
 
 KEY = "sk-live-KEY-123"
 PASSWORD = "pw-SECRET-456"

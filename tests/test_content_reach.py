@@ -29,9 +29,9 @@ from memreader import (
 )
 from memreader.cli import read as cli_read
 from memreader.documents import DocumentAccess, normalize_doc
-from memreader.documents.fetch import Fetcher
-from memreader.documents.part_settings import FetchConfig, FetchS3Config
 from memreader.errors import InputError
+from memreader.fetch.fetcher import Fetcher
+from memreader.fetch.settings import FetchConfig, FetchS3Config
 from memreader.pipeline import ReaderRuntime, ReadState, Step, build_step
 from memreader.pipeline.step import STEPS
 from memreader.readers import MultiModalStructMemReader, MultiModalStructMemReaderConfig

@@ -10,12 +10,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from memreader.documents.part_settings import FetchConfig, TranscriptionConfig
+from memreader.fetch.settings import FetchConfig, TranscriptionConfig
 from memreader.readers import MultiModalStructMemReaderConfig
 from memreader.transport.log_scrub import install_log_redaction, scrub_log_text
+from tests.fetch.test_fetch import PDF, make, s3_endpoint, s3_fetcher
 from tests.http_fixtures import FetchTestServer, answer, redirect
 from tests.s3_server import moto_s3
-from tests.test_fetch import PDF, make, s3_endpoint, s3_fetcher
 
 __all__ = ["moto_s3", "s3_endpoint"]  # fixtures, imported for pytest
 

@@ -21,7 +21,7 @@ from memreader import (
     SimpleStructMemReader,
     SimpleStructMemReaderConfig,
 )
-from memreader.category_config import CategoriesConfig
+from memreader.categories.config import CategoriesConfig
 from memreader.embedders import EmbedderConfig, build_embedder
 from memreader.errors import ConfigError
 from memreader.llms import (
@@ -33,9 +33,8 @@ from memreader.llms import (
 )
 from memreader.secret_masking import OpaqueRef
 from memreader.testing import HashEmbedder, ScriptedLLM, ScriptedRequest
+from tests.conftest import INFO
 from tests.llm_server import finishes_within
-
-from .conftest import INFO
 
 #: Nothing listens there (and .invalid never resolves): a request that reached the network
 #: would fail, so a passing test shows the transport answered.

@@ -20,15 +20,14 @@ from memreader.batch.job import load_job
 from memreader.batch.run import run_job
 from memreader.errors import DocumentError, InputError, InvalidMessageError, MemReaderError
 from memreader.items import TextualMemoryItem
-from memreader.parsers import PART_PARSERS, scene_units
-from memreader.part_shapes import Part
-from memreader.report import ReadReport
-from memreader.scene import Message, Scene, normalize_chat
+from memreader.scenes.api_parts import Part
+from memreader.scenes.scene import Message, Scene, normalize_chat
+from memreader.scenes.text_checks import printable
+from memreader.steps.report import ReadReport
 from memreader.testing import ScriptedLLM
-from memreader.text_checks import printable
-
-from .conftest import INFO
-from .test_batch import output_items, write_job
+from memreader.windowing.parsers import PART_PARSERS, scene_units
+from tests.batch.test_batch import output_items, write_job
+from tests.conftest import INFO
 
 SURROGATE: str = json.loads('"\\udfff"')
 READER = SimpleStructMemReader(SimpleStructMemReaderConfig(embedder=None))

@@ -20,10 +20,10 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from memreader.batch.components import check_format_name, check_sink_name
 from memreader.config import interpolate_env, read_yaml_config
 from memreader.config_model import ConfigModel
-from memreader.documents.part_settings import S3Config
 from memreader.errors import ConfigError
+from memreader.fetch.settings import S3Config
 from memreader.modes import ReadMode
-from memreader.scene import ROLES
+from memreader.scenes.scene import ROLES
 from memreader.transport.s3 import is_s3_url, parse_s3_url
 
 __all__ = [

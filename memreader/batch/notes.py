@@ -16,9 +16,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from memreader.report import ReadReport
 from memreader.steps import embed as embed_step
 from memreader.steps.embed import IN_REPORT
+from memreader.steps.report import ReadReport
 
 __all__ = ["NoteTally", "log_notes", "reading"]
 

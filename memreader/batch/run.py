@@ -268,7 +268,7 @@ def dry_run(job: JobConfig) -> list[dict[str, Any]]:
     """What the job would read: each input with its scenes and windows, counted by the reader's
     own windowing with no LLM call and no embedding."""
     from memreader.factory import MemReaderConfigFactory
-    from memreader.report import ReadReport
+    from memreader.steps.report import ReadReport
 
     data = job.reader_config()
     config = dict(data.get("config") or {})

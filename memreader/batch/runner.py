@@ -28,7 +28,7 @@ from memreader.batch.notes import NoteTally, reading
 from memreader.batch.sinks import InputWriter, build_sink
 from memreader.errors import MemReaderError
 from memreader.items import TextualMemoryItem
-from memreader.report import ReadReport
+from memreader.steps.report import ReadReport
 
 __all__ = ["COUNTERS", "CancelFlag", "InputCancelled", "InputResult", "Worker"]
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from memreader.category_config import CategoriesConfig
+from memreader.categories.config import CategoriesConfig
 
 __all__ = ["CategoryIndex", "pick_categories"]
 

@@ -24,7 +24,7 @@ from memreader.categories.summaries import (
 from memreader.extraction.prompts import numbered_lines
 from memreader.llms.errors import LLMError
 from memreader.llms.usage import UsageMeter
-from memreader.rendering import one_line
+from memreader.scenes.clipping import one_line
 from memreader.stores.category_types import StoredCategory, SummaryKind
 from memreader.stores.records import StoredMemory
 

@@ -7,7 +7,7 @@ or newly active memory to its categories (the item's own, as the ``categorize`` 
 else by its vector; else the catch-all), and (3) rewrites the summary of every category whose
 items changed: a new item linked, or an item it covered superseded or forgotten (its citations
 leave the summary in the same call). Summaries are deterministic unless an LLM is given and the
-mode says so (:class:`~memreader.category_config.SummarySettings`).
+mode says so (:class:`~memreader.categories.config.SummarySettings`).
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from memreader.categories.assign import CategoryIndex
+from memreader.categories.config import CategoriesConfig
 from memreader.categories.llm_summary import LLMSummary, llm_summary
 from memreader.categories.summaries import Sentence, deterministic_summary, newest_first, parse
-from memreader.category_config import CategoriesConfig
 from memreader.errors import MemReaderError
 from memreader.items import TextualMemoryItem
 from memreader.stores.base import MemoryStore

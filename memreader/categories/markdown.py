@@ -53,7 +53,7 @@ from memreader.categories.markdown_files import (
 )
 from memreader.categories.summaries import newest_first, parse, without_refs
 from memreader.errors import InputError, StoreError
-from memreader.rendering import one_line
+from memreader.scenes.clipping import one_line
 
 if TYPE_CHECKING:
     from memreader.stores.base import MemoryStore

@@ -43,9 +43,9 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from memreader.category_config import CATEGORY_NAME
 from memreader.errors import SinkError, StoreError
 from memreader.files import FileRefused, fsync_folder, read_regular_file, write_atomic
+from memreader.stores.category_types import CATEGORY_NAME
 
 __all__ = [
     "INDEX",

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from memreader.rendering import one_line
+from memreader.scenes.clipping import one_line
 from memreader.stores.records import StoredMemory
 
 __all__ = [

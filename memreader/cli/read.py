@@ -22,12 +22,12 @@ from memreader.cli.llm_flags import add_llm_flags, llm_settings
 from memreader.cli.output import open_outputs
 from memreader.cli.stores import StoreOutput, add_store_flag
 from memreader.config import read_yaml_config, without_pass
-from memreader.datasets import is_memorybank, memorybank_scenes
 from memreader.errors import InputError
 from memreader.factory import MemReaderConfigFactory, MemReaderFactory
 from memreader.items import TextualMemoryItem
 from memreader.modes import READ_MODES
-from memreader.report import ReadReport
+from memreader.scenes.memorybank import is_memorybank, memorybank_scenes
+from memreader.steps.report import ReadReport
 
 __all__ = ["SCENES_PER_CALL", "add_read_parser", "failure_lines", "reader_config", "run_read"]
 

@@ -31,7 +31,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from memreader.errors import InputError
-from memreader.rendering import one_line
+from memreader.scenes.clipping import one_line
 from memreader.stores.base import SEARCH_MODES
 from memreader.stores.shapes import entry_json, event_json, iso, score_json
 

@@ -1,6 +1,6 @@
 """Where to cut long texts: chonkie's RecursiveChunker proposes paragraph, then sentence, then
 word boundaries; the windower checks every piece against its budget (see
-:class:`memreader.windows.Splitter`).
+:class:`memreader.windowing.windows.Splitter`).
 
 chonkie is given a tokenizer object of ours over the offline tiktoken ``Encoding``, never a
 tokenizer name (a name makes it download), and never the bare ``Encoding``: its ``encode``
@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
-from memreader.tokens import Tokenizer, get_tokenizer
+from memreader.windowing.tokens import Tokenizer, get_tokenizer
 
 logger = logging.getLogger(__name__)
 

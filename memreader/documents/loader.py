@@ -24,7 +24,6 @@ import zipfile
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from memreader.documents.data_urls import decode_inline
 from memreader.documents.limits import (
     DEFAULT_LIMITS,
     ZIP_DOCUMENT_EXTENSIONS,
@@ -35,12 +34,13 @@ from memreader.documents.limits import (
     check_text_length,
 )
 from memreader.errors import DocumentError
+from memreader.fetch.data_urls import decode_inline
 from memreader.files import FileRefused, read_regular_file
 
 if TYPE_CHECKING:
     from markitdown import MarkItDown
 
-    from memreader.part_shapes import Part
+    from memreader.scenes.api_parts import Part
 
 __all__ = [
     "REFUSED_EXTENSIONS",
@@ -246,7 +246,7 @@ def load_path(
             hidden (see :func:`check_local_path`), not a regular file, unreadable, over a
             limit, or cannot be converted.
     """
-    from memreader.part_shapes import Part
+    from memreader.scenes.api_parts import Part
 
     where: dict[str, Any] = {"scene_index": scene_index, "message_index": message_index}
     if not access.allow_local_paths:
@@ -278,7 +278,7 @@ def load_file_part(
             base64 or over ``max_file_bytes`` (checked on the encoded length before decoding,
             then on the decoded bytes), or conversion fails or exceeds a limit.
     """
-    from memreader.part_shapes import Part
+    from memreader.scenes.api_parts import Part
 
     where: dict[str, Any] = {"scene_index": scene_index, "message_index": message_index}
     if not isinstance(file, Mapping):
@@ -306,5 +306,5 @@ def load_file_part(
 def decode_file_data(data: str, max_bytes: int, where: dict[str, Any]) -> bytes:
     """The bytes of base64 ``file_data`` or of a data URL, refused early when too big
     (a :class:`DocumentError` located by ``where``): the one inline decoder,
-    :func:`~memreader.documents.data_urls.decode_inline`."""
+    :func:`~memreader.fetch.data_urls.decode_inline`."""
     return decode_inline(data, max_bytes, what="file_data", where=where).data

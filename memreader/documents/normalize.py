@@ -16,8 +16,8 @@ from typing import Any
 from memreader.documents.limits import DocumentAccess
 from memreader.documents.loader import load_file_part, load_path
 from memreader.errors import DocumentError, InvalidSceneError
-from memreader.part_shapes import Part
-from memreader.scene import Message, Scene
+from memreader.scenes.api_parts import Part
+from memreader.scenes.scene import Message, Scene
 
 __all__ = ["normalize_doc", "normalize_doc_refs"]
 
@@ -95,7 +95,7 @@ _FILE_KEYS = ("file_data", "file_url", "file_id", "path", "url")
 def _shaped_part(item: Any, where: dict[str, int], types: tuple[str, ...]) -> Part:
     """A document part in one of the shapes of ``types`` (or a bare file reference), as a
     :class:`Part`; a :class:`DocumentError` naming where it is otherwise."""
-    from memreader.scene import parse_content_part
+    from memreader.scenes.scene import parse_content_part
 
     if isinstance(item, Mapping) and item.get("type") in _TEXT_TYPES:
         text = item.get("text")

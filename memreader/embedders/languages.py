@@ -5,7 +5,7 @@ The bundled all-MiniLM-L6-v2 was trained on English: most Chinese characters bec
 scores closer to a Chinese query than its paraphrase does). Its vector of such a window is
 noise, and nothing fails: so memreader measures, per window, the share of the text's *letters*
 the embedder cannot read, and says so when it is :data:`UNREADABLE_THRESHOLD` or more (a note
-in the window's :class:`~memreader.report.WindowReport`, one warning per call).
+in the window's :class:`~memreader.steps.report.WindowReport`, one warning per call).
 
 What "cannot read" means (:func:`unreadable_share`)
 ---------------------------------------------------

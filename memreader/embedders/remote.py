@@ -20,9 +20,9 @@ from typing import Any, ClassVar, TypeVar
 
 from memreader.embedders.base import PoolingEmbedder, clip_detail
 from memreader.errors import EmbeddingError
-from memreader.tokens import get_tokenizer, token_cuts
 from memreader.transport.failures import Failure, classify
 from memreader.transport.retry import RetryPolicy
+from memreader.windowing.tokens import get_tokenizer, token_cuts
 
 __all__ = ["RemoteEmbedder"]
 

@@ -39,9 +39,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from memreader.chat_time import parse_chat_time
 from memreader.items import MAX_IMPORTANCE_REASON_CHARS, SourceMessage
-from memreader.rendering import one_line
+from memreader.scenes.chat_time import parse_chat_time
+from memreader.scenes.clipping import one_line
 
 __all__ = [
     "MAX_VALID_FROM_CHARS",
@@ -201,7 +201,7 @@ def read_valid_from(raw: Any) -> tuple[datetime | None, bool]:
     formats memreader parses are accepted too). A missing value is ``(None, False)``; one that
     does not parse (``"yesterday"``, a number, over :data:`MAX_VALID_FROM_CHARS` characters) is
     ``(None, True)``. A time without a zone stays naive here: the item takes the zone of the
-    messages it cites (:func:`memreader.emit.valid_from_for`).
+    messages it cites (:func:`memreader.steps.items.valid_from_for`).
 
     >>> read_valid_from("2024-05-01")
     (datetime.datetime(2024, 5, 1, 0, 0), False)

@@ -5,7 +5,7 @@
 succeeds. Callbacks run synchronously in the calling thread (or on the event loop for
 ``acomplete``), so keep them quick. A callback may be ``async def``: in async calls it is
 scheduled on the event loop, in sync calls skipped with a warning
-(:mod:`memreader.callbacks`). A callback that raises is logged and ignored: hooks can never
+(:mod:`memreader.calls.observers`). A callback that raises is logged and ignored: hooks can never
 break a call.
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from memreader.callbacks import call_observer
+from memreader.calls.observers import call_observer
 from memreader.llms.usage import Usage
 
 if TYPE_CHECKING:

@@ -25,8 +25,8 @@ from typing import Any
 import httpx
 import ollama
 
-from memreader.documents.data_urls import decode_inline, is_data_url
 from memreader.errors import DocumentError
+from memreader.fetch.data_urls import decode_inline, is_data_url
 from memreader.llms.backends import register_llm
 from memreader.llms.base import BaseLLMClient
 from memreader.llms.client_pool import ClientPool

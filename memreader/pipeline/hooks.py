@@ -6,7 +6,7 @@ step's name, the mode, the seconds it took and the sizes of what the call has ma
 callback that raises is logged and ignored: observing a read never breaks it. A callback may be
 ``async def``: in async calls it runs on the event loop and has ended before the call returns
 or raises (a cancelled call included); in sync calls it is skipped with a warning
-(:mod:`memreader.callbacks`).
+(:mod:`memreader.calls.observers`).
 
 >>> seen = []
 >>> hooks = StepHooks(after_step=[lambda e: seen.append((e.step, e.counts["windows"]))])
@@ -18,7 +18,7 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from memreader.callbacks import call_observer
+from memreader.calls.observers import call_observer
 from memreader.modes import Mode
 
 __all__ = ["StepEvent", "StepHook", "StepHooks"]

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from memreader.callbacks import settle_observers
+from memreader.calls.observers import settle_observers
 from memreader.errors import InternalError, MemReaderError, PipelineError
 from memreader.modes import ALL_MODES
 from memreader.pipeline.chain import PerWindowStep, arun_chain, run_chain

@@ -17,8 +17,8 @@ from memreader.documents.chunking import RecursiveSplitter
 from memreader.errors import ConfigError, LLMRequiredError
 from memreader.llms.hooks import LLMHooks
 from memreader.pipeline.hooks import StepHooks
-from memreader.tokens import get_tokenizer
-from memreader.windows import Windower
+from memreader.windowing.tokens import get_tokenizer
+from memreader.windowing.windows import Windower
 
 if TYPE_CHECKING:
     from memreader.config import BaseReaderConfig

@@ -20,9 +20,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
-from memreader.deadlines import Deadline
+from memreader.calls.deadlines import Deadline
 from memreader.documents.headings import HeadingIndex
-from memreader.emit import window_sources
 from memreader.errors import InputError
 from memreader.extraction import WindowInput, WindowOutcome
 from memreader.extraction.agent_passes import PassOutcome
@@ -30,12 +29,13 @@ from memreader.extraction.image_pass import ImageOutcome
 from memreader.items import SourceMessage, TextualMemoryItem
 from memreader.llms import UsageMeter
 from memreader.modes import Mode
-from memreader.report import PartReport, ReadReport, WindowReport
-from memreader.scene import Scene
-from memreader.windows import Unit, Window
+from memreader.scenes.scene import Scene
+from memreader.steps.report import PartReport, ReadReport, WindowReport
+from memreader.windowing.provenance import window_sources
+from memreader.windowing.windows import Unit, Window
 
 if TYPE_CHECKING:
-    from memreader.documents.resolved import Resolved
+    from memreader.parts.resolved import Resolved
 
 __all__ = [
     "INPUTS",
@@ -85,7 +85,8 @@ class WindowedScene:
 
     ``digest`` identifies the scene by content, so item ids do not depend on how scenes were
     batched into calls: re-ingesting a scene gives the same ids wherever it stands. ``chunks``
-    and ``headings`` place each document's segments (see :func:`memreader.emit.chunk_positions`).
+    and ``headings`` place each document's segments (see
+    :func:`memreader.windowing.provenance.chunk_positions`).
     """
 
     scene: Scene
@@ -170,7 +171,7 @@ class ReadState:
     image_outcomes: dict[str, tuple[ImageOutcome, PartKey]] = field(default_factory=dict)
     tool_outcomes: list[PassOutcome[Any]] = field(default_factory=list)
     pass_items: PassResults = field(default_factory=PassResults)
-    #: When the call must stop (:mod:`memreader.deadlines`); ``None``: never.
+    #: When the call must stop (:mod:`memreader.calls.deadlines`); ``None``: never.
     deadline: Deadline | None = None
     #: What user steps add (:meth:`set`); the built-in steps use the typed fields above.
     values: dict[str, Any] = field(default_factory=dict)

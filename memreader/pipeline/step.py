@@ -3,7 +3,7 @@
 A step works on the whole call at once (all scenes, all windows), so a pipeline adds no
 per-window cost. Write ``run`` for a sync body; ``arun`` runs it in a worker thread unless a step
 overrides it with native async code (the LLM passes do). A cancelled ``arun`` cancels the call's
-deadline and waits until that thread has ended (:func:`memreader.deadlines.in_thread`): the
+deadline and waits until that thread has ended (:func:`memreader.calls.deadlines.in_thread`): the
 call's work never outlives it. A
 step with a long loop calls ``state.check_deadline(where)`` between its units, so a deadline
 stops it there.
@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from memreader.deadlines import in_thread
+from memreader.calls.deadlines import in_thread
 from memreader.extraction.passes import BUILTIN_PASSES
 from memreader.registry import Registry
 

@@ -12,8 +12,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
+from memreader.calls.deadlines import Deadline, checked_deadline
 from memreader.config import BaseReaderConfig
-from memreader.deadlines import Deadline, checked_deadline
 from memreader.errors import (
     InputError,
     InternalError,
@@ -26,9 +26,9 @@ from memreader.llms.hooks import LLMHooks
 from memreader.modes import READ_MODES, ReadMode
 from memreader.pipeline import Pipeline, ReaderRuntime, ReadState, StepHooks, apply_spec
 from memreader.registry import Registry
-from memreader.report import ReadReport
-from memreader.scene import validate_info
-from memreader.text_checks import check_text
+from memreader.scenes.scene import validate_info
+from memreader.scenes.text_checks import check_text
+from memreader.steps.report import ReadReport
 
 __all__ = ["READERS", "BaseMemReader", "register_reader"]
 
@@ -121,7 +121,7 @@ class BaseMemReader(ABC):
         the same ids in the same order. Pass ``report=ReadReport()`` to get per-window status,
         LLM usage and the time of each step.
 
-        ``deadline`` (a :class:`~memreader.deadlines.Deadline`) stops the call once it passes
+        ``deadline`` (a :class:`~memreader.calls.deadlines.Deadline`) stops the call once it passes
         or is cancelled: it is checked between steps, between windows, before each LLM call
         and between embedding batches, and the call raises
         :class:`~memreader.errors.DeadlineExceeded` (never one window's fallback).

@@ -26,7 +26,7 @@ __all__ = ["StrategyStructMemReader", "StrategyStructMemReaderConfig"]
 
 class StrategyStructMemReaderConfig(BaseReaderConfig, StrategySettings):
     """The strategy reader's settings: those every reader shares, plus ``strategy`` (how chats
-    are grouped: :class:`~memreader.grouping.GroupingConfig`)."""
+    are grouped: :class:`~memreader.windowing.grouping.GroupingConfig`)."""
 
 
 @register_reader("strategy_struct")

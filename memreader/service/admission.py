@@ -19,7 +19,7 @@ from starlette.datastructures import Headers
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from memreader.deadlines import Deadline
+from memreader.calls.deadlines import Deadline
 from memreader.service.problems import ProblemError, problem_response
 from memreader.service.request_scope import DEADLINE, PRINCIPAL
 

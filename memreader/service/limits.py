@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import anyio
 
-from memreader.deadlines import Deadline
+from memreader.calls.deadlines import Deadline
 from memreader.errors import DeadlineExceeded
 from memreader.service.bodies import BodyLimit, too_large
 from memreader.service.problems import ProblemError
@@ -97,7 +97,7 @@ def deadline_problem(deadline: Deadline, what: str, *, stopped: bool = True) -> 
 
 
 async def within_deadline(work: Awaitable[T], deadline: Deadline | float, what: str) -> T:
-    """``await work`` within ``deadline`` (a :class:`~memreader.deadlines.Deadline`, or
+    """``await work`` within ``deadline`` (a :class:`~memreader.calls.deadlines.Deadline`, or
     seconds from now), else a 504 problem.
 
     At the deadline the work is stopped, not abandoned: the deadline is cancelled (the reader

@@ -15,7 +15,7 @@ from prometheus_client import (
     generate_latest,
 )
 
-from memreader.report import ReadReport
+from memreader.steps.report import ReadReport
 
 __all__ = ["CONTENT_TYPE", "ServiceMetrics"]
 

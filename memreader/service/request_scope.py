@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from starlette.requests import HTTPConnection
 
-from memreader.deadlines import Deadline
+from memreader.calls.deadlines import Deadline
 from memreader.service.keys import Principal
 
 __all__ = ["DEADLINE", "PRINCIPAL", "admitted_principal", "request_deadline"]

@@ -17,13 +17,13 @@ from typing import Any
 from fastapi import APIRouter, Request
 from starlette.responses import Response, StreamingResponse
 
-from memreader.deadlines import Deadline, in_thread
+from memreader.calls.deadlines import Deadline, in_thread
 from memreader.items import TextualMemoryItem
-from memreader.report import ReadReport
 from memreader.service.limits import within_deadline
 from memreader.service.models import ReadRequest, RefineRequest
 from memreader.service.problems import problem_for
 from memreader.service.state import ServiceState, json_response
+from memreader.steps.report import ReadReport
 from memreader.stores.shapes import event_json
 
 __all__ = ["router"]

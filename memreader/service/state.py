@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 from starlette.requests import Request
 from starlette.responses import Response
 
+from memreader.calls.deadlines import Deadline, in_thread
 from memreader.categories.maintainer import maintainer_for
-from memreader.deadlines import Deadline, in_thread
 from memreader.errors import StoreError
 from memreader.readers.base import BaseMemReader
 from memreader.service.config import ServiceConfig

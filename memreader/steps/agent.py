@@ -25,7 +25,6 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from memreader.emit import make_item
 from memreader.extraction import short_error
 from memreader.extraction.agent_passes import (
     PassOutcome,
@@ -43,9 +42,10 @@ from memreader.pipeline.chain import PerWindowStep, WindowWork, count_pass
 from memreader.pipeline.runtime import ReaderRuntime, SharedKey
 from memreader.pipeline.state import FineWindow, ReadState
 from memreader.pipeline.step import STEPS, Step
+from memreader.steps.items import make_item
 
 if TYPE_CHECKING:
-    from memreader.skills import SkillWriter
+    from memreader.extraction.skills import SkillWriter
 
 __all__ = [
     "ExtraPass",
@@ -229,7 +229,7 @@ class SkillPass(ExtraPass):
     def items(
         self, runtime: ReaderRuntime, fw: FineWindow, outcome: PassOutcome[SkillDraft]
     ) -> list[TextualMemoryItem]:
-        from memreader.skills import Skill, SkillWriteError
+        from memreader.extraction.skills import Skill, SkillWriteError
 
         writer = skill_writer(runtime)
         made = []
@@ -271,7 +271,7 @@ class SkillPass(ExtraPass):
 
 
 def _build_skill_writer(runtime: ReaderRuntime) -> SkillWriter:
-    from memreader.skills import SkillWriter
+    from memreader.extraction.skills import SkillWriter
 
     return SkillWriter(runtime.config.fine.skills)
 

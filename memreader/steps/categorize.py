@@ -37,7 +37,7 @@ import logging
 from collections.abc import Sequence
 
 from memreader.categories.assign import CategoryIndex
-from memreader.category_config import CategoriesConfig
+from memreader.categories.config import CategoriesConfig
 from memreader.errors import MemReaderError
 from memreader.extraction.contract import CategoryMenu
 from memreader.extraction.fine import short_error

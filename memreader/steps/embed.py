@@ -25,7 +25,7 @@ from memreader.modes import ALL_MODES
 from memreader.pipeline.runtime import ReaderRuntime
 from memreader.pipeline.state import ReadState
 from memreader.pipeline.step import STEPS, Step
-from memreader.report import WindowReport
+from memreader.steps.report import WindowReport
 
 __all__ = ["IN_REPORT", "Embed"]
 

@@ -9,11 +9,12 @@ fast_items  windows, info, custom_tags   items, emitted  fast
 
 from __future__ import annotations
 
-from memreader.emit import make_item, memory_type_for, window_embedding_fragments
 from memreader.items import TextualMemoryItem
 from memreader.pipeline.runtime import ReaderRuntime
 from memreader.pipeline.state import ReadState
 from memreader.pipeline.step import STEPS, Step
+from memreader.steps.items import make_item, memory_type_for
+from memreader.windowing.provenance import window_embedding_fragments
 
 __all__ = ["FastItems"]
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from memreader.emit import fine_window_items
 from memreader.extraction import (
     PassStatus,
     WindowInput,
@@ -41,6 +40,7 @@ from memreader.pipeline.runtime import ReaderRuntime
 from memreader.pipeline.state import FineWindow, ReadState
 from memreader.pipeline.step import STEPS
 from memreader.steps.categorize import category_menu
+from memreader.steps.items import fine_window_items
 
 __all__ = ["CheckPass", "Extract", "Filter", "FineItems", "PrepareFine", "Rewrite"]
 

@@ -16,19 +16,19 @@ import dataclasses
 import logging
 from typing import Any
 
-from memreader.emit import make_item
 from memreader.extraction import short_error
 from memreader.extraction.driver import arun_plans, run_plans
 from memreader.extraction.image_pass import ImageOutcome, describe_image_plan
 from memreader.extraction.importance import heuristic_importance
 from memreader.items import MemoryType, SourceMessage, TextualMemoryItem
-from memreader.parsers import PartRef
 from memreader.pipeline.chain import call_router
 from memreader.pipeline.runtime import ReaderRuntime
 from memreader.pipeline.state import PartKey, PartRead, ReadState, WindowedScene
 from memreader.pipeline.step import STEPS, Step
-from memreader.scene import Scene
+from memreader.scenes.scene import Scene
+from memreader.steps.items import make_item
 from memreader.steps.parts import PartsSettings, resource_reader, with_reads
+from memreader.windowing.parsers import PartRef
 
 logger = logging.getLogger(__name__)
 

@@ -29,24 +29,24 @@ from pydantic import Field, field_validator
 
 from memreader.config_model import ConfigModel
 from memreader.documents.normalize import normalize_doc_refs
-from memreader.documents.part_settings import FetchConfig, ImageConfig, TranscriptionConfig
-from memreader.documents.part_tasks import PartTask, task_for_part
-from memreader.documents.resolved import Resolved
-from memreader.documents.resources import ResourceCache, ResourceReader, ResourceStats
-from memreader.emit import chunk_positions
 from memreader.errors import InputError
 from memreader.extraction import short_error
+from memreader.fetch.settings import FetchConfig, ImageConfig, TranscriptionConfig
 from memreader.modes import SCENE_MODES
-from memreader.parsers import PartRef
-from memreader.part_shapes import UNSUPPORTED_PART, Part
+from memreader.parts.resolved import Resolved
+from memreader.parts.resources import ResourceCache, ResourceReader, ResourceStats
+from memreader.parts.tasks import PartTask, task_for_part
 from memreader.pipeline.runtime import ReaderRuntime, SharedKey
 from memreader.pipeline.state import PartKey, PartRead, ReadState, WindowedScene
 from memreader.pipeline.step import STEPS, Step
-from memreader.rendering import MAX_LABEL, clip
-from memreader.report import PartReport
-from memreader.scene import Scene, normalize_chat
+from memreader.scenes.api_parts import UNSUPPORTED_PART, Part
+from memreader.scenes.clipping import MAX_LABEL, clip
+from memreader.scenes.scene import Scene, normalize_chat
+from memreader.scenes.text_checks import check_text
 from memreader.steps.read import Normalize
-from memreader.text_checks import check_text
+from memreader.steps.report import PartReport
+from memreader.windowing.parsers import PartRef
+from memreader.windowing.provenance import chunk_positions
 
 logger = logging.getLogger(__name__)
 
@@ -67,10 +67,10 @@ class PartsSettings(ConfigModel):
     - ``fetch``: downloads (timeouts, redirects, retries, the download budget, the private-address
       allow-list, ``direct_markdown_hostnames``, the S3 endpoint and ``s3.allow_buckets``, the
       buckets ``s3://`` in content may name: none by default); see
-      :class:`~memreader.documents.part_settings.FetchConfig`.
+      :class:`~memreader.fetch.settings.FetchConfig`.
     - ``images``: formats, byte and pixel limits, the longest side sent to a vision model, and
       whether fine mode describes images; see
-      :class:`~memreader.documents.part_settings.ImageConfig`.
+      :class:`~memreader.fetch.settings.ImageConfig`.
     - ``transcription``: an OpenAI-compatible ``/audio/transcriptions`` endpoint; without one,
       audio is kept as a placeholder and reported as unsupported.
     - ``strict_parts`` (``False``): raise the typed error of the first part that cannot be read
@@ -118,13 +118,13 @@ class NormalizeParts(Normalize):
 
 
 def _build_resource_reader(runtime: ReaderRuntime) -> ResourceReader:
-    from memreader.documents.fetch import Fetcher
+    from memreader.fetch.fetcher import Fetcher
 
     config = runtime.config
     settings = runtime.settings(PartsSettings, "read_parts")
     transcriber = None
     if settings.transcription is not None:
-        from memreader.documents.audio import Transcriber
+        from memreader.parts.audio import Transcriber
 
         transcriber = Transcriber(settings.transcription)
     fetcher = Fetcher(settings.fetch, access=config, base_dir=settings.base_dir)

@@ -14,17 +14,18 @@ import itertools
 import logging
 from collections.abc import Sequence
 
-from memreader.emit import is_document_unit, make_item
 from memreader.extraction import short_error
 from memreader.extraction.importance import source_importance
 from memreader.items import MemoryType, TextualMemoryItem
 from memreader.modes import Mode
-from memreader.parsers import PartRef
 from memreader.pipeline.runtime import ReaderRuntime
 from memreader.pipeline.state import ReadState, WindowedScene
 from memreader.pipeline.step import STEPS, Step
-from memreader.report import WindowReport
-from memreader.windows import Unit
+from memreader.steps.items import make_item
+from memreader.steps.report import WindowReport
+from memreader.windowing.parsers import PartRef
+from memreader.windowing.provenance import is_document_unit
+from memreader.windowing.windows import Unit
 
 logger = logging.getLogger(__name__)
 

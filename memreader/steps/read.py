@@ -10,7 +10,7 @@ window           scenes, units                                windows           
 ===============  ===========================================  ===================  ==========
 
 ``strategy_window`` replaces ``window`` in the strategy reader: chats in groups of whole
-messages (:mod:`memreader.grouping`), by the ``strategy`` settings of
+messages (:mod:`memreader.windowing.grouping`), by the ``strategy`` settings of
 :class:`StrategySettings`.
 """
 
@@ -22,16 +22,16 @@ from pydantic import Field
 
 from memreader.config_model import ConfigModel
 from memreader.documents import normalize_doc
-from memreader.emit import chunk_positions, heading_indexes, scene_digest
-from memreader.grouping import GroupingConfig, group_windows
 from memreader.modes import SCENE_MODES
-from memreader.parsers import part_notes, scene_units
 from memreader.pipeline.runtime import ReaderRuntime
 from memreader.pipeline.state import ReadState, WindowedScene
 from memreader.pipeline.step import STEPS, Step
-from memreader.report import WindowReport
-from memreader.scene import Scene, normalize_chat
-from memreader.windows import Unit, Window
+from memreader.scenes.scene import Scene, normalize_chat
+from memreader.steps.report import WindowReport
+from memreader.windowing.grouping import GroupingConfig, group_windows
+from memreader.windowing.parsers import part_notes, scene_units
+from memreader.windowing.provenance import chunk_positions, heading_indexes, scene_digest
+from memreader.windowing.windows import Unit, Window
 
 __all__ = ["Normalize", "Parse", "StrategySettings", "StrategyWindow", "WindowStep"]
 
@@ -112,15 +112,16 @@ class WindowStep(Step):
 
 class StrategySettings(ConfigModel):
     """What ``strategy_window`` reads: ``strategy``, how chats are grouped (see
-    :class:`~memreader.grouping.GroupingConfig`). The strategy reader's config inherits it."""
+    :class:`~memreader.windowing.grouping.GroupingConfig`). The strategy reader's config inherits
+    it."""
 
     strategy: GroupingConfig = Field(default_factory=GroupingConfig)
 
 
 @STEPS.register("strategy_window")
 class StrategyWindow(WindowStep):
-    """Chats in groups of whole messages (see :mod:`memreader.grouping`), documents by tokens
-    as in the simple reader; one report entry per window."""
+    """Chats in groups of whole messages (see :mod:`memreader.windowing.grouping`), documents by
+    tokens as in the simple reader; one report entry per window."""
 
     def windows_of(self, scene: Scene, units: list[Unit], runtime: ReaderRuntime) -> list[Window]:
         if scene.type != "chat":

@@ -22,7 +22,7 @@ of one call are not reconciled with each other.
 
 Each decided item carries it in ``metadata.reconcile`` (the event, the neighbour's store id,
 the reason), which the store applies when the item is written
-(:mod:`memreader.stores.decisions`); an ``UPDATE`` also replaces the item's memory with the
+(:mod:`memreader.stores.write_decisions`); an ``UPDATE`` also replaces the item's memory with the
 merged text (its id stays). Each decided item is tagged ``reconcile:<EVENT>``, and its window
 report gets a note (``item <id>: reconcile SUPERSEDE of <target>: <reason>``); ``passes``
 says ``ok`` or ``failed`` per window with a call, and ``report.passes["reconcile"]`` counts the
@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from memreader.deadlines import in_thread
+from memreader.calls.deadlines import in_thread
 from memreader.errors import ConfigError, StoreError
 from memreader.extraction import short_error
 from memreader.extraction.language import Language
@@ -47,7 +47,7 @@ from memreader.pipeline.chain import PerWindowStep, WindowWork, arun_chain, coun
 from memreader.pipeline.runtime import ReaderRuntime, SharedKey
 from memreader.pipeline.state import ReadState
 from memreader.pipeline.step import STEPS, Step
-from memreader.report import WindowReport
+from memreader.steps.report import WindowReport
 
 if TYPE_CHECKING:
     from memreader.stores import MemoryStore

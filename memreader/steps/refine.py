@@ -20,15 +20,15 @@ import logging
 from memreader.errors import InputError
 from memreader.extraction import WindowInput
 from memreader.items import SourceMessage, TextualMemoryItem
-from memreader.parsers import line_prefix
 from memreader.pipeline.runtime import ReaderRuntime
 from memreader.pipeline.state import FineWindow, ReadState
 from memreader.pipeline.step import STEPS, Step
-from memreader.report import WindowReport
-from memreader.scene import ROLES
+from memreader.scenes.scene import ROLES
+from memreader.scenes.text_checks import check_nested_text, check_text, printable
 from memreader.steps.categorize import category_menu
-from memreader.text_checks import check_nested_text, check_text, printable
-from memreader.windows import Unit, Windower
+from memreader.steps.report import WindowReport
+from memreader.windowing.parsers import line_prefix
+from memreader.windowing.windows import Unit, Windower
 
 __all__ = [
     "MAX_LABEL_CHARS",

@@ -14,16 +14,16 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from memreader.emit import make_item
 from memreader.extraction import short_error
 from memreader.extraction.importance import heuristic_importance
 from memreader.items import MemoryType, SourceMessage, TextualMemoryItem
-from memreader.parsers import PartRef
 from memreader.pipeline.chain import count_pass
 from memreader.pipeline.runtime import ReaderRuntime
 from memreader.pipeline.state import ReadState
 from memreader.pipeline.step import STEPS, Step
-from memreader.rendering import render_json
+from memreader.scenes.clipping import render_json
+from memreader.steps.items import make_item
+from memreader.windowing.parsers import PartRef
 
 __all__ = ["ToolSchemas"]
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from memreader.category_config import CategoryDef
 from memreader.errors import ConfigError
 from memreader.registry import Registry
 from memreader.stores.base import (
@@ -32,7 +31,7 @@ from memreader.stores.base import (
     SourceSelector,
 )
 from memreader.stores.category_api import CategoryStorage, check_keeper
-from memreader.stores.category_types import CategoryKeeper, StoredCategory
+from memreader.stores.category_types import CategoryDef, CategoryKeeper, StoredCategory
 from memreader.stores.checks import check_url
 from memreader.stores.events import EventKind, WriteEvent
 from memreader.stores.records import MemoryStatus, StoredMemory
@@ -63,7 +62,10 @@ __all__ = [
 #: numpy, the PostgreSQL one psycopg).
 STORES: Registry[type[MemoryStore]] = Registry(
     "memory store",
-    lazy={"sqlite": "memreader.stores.sqlite", "postgresql": "memreader.stores.postgres"},
+    lazy={
+        "sqlite": "memreader.stores.sqlite.store",
+        "postgresql": "memreader.stores.postgres.store",
+    },
 )
 
 StoreClass = type[MemoryStore]

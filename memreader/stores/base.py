@@ -21,7 +21,7 @@ The promises every store keeps:
   :class:`SearchHit` the parts of its score.
 
 A memory's *support* is what it was read from: each of its sources, keyed by the document, the
-session, the message and the batch input it came from (see :mod:`memreader.stores.decisions`).
+session, the message and the batch input it came from (see :mod:`memreader.stores.write_decisions`).
 Forgetting a source removes the supports it keyed; a memory left with none is ``expired``.
 """
 
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from memreader.deadlines import Deadline, check_deadline, checked_deadline
+from memreader.calls.deadlines import Deadline, check_deadline, checked_deadline
 from memreader.errors import InputError, StoreError
 from memreader.items import TextualMemoryItem
 from memreader.stores.category_api import CategoryStorage, check_category
@@ -138,7 +138,7 @@ class MemoryStore(CategoryStorage):
         """Store ``items`` (one transaction) and return one event per item, in order, then
         one event per memory that ``replaces`` retired or reduced.
 
-        ``deadline`` (:class:`~memreader.deadlines.Deadline`) is checked before the write
+        ``deadline`` (:class:`~memreader.calls.deadlines.Deadline`) is checked before the write
         starts and right before it commits: past it (or cancelled), the write rolls back
         entirely (nothing of it is stored) and raises
         :class:`~memreader.errors.DeadlineExceeded`.
@@ -153,7 +153,7 @@ class MemoryStore(CategoryStorage):
         An item's reconcile decision (``metadata.reconcile``) is applied when its target is an
         active memory of the item's owner (``UPDATE``/``SUPERSEDE``: the target superseded by
         the item, ``previous_id``; ``NONE``: the target reinforced), else the item follows the
-        dedup rules, the reason saying why: :func:`memreader.stores.decisions.reconciled`.
+        dedup rules, the reason saying why: :func:`memreader.stores.write_decisions.reconciled`.
 
         Raises:
             InputError: an item is not a memory item, has no owner, or reuses a stored id for

@@ -26,9 +26,14 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, cast, get_args
 
-from memreader.category_config import CATEGORY_NAME, CategoryDef
 from memreader.errors import ConfigError, InputError, InternalError, MemReaderError
-from memreader.stores.category_types import CategoryKeeper, StoredCategory, SummaryKind
+from memreader.stores.category_types import (
+    CATEGORY_NAME,
+    CategoryDef,
+    CategoryKeeper,
+    StoredCategory,
+    SummaryKind,
+)
 from memreader.stores.records import StoredMemory
 
 if TYPE_CHECKING:

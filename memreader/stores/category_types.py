@@ -9,16 +9,28 @@ every change, in the same ``write``/``forget`` call, so summaries never lag the 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from pydantic import Field, field_validator
+
+from memreader.config_model import ConfigModel
+
 if TYPE_CHECKING:
     from memreader.items import TextualMemoryItem
     from memreader.stores.events import WriteEvent
 
-__all__ = ["CategoryKeeper", "StoredCategory", "SummaryKind"]
+__all__ = [
+    "CATEGORY_NAME",
+    "RESERVED_NAMES",
+    "CategoryDef",
+    "CategoryKeeper",
+    "StoredCategory",
+    "SummaryKind",
+]
 
 #: How a summary was made: by the LLM, by the deterministic list (fast mode, or the LLM's answer
 #: refused), or not yet (a category with no items).
@@ -58,3 +70,34 @@ class CategoryKeeper(Protocol):
         """Bring the owners' categories up to date with ``events`` (what it returns, such as
         the summaries it updated, the store ignores)."""
         ...
+
+
+#: A category name: lower-case letters, digits and ``_``, starting with a letter (a safe file
+#: name and URL segment everywhere). Display text belongs in the description.
+CATEGORY_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
+#: Names a category may not take: ``index`` is the Markdown export's index file.
+RESERVED_NAMES = frozenset({"index"})
+
+
+class CategoryDef(ConfigModel):
+    """A category as configured: ``name`` (see :data:`CATEGORY_NAME`) and ``description`` (what
+    belongs in it, one or two sentences: fast mode embeds it to match items).
+
+    >>> CategoryDef(name="preferences", description="Likes, dislikes and tastes.").name
+    'preferences'
+    """
+
+    name: str
+    description: str = Field(min_length=1, max_length=1000)
+
+    @field_validator("name")
+    @classmethod
+    def _safe_name(cls, value: str) -> str:
+        if value in RESERVED_NAMES:
+            raise ValueError(f"{value!r} is reserved (the Markdown export's index.md)")
+        if not CATEGORY_NAME.fullmatch(value):
+            raise ValueError(
+                "a category name is 1-64 lower-case letters, digits or '_', starting with a "
+                f"letter (got {value!r})"
+            )
+        return value

@@ -99,7 +99,7 @@ def parse_s3_url(url: str, *, prefix: bool = False) -> S3Url:
 
 
 class S3Settings(Protocol):
-    """Where a client connects (:class:`~memreader.documents.part_settings.S3Config` is one);
+    """Where a client connects (:class:`~memreader.fetch.settings.S3Config` is one);
     credentials come from the usual AWS chain."""
 
     @property

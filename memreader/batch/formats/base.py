@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from memreader.batch.components import FORMATS
 from memreader.errors import ConfigError, InputError, InvalidInfoError, InvalidSceneError
-from memreader.scene import normalize_chat
-from memreader.text_checks import printable
+from memreader.scenes.scene import normalize_chat
+from memreader.scenes.text_checks import printable
 
 if TYPE_CHECKING:
     from memreader.batch.inputs.opened import OpenedInput

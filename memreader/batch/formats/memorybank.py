@@ -16,8 +16,8 @@ from memreader.batch.formats.base import (
     input_ids,
     register_format,
 )
-from memreader.datasets import is_memorybank, memorybank_scenes
 from memreader.errors import InvalidSceneError
+from memreader.scenes.memorybank import is_memorybank, memorybank_scenes
 
 if TYPE_CHECKING:
     from memreader.batch.inputs.opened import OpenedInput

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from memreader.errors import InvalidMessageError, InvalidSceneError
-from memreader.scene import ROLES
+from memreader.scenes.scene import ROLES
 
 if TYPE_CHECKING:
     from memreader.batch.job import FieldMapping

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from memreader.batch.inputs.storage import InputRef, InputStorage, Read
 from memreader.errors import ConfigError, InputError
 from memreader.files import FileRefused, read_regular_file
-from memreader.text_checks import printable
+from memreader.scenes.text_checks import printable
 
 if TYPE_CHECKING:
     from memreader.batch.job import InputSpec, JobConfig

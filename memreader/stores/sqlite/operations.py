@@ -1,0 +1,392 @@
+"""The embedded store's reads and bulk operations on an open connection: the owner's cached
+vectors (patched with this connection's own writes: temporary triggers note which rows and
+owner versions a transaction changed, :meth:`StoreOps.stage` reads them before the commit and
+:meth:`StoreOps.committed` patches the cache after it), which items are not stored yet, hybrid
+search and purge. The caller holds the store's lock and (for several statements) a
+transaction."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Collection, Sequence
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from memreader.items import TextualMemoryItem
+from memreader.stores.base import ScoreParts, SearchHit
+from memreader.stores.checks import Filters
+from memreader.stores.events import WriteEvent
+from memreader.stores.scoring import (
+    Candidate,
+    affordable_words,
+    fts_match,
+    fts_words,
+    rank_candidates,
+)
+from memreader.stores.sqlite.categories import category_rowids, drop_links
+from memreader.stores.sqlite.schema import (
+    MEMORY_COLUMNS,
+    iso,
+    memory_from_row,
+    time_of,
+    vector_row,
+)
+from memreader.stores.sqlite.vectors import OwnerVectors, VectorCache, VectorRow, unit
+from memreader.stores.sqlite.writes import bump_versions
+from memreader.stores.write_decisions import content_hash, looked_up
+
+__all__ = ["StoreOps", "filter_sql"]
+
+#: How many candidates each list gives the fusion, at least (and 5 per hit asked for).
+CANDIDATES = 50
+#: Items per query of :meth:`StoreOps.lookup` (two parameters each, well under SQLite's limit).
+LOOKUP_CHUNK = 400
+#: The most full-text index entries one search ranks over all the rows holding a word (see
+#: :func:`~memreader.stores.scoring.affordable_words`): ranking costs about 1.3 ms per 1,000
+#: entries here, so a word in more rows than this is not ranked over all of them (at 100k
+#: memories, a word in more than 10% of them), which keeps the text half of a search at 100k
+#: memories near 10-25 ms (it was 100-500 ms when every word was ranked). Below 10k rows in
+#: all, every word counts. When no word of the query fits the budget (every word of the
+#: query is common: "river train" in nearly all of 50k rows found nothing), the owner's newest
+#: ``TEXT_BUDGET`` rows holding them are ranked instead, the filters applied to those
+#: (:meth:`StoreOps._newest`): a search never ranks more than the budget, and never silently
+#: finds nothing. The store option ``text_budget`` sets it per store.
+TEXT_BUDGET = 10_000
+#: Words whose row counts one store keeps between writes (then it starts again).
+WORD_CACHE = 50_000
+
+#: What notes this connection's changes (temporary: only this connection's writes fire them).
+_TRACKING = """
+CREATE TEMP TABLE IF NOT EXISTS memreader_changed (
+    row INTEGER PRIMARY KEY, user_id TEXT NOT NULL);
+CREATE TEMP TABLE IF NOT EXISTS memreader_moves (
+    user_id TEXT PRIMARY KEY, from_version INTEGER NOT NULL, to_version INTEGER NOT NULL);
+CREATE TEMP TRIGGER IF NOT EXISTS memreader_changed_insert AFTER INSERT ON main.memories
+BEGIN INSERT OR IGNORE INTO memreader_changed VALUES (new.rowid, new.user_id); END;
+CREATE TEMP TRIGGER IF NOT EXISTS memreader_changed_update AFTER UPDATE OF embedding, status,
+    memory_type, session_id, valid_from, recorded_at, embedding_model ON main.memories
+BEGIN INSERT OR IGNORE INTO memreader_changed VALUES (new.rowid, new.user_id); END;
+CREATE TEMP TRIGGER IF NOT EXISTS memreader_changed_delete AFTER DELETE ON main.memories
+BEGIN INSERT OR IGNORE INTO memreader_changed VALUES (old.rowid, old.user_id); END;
+CREATE TEMP TRIGGER IF NOT EXISTS memreader_moved_insert AFTER INSERT ON main.owner_versions
+BEGIN
+    INSERT OR IGNORE INTO memreader_moves VALUES (new.user_id, 0, new.version);
+    UPDATE memreader_moves SET to_version = new.version WHERE user_id = new.user_id;
+END;
+CREATE TEMP TRIGGER IF NOT EXISTS memreader_moved_update AFTER UPDATE ON main.owner_versions
+BEGIN
+    INSERT OR IGNORE INTO memreader_moves VALUES (new.user_id, old.version, new.version);
+    UPDATE memreader_moves SET to_version = new.version WHERE user_id = new.user_id;
+END;
+"""
+
+#: What one committed write changed for one owner whose vectors are cached: the owner, its
+#: version before and after, and the changed rows as the loader reads them.
+Staged = tuple[str, int, int, list[VectorRow]]
+
+
+def filter_sql(filters: Filters) -> tuple[str, list[Any]]:
+    """``filters`` as a ``WHERE`` fragment over ``memories m`` (starting with ``AND``) and its
+    parameters."""
+    parts: list[str] = []
+    params: list[Any] = []
+    if not filters.include_inactive:
+        parts.append("m.status = 'active'")
+    if filters.types is not None:
+        parts.append(f"m.memory_type IN ({', '.join('?' * len(filters.types))})")
+        params.extend(filters.types)
+    if filters.session_id is not None:
+        parts.append("m.session_id = ?")
+        params.append(filters.session_id)
+    if filters.since is not None:
+        parts.append("COALESCE(m.valid_from, m.recorded_at) >= ?")
+        params.append(iso(filters.since))
+    if filters.until is not None:
+        parts.append("COALESCE(m.valid_from, m.recorded_at) <= ?")
+        params.append(iso(filters.until))
+    if filters.category is not None:
+        parts.append(
+            "EXISTS (SELECT 1 FROM category_links l WHERE l.user_id = m.user_id "
+            "AND l.name = ? AND l.memory_id = m.id)"
+        )
+        params.append(filters.category)
+    return "".join(f" AND {p}" for p in parts), params
+
+
+class StoreOps:
+    """Reads and purges over ``conn``; ``gamma`` is the daily decay of search scores,
+    ``importance_weight`` how much importance moves them (see :mod:`~memreader.stores.scoring`)."""
+
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        gamma: float,
+        importance_weight: float,
+        text_budget: int | None = None,
+    ) -> None:
+        self.conn = conn
+        self.gamma = gamma
+        self.importance_weight = importance_weight
+        #: See :data:`TEXT_BUDGET` (read at each search when not set: tests change it).
+        self.text_budget = text_budget
+        self.cache = VectorCache()
+        self._commits = 0
+        self._word_rows: dict[str, int] = {}
+        self._word_stamp: tuple[int, int, int] | None = None
+        conn.executescript(_TRACKING)
+
+    def stage(self) -> list[Staged]:
+        """Inside a write transaction, just before its commit: what it changed for owners
+        whose vectors are cached (rows changed without a version move, or vectors cached at
+        another version: versions -1, so they are dropped); the notes are cleared."""
+        moves = {
+            owner: (before, after)
+            for owner, before, after in self.conn.execute(
+                "SELECT user_id, from_version, to_version FROM temp.memreader_moves"
+            )
+        }
+        changed = self.conn.execute("SELECT DISTINCT user_id FROM temp.memreader_changed")
+        staged: list[Staged] = []
+        for owner in sorted({r[0] for r in changed} | set(moves)):
+            cached = self.cache.version_of(owner)
+            if cached is None:
+                continue
+            before, after = moves.get(owner, (-1, -1))
+            if cached != before:
+                staged.append((owner, -1, -1, []))
+                continue
+            rows = self.conn.execute(
+                "SELECT c.row, m.embedding, m.status, m.memory_type, m.session_id, "
+                "COALESCE(m.valid_from, m.recorded_at), COALESCE(m.embedding_model, '') "
+                "FROM temp.memreader_changed c LEFT JOIN memories m ON m.rowid = c.row "
+                "WHERE c.user_id = ?",
+                (owner,),
+            )
+            staged.append((owner, before, after, [vector_row(r) for r in rows]))
+        self.conn.execute("DELETE FROM temp.memreader_changed")
+        self.conn.execute("DELETE FROM temp.memreader_moves")
+        return staged
+
+    def committed(self, staged: list[Staged]) -> None:
+        """After the commit of the write :meth:`stage` read: patch the cached vectors."""
+        self._commits += 1
+        for owner, before, after, rows in staged:
+            self.cache.patch(owner, before, after, rows)
+
+    def vectors(self, owner: str) -> OwnerVectors:
+        """``owner``'s vectors as of now (from the cache when its version has not moved)."""
+        row = self.conn.execute(
+            "SELECT version FROM owner_versions WHERE user_id = ?", (owner,)
+        ).fetchone()
+        return self.cache.get(owner, row[0] if row else 0, lambda: self._vector_rows(owner))
+
+    def _vector_rows(self, owner: str) -> list[VectorRow]:
+        rows = self.conn.execute(
+            "SELECT rowid, embedding, status, memory_type, session_id, "
+            "COALESCE(valid_from, recorded_at), COALESCE(embedding_model, '') "
+            "FROM memories WHERE user_id = ? AND embedding IS NOT NULL",
+            (owner,),
+        )
+        return [vector_row(r) for r in rows]
+
+    def unstored(self, items: Sequence[TextualMemoryItem]) -> list[int]:
+        """The positions of ``items`` whose id is not stored active and whose content is not
+        active for their owner and type: the ones worth embedding (a retired memory written
+        again comes back as written now, with a vector)."""
+        todo = []
+        for position, item in enumerate(items):
+            meta = item.metadata
+            found = self.conn.execute(
+                "SELECT 1 FROM memories WHERE user_id = ? AND status = 'active' AND (id = ? "
+                "OR (memory_type = ? AND content_hash = ?)) LIMIT 1",
+                (meta.user_id, item.id, meta.memory_type.value, content_hash(item.memory)),
+            ).fetchone()
+            if found is None:
+                todo.append(position)
+        return todo
+
+    def lookup(self, owner: str, items: Sequence[TextualMemoryItem]) -> list[WriteEvent | None]:
+        """What writing each of ``owner``'s ``items`` would find stored (see
+        :meth:`MemoryStore.lookup`): one query per :data:`LOOKUP_CHUNK` items."""
+        found: list[WriteEvent | None] = []
+        for start in range(0, len(items), LOOKUP_CHUNK):
+            chunk = items[start : start + LOOKUP_CHUNK]
+            hashes = [content_hash(item.memory) for item in chunk]
+            ids = sorted({item.id for item in chunk})
+            rows = self.conn.execute(
+                "SELECT id, memory_type, content_hash, status FROM memories WHERE user_id = ? "
+                f"AND (id IN ({', '.join('?' * len(ids))}) OR (status = 'active' AND "
+                f"content_hash IN ({', '.join('?' * len(set(hashes)))})))",
+                (owner, *ids, *sorted(set(hashes))),
+            )
+            found += looked_up(start, chunk, hashes, rows)
+        return found
+
+    def owners_of(self, key: str) -> list[str]:
+        """The owners of active memories that the support key ``key`` supports, sorted."""
+        rows = self.conn.execute(
+            "SELECT DISTINCT m.user_id FROM memory_keys k JOIN memories m "
+            "ON m.rowid = k.memory_rowid WHERE k.key = ? AND m.status = 'active' "
+            "ORDER BY m.user_id",
+            (key,),
+        )
+        return [r[0] for r in rows]
+
+    def seen_rows(self, key: str, owner: str, seen: Collection[str]) -> set[int]:
+        """The rowids of ``owner``'s active memories under ``key`` whose id is in ``seen``."""
+        wanted = set(seen)
+        rows = self.conn.execute(
+            "SELECT m.rowid, m.id FROM memory_keys k JOIN memories m "
+            "ON m.rowid = k.memory_rowid WHERE k.key = ? AND m.user_id = ? "
+            "AND m.status = 'active'",
+            (key, owner),
+        )
+        return {rowid for rowid, memory_id in rows if memory_id in wanted}
+
+    def search(
+        self,
+        query: str,
+        owner: str,
+        k: int,
+        filters: Filters,
+        vector: Sequence[float] | None,
+        now: datetime,
+    ) -> list[SearchHit]:
+        """The hybrid search of :meth:`MemoryStore.search` (see :mod:`memreader.stores.scoring`)."""
+        n = max(CANDIDATES, 5 * k)
+        owned = self.vectors(owner)
+        q = unit(vector) if vector is not None else None
+        vector_list: list[tuple[int, float]] = []
+        group = owned.groups.get(len(q)) if q is not None else None
+        if q is not None and group is not None:
+            keep = group.mask(
+                include_inactive=filters.include_inactive,
+                types=filters.types,
+                session_id=filters.session_id,
+                since=filters.since.timestamp() if filters.since else None,
+                until=filters.until.timestamp() if filters.until else None,
+            )
+            if filters.category is not None:
+                keep &= np.isin(group.rowids, category_rowids(self.conn, owner, filters.category))
+            vector_list = group.top(q, keep, n)
+        text_list = self._text_search(query, owner, filters, n)
+        ranks: dict[int, list[int]] = {}
+        for rank, (rowid, _) in enumerate(vector_list, 1):
+            ranks.setdefault(rowid, []).append(rank)
+        text_ranks = {rowid: rank for rank, rowid in enumerate(text_list, 1)}
+        for rowid, rank in text_ranks.items():
+            ranks.setdefault(rowid, []).append(rank)
+        if not ranks:
+            return []
+        marks = ", ".join("?" * len(ranks))
+        candidates: list[Candidate] = []
+        for rowid, importance, when in self.conn.execute(
+            # "+user_id": the rowids pick the rows (the owner's index would scan all of them).
+            f"SELECT rowid, importance, COALESCE(valid_from, recorded_at) FROM memories "
+            f"WHERE rowid IN ({marks}) AND +user_id = ?",
+            (*ranks, owner),
+        ):
+            moment = time_of(rowid, when)
+            if moment is None:
+                continue  # a time edited into something else: that row is passed over
+            similarity = owned.cosine(rowid, q) if q is not None else None
+            candidates.append((rowid, importance, moment, similarity))
+        scored = rank_candidates(
+            candidates, ranks, text_ranks, now, self.gamma, self.importance_weight
+        )
+        return self._hits(scored[:k])
+
+    def _text_search(self, query: str, owner: str, filters: Filters, n: int) -> list[int]:
+        """The rowids of the best ``n`` full-text matches: by bm25 over every row holding the
+        words the budget affords; when it affords none of them, the owner's newest rows
+        holding them, ranked by bm25 among themselves (:meth:`_newest`)."""
+        budget = self.text_budget if self.text_budget is not None else TEXT_BUDGET
+        words = fts_words(query)
+        rows = self._rows_holding(words, budget)
+        kept = affordable_words(words, rows, budget)
+        where, params = filter_sql(filters)
+        found: list[int] = []
+        match = fts_match(kept)
+        if match is not None:
+            found = [
+                r[0]
+                for r in self.conn.execute(
+                    "SELECT m.rowid FROM memories_fts f JOIN memories m ON m.rowid = f.rowid "
+                    f"WHERE memories_fts MATCH ? AND m.user_id = ?{where} "
+                    "ORDER BY bm25(memories_fts) LIMIT ?",
+                    (match, owner, *params, n),
+                )
+            ]
+        held = [w for w in words if rows.get(w, 0) > 0]
+        if not kept and held:
+            # Every word of the query is past the budget: rather than find nothing, rank the
+            # owner's newest rows holding them (bounded by the budget).
+            return self._newest(held, owner, (where, params), budget, n)
+        return found
+
+    def _newest(
+        self, words: Sequence[str], owner: str, where: tuple[str, list[Any]], budget: int, n: int
+    ) -> list[int]:
+        """The best ``n`` by bm25 among ``owner``'s newest ``budget`` rows holding any of
+        ``words`` that ``where`` keeps: the bounded ranking of words too common to rank over
+        every row holding them (the index is read newest first and stops at ``budget`` rows,
+        the filters then apply to those)."""
+        sql, params = where
+        rows = self.conn.execute(
+            "SELECT c.rowid FROM (SELECT f.rowid AS rowid, bm25(memories_fts) AS score "
+            "FROM memories_fts f JOIN memories o ON o.rowid = f.rowid "
+            "WHERE memories_fts MATCH ? AND o.user_id = ? ORDER BY f.rowid DESC LIMIT ?) c "
+            f"JOIN memories m ON m.rowid = c.rowid WHERE 1 = 1{sql} "
+            "ORDER BY c.score, c.rowid DESC LIMIT ?",
+            (fts_match(words), owner, budget, *params, n),
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def _rows_holding(self, words: Sequence[str], budget: int) -> dict[str, int]:
+        """How many rows of the text index hold each of ``words``, counted up to
+        ``budget + 1`` (enough to decide), cached until the next write by any process."""
+        stamp = (self.conn.execute("PRAGMA data_version").fetchone()[0], self._commits, budget)
+        if stamp != self._word_stamp or len(self._word_rows) > WORD_CACHE:
+            self._word_rows.clear()
+            self._word_stamp = stamp
+        for word in words:
+            if word not in self._word_rows:
+                self._word_rows[word] = self.conn.execute(
+                    "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts "
+                    "MATCH ? LIMIT ?)",
+                    (fts_match([word]), budget + 1),
+                ).fetchone()[0]
+        return {word: self._word_rows[word] for word in words}
+
+    def _hits(self, scored: list[tuple[int, ScoreParts]]) -> list[SearchHit]:
+        if not scored:
+            return []
+        marks = ", ".join("?" * len(scored))
+        rows = self.conn.execute(
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE rowid IN ({marks})",
+            [rowid for rowid, _ in scored],
+        )
+        memories = {row[0]: memory_from_row(row) for row in rows}
+        # A row that cannot be read is passed over (a warning names it), not the whole search.
+        return [SearchHit(m, parts) for rowid, parts in scored if (m := memories.get(rowid))]
+
+    def purge(self, cutoff: datetime) -> int:
+        """Remove expired and superseded memories retired before ``cutoff``, with their keys,
+        text index rows, category links and history; return how many."""
+        rows = self.conn.execute(
+            "SELECT rowid, user_id, id FROM memories WHERE status IN ('expired', 'superseded') "
+            "AND retired_at < ?",
+            (iso(cutoff),),
+        ).fetchall()
+        for rowid, owner, memory_id in rows:
+            self.conn.execute("DELETE FROM memory_keys WHERE memory_rowid = ?", (rowid,))
+            self.conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (rowid,))
+            drop_links(self.conn, owner, memory_id)
+            self.conn.execute(
+                "DELETE FROM history WHERE user_id = ? AND memory_id = ?", (owner, memory_id)
+            )
+            self.conn.execute("DELETE FROM memories WHERE rowid = ?", (rowid,))
+        bump_versions(self.conn, {owner for _, owner, _ in rows})
+        return len(rows)

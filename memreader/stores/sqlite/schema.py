@@ -1,0 +1,261 @@
+"""The embedded store's tables, and the conversions between its rows and memreader's types.
+
+- ``memories``: one row per memory (the item JSON without its vector, which is a float32 blob
+  beside it), with a partial UNIQUE index on ``(user_id, memory_type, content_hash)`` over
+  active rows: two processes can never both add one memory.
+- ``memory_keys``: the support keys of each memory (``doc:``, ``session:``, ``message:``,
+  ``input:``), what forget and ``replaces`` look up.
+- ``history``: one row per change.
+- ``memories_fts``: FTS5 over the memory text (rowid = the memory's rowid).
+- ``owner_versions``: bumped by every change of an owner's rows, so a process knows its cached
+  vectors are stale.
+- ``categories``: each owner's categories (description, its vector as a float32 blob, the
+  summary and how it was made), and ``category_links``: which memories (by id, of the same
+  owner) each covers. Added after the first release: ``CREATE ... IF NOT EXISTS`` on every open
+  adds them to an older store file, so the schema version stays 1 (an older memreader opens a
+  newer file too, and ignores them).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from datetime import datetime, timezone
+from typing import Any
+
+from memreader.errors import ConfigError
+from memreader.items import TextualMemoryItem
+from memreader.stores.base import HistoryEntry
+from memreader.stores.records import StoredMemory, unless_broken
+from memreader.stores.sqlite.vectors import VectorRow, from_blob
+
+__all__ = [
+    "MEMORY_COLUMNS",
+    "SCHEMA",
+    "SCHEMA_OBJECTS",
+    "SCHEMA_VERSION",
+    "STAMP",
+    "history_from_row",
+    "is_busy",
+    "is_wal",
+    "iso",
+    "memory_from_row",
+    "parse_time",
+    "path_of_url",
+    "schema_is_current",
+    "time_of",
+    "vector_row",
+]
+
+SCHEMA_VERSION = "1"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS memreader_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS memories (
+    rowid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    memory_type TEXT NOT NULL,
+    memory TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('active', 'superseded', 'expired')),
+    valid_from TEXT,
+    valid_to TEXT,
+    recorded_at TEXT NOT NULL,
+    retired_at TEXT,
+    superseded_by TEXT,
+    importance REAL,
+    importance_reason TEXT,
+    reinforced INTEGER NOT NULL DEFAULT 0,
+    embedding BLOB,
+    embedding_model TEXT,
+    supports TEXT NOT NULL,
+    item TEXT NOT NULL,
+    UNIQUE (user_id, id)
+);
+CREATE UNIQUE INDEX IF NOT EXISTS memories_active_hash
+    ON memories (user_id, memory_type, content_hash) WHERE status = 'active';
+CREATE INDEX IF NOT EXISTS memories_owner ON memories (user_id, status);
+CREATE INDEX IF NOT EXISTS memories_retired ON memories (status, retired_at);
+CREATE TABLE IF NOT EXISTS memory_keys (
+    key TEXT NOT NULL,
+    memory_rowid INTEGER NOT NULL,
+    PRIMARY KEY (key, memory_rowid)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS memory_keys_memory ON memory_keys (memory_rowid);
+CREATE TABLE IF NOT EXISTS history (
+    id INTEGER PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    memory_id TEXT NOT NULL,
+    event TEXT NOT NULL,
+    old_memory TEXT,
+    new_memory TEXT,
+    at TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    source_ids TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS history_memory ON history (user_id, memory_id, id);
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5 (memory);
+CREATE TABLE IF NOT EXISTS owner_versions (user_id TEXT PRIMARY KEY, version INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS categories (
+    user_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    description TEXT NOT NULL,
+    embedding BLOB,
+    summary TEXT NOT NULL DEFAULT '',
+    summary_kind TEXT NOT NULL DEFAULT 'empty'
+        CHECK (summary_kind IN ('llm', 'deterministic', 'empty')),
+    summary_note TEXT,
+    updated_at TEXT,
+    PRIMARY KEY (user_id, name)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS category_links (
+    user_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    memory_id TEXT NOT NULL,
+    PRIMARY KEY (user_id, name, memory_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS category_links_memory ON category_links (user_id, memory_id);
+"""
+
+#: What a new (or older) file gets with its tables, in the same transaction: its schema version.
+STAMP = f"INSERT OR IGNORE INTO memreader_meta (key, value) VALUES ('schema', '{SCHEMA_VERSION}');"
+
+#: The tables and indexes :data:`SCHEMA` makes (what a current file holds).
+SCHEMA_OBJECTS = frozenset(
+    re.findall(r"CREATE (?:UNIQUE |VIRTUAL )?(?:TABLE|INDEX) IF NOT EXISTS (\w+)", SCHEMA)
+)
+
+
+def schema_is_current(conn: sqlite3.Connection) -> bool:
+    """Whether the file holds every table and index of :data:`SCHEMA` and a schema version:
+    read without a write lock, so opening a current store never waits for a writer."""
+    names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+    if not names >= SCHEMA_OBJECTS:
+        return False
+    row = conn.execute("SELECT 1 FROM memreader_meta WHERE key = 'schema'").fetchone()
+    return row is not None
+
+
+def is_wal(conn: sqlite3.Connection) -> bool:
+    """Whether the file is in WAL mode already (asking does not lock)."""
+    return str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal"
+
+
+def is_busy(exc: sqlite3.Error) -> bool:
+    """Whether ``exc`` is a lock held by another connection past the busy timeout, which says
+    nothing about the file being broken."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    text = str(exc).lower()
+    return "database is locked" in text or "busy" in text
+
+
+#: The columns :func:`memory_from_row` reads, in order.
+MEMORY_COLUMNS = (
+    "rowid, item, embedding, status, content_hash, recorded_at, valid_from, valid_to, "
+    "retired_at, superseded_by, importance, importance_reason, reinforced, id, user_id"
+)
+
+
+def path_of_url(url: str) -> str:
+    """The database path of a ``sqlite:///relative.db``, ``sqlite:////absolute.db`` or
+    ``sqlite://:memory:`` URL.
+
+    Raises:
+        ConfigError: not a sqlite URL, no path, or a query string (options are keywords).
+    """
+    scheme, sep, rest = url.partition("://")
+    if scheme.lower() != "sqlite" or not sep:
+        raise ConfigError(f"not a sqlite URL: {url!r} (expected sqlite:///path.db)")
+    if "?" in rest:
+        raise ConfigError(
+            f"sqlite URL {url!r} has a query string; pass options as keyword arguments"
+        )
+    path = rest[1:] if rest.startswith("/") else rest
+    if not path:
+        raise ConfigError(f"sqlite URL {url!r} names no file (expected sqlite:///path.db)")
+    return path
+
+
+def iso(value: datetime | None) -> str | None:
+    """``value`` as fixed-width UTC ISO text (so text order is time order)."""
+    if value is None:
+        return None
+    return value.astimezone(timezone.utc).isoformat(timespec="microseconds")
+
+
+def parse_time(text: str | None) -> datetime | None:
+    """A time back from :func:`iso`."""
+    return None if text is None else datetime.fromisoformat(text)
+
+
+def memory_from_row(row: sqlite3.Row | tuple[Any, ...]) -> StoredMemory | None:
+    """A :class:`StoredMemory` from a row of :data:`MEMORY_COLUMNS`; ``None`` (and a warning)
+    when the row cannot be read (:func:`~memreader.stores.records.unless_broken`)."""
+    return unless_broken("memory", row[14], row[13], lambda: _memory(row))
+
+
+def _memory(row: sqlite3.Row | tuple[Any, ...]) -> StoredMemory:
+    data = json.loads(row[1])
+    if row[2] is not None:
+        data["metadata"]["embedding"] = from_blob(row[2])
+    recorded = parse_time(row[5])
+    assert recorded is not None  # NOT NULL column
+    return StoredMemory(
+        item=TextualMemoryItem.model_validate(data),
+        status=row[3],
+        content_hash=row[4],
+        recorded_at=recorded,
+        valid_from=parse_time(row[6]),
+        valid_to=parse_time(row[7]),
+        retired_at=parse_time(row[8]),
+        superseded_by=row[9],
+        importance=row[10],
+        importance_reason=row[11],
+        reinforced=row[12],
+    )
+
+
+def history_from_row(row: tuple[Any, ...]) -> HistoryEntry | None:
+    """A :class:`HistoryEntry` from ``memory_id, event, old_memory, new_memory, at, reason,
+    source_ids``; ``None`` (and a warning) when the row cannot be read."""
+    return unless_broken("history entry of memory", "", row[0], lambda: _entry(row))
+
+
+def _entry(row: tuple[Any, ...]) -> HistoryEntry:
+    at = parse_time(row[4])
+    assert at is not None  # NOT NULL column
+    return HistoryEntry(
+        memory_id=row[0],
+        event=row[1],
+        old_memory=row[2],
+        new_memory=row[3],
+        at=at,
+        reason=row[5],
+        source_ids=tuple(json.loads(row[6])),
+    )
+
+
+def vector_row(row: tuple[Any, ...]) -> VectorRow:
+    """A :data:`VectorRow` of ``rowid, embedding, status, memory_type, session_id, time,
+    model`` (a deleted row: all but the rowid ``NULL``, read as a row with no vector)."""
+    moment = time_of(row[0], row[5]) if row[2] is not None else None
+    if moment is None:  # deleted, or a time that cannot be read: no vector to search
+        return (row[0], b"", "expired", "", "", 0.0, "")
+    return (row[0], row[1] or b"", row[2], row[3], row[4], moment.timestamp(), row[6])
+
+
+def time_of(rowid: int, text: str | None) -> datetime | None:
+    """A row's stored time, ``None`` (and a warning naming the row) when it cannot be read."""
+    return unless_broken("memory at rowid", "(see its row)", rowid, lambda: _parsed(text))
+
+
+def _parsed(text: str | None) -> datetime:
+    moment = parse_time(text)
+    if moment is None:
+        raise ValueError("no time")
+    return moment

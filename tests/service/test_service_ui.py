@@ -1,0 +1,299 @@
+"""The web page at ``/ui`` in a real headless Chromium (Selenium) against a real service: items
+light up their exact source characters, the page works from the keyboard and on a phone-width
+screen, stored memories can be searched and traced, and untrusted text never becomes HTML.
+
+Needs Debian's ``chromium`` and ``chromium-driver``; without them the tests skip, except under
+``CI``, where they fail (CI must run them)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from selenium import webdriver
+from selenium.common.exceptions import TimeoutException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support.ui import WebDriverWait
+
+from memreader.factory import MemReaderConfigFactory
+from memreader.service import ServiceConfig, ServiceSettings, create_app
+from tests.conftest import HASH_EMBEDDER
+from tests.service_server import running
+
+pytestmark = pytest.mark.timeout(120)
+
+CHROMIUM = Path(shutil.which("chromium") or "/usr/bin/chromium")
+CHROMEDRIVER = Path(shutil.which("chromedriver") or "/usr/bin/chromedriver")
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "tests" / "artifacts"
+DOCS_SHOT = ROOT / "docs" / "service_ui.png"
+XSS = '<img src=x onerror="window.pwned=1">'
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[WebDriver]:
+    """One headless Chromium for the module (each test gets its own service, so its own origin
+    and sessionStorage)."""
+    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
+        message = f"needs {CHROMIUM} and {CHROMEDRIVER} (apt-get install chromium chromium-driver)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    os.environ["SE_OFFLINE"] = "1"  # never let Selenium Manager download a driver
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
+        options.add_argument(flag)
+    options.add_argument("--window-size=1280,1100")
+    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture
+def page(tmp_path: Path, browser: WebDriver) -> Iterator[WebDriver]:
+    """A service with a SQLite store in ``tmp_path`` and the page open at ``/ui/``."""
+    # Small windows: the example chat gives several fast items, each citing other messages.
+    window = {"max_tokens": 64, "overlap_tokens": 16}
+    config = {"embedder": HASH_EMBEDDER, "store": "sqlite:///m.db", "window": window}
+    factory = MemReaderConfigFactory.from_dict({"config": config})
+    app = create_app(ServiceConfig(factory, ServiceSettings(), base_dir=str(tmp_path)))
+    with running(app) as url:
+        browser.set_window_size(1280, 1100)
+        browser.get(f"{url}/")  # the app redirects / to /ui/
+        wait(browser, lambda d: d.execute_script("return document.documentElement.dataset.ready"))
+        assert browser.current_url == f"{url}/ui/"
+        yield browser
+
+
+def wait(driver: WebDriver, condition: Any, timeout: float = 30) -> Any:
+    return WebDriverWait(driver, timeout).until(condition)
+
+
+def js(driver: WebDriver, script: str, *args: Any) -> Any:
+    return driver.execute_script(script, *args)
+
+
+def click(driver: WebDriver, css: str) -> None:
+    driver.find_element(By.CSS_SELECTOR, css).click()
+
+
+def wait_for_items(driver: WebDriver) -> list[Any]:
+    """The item buttons of the answer (fails with the page's problem text if the read failed)."""
+
+    def settled(d: WebDriver) -> bool:
+        return (
+            bool(d.find_elements(By.CSS_SELECTOR, "#items .item"))
+            or d.find_element(By.ID, "read-error").is_displayed()
+        )
+
+    try:
+        wait(driver, settled)
+    except TimeoutException:  # pragma: no cover - shown when the page hangs
+        pytest.fail(f"no answer; status: {driver.find_element(By.ID, 'read-status').text}")
+    error = driver.find_element(By.ID, "read-error")
+    assert not error.is_displayed(), error.text
+    return driver.find_elements(By.CSS_SELECTOR, "#items .item")
+
+
+def read_example(driver: WebDriver, *, store: bool = False) -> list[Any]:
+    click(driver, "#load-example")
+    click(driver, 'input[name="mode"][value="fast"]')
+    if store:
+        click(driver, "#store")
+    click(driver, "#read-button")
+    return wait_for_items(driver)
+
+
+def marks(driver: WebDriver) -> list[tuple[str, list[str]]]:
+    """Each mark's text, and the contents of the sources (of the selected item) it stands for."""
+    return [
+        (row["text"], row["expected"])
+        for row in js(
+            driver,
+            """
+            const sources = window.memreaderLast.selected.metadata.sources;
+            return [...document.querySelectorAll('mark[data-source]')].map((mark) => ({
+              text: mark.textContent,
+              expected: mark.dataset.source.split(' ').map((i) => sources[Number(i)].content),
+            }));
+            """,
+        )
+    ]
+
+
+def tab_to(driver: WebDriver, css: str, limit: int = 60) -> None:
+    """Press TAB until the focused element matches ``css``."""
+    for _ in range(limit):
+        if js(driver, "return document.activeElement.matches(arguments[0])", css):
+            return
+        ActionChains(driver).send_keys(Keys.TAB).perform()
+    pytest.fail(f"TAB never reached {css}")
+
+
+def press(driver: WebDriver, key: str) -> None:
+    driver.switch_to.active_element.send_keys(key)
+
+
+def test_item_sources_light_up_exactly(page: WebDriver) -> None:
+    items = read_example(page)
+    assert items
+    windows = page.find_elements(By.CSS_SELECTOR, "#windows li")
+    assert windows and "ok" in windows[0].text
+    items[0].click()
+    assert items[0].get_attribute("aria-pressed") == "true"
+    found = marks(page)
+    assert found, "no source was marked"
+    for text, expected in found:
+        assert all(text == content for content in expected), (text, expected)
+    # Every chat source with a span is marked (the example's first message holds an emoji:
+    # the server's offsets count code points, the browser's UTF-16 units).
+    selected = js(page, "return window.memreaderLast.selected")
+    spanned = {
+        i for i, s in enumerate(selected["metadata"]["sources"]) if s["span"] and s["content"]
+    }
+    sources = js(page, "return [...document.querySelectorAll('mark')].map(m => m.dataset.source)")
+    marked = {int(i) for value in sources for i in value.split()}
+    assert marked == spanned
+    assert any("😀" in text for text, _ in found)
+    ARTIFACTS.mkdir(exist_ok=True)
+    js(page, "window.scrollTo(0, document.getElementById('results').offsetTop - 8)")
+    page.save_screenshot(str(ARTIFACTS / "service_ui.png"))
+    # The README's picture: written when missing, or refreshed on request (a run of the tests
+    # should not dirty a committed file).
+    if not DOCS_SHOT.exists() or os.environ.get("MEMREADER_UPDATE_SCREENSHOT"):
+        DOCS_SHOT.parent.mkdir(exist_ok=True)
+        shutil.copyfile(ARTIFACTS / "service_ui.png", DOCS_SHOT)
+
+
+def test_keyboard_only_and_phone_width(page: WebDriver) -> None:
+    page.set_window_size(390, 844)
+    tab_to(page, "#load-example")
+    press(page, Keys.ENTER)
+    assert "Lisbon" in (page.find_element(By.ID, "chat-input").get_attribute("value") or "")
+    tab_to(page, "#read-button")
+    # The focus is visible: an outline on the focused control.
+    assert js(page, "return getComputedStyle(document.activeElement).outlineStyle") == "solid"
+    press(page, Keys.ENTER)
+    items = wait_for_items(page)
+    tab_to(page, "#items .item")
+    press(page, Keys.ENTER)
+    assert items[0].get_attribute("aria-pressed") == "true"
+    assert marks(page)
+    first = {text for text, _ in marks(page)}
+    assert len(items) > 1  # Space works too, and selecting another item clears the old marks
+    tab_to(page, "#items li:nth-child(2) .item")
+    press(page, Keys.SPACE)
+    assert items[0].get_attribute("aria-pressed") == "false"
+    assert items[1].get_attribute("aria-pressed") == "true"
+    second = marks(page)
+    assert second and not first & {text for text, _ in second}
+    for text, expected in second:
+        assert all(text == content for content in expected)
+    assert js(page, "return document.documentElement.scrollWidth <= window.innerWidth")
+    assert page.find_element(By.ID, "read-status").get_attribute("aria-live") == "polite"
+    unlabeled = js(
+        page,
+        """
+        return [...document.querySelectorAll('input, textarea, select')]
+          .filter((f) => f.type !== 'hidden' && f.labels.length === 0).map((f) => f.id || f.name);
+        """,
+    )
+    assert unlabeled == []
+
+
+def test_store_search_and_history(page: WebDriver) -> None:
+    read_example(page, store=True)
+    events = page.find_element(By.ID, "events")
+    assert events.is_displayed() and "ADD" in events.text
+    query = page.find_element(By.ID, "search-query")
+    query.send_keys("Lisbon")
+    query.send_keys(Keys.ENTER)  # Enter in the query field submits the search
+    wait(page, lambda d: d.find_elements(By.CSS_SELECTOR, "#hits .hit"))
+    hit = page.find_element(By.CSS_SELECTOR, "#hits .hit")
+    assert "Lisbon" in hit.find_element(By.CSS_SELECTOR, ".item-text").text
+    scores = {
+        part.get_attribute("data-score"): part.find_element(By.TAG_NAME, "dd").text
+        for part in hit.find_elements(By.CSS_SELECTOR, "[data-score]")
+    }
+    assert set(scores) == {"final", "similarity", "text_rank", "importance", "decay"}
+    for name in ("final", "similarity", "importance", "decay"):
+        value = scores[name]
+        assert value == "—" or re.fullmatch(r"-?\d+\.\d{3}", value), scores
+    assert scores["final"] != "—"
+    assert "found" in page.find_element(By.ID, "search-status").text
+    button = hit.find_element(By.XPATH, ".//button[normalize-space()='History']")
+    button.click()
+    wait(page, lambda d: hit.find_elements(By.CSS_SELECTOR, 'li[data-event="ADD"]'))
+    assert button.get_attribute("aria-expanded") == "true"
+
+
+def test_untrusted_text_stays_text(page: WebDriver) -> None:
+    box = page.find_element(By.ID, "chat-input")
+    box.send_keys(f"user: {XSS}\nassistant: That is not a picture.")
+    click(page, "#read-button")
+    items = wait_for_items(page)
+    items[0].click()
+    assert js(page, "return typeof window.pwned") == "undefined"
+    assert page.find_elements(By.CSS_SELECTOR, "main img") == []
+    texts = [node.text for node in page.find_elements(By.CSS_SELECTOR, "#scenes .message .text")]
+    assert texts[0] == XSS
+    assert XSS in items[0].text
+    assert any(text == XSS for text, _ in marks(page))
+
+
+def test_problems_show_their_detail(page: WebDriver) -> None:
+    # No LLM configured: the page asked the service, and fine mode is off, saying why.
+    wait(page, lambda d: js(d, "return document.documentElement.dataset.modes") == "checked")
+    fine = page.find_element(By.CSS_SELECTOR, 'input[name="mode"][value="fine"]')
+    assert not fine.is_enabled()
+    assert "not available: this service has no LLM" in page.find_element(By.ID, "fine-hint").text
+    click(page, "#load-example")
+    # Forced on anyway (an old page, say): the 422 is said in the page's words, by the button.
+    js(page, "arguments[0].disabled = false; arguments[0].checked = true", fine)
+    js(page, "window.scrollTo(0, document.body.scrollHeight)")
+    click(page, "#read-button")
+    error = page.find_element(By.ID, "read-error")
+    wait(page, lambda _: error.is_displayed())
+    assert "Fine mode is not available here (422)" in error.text and "fast mode" in error.text
+    assert "mode='fast'" not in error.text and "reader config" not in error.text
+    assert not fine.is_enabled() and not page.find_element(By.ID, "results").is_displayed()
+    in_view = (
+        "const r = arguments[0].getBoundingClientRect();"
+        " return r.top >= 0 && r.bottom <= innerHeight"
+    )
+    assert js(page, in_view, error)  # scrolled to where the user looks
+    # An input error names the message, which the page outlines.
+    scene = [{"role": "user", "content": "hi"}, {"role": "robot", "content": "beep"}]
+    js(page, "document.getElementById('chat-input').value = arguments[0]", json.dumps(scene))
+    click(page, 'input[name="mode"][value="fast"]')
+    click(page, "#read-button")
+    wait(page, lambda d: d.find_elements(By.CSS_SELECTOR, ".message.has-problem"))
+    assert "robot" in error.text and "message 1" in error.text
+
+
+def test_a_dropped_document_shows_quoted_sources(page: WebDriver, tmp_path: Path) -> None:
+    doc = tmp_path / "trip.md"
+    doc.write_text("# Trip\n\nI moved to Lisbon in May. My sister Ana lives in Porto.\n")
+    page.find_element(By.ID, "file-input").send_keys(str(doc))
+    wait(page, lambda d: d.find_element(By.ID, "file-status").is_displayed())
+    click(page, "#read-button")
+    items = wait_for_items(page)
+    assert js(page, "return window.memreaderLast.request.type") == "doc"
+    items[0].click()
+    quotes = page.find_elements(By.CSS_SELECTOR, "#sources .quote")
+    assert quotes and "Ana lives in Porto" in quotes[0].text
+    assert "trip.md" in page.find_element(By.ID, "sources").text
+    assert page.find_elements(By.CSS_SELECTOR, "mark") == []
