@@ -80,7 +80,9 @@ def test_a_deadline_is_a_point_in_time_and_a_cancel_flag() -> None:
 
 def test_a_deadline_that_is_not_one_is_an_input_error() -> None:
     reader = reader_with(HashEmbedder())
-    with pytest.raises(InputError, match=r"deadline must be a memreader\.calls\.deadlines\.Deadline"):
+    with pytest.raises(
+        InputError, match=r"deadline must be a memreader\.calls\.deadlines\.Deadline"
+    ):
         reader.get_memory([long_chat(10)], info=INFO, deadline=5)  # type: ignore[arg-type]
 
 
