@@ -1,7 +1,46 @@
 """The exception hierarchy: every error memreader raises on purpose is a ``MemReaderError``.
 
 Input errors carry where they happened (``scene_index``, ``message_index``, ``part_index``) so a
-caller, a batch job or the CLI can say exactly what was wrong without parsing the message.
+caller, a batch job or the CLI can say exactly what was wrong without parsing the message. The
+whole tree, drawn once (classes defined elsewhere say where; ``tests/test_errors.py`` holds this
+drawing to the classes)::
+
+    MemReaderError
+    ├── ConfigError (ValueError)
+    │   ├── PipelineError
+    │   └── RegistryError                     registry.py
+    ├── InputError (ValueError)
+    │   ├── InvalidSceneError
+    │   ├── InvalidMessageError
+    │   │   ├── UnknownRoleError
+    │   │   └── InvalidChatTimeError
+    │   ├── InvalidInfoError
+    │   └── DocumentError
+    │       ├── FetchError
+    │       │   └── BlockedAddressError
+    │       │       └── BlockedBucketError
+    │       ├── ImageError
+    │       └── TranscriptionError
+    ├── UnsupportedModeError (ValueError)
+    │   └── LLMRequiredError
+    ├── LLMError                              llms/errors.py
+    │   ├── LLMTimeoutError
+    │   ├── LLMConnectionError
+    │   ├── LLMRateLimitError
+    │   ├── LLMServerError
+    │   ├── LLMRequestError
+    │   ├── LLMParseError
+    │   └── LLMEmptyResponseError
+    ├── EmbeddingError
+    ├── StoreError
+    ├── SinkError
+    │   └── ForeignFilesError                 categories/markdown_files.py
+    ├── SkillWriteError
+    ├── ResponseTooLargeError                 transport/body.py
+    ├── UnreadableResponseError               transport/body.py
+    ├── OutputError                           cli/output.py
+    ├── DeadlineExceeded
+    └── InternalError
 """
 
 from __future__ import annotations
