@@ -13,10 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from memreader.documents.chunking import RecursiveSplitter
 from memreader.errors import ConfigError, LLMRequiredError
 from memreader.llms.hooks import LLMHooks
 from memreader.pipeline.hooks import StepHooks
+from memreader.windowing.chunking import RecursiveSplitter
 from memreader.windowing.tokens import get_tokenizer
 from memreader.windowing.windows import Windower
 

@@ -24,10 +24,10 @@ from hypothesis import strategies as st
 from memreader import DocumentError, SimpleStructMemReader, SimpleStructMemReaderConfig
 from memreader.documents import DocumentAccess, normalize_doc
 from memreader.documents import headings as headings_module
-from memreader.documents.chunking import RecursiveSplitter
 from memreader.documents.headings import Heading, heading_trail
 from memreader.documents.loader import convert_bytes, load_path
 from memreader.items import TextualMemoryItem
+from memreader.windowing.chunking import RecursiveSplitter
 from memreader.windowing.tokens import get_tokenizer
 from memreader.windowing.windows import Unit, Windower
 from tests import docgen

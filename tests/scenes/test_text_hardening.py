@@ -252,7 +252,7 @@ def test_check_text_helpers() -> None:
 
 def test_windower_with_a_lone_surrogate_cuts_by_tokens() -> None:
     # Normalisation refuses such text; used directly, the windower must still not crash.
-    from memreader.documents.chunking import RecursiveSplitter
+    from memreader.windowing.chunking import RecursiveSplitter
 
     text = ("abc " + SURROGATE) * 200
     windows = Windower(64, 8, splitter=RecursiveSplitter()).windows([Unit(text)])

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memreader.documents.chunking import RecursiveSplitter
 from memreader.errors import ConfigError
 from memreader.scenes.api_parts import Part
 from memreader.scenes.scene import Message
+from memreader.windowing.chunking import RecursiveSplitter
 from memreader.windowing.grouping import (
     GroupBy,
     GroupingConfig,

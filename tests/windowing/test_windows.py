@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memreader.documents.chunking import RecursiveSplitter
 from memreader.errors import ConfigError
+from memreader.windowing.chunking import RecursiveSplitter
 from memreader.windowing.tokens import Tokenizer, get_tokenizer
 from memreader.windowing.windows import Unit, Window, Windower
 
