@@ -177,7 +177,7 @@ def hide_secrets(value: Any, *, key: str | None = None, headers: bool = False) -
             name: hide_secrets(item, key=str(name), headers=inner) for name, item in value.items()
         }
     if isinstance(value, (list, tuple)):
-        return type(value)(hide_secrets(item, key=key) for item in value)
+        return _same_sequence(value, [hide_secrets(item, key=key) for item in value])
     if isinstance(value, str):
         secret = key is not None and (is_secret_header(key) if headers else is_secret_key(key))
         if secret:
@@ -203,8 +203,16 @@ def reveal_secrets(value: Any) -> Any:
     if isinstance(value, Mapping):
         return {name: reveal_secrets(item) for name, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return type(value)(reveal_secrets(item) for item in value)
+        return _same_sequence(value, [reveal_secrets(item) for item in value])
     return reveal(value)
+
+
+def _same_sequence(value: list[Any] | tuple[Any, ...], items: list[Any]) -> Any:
+    """``items`` in ``value``'s type: a named tuple takes them as its fields, by position (its
+    constructor does not take one iterable), a list or tuple (or a subclass) as one iterable."""
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return type(value)(*items)
+    return type(value)(items)
 
 
 def mask_secrets(value: Any, *, key: str | None = None, headers: bool = False) -> Any:

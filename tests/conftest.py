@@ -1,31 +1,20 @@
-"""Shared fixtures. ``hash`` is memreader's deterministic test embedder
-(:class:`memreader.testing.HashEmbedder`, registered through the real registry), so reader tests
-exercise the same build path as the local model without loading it."""
+"""Fixtures every test folder uses: a reader with the hash embedder, and the factory's cache
+cleared after each test. A fixture only one folder uses lives in that folder's conftest.py;
+the constants tests share (``HASH_EMBEDDER``, ``INFO``, the shipped data) are in
+:mod:`tests.common`, which test modules import (never this module)."""
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from memreader import MemReaderFactory, SimpleStructMemReader, SimpleStructMemReaderConfig
-from memreader.testing import HashEmbedder, HashEmbedderConfig
-
-ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT / "data"  # shipped with the repository: tests never look outside the checkout
-MEMORYBANK = DATA / "memorybank"
-MEMORYBANK_EN = MEMORYBANK / "memory_bank_en.json"
-MEMORYBANK_CN = MEMORYBANK / "memory_bank_cn.json"
+from tests.common import HASH_EMBEDDER
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-
-
-__all__ = ["HASH_EMBEDDER", "INFO", "HashEmbedder", "HashEmbedderConfig"]
-
-HASH_EMBEDDER: dict[str, Any] = {"backend": "hash", "config": {}}
 
 
 @pytest.fixture
@@ -41,6 +30,3 @@ def reader() -> SimpleStructMemReader:
 def _fresh_factory() -> Any:
     yield
     MemReaderFactory.clear_cache()
-
-
-INFO = {"user_id": "u1", "session_id": "s1"}

@@ -35,7 +35,7 @@ from memreader.fetch.settings import FetchConfig, FetchS3Config
 from memreader.pipeline import ReaderRuntime, ReadState, Step, build_step
 from memreader.pipeline.step import STEPS
 from memreader.readers import MultiModalStructMemReader, MultiModalStructMemReaderConfig
-from tests.conftest import HASH_EMBEDDER, INFO
+from tests.common import HASH_EMBEDDER, INFO
 from tests.s3_server import moto_s3
 
 __all__ = ["moto_s3"]

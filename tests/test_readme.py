@@ -39,7 +39,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import MEMORYBANK_CN, MEMORYBANK_EN
+from tests.common import MEMORYBANK_CN, MEMORYBANK_EN
 from tests.llm_server import LLMTestServer, RecordedRequest, Reply, ollama_chat, openai_completion
 from tests.s3_server import moto_s3
 from tests.service_server import free_port

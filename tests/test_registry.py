@@ -28,7 +28,7 @@ from memreader.llms import (
 from memreader.pipeline.step import STEPS
 from memreader.registry import PLUGIN_GROUP, Registry, RegistryError, load_plugins
 from memreader.testing import HashEmbedder
-from tests.conftest import INFO
+from tests.common import INFO
 from tests.llm_server import finishes_within
 
 CHAT = [[{"role": "user", "content": "I keep bees behind the barn.", "chat_time": "2026-05-01"}]]

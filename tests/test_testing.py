@@ -33,7 +33,7 @@ from memreader.llms import (
 )
 from memreader.secret_masking import OpaqueRef
 from memreader.testing import HashEmbedder, ScriptedLLM, ScriptedRequest
-from tests.conftest import INFO
+from tests.common import INFO
 from tests.llm_server import finishes_within
 
 #: Nothing listens there (and .invalid never resolves): a request that reached the network

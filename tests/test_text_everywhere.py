@@ -27,7 +27,7 @@ from memreader.steps.report import ReadReport
 from memreader.testing import ScriptedLLM
 from memreader.windowing.parsers import PART_PARSERS, scene_units
 from tests.batch.test_batch import output_items, write_job
-from tests.conftest import INFO
+from tests.common import INFO
 
 SURROGATE: str = json.loads('"\\udfff"')
 READER = SimpleStructMemReader(SimpleStructMemReaderConfig(embedder=None))

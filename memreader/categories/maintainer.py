@@ -17,13 +17,13 @@ import threading
 import weakref
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from memreader.categories.assign import CategoryIndex
 from memreader.categories.config import CategoriesConfig
 from memreader.categories.llm_summary import LLMSummary, llm_summary
-from memreader.categories.summaries import Sentence, deterministic_summary, newest_first, parse
+from memreader.categories.summaries import deterministic_summary, newest_first, parse
 from memreader.errors import MemReaderError
 from memreader.items import TextualMemoryItem
 from memreader.stores.base import MemoryStore
@@ -205,7 +205,7 @@ class CategoryMaintainer:
         hold (read one by one: a summary cites at most a few dozen)."""
         active = set(category.item_ids)
         old = [
-            Sentence(s.text, tuple(r for r in s.refs if r in active))
+            replace(s, refs=tuple(r for r in s.refs if r in active))
             for s in parse(category.summary)
         ]
         old = [s for s in old if s.refs]
@@ -215,7 +215,7 @@ class CategoryMaintainer:
             if memory is not None and memory.status == "active":
                 shown[memory_id] = memory
         old = [
-            Sentence(s.text, kept) for s in old if (kept := tuple(r for r in s.refs if r in shown))
+            replace(s, refs=kept) for s in old if (kept := tuple(r for r in s.refs if r in shown))
         ]
         return llm_summary(
             self.llm,

@@ -40,7 +40,7 @@ import posixpath
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -304,7 +304,7 @@ class HTTPReader:
             )
         failure = classify(exc)
         # Only the exception's type: library messages may quote the URL.
-        return Failure(failure.kind, type(exc).__name__, failure.retryable)
+        return replace(failure, detail=type(exc).__name__)
 
     def _give_up(self, label: str, failure: Failure) -> FetchError:
         if failure.kind == "status":

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from memreader.llms.errors import LLMParseError
@@ -168,7 +168,7 @@ def _accepts(value: Any, expect: Expect) -> bool:
 
 def _with_steps(result: ParseResult, steps: list[str]) -> ParseResult:
     merged = list(dict.fromkeys([*steps, *result.repairs]))
-    return ParseResult(result.value, tuple(merged), result.truncated)
+    return replace(result, repairs=tuple(merged))
 
 
 def _starts(text: str, expect: Expect, start: int) -> Iterator[int]:

@@ -6,7 +6,7 @@ the part's place in its window when it could not be read.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from memreader.errors import MemReaderError
@@ -121,17 +121,8 @@ def reused(result: Resolved) -> Resolved:
     """``result`` as a part that shares another part's reading gets it."""
     if result.status not in ("ok", "unsupported"):
         return result
-    return Resolved(
-        "reused" if result.status == "ok" else result.status,
-        result.text,
-        exact=result.exact,
-        source=result.source,
-        digest=result.digest,
-        bytes=result.bytes,
-        detail=result.detail,
-        image=result.image,
-        reused=True,
-    )
+    # replace(), not a field-by-field copy: a field added to Resolved later carries over.
+    return replace(result, status="reused" if result.status == "ok" else result.status, reused=True)
 
 
 def part_label(task: PartTask, fetched: Fetched | None = None) -> str:

@@ -20,7 +20,7 @@ caller keeps unknown parts, an ``unsupported`` part whose payload says why.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from memreader.errors import InvalidMessageError
@@ -385,7 +385,7 @@ def responses_item(raw: Mapping[str, Any], ctx: PartContext) -> tuple[str, list[
         if isinstance(output, list | tuple):
             parts: list[Part] = []
             for i, block in enumerate(output):
-                inner = PartContext(ctx.scene, ctx.message, i, ctx.keep)
+                inner = replace(ctx, part=i)
                 is_text = isinstance(block, str) or (
                     isinstance(block, Mapping) and block.get("type") in _TEXT_TYPES
                 )

@@ -36,7 +36,7 @@ two groups.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, NamedTuple
 
 from pydantic import Field, model_validator
@@ -325,5 +325,5 @@ def _group_windows(
             while carried < len(window.segments) and window.segments[carried].unit < group.carried:
                 carried += 1
         mapped = tuple(back(s) for s in window.segments)
-        windows.append(Window(index + k, mapped, window.tokens, carried=carried))
+        windows.append(replace(window, index=index + k, segments=mapped, carried=carried))
     return windows

@@ -334,5 +334,5 @@ class Windower:
             line = prefix + text[offset:]
             count = tok.count(line + SEPARATOR)
             if count <= room:
-                return Segment(segment.unit, segment.start + offset, segment.end, line, count)
+                return segment._replace(start=segment.start + offset, line=line, tokens=count)
             cut += count - room

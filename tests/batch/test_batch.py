@@ -21,7 +21,7 @@ from memreader import ConfigError
 from memreader.batch.job import load_job
 from memreader.batch.run import dry_run, run_job
 from memreader.pipeline import Step
-from tests.conftest import MEMORYBANK
+from tests.common import MEMORYBANK
 from tests.llm_server import LLMTestServer, RecordedRequest, Reply, llm_server, openai_completion
 from tests.s3_server import moto_s3
 

@@ -16,7 +16,7 @@ from memreader.batch.run import run_job
 from memreader.scenes.memorybank import load_memorybank
 from memreader.steps.report import ReadReport
 from tests.batch.test_batch import cli, write_job
-from tests.conftest import INFO, MEMORYBANK_CN
+from tests.common import INFO, MEMORYBANK_CN
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -19,7 +19,7 @@ from memreader.batch.inputs import BadRecord, Batch, InputRef, Inputs
 from memreader.batch.job import JobConfig
 from memreader.errors import ConfigError, InputError
 from memreader.scenes.memorybank import load_memorybank
-from tests.conftest import MEMORYBANK
+from tests.common import MEMORYBANK
 from tests.s3_server import moto_s3
 
 __all__ = ["moto_s3"]  # the fixture, imported for its side of pytest

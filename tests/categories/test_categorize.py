@@ -13,7 +13,7 @@ import pytest
 from memreader import SimpleStructMemReader, SimpleStructMemReaderConfig, TextualMemoryItem
 from memreader.categories.config import DEFAULT_CATEGORIES
 from memreader.extraction import CategoryMenu, read_extraction
-from tests.conftest import HASH_EMBEDDER, INFO
+from tests.common import HASH_EMBEDDER, INFO
 from tests.llm_server import LLMTestServer, RecordedRequest, Reply, llm_server, openai_completion
 
 __all__ = ["llm_server"]

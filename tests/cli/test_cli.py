@@ -14,7 +14,7 @@ import pytest
 from memreader import cli
 from memreader.cli import read as cli_read
 from memreader.readers.simple import SimpleStructMemReader
-from tests.conftest import MEMORYBANK_EN
+from tests.common import MEMORYBANK_EN
 
 ROOT = Path(__file__).resolve().parents[2]
 

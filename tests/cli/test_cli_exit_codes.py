@@ -20,7 +20,7 @@ from memreader.cli.read import failure_lines
 from memreader.embedders import register_embedder
 from memreader.factory import MemReaderConfigFactory, MemReaderFactory
 from memreader.steps.report import PartReport, ReadReport, WindowReport
-from tests.conftest import INFO
+from tests.common import INFO
 from tests.http_fixtures import FetchTestServer, answer
 from tests.llm_server import LLMTestServer, Reply, llm_server, openai_completion
 

@@ -17,7 +17,7 @@ from memreader import DocumentError, SimpleStructMemReader, SimpleStructMemReade
 from memreader.documents import normalize_doc
 from memreader.documents.limits import DocumentAccess, DocumentLimits
 from memreader.documents.loader import convert_bytes
-from tests.conftest import HASH_EMBEDDER
+from tests.common import HASH_EMBEDDER
 from tests.docgen import zip_bytes
 from tests.llm_server import finishes_within
 from tests.work_counting import inflated_bytes

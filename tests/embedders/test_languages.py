@@ -36,7 +36,7 @@ from memreader.embedders.languages import (
 )
 from memreader.scenes.memorybank import load_memorybank
 from memreader.testing import HashEmbedder, HashEmbedderConfig, ScriptedLLM
-from tests.conftest import INFO, MEMORYBANK_CN, MEMORYBANK_EN
+from tests.common import INFO, MEMORYBANK_CN, MEMORYBANK_EN
 
 STEPS_LOGGER = "memreader.steps.embed"
 

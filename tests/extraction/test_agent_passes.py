@@ -18,7 +18,7 @@ from memreader.extraction.skills import owner_folder
 from memreader.items import MemoryType, TextualMemoryItem
 from memreader.pipeline import ReaderRuntime, ReadState, Step
 from memreader.pipeline.step import STEPS
-from tests.conftest import HASH_EMBEDDER, INFO
+from tests.common import HASH_EMBEDDER, INFO
 from tests.llm_server import LLMTestServer, RecordedRequest, Reply, llm_server, openai_completion
 
 __all__ = ["llm_server"]

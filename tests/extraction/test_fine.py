@@ -21,7 +21,7 @@ from memreader import (
 from memreader.errors import LLMRequiredError
 from memreader.extraction.importance import heuristic_importance
 from memreader.steps.report import ReadReport
-from tests.conftest import HASH_EMBEDDER, INFO
+from tests.common import HASH_EMBEDDER, INFO
 from tests.llm_server import (
     LLMTestServer,
     RecordedRequest,

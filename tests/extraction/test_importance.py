@@ -21,7 +21,7 @@ from memreader.extraction.importance import Importance, heuristic_importance, so
 from memreader.items import SourceMessage
 from memreader.pipeline import step
 from memreader.steps.items import valid_from_for
-from tests.conftest import HASH_EMBEDDER, INFO
+from tests.common import HASH_EMBEDDER, INFO
 
 UTC = timezone.utc
 PLUS2 = timezone(timedelta(hours=2))

@@ -19,7 +19,7 @@ from memreader.extraction.prompts import (
     numbered_lines,
     one_line,
 )
-from tests.conftest import INFO
+from tests.common import INFO
 from tests.llm_server import LLMTestServer, RecordedRequest, Reply, llm_server, openai_completion
 
 __all__ = ["llm_server"]

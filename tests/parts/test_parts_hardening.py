@@ -32,7 +32,7 @@ from memreader.scenes.clipping import MAX_TOOL_TEXT, render_json
 from memreader.scenes.scene import normalize_chat
 from memreader.testing import ScriptedLLM
 from memreader.windowing.parsers import scene_units
-from tests.conftest import HASH_EMBEDDER, INFO
+from tests.common import HASH_EMBEDDER, INFO
 from tests.llm_server import LLMTestServer
 from tests.work_counting import lines_executed
 

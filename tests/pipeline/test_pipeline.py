@@ -41,7 +41,7 @@ from memreader.pipeline import (
 from memreader.steps.filters import MinLength
 from memreader.steps.pii import Redact, redact_text
 from memreader.testing import HashEmbedder
-from tests.conftest import HASH_EMBEDDER, INFO
+from tests.common import HASH_EMBEDDER, INFO
 from tests.llm_server import LLMTestServer, RecordedRequest, Reply, llm_server, openai_completion
 
 __all__ = ["llm_server"]

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memreader import ReadReport, SimpleStructMemReader, SimpleStructMemReaderConfig
-from tests.conftest import HASH_EMBEDDER, INFO
+from tests.common import HASH_EMBEDDER, INFO
 from tests.extraction.test_fine import kind
 from tests.llm_server import (
     SLOW_FAULTS,

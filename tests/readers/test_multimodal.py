@@ -25,7 +25,7 @@ from memreader import ReadReport
 from memreader.errors import DocumentError, FetchError, ImageError
 from memreader.items import MemoryType, TextualMemoryItem
 from memreader.readers import MultiModalStructMemReader, MultiModalStructMemReaderConfig
-from tests.conftest import HASH_EMBEDDER, INFO
+from tests.common import HASH_EMBEDDER, INFO
 from tests.docgen import (
     corrupt_pdf,
     decompression_bomb_png,

@@ -25,7 +25,7 @@ from memreader.categories.config import CategoriesConfig
 from memreader.errors import InputError
 from memreader.scenes.memorybank import load_memorybank
 from memreader.windowing.tokens import get_tokenizer
-from tests.conftest import HASH_EMBEDDER, INFO, MEMORYBANK_CN, MEMORYBANK_EN
+from tests.common import HASH_EMBEDDER, INFO, MEMORYBANK_CN, MEMORYBANK_EN
 
 
 def original_text(scene_data: list[list[dict[str, Any]]], source: Any) -> str:

@@ -16,7 +16,7 @@ import pytest
 
 from memreader import ConfigError, MemReaderConfigFactory, MemReaderFactory, ReadReport
 from memreader.readers import StrategyStructMemReader, StrategyStructMemReaderConfig
-from tests.conftest import HASH_EMBEDDER, INFO
+from tests.common import HASH_EMBEDDER, INFO
 from tests.llm_server import LLMTestServer, RecordedRequest, Reply, llm_server, openai_completion
 
 __all__ = ["llm_server"]

@@ -17,7 +17,7 @@ from memreader import ReadReport, SimpleStructMemReader, SimpleStructMemReaderCo
 from memreader.errors import InvalidMessageError
 from memreader.items import SourceMessage, TextualMemoryItem
 from memreader.readers import MultiModalStructMemReader, MultiModalStructMemReaderConfig
-from tests.conftest import HASH_EMBEDDER, INFO
+from tests.common import HASH_EMBEDDER, INFO
 from tests.docgen import make_pdf
 
 pytestmark = pytest.mark.timeout(120)

@@ -24,7 +24,7 @@ from memreader.items import TextualMemoryItem
 from memreader.scenes.text_checks import check_nested_text, check_text
 from memreader.windowing.tokens import get_tokenizer
 from memreader.windowing.windows import Unit, Windower
-from tests.conftest import INFO
+from tests.common import INFO
 
 SURROGATE = json.loads('"\\ud800"')  # what json.load gives for an unpaired escape
 LONG = 400  # repetitions that make a message longer than one 64-token window

@@ -18,7 +18,7 @@ from memreader.errors import ConfigError
 from memreader.factory import MemReaderConfigFactory
 from memreader.service import ServiceConfig, ServiceSettings, create_app
 from memreader.service.keys import hash_key
-from tests.conftest import HASH_EMBEDDER
+from tests.common import HASH_EMBEDDER
 from tests.extraction.test_fine import scripted_responder
 from tests.llm_server import LLMTestServer, llm_server
 from tests.service_server import running

@@ -27,7 +27,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from memreader.factory import MemReaderConfigFactory
 from memreader.service import ServiceConfig, ServiceSettings, create_app
-from tests.conftest import HASH_EMBEDDER
+from tests.common import HASH_EMBEDDER
 from tests.service_server import running
 
 pytestmark = pytest.mark.timeout(120)

@@ -27,7 +27,7 @@ from memreader.service import ServiceConfig, ServiceSettings, create_app
 from memreader.stores import open_store
 from memreader.stores.category_types import CategoryDef
 from tests.categories.test_export_md import PREFS, T0, item
-from tests.conftest import HASH_EMBEDDER
+from tests.common import HASH_EMBEDDER
 from tests.service import test_service_ui as ui
 from tests.service.test_service_ui import click, js, wait
 from tests.service_server import running

@@ -27,7 +27,7 @@ from memreader.service.keys import ApiKey, KeyRing, hash_key
 from memreader.service.limits import KeySlots
 from memreader.service.problems import ProblemError, problem_for
 from memreader.service.reading import http_reader_config
-from tests.conftest import HASH_EMBEDDER
+from tests.common import HASH_EMBEDDER
 from tests.http_fixtures import FetchTestServer, answer
 from tests.service_server import running
 
