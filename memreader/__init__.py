@@ -45,7 +45,7 @@ from memreader.items import (
     TextualMemoryItem,
     TextualMemoryItemMetadata,
 )
-from memreader.pipeline import Pipeline, ReadState, Step, StepEvent, StepHooks, step
+from memreader.pipeline import Pipeline, Step, StepEvent, StepHooks, step
 from memreader.readers import (
     READERS,
     BaseMemReader,
@@ -58,6 +58,7 @@ from memreader.readers import (
     register_reader,
 )
 from memreader.steps.report import PartReport, ReadReport, WindowReport
+from memreader.steps.state import ReadState
 
 __all__ = [
     "MEMORY_TYPES",

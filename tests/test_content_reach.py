@@ -32,9 +32,12 @@ from memreader.documents import DocumentAccess, normalize_doc
 from memreader.errors import InputError
 from memreader.fetch.fetcher import Fetcher
 from memreader.fetch.settings import FetchConfig, FetchS3Config
-from memreader.pipeline import ReaderRuntime, ReadState, Step, build_step
-from memreader.pipeline.step import STEPS
+from memreader.pipeline import Step
 from memreader.readers import MultiModalStructMemReader, MultiModalStructMemReaderConfig
+from memreader.steps.registry import STEPS
+from memreader.steps.runtime import ReaderRuntime
+from memreader.steps.spec import build_step
+from memreader.steps.state import ReadState
 from tests.common import HASH_EMBEDDER, INFO
 from tests.s3_server import moto_s3
 

@@ -25,8 +25,8 @@ from memreader.llms import (
     build_llm,
     register_llm,
 )
-from memreader.pipeline.step import STEPS
 from memreader.registry import PLUGIN_GROUP, Registry, RegistryError, load_plugins
+from memreader.steps.registry import STEPS
 from memreader.testing import HashEmbedder
 from tests.common import INFO
 from tests.llm_server import finishes_within
@@ -179,7 +179,7 @@ from pydantic import BaseModel, ConfigDict
 from memreader.embedders import register_embedder
 from memreader.llms import BaseLLMClient, RawCompletion, register_llm
 from memreader.pipeline import Step
-from memreader.pipeline.step import STEPS
+from memreader.steps.registry import STEPS
 
 
 class ConstantConfig(BaseModel):

@@ -1,7 +1,7 @@
 """The passes of fine mode, registered by name: adding a pass is one :func:`register_pass`.
 
 A pass is a step of fine mode that ``fine.passes`` switches on by name. Its entry says which
-module defines its step (registered in :data:`~memreader.pipeline.step.STEPS` under the pass's
+module defines its step (registered in :data:`~memreader.steps.registry.STEPS` under the pass's
 name, and built without arguments), where it runs (``order``), which passes it needs, and
 whether it runs when ``fine.passes`` is not set. The config checks ``fine.passes`` against these
 entries; the readers build the pass steps from them, in order: a pass whose step requires the

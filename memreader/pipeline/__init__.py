@@ -1,27 +1,22 @@
-"""The engine that runs a reader: pipelines of named steps over a typed state (see
-:mod:`.pipeline`, :mod:`.step`, :mod:`.state`, :mod:`.chain`). The built-in steps are in
-:mod:`memreader.steps`; this package never imports them."""
+"""The engine that runs a reader: steps (:mod:`.step`), the checked ordered list and its run loop
+(:mod:`.pipeline`), the step interceptors (:mod:`.hooks`), generic over the state and runtime it
+carries (:mod:`.protocols`). It imports only leaves and never names a built-in step: those, with
+their state, runtime, per-window chains and registry, are in :mod:`memreader.steps`."""
 
 from memreader.pipeline.hooks import StepEvent, StepHook, StepHooks
 from memreader.pipeline.pipeline import Pipeline
-from memreader.pipeline.runtime import ReaderRuntime, SharedKey
-from memreader.pipeline.spec import apply_spec, build_step
-from memreader.pipeline.state import FineWindow, ReadState, WindowedScene
-from memreader.pipeline.step import FunctionStep, Step, step
+from memreader.pipeline.protocols import StepRuntime, StepState
+from memreader.pipeline.step import FunctionStep, Step, StepGroup, step
 
 __all__ = [
-    "FineWindow",
     "FunctionStep",
     "Pipeline",
-    "ReadState",
-    "ReaderRuntime",
-    "SharedKey",
     "Step",
     "StepEvent",
+    "StepGroup",
     "StepHook",
     "StepHooks",
-    "WindowedScene",
-    "apply_spec",
-    "build_step",
+    "StepRuntime",
+    "StepState",
     "step",
 ]

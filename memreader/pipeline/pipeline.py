@@ -2,11 +2,17 @@
 
 Each step declares the state fields it ``requires`` and ``produces``. For every mode (``fast``,
 ``fine``, ``refine``) the pipeline walks its steps in order and checks that what each active step
-requires is an input of the call or produced by an earlier active step. A step that names its
+requires is an input of the call (the ``inputs`` it is built with) or produced by an earlier
+active step. A step that names its
 ``modes`` must be satisfiable in each of them; a step without ``modes`` runs in every mode where
 it is, and must be satisfiable in at least one. Names are unique. Every change is checked at
 once and leaves the pipeline unchanged when it fails, so nothing is checked for the first time
 while data flows.
+
+The run loop knows no built-in step: it runs each active step in turn over the state and runtime
+it is handed (:class:`~memreader.pipeline.protocols.StepState`,
+:class:`~memreader.pipeline.protocols.StepRuntime`), except that consecutive steps that share a
+``runs_with`` group are handed to that group together (see :class:`~memreader.pipeline.Step`).
 
 >>> from memreader.pipeline import FunctionStep
 >>> noop = lambda state, runtime: None
@@ -23,26 +29,21 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 from memreader.calls.observers import settle_observers
 from memreader.errors import InternalError, MemReaderError, PipelineError
 from memreader.modes import ALL_MODES
-from memreader.pipeline.chain import PerWindowStep, arun_chain, run_chain
 from memreader.pipeline.hooks import StepEvent
-from memreader.pipeline.state import INPUTS, ReadState
+from memreader.pipeline.protocols import StepRuntime, StepState
 from memreader.pipeline.step import Step, as_step, describe
-
-if TYPE_CHECKING:
-    from memreader.pipeline.runtime import ReaderRuntime
 
 __all__ = ["Pipeline"]
 
 logger = logging.getLogger(__name__)
 
 
-def _plans(steps: Sequence[Step]) -> dict[str, tuple[Step, ...]]:
+def _plans(steps: Sequence[Step], inputs: frozenset[str]) -> dict[str, tuple[Step, ...]]:
     """The active steps of each mode; raises :class:`PipelineError` if the list is not sound."""
     seen: set[str] = set()
     for s in steps:
@@ -52,7 +53,7 @@ def _plans(steps: Sequence[Step]) -> dict[str, tuple[Step, ...]]:
     plans: dict[str, tuple[Step, ...]] = {}
     unplaced: dict[str, str] = {}  # steps without modes that no mode could run yet: why
     for mode in ALL_MODES:
-        available = set(INPUTS)
+        available = set(inputs)
         active: list[Step] = []
         for s in steps:
             missing = [name for name in s.requires if name not in available]
@@ -84,11 +85,19 @@ def _missing(s: Step, name: str, mode: str | None) -> str:
 
 
 class Pipeline:
-    """Named steps in order; see the module docstring. ``print(pipeline)`` lists them."""
+    """Named steps in order; see the module docstring. ``print(pipeline)`` lists them.
 
-    def __init__(self, steps: Iterable[Step] = ()) -> None:
+    Args:
+        steps: the steps, in order.
+        inputs: the names every call's state starts with (the readers pass
+            :data:`memreader.steps.state.INPUTS`); a step may require them without an
+            earlier step producing them.
+    """
+
+    def __init__(self, steps: Iterable[Step] = (), *, inputs: Iterable[str] = ()) -> None:
         checked = [as_step(s) for s in steps]
-        self._plans = _plans(checked)
+        self._inputs = frozenset(inputs)
+        self._plans = _plans(checked, self._inputs)
         self._steps = tuple(checked)
         self._listeners: list[Callable[[Pipeline], object]] = []
 
@@ -98,6 +107,11 @@ class Pipeline:
     def steps(self) -> tuple[Step, ...]:
         """The steps in order."""
         return self._steps
+
+    @property
+    def inputs(self) -> frozenset[str]:
+        """The names every call's state starts with."""
+        return self._inputs
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -134,8 +148,8 @@ class Pipeline:
         return f"Pipeline({list(self.names)!r})"
 
     def copy(self) -> Pipeline:
-        """An independent pipeline with the same steps (no listeners)."""
-        return Pipeline(self._steps)
+        """An independent pipeline with the same steps and inputs (no listeners)."""
+        return Pipeline(self._steps, inputs=self._inputs)
 
     # -- changing ---------------------------------------------------------------------------
 
@@ -185,7 +199,7 @@ class Pipeline:
 
     def _change(self, steps: tuple[Step, ...], action: str | None) -> None:
         try:
-            plans = _plans(steps)
+            plans = _plans(steps, self._inputs)
         except PipelineError as exc:
             if action is None:
                 raise
@@ -196,19 +210,20 @@ class Pipeline:
 
     # -- running ----------------------------------------------------------------------------
 
-    def run(self, state: ReadState, runtime: ReaderRuntime) -> None:
-        """Run the steps active in ``state.mode``, in order (consecutive per-window steps as
-        one chain: see :mod:`memreader.pipeline.chain`). The call's deadline is checked before
-        each step (:class:`~memreader.errors.DeadlineExceeded` stops the whole call)."""
+    def run(self, state: StepState, runtime: StepRuntime) -> None:
+        """Run the steps active in ``state.mode``, in order (consecutive steps that share a
+        ``runs_with`` group as one run of it). The call's deadline is checked before each step
+        (:class:`~memreader.errors.DeadlineExceeded` stops the whole call)."""
         for group in _groups(self.active(state.mode)):
             state.check_deadline(_before_group(group))
             started = self._before(group, state, runtime)
             try:
-                if len(group) == 1 and not isinstance(group[0], PerWindowStep):
+                runner = group[0].runs_with
+                if runner is None:
                     group[0].run(state, runtime)
                     spans = None
                 else:
-                    spans = run_chain(_chained(group), state, runtime)
+                    spans = runner.run(group, state, runtime)
             except BaseException as exc:
                 error = self._failed(group, state, runtime, started, exc)
                 if error is exc:
@@ -216,7 +231,7 @@ class Pipeline:
                 raise error from exc
             self._after(group, state, runtime, started, spans)
 
-    async def arun(self, state: ReadState, runtime: ReaderRuntime) -> None:
+    async def arun(self, state: StepState, runtime: StepRuntime) -> None:
         """The async twin of :meth:`run`. Async interceptors have ended before each step starts
         and before this returns or raises (cancelled included: ``on_step_error`` sees it)."""
         for group in _groups(self.active(state.mode)):
@@ -224,11 +239,12 @@ class Pipeline:
             started = self._before(group, state, runtime)
             await settle_observers()
             try:
-                if len(group) == 1 and not isinstance(group[0], PerWindowStep):
+                runner = group[0].runs_with
+                if runner is None:
                     await group[0].arun(state, runtime)
                     spans = None
                 else:
-                    spans = await arun_chain(_chained(group), state, runtime)
+                    spans = await runner.arun(group, state, runtime)
             except BaseException as exc:
                 error = self._failed(group, state, runtime, started, exc)
                 await settle_observers()
@@ -239,7 +255,7 @@ class Pipeline:
         await settle_observers()
 
     @staticmethod
-    def _before(group: Sequence[Step], state: ReadState, runtime: ReaderRuntime) -> float:
+    def _before(group: Sequence[Step], state: StepState, runtime: StepRuntime) -> float:
         for s in group:
             event = StepEvent(s.name, state.mode, 0.0, state.counts())
             runtime.step_hooks.emit("before_step", event)
@@ -248,24 +264,23 @@ class Pipeline:
     @staticmethod
     def _after(
         group: Sequence[Step],
-        state: ReadState,
-        runtime: ReaderRuntime,
+        state: StepState,
+        runtime: StepRuntime,
         started: float,
-        spans: dict[str, float] | None,
+        spans: Mapping[str, float] | None,
     ) -> None:
         elapsed = time.perf_counter() - started
-        steps = state.report.steps
         for s in group:
             seconds = spans[s.name] if spans is not None else elapsed
-            steps[s.name] = steps.get(s.name, 0.0) + seconds
+            state.record_step(s.name, seconds)
             event = StepEvent(s.name, state.mode, seconds, state.counts())
             runtime.step_hooks.emit("after_step", event)
 
     @staticmethod
     def _failed(
         group: Sequence[Step],
-        state: ReadState,
-        runtime: ReaderRuntime,
+        state: StepState,
+        runtime: StepRuntime,
         started: float,
         exc: BaseException,
     ) -> BaseException:
@@ -287,16 +302,12 @@ def _before_group(group: Sequence[Step]) -> str:
 
 
 def _groups(steps: Sequence[Step]) -> list[list[Step]]:
-    """Steps in order, consecutive per-window steps together."""
+    """Steps in order, consecutive steps that share a ``runs_with`` group together."""
     groups: list[list[Step]] = []
     for s in steps:
-        chained = isinstance(s, PerWindowStep)
-        if chained and groups and isinstance(groups[-1][-1], PerWindowStep):
+        runner = s.runs_with
+        if runner is not None and groups and groups[-1][-1].runs_with is runner:
             groups[-1].append(s)
         else:
             groups.append([s])
     return groups
-
-
-def _chained(group: Sequence[Step]) -> list[PerWindowStep]:
-    return [s for s in group if isinstance(s, PerWindowStep)]

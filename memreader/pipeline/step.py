@@ -30,22 +30,48 @@ A function works too, through :func:`step`:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, ClassVar, Generic, Protocol
+
+from typing_extensions import TypeVar
 
 from memreader.calls.deadlines import in_thread
-from memreader.extraction.passes import BUILTIN_PASSES
-from memreader.registry import Registry
+from memreader.errors import PipelineError
+from memreader.pipeline.protocols import StepRuntime, StepState
 
-if TYPE_CHECKING:
-    from memreader.pipeline.runtime import ReaderRuntime
-    from memreader.pipeline.state import ReadState
+__all__ = [
+    "FunctionStep",
+    "RuntimeT",
+    "StateT",
+    "Step",
+    "StepGroup",
+    "as_step",
+    "describe",
+    "step",
+]
 
-__all__ = ["STEPS", "FunctionStep", "Step", "step"]
+#: The state a step reads and writes (the built-in steps':
+#: :class:`~memreader.steps.state.ReadState`).
+StateT = TypeVar("StateT", bound=StepState, default=Any)
+#: The runtime a step is handed (the built-in steps':
+#: :class:`~memreader.steps.runtime.ReaderRuntime`).
+RuntimeT = TypeVar("RuntimeT", bound=StepRuntime, default=Any)
 
 
-class Step:
-    """Base class of pipeline steps (see the module docstring).
+class StepGroup(Protocol):
+    """How a run of consecutive steps of one kind runs together (per-window steps as one chain
+    of LLM plans, say): the pipeline hands it the run, and it returns each step's seconds."""
+
+    def run(self, steps: Sequence[Step], state: Any, runtime: Any) -> Mapping[str, float]:
+        """Run ``steps`` together; each step's seconds by name."""
+
+    async def arun(self, steps: Sequence[Step], state: Any, runtime: Any) -> Mapping[str, float]:
+        """The async twin of :meth:`run`."""
+
+
+class Step(Generic[StateT, RuntimeT]):
+    """Base class of pipeline steps (see the module docstring), generic over the state and
+    runtime it is handed (any, unless a subclass names them: ``Step[ReadState, ReaderRuntime]``).
 
     Attributes:
         name: unique within a pipeline; what ``insert_after`` and friends refer to.
@@ -53,18 +79,22 @@ class Step:
         produces: state fields (or user values) the step makes or changes.
         modes: the modes the step runs in (``fast``, ``fine``, ``refine``). ``None`` (the
             default for user steps): every mode in which what it requires is produced.
+        runs_with: how consecutive steps of this kind run, as one group (``None``, the
+            default: each step alone). The pipeline hands a run of consecutive steps that
+            share it to it, without knowing what it does.
     """
 
     name: str = ""
     requires: tuple[str, ...] = ()
     produces: tuple[str, ...] = ()
     modes: frozenset[str] | None = None
+    runs_with: ClassVar[StepGroup | None] = None
 
-    def run(self, state: ReadState, runtime: ReaderRuntime) -> None:
+    def run(self, state: StateT, runtime: RuntimeT) -> None:
         """The step's work on the whole call."""
         raise NotImplementedError(f"step {self.name!r} has no run()")
 
-    async def arun(self, state: ReadState, runtime: ReaderRuntime) -> None:
+    async def arun(self, state: StateT, runtime: RuntimeT) -> None:
         """The async body: ``run`` in a worker thread unless overridden (cancelled, it waits
         for the thread to end)."""
         await in_thread(self.run, state, runtime, on_cancel=state.cancel)
@@ -77,34 +107,8 @@ class Step:
         )
 
 
-StepBody = Callable[["ReadState", "ReaderRuntime"], None]
-
-#: Steps by name, for pipelines declared in YAML: each entry builds a step from its ``config``
-#: (a Step class, or a function returning a step). The built-in steps live in
-#: :mod:`memreader.steps`, by what they do; each module registers its steps when imported.
-STEPS: Registry[Any] = Registry(
-    "pipeline step",
-    lazy={
-        **dict.fromkeys(
-            ["normalize", "parse", "window", "strategy_window"], "memreader.steps.read"
-        ),
-        "fast_items": "memreader.steps.fast",
-        **dict.fromkeys(["prepare_fine", "fine_items"], "memreader.steps.fine"),
-        "refine_input": "memreader.steps.refine",
-        "pass_items": "memreader.steps.agent",
-        **dict.fromkeys(["normalize_parts", "read_parts", "note_parts"], "memreader.steps.parts"),
-        **dict.fromkeys(["describe_images", "image_items"], "memreader.steps.images"),
-        "raw_file_items": "memreader.steps.raw_files",
-        "importance": "memreader.steps.importance",
-        "dedup": "memreader.steps.dedup",
-        "embed": "memreader.steps.embed",
-        "categorize": "memreader.steps.categorize",
-        "redact": "memreader.steps.pii",
-        "min_length": "memreader.steps.filters",
-        # The fine passes' steps, where their one registration says.
-        **{entry.name: entry.module for entry in BUILTIN_PASSES},
-    },
-)
+#: A function step's body: ``fn(state, runtime)``.
+StepBody = Callable[[Any, Any], None]
 
 
 class FunctionStep(Step):
@@ -126,7 +130,7 @@ class FunctionStep(Step):
         self.modes = frozenset(modes) if modes is not None else None
         self.__doc__ = fn.__doc__
 
-    def run(self, state: ReadState, runtime: ReaderRuntime) -> None:
+    def run(self, state: Any, runtime: Any) -> None:
         """Call the function."""
         self.fn(state, runtime)
 
@@ -160,8 +164,6 @@ def describe(step_: Step, modes: Iterable[str]) -> str:
 
 def as_step(obj: Any) -> Step:
     """``obj`` if it is a :class:`Step` instance; a clear error otherwise."""
-    from memreader.errors import PipelineError
-
     if isinstance(obj, Step) and isinstance(obj.name, str) and obj.name:
         return obj
     if isinstance(obj, type) and issubclass(obj, Step):

@@ -24,11 +24,14 @@ from memreader.extraction import short_error
 from memreader.items import TextualMemoryItem
 from memreader.llms.hooks import LLMHooks
 from memreader.modes import READ_MODES, ReadMode
-from memreader.pipeline import Pipeline, ReaderRuntime, ReadState, StepHooks, apply_spec
+from memreader.pipeline import Pipeline, StepHooks
 from memreader.registry import Registry
 from memreader.scenes.scene import validate_info
 from memreader.scenes.text_checks import check_text
 from memreader.steps.report import ReadReport
+from memreader.steps.runtime import ReaderRuntime
+from memreader.steps.spec import apply_spec
+from memreader.steps.state import ReadState
 
 __all__ = ["READERS", "BaseMemReader", "register_reader"]
 

@@ -34,6 +34,7 @@ from memreader.steps.images import DescribeImages, ImageItems
 from memreader.steps.parts import NormalizeParts, NoteParts, PartsSettings, ReadParts
 from memreader.steps.preset import default_steps
 from memreader.steps.raw_files import RawFileItems
+from memreader.steps.state import INPUTS
 
 __all__ = ["MultiModalStructMemReader", "MultiModalStructMemReaderConfig"]
 
@@ -61,7 +62,9 @@ class MultiModalStructMemReader(BaseMemReader):
     @classmethod
     def default_pipeline(cls, config: BaseReaderConfig) -> Pipeline:
         """The simple reader's steps with the multimodal ones around them."""
-        pipeline = Pipeline(default_steps(config.fine, categorize=config.categories.enabled))
+        pipeline = Pipeline(
+            default_steps(config.fine, categorize=config.categories.enabled), inputs=INPUTS
+        )
         pipeline.replace("normalize", NormalizeParts())
         pipeline.insert_after("normalize", ReadParts())
         pipeline.insert_after("read_parts", DescribeImages())

@@ -30,6 +30,7 @@ from memreader.config import BaseReaderConfig
 from memreader.pipeline import Pipeline
 from memreader.readers.base import BaseMemReader, register_reader
 from memreader.steps.preset import default_steps
+from memreader.steps.state import INPUTS
 
 __all__ = ["SimpleStructMemReader", "SimpleStructMemReaderConfig"]
 
@@ -49,4 +50,6 @@ class SimpleStructMemReader(BaseMemReader):
     @classmethod
     def default_pipeline(cls, config: BaseReaderConfig) -> Pipeline:
         """The built-in steps, without ``filter``/``rewrite`` where ``fine`` turns them off."""
-        return Pipeline(default_steps(config.fine, categorize=config.categories.enabled))
+        return Pipeline(
+            default_steps(config.fine, categorize=config.categories.enabled), inputs=INPUTS
+        )

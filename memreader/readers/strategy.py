@@ -20,6 +20,7 @@ from memreader.readers.base import BaseMemReader, register_reader
 from memreader.steps.fine import Extract
 from memreader.steps.preset import default_steps
 from memreader.steps.read import StrategySettings, StrategyWindow
+from memreader.steps.state import INPUTS
 
 __all__ = ["StrategyStructMemReader", "StrategyStructMemReaderConfig"]
 
@@ -40,7 +41,9 @@ class StrategyStructMemReader(BaseMemReader):
     @classmethod
     def default_pipeline(cls, config: BaseReaderConfig) -> Pipeline:
         """The simple reader's steps with the grouping window step and the strategy prompt."""
-        pipeline = Pipeline(default_steps(config.fine, categorize=config.categories.enabled))
+        pipeline = Pipeline(
+            default_steps(config.fine, categorize=config.categories.enabled), inputs=INPUTS
+        )
         pipeline.replace("window", StrategyWindow())
         pipeline.replace("extract", Extract(STRATEGY_EXTRACT_SYSTEM))
         return pipeline

@@ -1,5 +1,5 @@
-"""The built-in steps of a read, by what they do (the engine that runs them is
-:mod:`memreader.pipeline`).
+"""The built-in steps of a read, by what they do, and what they share (the engine that runs
+them, :mod:`memreader.pipeline`, knows none of this).
 
 ==============  ============================================================================
 module          steps
@@ -20,12 +20,25 @@ module          steps
 ``preset``      :func:`~memreader.steps.preset.default_steps`: the readers' default list
 ==============  ============================================================================
 
+What the steps share, beside them:
+
+==============  ============================================================================
+``state``       :class:`~memreader.steps.state.ReadState`: one call's typed fields, ``INPUTS``
+``runtime``     :class:`~memreader.steps.runtime.ReaderRuntime`: config, windower, embedder, LLM
+``chain``       :class:`~memreader.steps.chain.PerWindowStep`: consecutive ones run chained per
+                window as LLM plans (the group their ``runs_with`` names)
+``registry``    :data:`~memreader.steps.registry.STEPS`: steps by name, for YAML pipelines
+``spec``        :func:`~memreader.steps.spec.apply_spec`: a config's ``pipeline`` changes applied
+``report``      :class:`~memreader.steps.report.ReadReport`: what a call did
+``items``       building items and their ids
+==============  ============================================================================
+
 The rules: a step reads and writes the typed fields of
-:class:`~memreader.pipeline.ReadState`; it reads only the settings it needs, through
+:class:`~memreader.steps.state.ReadState`; it reads only the settings it needs, through
 ``runtime.settings(SomeSettings, name)`` where they are more than the base reader config's
 (:class:`~memreader.steps.parts.PartsSettings`, :class:`~memreader.steps.read.StrategySettings`);
 it never imports :mod:`memreader.readers`. Every step is registered by name in
-:data:`~memreader.pipeline.step.STEPS` (for YAML pipelines), and a fine pass also once in
+:data:`~memreader.steps.registry.STEPS` (for YAML pipelines), and a fine pass also once in
 :mod:`memreader.extraction.passes`.
 
 This package imports nothing on its own: import the module you need.

@@ -38,11 +38,12 @@ from memreader.extraction.agent_passes import (
 from memreader.extraction.importance import heuristic_importance
 from memreader.items import MemoryType, SourceMessage, TextualMemoryItem
 from memreader.modes import LLM_MODES
-from memreader.pipeline.chain import PerWindowStep, WindowWork, count_pass
-from memreader.pipeline.runtime import ReaderRuntime, SharedKey
-from memreader.pipeline.state import FineWindow, ReadState
-from memreader.pipeline.step import STEPS, Step
+from memreader.pipeline import Step
+from memreader.steps.chain import PerWindowStep, WindowWork, count_pass
 from memreader.steps.items import make_item
+from memreader.steps.registry import STEPS
+from memreader.steps.runtime import ReaderRuntime, SharedKey
+from memreader.steps.state import FineWindow, ReadState
 
 if TYPE_CHECKING:
     from memreader.extraction.skills import SkillWriter

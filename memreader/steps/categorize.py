@@ -43,9 +43,10 @@ from memreader.extraction.contract import CategoryMenu
 from memreader.extraction.fine import short_error
 from memreader.items import MemoryType, TextualMemoryItem
 from memreader.modes import ALL_MODES
-from memreader.pipeline.runtime import ReaderRuntime, SharedKey
-from memreader.pipeline.state import ReadState
-from memreader.pipeline.step import STEPS, Step
+from memreader.pipeline import Step
+from memreader.steps.registry import STEPS
+from memreader.steps.runtime import ReaderRuntime, SharedKey
+from memreader.steps.state import ReadState
 
 __all__ = ["CATEGORY_INDEX", "Categorize", "category_menu"]
 

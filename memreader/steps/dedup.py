@@ -31,9 +31,10 @@ from typing import TYPE_CHECKING
 
 from memreader.errors import MemReaderError
 from memreader.modes import ALL_MODES
-from memreader.pipeline.runtime import ReaderRuntime, SharedKey
-from memreader.pipeline.state import ReadState
-from memreader.pipeline.step import STEPS, Step
+from memreader.pipeline import Step
+from memreader.steps.registry import STEPS
+from memreader.steps.runtime import ReaderRuntime, SharedKey
+from memreader.steps.state import ReadState
 
 if TYPE_CHECKING:
     from memreader.stores import MemoryStore, WriteEvent

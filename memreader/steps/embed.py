@@ -22,10 +22,11 @@ from memreader.errors import EmbeddingError
 from memreader.extraction import short_error
 from memreader.items import TextualMemoryItem
 from memreader.modes import ALL_MODES
-from memreader.pipeline.runtime import ReaderRuntime
-from memreader.pipeline.state import ReadState
-from memreader.pipeline.step import STEPS, Step
+from memreader.pipeline import Step
+from memreader.steps.registry import STEPS
 from memreader.steps.report import WindowReport
+from memreader.steps.runtime import ReaderRuntime
+from memreader.steps.state import ReadState
 
 __all__ = ["IN_REPORT", "Embed"]
 

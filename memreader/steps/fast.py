@@ -10,10 +10,11 @@ fast_items  windows, info, custom_tags   items, emitted  fast
 from __future__ import annotations
 
 from memreader.items import TextualMemoryItem
-from memreader.pipeline.runtime import ReaderRuntime
-from memreader.pipeline.state import ReadState
-from memreader.pipeline.step import STEPS, Step
+from memreader.pipeline import Step
 from memreader.steps.items import make_item, memory_type_for
+from memreader.steps.registry import STEPS
+from memreader.steps.runtime import ReaderRuntime
+from memreader.steps.state import ReadState
 from memreader.windowing.provenance import window_embedding_fragments
 
 __all__ = ["FastItems"]

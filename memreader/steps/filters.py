@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from memreader.pipeline.runtime import ReaderRuntime
-from memreader.pipeline.state import ReadState
-from memreader.pipeline.step import STEPS, Step
+from memreader.pipeline import Step
+from memreader.steps.registry import STEPS
+from memreader.steps.runtime import ReaderRuntime
+from memreader.steps.state import ReadState
 
 __all__ = ["MinLength"]
 

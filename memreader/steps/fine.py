@@ -11,7 +11,7 @@ fine_items    fine_windows, outcomes       items, emitted  fine, refine
 ============  ===========================  ==============  ============
 
 Each works on one window at a time, so consecutive ones run chained per window, all windows at
-once, within the reader's LLM budget (:mod:`memreader.pipeline.chain`); one window's failure is
+once, within the reader's LLM budget (:mod:`memreader.steps.chain`); one window's failure is
 that window's result (a fallback, or a failed pass that keeps the memories). ``extract``,
 ``filter`` and ``rewrite`` are fine passes (:mod:`memreader.extraction.passes`).
 """
@@ -35,12 +35,12 @@ from memreader.extraction.fine import PassPlan
 from memreader.extraction.language import Language
 from memreader.items import TextualMemoryItem
 from memreader.modes import LLM_MODES
-from memreader.pipeline.chain import PerWindowStep, WindowWork, count_pass
-from memreader.pipeline.runtime import ReaderRuntime
-from memreader.pipeline.state import FineWindow, ReadState
-from memreader.pipeline.step import STEPS
 from memreader.steps.categorize import category_menu
+from memreader.steps.chain import PerWindowStep, WindowWork, count_pass
 from memreader.steps.items import fine_window_items
+from memreader.steps.registry import STEPS
+from memreader.steps.runtime import ReaderRuntime
+from memreader.steps.state import FineWindow, ReadState
 
 __all__ = ["CheckPass", "Extract", "Filter", "FineItems", "PrepareFine", "Rewrite"]
 

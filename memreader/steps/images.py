@@ -21,13 +21,14 @@ from memreader.extraction.driver import arun_plans, run_plans
 from memreader.extraction.image_pass import ImageOutcome, describe_image_plan
 from memreader.extraction.importance import heuristic_importance
 from memreader.items import MemoryType, SourceMessage, TextualMemoryItem
-from memreader.pipeline.chain import call_router
-from memreader.pipeline.runtime import ReaderRuntime
-from memreader.pipeline.state import PartKey, PartRead, ReadState, WindowedScene
-from memreader.pipeline.step import STEPS, Step
+from memreader.pipeline import Step
 from memreader.scenes.scene import Scene
+from memreader.steps.chain import call_router
 from memreader.steps.items import make_item
 from memreader.steps.parts import PartsSettings, resource_reader, with_reads
+from memreader.steps.registry import STEPS
+from memreader.steps.runtime import ReaderRuntime
+from memreader.steps.state import PartKey, PartRead, ReadState, WindowedScene
 from memreader.windowing.parsers import PartRef
 
 logger = logging.getLogger(__name__)

@@ -15,9 +15,10 @@ The heuristic and its reasons: :mod:`memreader.extraction.importance`.
 from __future__ import annotations
 
 from memreader.extraction.importance import source_importance
-from memreader.pipeline.runtime import ReaderRuntime
-from memreader.pipeline.state import ReadState
-from memreader.pipeline.step import STEPS, Step
+from memreader.pipeline import Step
+from memreader.steps.registry import STEPS
+from memreader.steps.runtime import ReaderRuntime
+from memreader.steps.state import ReadState
 
 __all__ = ["ScoreImportance"]
 

@@ -36,15 +36,16 @@ from memreader.modes import SCENE_MODES
 from memreader.parts.resolved import Resolved
 from memreader.parts.resources import ResourceCache, ResourceReader, ResourceStats
 from memreader.parts.tasks import PartTask, task_for_part
-from memreader.pipeline.runtime import ReaderRuntime, SharedKey
-from memreader.pipeline.state import PartKey, PartRead, ReadState, WindowedScene
-from memreader.pipeline.step import STEPS, Step
+from memreader.pipeline import Step
 from memreader.scenes.api_parts import UNSUPPORTED_PART, Part
 from memreader.scenes.clipping import MAX_LABEL, clip
 from memreader.scenes.scene import Scene, normalize_chat
 from memreader.scenes.text_checks import check_text
 from memreader.steps.read import Normalize
+from memreader.steps.registry import STEPS
 from memreader.steps.report import PartReport
+from memreader.steps.runtime import ReaderRuntime, SharedKey
+from memreader.steps.state import PartKey, PartRead, ReadState, WindowedScene
 from memreader.windowing.parsers import PartRef
 from memreader.windowing.provenance import chunk_positions
 

@@ -32,9 +32,10 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
-from memreader.pipeline.runtime import ReaderRuntime
-from memreader.pipeline.state import ReadState
-from memreader.pipeline.step import STEPS, Step
+from memreader.pipeline import Step
+from memreader.steps.registry import STEPS
+from memreader.steps.runtime import ReaderRuntime
+from memreader.steps.state import ReadState
 
 __all__ = ["KINDS", "Redact", "redact_text"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from memreader.config import FineConfig
 from memreader.errors import ConfigError
 from memreader.extraction.passes import FinePass, passes_in_order
-from memreader.pipeline.step import STEPS, Step
+from memreader.pipeline import Step
 from memreader.steps.agent import PassItems
 from memreader.steps.categorize import Categorize
 from memreader.steps.dedup import Dedup
@@ -22,6 +22,7 @@ from memreader.steps.fine import FineItems, PrepareFine
 from memreader.steps.importance import ScoreImportance
 from memreader.steps.read import Normalize, Parse, WindowStep
 from memreader.steps.refine import RefineInput
+from memreader.steps.registry import STEPS
 
 __all__ = ["default_steps", "pass_step"]
 

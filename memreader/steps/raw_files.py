@@ -18,11 +18,12 @@ from memreader.extraction import short_error
 from memreader.extraction.importance import source_importance
 from memreader.items import MemoryType, TextualMemoryItem
 from memreader.modes import Mode
-from memreader.pipeline.runtime import ReaderRuntime
-from memreader.pipeline.state import ReadState, WindowedScene
-from memreader.pipeline.step import STEPS, Step
+from memreader.pipeline import Step
 from memreader.steps.items import make_item
+from memreader.steps.registry import STEPS
 from memreader.steps.report import WindowReport
+from memreader.steps.runtime import ReaderRuntime
+from memreader.steps.state import ReadState, WindowedScene
 from memreader.windowing.parsers import PartRef
 from memreader.windowing.provenance import is_document_unit
 from memreader.windowing.windows import Unit

@@ -23,11 +23,12 @@ from pydantic import Field
 from memreader.config_model import ConfigModel
 from memreader.documents import normalize_doc
 from memreader.modes import SCENE_MODES
-from memreader.pipeline.runtime import ReaderRuntime
-from memreader.pipeline.state import ReadState, WindowedScene
-from memreader.pipeline.step import STEPS, Step
+from memreader.pipeline import Step
 from memreader.scenes.scene import Scene, normalize_chat
+from memreader.steps.registry import STEPS
 from memreader.steps.report import WindowReport
+from memreader.steps.runtime import ReaderRuntime
+from memreader.steps.state import ReadState, WindowedScene
 from memreader.windowing.grouping import GroupingConfig, group_windows
 from memreader.windowing.parsers import part_notes, scene_units
 from memreader.windowing.provenance import chunk_positions, heading_indexes, scene_digest

@@ -43,11 +43,12 @@ from memreader.extraction import short_error
 from memreader.extraction.language import Language
 from memreader.extraction.reconcile import MAX_SHOWN, Neighbour, ReconcileDecision, reconcile_plan
 from memreader.items import MemoryType, Reconciliation, TextualMemoryItem
-from memreader.pipeline.chain import PerWindowStep, WindowWork, arun_chain, count_pass, run_chain
-from memreader.pipeline.runtime import ReaderRuntime, SharedKey
-from memreader.pipeline.state import ReadState
-from memreader.pipeline.step import STEPS, Step
+from memreader.pipeline import Step
+from memreader.steps.chain import PerWindowStep, WindowWork, arun_chain, count_pass, run_chain
+from memreader.steps.registry import STEPS
 from memreader.steps.report import WindowReport
+from memreader.steps.runtime import ReaderRuntime, SharedKey
+from memreader.steps.state import ReadState
 
 if TYPE_CHECKING:
     from memreader.stores import MemoryStore

@@ -20,13 +20,14 @@ import logging
 from memreader.errors import InputError
 from memreader.extraction import WindowInput
 from memreader.items import SourceMessage, TextualMemoryItem
-from memreader.pipeline.runtime import ReaderRuntime
-from memreader.pipeline.state import FineWindow, ReadState
-from memreader.pipeline.step import STEPS, Step
+from memreader.pipeline import Step
 from memreader.scenes.scene import ROLES
 from memreader.scenes.text_checks import check_nested_text, check_text, printable
 from memreader.steps.categorize import category_menu
+from memreader.steps.registry import STEPS
 from memreader.steps.report import WindowReport
+from memreader.steps.runtime import ReaderRuntime
+from memreader.steps.state import FineWindow, ReadState
 from memreader.windowing.parsers import line_prefix
 from memreader.windowing.windows import Unit, Windower
 

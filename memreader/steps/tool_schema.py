@@ -17,12 +17,13 @@ from typing import Any
 from memreader.extraction import short_error
 from memreader.extraction.importance import heuristic_importance
 from memreader.items import MemoryType, SourceMessage, TextualMemoryItem
-from memreader.pipeline.chain import count_pass
-from memreader.pipeline.runtime import ReaderRuntime
-from memreader.pipeline.state import ReadState
-from memreader.pipeline.step import STEPS, Step
+from memreader.pipeline import Step
 from memreader.scenes.clipping import render_json
+from memreader.steps.chain import count_pass
 from memreader.steps.items import make_item
+from memreader.steps.registry import STEPS
+from memreader.steps.runtime import ReaderRuntime
+from memreader.steps.state import ReadState
 from memreader.windowing.parsers import PartRef
 
 __all__ = ["ToolSchemas"]

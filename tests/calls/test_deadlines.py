@@ -20,10 +20,10 @@ from memreader import (
     SimpleStructMemReaderConfig,
 )
 from memreader.calls.deadlines import in_thread
-from memreader.pipeline import FunctionStep, ReadState
-from memreader.pipeline.chain import PerWindowStep, WindowWork, arun_chain, run_chain
-from memreader.pipeline.state import FineWindow
+from memreader.pipeline import FunctionStep
+from memreader.steps.chain import PerWindowStep, WindowWork, arun_chain, run_chain
 from memreader.steps.report import WindowReport
+from memreader.steps.state import FineWindow, ReadState
 from memreader.stores import open_store
 from memreader.testing import HashEmbedder
 

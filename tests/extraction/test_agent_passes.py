@@ -16,8 +16,10 @@ from memreader.config import FineConfig, without_pass
 from memreader.extraction.passes import PASSES, FinePass, register_pass
 from memreader.extraction.skills import owner_folder
 from memreader.items import MemoryType, TextualMemoryItem
-from memreader.pipeline import ReaderRuntime, ReadState, Step
-from memreader.pipeline.step import STEPS
+from memreader.pipeline import Step
+from memreader.steps.registry import STEPS
+from memreader.steps.runtime import ReaderRuntime
+from memreader.steps.state import ReadState
 from tests.common import HASH_EMBEDDER, INFO
 from tests.llm_server import LLMTestServer, RecordedRequest, Reply, llm_server, openai_completion
 

@@ -29,17 +29,12 @@ from memreader import (
 from memreader.categories.config import CategoriesConfig
 from memreader.config import StepSpec
 from memreader.embedders.adapter import with_defaults
-from memreader.pipeline import (
-    FunctionStep,
-    Pipeline,
-    ReaderRuntime,
-    ReadState,
-    SharedKey,
-    build_step,
-    step,
-)
+from memreader.pipeline import FunctionStep, Pipeline, step
 from memreader.steps.filters import MinLength
 from memreader.steps.pii import Redact, redact_text
+from memreader.steps.runtime import ReaderRuntime, SharedKey
+from memreader.steps.spec import build_step
+from memreader.steps.state import ReadState
 from memreader.testing import HashEmbedder
 from tests.common import HASH_EMBEDDER, INFO
 from tests.llm_server import LLMTestServer, RecordedRequest, Reply, llm_server, openai_completion

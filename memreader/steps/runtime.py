@@ -1,5 +1,6 @@
-"""What a reader's steps share: its config, the windower, the embedder, the LLM router and the
-hooks. Costly parts (the embedding model, LLM clients) are built on first use, once.
+"""What a reader's built-in steps share: its config, the windower, the embedder, the LLM router
+and the hooks (the engine carries it as any :class:`~memreader.pipeline.protocols.StepRuntime`).
+Costly parts (the embedding model, LLM clients) are built on first use, once.
 
 A step reads the settings it needs through :meth:`ReaderRuntime.settings`, which narrows the
 reader's config to the small settings class the step declares (a reader's config class inherits

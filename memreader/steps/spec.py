@@ -3,7 +3,8 @@
 A step reference is a registered step name (``redact``, ``min_length``, any built-in, or one a
 plugin installed through the ``memreader.plugins`` entry points registers) or, only with
 ``allow_imports: true``, a ``module:attr`` path to a :class:`~memreader.pipeline.Step` subclass,
-a step, or a step factory registered in ``STEPS``; ``config`` holds its keyword arguments::
+a step, or a step factory registered in :data:`~memreader.steps.registry.STEPS`; ``config``
+holds its keyword arguments::
 
     pipeline:
       insert_after:
@@ -26,8 +27,8 @@ from typing import Any
 
 from memreader.config import PipelineSpec, StepSpec
 from memreader.errors import ConfigError, PipelineError
-from memreader.pipeline.pipeline import Pipeline
-from memreader.pipeline.step import STEPS, Step
+from memreader.pipeline import Pipeline, Step
+from memreader.steps.registry import STEPS
 
 __all__ = ["apply_spec", "build_step"]
 

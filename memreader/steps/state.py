@@ -1,4 +1,5 @@
-"""The typed state a pipeline's steps read and write, one per call.
+"""The typed state the built-in steps read and write, one per call (the engine carries it as
+any :class:`~memreader.pipeline.protocols.StepState`).
 
 Each built-in field has a name that steps declare in ``requires`` and ``produces``; the pipeline
 checks, when it is built or changed, that every field a step requires is produced by an earlier
@@ -206,6 +207,11 @@ class ReadState:
         else:
             self.values[name] = value
 
+    def record_step(self, name: str, seconds: float) -> None:
+        """Add ``seconds`` to step ``name``'s entry in ``report.steps``."""
+        steps = self.report.steps
+        steps[name] = steps.get(name, 0.0) + seconds
+
     def counts(self) -> Mapping[str, int]:
         """Sizes of what has been made (for interceptors and logs)."""
         return {
@@ -217,7 +223,7 @@ class ReadState:
 
 #: The built-in fields steps may name (``values`` holds the others).
 STATE_FIELDS = frozenset(f.name for f in fields(ReadState)) - {"values"}
-#: The fields every call starts with.
+#: The fields every call starts with (the readers build their pipelines with them).
 INPUTS = frozenset(
     {"mode", "type", "info", "custom_tags", "report", "scene_data", "stored_items", "deadline"}
 )

@@ -25,18 +25,19 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
 from memreader.errors import DeadlineExceeded, LLMRequiredError
 from memreader.extraction import LLMRequest
 from memreader.extraction.driver import arun_plans, run_plans
 from memreader.llms import LLMError, LLMResponse, LLMRouter, Usage, UsageMeter
-from memreader.pipeline.runtime import ReaderRuntime
-from memreader.pipeline.state import ReadState
 from memreader.pipeline.step import Step
+from memreader.steps.runtime import ReaderRuntime
+from memreader.steps.state import ReadState
 
 __all__ = [
+    "PER_WINDOW",
     "PerWindowStep",
     "WindowWork",
     "arun_chain",
@@ -51,7 +52,32 @@ logger = logging.getLogger(__name__)
 WindowWork = Generator[LLMRequest, LLMResponse, None]
 
 
-class PerWindowStep(Step):
+class _PerWindowChains:
+    """The pipeline's group of consecutive per-window steps: one chain per window (the
+    :class:`~memreader.pipeline.step.StepGroup` that :class:`PerWindowStep` runs with)."""
+
+    def run(
+        self, steps: Sequence[Step], state: ReadState, runtime: ReaderRuntime
+    ) -> Mapping[str, float]:
+        """Run ``steps`` chained per window (:func:`run_chain`)."""
+        return run_chain(_per_window(steps), state, runtime)
+
+    async def arun(
+        self, steps: Sequence[Step], state: ReadState, runtime: ReaderRuntime
+    ) -> Mapping[str, float]:
+        """The async twin of :meth:`run` (:func:`arun_chain`)."""
+        return await arun_chain(_per_window(steps), state, runtime)
+
+
+#: How consecutive per-window steps run in a pipeline: chained per window.
+PER_WINDOW = _PerWindowChains()
+
+
+def _per_window(steps: Sequence[Step]) -> list[PerWindowStep]:
+    return [s for s in steps if isinstance(s, PerWindowStep)]
+
+
+class PerWindowStep(Step[ReadState, ReaderRuntime]):
     """A step whose work is independent per window (see the module docstring).
 
     Subclasses implement :meth:`window` (the work on one window, a generator that may yield
@@ -60,6 +86,8 @@ class PerWindowStep(Step):
     The windows are the call's ``fine_windows``; one whose report says ``status="error"`` (not
     even its raw text can be made into an item) leaves the chain.
     """
+
+    runs_with = PER_WINDOW
 
     def begin(self, state: ReadState, runtime: ReaderRuntime) -> None:
         """Once per call, before any window."""
