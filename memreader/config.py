@@ -31,11 +31,11 @@ from pydantic_core import PydanticCustomError
 
 from memreader.categories.config import CategoriesConfig
 from memreader.config_model import ConfigModel
-from memreader.documents.limits import DocumentAccess
 from memreader.embedders.config import EmbedderConfig
 from memreader.errors import ConfigError
 from memreader.extraction.passes import PASSES, passes_in_order
 from memreader.extraction.skills import SkillsConfig
+from memreader.fetch.local_files import DocumentAccess
 from memreader.files import FileRefused, read_regular_file
 from memreader.llms.config import LLMSlots
 
@@ -232,7 +232,7 @@ class BaseReaderConfig(DocumentAccess, LLMSlots):
     The LLM slots and ``llm_max_concurrency`` are those of
     :class:`~memreader.llms.config.LLMSlots`; the document settings (``allow_local_paths``,
     ``allowed_roots``, ``allow_hidden_files`` and the ``max_*`` limits) those of
-    :class:`~memreader.documents.limits.DocumentAccess`. Both are inherited, so the YAML keys
+    :class:`~memreader.fetch.local_files.DocumentAccess`. Both are inherited, so the YAML keys
     are flat, and the config itself is what the LLM router and document reading take.
 
     ``embed_prefixes`` (default ``False``): whether fast mode's embedding input keeps each line's

@@ -10,7 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from memreader.fetch.settings import FetchConfig, TranscriptionConfig
+from memreader.fetch.settings import FetchConfig
+from memreader.parts.settings import TranscriptionConfig
 from memreader.readers import MultiModalStructMemReaderConfig
 from memreader.transport.log_scrub import install_log_redaction, scrub_log_text
 from tests.fetch.test_fetch import PDF, make, s3_endpoint, s3_fetcher

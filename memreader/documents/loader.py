@@ -5,13 +5,19 @@ the file itself; other formats (pdf, docx, pptx, xlsx, html, csv, epub) are conv
 Markdown, and spans index that Markdown. Audio is refused: markitdown would send it to a web
 service. File names from the input are used only to pick a converter, never as paths.
 
-Local files are read under a :class:`~memreader.documents.limits.DocumentAccess` (a reader's
-config is one): only when it allows them (``allow_local_paths``) and, when ``allowed_roots`` is
-given, only under those roots after resolving symlinks; hidden files and folders (a name
-starting with ``.``: ``.env``, ``.aws``, ``.ssh``) only with ``allow_hidden_files``. Only regular
-files are read, never more than ``max_file_bytes + 1`` bytes whatever size the file reports, and
-archives, pdf streams and the converted text are held to the limits of
-:class:`~memreader.documents.limits.DocumentLimits`.
+Local files are read under a :class:`~memreader.fetch.local_files.DocumentAccess` (a reader's
+config is one), through :mod:`memreader.fetch.local_files`: only when it allows them
+(``allow_local_paths``) and, when ``allowed_roots`` is given, only under those roots after
+resolving symlinks; hidden files and folders (a name starting with ``.``: ``.env``, ``.aws``,
+``.ssh``) only with ``allow_hidden_files``. Only regular files are read, never more than
+``max_file_bytes + 1`` bytes whatever size the file reports, and archives, pdf streams and the
+converted text are held to the limits of
+:class:`~memreader.fetch.local_files.DocumentLimits` (checked by
+:mod:`memreader.documents.limits`).
+
+This module holds :func:`convert_bytes` (bytes to text), :func:`load_path` and
+:func:`load_file_part` (a document's local file or inline ``file_data`` to a
+:class:`~memreader.scenes.api_parts.Part`) and :func:`decode_file_data`.
 """
 
 from __future__ import annotations
@@ -24,18 +30,17 @@ import zipfile
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from memreader.documents.limits import (
-    DEFAULT_LIMITS,
-    ZIP_DOCUMENT_EXTENSIONS,
-    DocumentAccess,
-    DocumentLimits,
-    check_archive,
-    check_pdf,
-    check_text_length,
-)
+from memreader.documents.limits import check_archive, check_pdf, check_text_length
 from memreader.errors import DocumentError
 from memreader.fetch.data_urls import decode_inline
-from memreader.files import FileRefused, read_regular_file
+from memreader.fetch.local_files import (
+    DEFAULT_LIMITS,
+    DocumentAccess,
+    DocumentLimits,
+    check_local_path,
+    read_local_file,
+)
+from memreader.fetch.media_types import TEXT_EXTENSIONS, ZIP_DOCUMENT_EXTENSIONS
 
 if TYPE_CHECKING:
     from markitdown import MarkItDown
@@ -44,26 +49,16 @@ if TYPE_CHECKING:
 
 __all__ = [
     "REFUSED_EXTENSIONS",
-    "TEXT_EXTENSIONS",
-    "check_local_path",
     "convert_bytes",
     "decode_file_data",
     "load_file_part",
     "load_path",
-    "read_local_file",
 ]
 
 logger = logging.getLogger(__name__)
 
-TEXT_EXTENSIONS = frozenset(
-    {".txt", ".md", ".markdown", ".rst", ".json", ".jsonl", ".log", ".yaml", ".yml"}
-)
+#: Audio: markitdown would send it to a web service to transcribe.
 REFUSED_EXTENSIONS = frozenset({".mp3", ".wav", ".m4a", ".flac", ".ogg", ".aac", ".mp4"})
-
-# Pseudo-file systems: their "regular" files report size 0 and hold process secrets
-# (/proc/self/environ) or never end. No document lives there, whatever the roots allow.
-_VIRTUAL_ROOTS = ("/proc", "/sys", "/dev")
-
 
 _converter: MarkItDown | None = None
 _converter_lock = threading.Lock()
@@ -161,77 +156,6 @@ def convert_bytes(
     return check_text_length(result.text_content, label, limits, where)
 
 
-def check_local_path(
-    path: str,
-    access: DocumentAccess,
-    *,
-    scene_index: int | None = None,
-    message_index: int | None = None,
-) -> str:
-    """The fully resolved path of ``path`` if it may be read, else a :class:`DocumentError`.
-
-    With ``access.allowed_roots``, the resolved path (symlinks followed) must equal a resolved
-    root or lie under one (``~`` in a root is expanded; relative roots are relative to the
-    working directory). Unless ``access.allow_hidden_files``, a file whose resolved path has a
-    hidden component (a name starting with ``.``) below its root is refused: ``.env``,
-    ``.aws/credentials``, ``.ssh/id_rsa``, ``.git/config`` hold secrets, not documents (a root
-    itself may be hidden: whoever named it chose it; without roots every component counts).
-    Files under /proc, /sys and /dev are always refused. Messages name the file as the caller
-    gave it (its base name), never where a symlink leads.
-    """
-    where = {"scene_index": scene_index, "message_index": message_index}
-    name = os.path.basename(path) or path
-    try:
-        resolved = os.path.realpath(path)
-    except (OSError, ValueError) as exc:
-        raise DocumentError(f"cannot resolve file {name!r}: {exc}", **where) from exc
-    roots = [os.path.realpath(os.path.expanduser(root)) for root in access.allowed_roots]
-    containing = [root for root in roots if _is_within(resolved, root)]
-    if roots and not containing:
-        raise DocumentError(f"file {name!r} is outside the allowed roots", **where)
-    if any(_is_within(resolved, virtual) for virtual in _VIRTUAL_ROOTS):
-        raise DocumentError(f"file {name!r} is a system file, not a document", **where)
-    if not access.allow_hidden_files and all(
-        _hidden_below(resolved, root) for root in containing or [os.sep]
-    ):
-        raise DocumentError(
-            f"file {name!r} is hidden (a file or folder name on its path starts with '.'); "
-            "hidden files are read only with allow_hidden_files: true",
-            **where,
-        )
-    return resolved
-
-
-def _is_within(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
-
-
-def _hidden_below(path: str, root: str) -> bool:
-    """Whether ``path`` (under ``root``, both resolved) has a component starting with ``.``
-    below ``root``."""
-    below = os.path.relpath(path, root) if path != root else ""
-    return any(part.startswith(".") and part not in (".", "") for part in below.split(os.sep))
-
-
-def read_local_file(resolved: str, name: str, max_bytes: int, where: dict[str, Any]) -> bytes:
-    """At most ``max_bytes`` of a regular file; anything else, or more, is a DocumentError.
-
-    ``resolved`` comes from :func:`check_local_path`; ``name`` is how messages name the file;
-    ``where`` holds the error location (``scene_index``, ``message_index``, ``part_index``).
-    ``OSError`` (missing, unreadable) is left to the caller, who knows how to word it.
-    """
-    try:
-        # The path is already resolved: a symlink in its last component now means a swap.
-        return read_regular_file(resolved, max_bytes, nofollow=True)
-    except FileRefused as exc:
-        if not exc.too_large:
-            raise DocumentError(f"file {name!r} is not a regular file", **where) from None
-        size = f"{exc.size} bytes, " if exc.size is not None else ""
-        raise DocumentError(
-            f"file {name!r} is {size}over the max_file_bytes limit ({max_bytes})", **where
-        ) from None
-
-
 def load_path(
     path: str,
     *,
@@ -243,8 +167,8 @@ def load_path(
 
     Raises:
         DocumentError: local paths are not allowed, or the file is outside ``allowed_roots``,
-            hidden (see :func:`check_local_path`), not a regular file, unreadable, over a
-            limit, or cannot be converted.
+            hidden (see :func:`~memreader.fetch.local_files.check_local_path`), not a regular
+            file, unreadable, over a limit, or cannot be converted.
     """
     from memreader.scenes.api_parts import Part
 

@@ -3,7 +3,7 @@
 A document is plain text, an explicit part (``{"type": "text"}`` / ``{"type": "file"}``), a list
 of such parts, or a string naming a local file (only where the config allows local paths, and
 then only under ``allowed_roots``). Files are read and converted here, within the limits of
-:mod:`memreader.documents.limits`.
+:class:`~memreader.fetch.local_files.DocumentLimits` (checked by :mod:`memreader.documents.limits`).
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from memreader.documents.limits import DocumentAccess
 from memreader.documents.loader import load_file_part, load_path
 from memreader.errors import DocumentError, InvalidSceneError
+from memreader.fetch.local_files import DocumentAccess
 from memreader.scenes.api_parts import Part
 from memreader.scenes.scene import Message, Scene
 

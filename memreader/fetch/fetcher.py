@@ -25,9 +25,10 @@ once, for every kind of part:
   ``s3.allow_buckets`` are read, anything else is a
   :class:`~memreader.errors.BlockedBucketError` before any request.
 * ``data:`` URLs go through the one inline decoder (:mod:`memreader.fetch.data_urls`),
-  local paths through :mod:`memreader.documents.loader`'s bounded regular-file reader. Local
-  paths are read only with ``allow_local_paths``, under ``allowed_roots``, and never through
-  a hidden file or folder below the root unless ``allow_hidden_files``.
+  local paths through the path checks and bounded regular-file reader of
+  :mod:`memreader.fetch.local_files`. Local paths are read only with ``allow_local_paths``,
+  under ``allowed_roots``, and never through a hidden file or folder below the root unless
+  ``allow_hidden_files``.
 
 Remote downloads share one budget of ``max_concurrency`` slots per :class:`Fetcher`; messages,
 logs and :attr:`Fetched.source` name a source by its safe label (:func:`safe_label`), never by
@@ -39,9 +40,9 @@ This module keeps the Fetcher itself: dispatch, the concurrency budget, the coun
 and inline sources, and the :class:`Fetched` it returns. The rules on names and types
 (:func:`check_content_type`, :func:`media_type_of`, :func:`extension_for`, :func:`safe_label`,
 :func:`is_remote`) are in :mod:`memreader.fetch.media_types`, the http reading in
-:mod:`memreader.fetch.http` and the S3 reading in
-:mod:`memreader.fetch.s3`; they are re-exported or used from here, and none of them
-imports this module.
+:mod:`memreader.fetch.http`, the S3 reading in :mod:`memreader.fetch.s3` and the local-file
+checks in :mod:`memreader.fetch.local_files`; they are re-exported or used from here, and none
+of them imports this module.
 """
 
 from __future__ import annotations
@@ -56,11 +57,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from memreader.documents.limits import NO_LOCAL_ACCESS, DocumentAccess
-from memreader.documents.loader import check_local_path, read_local_file
 from memreader.errors import BlockedAddressError, DocumentError, FetchError
 from memreader.fetch.data_urls import decode_inline, is_data_url
 from memreader.fetch.http import HTTPReader
+from memreader.fetch.local_files import (
+    NO_LOCAL_ACCESS,
+    DocumentAccess,
+    check_local_path,
+    read_local_file,
+)
 from memreader.fetch.media_types import (
     FetchKind,
     check_content_type,
@@ -121,7 +126,7 @@ class Fetcher:
     Args:
         config: how downloads are made.
         access: which local paths may be read (``allow_local_paths``, ``allowed_roots``,
-            ``allow_hidden_files``: see :func:`~memreader.documents.loader.check_local_path`)
+            ``allow_hidden_files``: see :func:`~memreader.fetch.local_files.check_local_path`)
             and the most bytes of one fetch (``max_file_bytes``); a reader passes its config.
             Default: no local paths, the default limits.
         max_bytes: the most bytes of one fetch instead of ``access.max_file_bytes`` (a call's

@@ -11,6 +11,9 @@ one set of rules:
   format detection needs, from Python's own mimetypes table (not the machine's);
 * :func:`safe_label` names a source in messages and logs without its credentials or query,
   and :func:`is_remote` says which references go over the network.
+
+It also holds the extension sets both fetching and the document loader go by
+(``TEXT_EXTENSIONS``, ``ZIP_DOCUMENT_EXTENSIONS``): the loader imports them from here.
 """
 
 from __future__ import annotations
@@ -23,12 +26,12 @@ from email.message import Message
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from memreader.documents.limits import ZIP_DOCUMENT_EXTENSIONS
-from memreader.documents.loader import TEXT_EXTENSIONS
 from memreader.errors import FetchError
 from memreader.fetch.settings import FetchConfig
 
 __all__ = [
+    "TEXT_EXTENSIONS",
+    "ZIP_DOCUMENT_EXTENSIONS",
     "FetchKind",
     "check_content_type",
     "disposition_name",
@@ -41,6 +44,15 @@ __all__ = [
 FetchKind = Literal["document", "image", "audio"]
 
 _REMOTE_PREFIXES = ("http://", "https://", "s3://")
+
+#: Plain-text files: kept verbatim (decoded as UTF-8) by the document loader, and accepted as
+#: documents here when a download's type says nothing.
+TEXT_EXTENSIONS = frozenset(
+    {".txt", ".md", ".markdown", ".rst", ".json", ".jsonl", ".log", ".yaml", ".yml"}
+)
+#: Zip-based formats that are converted; any other zip is refused by the document loader,
+#: because markitdown would unpack it recursively, nested archives included, without its checks.
+ZIP_DOCUMENT_EXTENSIONS = frozenset({".docx", ".pptx", ".xlsx", ".epub"})
 
 #: Document types accepted by default (with every ``text/*``).
 _DOCUMENT_TYPES = frozenset(

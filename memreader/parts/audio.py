@@ -30,8 +30,8 @@ from dataclasses import replace
 from typing import Any
 
 from memreader.errors import TranscriptionError
-from memreader.fetch.settings import TranscriptionConfig
 from memreader.parts.images import location_kwargs
+from memreader.parts.settings import TranscriptionConfig
 from memreader.secret_masking import mask_url
 from memreader.transport import (
     Failure,

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from memreader.errors import ImageError
-from memreader.fetch.settings import ImageConfig
+from memreader.parts.settings import ImageConfig
 
 if TYPE_CHECKING:
     from PIL.Image import Image as PILImage

@@ -22,9 +22,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from memreader.documents.limits import DEFAULT_LIMITS, DocumentLimits
 from memreader.errors import DocumentError, MemReaderError
 from memreader.fetch.data_urls import decode_inline
+from memreader.fetch.local_files import DEFAULT_LIMITS, DocumentLimits
 from memreader.parts.resolved import (
     AudioMade,
     DocumentMade,
@@ -39,8 +39,8 @@ from memreader.parts.tasks import PartTask
 
 if TYPE_CHECKING:
     from memreader.fetch.fetcher import Fetched, Fetcher
-    from memreader.fetch.settings import ImageConfig
     from memreader.parts.audio import Transcriber
+    from memreader.parts.settings import ImageConfig
 
 __all__ = ["ResourceCache", "ResourceReader", "ResourceStats"]
 

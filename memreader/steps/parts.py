@@ -31,10 +31,11 @@ from memreader.config_model import ConfigModel
 from memreader.documents.normalize import normalize_doc_refs
 from memreader.errors import InputError
 from memreader.extraction import short_error
-from memreader.fetch.settings import FetchConfig, ImageConfig, TranscriptionConfig
+from memreader.fetch.settings import FetchConfig
 from memreader.modes import SCENE_MODES
 from memreader.parts.resolved import Resolved
 from memreader.parts.resources import ResourceCache, ResourceReader, ResourceStats
+from memreader.parts.settings import ImageConfig, TranscriptionConfig
 from memreader.parts.tasks import PartTask, task_for_part
 from memreader.pipeline import Step
 from memreader.scenes.api_parts import UNSUPPORTED_PART, Part
@@ -71,7 +72,7 @@ class PartsSettings(ConfigModel):
       :class:`~memreader.fetch.settings.FetchConfig`.
     - ``images``: formats, byte and pixel limits, the longest side sent to a vision model, and
       whether fine mode describes images; see
-      :class:`~memreader.fetch.settings.ImageConfig`.
+      :class:`~memreader.parts.settings.ImageConfig`.
     - ``transcription``: an OpenAI-compatible ``/audio/transcriptions`` endpoint; without one,
       audio is kept as a placeholder and reported as unsupported.
     - ``strict_parts`` (``False``): raise the typed error of the first part that cannot be read

@@ -15,8 +15,8 @@ import pytest
 
 from memreader import DocumentError, SimpleStructMemReader, SimpleStructMemReaderConfig
 from memreader.documents import normalize_doc
-from memreader.documents.limits import DocumentAccess, DocumentLimits
 from memreader.documents.loader import convert_bytes
+from memreader.fetch.local_files import DocumentAccess, DocumentLimits
 from tests.common import HASH_EMBEDDER
 from tests.docgen import zip_bytes
 from tests.llm_server import finishes_within

@@ -14,8 +14,8 @@ import httpx
 import pytest
 
 from memreader.errors import DocumentError, TranscriptionError
-from memreader.fetch.settings import TranscriptionConfig
 from memreader.parts.audio import Transcriber, audio_format
+from memreader.parts.settings import TranscriptionConfig
 from memreader.transport import RetryPolicy
 from tests.llm_server import LLMTestServer, Reply, fault, finishes_within, llm_server, openai_error
 

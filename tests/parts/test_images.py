@@ -20,8 +20,8 @@ import pytest
 from PIL import Image, ImageFile
 
 from memreader.errors import DocumentError, ImageError
-from memreader.fetch.settings import ImageConfig
 from memreader.parts.images import PreparedImage, image_info, prepare_image
+from memreader.parts.settings import ImageConfig
 
 CONFIG = ImageConfig()
 
