@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from memreader.batch.job import JobConfig  # noqa: E402
-from memreader.batch.run import run_job  # noqa: E402
+from memreader.batch.job_run import run_job  # noqa: E402
 
 WORDS = [
     "tea",
@@ -133,7 +133,7 @@ _MEMORY_PROBE = """
 import json, resource, sys, time
 sys.path.insert(0, {root!r})
 from memreader.batch.job import JobConfig
-from memreader.batch.run import run_job
+from memreader.batch.job_run import run_job
 spec = JobConfig.model_validate({{
     "reader": {{"backend": "simple_struct", "config": {{"embedder": None}}}},
     "inputs": [{{"path": {path!r}, "format": "jsonl"}}],

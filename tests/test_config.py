@@ -184,7 +184,7 @@ def test_example_job_files_load(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_the_memorybank_job_finds_the_shipped_data(monkeypatch: pytest.MonkeyPatch) -> None:
     from memreader.batch.job import load_job
-    from memreader.batch.run import dry_run
+    from memreader.batch.job_run import dry_run
     from memreader.scenes.memorybank import load_memorybank
 
     monkeypatch.delenv("MEMREADER_OUT", raising=False)

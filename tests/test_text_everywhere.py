@@ -17,7 +17,7 @@ import pytest
 
 from memreader import SimpleStructMemReader, SimpleStructMemReaderConfig
 from memreader.batch.job import load_job
-from memreader.batch.run import run_job
+from memreader.batch.job_run import run_job
 from memreader.errors import DocumentError, InputError, InvalidMessageError, MemReaderError
 from memreader.items import TextualMemoryItem
 from memreader.scenes.api_parts import Part

@@ -5,9 +5,9 @@ whether anything failed, as every memreader command's does: 0 nothing, 1 an inpu
 window or part failed or a window fell back to raw items (see the errors file and the summary),
 2 the job file or an input could not be used at all, 130 the job was stopped by Ctrl-C.
 Warnings that the windows' reports carry (their notes) are said once per input (see
-:mod:`memreader.batch.notes`); ``--quiet`` says errors only (no bar, summary or warnings).
+:mod:`memreader.batch.window_notes`); ``--quiet`` says errors only (no bar, summary or warnings).
 
-The first Ctrl-C cancels the job the way :func:`~memreader.batch.run.run_job`'s ``cancel`` does
+The first Ctrl-C cancels the job the way :func:`~memreader.batch.job_run.run_job`'s ``cancel`` does
 (the input being read stops before its next batch, unpublished; the errors file, manifest and
 summary are written; a rerun reads the rest); a second one interrupts at once."""
 
@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from memreader.batch.job import JobConfig, load_job
-from memreader.batch.runner import InputResult
+from memreader.batch.results import InputResult
 
 __all__ = ["run_job_command"]
 
@@ -31,7 +31,7 @@ __all__ = ["run_job_command"]
 def run_job_command(args: argparse.Namespace) -> int:
     """Run the ``ingest`` or ``refine`` command of ``args``; the exit status. ``--quiet``: only
     errors are said (no progress bar, no summary, no warnings), and the exit status."""
-    from memreader.batch.run import dry_run
+    from memreader.batch.job_run import dry_run
 
     with _errors_only(args.quiet):
         job = load_job(args.job)
@@ -50,7 +50,7 @@ def _run(job: JobConfig, args: argparse.Namespace) -> int:
     """Run ``job`` with a progress bar (unless quiet); the exit status."""
     from tqdm import tqdm
 
-    from memreader.batch.run import run_job
+    from memreader.batch.job_run import run_job
 
     show = not args.quiet and sys.stderr.isatty()
     bar = tqdm(total=0, unit="input", disable=not show, file=sys.stderr)

@@ -13,8 +13,10 @@ timeouts, retries), wherever they are in it.
 
 >>> from memreader.batch.job import JobConfig
 >>> job = JobConfig.model_validate({"inputs": [{"path": "a"}], "output": {"path": "out"}})
->>> fast = input_fingerprints(job)
->>> fine = input_fingerprints(job.model_copy(update={"mode": "fine"}))
+>>> from memreader.factory import MemReaderConfigFactory
+>>> reader = MemReaderConfigFactory()
+>>> fast = input_fingerprints(job, reader)
+>>> fine = input_fingerprints(job.model_copy(update={"mode": "fine"}), reader)
 >>> len(fast[0]), fast == fine
 (64, False)
 """
@@ -23,11 +25,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memreader._version import __version__
 from memreader.batch.job import JobConfig
 from memreader.stores.urls import public_url
+
+if TYPE_CHECKING:
+    from memreader.factory import MemReaderConfigFactory
 
 __all__ = ["OPERATIONAL", "input_fingerprints"]
 
@@ -46,15 +51,12 @@ OPERATIONAL = frozenset(
 )
 
 
-def input_fingerprints(job: JobConfig, *, refine: bool = False) -> list[str]:
-    """One fingerprint (sha256, hex) per entry of ``job.inputs``, in order.
-
-    Raises:
-        ConfigError: the reader config is not valid (or its file cannot be read).
-    """
-    from memreader.factory import MemReaderConfigFactory
-
-    reader = MemReaderConfigFactory.from_dict(job.reader_config())
+def input_fingerprints(
+    job: JobConfig, reader: MemReaderConfigFactory, *, refine: bool = False
+) -> list[str]:
+    """One fingerprint (sha256, hex) per entry of ``job.inputs``, in order; ``reader``: the
+    job's reader config as validated (once for the run, by :func:`~memreader.batch.plan.plan_job`;
+    without the output store the workers' copy is given)."""
     common: dict[str, Any] = {
         "memreader": __version__,
         "command": "refine" if refine else "ingest",

@@ -17,14 +17,15 @@ from typing import Any, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 
-from memreader.batch.components import check_format_name, check_sink_name
+from memreader.batch.places import output_location
+from memreader.batch.places.local import resolve_path
+from memreader.batch.registries import check_format_name, check_sink_name
 from memreader.config import interpolate_env, read_yaml_config
 from memreader.config_model import ConfigModel
 from memreader.errors import ConfigError
 from memreader.fetch.settings import S3Config
 from memreader.modes import ReadMode
 from memreader.scenes.scene import ROLES
-from memreader.transport.s3 import is_s3_url, parse_s3_url
 
 __all__ = [
     "ERRORS_FILE",
@@ -283,9 +284,7 @@ class JobConfig(ConfigModel):
 
     def resolve(self, path: str) -> str:
         """``path`` relative to the job file's folder (URLs and absolute paths as they are)."""
-        if "://" in path or os.path.isabs(path) or not self.base_dir:
-            return path
-        return os.path.join(self.base_dir, path)
+        return resolve_path(path, self.base_dir)
 
     def store_url(self) -> str | None:
         """The output store's URL (secret revealed; a relative SQLite file made relative to the
@@ -306,16 +305,7 @@ class JobConfig(ConfigModel):
         ...     {"inputs": [{"path": "x"}], "output": {"path": "s3://b/out/"}}).output_location()
         's3://b/out'
         """
-        path = self.output.path
-        if is_s3_url(path):
-            try:
-                return str(parse_s3_url(path, prefix=True))
-            except ConfigError as exc:
-                raise ConfigError(f"output.path: {exc}") from None
-        path = os.path.expanduser(path)
-        if not os.path.isabs(path) and self.base_dir:
-            path = os.path.join(self.base_dir, path)
-        return os.path.abspath(path)
+        return output_location(self.output.path, self.base_dir)
 
 
 def load_job(path: str | os.PathLike[str]) -> JobConfig:

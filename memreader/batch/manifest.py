@@ -16,8 +16,8 @@ import time
 from typing import Any, Literal
 
 from memreader.batch.job import MANIFEST_FILE
-from memreader.batch.runner import InputResult
-from memreader.batch.sinks import OutputFolder
+from memreader.batch.places.base import OutputFolder
+from memreader.batch.results import InputResult
 from memreader.errors import ConfigError
 
 __all__ = ["MANIFEST", "Manifest", "Why"]

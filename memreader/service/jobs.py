@@ -1,4 +1,4 @@
-"""Batch jobs over HTTP: each runs :func:`memreader.batch.run.run_job` in a thread, on the
+"""Batch jobs over HTTP: each runs :func:`memreader.batch.job_run.run_job` in a thread, on the
 service's reader and into the service's store, with progress to poll and a way to cancel.
 
 A job over HTTP is the request's words, not the operator's: its inputs are paths inside the
@@ -22,8 +22,8 @@ from typing import Any, Literal
 from pydantic import Field
 
 from memreader.batch.job import InputSpec, JobConfig
-from memreader.batch.run import JobSummary, run_job
-from memreader.batch.runner import InputResult
+from memreader.batch.job_run import JobSummary, run_job
+from memreader.batch.results import InputResult
 from memreader.errors import MemReaderError
 from memreader.modes import ReadMode
 from memreader.service.keys import Principal

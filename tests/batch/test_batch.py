@@ -19,7 +19,7 @@ import yaml
 
 from memreader import ConfigError
 from memreader.batch.job import load_job
-from memreader.batch.run import dry_run, run_job
+from memreader.batch.job_run import dry_run, run_job
 from memreader.pipeline import Step
 from tests.common import MEMORYBANK
 from tests.llm_server import LLMTestServer, RecordedRequest, Reply, llm_server, openai_completion

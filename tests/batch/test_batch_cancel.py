@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from memreader.batch.job import load_job
-from memreader.batch.run import EXIT_CANCELLED, JobSummary, run_job
-from memreader.batch.runner import InputResult
+from memreader.batch.job_run import EXIT_CANCELLED, JobSummary, run_job
+from memreader.batch.results import InputResult
 from memreader.pipeline import Step
 from tests.batch.test_batch import HASH_READER, chat_lines, output_items, write_job
 

@@ -17,8 +17,8 @@ import pytest
 import yaml
 
 from memreader.batch.job import load_job
-from memreader.batch.run import run_job
-from memreader.batch.runner import InputCancelled, InputResult
+from memreader.batch.job_run import run_job
+from memreader.batch.results import InputCancelled, InputResult
 from memreader.batch.sinks import store as store_sink
 from memreader.factory import MemReaderConfigFactory
 from memreader.pipeline import Step

@@ -20,7 +20,7 @@ import pytest
 
 from memreader import ConfigError, InputError, WindowConfig
 from memreader.batch.job import JobConfig, load_job
-from memreader.batch.run import run_job
+from memreader.batch.job_run import run_job
 from memreader.batch.sinks import jsonl as jsonl_sink
 from memreader.batch.sinks import output_stem
 from memreader.pipeline import Step
@@ -282,8 +282,9 @@ def test_a_changed_output_format_leaves_no_items_of_the_old_one(tmp_path: Path) 
 
 def input_fingerprints(job: JobConfig, *, refine: bool = False) -> list[str]:
     from memreader.batch.fingerprint import input_fingerprints
+    from memreader.batch.plan import plan_job
 
-    return input_fingerprints(job, refine=refine)
+    return input_fingerprints(job, plan_job(job).reader, refine=refine)
 
 
 def _with_llm(reader: dict[str, Any], **llm: Any) -> dict[str, Any]:

@@ -18,7 +18,8 @@ import pytest
 from memreader.batch.formats import FORMATS
 from memreader.batch.inputs import Inputs
 from memreader.batch.job import JobConfig, load_job
-from memreader.batch.run import run_job
+from memreader.batch.job_run import run_job
+from memreader.batch.plan import inputs_spec
 from memreader.batch.sinks import SINKS, output_stem
 from memreader.errors import ConfigError
 from memreader.registry import PLUGIN_GROUP, load_plugins
@@ -222,4 +223,4 @@ def test_a_chat_format_in_a_doc_job_is_refused(plugin_package: Path) -> None:
         }
     )
     with pytest.raises(ConfigError, match=r"inputs\.0\.format: a doc job reads every input"):
-        Inputs(job)
+        Inputs(inputs_spec(job))

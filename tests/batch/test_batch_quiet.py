@@ -12,7 +12,7 @@ import pytest
 
 from memreader import SimpleStructMemReader, SimpleStructMemReaderConfig
 from memreader.batch.job import load_job
-from memreader.batch.run import run_job
+from memreader.batch.job_run import run_job
 from memreader.scenes.memorybank import load_memorybank
 from memreader.steps.report import ReadReport
 from tests.batch.test_batch import cli, write_job

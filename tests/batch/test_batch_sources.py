@@ -17,6 +17,7 @@ import pytest
 
 from memreader.batch.inputs import BadRecord, Batch, InputRef, Inputs
 from memreader.batch.job import JobConfig
+from memreader.batch.plan import inputs_spec
 from memreader.errors import ConfigError, InputError
 from memreader.scenes.memorybank import load_memorybank
 from tests.common import MEMORYBANK
@@ -35,6 +36,11 @@ def _job(base: Path, *inputs: dict[str, Any], **changes: Any) -> JobConfig:
     return JobConfig.model_validate(data)
 
 
+def inputs_of(job: JobConfig, *, s3_client: Any = None) -> Inputs:
+    """The inputs of ``job``, given what they need of it (as a run hands it to them)."""
+    return Inputs(inputs_spec(job), s3_client=s3_client)
+
+
 def _read_all(inputs: Inputs, ref: InputRef) -> tuple[list[Batch], list[BadRecord]]:
     batches: list[Batch] = []
     bad: list[BadRecord] = []
@@ -44,7 +50,7 @@ def _read_all(inputs: Inputs, ref: InputRef) -> tuple[list[Batch], list[BadRecor
 
 
 def _only(base: Path, spec: dict[str, Any], **changes: Any) -> tuple[Inputs, InputRef]:
-    inputs = Inputs(_job(base, spec, **changes))
+    inputs = inputs_of(_job(base, spec, **changes))
     (ref,) = inputs.discover()
     return inputs, ref
 
@@ -76,7 +82,7 @@ def test_discover_files_folders_globs(tmp_path: Path) -> None:
             {"path": "chats/**/*.jsonl"},  # all already found: deduplicated
             {"path": str(outside)},
         )
-        refs = Inputs(job).discover()
+        refs = inputs_of(job).discover()
     finally:
         outside.unlink()
     assert [(r.key, r.spec_index) for r in refs] == [
@@ -89,7 +95,7 @@ def test_discover_files_folders_globs(tmp_path: Path) -> None:
     assert all(os.path.isabs(r.location) for r in refs)
     assert refs[0].size == (tmp_path / "chats" / "a.jsonl").stat().st_size
     # A glob alone: sorted, recursive, files only.
-    refs = Inputs(_job(tmp_path, {"path": "chats/**/*.jsonl"})).discover()
+    refs = inputs_of(_job(tmp_path, {"path": "chats/**/*.jsonl"})).discover()
     assert [r.key for r in refs] == ["chats/a.jsonl", "chats/b.jsonl", "chats/sub/c.jsonl"]
 
 
@@ -105,7 +111,7 @@ def test_discover_nothing_is_an_error(tmp_path: Path, path: str, message: str) -
     _write_jsonl(tmp_path / "a.jsonl", [_scene("x")])
     (tmp_path / "empty").mkdir()
     with pytest.raises(InputError) as info:
-        Inputs(_job(tmp_path, {"path": "a.jsonl"}, {"path": path})).discover()
+        inputs_of(_job(tmp_path, {"path": "a.jsonl"}, {"path": path})).discover()
     assert str(info.value) == message
 
 
@@ -119,23 +125,23 @@ def test_the_jobs_own_output_is_never_an_input(tmp_path: Path) -> None:
     # by the job, so it is read.
     expected = ["data/a.jsonl", "data/out/sub/k.jsonl"]
     for path in ("data", "data/**/*.jsonl", "data/**"):
-        refs = Inputs(_job(tmp_path, {"path": path}, **output)).discover()
+        refs = inputs_of(_job(tmp_path, {"path": path}, **output)).discover()
         assert [r.key for r in refs] == expected, path
     # The same folder reached through a link, or named absolutely.
     (tmp_path / "link").symlink_to(tmp_path / "data" / "out")
-    refs = Inputs(_job(tmp_path, {"path": "data"}, output={"path": "link"})).discover()
+    refs = inputs_of(_job(tmp_path, {"path": "data"}, output={"path": "link"})).discover()
     assert [r.key for r in refs] == expected
-    refs = Inputs(_job(tmp_path, {"path": "data"}, output={"path": str(tmp_path / "data/out")}))
+    refs = inputs_of(_job(tmp_path, {"path": "data"}, output={"path": str(tmp_path / "data/out")}))
     assert [r.key for r in refs.discover()] == expected
     with pytest.raises(InputError, match=r"^inputs\.0: 'data/out/\*\.jsonl' holds only the job's"):
-        Inputs(_job(tmp_path, {"path": "data/out/*.jsonl"}, **output)).discover()
+        inputs_of(_job(tmp_path, {"path": "data/out/*.jsonl"}, **output)).discover()
 
 
 def test_hidden_files_and_folders_are_counted(tmp_path: Path) -> None:
     for name in ("in/a.jsonl", "in/.b.jsonl", "in/sub/.DS_Store", "in/.git/x", "in/.git/y"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         _write_jsonl(tmp_path / name, [_scene("x")])
-    inputs = Inputs(_job(tmp_path, {"path": "in"}, {"path": "in/*"}))
+    inputs = inputs_of(_job(tmp_path, {"path": "in"}, {"path": "in/*"}))
     assert [r.key for r in inputs.discover()] == ["in/a.jsonl"]
     # .b.jsonl, .DS_Store and .git (once, not its files); the glob does not match hidden names
     # and walks in/sub again, whose .DS_Store is still one file passed over.
@@ -145,9 +151,9 @@ def test_hidden_files_and_folders_are_counted(tmp_path: Path) -> None:
 
 def test_format_must_fit_the_job_type(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"inputs\.0\.format"):
-        Inputs(_job(tmp_path, {"path": "a.pdf", "format": "document"}))
+        inputs_of(_job(tmp_path, {"path": "a.pdf", "format": "document"}))
     with pytest.raises(ConfigError, match=r"inputs\.0\.format"):
-        Inputs(_job(tmp_path, {"path": "a.json", "format": "json"}, type="doc"))
+        inputs_of(_job(tmp_path, {"path": "a.json", "format": "json"}, type="doc"))
     (tmp_path / "a.pdf").write_bytes(b"%PDF")
     inputs, ref = _only(tmp_path, {"path": "a.pdf"})
     with pytest.raises(InputError, match=r"a\.pdf: not a chat input"):
@@ -283,7 +289,7 @@ def test_an_unmapped_speaker_is_a_bad_record_never_the_user(tmp_path: Path) -> N
 
 def test_an_unmapped_speaker_is_the_jobs_error_record(tmp_path: Path) -> None:
     from memreader.batch.job import ERRORS_FILE, SUMMARY_FILE
-    from memreader.batch.run import run_job
+    from memreader.batch.job_run import run_job
 
     _write_jsonl(tmp_path / "m.jsonl", [_turns("agent", "Alice"), _turns("customer", "agent")])
     mapping = {
@@ -393,7 +399,7 @@ def test_jsonl_streams_in_bounded_memory(tmp_path: Path) -> None:
 def test_long_line_is_a_bad_record_not_held(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import memreader.batch.inputs.opened as opened_module
+    import memreader.batch.places.opened as opened_module
 
     monkeypatch.setattr(opened_module, "MAX_LINE_BYTES", 100)
     path = tmp_path / "c.jsonl"
@@ -607,7 +613,7 @@ def test_documents(tmp_path: Path) -> None:
     job = _job(
         tmp_path, {"path": "docs", "user_id": {"from": "constant", "value": "u"}}, type="doc"
     )
-    inputs = Inputs(job)
+    inputs = inputs_of(job)
     refs = inputs.discover()
     assert [r.key for r in refs] == ["docs/notes.md", "docs/report.pdf"]
     (batch,), bad = _read_all(inputs, refs[1])
@@ -624,7 +630,7 @@ def test_documents(tmp_path: Path) -> None:
         }
     ]
     big = _job(tmp_path, {"path": "docs/report.pdf", "max_bytes": 5}, type="doc")
-    inputs = Inputs(big)
+    inputs = inputs_of(big)
     with pytest.raises(InputError, match="over the limit of 5"):
         list(inputs.read(inputs.discover()[0]))
 
@@ -658,7 +664,7 @@ def test_s3_discovery_and_reading(moto_s3: str, tmp_path: Path) -> None:
         client.put_object(Bucket="corpus", Key=key, Body=text.encode())
     s3 = {"endpoint_url": moto_s3, "region_name": "us-east-1", "addressing_style": "path"}
     job = _job(tmp_path, {"path": "s3://corpus/chats"}, s3=s3)
-    inputs = Inputs(job)
+    inputs = inputs_of(job)
     try:
         refs = inputs.discover()
         assert [(r.key, r.location, r.size) for r in refs] == [
@@ -680,7 +686,7 @@ def test_s3_discovery_and_reading(moto_s3: str, tmp_path: Path) -> None:
         with pytest.raises(
             InputError, match=re.escape("inputs.0: no object matches 's3://corpus/none'")
         ):
-            Inputs(_job(tmp_path, {"path": "s3://corpus/none"}), s3_client=client).discover()
+            inputs_of(_job(tmp_path, {"path": "s3://corpus/none"}), s3_client=client).discover()
     finally:
         inputs.close()
 
@@ -695,7 +701,7 @@ def test_s3_the_jobs_own_output_is_never_an_input(moto_s3: str, tmp_path: Path) 
 
     def keys(output: str, path: str = "s3://own/") -> list[str]:
         job = _job(tmp_path, {"path": path}, output={"path": output})
-        return [r.key for r in Inputs(job, s3_client=client).discover()]
+        return [r.key for r in inputs_of(job, s3_client=client).discover()]
 
     assert keys("s3://own/out/") == [
         "s3://own/a.jsonl",
@@ -725,10 +731,10 @@ def test_within_keeps_every_read_inside_a_folder(tmp_path: Path) -> None:
     outside = tmp_path / "outside.json"
     outside.write_text("[]")
     (root / "b.json").symlink_to(outside)
-    inputs = Inputs(_job(tmp_path, {"path": "root", "within": str(root)}))
+    inputs = inputs_of(_job(tmp_path, {"path": "root", "within": str(root)}))
     refs = inputs.discover()
     assert [ref.key for ref in refs] == ["root/a.json"]
     assert inputs.hidden == 1
-    named = Inputs(_job(tmp_path, {"path": "root/b.json", "within": str(root)}))
+    named = inputs_of(_job(tmp_path, {"path": "root/b.json", "within": str(root)}))
     with pytest.raises(InputError, match="no file of it lies inside"):
         named.discover()

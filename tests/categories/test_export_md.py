@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from memreader.batch.job import OutputSpec, load_job
-from memreader.batch.run import run_job
+from memreader.batch.job_run import run_job
 from memreader.categories.markdown import (
     INDEX,
     category_file,

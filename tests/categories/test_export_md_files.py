@@ -13,7 +13,7 @@ import pytest
 import memreader.categories.markdown_files as markdown_files
 from memreader import files
 from memreader.batch.job import load_job
-from memreader.batch.run import run_job
+from memreader.batch.job_run import run_job
 from memreader.categories.markdown import (
     INDEX,
     ForeignFilesError,

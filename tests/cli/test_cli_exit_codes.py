@@ -438,8 +438,8 @@ def test_store_commands_exit_2_for_a_store_that_does_not_exist(
 
 
 def test_a_batch_job_with_a_fallback_exits_1_as_read_does() -> None:
-    from memreader.batch.run import JobSummary
-    from memreader.batch.runner import COUNTERS
+    from memreader.batch.job_run import JobSummary
+    from memreader.batch.results import COUNTERS
 
     assert JobSummary().exit_code == 0
     assert JobSummary(counts={**dict.fromkeys(COUNTERS, 0), "fallbacks": 1}).exit_code == 1

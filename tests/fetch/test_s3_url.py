@@ -10,6 +10,7 @@ import pytest
 
 from memreader.batch.inputs import Inputs
 from memreader.batch.job import JobConfig, OutputSpec
+from memreader.batch.plan import inputs_spec
 from memreader.batch.sinks import build_sink
 from memreader.errors import ConfigError
 from memreader.extraction.skills import SkillsConfig
@@ -89,7 +90,7 @@ def test_every_operator_url_is_held_to_the_same_rules(url: str, tmp_path: Path) 
         {"inputs": [{"path": url}], "output": {"path": "out"}, "base_dir": str(tmp_path)}
     )
     with pytest.raises(ConfigError, match=r"^inputs\.0\.path"):
-        Inputs(job).discover()
+        Inputs(inputs_spec(job)).discover()
     output_job = JobConfig.model_validate(
         {"inputs": [{"path": "in"}], "output": {"path": url}, "base_dir": str(tmp_path)}
     )

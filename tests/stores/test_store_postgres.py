@@ -26,7 +26,7 @@ import pytest
 import yaml
 
 from memreader.batch.job import load_job
-from memreader.batch.run import run_job
+from memreader.batch.job_run import run_job
 from memreader.batch.sinks import store as store_sink
 from memreader.cli import main
 from memreader.errors import ConfigError, InputError, StoreError

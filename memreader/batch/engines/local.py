@@ -27,11 +27,15 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from multiprocessing.synchronize import Event
+from typing import TYPE_CHECKING
 
-from memreader.batch.inputs import InputRef
-from memreader.batch.job import JobConfig
-from memreader.batch.runner import CancelFlag, InputCancelled, InputResult, Worker
+from memreader.batch.places.base import InputRef
+from memreader.batch.results import CancelFlag, InputCancelled, InputResult
 from memreader.errors import MemReaderError
+
+if TYPE_CHECKING:
+    from memreader.batch.job import EngineSpec
+    from memreader.batch.worker import WorkerSpec
 
 __all__ = ["run_local"]
 
@@ -48,7 +52,7 @@ POLL_S = 0.1
 _Task = tuple[InputRef, str]
 
 
-def _serve(conn: Connection, job: JobConfig, refine: bool, stop: Event, level: int) -> None:
+def _serve(conn: Connection, spec: WorkerSpec, stop: Event, level: int) -> None:
     """The body of a worker process: build the worker, say so (or why not), then read each
     input sent until ``None`` comes; an input cut short by ``stop`` is answered ``cancelled``.
     ``level``: the driver's level for memreader's loggers (``--quiet``: errors only)."""
@@ -56,7 +60,7 @@ def _serve(conn: Connection, job: JobConfig, refine: bool, stop: Event, level: i
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     logging.getLogger("memreader").setLevel(level)
     try:
-        worker = Worker(job, refine=refine)
+        worker = spec.build()
     except Exception as exc:  # handed back: the driver raises it as the job's error
         _send_error(conn, exc)
         return
@@ -108,12 +112,12 @@ def _death(process: BaseProcess) -> str:
 class _Pool:
     """The worker processes of one run and the inputs not yet handed out."""
 
-    def __init__(self, job: JobConfig, refine: bool) -> None:
+    def __init__(self, workers: int, spec: WorkerSpec) -> None:
         # spawn, not fork: the parent may hold threads (tokenizers, ONNX Runtime, HTTP pools),
         # and a forked copy of a lock held by another thread never unlocks.
         self.context = multiprocessing.get_context("spawn")
-        self.job = job
-        self.refine = refine
+        self.workers = workers
+        self.spec = spec
         self.queue: deque[_Task] = deque()
         self.left = 0  # inputs whose result is not yielded yet
         self.replacements = 0
@@ -129,14 +133,14 @@ class _Pool:
         self.left = len(todo)
         # Each death costs an input, so at most one replacement per input is ever needed.
         self.replacements = len(todo)
-        for _ in range(min(self.job.engine.workers, len(todo))):
+        for _ in range(min(self.workers, len(todo))):
             self._start()
 
     def _start(self) -> None:
         ours, theirs = self.context.Pipe()
         process = self.context.Process(
             target=_serve,
-            args=(theirs, self.job, self.refine, self.stop, self.log_level),
+            args=(theirs, self.spec, self.stop, self.log_level),
             daemon=True,
         )
         process.start()
@@ -250,18 +254,19 @@ class _Pool:
 
 
 def run_local(
-    job: JobConfig,
+    engine: EngineSpec,
+    spec: WorkerSpec,
     todo: Sequence[_Task],
     *,
-    refine: bool = False,
     cancel: CancelFlag | None = None,
 ) -> Iterator[InputResult]:
-    """The results of ``todo``, in order of completion; after ``cancel`` is set, no input starts
-    and the inputs being read stop (see the module docstring)."""
+    """The results of ``todo`` read by ``engine.workers`` workers made from ``spec``, in order of
+    completion; after ``cancel`` is set, no input starts and the inputs being read stop (see
+    the module docstring)."""
     if not todo or (cancel is not None and cancel.is_set()):
         return
-    if job.engine.workers == 1:
-        worker = Worker(job, refine=refine)
+    if engine.workers == 1:
+        worker = spec.build()
         try:
             for ref, digest in todo:
                 if cancel is not None and cancel.is_set():
@@ -276,7 +281,7 @@ def run_local(
         finally:
             worker.close()
         return
-    pool = _Pool(job, refine)
+    pool = _Pool(engine.workers, spec)
     finished = False
     try:
         pool.start(todo)

@@ -1,7 +1,8 @@
 """The Ray engine: inputs read by ``workers`` Ray actors, on a local Ray instance (``address``
 unset) or on a cluster (``auto``, ``ray://host:port``, ``host:port``).
 
-Each actor builds its :class:`~memreader.batch.runner.Worker` (reader, inputs, sink) once and
+Each actor builds its :class:`~memreader.batch.worker.Worker` (reader, inputs, sink) once, from
+the :class:`~memreader.batch.worker.WorkerSpec` the driver puts in the object store, and
 serves whole inputs, one at a time: an input is the unit of work because its items are committed
 together. The driver keeps at most :data:`IN_FLIGHT` inputs per actor (one running, one waiting
 behind it, so an actor never idles on a round trip to the driver) and yields each result as soon
@@ -30,12 +31,15 @@ import re
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from memreader.batch.inputs import InputRef
-from memreader.batch.job import JobConfig
-from memreader.batch.runner import CancelFlag, InputResult, Worker
+from memreader.batch.places.base import InputRef
+from memreader.batch.results import CancelFlag, InputResult
 from memreader.errors import ConfigError, MemReaderError
+
+if TYPE_CHECKING:
+    from memreader.batch.job import EngineSpec
+    from memreader.batch.worker import Worker, WorkerSpec
 
 __all__ = ["IN_FLIGHT", "LOCAL_OBJECT_STORE", "run_ray"]
 
@@ -44,7 +48,7 @@ logger = logging.getLogger(__name__)
 #: Inputs handed to one actor at a time: the one it runs and one waiting behind it.
 IN_FLIGHT = 2
 #: The object store of a local instance. Results are small and travel inline; the store only
-#: holds the job config, so Ray's default (30% of memory) would reserve memory for nothing.
+#: holds the workers' spec, so Ray's default (30% of memory) would reserve memory for nothing.
 LOCAL_OBJECT_STORE = 80 * 1024**2
 #: Seconds a finished job waits for its actors to close their clients before killing them.
 CLOSE_TIMEOUT_S = 30.0
@@ -71,11 +75,11 @@ class _RayWorker:
     ``ActorDiedError`` with the traceback flattened into its message.
     """
 
-    def __init__(self, job: JobConfig, refine: bool) -> None:
+    def __init__(self, spec: WorkerSpec) -> None:
         self.worker: Worker | None = None
         self.error: Exception | None = None
         try:
-            self.worker = Worker(job, refine=refine)
+            self.worker = spec.build()
         except Exception as exc:  # handed back by ready()
             self.error = exc
 
@@ -120,10 +124,9 @@ class _Pool:
     """The actors of one run and the inputs not yet handed out (see the module docstring)."""
 
     def __init__(
-        self, ray: Any, job: JobConfig, todo: Sequence[tuple[InputRef, str]], refine: bool
+        self, ray: Any, workers: int, spec: WorkerSpec, todo: Sequence[tuple[InputRef, str]]
     ) -> None:
         self.ray = ray
-        self.refine = refine
         self.queue: deque[tuple[InputRef, str]] = deque(todo)
         self.left = len(todo)  # inputs whose result is not yielded yet
         # Each death costs an input, so at most one replacement per input is ever needed.
@@ -131,12 +134,12 @@ class _Pool:
         self.slots: list[_Slot] = []
         self.owner: dict[Any, _Slot] = {}  # pending call -> its actor's slot
         self.actor_class = ray.remote(num_cpus=1)(_RayWorker)
-        self.job = ray.put(job)  # sent once, shared by every actor
-        for _ in range(min(job.engine.workers, len(todo))):
+        self.spec = ray.put(spec)  # sent once, shared by every actor
+        for _ in range(min(workers, len(todo))):
             self._start()
 
     def _start(self) -> None:
-        slot = _Slot(self.actor_class.remote(self.job, self.refine))
+        slot = _Slot(self.actor_class.remote(self.spec))
         slot.ready = slot.actor.ready.remote()
         self.owner[slot.ready] = slot
         self.slots.append(slot)
@@ -266,12 +269,12 @@ class _Pool:
         self.owner.clear()
 
 
-def _connect(ray: Any, job: JobConfig) -> bool:
+def _connect(ray: Any, engine: EngineSpec) -> bool:
     """Start a local Ray instance or join the job's cluster, unless the caller already did
     (then its settings stand). True when this call connected, so the run disconnects after."""
     if ray.is_initialized():
         return False
-    address = job.engine.address
+    address = engine.address
     if address is not None and address.startswith("ray://"):
         # Ray Client: the session's settings are the cluster's own.
         ray.init(address=address)
@@ -285,7 +288,7 @@ def _connect(ray: Any, job: JobConfig) -> bool:
         # A throwaway instance: no usage report sent home, no dashboard, a small object store.
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
         options.update(
-            num_cpus=job.engine.workers,
+            num_cpus=engine.workers,
             num_gpus=0,
             include_dashboard=False,
             object_store_memory=LOCAL_OBJECT_STORE,
@@ -295,13 +298,14 @@ def _connect(ray: Any, job: JobConfig) -> bool:
 
 
 def run_ray(
-    job: JobConfig,
+    engine: EngineSpec,
+    spec: WorkerSpec,
     todo: Sequence[tuple[InputRef, str]],
     *,
-    refine: bool = False,
     cancel: CancelFlag | None = None,
 ) -> Iterator[InputResult]:
-    """The results of ``todo`` read by ``job.engine.workers`` Ray actors, in order of completion.
+    """The results of ``todo`` read by ``engine.workers`` Ray actors (each a worker made from
+    ``spec``), in order of completion.
 
     Ray is imported at once (a missing package is a ``ConfigError`` here, not mid-run); it is
     started, or the cluster joined, when the first result is asked for, and left again when the
@@ -314,21 +318,21 @@ def run_ray(
     if not todo:
         return iter(())
     ray = _import_ray()
-    return _run(ray, job, todo, refine, cancel)
+    return _run(ray, engine, spec, todo, cancel)
 
 
 def _run(
     ray: Any,
-    job: JobConfig,
+    engine: EngineSpec,
+    spec: WorkerSpec,
     todo: Sequence[tuple[InputRef, str]],
-    refine: bool,
     cancel: CancelFlag | None,
 ) -> Iterator[InputResult]:
-    connected = _connect(ray, job)
+    connected = _connect(ray, engine)
     pool: _Pool | None = None
     finished = False
     try:
-        pool = _Pool(ray, job, todo, refine)
+        pool = _Pool(ray, engine.workers, spec, todo)
         yield from pool.results(cancel)
         # Cancelled with inputs left: the actors are still running them; kill, do not wait.
         finished = pool.left == 0

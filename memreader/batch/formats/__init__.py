@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-from memreader.batch.components import FORMATS, check_format_name
 from memreader.batch.formats.base import (
     BadRecord,
     Format,
@@ -16,6 +15,7 @@ from memreader.batch.formats.base import (
     input_ids,
     register_format,
 )
+from memreader.batch.registries import FORMATS, check_format_name
 
 __all__ = [
     "FORMATS",

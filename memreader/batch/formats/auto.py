@@ -18,8 +18,8 @@ from memreader.batch.formats.base import (
 from memreader.errors import InputError
 
 if TYPE_CHECKING:
-    from memreader.batch.inputs.opened import OpenedInput
     from memreader.batch.job import InputSpec
+    from memreader.batch.places.opened import OpenedInput
 
 __all__ = ["AutoFormat"]
 

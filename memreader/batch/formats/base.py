@@ -2,7 +2,7 @@
 
 A format is a class on :class:`Format` registered by name (``@register_format("csv")``); a job
 names it as an input's ``format``. It gets the input opened
-(:class:`~memreader.batch.inputs.opened.OpenedInput`: its bytes, within the spec's
+(:class:`~memreader.batch.places.opened.OpenedInput`: its bytes, within the spec's
 ``max_bytes``, streamed or whole) and the input's spec, and yields :class:`Scene` and
 :class:`BadRecord` in input order; the job batches the scenes for ``get_memory``. Where the
 input is (a local file, an S3 object) is not the format's business.
@@ -20,14 +20,14 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from memreader.batch.components import FORMATS
+from memreader.batch.registries import FORMATS
 from memreader.errors import ConfigError, InputError, InvalidInfoError, InvalidSceneError
 from memreader.scenes.scene import normalize_chat
 from memreader.scenes.text_checks import printable
 
 if TYPE_CHECKING:
-    from memreader.batch.inputs.opened import OpenedInput
     from memreader.batch.job import IdSpec, InputSpec
+    from memreader.batch.places.opened import OpenedInput
 
 __all__ = [
     "BadRecord",

@@ -21,8 +21,8 @@ from memreader.batch.formats.records import record_scene
 from memreader.errors import InvalidSceneError
 
 if TYPE_CHECKING:
-    from memreader.batch.inputs.opened import OpenedInput
     from memreader.batch.job import InputSpec
+    from memreader.batch.places.opened import OpenedInput
 
 __all__ = ["JsonlFormat"]
 

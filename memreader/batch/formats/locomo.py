@@ -23,8 +23,8 @@ from memreader.batch.formats.records import speaker_role
 from memreader.errors import InvalidMessageError, InvalidSceneError
 
 if TYPE_CHECKING:
-    from memreader.batch.inputs.opened import OpenedInput
     from memreader.batch.job import FieldMapping, InputSpec
+    from memreader.batch.places.opened import OpenedInput
 
 __all__ = ["LocomoFormat"]
 

@@ -20,8 +20,8 @@ from memreader.errors import InvalidSceneError
 from memreader.scenes.memorybank import is_memorybank, memorybank_scenes
 
 if TYPE_CHECKING:
-    from memreader.batch.inputs.opened import OpenedInput
     from memreader.batch.job import InputSpec
+    from memreader.batch.places.opened import OpenedInput
 
 __all__ = ["MemoryBankFormat"]
 

@@ -1,9 +1,10 @@
 """The base of batch sinks: where a job's items go, one input at a time.
 
 A sink is a class on :class:`Sink` registered by name (``@register_sink("store")``); a job
-names it as ``output.format``. For each input the job opens an :class:`InputWriter`, writes
-the input's items into it and commits it once the input is read, or discards it when the input
-fails: nothing of a discarded input may remain visible. The job's own small files (manifest,
+names it as ``output.format``, and :func:`build_sink` builds it over the job's output folder.
+For each input the job opens an :class:`InputWriter`, writes the input's items into it and
+commits it once the input is read, or discards it when the input fails: nothing of a
+discarded input may remain visible. The job's own small files (manifest,
 errors, summary) go to the sink's :attr:`Sink.folder`, whatever the sink does with items.
 
 Sinks that write files (``jsonl``, ``parquet``) are
@@ -22,16 +23,19 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from memreader.batch.components import SINKS
+from memreader.batch.places import open_folder
+from memreader.batch.registries import SINKS
 from memreader.errors import ConfigError
 
 if TYPE_CHECKING:
     from memreader.batch.job import OutputSpec
-    from memreader.batch.sinks.folders import OutputFolder
+    from memreader.batch.places.base import OutputFolder
+    from memreader.transport.s3 import S3Settings
 
 __all__ = [
     "InputWriter",
     "Sink",
+    "build_sink",
     "output_stem",
     "register_sink",
     "sink_class",
@@ -69,6 +73,35 @@ def sink_class(name: str) -> type[Sink]:
     if not (isinstance(cls, type) and issubclass(cls, Sink)):
         raise ConfigError(f"sink {name!r} is registered as {cls!r}, not a Sink class")
     return cls
+
+
+def build_sink(
+    spec: OutputSpec, *, s3: S3Settings, base_dir: str | None = None, s3_client: Any = None
+) -> Sink:
+    """The sink ``spec.format`` names, over the output folder ``spec.path``.
+
+    Args:
+        spec: the job's ``output``, its ``store`` (if any) as the sink opens it (a job's plan
+            makes a relative SQLite file relative to the job file's folder, see
+            :func:`~memreader.batch.plan.plan_job`).
+        s3: the S3 endpoint, region and profile for an ``s3://`` folder (credentials come from
+            the usual AWS chain).
+        base_dir: the folder a relative ``spec.path`` is relative to (the job file's).
+        s3_client: a boto3 S3 client to use instead of one built from ``s3``; never closed here.
+
+    Raises:
+        ConfigError: an unknown sink, one that cannot work here (``parquet`` without pyarrow),
+            or a malformed ``s3://`` URL or other URL.
+        SinkError: the local folder cannot be created.
+    """
+    cls = sink_class(spec.format)
+    cls.check(spec)  # before anything is created
+    folder = open_folder(spec.path, s3=s3, base_dir=base_dir, s3_client=s3_client)
+    try:
+        return cls(spec, folder)
+    except BaseException:
+        folder.close()
+        raise
 
 
 def output_stem(key: str) -> str:
@@ -146,7 +179,7 @@ class InputWriter(ABC):
 class Sink(ABC):
     """Where the items of a job go (see the module docstring).
 
-    Built by :func:`~memreader.batch.sinks.build_sink` as ``cls(spec, folder)``: ``spec`` is the
+    Built by :func:`build_sink` as ``cls(spec, folder)``: ``spec`` is the
     job's ``output``, ``folder`` the job's output folder (a local folder or an S3 prefix, from
     ``output.path``) where the manifest, errors and summary are kept; the sink closes it.
     """

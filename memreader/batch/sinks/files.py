@@ -1,7 +1,7 @@
 """Sinks that write files: one output per input, optionally in shards of about
 ``output.shard_bytes``, in the job's output folder (a local folder or an S3 prefix). A file
 sink only says how items are encoded (an :class:`Encoder`); where the files go and how they
-appear whole is :class:`~memreader.batch.sinks.folders.OutputFolder`'s.
+appear whole is :class:`~memreader.batch.places.base.OutputFolder`'s.
 
 Every output is written to a temporary file first and becomes visible only on
 :meth:`FileInputWriter.commit`, so a job killed at any moment (SIGKILL included) never leaves a
@@ -18,8 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from memreader.batch.places.base import OutputFolder, os_problem, remove_quietly
 from memreader.batch.sinks.base import InputWriter, Sink, output_stem
-from memreader.batch.sinks.folders import OutputFolder, os_problem, remove_quietly
 from memreader.errors import SinkError
 
 if TYPE_CHECKING:

@@ -23,11 +23,11 @@ import os
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 
+from memreader.batch.places import is_s3_url
+from memreader.batch.places.local import LocalFolder
 from memreader.batch.sinks.base import register_sink
-from memreader.batch.sinks.local_folder import LocalFolder
 from memreader.batch.sinks.store import StoreSink
 from memreader.errors import ConfigError, MemReaderError, SinkError
-from memreader.transport.s3 import is_s3_url
 
 if TYPE_CHECKING:
     from memreader.batch.job import OutputSpec

@@ -38,7 +38,7 @@ from memreader.stores.urls import public_url
 
 if TYPE_CHECKING:
     from memreader.batch.job import OutputSpec
-    from memreader.batch.sinks.folders import OutputFolder
+    from memreader.batch.places.base import OutputFolder
 
 __all__ = ["PART_ITEMS", "StoreInputWriter", "StoreSink"]
 

@@ -1,7 +1,11 @@
-"""The output folder of a batch job: a local folder or an S3 prefix, where files appear whole
-or not at all. A file is written to a temporary file first and published under its final name
-(:meth:`OutputFolder.publish`: an atomic rename locally, an upload on S3, after which the
-object exists), so a job killed at any moment never leaves a half-written file.
+"""A place that holds files: a local folder or an S3 prefix, each with a read side (a
+:class:`FileSource`: the inputs a spec names, found and opened for their bytes) and a write side
+(an :class:`OutputFolder`: files that appear whole or not at all), and what both need
+(:class:`PlaceSettings`: the folder relative paths start from, S3's settings).
+
+A file is written to a temporary file first and published under its final name
+(:meth:`OutputFolder.publish`: an atomic rename locally, an upload on S3, after which the object
+exists), so a job killed at any moment never leaves a half-written file.
 """
 
 from __future__ import annotations
@@ -11,18 +15,109 @@ import os
 import re
 import secrets
 from abc import ABC, abstractmethod
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from memreader.errors import SinkError
+from memreader.errors import InputError, SinkError
 
-__all__ = ["OutputFolder", "check_name", "os_problem", "remove_quietly", "text_type"]
+if TYPE_CHECKING:
+    from memreader.transport.s3 import S3Settings
+
+__all__ = [
+    "CHUNK",
+    "FileSource",
+    "InputRef",
+    "OutputFolder",
+    "PlaceSettings",
+    "Read",
+    "check_name",
+    "os_problem",
+    "remove_quietly",
+    "text_type",
+]
 
 logger = logging.getLogger(__name__)
 
 _TEXT_NAME = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}$")
 
 
+@dataclass(frozen=True)
+class PlaceSettings:
+    """What every place needs: ``base_dir``, the folder relative local paths are relative to
+    (the job file's; ``None``: the working directory), and ``s3``, the endpoint, region and
+    profile for ``s3://`` places (credentials come from the usual AWS chain)."""
+
+    base_dir: str | None
+    s3: S3Settings
+
+
+#: Bytes read at a time, locally and from S3: the most a read holds beyond the current line.
+CHUNK = 1024 * 1024
+
+#: ``read(size)``: up to ``size`` bytes of an input, ``b""`` at its end.
+Read = Callable[[int], bytes]
+
+
+@dataclass(frozen=True)
+class InputRef:
+    """One input found by discovery.
+
+    ``key`` is the manifest's stable id: the path relative to ``job.base_dir`` (``/``-separated)
+    when under it, else absolute; ``s3://bucket/key`` for S3. ``location`` is what is opened:
+    an absolute local path or the ``s3://`` URL. ``size`` is what the listing reported.
+    """
+
+    key: str
+    spec_index: int
+    location: str
+    size: int | None
+    within: str | None = None
+    """The local folder the input must lie inside once symlinks are followed (its spec's
+    ``within``), checked again when it is opened; ``None``: anywhere."""
+
+
+class FileSource(ABC):
+    """The read side of a place: finds inputs and opens their bytes."""
+
+    @abstractmethod
+    def discover(self, index: int, path: str, within: str | None, output: str) -> list[InputRef]:
+        """The inputs ``path`` (the path of ``inputs.<index>``) names, sorted, without the files
+        right in ``output`` (the job's output location: an absolute local folder or
+        ``s3://bucket/prefix``); ``within``: the local folder they must lie inside (symlinks
+        followed), or ``None``.
+
+        Raises:
+            InputError: nothing matches (named: ``inputs.2: no file matches 'x/*.json'``).
+        """
+
+    @abstractmethod
+    def open(self, ref: InputRef) -> AbstractContextManager[Read]:
+        """A :data:`Read` over the bytes of ``ref``, closed on exit."""
+
+    def read_whole(self, ref: InputRef, max_bytes: int) -> bytes:
+        """All of ``ref``, refused past ``max_bytes`` (read at most one byte further)."""
+        chunks = []
+        left = max_bytes + 1
+        with self.open(ref) as read:
+            while left > 0 and (chunk := read(min(left, CHUNK))):
+                chunks.append(chunk)
+                left -= len(chunk)
+        if left <= 0:
+            raise InputError(f"{ref.key}: over the limit of {max_bytes} bytes")
+        return b"".join(chunks)
+
+    def close(self) -> None:  # noqa: B027 - optional override
+        """Close the clients opened here (none by default)."""
+
+
+_TEXT_NAME = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}$")
+
+
 class OutputFolder(ABC):
-    """Files published whole under plain names (see the module docstring)."""
+    """The write side of a place: files published whole under plain names (see the module
+    docstring)."""
 
     @abstractmethod
     def location(self, name: str) -> str:

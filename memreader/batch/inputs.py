@@ -1,7 +1,7 @@
-"""The inputs of a batch job: finding them (files, folders, globs, S3 prefixes: the storages
-:mod:`~memreader.batch.inputs.local` and :mod:`~memreader.batch.inputs.s3`), hashing them for
-the manifest, and reading them lazily, through their format (:mod:`memreader.batch.formats`),
-as batches of scenes for ``get_memory``.
+"""The inputs of a batch job: finding them (files, folders, globs, S3 prefixes: the read sides
+of :mod:`memreader.batch.places`), hashing them for the manifest, and reading them lazily,
+through their format (:mod:`memreader.batch.formats`), as batches of scenes for ``get_memory``.
+They get what they need (:class:`InputsSpec`), not the whole job.
 
 Ids (``user_id``, ``session_id``) follow the spec's :class:`~memreader.batch.job.IdSpec`:
 ``from: file_name`` (the default: the input's name without extension), ``from: constant``, or
@@ -21,15 +21,36 @@ from dataclasses import dataclass
 from typing import Any
 
 from memreader.batch.formats import BadRecord, Format, Scene, format_class
-from memreader.batch.inputs.local import LocalStorage
-from memreader.batch.inputs.opened import MAX_LINE_BYTES, OpenedInput
-from memreader.batch.inputs.s3 import S3Storage
-from memreader.batch.inputs.storage import CHUNK, InputRef, InputStorage
-from memreader.batch.job import JOB_FILES, InputSpec, JobConfig
+from memreader.batch.job import JOB_FILES, InputSpec
+from memreader.batch.places import FileSources, PlaceSettings
+from memreader.batch.places.base import CHUNK, InputRef
+from memreader.batch.places.opened import MAX_LINE_BYTES, OpenedInput
 from memreader.errors import ConfigError
-from memreader.transport.s3 import is_s3_url
 
-__all__ = ["MAX_LINE_BYTES", "BadRecord", "Batch", "InputRef", "Inputs", "OpenedInput", "batches"]
+__all__ = [
+    "MAX_LINE_BYTES",
+    "BadRecord",
+    "Batch",
+    "InputRef",
+    "Inputs",
+    "InputsSpec",
+    "OpenedInput",
+    "batches",
+]
+
+
+@dataclass(frozen=True)
+class InputsSpec:
+    """What a job's inputs need: its ``inputs`` (``specs``), its ``type`` (``chat`` or
+    ``doc``), ``scenes_per_call`` (the most scenes in a batch), the places' settings (the job
+    file's folder, S3's settings) and ``output_path``, the job's ``output.path`` (the files
+    right in it are never inputs)."""
+
+    specs: tuple[InputSpec, ...]
+    type: str
+    scenes_per_call: int
+    places: PlaceSettings
+    output_path: str
 
 
 @dataclass(frozen=True)
@@ -82,35 +103,35 @@ def batches(entries: Iterable[Scene | BadRecord], per_call: int) -> Iterator[Bat
 
 
 class Inputs:
-    """The inputs of ``job``: :meth:`discover` them, :meth:`content_hash` and :meth:`read` each.
+    """The inputs ``spec`` describes: :meth:`discover` them, :meth:`content_hash` and
+    :meth:`read` each.
 
     Args:
-        job: the job; its ``inputs``, ``type``, ``scenes_per_call``, ``base_dir`` and ``s3``
-            are used.
-        s3_client: a boto3 S3 client to use instead of one built from ``job.s3`` (never closed
-            here).
+        spec: what the inputs need (see :class:`InputsSpec`).
+        s3_client: a boto3 S3 client to use instead of one built from the S3 settings (never
+            closed here).
 
     Raises:
         ConfigError: an input's format is unknown, or does not fit the job's type
             (``document`` in a chat job, a chat format in a doc job).
     """
 
-    def __init__(self, job: JobConfig, *, s3_client: Any = None) -> None:
-        self._job = job
-        self._formats = [self._format(i, spec) for i, spec in enumerate(job.inputs)]
-        self._local = LocalStorage(job)
-        self._s3 = S3Storage(job, client=s3_client)
+    def __init__(self, spec: InputsSpec, *, s3_client: Any = None) -> None:
+        self._spec = spec
+        self._formats = [self._format(i, input_spec) for i, input_spec in enumerate(spec.specs)]
+        self._sources = FileSources(spec.places, spec.output_path, s3_client=s3_client)
 
     def _format(self, index: int, spec: InputSpec) -> type[Format]:
         """The format class that reads the inputs of ``spec`` in this job."""
         # In a doc job, `auto` means each file is one document.
-        name = "document" if self._job.type == "doc" and spec.format == "auto" else spec.format
+        job_type = self._spec.type
+        name = "document" if job_type == "doc" and spec.format == "auto" else spec.format
         try:
             cls = format_class(name)
         except ConfigError as exc:
             raise ConfigError(f"inputs.{index}.format: {exc}") from None
-        if self._job.type not in cls.job_types:
-            if self._job.type == "doc":
+        if job_type not in cls.job_types:
+            if job_type == "doc":
                 problem = (
                     "a doc job reads every input as a document "
                     f"(format auto or document, not {spec.format})"
@@ -135,11 +156,11 @@ class Inputs:
             FetchError: S3 could not be listed.
             ConfigError: a URL that is neither local nor a well-formed ``s3://``.
         """
-        self._local.forget_hidden()
+        self._sources.forget_hidden()
         seen: set[str] = set()
         refs: list[InputRef] = []
-        for i, spec in enumerate(self._job.inputs):
-            for ref in self._storage(spec.path).discover(i, spec):
+        for i, spec in enumerate(self._spec.specs):
+            for ref in self._sources.discover(i, spec.path, spec.within):
                 if posixpath.basename(ref.location) in JOB_FILES:
                     continue  # a job's own manifest, errors file or summary
                 if ref.location not in seen:
@@ -151,12 +172,12 @@ class Inputs:
     def hidden(self) -> int:
         """Hidden files and folders passed over by the last :meth:`discover` (a hidden folder
         counts once)."""
-        return len(self._local.hidden)
+        return len(self._sources.hidden)
 
     def open(self, ref: InputRef) -> OpenedInput:
         """``ref`` opened for reading, within its spec's ``max_bytes``."""
-        storage = self._storage(ref.location)
-        return OpenedInput(ref, storage, self._job.inputs[ref.spec_index].max_bytes)
+        source = self._sources.of(ref.location)
+        return OpenedInput(ref, source, self._spec.specs[ref.spec_index].max_bytes)
 
     def content_hash(self, ref: InputRef) -> str:
         """The SHA-256 (hex) of the bytes of ``ref``, read in 1 MiB chunks: a changed input is
@@ -166,7 +187,7 @@ class Inputs:
             InputError: the file cannot be read. FetchError: the S3 object cannot be read.
         """
         digest = hashlib.sha256()
-        with self._storage(ref.location).open(ref) as read:
+        with self._sources.of(ref.location).open(ref) as read:
             while chunk := read(CHUNK):
                 digest.update(chunk)
         return digest.hexdigest()
@@ -182,7 +203,7 @@ class Inputs:
         yield from self.open(ref).lines()
 
     def read(self, ref: InputRef) -> Iterator[Batch | BadRecord]:
-        """The batches of ``ref`` (``job.scenes_per_call`` scenes each at most) and its bad
+        """The batches of ``ref`` (``scenes_per_call`` scenes each at most) and its bad
         records, in input order, read lazily as the iterator is consumed.
 
         Raises (while iterating):
@@ -191,15 +212,11 @@ class Inputs:
                 :class:`~memreader.errors.InvalidSceneError` for a wrong shape).
             FetchError: the S3 object cannot be read.
         """
-        spec = self._job.inputs[ref.spec_index]
+        spec = self._spec.specs[ref.spec_index]
         input_format = self._formats[ref.spec_index]()
         scenes = input_format.read(self.open(ref), spec)
-        yield from batches(scenes, self._job.scenes_per_call)
+        yield from batches(scenes, self._spec.scenes_per_call)
 
     def close(self) -> None:
         """Close the S3 client built here, if any (an injected one stays open)."""
-        self._s3.close()
-
-    def _storage(self, location: str) -> InputStorage:
-        """The storage of ``location`` (an ``s3://`` URL or a local path)."""
-        return self._s3 if is_s3_url(location) else self._local
+        self._sources.close()

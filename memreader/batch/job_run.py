@@ -29,9 +29,10 @@ from memreader.batch.fingerprint import input_fingerprints
 from memreader.batch.inputs import BadRecord, InputRef, Inputs
 from memreader.batch.job import ERRORS_FILE, SUMMARY_FILE, JobConfig
 from memreader.batch.manifest import Manifest
-from memreader.batch.notes import log_notes
-from memreader.batch.runner import COUNTERS, InputResult
+from memreader.batch.plan import inputs_spec, plan_job
+from memreader.batch.results import COUNTERS, InputResult
 from memreader.batch.sinks import build_sink
+from memreader.batch.window_notes import log_notes
 from memreader.errors import MemReaderError
 
 __all__ = ["ERRORS", "EXIT_CANCELLED", "SUMMARY", "JobSummary", "dry_run", "run_job"]
@@ -143,9 +144,10 @@ def run_job(
     An input read by a job with another fingerprint (see :mod:`memreader.batch.fingerprint`)
     is read again, with a warning that says how many."""
     start = time.perf_counter()
-    fingerprints = input_fingerprints(job, refine=refine)
-    inputs = Inputs(job)
-    sink = build_sink(job.output, s3=job.s3, base_dir=job.base_dir)
+    plan = plan_job(job, refine=refine)
+    fingerprints = input_fingerprints(job, plan.reader, refine=refine)
+    inputs = Inputs(plan.inputs)
+    sink = build_sink(plan.output, s3=plan.places.s3, base_dir=plan.places.base_dir)
     try:
         manifest = Manifest(sink.folder, restart=restart)
         refs = inputs.discover()
@@ -157,7 +159,7 @@ def run_job(
         run = _Run(manifest, fingerprint, summary, on_result)
         try:
             if not _is_set(cancel):
-                for result in run_engine(job, todo, refine=refine, cancel=cancel):
+                for result in run_engine(plan.engine, plan.worker, todo, cancel=cancel):
                     run.take(result)
         finally:
             manifest.flush()
@@ -274,7 +276,7 @@ def dry_run(job: JobConfig) -> list[dict[str, Any]]:
     config = dict(data.get("config") or {})
     config["embedder"] = None
     reader = MemReaderConfigFactory.from_dict({**data, "config": config}).build()
-    inputs = Inputs(job)
+    inputs = Inputs(inputs_spec(job))
     rows = []
     try:
         for ref in inputs.discover():

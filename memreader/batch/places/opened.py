@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import PurePosixPath
 from typing import Any
 
-from memreader.batch.inputs.storage import CHUNK, InputRef, InputStorage, Read
+from memreader.batch.places.base import CHUNK, FileSource, InputRef, Read
 from memreader.errors import InputError, InvalidSceneError
 
 __all__ = ["MAX_LINE_BYTES", "OpenedInput", "split_lines"]
@@ -56,7 +56,7 @@ class OpenedInput:
         FetchError: the S3 object cannot be read.
     """
 
-    def __init__(self, ref: InputRef, storage: InputStorage, max_bytes: int) -> None:
+    def __init__(self, ref: InputRef, storage: FileSource, max_bytes: int) -> None:
         self.ref = ref
         self.max_bytes = max_bytes
         self._storage = storage

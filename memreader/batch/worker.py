@@ -1,7 +1,9 @@
 """One input of a batch job, read from start to end: its batches of scenes through the reader,
 its items into the sink (made visible at once on commit), and a result the driver records in
-the manifest. A :class:`Worker` builds its reader, inputs and sink once and serves many inputs;
-the engines (:mod:`memreader.batch.engines`) decide where workers run.
+the manifest. A :class:`Worker` builds its reader, inputs and sink once, from its
+:class:`WorkerSpec` (what it reads with: the reader config, how to call it, the inputs' and the
+output's specs; never the whole job), and serves many inputs; the engines
+(:mod:`memreader.batch.engines`) decide where workers run.
 
 One input's failure is that input's result: a malformed record, a scene the reader refuses or a
 window that fails becomes an error entry (input, scene, window, typed reason, message) and the
@@ -19,161 +21,74 @@ import json
 import logging
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
-from memreader.batch.inputs import BadRecord, Batch, InputRef, Inputs
-from memreader.batch.job import JobConfig
-from memreader.batch.notes import NoteTally, reading
+from memreader.batch.inputs import BadRecord, Batch, InputRef, Inputs, InputsSpec
+from memreader.batch.places import PlaceSettings
+from memreader.batch.results import CancelFlag, InputCancelled, InputResult, error_entry
 from memreader.batch.sinks import InputWriter, build_sink
+from memreader.batch.window_notes import reading
 from memreader.errors import MemReaderError
 from memreader.items import TextualMemoryItem
+from memreader.modes import ReadMode
 from memreader.steps.report import ReadReport
 
-__all__ = ["COUNTERS", "CancelFlag", "InputCancelled", "InputResult", "Worker"]
+if TYPE_CHECKING:
+    from memreader.batch.job import OutputSpec
+    from memreader.factory import MemReaderConfigFactory
+
+__all__ = ["CallSpec", "Worker", "WorkerSpec"]
 
 logger = logging.getLogger(__name__)
 
-#: What each input's result counts (summed into the job's summary).
-COUNTERS = (
-    "scenes",
-    "messages",
-    "windows",
-    "items",
-    "fallbacks",
-    "failures",
-    "llm_calls",
-    "prompt_tokens",
-    "completion_tokens",
-    "embeddings",
-)
-_SPENT = ("llm_calls", "prompt_tokens", "completion_tokens")
+
+@dataclass(frozen=True)
+class CallSpec:
+    """How a worker calls the reader: the job's ``type`` and ``mode``, the ``tags`` and
+    ``created_at`` stamped on items, ``refine`` (the inputs are JSONL of stored fast items,
+    refined with ``fine_transfer_simple_mem``) and ``scenes_per_call``."""
+
+    type: str = "chat"
+    mode: ReadMode = "fast"
+    tags: tuple[str, ...] = ()
+    created_at: datetime | None = None
+    refine: bool = False
+    scenes_per_call: int = 16
 
 
-class CancelFlag(Protocol):
-    """What asks a running job to stop: a :class:`threading.Event`, or a
-    :class:`multiprocessing.Event` in a worker process."""
+@dataclass(frozen=True)
+class WorkerSpec:
+    """What a worker reads with, sent whole to worker processes and Ray actors: ``reader``,
+    the reader config (validated once by the driver, the output store set: see
+    :func:`~memreader.batch.plan.plan_job`), ``calls`` (:class:`CallSpec`), ``inputs`` (the
+    inputs' spec) and ``output`` with the ``places`` settings it is written with."""
 
-    def is_set(self) -> bool:
-        """True once the job should stop."""
-        ...
+    reader: MemReaderConfigFactory
+    calls: CallSpec
+    inputs: InputsSpec
+    output: OutputSpec
+    places: PlaceSettings
 
+    def build(self) -> Worker:
+        """A new worker (its reader, inputs and sink built now).
 
-class InputCancelled(Exception):
-    """Raised by :meth:`Worker.process` when the job is cancelled while it reads an input: the
-    input's writer was discarded (nothing of it is published) and it has no manifest entry, so
-    the manifest keeps what it said before and a rerun reads the input again.
-
-    ``result``: when items of the input stay in the output all the same (a store's parts
-    already written), a ``cancelled`` result counting them (``items``: the items written), so
-    the job reports what it wrote; else ``None``."""
-
-    def __init__(self, key: str, result: InputResult | None = None) -> None:
-        super().__init__(key)
-        self.result = result
-
-    def __reduce__(self) -> tuple[type[InputCancelled], tuple[str, InputResult | None]]:
-        # Sent back from worker processes whole (the default would drop ``result``).
-        return (InputCancelled, (str(self.args[0]), self.result))
-
-
-@dataclass
-class InputResult:
-    """What became of one input: ``done`` (its items committed; errors may be listed),
-    ``failed`` (nothing of it was committed: ``error`` says why) or ``cancelled`` (cut short by
-    a cancel after some of its items were written where they stay: see
-    :class:`InputCancelled`; never recorded in the manifest)."""
-
-    key: str
-    digest: str
-    status: str = "done"
-    fingerprint: str = ""
-    """What shaped the items (the job's, see :mod:`memreader.batch.fingerprint`); set by the
-    driver before it records the result."""
-    outputs: list[str] = field(default_factory=list)
-    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTERS, 0))
-    errors: list[dict[str, Any]] = field(default_factory=list)
-    error: str | None = None
-    seconds: float = 0.0
-    owners: list[str] = field(default_factory=list)
-    """The owners whose items the commit wrote (:attr:`InputWriter.owners`; not in the
-    manifest): the driver hands them to :meth:`~memreader.batch.sinks.Sink.finish`."""
-    notes: NoteTally = field(default_factory=NoteTally)
-    """The windows with notes (not in the manifest): the driver says them in one line."""
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready record (the manifest's entry for this input)."""
-        return {
-            "digest": self.digest,
-            "fingerprint": self.fingerprint,
-            "status": self.status,
-            "outputs": self.outputs,
-            "counts": self.counts,
-            "errors": self.errors,
-            "error": self.error,
-            "seconds": round(self.seconds, 3),
-        }
-
-    @classmethod
-    def from_dict(cls, key: str, data: dict[str, Any]) -> InputResult:
-        """Back from :meth:`to_dict`."""
-        return cls(
-            key=key,
-            digest=str(data.get("digest", "")),
-            status=str(data.get("status", "failed")),
-            fingerprint=str(data.get("fingerprint") or ""),
-            outputs=list(data.get("outputs") or []),
-            counts={**dict.fromkeys(COUNTERS, 0), **(data.get("counts") or {})},
-            errors=list(data.get("errors") or []),
-            error=data.get("error"),
-            seconds=float(data.get("seconds") or 0.0),
-        )
-
-    def fail(self, reason: str, message: str, kept: int = 0) -> None:
-        """Make this the result of an input that was not committed: ``failed``, with the one
-        error that says why. Counts of what was read are dropped; the LLM usage stays (it was
-        spent), and so do the ``kept`` items written before the failure where they stay (a
-        store's parts: ``items`` counts them and the error says so; a rerun reads the input
-        again, to the same rows)."""
-        spent = {name: self.counts.get(name, 0) for name in _SPENT}
-        self.counts = {**dict.fromkeys(COUNTERS, 0), **spent, "failures": 1, "items": kept}
-        if kept:
-            message += f" ({kept} items written before the failure stay in the output)"
-        self.outputs = []
-        self.errors = [_error(self.key, None, None, reason, message)]
-        self.notes = NoteTally()
-        self.status, self.error = "failed", f"{reason}: {message}"[:500]
-
-
-def _error(
-    key: str, scene: int | None, window: int | None, reason: str, message: str
-) -> dict[str, Any]:
-    return {
-        "input": key,
-        "scene": scene,
-        "window": window,
-        "reason": reason,
-        "message": message[:500],
-    }
+        Raises:
+            ConfigError: the reader cannot be built, or the sink cannot work here.
+        """
+        return Worker(self)
 
 
 class Worker:
-    """Reads inputs of ``job`` one at a time (see the module docstring). ``refine``: the inputs
-    are JSONL of stored fast items, refined with ``fine_transfer_simple_mem``."""
+    """Reads inputs one at a time, as ``spec`` says (see the module docstring)."""
 
-    def __init__(self, job: JobConfig, *, refine: bool = False) -> None:
-        from memreader.factory import MemReaderConfigFactory
-
-        self.job = job
-        self.refine = refine
-        config = job.reader_config()
-        store = job.store_url()
-        if store is not None:
-            # The reader looks its items up in the output store before embedding (``dedup``).
-            config = {**config, "config": {**dict(config.get("config") or {}), "store": store}}
-        self.reader = MemReaderConfigFactory.from_dict(config).build()
-        self.inputs = Inputs(job)
-        self.sink = build_sink(job.output, s3=job.s3, base_dir=job.base_dir)
+    def __init__(self, spec: WorkerSpec) -> None:
+        self.calls = spec.calls
+        self.refine = spec.calls.refine
+        self.reader = spec.reader.build()
+        self.inputs = Inputs(spec.inputs)
+        self.sink = build_sink(spec.output, s3=spec.places.s3, base_dir=spec.places.base_dir)
         self.sink.keep_categories(self.reader)
 
     def close(self) -> None:
@@ -227,7 +142,7 @@ class Worker:
                 raise InputCancelled(ref.key)
             if isinstance(unit, BadRecord):
                 message = f"{unit.label}: {unit.message}"
-                result.errors.append(_error(ref.key, unit.scene, None, unit.reason, message))
+                result.errors.append(error_entry(ref.key, unit.scene, None, unit.reason, message))
                 result.counts["failures"] += 1
                 continue
             self._batch(unit, ref, writer, result)
@@ -266,7 +181,7 @@ class Worker:
     ) -> None:
         scene = batch.first_scene + k
         result.errors.append(
-            _error(ref.key, scene, None, type(exc).__name__, f"{batch.labels[k]}: {exc}")
+            error_entry(ref.key, scene, None, type(exc).__name__, f"{batch.labels[k]}: {exc}")
         )
         result.counts["failures"] += 1
 
@@ -277,15 +192,15 @@ class Worker:
         report = ReadReport()
         if self.refine:
             items = self.reader.fine_transfer_simple_mem(
-                list(scenes), type=self.job.type, custom_tags=self.job.tags, report=report
+                list(scenes), type=self.calls.type, custom_tags=list(self.calls.tags), report=report
             )
         else:
             items = self.reader.get_memory(
                 list(scenes),
-                type=self.job.type,
+                type=self.calls.type,
                 info=batch.info,
-                mode=self.job.mode,
-                custom_tags=self.job.tags,
+                mode=self.calls.mode,
+                custom_tags=list(self.calls.tags),
                 report=report,
             )
         return items, report
@@ -309,8 +224,8 @@ class Worker:
         self._count(report, scenes, items, first, ref, result)
 
     def _item_dict(self, item: TextualMemoryItem, first_scene: int) -> dict[str, Any]:
-        if self.job.created_at is not None:
-            item.metadata.created_at = self.job.created_at
+        if self.calls.created_at is not None:
+            item.metadata.created_at = self.calls.created_at
         data = item.to_dict()
         if first_scene and not self.refine:
             # Calls number scenes from 0; the sources of items index the whole input.
@@ -346,7 +261,7 @@ class Worker:
             if window.status == "error" or window.embedding_error:
                 counts["failures"] += 1
                 result.errors.append(
-                    _error(
+                    error_entry(
                         ref.key,
                         window.scene_index + (0 if self.refine else first),
                         window.window_index,
@@ -358,7 +273,7 @@ class Worker:
             if part.status == "error":  # a file, image or audio part that could not be read
                 counts["failures"] += 1
                 result.errors.append(
-                    _error(
+                    error_entry(
                         ref.key,
                         part.scene_index + (0 if self.refine else first),
                         None,
@@ -390,7 +305,7 @@ class Worker:
                 continue
             pending.append(data)
             labels.append(f"line {number}")
-            if len(pending) == self.job.scenes_per_call:
+            if len(pending) == self.calls.scenes_per_call:
                 yield Batch(pending, {}, first, labels)
                 first += len(pending)
                 pending, labels = [], []

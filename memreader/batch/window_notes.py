@@ -3,7 +3,7 @@
 A call to the reader logs a warning for a fact its report carries too (the embed step's "N of
 M windows are mostly text the embedder cannot read", marked with
 :data:`~memreader.steps.embed.IN_REPORT`): a job of many calls would say it many times. While a
-:class:`~memreader.batch.runner.Worker` reads, those warnings are left out (:func:`reading`);
+:class:`~memreader.batch.worker.Worker` reads, those warnings are left out (:func:`reading`);
 the worker tallies the windows' notes from each call's report (:class:`NoteTally`) and the
 driver logs one line per input (:func:`log_notes`).
 """
