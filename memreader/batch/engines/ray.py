@@ -19,7 +19,8 @@ running call cannot be interrupted, and waiting for it could take a whole input)
 
 On a cluster the workers read the inputs and write the output themselves, so both must be
 reachable from every node (S3, or a shared file system), and memreader (with the plugins the
-reader config names) must be installed there. Ray is imported only when this engine runs.
+reader config names) must be installed there. The reader config is not: the driver read and
+validated it, and it travels in the workers' spec. Ray is imported only when this engine runs.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 file system) and :mod:`~memreader.batch.places.s3` (S3 prefixes), each with a read side (the
 inputs a spec names) and a write side (an output folder); :mod:`~memreader.batch.places.base`
 holds what both kinds share, and :mod:`~memreader.batch.places.opened` one input opened for a
-format. This module is the one spot that tells a local path from an ``s3://`` URL.
+format. This module is the one spot that picks the local or the S3 place for a path.
 """
 
 from __future__ import annotations
