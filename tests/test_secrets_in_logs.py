@@ -14,7 +14,7 @@ from memreader.fetch.settings import FetchConfig
 from memreader.parts.settings import TranscriptionConfig
 from memreader.readers import MultiModalStructMemReaderConfig
 from memreader.transport.log_scrub import install_log_redaction, scrub_log_text
-from tests.fetch.test_fetch import PDF, make, s3_endpoint, s3_fetcher
+from tests.fetch.fetchers import PDF, make, s3_endpoint, s3_fetcher
 from tests.http_fixtures import FetchTestServer, answer, redirect
 from tests.s3_server import moto_s3
 

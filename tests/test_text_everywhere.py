@@ -26,7 +26,7 @@ from memreader.scenes.text_checks import printable
 from memreader.steps.report import ReadReport
 from memreader.testing import ScriptedLLM
 from memreader.windowing.parsers import PART_PARSERS, scene_units
-from tests.batch.test_batch import output_items, write_job
+from tests.batch.jobs import output_items, write_job
 from tests.common import INFO
 
 SURROGATE: str = json.loads('"\\udfff"')

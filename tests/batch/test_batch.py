@@ -20,7 +20,7 @@ import yaml
 from memreader import ConfigError
 from memreader.batch.job import load_job
 from memreader.batch.job_run import dry_run, run_job
-from memreader.pipeline import Step
+from tests.batch.jobs import ROOT, chat_lines, cli, output_items, write_job
 from tests.common import MEMORYBANK
 from tests.llm_server import LLMTestServer, RecordedRequest, Reply, llm_server, openai_completion
 from tests.s3_server import moto_s3
@@ -28,51 +28,6 @@ from tests.s3_server import moto_s3
 __all__ = ["llm_server", "moto_s3"]
 
 pytestmark = pytest.mark.timeout(300)
-
-ROOT = Path(__file__).resolve().parents[2]
-CREATED = "2026-01-01T00:00:00Z"
-HASH_READER = {"backend": "simple_struct", "config": {"embedder": {"backend": "hash"}}}
-
-
-def chat_lines(n: int, tag: str) -> str:
-    lines = []
-    for k in range(n):
-        scene = [
-            {"role": "user", "content": f"{tag}: scene {k}, I like tea number {k}."},
-            {"role": "assistant", "content": f"Noted {tag} {k}."},
-        ]
-        lines.append(json.dumps(scene))
-    return "\n".join(lines) + "\n"
-
-
-def write_job(folder: Path, job: dict[str, Any], name: str = "job.yaml") -> Path:
-    """``job`` as a YAML job file in ``folder`` (the hash embedder and a fixed ``created_at``
-    unless it says otherwise)."""
-    job.setdefault("reader", HASH_READER)
-    job.setdefault("created_at", CREATED)
-    path = folder / name
-    path.write_text(yaml.safe_dump(job), encoding="utf-8")
-    return path
-
-
-def output_items(folder: Path) -> list[str]:
-    """Every item line of every output file, sorted (byte-level comparison)."""
-    lines = []
-    for path in sorted(folder.rglob("*.jsonl")):
-        if not path.name.startswith("_"):
-            lines.extend(line for line in path.read_text().splitlines() if line)
-    return sorted(lines)
-
-
-def cli(*args: str, cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "memreader.cli", *args],
-        cwd=cwd,
-        env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
 
 
 def test_a_memorybank_job(tmp_path: Path) -> None:
@@ -212,7 +167,7 @@ def test_kill_and_resume_gives_the_uninterrupted_output(tmp_path: Path) -> None:
         "config": {
             "embedder": {"backend": "hash"},
             "pipeline": {
-                "insert_before": {"embed": [{"step": "tests.batch.test_batch:Slow"}]},
+                "insert_before": {"embed": [{"step": "tests.batch.jobs:Slow"}]},
                 "allow_imports": True,
             },
         },
@@ -251,17 +206,6 @@ def test_kill_and_resume_gives_the_uninterrupted_output(tmp_path: Path) -> None:
     assert items == output_items(fresh / "out")
     ids = [json.loads(line)["id"] for line in items]
     assert len(ids) == len(set(ids)) == 12 * 3
-
-
-class Slow(Step):
-    """A step that takes a moment per call, so a test can kill a job mid-way."""
-
-    name = "slow"
-    requires = ("emitted",)
-    produces = ("emitted",)
-
-    def run(self, state: Any, runtime: Any) -> None:
-        time.sleep(0.15)
 
 
 def test_s3_input_and_output(tmp_path: Path, moto_s3: str) -> None:

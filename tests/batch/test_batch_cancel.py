@@ -18,7 +18,7 @@ from memreader.batch.job import load_job
 from memreader.batch.job_run import EXIT_CANCELLED, JobSummary, run_job
 from memreader.batch.results import InputResult
 from memreader.pipeline import Step
-from tests.batch.test_batch import HASH_READER, chat_lines, output_items, write_job
+from tests.batch.jobs import HASH_READER, chat_lines, output_items, write_job
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -24,7 +24,7 @@ from memreader.factory import MemReaderConfigFactory
 from memreader.pipeline import Step
 from memreader.service import ServiceConfig, ServiceSettings, create_app
 from memreader.service.jobs import JobState
-from tests.batch.test_batch import chat_lines
+from tests.batch.jobs import chat_lines
 from tests.service_server import running
 
 pytestmark = pytest.mark.timeout(120)

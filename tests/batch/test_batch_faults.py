@@ -24,7 +24,7 @@ from memreader.batch.job_run import run_job
 from memreader.batch.sinks import jsonl as jsonl_sink
 from memreader.batch.sinks import output_stem
 from memreader.pipeline import Step
-from tests.batch.test_batch import HASH_READER, ROOT, chat_lines, output_items, write_job
+from tests.batch.jobs import HASH_READER, ROOT, chat_lines, output_items, write_job
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -23,7 +23,7 @@ from memreader.batch.plan import inputs_spec
 from memreader.batch.sinks import SINKS, output_stem
 from memreader.errors import ConfigError
 from memreader.registry import PLUGIN_GROUP, load_plugins
-from tests.batch.test_batch import output_items, write_job
+from tests.batch.jobs import output_items, write_job
 
 pytestmark = pytest.mark.timeout(300)
 

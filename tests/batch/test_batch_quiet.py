@@ -15,7 +15,7 @@ from memreader.batch.job import load_job
 from memreader.batch.job_run import run_job
 from memreader.scenes.memorybank import load_memorybank
 from memreader.steps.report import ReadReport
-from tests.batch.test_batch import cli, write_job
+from tests.batch.jobs import cli, write_job
 from tests.common import INFO, MEMORYBANK_CN
 
 pytestmark = pytest.mark.timeout(300)

@@ -8,15 +8,11 @@ text; nothing of another owner shows; a category gone loses its file."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 
 from memreader.batch.job import OutputSpec, load_job
 from memreader.batch.job_run import run_job
@@ -32,71 +28,11 @@ from memreader.categories.markdown import (
 from memreader.categories.markdown_files import MANIFEST
 from memreader.cli import main
 from memreader.errors import ConfigError, InputError, StoreError
-from memreader.items import SourceMessage, TextualMemoryItem, TextualMemoryItemMetadata
-from memreader.stores import MemoryStore, SourceSelector, open_store
+from memreader.stores import SourceSelector
 from memreader.stores.category_types import CategoryDef
+from tests.categories.memories import PREFS, T0, item, open_db, seed, write_job
 
 pytestmark = pytest.mark.timeout(120)
-
-T0 = datetime(2023, 5, 3, 9, 12, tzinfo=timezone.utc)
-PREFS = CategoryDef(name="preferences", description="Likes, dislikes and tastes.")
-WORK = CategoryDef(name="work", description="What the user does for a living.")
-GOALS = CategoryDef(name="goals", description="What the user wants to achieve.")
-
-
-def item(
-    item_id: str,
-    text: str,
-    *,
-    user: str = "ana",
-    session: str = "s12",
-    at: datetime | None = None,
-    doc: str | None = None,
-    heading: str | None = None,
-    importance: float | None = None,
-) -> TextualMemoryItem:
-    """A memory citing one source: a chat message at ``at``, or the document ``doc``."""
-    source = SourceMessage(
-        scene_index=0,
-        message_index=0,
-        span=(0, len(text)),
-        content=text,
-        timestamp=at if doc is None else None,
-        doc_path=doc,
-        heading=heading,
-    )
-    meta = TextualMemoryItemMetadata(
-        user_id=user, session_id=session, sources=[source], importance=importance, valid_from=at
-    )
-    return TextualMemoryItem(id=item_id, memory=text, metadata=meta)
-
-
-def open_db(tmp_path: Path) -> MemoryStore:
-    return open_store(f"sqlite:///{tmp_path / 'm.db'}")
-
-
-def seed(store: MemoryStore, user: str = "ana", prefix: str = "") -> None:
-    """Three memories of ``user`` in two categories (a third one empty), one summary."""
-    store.write(
-        [
-            item(f"{prefix}m1", "Ana prefers green tea.", user=user, at=T0, importance=0.8),
-            item(f"{prefix}m2", "Ana dislikes coffee.", user=user, at=T0 + timedelta(days=2)),
-            item(f"{prefix}m3", "Ana works at Acme.", user=user, doc="notes.md", heading="Work"),
-        ]
-    )
-    store.upsert_categories(user, [PREFS, WORK, GOALS])
-    store.link_categories(
-        user,
-        {f"{prefix}m1": ["preferences"], f"{prefix}m2": ["preferences"], f"{prefix}m3": ["work"]},
-    )
-    store.save_summary(
-        user,
-        "preferences",
-        summary=f"Ana likes green tea. [ref:{prefix}m1]\nAna avoids coffee. [ref:{prefix}m2]",
-        kind="llm",
-        note=None,
-        now=T0 + timedelta(days=3),
-    )
 
 
 def text(files: dict[str, bytes], name: str) -> str:
@@ -359,32 +295,6 @@ def test_the_export_md_command(tmp_path: Path, capsys: pytest.CaptureFixture[str
 
 
 # -- batch sink -------------------------------------------------------------------------------
-
-READER = {"backend": "simple_struct", "config": {"embedder": {"backend": "hash"}}}
-
-
-def write_job(folder: Path, output: dict[str, Any]) -> Path:
-    (folder / "in").mkdir(exist_ok=True)
-    scenes = [
-        [
-            {"role": "user", "content": f"Day {k}: I drank green tea number {k}."},
-            {"role": "assistant", "content": f"Noted {k}."},
-        ]
-        for k in range(3)
-    ]
-    (folder / "in" / "chat.jsonl").write_text(
-        "".join(json.dumps(s) + "\n" for s in scenes), encoding="utf-8"
-    )
-    job = {
-        "reader": READER,
-        "inputs": [
-            {"path": "in", "format": "jsonl", "user_id": {"from": "constant", "value": "u1"}}
-        ],
-        "output": output,
-    }
-    path = folder / "job.yaml"
-    path.write_text(yaml.safe_dump(job), encoding="utf-8")
-    return path
 
 
 def test_the_markdown_sink_exports_the_owners_a_job_wrote(tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ from memreader.categories.markdown_files import MANIFEST, portable_name_problem
 from memreader.cli import main
 from memreader.errors import SinkError
 from memreader.stores.category_types import CategoryDef
-from tests.categories.test_export_md import PREFS, WORK, item, open_db, seed, write_job
+from tests.categories.memories import PREFS, WORK, item, open_db, seed, write_job
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -11,7 +11,7 @@ import socket
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from memreader.fetch.settings import FetchConfig
 from memreader.transport import deadline_transport, http_lib
 from memreader.transport.addresses import embedded_ipv4
 from memreader.transport.guard import AddressPolicy, GuardedBackend, parse_ip
+from tests.fetch.fetchers import LOCAL, PDF, PNG, make, s3_endpoint, s3_fetcher
 from tests.http_fixtures import (
     FetchTestServer,
     answer,
@@ -36,16 +37,13 @@ from tests.http_fixtures import (
 )
 from tests.s3_server import moto_s3
 
-__all__ = ["moto_s3"]  # the fixture, imported for its side of pytest
+__all__ = ["moto_s3", "s3_endpoint"]  # the fixtures, imported for pytest
 
 # Every test here talks to a server: none may hang the suite (the fetcher's own deadlines end
 # them well before this).
 pytestmark = pytest.mark.timeout(60)
 
-PDF = b"%PDF-1.4\n% fake pdf body\n%%EOF\n"
-PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
 CSV = b"a,b\n1,2\n"
-LOCAL = ["127.0.0.1"]  # the test server, and nothing else
 PUBLIC_IP = "93.184.216.34"
 
 
@@ -57,19 +55,6 @@ def server() -> Iterator[FetchTestServer]:
         srv.route("/pic.png", answer(PNG, "image/png"))
         srv.route("/page.html", answer(b"<html></html>", "text/html"))
         yield srv
-
-
-def make(
-    *,
-    allow: Sequence[str] = LOCAL,
-    resolve: Callable[[str, int], Sequence[str]] | None = None,
-    max_bytes: int = 1_000_000,
-    **settings: Any,
-) -> Fetcher:
-    settings.setdefault("timeout_s", 5.0)
-    settings.setdefault("backoff_base_s", 0.0)
-    config = FetchConfig(allow_hosts=list(allow), **settings)
-    return Fetcher(config, max_bytes=max_bytes, resolve=resolve)
 
 
 def resolver(table: dict[str, list[str]], calls: list[str] | None = None) -> Any:
@@ -732,32 +717,6 @@ def test_local_paths(tmp_path: Path) -> None:
 
 
 # -- S3 (moto in server mode) ----------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def s3_endpoint(moto_s3: str) -> str:
-    import boto3
-
-    client = boto3.client("s3", endpoint_url=moto_s3, region_name="us-east-1")
-    client.create_bucket(Bucket="docs")
-    client.put_object(Bucket="docs", Key="dir/report.pdf", Body=PDF, ContentType="application/pdf")
-    client.put_object(Bucket="docs", Key="pic.png", Body=PNG)  # binary/octet-stream
-    client.put_object(Bucket="docs", Key="big.txt", Body=b"x" * 5000, ContentType="text/plain")
-    return moto_s3
-
-
-def s3_fetcher(endpoint: str, **settings: Any) -> Fetcher:
-    settings.setdefault("max_retries", 0)
-    config = FetchConfig(
-        s3={
-            "endpoint_url": endpoint,
-            "region_name": "us-east-1",
-            "addressing_style": "path",
-            "allow_buckets": ["docs", "no-such-bucket"],
-        },
-        **settings,
-    )
-    return Fetcher(config, max_bytes=1000)
 
 
 def test_s3_get(s3_endpoint: str) -> None:

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from memreader import ReadReport, SimpleStructMemReader, SimpleStructMemReaderConfig
 from tests.common import HASH_EMBEDDER, INFO
-from tests.extraction.test_fine import kind
+from tests.fine_script import kind
 from tests.llm_server import (
     SLOW_FAULTS,
     TRANSPORT_FAULTS,

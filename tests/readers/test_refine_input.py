@@ -11,7 +11,7 @@ import pytest
 from memreader.steps.refine import MAX_REQUESTS_PER_ITEM, MAX_SOURCE_INDEX
 from memreader.steps.report import ReadReport
 from tests.common import INFO
-from tests.extraction.test_fine import CHAT, make_reader, scripted_responder
+from tests.fine_script import CHAT, make_reader, scripted_responder
 from tests.llm_server import LLMTestServer, Reply, llm_server, openai_completion
 
 __all__ = ["llm_server"]

@@ -13,11 +13,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from tests.service import test_service_api as api
-from tests.service.test_service_api import CHAT, auth, problem, read
-
-start = api.start  # the fixture (pytest finds fixtures among a module's names)
-Start = api.Start
+from tests.service.http_client import CHAT, Start, auth, problem, read, wait_for_job
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -149,7 +145,7 @@ def test_metrics_labels_stay_bounded(start: Start) -> None:
 def _job(url: str, who: str = "alice") -> dict[str, Any]:
     started = httpx.post(f"{url}/v1/jobs", json={"inputs": [{"path": "."}]}, headers=auth(who))
     assert started.status_code == 202, started.text
-    return api._wait(url, started.json()["id"], who)
+    return wait_for_job(url, started.json()["id"], who)
 
 
 def test_jobs_answer_without_server_paths(start: Start, tmp_path: Path) -> None:

@@ -7,96 +7,22 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
 from memreader.errors import ConfigError
 from memreader.factory import MemReaderConfigFactory
-from memreader.service import ServiceConfig, ServiceSettings, create_app
-from memreader.service.keys import hash_key
-from tests.common import HASH_EMBEDDER
-from tests.extraction.test_fine import scripted_responder
+from memreader.service import ServiceConfig, ServiceSettings
+from tests.fine_script import scripted_responder
 from tests.llm_server import LLMTestServer, llm_server
-from tests.service_server import running
+from tests.service.http_client import CHAT, Start, auth, problem, read, wait_for_job
 
 __all__ = ["llm_server"]
 
 pytestmark = pytest.mark.timeout(120)
-
-KEYS = {"alice": "mr_alice_key", "bob": "mr_bob_key", "admin": "mr_admin_key"}
-CHAT = [
-    {
-        "role": "user",
-        "content": "I moved to Lisbon and I want piano lessons.",
-        "chat_time": "2026-05-03T09:12:00",
-    },
-    {"role": "assistant", "content": "Classical or jazz?", "chat_time": "2026-05-03T09:13:00"},
-    {
-        "role": "user",
-        "content": "Jazz, and my sister Ana plays the cello.",
-        "chat_time": "2026-05-03T09:14:00",
-    },
-]
-
-
-def key_entries() -> list[dict[str, Any]]:
-    return [
-        {"name": "alice-app", "sha256": hash_key(KEYS["alice"]), "users": ["alice"]},
-        {"name": "bob-app", "sha256": hash_key(KEYS["bob"]), "users": ["bob"]},
-        {"name": "admin", "sha256": hash_key(KEYS["admin"]), "users": ["*"]},
-    ]
-
-
-def auth(who: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {KEYS[who]}"}
-
-
-Start = Callable[..., str]
-
-
-@pytest.fixture
-def start(tmp_path: Path) -> Iterator[Start]:
-    """Start a service: ``start(config={...}, service={...})`` returns its base URL."""
-    stack: list[Any] = []
-
-    def launch(*, config: dict[str, Any] | None = None, **service: Any) -> str:
-        reader_config = {
-            "embedder": HASH_EMBEDDER,
-            "store": "sqlite:///memories.db",
-            "window": {"max_tokens": 256, "overlap_tokens": 32},
-            **(config or {}),
-        }
-        service.setdefault("keys", key_entries())
-        factory = MemReaderConfigFactory.from_dict({"config": reader_config})
-        app = create_app(ServiceConfig(factory, ServiceSettings(**service), base_dir=str(tmp_path)))
-        context = running(app)
-        url = context.__enter__()
-        stack.append(context)
-        return url
-
-    yield launch
-    for context in reversed(stack):
-        context.__exit__(None, None, None)
-
-
-def read(url: str, who: str = "alice", **body: Any) -> httpx.Response:
-    extra = body.pop("headers", {})
-    payload = {"scenes": [CHAT], "info": {"user_id": who, "session_id": "s1"}, **body}
-    headers = {**auth(who if who in KEYS else "admin"), **extra}
-    return httpx.post(f"{url}/v1/read", json=payload, headers=headers, timeout=60)
-
-
-def problem(response: httpx.Response, status: int) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"].startswith("application/problem+json")
-    body: dict[str, Any] = response.json()
-    assert body["status"] == status and body["type"].startswith("urn:memreader:problem:")
-    assert "Traceback" not in response.text
-    return body
 
 
 def test_read_store_search_get_history(start: Start) -> None:
@@ -291,7 +217,7 @@ def test_jobs_run_report_progress_and_cancel(start: Start, tmp_path: Path) -> No
     started = httpx.post(f"{url}/v1/jobs", json=spec, headers=auth("alice"))
     assert started.status_code == 202, started.text
     job_id = started.json()["id"]
-    job = _wait(url, job_id, "alice")
+    job = wait_for_job(url, job_id, "alice")
     assert job["status"] == "succeeded", job
     progress = job["progress"]
     assert (progress["inputs_total"], progress["inputs_done"]) == (3, 3)
@@ -331,19 +257,9 @@ def test_job_cancel(start: Start, tmp_path: Path) -> None:
     )
     cancelled = httpx.delete(f"{url}/v1/jobs/{job_id}", headers=auth("alice"))
     assert cancelled.status_code == 202
-    job = _wait(url, job_id, "alice")
+    job = wait_for_job(url, job_id, "alice")
     assert job["status"] == "cancelled", job
     assert job["progress"]["inputs_done"] < 40
-
-
-def _wait(url: str, job_id: str, who: str, timeout_s: float = 60.0) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        job: dict[str, Any] = httpx.get(f"{url}/v1/jobs/{job_id}", headers=auth(who)).json()
-        if job["status"] not in ("running", "cancelling"):
-            return job
-        time.sleep(0.05)
-    raise AssertionError(f"job {job_id} did not end")
 
 
 def test_content_over_http_cannot_name_local_files(start: Start, tmp_path: Path) -> None:
@@ -471,7 +387,7 @@ def test_a_symlink_in_a_job_root_does_not_lead_out(start: Start, tmp_path: Path)
     job_id = httpx.post(
         f"{url}/v1/jobs", json={"inputs": [{"path": "."}]}, headers=auth("alice")
     ).json()["id"]
-    job = _wait(url, job_id, "alice")
+    job = wait_for_job(url, job_id, "alice")
     assert job["status"] == "succeeded", job
     assert (job["progress"]["inputs_total"], job["summary"]["hidden"]) == (1, 1)
     hits = httpx.post(

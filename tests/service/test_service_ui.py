@@ -11,110 +11,29 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from selenium import webdriver
-from selenium.common.exceptions import TimeoutException
-from selenium.webdriver.chrome.service import Service
-from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
-from selenium.webdriver.support.ui import WebDriverWait
 
-from memreader.factory import MemReaderConfigFactory
-from memreader.service import ServiceConfig, ServiceSettings, create_app
-from tests.common import HASH_EMBEDDER
-from tests.service_server import running
+from tests.service.browser import (
+    ARTIFACTS,
+    ROOT,
+    XSS,
+    click,
+    js,
+    press,
+    read_example,
+    tab_to,
+    wait,
+    wait_for_items,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
-CHROMIUM = Path(shutil.which("chromium") or "/usr/bin/chromium")
-CHROMEDRIVER = Path(shutil.which("chromedriver") or "/usr/bin/chromedriver")
-ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / "tests" / "artifacts"
 DOCS_SHOT = ROOT / "docs" / "service_ui.png"
-XSS = '<img src=x onerror="window.pwned=1">'
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[WebDriver]:
-    """One headless Chromium for the module (each test gets its own service, so its own origin
-    and sessionStorage)."""
-    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
-        message = f"needs {CHROMIUM} and {CHROMEDRIVER} (apt-get install chromium chromium-driver)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    os.environ["SE_OFFLINE"] = "1"  # never let Selenium Manager download a driver
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
-        options.add_argument(flag)
-    options.add_argument("--window-size=1280,1100")
-    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
-    try:
-        yield driver
-    finally:
-        driver.quit()
-
-
-@pytest.fixture
-def page(tmp_path: Path, browser: WebDriver) -> Iterator[WebDriver]:
-    """A service with a SQLite store in ``tmp_path`` and the page open at ``/ui/``."""
-    # Small windows: the example chat gives several fast items, each citing other messages.
-    window = {"max_tokens": 64, "overlap_tokens": 16}
-    config = {"embedder": HASH_EMBEDDER, "store": "sqlite:///m.db", "window": window}
-    factory = MemReaderConfigFactory.from_dict({"config": config})
-    app = create_app(ServiceConfig(factory, ServiceSettings(), base_dir=str(tmp_path)))
-    with running(app) as url:
-        browser.set_window_size(1280, 1100)
-        browser.get(f"{url}/")  # the app redirects / to /ui/
-        wait(browser, lambda d: d.execute_script("return document.documentElement.dataset.ready"))
-        assert browser.current_url == f"{url}/ui/"
-        yield browser
-
-
-def wait(driver: WebDriver, condition: Any, timeout: float = 30) -> Any:
-    return WebDriverWait(driver, timeout).until(condition)
-
-
-def js(driver: WebDriver, script: str, *args: Any) -> Any:
-    return driver.execute_script(script, *args)
-
-
-def click(driver: WebDriver, css: str) -> None:
-    driver.find_element(By.CSS_SELECTOR, css).click()
-
-
-def wait_for_items(driver: WebDriver) -> list[Any]:
-    """The item buttons of the answer (fails with the page's problem text if the read failed)."""
-
-    def settled(d: WebDriver) -> bool:
-        return (
-            bool(d.find_elements(By.CSS_SELECTOR, "#items .item"))
-            or d.find_element(By.ID, "read-error").is_displayed()
-        )
-
-    try:
-        wait(driver, settled)
-    except TimeoutException:  # pragma: no cover - shown when the page hangs
-        pytest.fail(f"no answer; status: {driver.find_element(By.ID, 'read-status').text}")
-    error = driver.find_element(By.ID, "read-error")
-    assert not error.is_displayed(), error.text
-    return driver.find_elements(By.CSS_SELECTOR, "#items .item")
-
-
-def read_example(driver: WebDriver, *, store: bool = False) -> list[Any]:
-    click(driver, "#load-example")
-    click(driver, 'input[name="mode"][value="fast"]')
-    if store:
-        click(driver, "#store")
-    click(driver, "#read-button")
-    return wait_for_items(driver)
 
 
 def marks(driver: WebDriver) -> list[tuple[str, list[str]]]:
@@ -132,19 +51,6 @@ def marks(driver: WebDriver) -> list[tuple[str, list[str]]]:
             """,
         )
     ]
-
-
-def tab_to(driver: WebDriver, css: str, limit: int = 60) -> None:
-    """Press TAB until the focused element matches ``css``."""
-    for _ in range(limit):
-        if js(driver, "return document.activeElement.matches(arguments[0])", css):
-            return
-        ActionChains(driver).send_keys(Keys.TAB).perform()
-    pytest.fail(f"TAB never reached {css}")
-
-
-def press(driver: WebDriver, key: str) -> None:
-    driver.switch_to.active_element.send_keys(key)
 
 
 def test_item_sources_light_up_exactly(page: WebDriver) -> None:

@@ -15,8 +15,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
 
-from tests.service import test_service_ui as ui
-from tests.service.test_service_ui import (
+from tests.service.browser import (
     ARTIFACTS,
     XSS,
     click,
@@ -26,10 +25,6 @@ from tests.service.test_service_ui import (
     tab_to,
     wait,
 )
-
-# The browser and the service of test_service_ui (pytest finds fixtures among a module's names).
-browser = ui.browser
-page = ui.page
 
 pytestmark = pytest.mark.timeout(120)
 USER = "demo-user"  # the page's default user id

@@ -26,14 +26,10 @@ from memreader.factory import MemReaderConfigFactory
 from memreader.service import ServiceConfig, ServiceSettings, create_app
 from memreader.stores import open_store
 from memreader.stores.category_types import CategoryDef
-from tests.categories.test_export_md import PREFS, T0, item
+from tests.categories.memories import PREFS, T0, item
 from tests.common import HASH_EMBEDDER
-from tests.service import test_service_ui as ui
-from tests.service.test_service_ui import click, js, wait
+from tests.service.browser import click, js, wait, wait_for_items
 from tests.service_server import running
-
-browser = ui.browser
-page = ui.page
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -157,7 +153,7 @@ def test_a_long_message_and_its_item_show_cut_and_mark_in_the_whole(wide_page: W
     chat = f"user: {message}\nassistant: Noted."
     js(page, "document.getElementById('chat-input').value = arguments[0]", chat)
     click(page, "#read-button")
-    items = ui.wait_for_items(page)
+    items = wait_for_items(page)
     assert main_chars(page) < DOM_BOUND
     slot = page.find_element(By.CSS_SELECTOR, '#scenes [data-message="0"] .text')
     assert js(page, "return arguments[0].textContent.length", slot) == PREVIEW + 1

@@ -204,7 +204,7 @@ def test_a_sigkilled_store_job_resumes_to_the_same_rows(tmp_path: Path) -> None:
             "config": {
                 "embedder": {"backend": "hash"},
                 "pipeline": {
-                    "insert_before": {"embed": [{"step": "tests.batch.test_batch:Slow"}]},
+                    "insert_before": {"embed": [{"step": "tests.batch.jobs:Slow"}]},
                     "allow_imports": True,
                 },
             },

@@ -19,7 +19,7 @@ from memreader.errors import InternalError
 from memreader.extraction.contract import MAX_MEMORIES, MAX_VALUE_CHARS
 from memreader.pipeline import FunctionStep
 from tests.common import INFO
-from tests.extraction.test_fine import CHAT, EXTRACTION, kind, make_reader, scripted_responder
+from tests.fine_script import CHAT, EXTRACTION, kind, make_reader, scripted_responder
 from tests.llm_server import LLMTestServer, RecordedRequest, Reply, llm_server, openai_completion
 
 __all__ = ["llm_server"]
