@@ -30,7 +30,7 @@ from memreader.stores import (
     open_store,
 )
 from memreader.testing import HashEmbedder
-from tests.pg_server import create_database, running_server
+from tests.pg_server import create_database
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -56,13 +56,6 @@ def item(
         user_id=user, session_id="s1", memory_type="LongTermMemory", sources=[source]
     )
     return TextualMemoryItem(id=item_id, memory=text, metadata=meta)
-
-
-@pytest.fixture(scope="module")
-def pg_admin() -> Iterator[str]:
-    """The admin URL of a PostgreSQL server for this module (started only if a test needs it)."""
-    with running_server() as admin_url:
-        yield admin_url
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -1,6 +1,6 @@
 """The memory stores' shared behaviour (issue 19), writing side, through the public API
 ``open_store(url)``: each test runs on both backends, a SQLite file and a fresh PostgreSQL
-database (tests/store_backends.py). Idempotent writes, reinforcement, near duplicates,
+database (tests/stores/conftest.py). Idempotent writes, reinforcement, near duplicates,
 ``replaces``, forget, purge, history, and what the batch sink and the dedup step use
 (``lookup``, ``write_part`` + ``retire_unseen``).
 
@@ -20,10 +20,9 @@ import pytest
 from memreader.errors import InputError
 from memreader.stores import MemoryStore, SourceSelector, open_store
 from memreader.testing import HashEmbedder
-from tests.store_backends import FIXTURES, T0, events, item, sql
+from tests.stores.store_backends import T0, events, item, sql
 
 pytestmark = pytest.mark.timeout(120)
-pg_admin, backend, new_url, url, store = FIXTURES  # by name, for pytest to find them here
 
 # -- writing -------------------------------------------------------------------------------
 

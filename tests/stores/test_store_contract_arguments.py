@@ -16,10 +16,9 @@ from memreader.errors import ConfigError, InputError
 from memreader.stores import MemoryStore, SourceSelector, open_store
 from memreader.stores.category_types import CategoryDef
 from memreader.stores.checks import MAX_K
-from tests.store_backends import FIXTURES, T0, events, item
+from tests.stores.store_backends import T0, events, item
 
 pytestmark = pytest.mark.timeout(120)
-pg_admin, backend, new_url, url, store = FIXTURES  # by name, for pytest to find them here
 
 SESSION = SourceSelector(session_id="s1")
 

@@ -1,5 +1,5 @@
 """The memory stores' shared behaviour under abuse (issue 27, classes 9-12), on both backends
-(tests/store_backends.py): what is stored is valid and a row that is not is that row's
+(tests/stores/conftest.py): what is stored is valid and a row that is not is that row's
 problem; readers never wait for another process's write lock; the same input twice changes
 nothing; a full-text query of common words still finds something, within its budget.
 
@@ -21,10 +21,9 @@ from memreader.errors import InputError, StoreError
 from memreader.items import TextualMemoryItem
 from memreader.stores import MemoryStore, SearchMode, SourceSelector, open_store
 from memreader.stores.category_types import CategoryDef
-from tests.store_backends import FIXTURES, T0, events, item, sql
+from tests.stores.store_backends import T0, events, item, sql
 
 pytestmark = pytest.mark.timeout(120)
-pg_admin, backend, new_url, url, store = FIXTURES  # by name, for pytest to find them here
 
 # -- class 9: what is stored is valid ----------------------------------------------------------
 

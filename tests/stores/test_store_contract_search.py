@@ -1,6 +1,6 @@
 """The memory stores' shared behaviour (issue 19), search side, through the public API
 ``open_store(url)``: each test runs on both backends, a SQLite file and a fresh PostgreSQL
-database (tests/store_backends.py). Hybrid search with its score parts, modes, filters and
+database (tests/stores/conftest.py). Hybrid search with its score parts, modes, filters and
 weights; owners as walls; two processes writing at once; bad input.
 
 The writing side: tests/stores/test_store_contract.py.
@@ -19,10 +19,9 @@ from memreader.errors import ConfigError, InputError, StoreError
 from memreader.stores import MemoryStore, SourceSelector, open_store
 from memreader.stores.scoring import DEFAULT_GAMMA, DEFAULT_IMPORTANCE_WEIGHT
 from memreader.testing import HashEmbedder
-from tests.store_backends import FIXTURES, T0, events, item, sql
+from tests.stores.store_backends import T0, events, item, sql
 
 pytestmark = pytest.mark.timeout(120)
-pg_admin, backend, new_url, url, store = FIXTURES  # by name, for pytest to find them here
 
 # -- search --------------------------------------------------------------------------------
 

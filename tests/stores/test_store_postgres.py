@@ -32,19 +32,18 @@ from memreader.cli import main
 from memreader.errors import ConfigError, InputError, StoreError
 from memreader.stores import MemoryStore, open_store
 from memreader.testing import HashEmbedder
-from tests.pg_server import create_database, running_server
-from tests.store_backends import T0, item, sql
+from tests.pg_server import create_database
+from tests.stores.store_backends import T0, item, sql
 
 pytestmark = pytest.mark.timeout(120)
 
 _NAMES = itertools.count()
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    """The admin URL of a server for this module (stopped and deleted at the end)."""
-    with running_server() as admin_url:
-        yield admin_url
+@pytest.fixture
+def server(pg_admin: str) -> str:
+    """The admin URL of the run's PostgreSQL server (tests/stores/conftest.py)."""
+    return pg_admin
 
 
 @pytest.fixture

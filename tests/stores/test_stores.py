@@ -22,7 +22,7 @@ from memreader.errors import ConfigError, StoreError
 from memreader.items import TextualMemoryItem
 from memreader.stores import STORES, MemoryStore, SearchMode, SourceSelector, open_store
 from memreader.testing import HashEmbedder
-from tests.store_backends import T0, item
+from tests.stores.store_backends import T0, item
 
 
 def open_db(tmp_path: Path, name: str = "m.db", **options: Any) -> MemoryStore:
