@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import posixpath
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from memreader.batch.formats import BadRecord, Format, Scene, format_class
@@ -176,6 +176,7 @@ class Inputs:
 
     def open(self, ref: InputRef) -> OpenedInput:
         """``ref`` opened for reading, within its spec's ``max_bytes``."""
+        ref = self._bound(ref)
         source = self._sources.of(ref.location)
         return OpenedInput(ref, source, self._spec.specs[ref.spec_index].max_bytes)
 
@@ -187,6 +188,7 @@ class Inputs:
             InputError: the file cannot be read. FetchError: the S3 object cannot be read.
         """
         digest = hashlib.sha256()
+        ref = self._bound(ref)
         with self._sources.of(ref.location).open(ref) as read:
             while chunk := read(CHUNK):
                 digest.update(chunk)
@@ -220,3 +222,9 @@ class Inputs:
     def close(self) -> None:
         """Close the S3 client built here, if any (an injected one stays open)."""
         self._sources.close()
+
+    def _bound(self, ref: InputRef) -> InputRef:
+        """``ref`` held to its spec's ``within``, whatever the ref says: the spec, not the
+        ref handed back by an engine, decides where reading may go."""
+        within = self._spec.specs[ref.spec_index].within
+        return ref if ref.within == within else replace(ref, within=within)

@@ -4,6 +4,7 @@ reading of every format into batches and bad records, in bounded memory for JSON
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import json
 import os
@@ -738,3 +739,12 @@ def test_within_keeps_every_read_inside_a_folder(tmp_path: Path) -> None:
     named = inputs_of(_job(tmp_path, {"path": "root/b.json", "within": str(root)}))
     with pytest.raises(InputError, match="no file of it lies inside"):
         named.discover()
+    # Reading checks again (a file swapped for a link after discovery), by the spec's `within`
+    # even for a ref that does not carry it.
+    (root / "a.json").unlink()
+    (root / "a.json").symlink_to(outside)
+    for ref in (refs[0], dataclasses.replace(refs[0], within=None)):
+        with pytest.raises(InputError, match="resolves outside"):
+            inputs.content_hash(ref)
+        with pytest.raises(InputError, match="resolves outside"):
+            list(inputs.read(ref))
