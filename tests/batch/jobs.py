@@ -49,7 +49,7 @@ def write_job(folder: Path, job: dict[str, Any], name: str = "job.yaml") -> Path
 
 def output_items(folder: Path) -> list[str]:
     """Every item line of every output file, sorted (byte-level comparison)."""
-    lines = []
+    lines: list[str] = []
     for path in sorted(folder.rglob("*.jsonl")):
         if not path.name.startswith("_"):
             lines.extend(line for line in path.read_text().splitlines() if line)
