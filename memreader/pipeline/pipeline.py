@@ -45,6 +45,19 @@ logger = logging.getLogger(__name__)
 
 def _plans(steps: Sequence[Step], inputs: frozenset[str]) -> dict[str, tuple[Step, ...]]:
     """The active steps of each mode; raises :class:`PipelineError` if the list is not sound."""
+    try:
+        return _checked_plans(steps, inputs)
+    except PipelineError as error:
+        if inputs:
+            raise
+        # A reader plugin's default_pipeline that forgot its inputs meets this first.
+        raise PipelineError(
+            f"{error} (this pipeline was built without inputs: Pipeline(steps, inputs=...) names "
+            "what every call starts with; a reader's are memreader.steps.state.INPUTS)"
+        ) from None
+
+
+def _checked_plans(steps: Sequence[Step], inputs: frozenset[str]) -> dict[str, tuple[Step, ...]]:
     seen: set[str] = set()
     for s in steps:
         if s.name in seen:

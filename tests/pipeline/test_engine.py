@@ -183,3 +183,12 @@ def test_the_engine_exports_only_engine_names() -> None:
     assert {"Pipeline", "ReadState", "Step", "StepEvent", "StepHooks", "step"} <= set(
         memreader.__all__
     )
+
+
+def test_a_pipeline_built_without_inputs_says_how_to_give_them() -> None:
+    from memreader.steps.registry import STEPS
+
+    with pytest.raises(
+        PipelineError, match=r"built without inputs: Pipeline\(steps, inputs=\.\.\.\)"
+    ):
+        Pipeline([STEPS.get("normalize")()])
