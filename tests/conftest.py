@@ -1,7 +1,8 @@
 """Fixtures every test folder uses: a reader with the hash embedder, and the factory's cache
 cleared after each test. A fixture only one folder uses lives in that folder's conftest.py;
 the constants tests share (``HASH_EMBEDDER``, ``INFO``, the shipped data) are in
-:mod:`tests.common`, which test modules import (never this module)."""
+:mod:`tests.common`, which test modules import (never this module). ``moto_server`` (one moto
+S3 server for the run, tests/s3_server.py) is here so that every module's ``moto_s3`` finds it."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ import pytest
 
 from memreader import MemReaderFactory, SimpleStructMemReader, SimpleStructMemReaderConfig
 from tests.common import HASH_EMBEDDER
+from tests.s3_server import moto_server
+
+__all__ = ["moto_server"]  # the run's moto server, for every module's moto_s3
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

@@ -1,5 +1,7 @@
-"""An S3-compatible server for tests: moto in server mode on 127.0.0.1, with fake credentials in
-the environment (and no real AWS configuration read), started once per test module.
+"""An S3-compatible server for tests: moto in server mode on 127.0.0.1, started once for the run
+(``moto_server``, registered in tests/conftest.py: stopping one takes half a second), and for
+each test module that uses it fake credentials in the environment (and no real AWS
+configuration read) and moto's state emptied.
 
 Use the ``moto_s3`` fixture (``from tests.s3_server import moto_s3``); it yields the endpoint URL.
 """
@@ -12,12 +14,26 @@ from collections.abc import Iterator
 
 import pytest
 
-__all__ = ["moto_s3"]
+__all__ = ["moto_s3", "moto_server"]
+
+
+@pytest.fixture(scope="session")
+def moto_server() -> Iterator[str]:
+    """The endpoint of one moto server for the whole run (it needs no credentials itself)."""
+    server_mod = pytest.importorskip("moto.server")
+    moto = server_mod.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    moto.start()
+    host, port = moto.get_host_and_port()
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        moto.stop()
 
 
 @pytest.fixture(scope="module")
-def moto_s3() -> Iterator[str]:
-    server_mod = pytest.importorskip("moto.server")
+def moto_s3(moto_server: str) -> Iterator[str]:
+    """The run's moto server, emptied, with fake credentials in the environment for this
+    module."""
     with pytest.MonkeyPatch.context() as patch:
         for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"):
             patch.delenv(name, raising=False)
@@ -27,16 +43,9 @@ def moto_s3() -> Iterator[str]:
         patch.setenv("AWS_CONFIG_FILE", os.devnull)
         patch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
         patch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-        moto = server_mod.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-        moto.start()
-        host, port = moto.get_host_and_port()
-        endpoint = f"http://{host}:{port}"
         # moto keeps its buckets in process-wide state: start each module from none, so one
         # module's objects never show up in another's listings.
         urllib.request.urlopen(
-            urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"), timeout=30
+            urllib.request.Request(f"{moto_server}/moto-api/reset", method="POST"), timeout=30
         ).close()
-        try:
-            yield endpoint
-        finally:
-            moto.stop()
+        yield moto_server
