@@ -42,7 +42,9 @@ INSERTED: dict[str, tuple[str, dict[str, Any]]] = {
     "min_length": ("window", {"min_chars": 0}),
 }
 
-#: Registered names that never act on a document's read, each with its reason.
+#: Registered names that never act on a document's read, each with its reason. None today:
+#: the steps with nothing to do on a document (describe_images and image_items without an
+#: image, tool, skill and tool_schema without a tool call) still run in place and are checked.
 NOT_ON_DOCUMENTS: dict[str, str] = {}
 
 Provenance = tuple[Any, Any, Any]
