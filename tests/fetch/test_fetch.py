@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from memreader.documents import DocumentAccess
 from memreader.errors import BlockedAddressError, DocumentError, FetchError
 from memreader.fetch.fetcher import Fetcher, is_remote, safe_label
+from memreader.fetch.local_files import DocumentAccess
 from memreader.fetch.settings import FetchConfig
 from memreader.transport import deadline_transport, http_lib
 from memreader.transport.addresses import embedded_ipv4
