@@ -48,8 +48,11 @@ demo: $(RUNTIME_STAMP)
 serve: $(SERVICE_STAMP)
 	HF_HUB_OFFLINE=1 $(VENV)/bin/memreader serve --config configs/service_local.yaml
 
+# Two workers by default (CI has 2 cores); TEST_WORKERS=0 runs the suite in one process.
+TEST_WORKERS ?= 2
+
 test: $(DEV_STAMP)
-	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 lint: $(DEV_STAMP)
 	$(PY) -m ruff check memreader tests benchmarks examples
