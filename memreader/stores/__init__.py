@@ -29,6 +29,7 @@ from memreader.stores.base import (
     SearchHit,
     SearchMode,
     SourceSelector,
+    UnknownMemoryError,
 )
 from memreader.stores.category_api import CategoryStorage, check_keeper
 from memreader.stores.category_types import CategoryDef, CategoryKeeper, StoredCategory
@@ -53,6 +54,7 @@ __all__ = [
     "SourceSelector",
     "StoredCategory",
     "StoredMemory",
+    "UnknownMemoryError",
     "WriteEvent",
     "open_store",
     "register_store",

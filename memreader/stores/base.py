@@ -49,6 +49,7 @@ from memreader.stores.checks import (
     check_types,
     moment,
 )
+from memreader.stores.direct_writes import DirectWrites, UnknownMemoryError
 from memreader.stores.events import EventKind, WriteEvent
 from memreader.stores.records import StoredMemory
 from memreader.stores.scoring import ScoreParts
@@ -62,6 +63,7 @@ __all__ = [
     "SearchHit",
     "SearchMode",
     "SourceSelector",
+    "UnknownMemoryError",
 ]
 
 #: What a search ranks by: ``hybrid`` (the default) fuses the vector list and the full-text
@@ -104,11 +106,12 @@ class QueryEmbedder(Protocol):
         ...
 
 
-class MemoryStore(CategoryStorage):
+class MemoryStore(CategoryStorage, DirectWrites):
     """Where memories are written, searched, traced and forgotten (see the module docstring),
     and where their categories are kept (:class:`~memreader.stores.category_api.CategoryStorage`:
     its keeper is called after each ``write``, ``write_part``, ``forget`` and ``retire_unseen``,
-    once the change is committed).
+    once the change is committed), and where memories given as text are added, updated and
+    deleted (:class:`~memreader.stores.direct_writes.DirectWrites`).
 
     Stores are registered by URL scheme and opened with
     :func:`memreader.stores.open_store` (``sqlite:///memories.db``, ``postgresql://...``).

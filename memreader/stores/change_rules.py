@@ -191,6 +191,33 @@ class ChangeRules(ABC, Generic[V]):
         reason = f"{key} was forgotten"
         return self.drop_source(owner, key, retire_as="expired", event="EXPIRE", reason=reason)
 
+    def delete_one(self, owner: str, memory_id: str, *, erase: bool) -> WriteEvent | None:
+        """A direct delete: ``owner``'s memory ``memory_id`` becomes ``expired`` (``EXPIRE``;
+        ``NONE`` when already retired), or with ``erase`` its row, history and category links
+        are removed; ``None`` when ``owner`` has no such memory."""
+        row = self._one(owner, memory_id)
+        if row is None:
+            return None
+        rowid, status, memory, supports_text = row
+        if erase:
+            self._erase(rowid, owner, memory_id)
+            why = "erased: its row, history and category links were removed"
+            return WriteEvent("EXPIRE", memory_id, "", why, user_id=owner)
+        if status != "active":
+            return WriteEvent("NONE", memory_id, "", f"already {status}", user_id=owner)
+        self._retire(rowid, "expired")
+        why = "deleted by the caller"
+        self.history(owner, memory_id, "EXPIRE", memory, None, why, load_supports(supports_text))
+        return WriteEvent("EXPIRE", memory_id, "", why, user_id=owner)
+
+    @abstractmethod
+    def _one(self, owner: str, memory_id: str) -> tuple[Any, ...] | None:
+        """``owner``'s memory ``memory_id`` (rowid, status, memory, supports), if stored."""
+
+    @abstractmethod
+    def _erase(self, rowid: int, owner: str, memory_id: str) -> None:
+        """Remove the memory ``rowid`` with its keys, text index row, links and history."""
+
     @abstractmethod
     def _same(self, p: Prepared[V]) -> tuple[tuple[Any, ...] | None, tuple[Any, ...] | None]:
         """The row with ``p``'s id (rowid, content hash, status) and the active row of its

@@ -30,7 +30,7 @@ from typing import Any
 
 from memreader.errors import InputError
 from memreader.items import Reconciliation, TextualMemoryItem
-from memreader.stores.base import SourceSelector
+from memreader.stores.checks import SourceSelector
 from memreader.stores.events import EventKind, WriteEvent
 from memreader.stores.records import MemoryStatus
 

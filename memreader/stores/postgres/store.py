@@ -286,6 +286,15 @@ class PostgresStore(PostgresCategories):
 
         return self._session.run(work, write=True)
 
+    def _delete(
+        self, memory_id: str, owner: str, *, erase: bool, now: datetime
+    ) -> WriteEvent | None:
+        def work(conn: Connection) -> WriteEvent | None:
+            lock_owners(conn, [owner])
+            return Changes(conn, now, self.near_duplicate).delete_one(owner, memory_id, erase=erase)
+
+        return self._session.run(work, write=True)
+
     def purge(self, *, older_than: datetime) -> int:
         """See :meth:`MemoryStore.purge`."""
         cutoff = aware(older_than, "older_than")

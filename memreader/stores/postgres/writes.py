@@ -193,6 +193,22 @@ class Changes(ChangeRules[str]):
         self.touched.add(rowid)
         return True
 
+    def _one(self, owner: str, memory_id: str) -> tuple[Any, ...] | None:
+        row: tuple[Any, ...] | None = self.conn.execute(
+            "SELECT rowid, status, memory, supports FROM memreader_memories "
+            "WHERE user_id = %s AND id = %s",
+            (owner, memory_id),
+        ).fetchone()
+        return row
+
+    def _erase(self, rowid: int, owner: str, memory_id: str) -> None:
+        # Its keys and category links go with the row (ON DELETE CASCADE); history by hand.
+        self.conn.execute("DELETE FROM memreader_memories WHERE rowid = %s", (rowid,))
+        self.conn.execute(
+            "DELETE FROM memreader_history WHERE user_id = %s AND memory_id = %s",
+            (owner, memory_id),
+        )
+
     def _keyed(self, owner: str, key: str) -> list[tuple[Any, ...]]:
         return self.conn.execute(
             "SELECT m.rowid, m.id, m.memory, m.supports, m.item FROM memreader_keys k "

@@ -287,6 +287,15 @@ class SQLiteStore(SQLiteCategories):
             changes.bump_versions()
         return events
 
+    def _delete(
+        self, memory_id: str, owner: str, *, erase: bool, now: datetime
+    ) -> WriteEvent | None:
+        with self._transaction() as conn:
+            changes = Changes(conn, now, self._ops.vectors, self.near_duplicate)
+            event = changes.delete_one(owner, memory_id, erase=erase)
+            changes.bump_versions()
+        return event
+
     def _retire_unseen(
         self, source: SourceSelector, seen: Mapping[str, Collection[str]], now: datetime | None
     ) -> list[WriteEvent]:

@@ -22,6 +22,7 @@ from memreader.stores.change_rules import ChangeRules, item_json, prepared, with
 from memreader.stores.change_rules import Prepared as SharedPrepared
 from memreader.stores.events import EventKind
 from memreader.stores.records import MemoryStatus
+from memreader.stores.sqlite.categories import drop_links
 from memreader.stores.sqlite.schema import iso, parse_time
 from memreader.stores.sqlite.vectors import OwnerVectors, PendingVectors, to_blob, unit
 from memreader.stores.write_decisions import (
@@ -236,6 +237,24 @@ class Changes(ChangeRules[np.ndarray]):
         self.history(owner, memory_id, "REINFORCE", memory, memory, full, p.supports)
         self.touched.add(rowid)
         return True
+
+    def _one(self, owner: str, memory_id: str) -> tuple[Any, ...] | None:
+        row: tuple[Any, ...] | None = self.conn.execute(
+            "SELECT rowid, status, memory, supports FROM memories WHERE user_id = ? AND id = ?",
+            (owner, memory_id),
+        ).fetchone()
+        return row
+
+    def _erase(self, rowid: int, owner: str, memory_id: str) -> None:
+        # What purge removes of one memory: SQLite has no cascade here.
+        self.conn.execute("DELETE FROM memory_keys WHERE memory_rowid = ?", (rowid,))
+        self.conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (rowid,))
+        drop_links(self.conn, owner, memory_id)
+        self.conn.execute(
+            "DELETE FROM history WHERE user_id = ? AND memory_id = ?", (owner, memory_id)
+        )
+        self.conn.execute("DELETE FROM memories WHERE rowid = ?", (rowid,))
+        self.owners.add(owner)
 
     def _keyed(self, owner: str, key: str) -> list[tuple[Any, ...]]:
         return self.conn.execute(

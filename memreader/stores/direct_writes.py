@@ -1,0 +1,260 @@
+"""Direct writes, the same in every store: a memory given as text (:meth:`DirectWrites.add_memory`),
+replaced by a new version (:meth:`DirectWrites.update`) or deleted (:meth:`DirectWrites.delete`).
+
+``add_memory`` and ``update`` build a :class:`~memreader.items.TextualMemoryItem` and write it
+through :meth:`~memreader.stores.base.MemoryStore.write`, so a direct write is embedded,
+deduplicated, categorised (the store's keeper) and traced exactly as a read item is. ``update``
+is a reconcile ``UPDATE`` (the old row ``superseded``, never edited); only ``delete`` needs SQL
+of its own (each backend's ``_delete``).
+
+An id that the owner does not have (unknown, or another owner's: the two are not told apart)
+raises :class:`UnknownMemoryError`, never a silent no-op.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from memreader.calls.deadlines import Deadline
+from memreader.errors import InputError, StoreError
+from memreader.items import MEMORY_TYPES, MemoryType, Reconciliation, TextualMemoryItem
+from memreader.items import TextualMemoryItemMetadata as Metadata
+from memreader.stores.checks import SourceSelector, check_memory_id, check_owner, moment
+from memreader.stores.events import WriteEvent
+from memreader.stores.records import StoredMemory
+from memreader.stores.write_decisions import content_hash
+
+__all__ = ["DIRECT_SESSION", "DirectWrites", "UnknownMemoryError", "direct_id"]
+
+#: The session a direct write is filed under when it names none (``forget`` of
+#: ``SourceSelector(session_id="direct")`` forgets them all).
+DIRECT_SESSION = "direct"
+
+# Namespace of direct-write ids: uuid5 over what makes the memory (owner, session, type, text).
+_NAMESPACE = uuid.UUID("5b0c3f8e-2d47-4c1e-9a55-6f1d2e7a9c31")
+
+
+class UnknownMemoryError(StoreError, KeyError):
+    """The owner has no memory with this id (unknown, or another owner's). A ``KeyError`` too,
+    so ``except KeyError`` catches it; its message names the id and the owner."""
+
+    def __str__(self) -> str:
+        # KeyError's str() quotes its argument; this error's message is a sentence.
+        return str(self.args[0]) if self.args else ""
+
+
+def direct_id(*parts: object) -> str:
+    """The deterministic id of a direct write made of ``parts``: the same memory written twice
+    gets one id (the second write is then ``NONE``).
+
+    >>> direct_id("u1", "s", "LongTermMemory", "x") == direct_id("u1", "s", "LongTermMemory", "x")
+    True
+    """
+    return str(uuid.uuid5(_NAMESPACE, json.dumps(parts, ensure_ascii=False, default=str)))
+
+
+def _text(text: Any) -> str:
+    if not isinstance(text, str) or not text.strip():
+        raise InputError(f"a memory's text must be a non-empty string, got {text!r}")
+    return text
+
+
+def _metadata(fields: dict[str, Any]) -> Metadata:
+    try:
+        return Metadata(**fields)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'metadata'}: {e['msg']}" for e in exc.errors()
+        )
+        raise InputError(f"invalid memory: {problems}") from exc
+
+
+class DirectWrites(ABC):
+    """The direct-write methods of :class:`~memreader.stores.base.MemoryStore` (see the module
+    docstring); the methods below marked abstract are the store's own."""
+
+    @abstractmethod
+    def write(
+        self,
+        items: Sequence[TextualMemoryItem],
+        *,
+        replaces: SourceSelector | None = None,
+        user_id: str | None = None,
+        now: datetime | None = None,
+        deadline: Deadline | None = None,
+    ) -> list[WriteEvent]:
+        """See :meth:`memreader.stores.base.MemoryStore.write`."""
+
+    @abstractmethod
+    def get(self, memory_id: str, *, user_id: str) -> StoredMemory | None:
+        """See :meth:`memreader.stores.base.MemoryStore.get`."""
+
+    @abstractmethod
+    def lookup(
+        self, items: Sequence[TextualMemoryItem], *, user_id: str
+    ) -> list[WriteEvent | None]:
+        """See :meth:`memreader.stores.base.MemoryStore.lookup`."""
+
+    @abstractmethod
+    def _after_change(
+        self, events: list[WriteEvent], items: Sequence[TextualMemoryItem]
+    ) -> list[WriteEvent]:
+        """See :class:`memreader.stores.category_api.CategoryStorage`."""
+
+    @abstractmethod
+    def _delete(
+        self, memory_id: str, owner: str, *, erase: bool, now: datetime
+    ) -> WriteEvent | None:
+        """What :meth:`delete` does, its arguments checked: ``None`` when ``owner`` has no
+        ``memory_id``."""
+
+    def add_memory(
+        self,
+        text: str,
+        *,
+        user_id: str,
+        session_id: str | None = None,
+        memory_type: str = MemoryType.LONG_TERM.value,
+        importance: float | None = None,
+        valid_from: datetime | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        tags: Sequence[str] | None = None,
+        now: datetime | None = None,
+    ) -> WriteEvent:
+        """Store ``text`` as one memory of ``user_id`` and return what the write did (``ADD``;
+        ``REINFORCE`` when the owner has it already, from another session; ``NONE`` when this
+        very memory is stored).
+
+        ``session_id`` defaults to :data:`DIRECT_SESSION`; ``memory_type`` is one of
+        :data:`~memreader.items.MEMORY_TYPES`; ``importance`` is in [0, 1]; ``valid_from``
+        (timezone-aware) is when the fact began to hold; ``metadata`` is kept as the item's
+        ``info``. Example::
+
+            event = store.add_memory("Ana is vegetarian", user_id="u1", importance=0.9)
+            store.get(event.memory_id, user_id="u1").item.memory  # 'Ana is vegetarian'
+
+        Raises:
+            InputError: an argument is invalid (the message names it).
+            StoreError: the store failed.
+        """
+        owner, body = check_owner(user_id), _text(text)
+        session = DIRECT_SESSION if session_id is None else session_id
+        if memory_type not in MEMORY_TYPES:
+            raise InputError(f"memory_type must be one of {', '.join(MEMORY_TYPES)}")
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise InputError(f"metadata must be a mapping, got {type(metadata).__name__}")
+        at = moment(now)
+        meta = _metadata(
+            {
+                "user_id": owner,
+                "session_id": session,
+                "memory_type": memory_type,
+                "importance": importance,
+                "importance_reason": None if importance is None else "given by the caller",
+                "valid_from": valid_from,
+                "info": dict(metadata or {}),
+                "tags": list(tags or []),
+                "created_at": at,
+            }
+        )
+        new_id = direct_id(owner, session, memory_type, content_hash(body))
+        item = TextualMemoryItem(id=new_id, memory=body, metadata=meta)
+        return self.write([item], user_id=owner, now=at)[0]
+
+    def update(
+        self,
+        memory_id: str,
+        text: str,
+        *,
+        user_id: str,
+        reason: str | None = None,
+        now: datetime | None = None,
+    ) -> WriteEvent:
+        """Replace the active memory ``memory_id`` of ``user_id`` with a new version holding
+        ``text``: the new memory (a new id, the event's ``memory_id``) keeps the old one's type,
+        sources, metadata and importance; the old row becomes ``superseded`` (``superseded_by``
+        the new one) and both get an ``UPDATE`` history row. Nothing is edited in place.
+        ``text`` equal to the memory's own (once normalised) changes nothing (``NONE``).
+        Example::
+
+            new = store.update(event.memory_id, "Ana is vegan", user_id="u1")
+            store.get(event.memory_id, user_id="u1").status  # 'superseded'
+
+        Raises:
+            UnknownMemoryError: ``user_id`` has no memory ``memory_id``.
+            InputError: the memory is not active (superseded or expired), or ``text`` is empty
+                or already another active memory of the owner (delete this one instead).
+            StoreError: the store failed.
+        """
+        owner, body = check_owner(user_id), _text(text)
+        old = self._stored(memory_id, owner)
+        if old.status != "active":
+            where = f" (superseded by {old.superseded_by})" if old.superseded_by else ""
+            raise InputError(f"memory {memory_id!r} is {old.status}{where}; update an active one")
+        digest = content_hash(body)
+        if digest == old.content_hash:
+            return WriteEvent("NONE", old.id, old.id, "the text is unchanged")
+        why = reason or "updated by the caller"
+        meta = old.item.metadata.model_copy(
+            update={
+                "embedding": None,
+                "embedding_model": None,
+                "created_at": moment(now),
+                "reconcile": Reconciliation(event="UPDATE", target_id=old.id, reason=why),
+            }
+        )
+        item = TextualMemoryItem(id=direct_id(owner, old.id, digest), memory=body, metadata=meta)
+        found = self.lookup([item], user_id=owner)[0]
+        if found is not None and found.event == "REINFORCE":
+            raise InputError(
+                f"{body!r} is already stored as memory {found.memory_id!r}; delete "
+                f"{memory_id!r} instead of updating it"
+            )
+        return self.write([item], user_id=owner, now=now)[0]
+
+    def delete(
+        self,
+        memory_id: str,
+        *,
+        user_id: str,
+        erase: bool = False,
+        now: datetime | None = None,
+    ) -> WriteEvent:
+        """Delete the memory ``memory_id`` of ``user_id``: it becomes ``expired`` now (event
+        ``EXPIRE``, a history row; its row stays, as every retired memory's does; one already
+        retired: ``NONE``). ``erase=True`` removes its row, its history and its category links
+        instead (event ``EXPIRE``, reason ``erased``): **irreversible**, for erasure requests;
+        the memories it superseded, or that superseded it, keep their own rows. Example::
+
+            store.delete(event.memory_id, user_id="u1")  # expired, history kept
+            store.delete(event.memory_id, user_id="u1", erase=True)  # gone
+
+        Raises:
+            UnknownMemoryError: ``user_id`` has no memory ``memory_id``.
+            InputError: ``erase`` is not true or false.
+            StoreError: the store failed.
+        """
+        if not isinstance(erase, bool):
+            raise InputError(f"erase must be true or false, got {erase!r}")
+        owner, checked = check_owner(user_id), check_memory_id(memory_id)
+        event = self._delete(checked, owner, erase=erase, now=moment(now))
+        if event is None:
+            raise _unknown(checked, owner)
+        return self._after_change([event], [])[0]
+
+    def _stored(self, memory_id: str, owner: str) -> StoredMemory:
+        stored = self.get(memory_id, user_id=owner)
+        if stored is None:
+            raise _unknown(memory_id, owner)
+        return stored
+
+
+def _unknown(memory_id: str, owner: str) -> UnknownMemoryError:
+    return UnknownMemoryError(f"user {owner!r} has no memory {memory_id!r}")
