@@ -1,6 +1,13 @@
 """memreader: turn chat logs, documents and tool traces into embedded memory items with exact
 provenance.
 
+>>> from memreader import Memory
+>>> m = Memory()  # doctest: +SKIP
+>>> m.add([{"role": "user", "content": "I love green tea."}], user_id="u1")  # doctest: +SKIP
+>>> m.search("what does u1 drink?", user_id="u1")  # doctest: +SKIP
+
+The reader alone (no store):
+
 >>> from memreader import SimpleStructMemReader
 >>> reader = SimpleStructMemReader()  # doctest: +SKIP
 >>> items = reader.get_memory(  # doctest: +SKIP
@@ -38,6 +45,7 @@ from memreader.errors import (
     UnsupportedModeError,
 )
 from memreader.factory import MemReaderConfigFactory, MemReaderFactory
+from memreader.front import AddResult, AsyncMemory, Memory
 from memreader.items import (
     MEMORY_TYPES,
     MemoryType,
@@ -63,6 +71,8 @@ from memreader.steps.state import ReadState
 __all__ = [
     "MEMORY_TYPES",
     "READERS",
+    "AddResult",
+    "AsyncMemory",
     "BaseMemReader",
     "BaseReaderConfig",
     "BlockedAddressError",
@@ -85,6 +95,7 @@ __all__ = [
     "MemReaderConfigFactory",
     "MemReaderError",
     "MemReaderFactory",
+    "Memory",
     "MemoryType",
     "MultiModalStructMemReader",
     "MultiModalStructMemReaderConfig",

@@ -1,0 +1,135 @@
+"""``AsyncMemory``: :class:`~memreader.front.memory.Memory` as coroutines.
+
+The same arguments, checks, results and errors: each method is the sync one's work, the read
+awaited on the reader's ``aget_memory`` and each store call run in a worker thread
+(:func:`~memreader.calls.deadlines.in_thread`: a cancelled caller waits for the thread to end,
+and a write that committed is still returned)::
+
+    from memreader import AsyncMemory
+
+    async with AsyncMemory() as m:
+        await m.add("I moved to Lisbon.", user_id="emily")
+        hits = await m.search("where does she live?", user_id="emily")
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from memreader.calls.deadlines import in_thread
+from memreader.front.memory import AddResult, ConfigLike, Memory, _result
+from memreader.modes import ReadMode
+from memreader.steps.report import ReadReport
+from memreader.stores import HistoryEntry, SearchHit, StoredCategory, WriteEvent
+from memreader.stores.records import StoredMemory
+
+__all__ = ["AsyncMemory"]
+
+
+class AsyncMemory:
+    """:class:`~memreader.front.memory.Memory` with coroutine methods (see the module
+    docstring); built the same way (``AsyncMemory(config, store=..., store_options=...)``).
+    ``memory`` is the sync object it runs (its ``reader``, ``store`` and ``store_url``)."""
+
+    def __init__(
+        self,
+        config: ConfigLike = None,
+        *,
+        store: str | None = None,
+        store_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.memory = Memory(config, store=store, store_options=store_options)
+
+    async def add(
+        self,
+        data: Any,
+        *,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        mode: ReadMode = "fast",
+        type: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> AddResult:
+        """:meth:`Memory.add <memreader.front.memory.Memory.add>`, awaited.
+
+        >>> import asyncio
+        >>> async def main():
+        ...     async with AsyncMemory({"config": {"embedder": {"backend": "hash"}}},
+        ...                            store="sqlite://:memory:") as m:
+        ...         return (await m.add("I live in Porto.", user_id="ana")).counts
+        >>> asyncio.run(main())
+        {'ADD': 1}
+        """
+        memory = self.memory
+        kind, scenes, info, generated = memory._prepare(data, user_id, session_id, type, metadata)
+        report = ReadReport()
+        groups = await memory.reader.aget_memory(scenes, kind, info, mode, report=report)
+        items = [item for group in groups for item in group]
+        events = await in_thread(functools.partial(memory._write, items), keep_result=True)
+        return _result(items, events, report, info["session_id"], generated, kind)
+
+    async def search(
+        self, query: str, *, user_id: str | None = None, k: int = 10, **filters: Any
+    ) -> list[SearchHit]:
+        """:meth:`Memory.search <memreader.front.memory.Memory.search>`, awaited."""
+        call = functools.partial(self.memory.search, query, user_id=user_id, k=k, **filters)
+        return await in_thread(call)
+
+    async def get(self, memory_id: str, *, user_id: str | None = None) -> StoredMemory | None:
+        """:meth:`Memory.get <memreader.front.memory.Memory.get>`, awaited."""
+        return await in_thread(functools.partial(self.memory.get, memory_id, user_id=user_id))
+
+    async def history(self, memory_id: str, *, user_id: str | None = None) -> list[HistoryEntry]:
+        """:meth:`Memory.history <memreader.front.memory.Memory.history>`, awaited."""
+        call = functools.partial(self.memory.history, memory_id, user_id=user_id)
+        return await in_thread(call)
+
+    async def forget(self, source: Any, *, user_id: str | None = None) -> list[WriteEvent]:
+        """:meth:`Memory.forget <memreader.front.memory.Memory.forget>`, awaited (a forget
+        that committed is returned even if the caller was cancelled)."""
+        call = functools.partial(self.memory.forget, source, user_id=user_id)
+        return await in_thread(call, keep_result=True)
+
+    async def categories(self, user_id: str | None = None) -> list[StoredCategory]:
+        """:meth:`Memory.categories <memreader.front.memory.Memory.categories>`, awaited."""
+        return await in_thread(functools.partial(self.memory.categories, user_id))
+
+    async def export_markdown(
+        self,
+        folder: str | os.PathLike[str],
+        *,
+        user_id: str | Sequence[str] | None = None,
+        allow_foreign_files: bool = False,
+    ) -> list[str]:
+        """:meth:`Memory.export_markdown <memreader.front.memory.Memory.export_markdown>`,
+        awaited."""
+        call = functools.partial(
+            self.memory.export_markdown,
+            folder,
+            user_id=user_id,
+            allow_foreign_files=allow_foreign_files,
+        )
+        return await in_thread(call, keep_result=True)
+
+    async def aclose(self) -> None:
+        """Close the store (in a thread) and the reader's clients, async ones included."""
+        memory = self.memory
+        if memory._closed:
+            return
+        memory._closed = True
+        try:
+            await in_thread(memory.store.close)
+        finally:
+            await memory.reader.aclose()
+
+    async def __aenter__(self) -> AsyncMemory:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return "Async" + repr(self.memory)

@@ -1,0 +1,304 @@
+"""``Memory``: one object that reads, stores and searches an agent's memories.
+
+It owns a reader (built from a reader config), the store it writes to (opened with the reader's
+embedder, so search uses vectors) and the category keeper (the reader's categories settings),
+so nothing can be wired half::
+
+    from memreader import Memory
+
+    with Memory() as m:  # ~/.local/share/memreader/memories.db, the local embedder, fast mode
+        m.add([{"role": "user", "content": "I moved to Lisbon."}], user_id="emily")
+        hits = m.search("where does she live?", user_id="emily")
+
+``Memory(config)`` takes what a reader takes (a YAML path, a dict, or a
+:class:`~memreader.MemReaderConfigFactory`), its ``store``, ``categories`` and ``fine.passes``
+(``reconcile``) included; ``Memory(store="postgresql://...")`` names the store (it wins over
+the config's). Without either, the store is ``memories.db`` in the data folder
+(:mod:`memreader.front.home`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import SecretStr
+
+from memreader.errors import InputError, StoreError
+from memreader.factory import MemReaderConfigFactory
+from memreader.front.home import data_home, default_store_url
+from memreader.front.inputs import (
+    check_user,
+    make_info,
+    session_digest,
+    shape_input,
+    source_selector,
+)
+from memreader.items import TextualMemoryItem
+from memreader.modes import ReadMode
+from memreader.readers import BaseMemReader
+from memreader.steps.report import ReadReport
+from memreader.stores import HistoryEntry, MemoryStore, SearchHit, StoredCategory, WriteEvent
+from memreader.stores.records import StoredMemory
+
+__all__ = ["SEARCH_FILTERS", "AddResult", "Memory"]
+
+#: The keyword filters :meth:`Memory.search` passes to the store's ``search``.
+SEARCH_FILTERS = frozenset(
+    {"types", "since", "until", "session_id", "include_inactive", "now", "mode", "category"}
+)
+ConfigLike = str | os.PathLike[str] | Mapping[str, Any] | MemReaderConfigFactory | None
+
+
+@dataclass(frozen=True)
+class AddResult:
+    """What :meth:`Memory.add` did: the ``items`` read (all scenes, in order), one store
+    ``events`` entry per item (``ADD``, ``NONE`` for one already stored, ``REINFORCE``, ...),
+    the read's ``report``, and the ``session_id`` used (``session_generated``: it is the
+    ``auto-`` digest of the input, see :mod:`memreader.front.inputs`)."""
+
+    items: list[TextualMemoryItem]
+    events: list[WriteEvent]
+    report: ReadReport
+    session_id: str
+    session_generated: bool
+    type: str = "chat"
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def reader_config(config: ConfigLike, store: str | None) -> tuple[MemReaderConfigFactory, str]:
+    """The reader config ``config`` names, with its ``store`` set to the store URL used
+    (``store``, else the config's, else :func:`~memreader.front.home.default_store_url`); and
+    that URL. A relative SQLite file in a YAML config is relative to the YAML's folder.
+
+    Raises:
+        ConfigError: the config is invalid (the message names the field).
+    """
+    from memreader.batch.job import resolve_store_url
+
+    base_dir: str | None = os.getcwd()
+    if config is None:
+        factory = MemReaderConfigFactory()
+    elif isinstance(config, MemReaderConfigFactory):
+        factory = config
+    elif isinstance(config, (str, os.PathLike)):
+        factory = MemReaderConfigFactory.from_yaml(config)
+        base_dir = str(Path(config).resolve().parent)
+    elif isinstance(config, Mapping):
+        factory = MemReaderConfigFactory.from_dict(config)
+    else:
+        raise InputError(
+            f"Memory(config) takes a YAML path, a dict or a MemReaderConfigFactory, "
+            f"got {type(config).__name__}"
+        )
+    if store is not None:
+        if not isinstance(store, str):
+            raise InputError(f"Memory(store=...) must be a URL string, got {type(store).__name__}")
+        url = resolve_store_url(store, os.getcwd())
+    elif factory.config.store is not None:
+        url = resolve_store_url(factory.config.store.get_secret_value(), base_dir)
+    else:
+        data_home().mkdir(parents=True, exist_ok=True)
+        url = default_store_url()
+    # The reader's own steps (dedup, reconcile) then see the store this object writes to.
+    settings = factory.config.model_copy(update={"store": SecretStr(url)})
+    return MemReaderConfigFactory(backend=factory.backend, config=settings), url
+
+
+class Memory:
+    """A reader, its store and its category keeper as one object (see the module docstring).
+
+    Args:
+        config: a reader config: a YAML path, a dict (``{"backend": ..., "config": {...}}``, as
+            the YAML files hold) or a :class:`~memreader.MemReaderConfigFactory`; ``None``: the
+            defaults (simple reader, bundled local embedder).
+        store: the store URL (``sqlite:///path.db``, ``postgresql://...``); it wins over the
+            config's ``store``.
+        store_options: the store's own options (see :func:`memreader.stores.open_store`).
+
+    Raises:
+        ConfigError: an invalid config or store URL.
+        StoreError: the store cannot be opened.
+    """
+
+    def __init__(
+        self,
+        config: ConfigLike = None,
+        *,
+        store: str | None = None,
+        store_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        from memreader.categories.maintainer import maintainer_for
+        from memreader.stores import open_store
+
+        self.config, self.store_url = reader_config(config, store)
+        self.reader: BaseMemReader = self.config.build()
+        embedder = self.reader.embedder if self.config.config.embedder is not None else None
+        self.store: MemoryStore = open_store(
+            self.store_url,
+            embedder=embedder,
+            category_keeper=maintainer_for(self.reader),
+            **dict(store_options or {}),
+        )
+        self._closed = False
+
+    # -- reading and writing ----------------------------------------------------------------------
+
+    def add(
+        self,
+        data: Any,
+        *,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        mode: ReadMode = "fast",
+        type: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> AddResult:
+        """Read ``data`` (a string, a chat, scenes or documents: see
+        :mod:`memreader.front.inputs`) for ``user_id`` and store what it holds.
+
+        >>> m = Memory({"config": {"embedder": {"backend": "hash"}}}, store="sqlite://:memory:")
+        >>> result = m.add("I live in Porto.", user_id="ana")
+        >>> [e.event for e in result.events], m.add("I live in Porto.", user_id="ana").counts
+        (['ADD'], {'NONE': 1})
+
+        Raises:
+            InputError: no ``user_id``, an input of no known shape, bad ``metadata`` (and the
+                reader's own input errors).
+            UnsupportedModeError: an unknown ``mode``, or ``fine`` without an LLM.
+            StoreError: the store failed (nothing of the call is stored).
+        """
+        kind, scenes, info, generated = self._prepare(data, user_id, session_id, type, metadata)
+        report = ReadReport()
+        groups = self.reader.get_memory(scenes, kind, info, mode, report=report)
+        items = [item for group in groups for item in group]
+        events = self._write(items)
+        return _result(items, events, report, info["session_id"], generated, kind)
+
+    def _prepare(
+        self,
+        data: Any,
+        user_id: Any,
+        session_id: Any,
+        type: str | None,
+        metadata: Mapping[str, Any] | None,
+    ) -> tuple[str, list[Any], dict[str, Any], bool]:
+        """The checked input of :meth:`add`: its type, scenes, ``info`` and whether the
+        session id was made up."""
+        self._check_open()
+        owner = check_user(user_id, "add()")
+        kind, scenes = shape_input(data, type)
+        generated = session_id is None
+        session = session_digest(kind, scenes) if generated else session_id
+        return kind, scenes, make_info(owner, session, metadata), generated
+
+    def _write(self, items: Sequence[TextualMemoryItem]) -> list[WriteEvent]:
+        return self.store.write(items) if items else []
+
+    # -- the store's abilities ---------------------------------------------------------------------
+
+    def search(
+        self, query: str, *, user_id: str | None = None, k: int = 10, **filters: Any
+    ) -> list[SearchHit]:
+        """The ``k`` best memories of ``user_id`` for ``query``, best first (each with its
+        score's parts). ``filters``: ``types``, ``since``, ``until``, ``session_id``,
+        ``include_inactive``, ``now``, ``mode`` and ``category``, as
+        :meth:`memreader.stores.MemoryStore.search` takes them.
+
+        Raises:
+            InputError: no ``user_id``, an unknown filter, or a bad value (the store's checks).
+        """
+        owner = self._owner(user_id, "search()")
+        unknown = sorted(set(filters) - SEARCH_FILTERS)
+        if unknown:
+            raise InputError(
+                f"search() has no filter {unknown[0]!r}; known: {', '.join(sorted(SEARCH_FILTERS))}"
+            )
+        return self.store.search(query, user_id=owner, k=k, **filters)
+
+    def get(self, memory_id: str, *, user_id: str | None = None) -> StoredMemory | None:
+        """The memory ``memory_id`` of ``user_id`` (any status), or ``None``."""
+        return self.store.get(memory_id, user_id=self._owner(user_id, "get()"))
+
+    def history(self, memory_id: str, *, user_id: str | None = None) -> list[HistoryEntry]:
+        """Every change of ``memory_id`` (of ``user_id``), oldest first."""
+        return self.store.history(memory_id, user_id=self._owner(user_id, "history()"))
+
+    def forget(self, source: Any, *, user_id: str | None = None) -> list[WriteEvent]:
+        """Forget what ``source`` said (``session:ID``, ``doc:PATH``, ``message:ID``,
+        ``input:KEY`` or a :class:`~memreader.stores.SourceSelector`): memories only it
+        supports expire (their history stays). The events."""
+        owner = self._owner(user_id, "forget()")
+        return self.store.forget(source_selector(source), user_id=owner)
+
+    def categories(self, user_id: str | None = None) -> list[StoredCategory]:
+        """``user_id``'s categories, each with its summary."""
+        return self.store.categories(self._owner(user_id, "categories()"))
+
+    def export_markdown(
+        self,
+        folder: str | os.PathLike[str],
+        *,
+        user_id: str | Sequence[str] | None = None,
+        allow_foreign_files: bool = False,
+    ) -> list[str]:
+        """Write each owner's memory as Markdown under ``folder/<user folder>/`` (see
+        :func:`memreader.categories.markdown.export_markdown`); the paths written, sorted."""
+        from memreader.categories.markdown import export_markdown
+
+        self._check_open()
+        users = [user_id] if isinstance(user_id, str) or user_id is None else list(user_id)
+        owners = [check_user(user, "export_markdown()") for user in users]
+        return export_markdown(
+            self.store, owners, os.fspath(folder), allow_foreign_files=allow_foreign_files
+        )
+
+    # -- lifetime ---------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the store and the reader's clients (again: nothing happens)."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.store.close()
+        finally:
+            self.reader.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        from memreader.stores.urls import public_url
+
+        return f"Memory(store={public_url(self.store_url)!r}, backend={self.config.backend!r})"
+
+    def _owner(self, user_id: Any, call: str) -> str:
+        self._check_open()
+        return check_user(user_id, call)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError("this Memory is closed: open a new one")
+
+
+def _result(
+    items: list[TextualMemoryItem],
+    events: list[WriteEvent],
+    report: ReadReport,
+    session_id: str,
+    generated: bool,
+    kind: str,
+) -> AddResult:
+    counts: dict[str, int] = {}
+    for event in events:
+        counts[event.event] = counts.get(event.event, 0) + 1
+    return AddResult(
+        items, events, report, session_id, generated, kind, dict(sorted(counts.items()))
+    )
