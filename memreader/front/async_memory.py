@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from memreader.calls.deadlines import in_thread
@@ -70,6 +71,48 @@ class AsyncMemory:
         items = [item for group in groups for item in group]
         events = await in_thread(functools.partial(memory._write, items), keep_result=True)
         return _result(items, events, report, info["session_id"], generated, kind)
+
+    async def add_memory(
+        self,
+        text: str,
+        *,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        memory_type: str = "LongTermMemory",
+        importance: float | None = None,
+        valid_from: datetime | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        tags: Sequence[str] | None = None,
+    ) -> WriteEvent:
+        """:meth:`Memory.add_memory <memreader.front.memory.Memory.add_memory>`, awaited."""
+        call = functools.partial(
+            self.memory.add_memory,
+            text,
+            user_id=user_id,
+            session_id=session_id,
+            memory_type=memory_type,
+            importance=importance,
+            valid_from=valid_from,
+            metadata=metadata,
+            tags=tags,
+        )
+        return await in_thread(call, keep_result=True)
+
+    async def update(
+        self, memory_id: str, text: str, *, user_id: str | None = None, reason: str | None = None
+    ) -> WriteEvent:
+        """:meth:`Memory.update <memreader.front.memory.Memory.update>`, awaited."""
+        call = functools.partial(
+            self.memory.update, memory_id, text, user_id=user_id, reason=reason
+        )
+        return await in_thread(call, keep_result=True)
+
+    async def delete(
+        self, memory_id: str, *, user_id: str | None = None, erase: bool = False
+    ) -> WriteEvent:
+        """:meth:`Memory.delete <memreader.front.memory.Memory.delete>`, awaited."""
+        call = functools.partial(self.memory.delete, memory_id, user_id=user_id, erase=erase)
+        return await in_thread(call, keep_result=True)
 
     async def search(
         self, query: str, *, user_id: str | None = None, k: int = 10, **filters: Any

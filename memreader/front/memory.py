@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -197,6 +198,71 @@ class Memory:
 
     def _write(self, items: Sequence[TextualMemoryItem]) -> list[WriteEvent]:
         return self.store.write(items) if items else []
+
+    # -- direct writes -----------------------------------------------------------------------------
+
+    def add_memory(
+        self,
+        text: str,
+        *,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        memory_type: str = "LongTermMemory",
+        importance: float | None = None,
+        valid_from: datetime | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        tags: Sequence[str] | None = None,
+    ) -> WriteEvent:
+        """Store ``text`` as one memory of ``user_id``, as given (no read): embedded,
+        deduplicated, categorised and traced as a read item is
+        (:meth:`memreader.stores.MemoryStore.add_memory`). The event (``ADD``, ``REINFORCE``
+        or ``NONE``); its ``memory_id`` is the memory's id.
+
+        >>> m = Memory({"config": {"embedder": {"backend": "hash"}}}, store="sqlite://:memory:")
+        >>> m.add_memory("Ana is vegetarian.", user_id="ana", importance=0.9).event
+        'ADD'
+
+        Raises:
+            InputError: no ``user_id``, or an invalid argument (the message names it).
+        """
+        return self.store.add_memory(
+            text,
+            user_id=self._owner(user_id, "add_memory()"),
+            session_id=session_id,
+            memory_type=memory_type,
+            importance=importance,
+            valid_from=valid_from,
+            metadata=metadata,
+            tags=tags,
+        )
+
+    def update(
+        self, memory_id: str, text: str, *, user_id: str | None = None, reason: str | None = None
+    ) -> WriteEvent:
+        """Supersede the active memory ``memory_id`` with a new version holding ``text`` (a new
+        id: the event's ``memory_id``; the old row stays, ``superseded``; never edited in
+        place). See :meth:`memreader.stores.MemoryStore.update`.
+
+        Raises:
+            UnknownMemoryError: ``user_id`` has no memory ``memory_id``.
+            InputError: no ``user_id``; the memory is not active; ``text`` is empty.
+        """
+        owner = self._owner(user_id, "update()")
+        return self.store.update(memory_id, text, user_id=owner, reason=reason)
+
+    def delete(
+        self, memory_id: str, *, user_id: str | None = None, erase: bool = False
+    ) -> WriteEvent:
+        """Expire the memory ``memory_id`` now (its row and history stay). ``erase=True``
+        removes its row, its history and its category links instead: **irreversible**, for
+        erasure requests. See :meth:`memreader.stores.MemoryStore.delete`.
+
+        Raises:
+            UnknownMemoryError: ``user_id`` has no memory ``memory_id``.
+            InputError: no ``user_id``; ``erase`` is not true or false.
+        """
+        owner = self._owner(user_id, "delete()")
+        return self.store.delete(memory_id, user_id=owner, erase=erase)
 
     # -- the store's abilities ---------------------------------------------------------------------
 
