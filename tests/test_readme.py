@@ -185,6 +185,7 @@ def workspace(tmp_path_factory: pytest.TempPathFactory, moto_s3: str) -> Iterato
         "OPENAI_API_KEY": "sk-readme-test",
         "MEMREADER_S3_ENDPOINT": moto_s3,
         "CURL_HOME": str(top),
+        "MEMREADER_HOME": str(top / "memreader-home"),  # Memory() blocks: not the real data folder
     }
     try:
         yield Workspace(repo, env, llm)
