@@ -30,3 +30,12 @@ def fast_config() -> dict[str, Any]:
 def memory(tmp_path: Path, fast_config: dict[str, Any], home: Path) -> Iterator[Memory]:
     with Memory(fast_config, store=f"sqlite:///{tmp_path / 'm.db'}") as m:
         yield m
+
+
+@pytest.fixture(scope="module")
+def pg_url() -> Iterator[str]:
+    """A fresh database on a PostgreSQL server of this module's own (tests/pg_server.py)."""
+    from tests.pg_server import create_database, running_server
+
+    with running_server() as admin_url:
+        yield create_database(admin_url, "front")
