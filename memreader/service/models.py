@@ -22,11 +22,13 @@ from memreader.modes import ReadMode
 from memreader.stores.base import SearchMode
 
 __all__ = [
+    "AddMemoryRequest",
     "ForgetRequest",
     "ReadRequest",
     "RefineRequest",
     "RequestBody",
     "SearchRequest",
+    "UpdateMemoryRequest",
     "encodable",
 ]
 
@@ -112,6 +114,29 @@ class SearchRequest(_Body):
     since: datetime | None = None
     until: datetime | None = None
     include_inactive: bool = False
+    category: str | None = Field(default=None, min_length=1)
+
+
+class AddMemoryRequest(_Body):
+    """``POST /v1/memories``: one memory, as ``MemoryStore.add_memory`` (``user_id`` may be
+    left out when the key has one user)."""
+
+    text: str = Field(min_length=1, max_length=10_000)
+    user_id: str | None = Field(default=None, min_length=1)
+    session_id: str | None = Field(default=None, min_length=1)
+    memory_type: str = "LongTermMemory"
+    importance: float | None = Field(default=None, ge=0.0, le=1.0)
+    valid_from: datetime | None = None
+    metadata: dict[str, Any] | None = None
+    tags: list[str] | None = Field(default=None, max_length=100)
+
+
+class UpdateMemoryRequest(_Body):
+    """``PATCH /v1/memories/{id}``: its new text, as ``MemoryStore.update``."""
+
+    text: str = Field(min_length=1, max_length=10_000)
+    user_id: str | None = Field(default=None, min_length=1)
+    reason: str | None = Field(default=None, max_length=200)
 
 
 class ForgetRequest(_Body):

@@ -38,6 +38,7 @@ from memreader.errors import (
     UnsupportedModeError,
 )
 from memreader.service.redact import PathScrub
+from memreader.stores.direct_writes import UnknownMemoryError
 
 __all__ = ["PROBLEM_TYPE", "ProblemError", "capped", "problem_for", "problem_response", "shown"]
 
@@ -140,6 +141,8 @@ def problem_for(error: BaseException) -> ProblemError:
     if isinstance(error, ProblemError):
         return error
     name = type(error).__name__
+    if isinstance(error, UnknownMemoryError):
+        return ProblemError(404, "not-found", "No such memory", _said(error), extra={"error": name})
     if isinstance(error, InputError):
         where = {
             key: value

@@ -1,18 +1,26 @@
-"""The store over HTTP: search, one memory, its history, forgetting a source.
+"""The store over HTTP: search, one memory, its history, forgetting a source, and direct
+writes (add one memory, update its text, delete it).
 
 The store calls run on the service's store threads (not where reads run), within the
 request's deadline; the request's slot is admission's (:mod:`memreader.service.admission`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
 from memreader.service.keys import Principal
-from memreader.service.models import ForgetRequest, SearchRequest
+from memreader.service.models import (
+    AddMemoryRequest,
+    ForgetRequest,
+    SearchRequest,
+    UpdateMemoryRequest,
+)
 from memreader.service.problems import ProblemError, shown
 from memreader.service.state import ServiceState, json_response
-from memreader.stores import HistoryEntry, SourceSelector, StoredMemory
+from memreader.stores import HistoryEntry, SourceSelector, StoredMemory, WriteEvent
 from memreader.stores.shapes import entry_json, event_json, hit_json, memory_json
 
 __all__ = ["router"]
@@ -57,6 +65,7 @@ async def search(body: SearchRequest, request: Request) -> Response:
             session_id=body.session_id,
             include_inactive=body.include_inactive,
             mode=body.mode,
+            category=body.category,
         ),
         "the search",
         state.deadline(request),
@@ -115,6 +124,77 @@ async def forget(body: ForgetRequest, request: Request) -> Response:
         return json_response({"events": [event_json(event) for event in events]})
 
     return await state.idempotent(request, principal, "forget", answer)
+
+
+@router.post("/v1/memories")
+async def add_memory(body: AddMemoryRequest, request: Request) -> Response:
+    """Store one memory given as text (embedded, deduplicated, categorised, with history):
+    201 with its event when added, 200 when it was stored already (``REINFORCE``, ``NONE``)."""
+    state = _state(request)
+    principal = state.principal(request)
+    owner = _owner(state, principal, body.user_id)
+
+    def work() -> WriteEvent:
+        return state.store.add_memory(
+            body.text,
+            user_id=owner,
+            session_id=body.session_id,
+            memory_type=body.memory_type,
+            importance=body.importance,
+            valid_from=body.valid_from,
+            metadata=body.metadata,
+            tags=body.tags,
+        )
+
+    return await _write(request, principal, "add", work)
+
+
+@router.patch("/v1/memories/{memory_id}")
+async def update_memory(memory_id: str, body: UpdateMemoryRequest, request: Request) -> Response:
+    """Replace a memory's text with a new version (the old one ``superseded``, never edited):
+    its event names the new id (``memory_id``) and the old one (``previous_id``)."""
+    state = _state(request)
+    principal = state.principal(request)
+    owner = _owner(state, principal, body.user_id)
+
+    def work() -> WriteEvent:
+        return state.store.update(memory_id, body.text, user_id=owner, reason=body.reason)
+
+    return await _write(request, principal, "update", work)
+
+
+@router.delete("/v1/memories/{memory_id}")
+async def delete_memory(
+    memory_id: str,
+    request: Request,
+    user_id: str | None = Query(default=None),
+    erase: bool = Query(default=False),
+) -> Response:
+    """Expire a memory now (its row and history stay), or with ``?erase=true`` remove it and
+    its history for good (irreversible)."""
+    state = _state(request)
+    principal = state.principal(request)
+    owner = _owner(state, principal, user_id)
+
+    def work() -> WriteEvent:
+        return state.store.delete(memory_id, user_id=owner, erase=erase)
+
+    return await _write(request, principal, "delete", work)
+
+
+async def _write(
+    request: Request, principal: Principal, route: str, work: Callable[[], WriteEvent]
+) -> Response:
+    """Run one direct write on the store threads (idempotent with an ``Idempotency-Key``);
+    answer its event, 201 for an ``ADD``."""
+    state = _state(request)
+
+    async def answer() -> Response:
+        event = await state.blocking(work, route, state.deadline(request), writes=True)
+        status = 201 if event.event == "ADD" else 200
+        return json_response({"event": event_json(event)}, status)
+
+    return await state.idempotent(request, principal, route, answer)
 
 
 async def _memory(
