@@ -98,3 +98,18 @@ def test_search_filters_by_category(start: Start) -> None:
     search["category"] = "Not A Name"
     bad = problem(httpx.post(f"{url}/v1/memories/search", json=search, headers=alice), 422)
     assert "category must be a category name" in bad["detail"]
+
+
+def test_a_retried_update_with_its_idempotency_key_is_replayed(start: Start) -> None:
+    url = start()
+    alice = auth("alice")
+    added = httpx.post(f"{url}/v1/memories", json={"text": "Alice rows."}, headers=alice)
+    memory_id = added.json()["event"]["memory_id"]
+    retry = {**alice, "Idempotency-Key": "patch-1"}
+    text = {"text": "Alice rows and swims."}
+    first = httpx.patch(f"{url}/v1/memories/{memory_id}", json=text, headers=retry)
+    second = httpx.patch(f"{url}/v1/memories/{memory_id}", json=text, headers=retry)
+    assert first.status_code == second.status_code == 200
+    assert second.headers["idempotent-replayed"] == "true" and first.content == second.content
+    # Without the key, the same request meets a superseded memory.
+    problem(httpx.patch(f"{url}/v1/memories/{memory_id}", json=text, headers=alice), 422)

@@ -204,3 +204,18 @@ def test_forgetting_the_direct_session_forgets_direct_writes(store: MemoryStore)
     event = store.add_memory("Ana is vegetarian.", user_id="u1", now=T0)
     result = store.forget(SourceSelector(session_id="direct"), user_id="u1", now=T0)
     assert [(e.event, e.memory_id) for e in result] == [("EXPIRE", event.memory_id)]
+
+
+def test_an_erased_or_deleted_memory_leaves_every_search(store: MemoryStore) -> None:
+    kept = store.add_memory("Ana likes green tea.", user_id="u1", now=T0)
+    gone = store.add_memory("Ana likes black tea.", user_id="u1", now=T0)
+    done = store.add_memory("Ana likes white tea.", user_id="u1", now=T0)
+    for mode in ("vector", "text", "hybrid"):  # the first searches also fill any vector cache
+        assert len(store.search("Ana likes tea", user_id="u1", mode=mode)) == 3
+    store.delete(gone.memory_id, user_id="u1", erase=True)
+    store.delete(done.memory_id, user_id="u1")
+    for mode in ("vector", "text", "hybrid"):
+        hits = store.search("Ana likes tea", user_id="u1", mode=mode)
+        assert [h.memory.id for h in hits] == [kept.memory_id], mode
+    every = store.search("Ana likes tea", user_id="u1", mode="vector", include_inactive=True)
+    assert sorted(h.memory.id for h in every) == sorted([kept.memory_id, done.memory_id])
