@@ -89,3 +89,12 @@ def test_an_invalid_config_is_a_config_error(home: Path) -> None:
         Memory({"config": {"window": {"max_tokens": "many"}}})
     with pytest.raises(ConfigError):
         Memory({"config": {"embedder": {"backend": "hash"}}}, store="not-a-url")
+
+
+def test_a_config_without_an_embedder_searches_text_only(tmp_path: Path, home: Path) -> None:
+    with Memory({"config": {"embedder": None}}, store=f"sqlite:///{tmp_path / 'm.db'}") as m:
+        result = m.add("I live in Porto.", user_id="ana")
+        assert result.items[0].metadata.embedding is None
+        hits = m.search("Porto", user_id="ana")
+        assert [h.memory.id for h in hits] == [result.items[0].id]
+        assert hits[0].score.similarity is None
