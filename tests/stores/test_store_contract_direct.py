@@ -14,6 +14,7 @@ from memreader.items import TextualMemoryItem
 from memreader.stores import (
     CategoryDef,
     MemoryStore,
+    SearchMode,
     SourceSelector,
     UnknownMemoryError,
     WriteEvent,
@@ -210,11 +211,12 @@ def test_an_erased_or_deleted_memory_leaves_every_search(store: MemoryStore) -> 
     kept = store.add_memory("Ana likes green tea.", user_id="u1", now=T0)
     gone = store.add_memory("Ana likes black tea.", user_id="u1", now=T0)
     done = store.add_memory("Ana likes white tea.", user_id="u1", now=T0)
-    for mode in ("vector", "text", "hybrid"):  # the first searches also fill any vector cache
+    modes: tuple[SearchMode, ...] = ("vector", "text", "hybrid")
+    for mode in modes:  # the first searches also fill any vector cache
         assert len(store.search("Ana likes tea", user_id="u1", mode=mode)) == 3
     store.delete(gone.memory_id, user_id="u1", erase=True)
     store.delete(done.memory_id, user_id="u1")
-    for mode in ("vector", "text", "hybrid"):
+    for mode in modes:
         hits = store.search("Ana likes tea", user_id="u1", mode=mode)
         assert [h.memory.id for h in hits] == [kept.memory_id], mode
     every = store.search("Ana likes tea", user_id="u1", mode="vector", include_inactive=True)
