@@ -216,6 +216,10 @@ class Memory:
         owner = check_user(user_id, "add()")
         kind, scenes = shape_input(data, type)
         generated = session_id is None
+        if not generated and (not isinstance(session_id, str) or not session_id.strip()):
+            raise InputError(
+                f"add(): session_id must be a non-empty string or None, got {session_id!r}"
+            )
         session = session_digest(kind, scenes) if generated else session_id
         return kind, scenes, make_info(owner, session, metadata), generated
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from memreader import InputError, Memory, StoreError
+from memreader import InputError, Memory, StoreError, UnsupportedModeError
 from memreader.stores import SourceSelector
 
 CHAT = [
@@ -119,6 +119,20 @@ def test_categories_are_kept_and_exported(memory: Memory, tmp_path: Path) -> Non
         (lambda m: m.add(CHAT, user_id=""), "add(): user_id must be a non-empty string, got ''"),
         (lambda m: m.add(CHAT, user_id=7), "add(): user_id must be a non-empty string, got 7"),
         (
+            lambda m: m.add(CHAT, user_id="u", session_id=5),
+            "add(): session_id must be a non-empty string or None, got 5",
+        ),
+        (
+            lambda m: m.add(CHAT, user_id="u", session_id=" "),
+            "add(): session_id must be a non-empty string or None, got ' '",
+        ),
+        (
+            lambda m: m.search("x", user_id="u", k=0),
+            "k must be a positive integer of at most 1000, got 0",
+        ),
+        (lambda m: m.search(3, user_id="u"), "query must be a string, got int"),
+        (lambda m: m.get("", user_id="u"), "memory_id must be a non-empty string, got ''"),
+        (
             lambda m: m.add(42, user_id="u"),
             "add() takes a string, a chat (a list of message dicts), a list of scenes or a list "
             "of documents; got int",
@@ -161,6 +175,11 @@ def test_bad_arguments_are_typed_errors(memory: Memory, call: Any, message: str)
     with pytest.raises(InputError) as caught:
         call(memory)
     assert str(caught.value) == message
+
+
+def test_an_unknown_mode_is_a_typed_error(memory: Memory) -> None:
+    with pytest.raises(UnsupportedModeError, match=r"^unknown mode 'slow'; expected one of"):
+        memory.add(CHAT, user_id="u", mode="slow")  # type: ignore[arg-type]
 
 
 def test_a_closed_memory_says_so(fast_config: dict[str, Any], tmp_path: Path) -> None:
