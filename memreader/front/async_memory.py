@@ -21,7 +21,8 @@ from datetime import datetime
 from typing import Any
 
 from memreader.calls.deadlines import in_thread
-from memreader.front.memory import AddResult, ConfigLike, Memory, _result
+from memreader.front.config import ConfigLike
+from memreader.front.memory import AddResult, Memory, _result
 from memreader.modes import ReadMode
 from memreader.steps.report import ReadReport
 from memreader.stores import HistoryEntry, SearchHit, StoredCategory, WriteEvent

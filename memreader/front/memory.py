@@ -23,14 +23,10 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
-from pydantic import SecretStr
-
 from memreader.errors import InputError, StoreError
-from memreader.factory import MemReaderConfigFactory
-from memreader.front.home import data_home, default_store_url
+from memreader.front.config import ConfigLike, reader_config
 from memreader.front.inputs import (
     check_user,
     make_info,
@@ -51,7 +47,6 @@ __all__ = ["SEARCH_FILTERS", "AddResult", "Memory"]
 SEARCH_FILTERS = frozenset(
     {"types", "since", "until", "session_id", "include_inactive", "now", "mode", "category"}
 )
-ConfigLike = str | os.PathLike[str] | Mapping[str, Any] | MemReaderConfigFactory | None
 
 
 @dataclass(frozen=True)
@@ -68,68 +63,6 @@ class AddResult:
     session_generated: bool
     type: str = "chat"
     counts: dict[str, int] = field(default_factory=dict)
-
-
-def reader_config(config: ConfigLike, store: str | None) -> tuple[MemReaderConfigFactory, str]:
-    """The reader config ``config`` names, with its ``store`` set to the store URL used
-    (``store``, else the config's, else :func:`~memreader.front.home.default_store_url`); and
-    that URL. A relative SQLite file in a YAML config is relative to the YAML's folder. The
-    store is set before the config is validated, so ``fine.passes: [..., reconcile]`` (which
-    needs one) works without a ``store:`` line.
-
-    Raises:
-        ConfigError: the config is invalid (the message names the field).
-        InputError: ``config`` or ``store`` is of the wrong type.
-    """
-    from memreader.batch.job import resolve_store_url
-    from memreader.config import read_yaml_config
-
-    if store is not None and not isinstance(store, str):
-        raise InputError(f"Memory(store=...) must be a URL string, got {type(store).__name__}")
-    base_dir = os.getcwd()
-    if isinstance(config, MemReaderConfigFactory):
-        factory = config
-    else:
-        if config is None:
-            raw: dict[str, Any] = {}
-        elif isinstance(config, (str, os.PathLike)):
-            raw = read_yaml_config(config)
-            base_dir = str(Path(config).resolve().parent)
-        elif isinstance(config, Mapping):
-            raw = dict(config)
-        else:
-            raise InputError(
-                f"Memory(config) takes a YAML path, a dict or a MemReaderConfigFactory, "
-                f"got {type(config).__name__}"
-            )
-        factory = MemReaderConfigFactory.from_dict(_with_store(raw, store))
-    if store is not None:
-        url = resolve_store_url(store, os.getcwd())
-    elif factory.config.store is not None:
-        url = resolve_store_url(factory.config.store.get_secret_value(), base_dir)
-    else:
-        url = default_store_url()
-    if url == default_store_url():
-        data_home().mkdir(parents=True, exist_ok=True)
-    # The reader's own steps (dedup, reconcile) then see the store this object writes to.
-    settings = factory.config.model_copy(update={"store": SecretStr(url)})
-    return MemReaderConfigFactory(backend=factory.backend, config=settings), url
-
-
-def _with_store(raw: dict[str, Any], store: str | None) -> dict[str, Any]:
-    """``raw`` (a reader config as YAML holds it) with ``config.store`` set: ``store`` when
-    given, else the default store when the config names none."""
-    inner = raw.get("config")
-    if inner is None:
-        inner = {}
-    if not isinstance(inner, Mapping):
-        return raw  # validation says what is wrong with it
-    inner = dict(inner)
-    if store is not None:
-        inner["store"] = store
-    elif inner.get("store") is None:
-        inner["store"] = default_store_url()
-    return {**raw, "config": inner}
 
 
 class Memory:
