@@ -144,7 +144,7 @@ def test_an_s3_document_named_on_the_command_line_is_the_operators(
     cfg = tmp_path / "reader.yaml"
     cfg.write_text(yaml.safe_dump({"config": {"embedder": None, "fetch": s3_settings(s3)}}))
     code = cli.main(
-        ["read", "s3://public-docs/team/notes.txt", "--type", "doc", "--config", str(cfg)]
+        ["read", "s3://public-docs/team/notes.txt", "--type", "doc", "--config", str(cfg), "--json"]
     )
     captured = capsys.readouterr()
     assert code == 0, captured.err
@@ -289,7 +289,7 @@ def hostile_chat(home: Path) -> Path:
 
 
 def run_read(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any], str]:
-    code = cli.main(["read", *args, "--reader", "multimodal_struct", "--no-embedding"])
+    code = cli.main(["read", *args, "--reader", "multimodal_struct", "--no-embedding", "--json"])
     captured = capsys.readouterr()
     [item] = [json.loads(line) for line in captured.out.splitlines()]
     return code, item, captured.err

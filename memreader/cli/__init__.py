@@ -42,6 +42,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from memreader._version import __version__
+from memreader.cli.flags import HelpFormatter
 from memreader.cli.read import add_read_parser, run_read
 from memreader.cli.serve import add_serve_parsers, run_key, run_serve
 from memreader.cli.stores import STORE_COMMANDS, add_store_parsers, run_store_command
@@ -93,6 +95,7 @@ class _CommandParser(argparse.ArgumentParser):
     unless given), so it neither resets nor hides the one given before the subcommand."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
         self.add_argument(
             "-v",
@@ -109,10 +112,12 @@ def build_parser() -> argparse.ArgumentParser:
     before and after the subcommand)."""
     parser = argparse.ArgumentParser(
         prog="memreader",
-        description=__doc__.splitlines()[0],
+        description="memreader: conversations and documents into memory items, and a memory "
+        "store to search (memreader COMMAND --help for each command)",
         epilog=EXIT_CODES_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"memreader {__version__}")
     parser.add_argument("-v", "--verbose", action="count", default=0, help=_HELP_VERBOSE)
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_CommandParser)
     add_read_parser(commands)

@@ -24,8 +24,12 @@ def add_llm_flags(read: argparse.ArgumentParser) -> None:
         "override the config's `llm`; defaults come from MEMREADER_LLM_BACKEND, "
         "MEMREADER_LLM_MODEL, MEMREADER_LLM_BASE_URL and OPENAI_API_KEY",
     )
-    llm.add_argument("--llm-backend", choices=("openai", "ollama"))
-    llm.add_argument("--llm-model")
+    llm.add_argument(
+        "--llm-backend",
+        choices=("openai", "ollama"),
+        help="the LLM client: openai (any OpenAI-compatible server) or ollama",
+    )
+    llm.add_argument("--llm-model", help="the model name the server knows, e.g. gpt-4o-mini")
     llm.add_argument("--llm-base-url", help="e.g. http://127.0.0.1:8080/v1 (llama.cpp server)")
     llm.add_argument(
         "--llm-api-key-env",
@@ -34,9 +38,17 @@ def add_llm_flags(read: argparse.ArgumentParser) -> None:
         "named here, it must be set and not empty (default: OPENAI_API_KEY, if set)",
     )
     llm.add_argument(
-        "--structured-output", choices=("json_schema", "json_object_schema", "tool_call", "prompt")
+        "--structured-output",
+        choices=("json_schema", "json_object_schema", "tool_call", "prompt"),
+        help="how the LLM is asked for JSON (default: the config's, json_schema)",
     )
     llm.add_argument("--llm-concurrency", type=int, help="LLM requests in flight at most")
+    llm.add_argument(
+        "--no-check",
+        action="store_true",
+        help="do not check the LLM before reading (by default each slot answers one tiny "
+        "request first, or the read exits 2 naming the slot and URL)",
+    )
     llm.add_argument("--no-filter", action="store_true", help="skip the hallucination filter")
     llm.add_argument("--no-rewrite", action="store_true", help="skip the rewrite pass")
 

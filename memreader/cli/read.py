@@ -18,9 +18,11 @@ from collections.abc import Sequence
 from contextlib import ExitStack
 from typing import IO, Any
 
+from memreader.cli.llm_check import check_llm_slots, configured_slots
 from memreader.cli.llm_flags import add_llm_flags, llm_settings
 from memreader.cli.output import open_outputs
 from memreader.cli.stores import StoreOutput, add_store_flag
+from memreader.cli.summary import item_summary
 from memreader.config import read_yaml_config, without_pass
 from memreader.errors import InputError
 from memreader.factory import MemReaderConfigFactory, MemReaderFactory
@@ -35,6 +37,8 @@ logger = logging.getLogger(__name__)
 
 # Scenes per get_memory call: large enough to batch embeddings, small enough to show progress.
 SCENES_PER_CALL = 16
+#: The owner of what ``read`` reads when ``--user-id`` is not given (said on stderr).
+DEFAULT_USER = "cli-user"
 
 
 def add_read_parser(commands: Any) -> None:
@@ -45,14 +49,24 @@ def add_read_parser(commands: Any) -> None:
         help="JSON file of scenes, a MemoryBank file, a document (a path, an http(s) URL or "
         "s3://bucket/key), or - for stdin",
     )
-    read.add_argument("--type", choices=("chat", "doc"), default="chat")
+    read.add_argument(
+        "--type",
+        choices=("chat", "doc"),
+        default="chat",
+        help="chat: the input is scenes of messages; doc: the input is one document",
+    )
     read.add_argument(
         "--reader",
         help="reader backend (default: the config's; simple_struct, multimodal_struct, ...). "
         "A document given as a URL or s3:// key is read by multimodal_struct unless this says "
         "otherwise",
     )
-    read.add_argument("--mode", choices=READ_MODES, default="fast")
+    read.add_argument(
+        "--mode",
+        choices=READ_MODES,
+        default="fast",
+        help="fast: no LLM (the local embedder only); fine: an LLM extracts the memories",
+    )
     read.add_argument("--config", help="reader config YAML (default: built-in local defaults)")
     read.add_argument(
         "--allow-root",
@@ -65,11 +79,26 @@ def add_read_parser(commands: Any) -> None:
         "files and folders under it stay refused unless the config sets allow_hidden_files",
     )
     read.add_argument(
-        "-o", "--output", help="output JSONL file (default: stdout, unless --store is given)"
+        "-o",
+        "--output",
+        help="write the items here as JSONL, one item per line (default: a readable summary "
+        "on stdout; none with --store)",
+    )
+    read.add_argument(
+        "--json",
+        action="store_true",
+        help="print the items on stdout as JSONL (the machine form -o writes) instead of the "
+        "summary",
     )
     add_store_flag(read, env=False)
-    read.add_argument("--user-id", default="cli-user")
-    read.add_argument("--session-id", default="cli-session")
+    read.add_argument(
+        "--user-id",
+        default=None,
+        help=f"the owner of the items (default: {DEFAULT_USER}, said on stderr)",
+    )
+    read.add_argument(
+        "--session-id", default="cli-session", help="the session the scenes belong to"
+    )
     read.add_argument(
         "--tag", action="append", default=[], dest="tags", help="custom tag (repeatable)"
     )
@@ -81,8 +110,16 @@ def add_read_parser(commands: Any) -> None:
     read.add_argument("--report", help="write the per-window report (status, usage) as JSON here")
     add_llm_flags(read)
     progress = read.add_mutually_exclusive_group()
-    progress.add_argument("--progress", dest="progress", action="store_true", default=None)
-    progress.add_argument("--no-progress", dest="progress", action="store_false")
+    progress.add_argument(
+        "--progress",
+        dest="progress",
+        action="store_true",
+        default=None,
+        help="show a progress bar on stderr (default: when stderr is a terminal)",
+    )
+    progress.add_argument(
+        "--no-progress", dest="progress", action="store_false", help="no progress bar"
+    )
 
 
 def reader_config(args: argparse.Namespace) -> MemReaderConfigFactory:
@@ -156,8 +193,9 @@ def _roots(paths: Sequence[str]) -> list[str]:
 def _jobs(args: argparse.Namespace) -> list[tuple[dict[str, str], Any, int]]:
     """(info, scene_data, first scene's index in the input): one job per MemoryBank user, else
     one per batch of scenes; with ``--type doc`` one job of one document."""
-    info = {"user_id": args.user_id, "session_id": args.session_id}
+    info = {"user_id": args.user_id or DEFAULT_USER, "session_id": args.session_id}
     if args.type == "doc":
+        _say_default_user(args)
         if args.input == "-":
             # Standard input is text: a part, so it is never taken for a file path.
             return [(info, [{"type": "text", "text": _read_text("-")}], 0)]
@@ -172,11 +210,19 @@ def _jobs(args: argparse.Namespace) -> list[tuple[dict[str, str], Any, int]]:
             ({"user_id": user, "session_id": f"memorybank:{user}"}, scenes, 0)
             for user, scenes in memorybank_scenes(data).items()
         ]
+    _say_default_user(args)
     if not isinstance(data, list) or not data:
         return [(info, data, 0)]
     if all(isinstance(m, dict) for m in data):
         return [(info, data, 0)]  # one flat scene
     return [(info, data[i : i + SCENES_PER_CALL], i) for i in range(0, len(data), SCENES_PER_CALL)]
+
+
+def _say_default_user(args: argparse.Namespace) -> None:
+    """Mark the run as one whose items got the default owner (said on stderr at the end: a
+    later ``forget`` or ``search`` needs that owner, and a silent default made them find
+    nothing)."""
+    args.user_defaulted = args.user_id is None
 
 
 def _is_remote(path: str) -> bool:
@@ -227,16 +273,19 @@ def run_read(args: argparse.Namespace) -> int:
         store = StoreOutput(args.store) if args.store else None
         if store is not None:
             stack.callback(store.close)
-        # With --store and no -o the items go to the store only.
-        report, no_vector = _run(
-            args, None if store is not None and args.output is None else out, store
-        )
+        # With --store and no -o (nor --json) the items go to the store only.
+        quiet = store is not None and args.output is None and not args.json
+        report, no_vector = _run(args, None if quiet else out, store)
         if args.report is not None:
             json.dump(report.to_dict(), outputs[-1].handle, ensure_ascii=False, indent=2)
         for output in outputs:
             output.commit()
     if store is not None:
         print(f"memreader: {store.summary()}", file=sys.stderr)
+    if getattr(args, "user_defaulted", False):
+        print(
+            f"memreader: no --user-id: the items belong to user {DEFAULT_USER!r}", file=sys.stderr
+        )
     failures = failure_lines(report, no_vector)
     for line in failures:
         print(f"memreader: {line}", file=sys.stderr)
@@ -279,13 +328,18 @@ def _run(
     number of items whose embedding failed."""
     from tqdm import tqdm
 
-    reader = MemReaderFactory.from_config(reader_config(args))
+    config = reader_config(args)
+    if args.mode == "fine" and not args.no_check:  # fail in seconds, before any window
+        check_llm_slots(configured_slots(config.config))
+    reader = MemReaderFactory.from_config(config)
     if store is not None:
         store.keep_categories(reader)
     jobs = _jobs(args)
     total = sum(len(scenes) if isinstance(scenes, list) else 1 for _, scenes, _ in jobs)
     show = sys.stderr.isatty() if args.progress is None else args.progress
     count = no_vector = 0
+    # A person at stdout gets the summary; -o and --json get the items whole.
+    summary = args.output is None and not args.json
     report = ReadReport(mode=args.mode)
     with tqdm(total=total, unit="scene", disable=not show or total < 2, file=sys.stderr) as bar:
         for info, scenes, scene_offset in jobs:
@@ -303,9 +357,11 @@ def _run(
                 store.write(results, scene_offset)
             for scene_items in results:
                 for item in scene_items:
-                    if out is not None:
-                        _write(out, item, scene_offset)
                     count += 1
+                    if out is not None and summary:
+                        item_summary(out, item, count, scene_offset)
+                    elif out is not None:
+                        _write(out, item, scene_offset)
                     no_vector += "embedding:failed" in item.metadata.tags
             bar.update(len(scenes) if isinstance(scenes, list) else 1)
     if out is not None:

@@ -26,7 +26,10 @@ def add_serve_parsers(commands: Any) -> None:
     serve.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=None, help="port (default 8765)")
     serve.add_argument(
-        "--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"]
+        "--log-level",
+        default="info",
+        choices=["critical", "error", "warning", "info", "debug"],
+        help="the server's log level",
     )
     text = "make a new API key: prints the key once, and the entry for service.keys"
     key = commands.add_parser("key", help=text, description=text)

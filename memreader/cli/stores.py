@@ -30,6 +30,8 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from memreader.cli.flags import add_alias
+from memreader.cli.summary import sources_text
 from memreader.errors import InputError
 from memreader.scenes.clipping import one_line
 from memreader.stores.base import SEARCH_MODES
@@ -64,13 +66,19 @@ def add_store_parsers(commands: Any) -> None:
     ``commands``."""
     search = commands.add_parser("search", help="search a memory store (hybrid: text + vectors)")
     search.add_argument("query", help="what to look for")
-    search.add_argument("-k", type=int, default=10, help="how many hits (default 10)")
+    search.add_argument("-k", type=int, default=10, help="how many hits")
     search.add_argument(
-        "--type", action="append", dest="types", help="memory type to keep (repeatable)"
+        "--memory-type",
+        action="append",
+        metavar="TYPE",
+        dest="types",
+        help="memory type to keep (repeatable; default: every type)",
     )
+    add_alias(search, "--type", dest="types", action="append")
     search.add_argument("--since", help="memories from this time on (ISO 8601; UTC if no zone)")
     search.add_argument("--until", help="memories up to this time (ISO 8601; UTC if no zone)")
-    search.add_argument("--session", help="memories of this session only")
+    search.add_argument("--session-id", help="memories of this session only")
+    add_alias(search, "--session", dest="session_id")
     search.add_argument(
         "--category", metavar="NAME", help="memories linked to this category of the owner only"
     )
@@ -115,21 +123,29 @@ def _add_export_parser(commands: Any) -> None:
     )
     add_store_flag(export, env=True)
     export.add_argument(
-        "--user",
         "--user-id",
         dest="users",
+        metavar="USER_ID",
         action="append",
-        help="an owner to export (repeatable; at least one)",
+        help="an owner to export (required; repeatable)",
     )
-    export.add_argument("--out", required=True, help="the folder the owners' folders go in")
+    add_alias(export, "--user", dest="users", action="append")
+    export.add_argument(
+        "-o",
+        "--output",
+        dest="out",
+        metavar="DIR",
+        help="the folder the owners' folders go in (required)",
+    )
+    add_alias(export, "--out", dest="out")
     export.add_argument(
         "--allow-foreign-files",
-        "--force",
         dest="allow_foreign_files",
         action="store_true",
         help="write into a user folder that holds files the export did not write (they are "
         "left alone; without this flag such a folder is refused)",
     )
+    add_alias(export, "--force", dest="allow_foreign_files", action="store_true")
 
 
 def add_store_flag(command: argparse.ArgumentParser, *, env: bool) -> None:
@@ -185,7 +201,7 @@ def _search(args: argparse.Namespace, url: str) -> int:
                 types=args.types,
                 since=since,
                 until=until,
-                session_id=args.session,
+                session_id=args.session_id,
                 include_inactive=args.all,
                 mode=args.mode,
                 category=args.category,
@@ -200,6 +216,7 @@ def _search(args: argparse.Namespace, url: str) -> int:
     for rank, hit in enumerate(hits, 1):
         print(_hit_line(rank, hit))
         print(f"   {one_line(hit.memory.item.memory, 200)}")
+        print(f"   {sources_text(hit.memory.item.metadata)}")
     if not hits:
         print("memreader: no memory found", file=sys.stderr)
     return 0
@@ -253,7 +270,8 @@ def _hit_json(hit: SearchHit) -> dict[str, Any]:
         "recorded_at": iso(memory.recorded_at),
         "importance": memory.importance,
         "reinforced": memory.reinforced,
-        "sources": len(meta.sources),
+        # Where it came from, so a script can go back to the message or document.
+        "sources": [source.model_dump(mode="json", exclude_none=True) for source in meta.sources],
         "score": score_json(hit.score),
     }
 
@@ -313,7 +331,9 @@ def _export_md(args: argparse.Namespace, url: str) -> int:
 
     users = args.users or []
     if not users or any(not user.strip() for user in users):
-        raise InputError("export-md needs --user U (repeatable; every memory has an owner)")
+        raise InputError("export-md needs --user-id U (repeatable; every memory has an owner)")
+    if not args.out:
+        raise InputError("export-md needs --output FOLDER (where the owners' folders go)")
     with _open(url, None) as store:
         report = export_report(store, users, args.out, allow_foreign_files=args.allow_foreign_files)
     for path in sorted(report.written):

@@ -88,7 +88,7 @@ def test_read_scene_file_to_stdout_with_batches(tmp_path: Path) -> None:
     ]
     path = tmp_path / "scenes.json"
     path.write_text(json.dumps(scenes), encoding="utf-8")
-    result = run_cli("read", str(path), "--no-embedding", "--no-progress", "--tag", "cli")
+    result = run_cli("read", str(path), "--no-embedding", "--no-progress", "--tag", "cli", "--json")
     assert result.returncode == 0, result.stderr
     items = [json.loads(line) for line in result.stdout.splitlines()]
     assert len(items) == 40
@@ -224,6 +224,8 @@ def test_fine_mode_fallbacks_are_announced(tmp_path: Path) -> None:
             "m",
             "--llm-base-url",
             server.url,
+            "--json",
+            "--no-check",  # the windows, not the check, meet the refusals
         )
     # Every window fell back: something failed, and the exit status says so.
     assert result.returncode == 1
@@ -236,11 +238,11 @@ def test_progress_bar_goes_to_stderr(tmp_path: Path) -> None:
     scenes = [[{"role": "user", "content": f"Scene {i}."}] for i in range(40)]
     path = tmp_path / "scenes.json"
     path.write_text(json.dumps(scenes), encoding="utf-8")
-    shown = run_cli("read", str(path), "--no-embedding", "--progress")
+    shown = run_cli("read", str(path), "--no-embedding", "--progress", "--json")
     assert shown.returncode == 0
     assert "40/40" in shown.stderr and "scene" in shown.stderr
     assert len(shown.stdout.splitlines()) == 40, "the bar never mixes with the items"
-    hidden = run_cli("read", str(path), "--no-embedding", "--no-progress")
+    hidden = run_cli("read", str(path), "--no-embedding", "--no-progress", "--user-id", "u")
     assert hidden.stderr == ""
 
 
@@ -251,7 +253,7 @@ SCENE = '[[{"role": "user", "content": "I like tea"}]]'
 
 def run_main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str], str]:
     """``memreader.cli.main`` in this process: status, stderr lines, stdout."""
-    code = cli.main(["read", *args, "--no-embedding", "--no-progress"])
+    code = cli.main(["read", *args, "--no-embedding", "--no-progress", "--json"])
     captured = capsys.readouterr()
     return code, captured.err.splitlines(), captured.out
 

@@ -47,6 +47,8 @@ def chat_file(tmp_path: Path, scenes: Any = None) -> str:
 def run_main(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, list[str]]:
     """``memreader.cli.main(argv)``: the status, stdout and memreader's own stderr lines (logs
     may go there too when logging is set up; they are not what a script reads)."""
+    if argv[:1] == ("read",):  # the machine form, and an owner (else stderr says whose)
+        argv = (*argv, "--json", "--user-id", "u")
     status = cli.main(list(argv))
     captured = capsys.readouterr()
     lines = [line for line in captured.err.splitlines() if line.startswith("memreader:")]
@@ -97,7 +99,7 @@ def test_verbose_goes_before_or_after_the_subcommand(argv: list[str], verbose: i
 def test_verbose_after_the_subcommand_logs_in_a_real_process(tmp_path: Path) -> None:
     path = chat_file(tmp_path)
     for argv in (["-v", "read", path], ["read", path, "-v"]):
-        result = run_process(*argv, "--no-embedding", "--no-progress")
+        result = run_process(*argv, "--no-embedding", "--no-progress", "--user-id", "u")
         assert result.returncode == 0, result.stderr
         assert result.stderr == "INFO memreader.cli.read: wrote 1 items\n"
     debug = run_process("read", path, "--no-embedding", "--no-progress", "-vv")

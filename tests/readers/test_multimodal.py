@@ -643,6 +643,7 @@ def test_cli_reads_a_multimodal_chat_file_with_files_beside_it(tmp_path: Path) -
         "--no-embedding",
         "--report",
         "report.json",
+        "--json",
         cwd=tmp_path,
     )
     assert result.returncode == 1, result.stderr  # /etc/hostname is not read: a failure
@@ -662,7 +663,14 @@ def test_cli_reads_a_document_by_url(tmp_path: Path, file_server: str) -> None:
         "config:\n  embedder: null\n  fetch:\n    allow_hosts: [127.0.0.1]\n"
     )
     result = run_cli(
-        "read", f"{file_server}/r.csv", "--type", "doc", "--config", "cfg.yaml", cwd=tmp_path
+        "read",
+        f"{file_server}/r.csv",
+        "--type",
+        "doc",
+        "--config",
+        "cfg.yaml",
+        "--json",
+        cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr
     (item,) = [json.loads(line) for line in result.stdout.splitlines()]
@@ -724,6 +732,7 @@ def test_cli_reads_a_document_from_s3(tmp_path: Path, s3_docs: str) -> None:
             "doc",
             "--config",
             str(env_config),
+            "--json",
             cwd=tmp_path,
         )
     finally:

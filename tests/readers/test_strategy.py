@@ -220,6 +220,7 @@ def test_factory_and_cli(tmp_path: Path) -> None:
             "strategy_struct",
             "--config",
             "strategy.yaml",
+            "--json",
         ],
         cwd=tmp_path,
         env={**os.environ, "HF_HUB_OFFLINE": "1"},

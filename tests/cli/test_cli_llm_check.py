@@ -1,0 +1,97 @@
+"""``read --mode fine`` checks its LLM before any window: a server that cannot be reached, or
+refuses, or a missing API key, exits 2 at once naming the slot and the (masked) URL;
+``--no-check`` skips the check."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from memreader.cli import main
+from memreader.secret_masking import mask_url
+from tests.llm_server import LLMTestServer, Reply
+
+CHAT = '[[{"role": "user", "content": "I like tea."}]]'
+
+
+@pytest.fixture(autouse=True)
+def no_llm_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("OPENAI_API_KEY", "MEMREADER_LLM_BASE_URL", "MEMREADER_LLM_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def free_port() -> int:
+    """A port nothing listens on (bound, then closed)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+def read_fine(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, *flags: str
+) -> tuple[int, list[str], Path]:
+    chat = tmp_path / "chat.json"
+    chat.write_text(CHAT, encoding="utf-8")
+    out = tmp_path / "items.jsonl"
+    argv = ["read", str(chat), "--mode", "fine", "--no-embedding", "--no-progress"]
+    code = main([*argv, "--user-id", "u", "-o", str(out), *flags])
+    return code, capsys.readouterr().err.splitlines(), out
+
+
+def test_an_unreachable_server_exits_2_before_any_window(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"http://ana:pw-secret@127.0.0.1:{free_port()}/v1"
+    code, err, out = read_fine(capsys, tmp_path, "--llm-model", "m", "--llm-base-url", url)
+    assert code == 2
+    [line] = err
+    assert line.startswith(
+        f"memreader: error: fine mode: the LLM of slot 'llm' (m at {mask_url(url)}) does not "
+        "work: LLMConnectionError"
+    )
+    assert "pw-secret" not in line and line.endswith("--no-check skips this check)")
+    assert not out.exists(), "nothing was read"
+
+
+def test_a_refusing_server_is_asked_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with LLMTestServer() as server:
+        server.responder = lambda request: Reply(status=401, body={"error": {"message": "key"}})
+        code, err, out = read_fine(
+            capsys, tmp_path, "--llm-model", "m", "--llm-base-url", server.url
+        )
+        requests, url = len(server.requests), server.url
+    assert code == 2 and requests == 1  # the check only: no window, no retry
+    [line] = err
+    assert f"slot 'llm' (m at {url}) does not work: LLMRequestError" in line
+    assert not out.exists()
+
+
+def test_no_check_reads_and_the_windows_fall_back(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with LLMTestServer() as server:
+        server.responder = lambda request: Reply(status=401, body={"error": {"message": "key"}})
+        code, err, out = read_fine(
+            capsys, tmp_path, "--llm-model", "m", "--llm-base-url", server.url, "--no-check"
+        )
+    assert code == 1
+    assert "memreader: 1 of 1 windows fell back to raw items (see --report)" in err
+    assert len(out.read_text(encoding="utf-8").splitlines()) == 1
+
+
+def test_a_missing_api_key_is_caught_up_front(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, err, out = read_fine(capsys, tmp_path, "--llm-model", "gpt-4o-mini")
+    assert code == 2
+    assert err == [
+        "memreader: error: fine mode: the LLM of slot 'llm' (gpt-4o-mini at "
+        "https://api.openai.com/v1) needs an API key: set OPENAI_API_KEY or --llm-api-key-env "
+        "VAR (or api_key in the config)"
+    ]
+    assert not out.exists()

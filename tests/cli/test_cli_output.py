@@ -1,0 +1,103 @@
+"""What ``read`` and ``search`` print: a summary a person reads (text, type, sources), the
+machine form with ``--json`` / ``-o``, and whose the items are when ``--user-id`` is not given."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from memreader.cli import main
+from memreader.cli.read import DEFAULT_USER
+
+CHAT = [
+    [
+        {"role": "user", "content": "I moved to Lisbon last spring.", "message_id": "m1"},
+        {"role": "assistant", "content": "Lisbon is lovely in spring."},
+    ]
+]
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def chat(tmp_path: Path) -> Path:
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps(CHAT), encoding="utf-8")
+    (tmp_path / "hash.yaml").write_text(
+        yaml.safe_dump({"backend": "simple_struct", "config": {"embedder": {"backend": "hash"}}})
+    )
+    return path
+
+
+def test_read_prints_a_summary_without_vectors(
+    chat: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = str(chat.parent / "hash.yaml")
+    code, out, err = run(
+        capsys,
+        "read",
+        str(chat),
+        "--config",
+        config,
+        "--user-id",
+        "ana",
+        "--session-id",
+        "s1",
+        "--no-progress",
+    )
+    assert code == 0 and err == ""
+    lines = out.splitlines()
+    assert lines[0].startswith("1. [") and "Lisbon" in lines[0]
+    assert lines[1] == "   session s1: message m1, scene 0, message 1"
+    assert "embedding" not in out and len(lines) == 2  # one item: two lines, no floats
+
+
+def test_json_and_output_give_the_items_whole(
+    chat: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = str(chat.parent / "hash.yaml")
+    argv = ["read", str(chat), "--config", config, "--user-id", "ana", "--no-progress"]
+    code, out, _ = run(capsys, *argv, "--json")
+    [item] = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and len(item["metadata"]["embedding"]) > 0
+    code, out, _ = run(capsys, *argv, "-o", str(tmp_path / "items.jsonl"))
+    assert code == 0 and out == ""
+    [again] = [json.loads(line) for line in (tmp_path / "items.jsonl").read_text().splitlines()]
+    assert again["memory"] == item["memory"]
+
+
+def test_a_read_without_user_id_says_whose_the_items_are(
+    chat: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(capsys, "read", str(chat), "--no-embedding", "--no-progress", "--json")
+    assert code == 0
+    assert err == f"memreader: no --user-id: the items belong to user {DEFAULT_USER!r}\n"
+    assert json.loads(out.splitlines()[0])["metadata"]["user_id"] == DEFAULT_USER
+
+
+def test_search_names_each_hits_sources(
+    chat: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    config = str(chat.parent / "hash.yaml")
+    argv = ["read", str(chat), "--config", config, "--user-id", "ana", "--session-id", "s1"]
+    assert run(capsys, *argv, "--store", url, "--no-progress")[0] == 0
+    search = ["search", "Lisbon", "--store", url, "--user-id", "ana", "--config", config, "-k", "1"]
+    code, out, _ = run(capsys, *search, "--json")
+    [hit] = json.loads(out)["hits"]
+    assert code == 0
+    assert [(s.get("message_id"), s["message_index"]) for s in hit["sources"]] == [
+        ("m1", 0),
+        (None, 1),
+    ]
+    assert hit["sources"][0]["content"] == "I moved to Lisbon last spring."
+    code, out, _ = run(capsys, *search)
+    assert code == 0
+    assert out.splitlines()[2] == "   session s1: message m1, scene 0, message 1"
