@@ -216,7 +216,8 @@ class ChangeRules(ABC, Generic[V]):
 
     @abstractmethod
     def _erase(self, rowid: int, owner: str, memory_id: str) -> None:
-        """Remove the memory ``rowid`` with its keys, text index row, links and history."""
+        """Remove the memory ``rowid`` with its keys, text index row, links and history, and
+        its text from the history of the memories it replaced and of its successor."""
 
     @abstractmethod
     def _same(self, p: Prepared[V]) -> tuple[tuple[Any, ...] | None, tuple[Any, ...] | None]:

@@ -230,8 +230,10 @@ class DirectWrites(ABC):
         """Delete the memory ``memory_id`` of ``user_id``: it becomes ``expired`` now (event
         ``EXPIRE``, a history row; its row stays, as every retired memory's does; one already
         retired: ``NONE``). ``erase=True`` removes its row, its history and its category links
-        instead (event ``EXPIRE``, reason ``erased``): **irreversible**, for erasure requests;
-        the memories it superseded, or that superseded it, keep their own rows. Example::
+        instead (event ``EXPIRE``, reason ``erased``): **irreversible**, for erasure requests.
+        The memories it superseded, or that superseded it, keep their rows, with its text
+        removed from their history (``new_memory`` / ``old_memory`` become ``None``; a
+        ``superseded_by`` naming it stays). Example::
 
             store.delete(event.memory_id, user_id="u1")  # expired, history kept
             store.delete(event.memory_id, user_id="u1", erase=True)  # gone

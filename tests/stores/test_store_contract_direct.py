@@ -221,3 +221,20 @@ def test_an_erased_or_deleted_memory_leaves_every_search(store: MemoryStore) -> 
         assert [h.memory.id for h in hits] == [kept.memory_id], mode
     every = store.search("Ana likes tea", user_id="u1", mode="vector", include_inactive=True)
     assert sorted(h.memory.id for h in every) == sorted([kept.memory_id, done.memory_id])
+
+
+def test_erasing_removes_its_text_from_its_neighbours_history(store: MemoryStore) -> None:
+    first = store.add_memory("Ana lives in Porto.", user_id="u1", now=T0)
+    middle = store.update(first.memory_id, "Ana lives in Faro.", user_id="u1", now=T0)
+    last = store.update(middle.memory_id, "Ana lives in Lisbon.", user_id="u1", now=T0)
+    store.delete(middle.memory_id, user_id="u1", erase=True)
+    seen = [
+        (h.event, h.old_memory, h.new_memory)
+        for memory_id in (first.memory_id, last.memory_id)
+        for h in store.history(memory_id, user_id="u1")
+    ]
+    assert seen == [
+        ("ADD", None, "Ana lives in Porto."),
+        ("UPDATE", "Ana lives in Porto.", None),  # Faro was here
+        ("UPDATE", None, "Ana lives in Lisbon."),  # and here
+    ]

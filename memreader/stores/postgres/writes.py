@@ -202,6 +202,24 @@ class Changes(ChangeRules[str]):
         return row
 
     def _erase(self, rowid: int, owner: str, memory_id: str) -> None:
+        # Its text also sits in the history of the memories it replaced (new_memory) and of
+        # the one that replaced it (old_memory): an erasure removes it there too.
+        row = self.conn.execute(
+            "SELECT memory, superseded_by FROM memreader_memories WHERE rowid = %s", (rowid,)
+        ).fetchone()
+        assert row is not None  # _one() found it in this transaction, under the owner's lock
+        text, successor = row
+        self.conn.execute(
+            "UPDATE memreader_history SET new_memory = NULL WHERE user_id = %s "
+            "AND new_memory = %s AND memory_id IN (SELECT id FROM memreader_memories "
+            "WHERE user_id = %s AND superseded_by = %s)",
+            (owner, text, owner, memory_id),
+        )
+        self.conn.execute(
+            "UPDATE memreader_history SET old_memory = NULL "
+            "WHERE user_id = %s AND memory_id = %s AND old_memory = %s",
+            (owner, successor, text),
+        )
         # Its keys and category links go with the row (ON DELETE CASCADE); history by hand.
         self.conn.execute("DELETE FROM memreader_memories WHERE rowid = %s", (rowid,))
         self.conn.execute(

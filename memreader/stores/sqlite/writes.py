@@ -246,6 +246,21 @@ class Changes(ChangeRules[np.ndarray]):
         return row
 
     def _erase(self, rowid: int, owner: str, memory_id: str) -> None:
+        # Its text also sits in the history of the memories it replaced (new_memory) and of
+        # the one that replaced it (old_memory): an erasure removes it there too.
+        text, successor = self.conn.execute(
+            "SELECT memory, superseded_by FROM memories WHERE rowid = ?", (rowid,)
+        ).fetchone()
+        self.conn.execute(
+            "UPDATE history SET new_memory = NULL WHERE user_id = ? AND new_memory = ? AND "
+            "memory_id IN (SELECT id FROM memories WHERE user_id = ? AND superseded_by = ?)",
+            (owner, text, owner, memory_id),
+        )
+        self.conn.execute(
+            "UPDATE history SET old_memory = NULL "
+            "WHERE user_id = ? AND memory_id = ? AND old_memory = ?",
+            (owner, successor, text),
+        )
         # What purge removes of one memory: SQLite has no cascade here.
         self.conn.execute("DELETE FROM memory_keys WHERE memory_rowid = ?", (rowid,))
         self.conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (rowid,))
