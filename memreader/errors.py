@@ -8,7 +8,8 @@ drawing to the classes)::
     MemReaderError
     ├── ConfigError (ValueError)
     │   ├── PipelineError
-    │   └── RegistryError                     registry.py
+    │   ├── RegistryError                     registry.py
+    │   └── LLMCheckError                     cli/llm_check.py
     ├── InputError (ValueError)
     │   ├── InvalidSceneError
     │   ├── InvalidMessageError
