@@ -41,6 +41,7 @@ from memreader.errors import (
     SkillWriteError,
     StoreError,
     TranscriptionError,
+    UnknownMemoryError,
     UnknownRoleError,
     UnsupportedModeError,
 )
@@ -120,6 +121,7 @@ __all__ = [
     "TextualMemoryItem",
     "TextualMemoryItemMetadata",
     "TranscriptionError",
+    "UnknownMemoryError",
     "UnknownRoleError",
     "UnsupportedModeError",
     "WindowConfig",

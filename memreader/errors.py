@@ -34,6 +34,7 @@ drawing to the classes)::
     │   └── LLMEmptyResponseError
     ├── EmbeddingError
     ├── StoreError
+    │   └── UnknownMemoryError (KeyError)
     ├── SinkError
     │   └── ForeignFilesError                 categories/markdown_files.py
     ├── SkillWriteError
@@ -215,6 +216,16 @@ class StoreError(MemReaderError):
     """A memory store failed: its file or server cannot be opened or is not a memory store
     (a corrupt or foreign file), a write or a read failed, or a lock was not granted before the
     store's timeout. The message names the store (a path, or the URL without credentials)."""
+
+
+class UnknownMemoryError(StoreError, KeyError):
+    """The owner has no memory with this id (unknown, or another owner's: the two are not told
+    apart). A ``KeyError`` too, so ``except KeyError`` catches it; its message names the id and the
+    owner."""
+
+    def __str__(self) -> str:
+        # KeyError's str() quotes its argument; this error's message is a sentence.
+        return str(self.args[0]) if self.args else ""
 
 
 class UnsupportedModeError(MemReaderError, ValueError):

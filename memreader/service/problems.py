@@ -35,10 +35,10 @@ from memreader.errors import (
     InternalError,
     MemReaderError,
     StoreError,
+    UnknownMemoryError,
     UnsupportedModeError,
 )
 from memreader.service.redact import PathScrub
-from memreader.stores.direct_writes import UnknownMemoryError
 
 __all__ = ["PROBLEM_TYPE", "ProblemError", "capped", "problem_for", "problem_response", "shown"]
 

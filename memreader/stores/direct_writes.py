@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from memreader.calls.deadlines import Deadline
-from memreader.errors import InputError, StoreError
+from memreader.errors import InputError, UnknownMemoryError
 from memreader.items import MEMORY_TYPES, MemoryType, Reconciliation, TextualMemoryItem
 from memreader.items import TextualMemoryItemMetadata as Metadata
 from memreader.stores.checks import SourceSelector, check_memory_id, check_owner, moment
@@ -39,15 +39,6 @@ DIRECT_SESSION = "direct"
 
 # Namespace of direct-write ids: uuid5 over what makes the memory (owner, session, type, text).
 _NAMESPACE = uuid.UUID("5b0c3f8e-2d47-4c1e-9a55-6f1d2e7a9c31")
-
-
-class UnknownMemoryError(StoreError, KeyError):
-    """The owner has no memory with this id (unknown, or another owner's). A ``KeyError`` too,
-    so ``except KeyError`` catches it; its message names the id and the owner."""
-
-    def __str__(self) -> str:
-        # KeyError's str() quotes its argument; this error's message is a sentence.
-        return str(self.args[0]) if self.args else ""
 
 
 def direct_id(*parts: object) -> str:
