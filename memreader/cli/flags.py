@@ -26,6 +26,7 @@ __all__ = ["CANONICAL", "HelpFormatter", "add_alias"]
 #: Each concept's one spelling, and the older spellings that are hidden aliases of it.
 CANONICAL: dict[str, tuple[str, ...]] = {
     "--user-id": ("--user",),
+    "--user-ids": ("--users",),
     "--session-id": ("--session",),
     "--output": ("--out",),
 }

@@ -8,7 +8,8 @@ import json
 import sys
 from typing import Any
 
-from memreader.errors import ConfigError
+from memreader.cli.flags import add_alias
+from memreader.errors import ConfigError, InputError
 
 __all__ = ["add_serve_parsers", "run_key", "run_serve"]
 
@@ -35,15 +36,21 @@ def add_serve_parsers(commands: Any) -> None:
     key = commands.add_parser("key", help=text, description=text)
     key.add_argument("--name", required=True, help="the key's name (logs, metrics, jobs)")
     key.add_argument(
-        "--users", required=True, help="comma-separated user ids it may use, or '*' for all"
+        "--user-ids",
+        dest="users",
+        metavar="IDS",
+        help="comma-separated user ids it may use, or '*' for all (required)",
     )
+    add_alias(key, "--users", dest="users")
 
 
 def run_key(args: argparse.Namespace) -> int:
     """Print a new key (stderr says to keep it) and its config entry (stdout, YAML)."""
     from memreader.service.keys import ApiKey, hash_key, new_key
 
-    users = [user.strip() for user in args.users.split(",") if user.strip()]
+    users = [user.strip() for user in (args.users or "").split(",") if user.strip()]
+    if not users:
+        raise InputError("key needs --user-ids ID[,ID...] (or '*' for every user)")
     key = new_key()
     entry = ApiKey(name=args.name, sha256=hash_key(key), users=users)
     print(f"key (shown once; give it to the client): {key}", file=sys.stderr)

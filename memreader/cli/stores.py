@@ -1,15 +1,16 @@
 """``memreader search``, ``memreader history`` and ``memreader forget``: a memory store from the
 command line (see :mod:`memreader.stores`); and what ``memreader read --store`` writes with.
 
-- ``search QUERY --store URL --user-id U [-k N] [--type T ...] [--since ISO] [--until ISO]
-  [--session S] [--category NAME] [--all] [--json]``: the best memories, each with its
-  score's parts;
+- ``search QUERY --store URL --user-id U [-k N] [--memory-type T ...] [--since ISO]
+  [--until ISO] [--session-id S] [--category NAME] [--all] [--json]``: the best memories, each
+  with its score's parts, text and sources (:mod:`memreader.cli.summary`);
 - ``history ID --store URL --user-id U [--json]``: every change of one memory;
 - ``forget --store URL --user-id U --source doc:PATH|session:ID|message:ID|input:KEY
   [--json]``: what came only from that source expires; the events are printed;
-- ``export-md --store URL --user U [--user U2 ...] --out DIR [--allow-foreign-files]``: each
-  owner's memory as Markdown files an agent can read (``DIR/<user folder>/index.md`` and one
-  file per category: see :mod:`memreader.categories.markdown`); the paths written are printed.
+- ``export-md --store URL --user-id U [--user-id U2 ...] --output DIR
+  [--allow-foreign-files]``: each owner's memory as Markdown files an agent can read
+  (``DIR/<user folder>/index.md`` and one file per category: see
+  :mod:`memreader.categories.markdown`); the paths written are printed.
   It replaces or removes only files it wrote itself, and refuses a user folder holding others
   unless ``--allow-foreign-files`` (:mod:`memreader.categories.markdown_files`).
 

@@ -82,7 +82,7 @@ def test_one_spelling_per_concept(name: str) -> None:
         ("memreader export-md", "--user-id"),
         ("memreader export-md", "--output"),
         ("memreader key", "--name"),
-        ("memreader key", "--users"),
+        ("memreader key", "--user-ids"),
     ],
 )
 def test_required_flags_are_marked_required(name: str, flag: str) -> None:
@@ -116,4 +116,15 @@ def test_export_md_without_an_output_folder_is_one_line(
     assert main(["export-md", "--store", url, "--user-id", "ana"]) == 2
     assert capsys.readouterr().err == (
         "memreader: error: export-md needs --output FOLDER (where the owners' folders go)\n"
+    )
+
+
+def test_key_takes_user_ids_and_the_old_users(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["key", "--name", "app", "--user-ids", "ana,bob"]) == 0
+    assert 'users: ["ana", "bob"]' in capsys.readouterr().out
+    assert main(["key", "--name", "app", "--users", "ana"]) == 0
+    assert 'users: ["ana"]' in capsys.readouterr().out
+    assert main(["key", "--name", "app"]) == 2
+    assert capsys.readouterr().err == (
+        "memreader: error: key needs --user-ids ID[,ID...] (or '*' for every user)\n"
     )
