@@ -40,12 +40,30 @@ def source_text(source: SourceMessage, scene_offset: int = 0) -> str:
 
 
 def sources_text(meta: TextualMemoryItemMetadata, scene_offset: int = 0) -> str:
-    """The session and the first sources of an item, e.g. ``session s1: message m3, message m4
-    (+2 more)``."""
-    names = list(dict.fromkeys(source_text(s, scene_offset) for s in meta.sources))
-    shown = ", ".join(names[:_SOURCES_SHOWN]) or "no source"
+    """The session and the first sources of an item, e.g. ``session s1: message m3; scene 0,
+    messages 1-4`` (messages without an id grouped by scene)."""
+    names: list[str] = []
+    by_scene: dict[int, list[int]] = {}
+    for source in meta.sources:
+        if source.doc_path or source.message_id:
+            names.append(source_text(source, scene_offset))
+        else:
+            by_scene.setdefault(source.scene_index + scene_offset, []).append(source.message_index)
+    names += [f"scene {scene}, {_messages(indexes)}" for scene, indexes in by_scene.items()]
+    names = list(dict.fromkeys(names))
+    shown = "; ".join(names[:_SOURCES_SHOWN]) or "no source"
     more = len(names) - _SOURCES_SHOWN
-    return f"session {meta.session_id}: {shown}" + (f" (+{more} more)" if more > 0 else "")
+    return f"session {meta.session_id}: " + shown + (f" (+{more} more)" if more > 0 else "")
+
+
+def _messages(indexes: list[int]) -> str:
+    """``message 3``, ``messages 0-3`` (a run) or ``messages 0, 2, 5``."""
+    unique = sorted(set(indexes))
+    if len(unique) == 1:
+        return f"message {unique[0]}"
+    if unique[-1] - unique[0] == len(unique) - 1:
+        return f"messages {unique[0]}-{unique[-1]}"
+    return "messages " + ", ".join(map(str, unique))
 
 
 def item_summary(out: IO[str], item: TextualMemoryItem, rank: int, scene_offset: int = 0) -> None:

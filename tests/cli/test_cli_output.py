@@ -55,7 +55,7 @@ def test_read_prints_a_summary_without_vectors(
     assert code == 0 and err == ""
     lines = out.splitlines()
     assert lines[0].startswith("1. [") and "Lisbon" in lines[0]
-    assert lines[1] == "   session s1: message m1, scene 0, message 1"
+    assert lines[1] == "   session s1: message m1; scene 0, message 1"
     assert "embedding" not in out and len(lines) == 2  # one item: two lines, no floats
 
 
@@ -100,4 +100,26 @@ def test_search_names_each_hits_sources(
     assert hit["sources"][0]["content"] == "I moved to Lisbon last spring."
     code, out, _ = run(capsys, *search)
     assert code == 0
-    assert out.splitlines()[2] == "   session s1: message m1, scene 0, message 1"
+    assert out.splitlines()[2] == "   session s1: message m1; scene 0, message 1"
+
+
+def test_sources_are_grouped_by_scene_and_documents_named() -> None:
+    from memreader.cli.summary import sources_text
+    from memreader.items import SourceMessage, TextualMemoryItemMetadata
+
+    def meta(*sources: SourceMessage) -> TextualMemoryItemMetadata:
+        return TextualMemoryItemMetadata(user_id="u", session_id="s", sources=list(sources))
+
+    run = [SourceMessage(scene_index=0, message_index=i) for i in range(4)]
+    assert sources_text(meta(*run)) == "session s: scene 0, messages 0-3"
+    gaps = [SourceMessage(scene_index=2, message_index=i) for i in (0, 2, 5)]
+    assert sources_text(meta(*gaps), scene_offset=1) == "session s: scene 3, messages 0, 2, 5"
+    doc = SourceMessage(
+        type="file", scene_index=0, message_index=0, doc_path="a.md", chunk_index=1, chunk_count=3
+    )
+    assert sources_text(meta(doc)) == "session s: a.md (chunk 2 of 3)"
+    many = [SourceMessage(scene_index=0, message_index=0, message_id=f"m{i}") for i in range(6)]
+    assert sources_text(meta(*many)) == (
+        "session s: message m0; message m1; message m2; message m3 (+2 more)"
+    )
+    assert sources_text(meta()) == "session s: no source"

@@ -344,7 +344,7 @@ def test_read_into_a_store_then_search_history_and_forget(
     assert code == 0 and len(lines) == 3 and lines[0].startswith(f"1. {first}  final=")
     assert "similarity=- text_rank=1 importance=" in lines[0]
     assert lines[1].startswith("   user: ") and "c: day 1," in lines[1]
-    assert lines[2] == "   session s1: scene 1, message 0, scene 1, message 1"  # its sources
+    assert lines[2] == "   session s1: scene 1, messages 0-1"  # its sources
     code, out, _ = run_cli(capsys, "search", "1", *common, "--mode", "text", "-k", "1")
     assert code == 0 and out.splitlines()[0] == lines[0], "text mode needs no query vector"
     code, _, err = run_cli(capsys, "search", "1", *common, "--mode", "vector", "--no-embedding")
