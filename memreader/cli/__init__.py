@@ -156,6 +156,13 @@ def _add_job_parsers(commands: Any) -> None:
         job.add_argument(
             "--quiet", action="store_true", help="errors only: no progress bar, warnings or summary"
         )
+        job.add_argument(
+            "--no-check",
+            action="store_true",
+            help="do not check the reader's LLM first (by default, for a fine job or refine, "
+            "each slot answers one tiny request before any input, or the job exits 2 naming "
+            "the slot and URL)",
+        )
         if name == "ingest":
             job.add_argument(
                 "--dry-run",
@@ -180,7 +187,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_models(args)
         if args.command in ("ingest", "refine"):
             from memreader.batch.cli import run_job_command
+            from memreader.cli.llm_check import check_job_llm
 
+            if not args.no_check and not getattr(args, "dry_run", False):
+                check_job_llm(args.job, refine=args.command == "refine")
             return run_job_command(args)
         if args.command in STORE_COMMANDS:
             return run_store_command(args)

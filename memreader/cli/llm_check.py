@@ -4,7 +4,9 @@ answers one tiny request, and a key the server needs is there.
 Without it an unreachable server was retried per window, every window fell back to raw items,
 and the run exited 1 with a message that named neither the URL nor the slot. The check fails in
 seconds with exit 2, before any window, naming the slot and the URL (its password masked);
-``--no-check`` skips it (a server that is slow to start, a metered API).
+``--no-check`` skips it (a server that is slow to start, a metered API). ``memreader ingest`` of a
+fine job and ``memreader refine`` make the same check of the job's reader
+(:func:`check_job_llm`) before any input is read.
 
 Example:
     >>> from memreader.llms import LLMConfig
@@ -34,7 +36,7 @@ from memreader.secret_masking import mask_url
 if TYPE_CHECKING:
     from memreader.llms import LLMConfig
 
-__all__ = ["CHECK_TIMEOUT", "LLMCheckError", "check_llm_slots", "configured_slots"]
+__all__ = ["CHECK_TIMEOUT", "LLMCheckError", "check_job_llm", "check_llm_slots", "configured_slots"]
 
 #: Seconds the check waits for an answer at most (the slot's own timeout if shorter).
 CHECK_TIMEOUT = 10.0
@@ -81,6 +83,24 @@ def check_llm_slots(slots: Mapping[str, LLMConfig]) -> None:
     for name, slot in slots.items():
         if slot.backend in _DEFAULT_URLS:
             _check_one(name, slot)
+
+
+def check_job_llm(job_path: str, *, refine: bool) -> None:
+    """Check the LLM slots of the reader of the job file ``job_path`` when it reads in fine
+    mode (``refine``: always; an ``ingest`` job: when its ``mode`` is ``fine``), as
+    :func:`check_llm_slots` does.
+
+    Raises:
+        ConfigError: the job file or its reader config is wrong (as the job itself says).
+        LLMCheckError: a slot cannot work.
+    """
+    from memreader.batch.job import load_job
+    from memreader.factory import MemReaderConfigFactory
+
+    job = load_job(job_path)
+    if refine or job.mode == "fine":
+        config = MemReaderConfigFactory.from_dict(job.reader_config()).config
+        check_llm_slots(configured_slots(config))
 
 
 def _check_one(name: str, slot: LLMConfig) -> None:

@@ -1,6 +1,7 @@
 """``read --mode fine`` checks its LLM before any window: a server that cannot be reached, or
 refuses, or a missing API key, exits 2 at once naming the slot and the (masked) URL;
-``--no-check`` skips the check."""
+``--no-check`` skips the check. ``ingest`` of a fine job and ``refine`` check the job's reader the
+same way."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import socket
 from pathlib import Path
 
 import pytest
+import yaml
 
 from memreader.cli import main
 from memreader.secret_masking import mask_url
@@ -95,3 +97,62 @@ def test_a_missing_api_key_is_caught_up_front(
         "VAR (or api_key in the config)"
     ]
     assert not out.exists()
+
+
+# -- ingest and refine: the same check of the job's reader ---------------------------------------
+
+
+def job_file(tmp_path: Path, url: str, *, mode: str = "fine", refine: bool = False) -> str:
+    """A job reading one chat (refine: one JSONL of items) with an LLM at ``url``."""
+    data = tmp_path / ("items.jsonl" if refine else "chat.json")
+    data.write_text("" if refine else CHAT, encoding="utf-8")
+    llm = {"backend": "openai", "model": "m", "base_url": url}
+    job = {
+        "reader": {"backend": "simple_struct", "config": {"embedder": None, "llm": llm}},
+        "mode": mode,
+        "inputs": [{"path": str(data), "format": "jsonl" if refine else "json"}],
+        "output": {"path": str(tmp_path / "out"), "format": "jsonl"},
+    }
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(job), encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.parametrize("command", ["ingest", "refine"])
+def test_a_fine_job_checks_its_llm_before_any_input(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with LLMTestServer() as server:
+        server.responder = lambda request: Reply(status=401, body={"error": {"message": "key"}})
+        job = job_file(tmp_path, server.url, refine=command == "refine")
+        code = main([command, job, "--quiet"])
+        requests, url = len(server.requests), server.url
+    [line] = capsys.readouterr().err.splitlines()
+    assert (code, requests) == (2, 1)  # the check only: no input read
+    assert line.startswith(
+        f"memreader: error: fine mode: the LLM of slot 'llm' (m at {url}) does not work: "
+        "LLMRequestError"
+    )
+    assert not (tmp_path / "out").exists()
+
+
+def test_no_check_runs_the_job_and_its_windows_fall_back(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with LLMTestServer() as server:
+        server.responder = lambda request: Reply(status=401, body={"error": {"message": "key"}})
+        code = main(["ingest", job_file(tmp_path, server.url), "--quiet", "--no-check"])
+    capsys.readouterr()
+    assert code == 1  # read, and the window fell back to raw items
+    assert (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("argv", [["--dry-run"], []])
+def test_a_fast_job_or_a_dry_run_asks_no_llm(
+    argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    unreachable = f"http://127.0.0.1:{free_port()}/v1"
+    mode = "fine" if argv else "fast"
+    code = main(["ingest", job_file(tmp_path, unreachable, mode=mode), "--quiet", *argv])
+    capsys.readouterr()
+    assert code == 0
