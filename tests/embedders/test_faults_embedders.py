@@ -303,14 +303,16 @@ class SmallOllamaEmbedder(OllamaEmbedder):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_compressed_answers_are_read_and_capped(server: LLMTestServer, backend: str) -> None:
     server.script([gzipped(backend)])
-    vectors, _ = timed(make_embedder(server, backend), "sync")
+    vectors, _ = timed(make_embedder(server, backend, timeout=ANSWERS_AT_ONCE), "sync")
     assert vectors == [pytest.approx(fake_vector(text)) for text in TEXTS]
     assert server.requests[0].headers["accept-encoding"] == "gzip, deflate"
 
     server.reset()
     cls = SmallOpenAIEmbedder if backend == "openai" else SmallOllamaEmbedder
     server.script([gzipped(backend, padding=20_000_000)])
-    outcome, elapsed = timed(make_embedder(server, backend, cls=cls), "sync")
+    outcome, elapsed = timed(
+        make_embedder(server, backend, cls=cls, timeout=ANSWERS_AT_ONCE), "sync"
+    )
     print(f"{backend} gzip bomb: {type(outcome).__name__} after {elapsed:.3f}s")
     assert isinstance(outcome, EmbeddingError)
     assert "larger than max_response_bytes (100000 bytes)" in str(outcome)
@@ -335,7 +337,7 @@ def test_the_llm_backends_transient_statuses_are_retried(
 ) -> None:
     # The Ollama embedder retried only 429 and 5xx, the OpenAI one 408 and 409 too; one rule.
     server.script([lambda request: error_reply(request, status), reply_for("ok")])
-    vectors, _ = timed(make_embedder(server, backend), "sync")
+    vectors, _ = timed(make_embedder(server, backend, timeout=ANSWERS_AT_ONCE), "sync")
     assert vectors == [pytest.approx(fake_vector(text)) for text in TEXTS]
     assert len(server.requests) == 2
 
@@ -344,7 +346,14 @@ def test_the_llm_backends_transient_statuses_are_retried(
 def test_waits_are_full_jitter_and_retry_after_is_capped_at_backoff_max(
     server: LLMTestServer, backend: str
 ) -> None:
-    embedder = make_embedder(server, backend, max_retries=3, backoff_base=1.0, backoff_max=1.5)
+    embedder = make_embedder(
+        server,
+        backend,
+        max_retries=3,
+        backoff_base=1.0,
+        backoff_max=1.5,
+        timeout=ANSWERS_AT_ONCE,
+    )
     assert isinstance(embedder, (OpenAIEmbedder, OllamaEmbedder))
     waits: list[float] = []
     embedder.retry.sleep = waits.append
