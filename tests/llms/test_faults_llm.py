@@ -58,6 +58,10 @@ from tests.llm_server import (
 )
 
 TIMEOUT = 0.3
+#: The deadline of calls to a server that answers at once (fast faults, reasks, compressed
+#: bodies): generous, so that a loaded machine (two test workers, CI beside other jobs) never
+#: turns a slow answer into a timeout the test did not ask for; the stall tests keep TIMEOUT.
+ANSWERS_AT_ONCE = 5.0
 MAX_RETRIES = 1
 BACKOFF_MAX = 0.02
 #: Scheduling slack on a loaded 2-core machine: no test asserts a time (outcomes and requests
@@ -137,7 +141,12 @@ def reply_for(name: str) -> Callable[[RecordedRequest], Reply]:
 
 
 def make_client(
-    server: LLMTestServer, backend: str, *, max_retries: int = MAX_RETRIES, **extra: Any
+    server: LLMTestServer,
+    backend: str,
+    *,
+    max_retries: int = MAX_RETRIES,
+    timeout: float = TIMEOUT,
+    **extra: Any,
 ) -> BaseLLMClient:
     hooks = extra.pop("hooks", None)
     base_url = server.url if backend == "openai" else server.ollama_host
@@ -145,7 +154,7 @@ def make_client(
         backend=backend,
         model="m",
         base_url=extra.pop("base_url", base_url),
-        timeout=TIMEOUT,
+        timeout=timeout,
         max_retries=max_retries,
         backoff_base=0.01,
         backoff_max=BACKOFF_MAX,
@@ -203,7 +212,7 @@ def server(shared_server: LLMTestServer) -> LLMTestServer:
 def test_fast_fault_is_typed_retried_and_recovered(
     server: LLMTestServer, backend: str, mode: str, kind: str
 ) -> None:
-    client = make_client(server, backend)
+    client = make_client(server, backend, timeout=ANSWERS_AT_ONCE)
     error_class, message = EXPECTED[kind]
     retried = kind != "http_400"
     server.script([reply_for(kind), reply_for(kind)])
@@ -219,7 +228,7 @@ def test_fast_fault_is_typed_retried_and_recovered(
     # The same fault once, then a good answer: the retry recovers.
     server.reset()
     server.script([reply_for(kind), reply_for("ok")])
-    recovered, elapsed = timed(make_client(server, backend), mode)
+    recovered, elapsed = timed(make_client(server, backend, timeout=ANSWERS_AT_ONCE), mode)
     if retried:
         assert isinstance(recovered, LLMResponse), recovered
         assert recovered.attempts == 2 and recovered.validated == ["tea", "bees"]
@@ -262,7 +271,7 @@ def test_unusable_answers_are_reasked_within_the_budget(
     server: LLMTestServer, backend: str, kind: str
 ) -> None:
     server.script([reply_for(kind), reply_for("ok")])
-    outcome, _ = timed(make_client(server, backend), "sync")
+    outcome, _ = timed(make_client(server, backend, timeout=ANSWERS_AT_ONCE), "sync")
     assert isinstance(outcome, LLMResponse) and outcome.attempts == 2, outcome
     assert outcome.validated == ["tea", "bees"]
     reask = server.requests[1].messages[-1]["content"]
@@ -270,7 +279,7 @@ def test_unusable_answers_are_reasked_within_the_budget(
 
     server.reset()
     server.script([reply_for(kind), reply_for(kind)])
-    outcome, _ = timed(make_client(server, backend), "sync")
+    outcome, _ = timed(make_client(server, backend, timeout=ANSWERS_AT_ONCE), "sync")
     assert len(server.requests) == MAX_RETRIES + 1
     if kind == "cut_off":  # budget spent: the cut-off answer is returned, marked
         assert isinstance(outcome, LLMResponse) and outcome.truncated
@@ -380,7 +389,7 @@ def test_compressed_answers_are_read(
     server: LLMTestServer, backend: str, mode: str, coding: str
 ) -> None:
     server.script([compressed(GOOD, coding, backend)])
-    outcome, _ = timed(make_client(server, backend), mode)
+    outcome, _ = timed(make_client(server, backend, timeout=ANSWERS_AT_ONCE), mode)
     assert isinstance(outcome, LLMResponse) and outcome.validated == ["tea", "bees"]
     assert server.requests[0].headers["accept-encoding"] == "gzip, deflate"
 
@@ -394,7 +403,7 @@ def test_compression_bomb_stops_at_max_response_bytes(
     # of it, whatever the cap on the bytes received.
     content = "{" + " " * 50_000_000 + '"items": []}'
     server.script([compressed(content, "gzip", backend)])
-    client = make_client(server, backend, max_response_bytes=1_000_000)
+    client = make_client(server, backend, max_response_bytes=1_000_000, timeout=ANSWERS_AT_ONCE)
     outcome, elapsed = timed(client, mode)
     print(f"{backend}/{mode} gzip bomb: {type(outcome).__name__} after {elapsed:.3f}s")
     assert isinstance(outcome, LLMServerError) and not outcome.retryable
@@ -405,7 +414,9 @@ def test_compression_bomb_stops_at_max_response_bytes(
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_oversize_and_undecodable_bodies_are_typed(server: LLMTestServer, backend: str) -> None:
     server.script([Reply(body=b'{"x": "' + b"a" * 5000 + b'"}', content_type="application/json")])
-    outcome, _ = timed(make_client(server, backend, max_response_bytes=4096), "sync")
+    outcome, _ = timed(
+        make_client(server, backend, max_response_bytes=4096, timeout=ANSWERS_AT_ONCE), "sync"
+    )
     assert isinstance(outcome, LLMServerError) and "max_response_bytes (4096 bytes)" in str(outcome)
     assert len(server.requests) == 1
 
@@ -416,7 +427,7 @@ def test_oversize_and_undecodable_bodies_are_typed(server: LLMTestServer, backen
         server.reset()
         bad = Reply(body=b"\x1f\x8b not gzip", content_type="application/json", headers=headers)
         server.script([bad, bad])
-        outcome, _ = timed(make_client(server, backend), "sync")
+        outcome, _ = timed(make_client(server, backend, timeout=ANSWERS_AT_ONCE), "sync")
         assert isinstance(outcome, LLMServerError) and problem in str(outcome), outcome
         assert outcome.retryable and len(server.requests) == MAX_RETRIES + 1
 
