@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from memreader.items import TextualMemoryItem
 
-__all__ = ["DEFAULT_MAX_PASSAGE_CHARS", "Passage", "passages_in", "passages_of"]
+__all__ = ["DEFAULT_MAX_PASSAGE_CHARS", "Passage", "PassageHit", "passages_in", "passages_of"]
 
 #: The longest passage, in characters (~ 150-250 tokens of English): long enough to hold a
 #: chat message or a paragraph's worth of sentences, short enough to be one point.
@@ -46,6 +46,18 @@ class Passage:
 
     start: int
     end: int
+    source_index: int | None = None
+
+
+@dataclass(frozen=True)
+class PassageHit:
+    """How well one passage of a hit's memory matched a query: ``text[start:end]`` of the
+    memory's text, the source it holds (``None``: text no source accounts for) and its score
+    in ``[0, 1]`` (higher is better)."""
+
+    start: int
+    end: int
+    score: float
     source_index: int | None = None
 
 

@@ -36,6 +36,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from memreader.calls.deadlines import Deadline, check_deadline, checked_deadline
 from memreader.errors import InputError, StoreError
 from memreader.items import TextualMemoryItem
+from memreader.retrieval.passages import PassageHit
 from memreader.stores.category_api import CategoryStorage, check_category
 from memreader.stores.checks import (
     Filters,
@@ -89,10 +90,13 @@ class HistoryEntry:
 
 @dataclass(frozen=True)
 class SearchHit:
-    """One search result: the stored memory and its score, in parts."""
+    """One search result: the stored memory and its score, in parts; ``passages``, the parts of
+    the memory's text that matched the query, best first (empty when the store scored the
+    memory whole)."""
 
     memory: StoredMemory
     score: ScoreParts
+    passages: tuple[PassageHit, ...] = ()
 
 
 @runtime_checkable
