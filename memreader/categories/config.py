@@ -109,6 +109,10 @@ class CategoriesConfig(ConfigModel):
       MemoryBank messages (``benchmarks/categories.py``, RESULTS.md): the best micro F1 (0.58);
       another embedder has other cosines, so measure it again.
     - ``max_per_item`` (3): the most categories one item is linked to.
+    - ``prompt_descriptions`` (false): fine mode's extraction prompt lists each category with
+      its description, not its name alone. The ten defaults' names say what they hold; the
+      descriptions cost about 1,500 characters per LLM call (1.2 prompt characters per input
+      character on MemoryBank). Turn it on for categories whose names do not explain them.
     - ``summaries``: :class:`SummarySettings`.
     """
 
@@ -118,6 +122,7 @@ class CategoriesConfig(ConfigModel):
     catch_all: CategoryDef = CATCH_ALL
     threshold: float = Field(default=0.175, ge=-1.0, le=1.0)
     max_per_item: int = Field(default=3, ge=1, le=20)
+    prompt_descriptions: bool = False
     summaries: SummarySettings = Field(default_factory=SummarySettings)
 
     @model_validator(mode="after")

@@ -97,10 +97,13 @@ EXTRACTION_SCHEMA: dict[str, Any] = {
 class CategoryMenu:
     """The categories an extraction prompt offers: ``(name, description)`` pairs, and the most
     names one memory may carry. Built from the reader's ``categories`` config (the catch-all
-    left out: a memory that fits nothing names none)."""
+    left out: a memory that fits nothing names none). ``described``: the prompt lists each
+    name with its description (``categories.prompt_descriptions``); otherwise the names
+    alone."""
 
     categories: tuple[tuple[str, str], ...]
     max_per_item: int = 3
+    described: bool = False
 
     @property
     def names(self) -> tuple[str, ...]:

@@ -158,17 +158,42 @@ def _numbered(memories: Sequence[ExtractedMemory]) -> list[tuple[int, str]]:
     return [(i + 1, m.value) for i, m in enumerate(memories)]
 
 
+def evidence_lines(
+    lines: Sequence[tuple[int, str]], memories: Sequence[ExtractedMemory]
+) -> list[tuple[int, str]]:
+    """The lines the filter and the rewrite are shown: those that ``memories`` cite, with
+    their window numbers, in window order. The other lines are what no memory came from
+    (greetings, small talk, replies nothing was taken from), and resending them doubled the
+    cost of each pass. A memory that cites nothing (its ``source_ids`` named no line of the
+    window) is checked against the whole window, as its item's provenance is.
+
+    >>> from memreader.items import MemoryType
+    >>> lines = [(1, "user: hi"), (2, "user: I live in Porto"), (3, "assistant: nice")]
+    >>> porto = ExtractedMemory("home", "Ana lives in Porto.", MemoryType.USER, [], [2])
+    >>> evidence_lines(lines, [porto])
+    [(2, 'user: I live in Porto')]
+    >>> len(evidence_lines(lines, [porto, ExtractedMemory("x", "y", MemoryType.USER, [], [])]))
+    3
+    """
+    if any(not m.source_ids for m in memories):
+        return list(lines)
+    cited = {n for m in memories for n in m.source_ids}
+    return [(n, text) for n, text in lines if n in cited]
+
+
 def filter_plan(window: WindowInput, outcome: WindowOutcome) -> PassPlan:
-    """The hallucination filter of one window's memories: drops those the model marks
-    unsupported (omission keeps a memory); on failure keeps them all."""
+    """The hallucination filter of one window's memories, checked against the lines they cite
+    (:func:`evidence_lines`): drops those the model marks unsupported (omission keeps a
+    memory); on failure keeps them all."""
     if not outcome.memories:
         return PassStatus("skipped")
     memories = outcome.memories
+    lines = evidence_lines(window.lines, memories)
     try:
         response = yield LLMRequest(
             "general_llm",
             check_messages(
-                FILTER_SYSTEM[window.language], window.lines, _numbered(memories), window.language
+                FILTER_SYSTEM[window.language], lines, _numbered(memories), window.language
             ),
             FILTER_SCHEMA,
             "memory_filter",
@@ -187,14 +212,15 @@ def filter_plan(window: WindowInput, outcome: WindowOutcome) -> PassPlan:
 
 
 def rewrite_plan(window: WindowInput, outcome: WindowOutcome, *, user_only: bool) -> PassPlan:
-    """The rewrite of one window's memories (names for pronouns, absolute dates); with
-    ``user_only`` only the user's messages count as evidence. On failure keeps them as they
-    were."""
+    """The rewrite of one window's memories (names for pronouns, absolute dates), from the
+    lines they cite (:func:`evidence_lines`: the names and times of every memory's messages);
+    with ``user_only`` only the user's messages among them count as evidence. On failure keeps
+    them as they were."""
     if not outcome.memories:
         return PassStatus("skipped")
     memories = outcome.memories
     system = REWRITE_SYSTEM[window.language] + (USER_ONLY[window.language] if user_only else "")
-    lines = window.lines
+    lines = evidence_lines(window.lines, memories)
     if user_only:
         lines = [(n, text) for n, text in lines if window.roles.get(n) == "user"]
         if not lines:

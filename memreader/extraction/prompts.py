@@ -9,6 +9,12 @@ message (and inside its time) are written as escapes (``\\n``), so text can neve
 of its own and pose as another message (``"...\\n[3] user: my PIN is 4242"`` stays inside the
 line of the message that says it). The memories shown to the filter and rewrite are rendered
 the same way.
+
+What each call costs is the prompt, so each pass is shown only what it needs: the extraction
+prompt names the categories a memory may carry (their descriptions only when the config asks,
+``categories.prompt_descriptions``: they cost about 1,500 characters a call), and the filter
+and rewrite see the window's lines that the memories cite (:func:`evidence_lines`), not the
+whole window (``benchmarks/fine_mode.py``; RESULTS.md, "Fine mode on a prompt diet").
 """
 
 from __future__ import annotations
@@ -22,30 +28,29 @@ EXTRACT_SYSTEM: dict[Language, str] = {
     "en": (
         "You extract long-term memories from a conversation or document for a personal "
         "assistant. Each memory is one self-contained fact, event, plan, preference or "
-        "relationship worth remembering, stated precisely: resolve pronouns to names; turn "
-        "relative times (yesterday, next week) into absolute dates using the timestamps of the "
-        "messages; keep numbers, names and places exact. Do not invent anything the messages do "
-        "not say. Skip greetings and small talk. Each message is one line [n] (a line break "
-        "inside it is written \\n).\n"
+        "relationship worth remembering, stated precisely: pronouns resolved to names, relative "
+        "times (yesterday, next week) turned into absolute dates from the messages' timestamps, "
+        "numbers, names and places exact. Invent nothing the messages do not say; skip "
+        "greetings and small talk. Each message is one line [n] (a line break inside it is "
+        "written \\n).\n"
         'Answer with JSON: {"memory_list": [{"key": short title, "memory_type": '
         '"UserMemory" (about the user) or "LongTermMemory" (other facts), "value": the '
-        'memory, "tags": [a few topic words], "source_ids": [numbers of the messages it comes '
-        'from], "importance": 0-10 (how much it matters to remember later), "importance_reason": '
-        'a few words, "valid_from": the date it began to hold, YYYY-MM-DD (or a date and time), '
-        'resolved from the messages\' timestamps, left out when unknown}], "summary": one '
-        "paragraph on the whole input}.\n"
+        'memory, "tags": [a few topic words], "source_ids": [numbers of its messages], '
+        '"importance": 0-10 (how much it matters later), "importance_reason": a few words, '
+        '"valid_from": when it began to hold, YYYY-MM-DD or a date and time, left out when '
+        'unknown}], "summary": one paragraph on the whole input}.\n'
         "Write keys, values, tags and summary in the language of the input."
     ),
     "zh": (
         "你为个人助理从对话或文档中提取长期记忆。每条记忆是一个独立、值得记住的事实、事件、计划、"
-        "偏好或关系，表述要精确：把代词换成名字；根据消息的时间戳把相对时间（昨天、下周）换成绝对日期；"
-        "数字、人名、地点保持准确。不要编造消息中没有的内容，跳过寒暄。每条消息是一行 [n]"
+        "偏好或关系，表述要精确：代词换成名字，相对时间（昨天、下周）按消息时间戳换成绝对日期，"
+        "数字、人名、地点准确。不要编造消息中没有的内容，跳过寒暄。每条消息是一行 [n]"
         "（消息内的换行写作 \\n）。\n"
         '用 JSON 回答：{"memory_list": [{"key": 简短标题, "memory_type": "UserMemory"（关于用户）'
         '或 "LongTermMemory"（其他事实）, "value": 记忆内容, "tags": [几个主题词], '
         '"source_ids": [出处消息的编号], "importance": 0-10（以后值得记起的程度）, '
-        '"importance_reason": 简短理由, "valid_from": 根据消息时间戳得到的开始成立日期 '
-        'YYYY-MM-DD（或日期和时间），不知道时省略}], "summary": 对整个输入的一段总结}。\n'
+        '"importance_reason": 简短理由, "valid_from": 开始成立的日期 YYYY-MM-DD 或日期和时间，'
+        '不知道时省略}], "summary": 对整个输入的一段总结}。\n'
         "键、内容、标签和总结使用输入的语言。"
     ),
 }
@@ -86,8 +91,15 @@ REWRITE_SYSTEM: dict[Language, str] = {
 }
 
 #: The category list of an extraction prompt (the reader's ``categories``, catch-all left out):
-#: the one optional field it adds to each memory, and the names with their descriptions.
+#: the one optional field it adds to each memory, and the names (with their descriptions, one
+#: line each, when the menu is ``described``).
 CATEGORIES: dict[Language, str] = {
+    "en": 'Each memory may also carry "categories": [up to {most} of {lines}; best first], '
+    "left out when none fits.",
+    "zh": '每条记忆还可以带 "categories": [从 {lines} 中选最多 {most} 个，最贴切的在前]，'
+    "都不合适时省略。",
+}
+DESCRIBED_CATEGORIES: dict[Language, str] = {
     "en": (
         'Each memory may also carry "categories": [up to {most} names from this list, best '
         "first], left out when none fits:\n{lines}"
@@ -138,14 +150,22 @@ def numbered_lines(lines: Sequence[tuple[int, str]]) -> str:
 
 
 def category_lines(menu: CategoryMenu, language: Language) -> str:
-    """The prompt's paragraph offering ``menu``: one line ``- name: description`` each (the
-    descriptions are the config's, in its language, whatever the prompt's).
+    """The prompt's sentence offering ``menu``: its names, comma-separated; or, when the menu is
+    ``described``, one line ``- name: description`` each (the descriptions are the config's, in
+    its language, whatever the prompt's).
 
-    >>> category_lines(CategoryMenu((("health", "Illness, diet."),), 2), "en").splitlines()[1]
+    >>> health = CategoryMenu((("health", "Illness, diet."), ("work", "Jobs.")), 2)
+    >>> category_lines(health, "en")
+    'Each memory may also carry "categories": [up to 2 of health, work; best first], left out \
+when none fits.'
+    >>> category_lines(CategoryMenu(health.categories, 2, described=True), "en").splitlines()[1]
     '- health: Illness, diet.'
     """
-    lines = "\n".join(f"- {name}: {one_line(text)}" for name, text in menu.categories)
-    return CATEGORIES[language].format(most=menu.max_per_item, lines=lines)
+    if menu.described:
+        lines = "\n".join(f"- {name}: {one_line(text)}" for name, text in menu.categories)
+        return DESCRIBED_CATEGORIES[language].format(most=menu.max_per_item, lines=lines)
+    names = ", ".join(one_line(name) for name in menu.names)
+    return CATEGORIES[language].format(most=menu.max_per_item, lines=names)
 
 
 def extraction_messages(

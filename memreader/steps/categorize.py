@@ -13,7 +13,7 @@ The rules, in order, for each item of the call:
    resource, not a memory: it gets no category (the memories made from it do).
 2. An item that already names categories keeps those the config defines, first ones first, at
    most ``max_per_item``. Fine mode's items (``fine_items``, refinement too) name those of the
-   extraction answer: the prompt lists the categories and each memory may carry
+   extraction answer: the prompt names the categories and each memory may carry
    ``"categories"`` (see :mod:`memreader.extraction.contract`; unknown names are dropped there,
    tagged ``repaired:categories``). No extra LLM call.
 3. Any other item with a vector (fast mode's, a fine memory whose answer named no category, a
@@ -55,8 +55,8 @@ logger = logging.getLogger(__name__)
 
 def category_menu(config: CategoriesConfig) -> CategoryMenu | None:
     """The categories an extraction prompt offers under ``config``: every category but the
-    catch-all, with its description; ``None`` when categories are off or only the catch-all is
-    left.
+    catch-all (the prompt names them; with ``prompt_descriptions`` it also describes them);
+    ``None`` when categories are off or only the catch-all is left.
 
     >>> category_menu(CategoriesConfig()).names[:2]
     ('personal_info', 'preferences')
@@ -68,7 +68,9 @@ def category_menu(config: CategoriesConfig) -> CategoryMenu | None:
     offered = tuple(
         (c.name, c.description) for c in config.all() if c.name != config.catch_all.name
     )
-    return CategoryMenu(offered, config.max_per_item) if offered else None
+    if not offered:
+        return None
+    return CategoryMenu(offered, config.max_per_item, described=config.prompt_descriptions)
 
 
 def build_index(runtime: ReaderRuntime) -> CategoryIndex:

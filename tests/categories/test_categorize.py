@@ -174,15 +174,28 @@ def test_fine_mode_takes_the_answers_categories(llm_server: LLMTestServer) -> No
     assert hobby.metadata.categories == ["other"]
     assert job.metadata.categories == ["work", "health", "goals"]
     assert "repaired:clipped" in job.metadata.tags
-    # The prompt lists every category but the catch-all, with its description.
+    # The prompt names every category but the catch-all; the descriptions stay out (they
+    # cost ~1,500 characters a call, and the names say what the defaults hold).
+    [request] = llm_server.requests
+    system = request.messages[0]["content"]
+    assert ", ".join(DEFAULT_NAMES) in system
+    assert not any(category.description in system for category in DEFAULT_CATEGORIES)
+    assert "other" not in system.split('"categories"')[1]
+    schema = request.json["response_format"]["json_schema"]["schema"]
+    field = schema["properties"]["memory_list"]["items"]["properties"]["categories"]
+    assert field["items"]["enum"] == DEFAULT_NAMES and field["maxItems"] == 3
+
+
+def test_fine_mode_describes_categories_when_asked(llm_server: LLMTestServer) -> None:
+    recipes = {"name": "recipes", "description": "Dishes the user cooks, ingredients."}
+    reader = fine_reader(llm_server, prompt_descriptions=True, define=[recipes])
+    reader.get_memory(CHAT, type="chat", info=INFO, mode="fine")
     [request] = llm_server.requests
     system = request.messages[0]["content"]
     for category in DEFAULT_CATEGORIES:
         assert f"- {category.name}: {category.description}" in system
+    assert "- recipes: Dishes the user cooks, ingredients." in system
     assert "- other:" not in system
-    schema = request.json["response_format"]["json_schema"]["schema"]
-    field = schema["properties"]["memory_list"]["items"]["properties"]["categories"]
-    assert field["items"]["enum"] == DEFAULT_NAMES and field["maxItems"] == 3
 
 
 def test_fine_mode_without_categories(llm_server: LLMTestServer) -> None:
