@@ -36,7 +36,8 @@ STRATEGY_EXTRACT_SYSTEM: dict[Language, str] = {
         'Answer with JSON: {"memory_list": [{"key": short title, "memory_type": '
         '"UserMemory" (about the user) or "LongTermMemory" (other facts), "value": the '
         'memory, "tags": [names and topic words], "source_ids": [numbers of the messages it '
-        'comes from], "importance": 0-10 (how much it matters to remember later), '
+        'comes from, those that give its names and dates too], "importance": 0-10 (how much '
+        'it matters to remember later), '
         '"importance_reason": a few words, "valid_from": the date it began to hold, YYYY-MM-DD '
         "(or a date and time), resolved from the messages' timestamps, left out when unknown}], "
         '"summary": one paragraph on the whole input}.\n'
@@ -50,7 +51,8 @@ STRATEGY_EXTRACT_SYSTEM: dict[Language, str] = {
         "不要编造，跳过寒暄。每条消息是一行 [n]（消息内的换行写作 \\n）。\n"
         '用 JSON 回答：{"memory_list": [{"key": 简短标题, "memory_type": "UserMemory"（关于用户）'
         '或 "LongTermMemory"（其他事实）, "value": 记忆内容, "tags": [人名和主题词], '
-        '"source_ids": [出处消息的编号], "importance": 0-10（以后值得记起的程度）, '
+        '"source_ids": [出处消息的编号，包括给出其中名字和日期的消息], '
+        '"importance": 0-10（以后值得记起的程度）, '
         '"importance_reason": 简短理由, "valid_from": 根据消息时间戳得到的开始成立日期 '
         'YYYY-MM-DD（或日期和时间），不知道时省略}], "summary": 对整个输入的一段总结}。\n'
         "键、内容、标签和总结使用输入的语言。"

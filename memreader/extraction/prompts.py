@@ -35,8 +35,9 @@ EXTRACT_SYSTEM: dict[Language, str] = {
         "written \\n).\n"
         'Answer with JSON: {"memory_list": [{"key": short title, "memory_type": '
         '"UserMemory" (about the user) or "LongTermMemory" (other facts), "value": the '
-        'memory, "tags": [a few topic words], "source_ids": [numbers of its messages], '
-        '"importance": 0-10 (how much it matters later), "importance_reason": a few words, '
+        'memory, "tags": [a few topic words], "source_ids": [numbers of its messages, those '
+        'that give its names and dates too], "importance": 0-10 (how much it matters later), '
+        '"importance_reason": a few words, '
         '"valid_from": when it began to hold, YYYY-MM-DD or a date and time, left out when '
         'unknown}], "summary": one paragraph on the whole input}.\n'
         "Write keys, values, tags and summary in the language of the input."
@@ -48,7 +49,8 @@ EXTRACT_SYSTEM: dict[Language, str] = {
         "（消息内的换行写作 \\n）。\n"
         '用 JSON 回答：{"memory_list": [{"key": 简短标题, "memory_type": "UserMemory"（关于用户）'
         '或 "LongTermMemory"（其他事实）, "value": 记忆内容, "tags": [几个主题词], '
-        '"source_ids": [出处消息的编号], "importance": 0-10（以后值得记起的程度）, '
+        '"source_ids": [出处消息的编号，包括给出其中名字和日期的消息], '
+        '"importance": 0-10（以后值得记起的程度）, '
         '"importance_reason": 简短理由, "valid_from": 开始成立的日期 YYYY-MM-DD 或日期和时间，'
         '不知道时省略}], "summary": 对整个输入的一段总结}。\n'
         "键、内容、标签和总结使用输入的语言。"
@@ -62,9 +64,9 @@ CUSTOM_TAGS: dict[Language, str] = {
 
 FILTER_SYSTEM: dict[Language, str] = {
     "en": (
-        "You check extracted memories against their source messages. A memory is supported when "
-        "the messages state or directly imply it; it is unsupported when it adds facts, names, "
-        "dates or numbers the messages do not give, or contradicts them. Answer with JSON: "
+        "You check extracted memories against the messages they come from. A memory is "
+        "supported when they state or directly imply it, unsupported when it adds facts, names, "
+        "dates or numbers they do not give, or contradicts them. Answer with JSON: "
         '{"results": [{"id": memory number, "supported": true or false, "reason": short}]}.'
     ),
     "zh": (
@@ -76,17 +78,16 @@ FILTER_SYSTEM: dict[Language, str] = {
 
 REWRITE_SYSTEM: dict[Language, str] = {
     "en": (
-        "You make extracted memories precise using their source messages: replace pronouns and "
-        "vague references with names, relative times with absolute dates from the message "
-        "timestamps, and keep everything else as it is. Do not add facts. Answer with JSON: "
-        '{"results": [{"id": memory number, "value": the rewritten memory}]}, listing only '
-        "memories you changed. Keep the language of the memory."
+        "You make extracted memories precise from the messages they come from: names for "
+        "pronouns and vague references, absolute dates from the timestamps for relative times; "
+        "keep the rest and the memory's language, add no facts. Answer with JSON: "
+        '{"results": [{"id": memory number, "value": the rewritten memory}]}, only the '
+        "memories you changed."
     ),
     "zh": (
-        "你根据出处消息把提取出的记忆改写得更精确：把代词和模糊指代换成名字，把相对时间换成根据消息"
-        "时间戳得到的绝对日期，其余保持不变，不要添加事实。用 JSON 回答："
-        '{"results": [{"id": 记忆编号, "value": 改写后的记忆}]}，'
-        "只列出改动过的记忆。保持记忆的语言。"
+        "你根据出处消息把提取出的记忆改写得更精确：代词和模糊指代换成名字，相对时间按时间戳换成"
+        "绝对日期；其余和记忆的语言保持不变，不要添加事实。用 JSON 回答："
+        '{"results": [{"id": 记忆编号, "value": 改写后的记忆}]}，只列出改动过的记忆。'
     ),
 }
 

@@ -13,6 +13,7 @@ import pytest
 
 from memreader import SimpleStructMemReader, SimpleStructMemReaderConfig, TextualMemoryItem
 from memreader.categories.config import DEFAULT_CATEGORIES, CategoriesConfig
+from memreader.extraction.agent_prompts import STRATEGY_EXTRACT_SYSTEM
 from memreader.extraction.prompts import EXTRACT_SYSTEM, extraction_messages
 from memreader.steps.categorize import category_menu
 from memreader.testing import ScriptedLLM, ScriptedRequest
@@ -171,3 +172,20 @@ def test_the_rewrite_finds_the_name_and_the_date_in_the_cited_lines() -> None:
     memories = [memory("Emily is a nurse.", 2), memory("She starts piano lessons tomorrow.", 4)]
     items, _ = read(memories, reading_model, passes=["extract", "rewrite"])
     assert [item.memory for item in items][1] == "Emily starts piano lessons on 2026-05-11."
+
+
+@pytest.mark.parametrize(
+    ("system", "asks"),
+    [
+        (EXTRACT_SYSTEM["en"], "those that give its names and dates too"),
+        (EXTRACT_SYSTEM["zh"], "包括给出其中名字和日期的消息"),
+        (STRATEGY_EXTRACT_SYSTEM["en"], "those that give its names and dates too"),
+        (STRATEGY_EXTRACT_SYSTEM["zh"], "包括给出其中名字和日期的消息"),
+    ],
+)
+def test_the_extraction_asks_to_cite_where_names_and_dates_come_from(
+    system: str, asks: str
+) -> None:
+    # The filter and the rewrite see only the cited lines: "Emily" from the assistant's
+    # "Hello, Emily" is evidence only when the memory cites that message.
+    assert asks in system.split('"source_ids"')[1].split('"importance"')[0]
