@@ -111,8 +111,8 @@ class CategoriesConfig(ConfigModel):
     - ``max_per_item`` (3): the most categories one item is linked to.
     - ``prompt_descriptions`` (false): fine mode's extraction prompt lists each category with
       its description, not its name alone. The ten defaults' names say what they hold; the
-      descriptions cost about 1,500 characters per LLM call (1.2 prompt characters per input
-      character on MemoryBank). Turn it on for categories whose names do not explain them.
+      descriptions cost about 1,250 more characters per LLM call (1.0 prompt character per input
+      character on MemoryBank English). Turn it on for categories whose names do not explain them.
     - ``summaries``: :class:`SummarySettings`.
     """
 

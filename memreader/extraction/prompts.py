@@ -12,7 +12,7 @@ the same way.
 
 What each call costs is the prompt, so each pass is shown only what it needs: the extraction
 prompt names the categories a memory may carry (their descriptions only when the config asks,
-``categories.prompt_descriptions``: they cost about 1,500 characters a call), and the filter
+``categories.prompt_descriptions``: they cost about 1,250 more characters a call), and the filter
 and rewrite see the window's lines that the memories cite (:func:`evidence_lines`), not the
 whole window (``benchmarks/fine_mode.py``; RESULTS.md, "Fine mode on a prompt diet").
 """

@@ -175,7 +175,7 @@ def test_fine_mode_takes_the_answers_categories(llm_server: LLMTestServer) -> No
     assert job.metadata.categories == ["work", "health", "goals"]
     assert "repaired:clipped" in job.metadata.tags
     # The prompt names every category but the catch-all; the descriptions stay out (they
-    # cost ~1,500 characters a call, and the names say what the defaults hold).
+    # cost ~1,250 more characters a call, and the names say what the defaults hold).
     [request] = llm_server.requests
     system = request.messages[0]["content"]
     assert ", ".join(DEFAULT_NAMES) in system

@@ -81,7 +81,7 @@ def test_the_extraction_prompt_names_the_categories_without_their_descriptions(
     names = [c.name for c in DEFAULT_CATEGORIES]
     assert ", ".join(names) in text and "other" not in text.split('"categories"')[1]
     assert not any(c.description in text for c in DEFAULT_CATEGORIES)
-    # The ten names cost a few hundred characters, not the 1,700 the descriptions did.
+    # The ten names cost a few hundred characters, not the 1,465 the descriptions did.
     assert len(text) - len(EXTRACT_SYSTEM[language]) < 300  # type: ignore[index]
 
 
