@@ -145,7 +145,8 @@ class CheckPass(PerWindowStep):
 
 @STEPS.register("filter")
 class Filter(CheckPass):
-    """The hallucination filter: drops memories the LLM marks unsupported by the messages."""
+    """The hallucination filter: drops memories the LLM marks unsupported by the messages they
+    cite (:func:`~memreader.extraction.fine.evidence_lines`)."""
 
     name = "filter"
 

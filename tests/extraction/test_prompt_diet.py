@@ -123,6 +123,11 @@ def test_the_user_only_rewrite_sees_the_cited_lines_of_the_user() -> None:
     ]
 
 
+def test_the_user_only_rewrite_is_skipped_when_no_user_message_is_cited() -> None:
+    _, requests = read([memory("The assistant was glad to meet Emily.", 3)], rewrite="user_only")
+    assert "memory_rewrite" not in requests and "memory_filter" in requests
+
+
 def reading_model(request: ScriptedRequest) -> dict[str, Any]:
     """A filter that supports a memory only when its words are in a message it was shown, and a
     rewrite that names "She" from an "I'm NAME" line it was shown and turns "tomorrow" into the
