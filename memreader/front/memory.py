@@ -93,10 +93,10 @@ class Memory:
 
         self.config, self.store_url = reader_config(config, store)
         self.reader: BaseMemReader = self.config.build()
-        embedder = self.reader.embedder if self.config.config.embedder is not None else None
+        # The reader's embedder, or text only when its config says `embedder: null`.
         self.store: MemoryStore = open_store(
             self.store_url,
-            embedder=embedder,
+            **self.reader.runtime.store_embedding(),
             category_keeper=maintainer_for(self.reader),
             **dict(store_options or {}),
         )
