@@ -229,10 +229,16 @@ class Memory:
     def search(
         self, query: str, *, user_id: str | None = None, k: int = 10, **filters: Any
     ) -> list[SearchHit]:
-        """The ``k`` best memories of ``user_id`` for ``query``, best first (each with its
-        score's parts). ``filters``: ``types``, ``since``, ``until``, ``session_id``,
+        """The ``k`` best memories of ``user_id`` for ``query``, best first: each hit's
+        ``text``, ``id``, ``memory_type`` and ``session_id``, its ``score`` in parts and the
+        whole stored ``memory``. ``filters``: ``types``, ``since``, ``until``, ``session_id``,
         ``include_inactive``, ``now``, ``mode`` and ``category``, as
         :meth:`memreader.stores.MemoryStore.search` takes them.
+
+        >>> m = Memory({"config": {"embedder": {"backend": "hash"}}}, store="sqlite://:memory:")
+        >>> _ = m.add("I live in Porto.", user_id="ana")
+        >>> [hit.text for hit in m.search("Porto", user_id="ana")]
+        ['user: I live in Porto.']
 
         Raises:
             InputError: no ``user_id``, an unknown filter, or a bad value (the store's checks).

@@ -145,7 +145,7 @@ def test_owners_are_walls(url: str, backend: str) -> None:
     # 2-dimension vectors below are the store's (the hash embedder's have 16). On SQLite with
     # it, as before: the queries are embedded, and the vector half meets the walls too.
     embedder = HashEmbedder() if backend == "sqlite" else None
-    with open_store(url, embedder=embedder) as store:
+    with open_store(url, embedder=embedder, text_only=embedder is None) as store:
         doc = SourceSelector(doc_path="d.md")
         store.write([item("a", "Ana lives in Porto", doc="d.md", vector=[1.0, 0.0], model="m")])
         # The same text, id and near vector from another owner: a new memory, not a reinforcement.
