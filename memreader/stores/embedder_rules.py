@@ -5,12 +5,13 @@ with; both backends follow these rules, each with its own query.
   so forgetting one would silently turn vector search off: :func:`store_embedder` refuses it
   (:class:`~memreader.errors.MissingEmbedderError`) unless the caller passes ``text_only=True``.
 - **Another model is said once.** At an owner's first search that uses vectors, the store
-  compares its embedder's ``name`` with the models of the owner's active vectors (one aggregate
-  query over the owner's rows, once per owner and open store: :meth:`EmbeddingModels.
-  _watch_models`) and logs one warning naming the models and how many memories each embedded.
-  A warning, not an error: a user who switches models on purpose still searches (full text
-  finds every memory, and the new model's vectors are compared with the query) while re-adding
-  the old memories, and :meth:`EmbeddingModels.embedding_models` shows the mix.
+  compares its embedder's ``name`` with the models of the owner's active vectors, once per owner
+  and open store (:meth:`EmbeddingModels._watch_models`: PostgreSQL runs one aggregate query
+  over the owner's rows; the embedded store counts the vectors its search loads anyway), and
+  logs one warning naming the models and how many memories each embedded. A warning, not an
+  error: a user who switches models on purpose still searches (full text finds every memory,
+  and the new model's vectors are compared with the query) while re-adding the old memories,
+  and :meth:`EmbeddingModels.embedding_models` shows the mix.
 - **Same vectors, other names are one model** (:func:`model_family`): memreader's embedders add
   ``:int8`` (int8 weights, used only where the CPU passes the check against fp32: cosine 0.97
   or more) and ``:unnormalized`` (the same direction: both stores compare by cosine) to a
@@ -144,6 +145,11 @@ class EmbeddingModels:
         """What :meth:`embedding_models` does, ``owner`` checked (by default: refused)."""
         raise StoreError(f"{type(self).__name__} cannot list the models of its vectors")
 
+    def _watched_models(self, owner: str) -> Mapping[str, int]:
+        """What :meth:`_watch_models` compares: by default :meth:`_embedding_models`; a store
+        that holds the owner's vectors anyway may count them there instead."""
+        return self._embedding_models(owner)
+
     def _watch_models(self, owner: str) -> None:
         """At ``owner``'s first search with vectors on this store: log one warning when the
         store's embedder is not the model of some of the owner's active vectors."""
@@ -157,7 +163,7 @@ class EmbeddingModels:
             if len(seen) >= WATCHED_OWNERS:
                 seen.clear()
             seen.add(owner)
-        found = self._embedding_models(owner)
+        found = self._watched_models(owner)
         foreign = foreign_models(name, found)
         if not foreign:
             return

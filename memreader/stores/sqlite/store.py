@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections import Counter
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from datetime import datetime
@@ -287,6 +288,16 @@ class SQLiteStore(SQLiteCategories):
                 (owner,) if owner else (),
             ).fetchall()
         return {str(model): int(n) for model, n in rows}
+
+    def _watched_models(self, owner: str) -> Counter[str]:
+        # The owner's vectors as the search about to run loads them (cached, with each row's
+        # model): counting them costs no query of its own.
+        with self._transaction(write=False):
+            owned = self._ops.vectors(owner)
+        found: Counter[str] = Counter()
+        for group in owned.groups.values():
+            found.update(group.models[group.active].tolist())
+        return found
 
     def _history(self, memory_id: str, owner: str) -> list[HistoryEntry]:
         with self._transaction(write=False) as conn:
