@@ -74,9 +74,11 @@ class Memory:
             defaults (simple reader, bundled local embedder).
         store: the store URL (``sqlite:///path.db``, ``postgresql://...``); it wins over the
             config's ``store``.
-        store_options: the store's own options (see :func:`memreader.stores.open_store`).
+        store_options: the store's own options (see :func:`memreader.stores.open_store`); not
+            its embedder, ``text_only`` or keeper, which the config decides.
 
     Raises:
+        InputError: ``config``, ``store`` or ``store_options`` of the wrong type or content.
         ConfigError: an invalid config or store URL.
         StoreError: the store cannot be opened.
     """
@@ -91,6 +93,13 @@ class Memory:
         from memreader.categories.maintainer import maintainer_for
         from memreader.stores import open_store
 
+        options = dict(store_options or {})
+        owned = sorted({"embedder", "text_only", "category_keeper"} & set(options))
+        if owned:
+            raise InputError(
+                f"Memory(store_options=...) cannot set {', '.join(owned)}: the reader's config "
+                "does (its embedder, or `embedder: null` for text-only search; its categories)"
+            )
         self.config, self.store_url = reader_config(config, store)
         self.reader: BaseMemReader = self.config.build()
         # The reader's embedder, or text only when its config says `embedder: null`.
@@ -98,7 +107,7 @@ class Memory:
             self.store_url,
             **self.reader.runtime.store_embedding(),
             category_keeper=maintainer_for(self.reader),
-            **dict(store_options or {}),
+            **options,
         )
         self._closed = False
 

@@ -211,6 +211,11 @@ def test_a_closed_memory_says_so(fast_config: dict[str, Any], tmp_path: Path) ->
             "Memory(config) takes a YAML path, a dict or a MemReaderConfigFactory, got int",
         ),
         ({"store": 3}, "Memory(store=...) must be a URL string, got int"),
+        (
+            {"store_options": {"text_only": True}},
+            "Memory(store_options=...) cannot set text_only: the reader's config does (its "
+            "embedder, or `embedder: null` for text-only search; its categories)",
+        ),
     ],
 )
 def test_bad_construction_is_a_typed_error(
