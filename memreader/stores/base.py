@@ -251,10 +251,10 @@ class MemoryStore(CategoryStorage, DirectWrites, EmbeddingModels):
             include_inactive=include_inactive,
             category=check_category(category) if category is not None else None,
         )
-        owner = check_owner(user_id)
+        owner, k = check_owner(user_id), check_k(k)
         if mode != "text":
             self._watch_models(owner)
-        return self._search(query, owner, check_k(k), filters, moment(now), mode)
+        return self._search(query, owner, k, filters, moment(now), mode)
 
     @abstractmethod
     def _search(
