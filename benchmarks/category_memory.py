@@ -112,7 +112,9 @@ def run(users: dict[str, Any], folder: Path, llm_url: str | None) -> dict[str, A
         reader.config.categories, embedder=reader.embedder, llm=llm, on_update=updates.append
     )
     writes, per_write, started = 0, [], time.perf_counter()
-    with open_store(f"sqlite:///{folder / 'memory.db'}", category_keeper=keeper) as store:
+    with open_store(
+        f"sqlite:///{folder / 'memory.db'}", category_keeper=keeper, text_only=True
+    ) as store:
         for user, days in users.items():
             for day, scene in enumerate(days):
                 info = {"user_id": user, "session_id": f"{user}:day{day}"}

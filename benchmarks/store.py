@@ -112,7 +112,7 @@ def load_sqlite(path: str, texts: list[str], vecs: np.ndarray) -> float:
     from memreader.stores import open_store
     from memreader.stores.sqlite.vectors import to_blob
 
-    open_store("sqlite:///" + path).close()
+    open_store("sqlite:///" + path, text_only=True).close()
     started = time.perf_counter()
     with sqlite3.connect(path) as conn:
         for rowid, mid, text, digest, vec, item in _rows(texts, vecs):
@@ -133,7 +133,7 @@ def load_pg(url: str, texts: list[str], vecs: np.ndarray) -> tuple[float, float]
 
     from memreader.stores import open_store
 
-    open_store(url, dimension=DIM).close()
+    open_store(url, dimension=DIM, text_only=True).close()
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("DROP INDEX memreader_memories_hnsw")
         started = time.perf_counter()
@@ -308,7 +308,7 @@ def ingest(corpus: list[tuple[str, Scenes]], sink: str, target: Path) -> dict[st
                 out.flush()
                 sink_s += time.perf_counter() - begun
     else:
-        with open_store(url) as store:
+        with open_store(url, text_only=True) as store:
             for owner, scenes in corpus:
                 info = {"user_id": owner, "session_id": f"bench:{owner}"}
                 result = reader.get_memory(scenes, type="chat", mode="fast", info=info)

@@ -49,7 +49,7 @@ def link_categories(url: str, n: int) -> None:
     from memreader.stores import open_store
     from memreader.stores.category_types import CategoryDef
 
-    with open_store(url) as store:
+    with open_store(url, text_only=True) as store:
         defs = [CategoryDef(name=name, description=f"{name} memory") for name in STEPS]
         store.upsert_categories("u", defs)
         for start in range(0, n, 1000):

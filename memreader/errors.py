@@ -8,6 +8,7 @@ drawing to the classes)::
     MemReaderError
     ├── ConfigError (ValueError)
     │   ├── PipelineError
+    │   ├── MissingEmbedderError
     │   ├── RegistryError                     registry.py
     │   └── LLMCheckError                     cli/llm_check.py
     ├── InputError (ValueError)
@@ -65,6 +66,11 @@ class PipelineError(ConfigError):
     """A pipeline is not well formed: a step requires what no earlier step produces, two steps
     share a name, or a change names a step that is not there. Raised when the pipeline is built
     or changed, never while data flows."""
+
+
+class MissingEmbedderError(ConfigError):
+    """A memory store was opened without an embedder and without ``text_only=True``: its
+    search would silently compare words only (see :mod:`memreader.stores.embedder_rules`)."""
 
 
 def config_error_from(what: str, exc: ValidationError) -> ConfigError:

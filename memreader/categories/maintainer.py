@@ -273,7 +273,7 @@ def maintainer_for(reader: Any, on_update: OnUpdate | None = None) -> CategoryMa
 
     Give it to a store so every write keeps the categories::
 
-        store = open_store(url, embedder=reader.embedder)
+        store = open_store(url, **reader.runtime.store_embedding())
         store.category_keeper = maintainer_for(reader)
     """
     config = reader.config.categories

@@ -28,16 +28,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from typing import TYPE_CHECKING, Any
 
 from memreader.cli.flags import add_alias
+from memreader.cli.store_access import (
+    add_store_flag,
+    cli_embedder,
+    open_cli_store,
+    parse_time,
+    store_url,
+)
 from memreader.errors import InputError
 from memreader.items import MEMORY_TYPES, MemoryType
 from memreader.stores.shapes import event_json
 
 if TYPE_CHECKING:
-    from memreader.stores import WriteEvent
+    from memreader.stores import MemoryStore, WriteEvent
 
 __all__ = ["WRITE_COMMANDS", "add_write_parsers", "run_write_command"]
 
@@ -82,8 +88,6 @@ def add_write_parsers(commands: Any) -> None:
 
 
 def _add_common(command: argparse.ArgumentParser) -> None:
-    from memreader.cli.stores import add_store_flag
-
     add_store_flag(command, env=True)
     command.add_argument("--user-id", help="the owner of the memory (required)")
     add_alias(command, "--user", dest="user_id")
@@ -103,30 +107,22 @@ def run_write_command(args: argparse.Namespace) -> int:
     """Run one of :data:`WRITE_COMMANDS`; 0 when done (errors are raised, typed: an unknown id
     is :class:`~memreader.errors.UnknownMemoryError`, bad input
     :class:`~memreader.errors.InputError`, both exit 2)."""
-    from memreader.cli.stores import STORE_ENV
-
-    url = args.store or os.environ.get(STORE_ENV)
-    if not url:
-        raise InputError(f"{args.command} needs --store URL (or ${STORE_ENV})")
+    url = store_url(args)
     if not args.user_id or not args.user_id.strip():
         raise InputError(f"{args.command} needs --user-id (every memory has an owner)")
     # Checked before a model is loaded or a store file created.
     if args.command != "delete" and not args.text.strip():
         raise InputError(f"{args.command}: a memory's text must not be empty")
     fields = _add_fields(args) if args.command == "add" else {}
-    if args.command != "add":
-        _must_exist(url)
-    embedder = None
-    if args.command != "delete" and not args.no_embedding:
-        from memreader.cli.stores import _query_embedder
-
-        embedder = _query_embedder(args.config)
-    try:
-        event = _write(args, url, embedder, fields)
-    finally:
-        close = getattr(embedder, "close", None)
-        if callable(close):
-            close()
+    off = args.command == "delete" or args.no_embedding
+    config = None if args.command == "delete" else args.config
+    # add may start a store, as read --store does; update and delete need one that exists.
+    create = args.command == "add"
+    with (
+        cli_embedder(config, off=off) as embedder,
+        open_cli_store(url, embedder, create=create) as store,
+    ):
+        event = _write(args, store, fields)
     if args.json:
         print(json.dumps(event_json(event), ensure_ascii=False, indent=1))
     else:
@@ -134,32 +130,16 @@ def run_write_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _must_exist(url: str) -> None:
-    """Refuse a ``sqlite://`` file that does not exist (``update`` and ``delete`` need a store)."""
-    from memreader.batch.job import sqlite_file
-    from memreader.stores.urls import public_url
-
-    file = sqlite_file(url)
-    if file is not None and file != ":memory:" and not os.path.exists(file):
-        raise InputError(f"no memory store at {public_url(url)} (no such file)")
-
-
-def _write(args: argparse.Namespace, url: str, embedder: Any, fields: dict[str, Any]) -> WriteEvent:
-    from memreader.stores import open_store
-
-    # add may start a store, as read --store does; update and delete checked theirs exists.
-    with open_store(url, embedder=embedder) as store:
-        if args.command == "add":
-            return store.add_memory(args.text, user_id=args.user_id, **fields)
-        if args.command == "update":
-            return store.update(args.memory_id, args.text, user_id=args.user_id, reason=args.reason)
-        return store.delete(args.memory_id, user_id=args.user_id, erase=args.erase)
+def _write(args: argparse.Namespace, store: MemoryStore, fields: dict[str, Any]) -> WriteEvent:
+    if args.command == "add":
+        return store.add_memory(args.text, user_id=args.user_id, **fields)
+    if args.command == "update":
+        return store.update(args.memory_id, args.text, user_id=args.user_id, reason=args.reason)
+    return store.delete(args.memory_id, user_id=args.user_id, erase=args.erase)
 
 
 def _add_fields(args: argparse.Namespace) -> dict[str, Any]:
     """``add``'s optional fields, checked (the store checks the rest, naming each)."""
-    from memreader.cli.stores import _time
-
     metadata = None
     if args.metadata is not None:
         try:
@@ -174,6 +154,6 @@ def _add_fields(args: argparse.Namespace) -> dict[str, Any]:
         "session_id": args.session_id,
         "memory_type": args.memory_type,
         "importance": args.importance,
-        "valid_from": _time(args.valid_from, "--valid-from"),
+        "valid_from": parse_time(args.valid_from, "--valid-from"),
         "metadata": metadata,
     }

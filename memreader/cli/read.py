@@ -21,7 +21,8 @@ from typing import IO, Any
 from memreader.cli.llm_check import check_llm_slots, configured_slots
 from memreader.cli.llm_flags import add_llm_flags, llm_settings
 from memreader.cli.output import open_outputs
-from memreader.cli.stores import StoreOutput, add_store_flag
+from memreader.cli.store_access import add_store_flag
+from memreader.cli.stores import StoreOutput
 from memreader.cli.summary import item_summary
 from memreader.config import read_yaml_config, without_pass
 from memreader.errors import InputError

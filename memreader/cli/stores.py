@@ -24,14 +24,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections import Counter
 from collections.abc import Sequence
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from memreader.cli.flags import add_alias
+from memreader.cli.store_access import (
+    add_store_flag,
+    cli_embedder,
+    open_cli_store,
+    parse_time,
+    store_url,
+)
 from memreader.cli.summary import sources_text
 from memreader.errors import InputError
 from memreader.scenes.clipping import one_line
@@ -44,14 +49,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "STORE_COMMANDS",
-    "STORE_ENV",
     "StoreOutput",
     "add_store_parsers",
     "run_store_command",
 ]
 
-#: The environment variable ``--store`` defaults to.
-STORE_ENV = "MEMREADER_STORE"
 #: The subcommands :func:`run_store_command` runs.
 STORE_COMMANDS = ("search", "history", "forget", "export-md")
 _SOURCES = {
@@ -149,100 +151,51 @@ def _add_export_parser(commands: Any) -> None:
     add_alias(export, "--force", dest="allow_foreign_files", action="store_true")
 
 
-def add_store_flag(command: argparse.ArgumentParser, *, env: bool) -> None:
-    """Add ``--store URL`` to ``command`` (``env``: it defaults to ``$MEMREADER_STORE``)."""
-    default = f" (default: ${STORE_ENV})" if env else ""
-    command.add_argument(
-        "--store", help=f"memory store URL: sqlite:///memories.db or postgresql://...{default}"
-    )
-
-
 def run_store_command(args: argparse.Namespace) -> int:
     """Run one of :data:`STORE_COMMANDS`; 0 when done (errors are raised, typed)."""
-    url = args.store or os.environ.get(STORE_ENV)
-    if not url:
-        raise InputError(f"{args.command} needs --store URL (or ${STORE_ENV})")
+    url = store_url(args)
     if args.command == "export-md":
         return _export_md(args, url)
     if not args.user_id or not args.user_id.strip():
         raise InputError(f"{args.command} needs --user-id (every memory has an owner)")
     if args.command == "search":
         return _search(args, url)
-    with _open(url, None) as store:
+    with open_cli_store(url) as store:  # history and forget never search: text only
         if args.command == "history":
             return _history(store, args)
         return _forget(store, args)
 
 
-def _open(url: str, embedder: Any) -> MemoryStore:
-    """The store ``url`` names, which must exist if it is a SQLite file."""
-    from memreader.batch.job import sqlite_file
-    from memreader.stores import open_store
-    from memreader.stores.urls import public_url
-
-    file = sqlite_file(url)
-    if file is not None and file != ":memory:" and not os.path.exists(file):
-        raise InputError(f"no memory store at {public_url(url)} (no such file)")
-    return open_store(url, embedder=embedder)
-
-
 def _search(args: argparse.Namespace, url: str) -> int:
     if args.k < 1:
         raise InputError(f"-k must be at least 1, got {args.k}")
-    since, until = _time(args.since, "--since"), _time(args.until, "--until")
+    since, until = parse_time(args.since, "--since"), parse_time(args.until, "--until")
     if args.no_embedding and args.mode == "vector":
         raise InputError("--mode vector needs a query vector: drop --no-embedding")
-    embedder = None if args.no_embedding or args.mode == "text" else _query_embedder(args.config)
-    try:
-        with _open(url, embedder) as store:
-            hits = store.search(
-                args.query,
-                user_id=args.user_id,
-                k=args.k,
-                types=args.types,
-                since=since,
-                until=until,
-                session_id=args.session_id,
-                include_inactive=args.all,
-                mode=args.mode,
-                category=args.category,
-            )
-    finally:
-        close = getattr(embedder, "close", None)
-        if callable(close):
-            close()
+    off = args.no_embedding or args.mode == "text"
+    with cli_embedder(args.config, off=off) as embedder, open_cli_store(url, embedder) as store:
+        hits = store.search(
+            args.query,
+            user_id=args.user_id,
+            k=args.k,
+            types=args.types,
+            since=since,
+            until=until,
+            session_id=args.session_id,
+            include_inactive=args.all,
+            mode=args.mode,
+            category=args.category,
+        )
     if args.json:
         _print_json({"query": args.query, "hits": [_hit_json(hit) for hit in hits]})
         return 0
     for rank, hit in enumerate(hits, 1):
         print(_hit_line(rank, hit))
-        print(f"   {one_line(hit.memory.item.memory, 200)}")
+        print(f"   {one_line(hit.text, 200)}")
         print(f"   {sources_text(hit.memory.item.metadata)}")
     if not hits:
         print("memreader: no memory found", file=sys.stderr)
     return 0
-
-
-def _query_embedder(config_path: str | None) -> Any:
-    """The embedder of the reader config at ``config_path`` (default: the built-in one), or
-    ``None`` when that config has ``embedder: null``."""
-    from memreader.config import read_yaml_config
-    from memreader.embedders import build_embedder
-    from memreader.factory import MemReaderConfigFactory
-
-    raw = read_yaml_config(config_path) if config_path else {}
-    settings = MemReaderConfigFactory.from_dict(raw).config.embedder
-    return build_embedder(settings) if settings is not None else None
-
-
-def _time(text: str | None, flag: str) -> datetime | None:
-    if text is None:
-        return None
-    try:
-        value = datetime.fromisoformat(text)
-    except ValueError:
-        raise InputError(f"{flag} {text!r} is not an ISO 8601 time (2026-01-31T12:00Z)") from None
-    return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
 
 
 def _hit_line(rank: int, hit: SearchHit) -> str:
@@ -335,7 +288,7 @@ def _export_md(args: argparse.Namespace, url: str) -> int:
         raise InputError("export-md needs --user-id U (repeatable; every memory has an owner)")
     if not args.out:
         raise InputError("export-md needs --output FOLDER (where the owners' folders go)")
-    with _open(url, None) as store:
+    with open_cli_store(url) as store:  # the export never searches: text only
         report = export_report(store, users, args.out, allow_foreign_files=args.allow_foreign_files)
     for path in sorted(report.written):
         print(path)
@@ -362,7 +315,8 @@ class StoreOutput:
         from memreader.stores.urls import public_url
 
         self.where = public_url(url)
-        self.store = open_store(url)
+        # The items written carry the reader's vectors, and this never searches: text only.
+        self.store = open_store(url, text_only=True)
         self.events: list[WriteEvent] = []
 
     def keep_categories(self, reader: Any) -> None:

@@ -74,9 +74,11 @@ class Memory:
             defaults (simple reader, bundled local embedder).
         store: the store URL (``sqlite:///path.db``, ``postgresql://...``); it wins over the
             config's ``store``.
-        store_options: the store's own options (see :func:`memreader.stores.open_store`).
+        store_options: the store's own options (see :func:`memreader.stores.open_store`); not
+            its embedder, ``text_only`` or keeper, which the config decides.
 
     Raises:
+        InputError: ``config``, ``store`` or ``store_options`` of the wrong type or content.
         ConfigError: an invalid config or store URL.
         StoreError: the store cannot be opened.
     """
@@ -91,14 +93,21 @@ class Memory:
         from memreader.categories.maintainer import maintainer_for
         from memreader.stores import open_store
 
+        options = dict(store_options or {})
+        owned = sorted({"embedder", "text_only", "category_keeper"} & set(options))
+        if owned:
+            raise InputError(
+                f"Memory(store_options=...) cannot set {', '.join(owned)}: the reader's config "
+                "does (its embedder, or `embedder: null` for text-only search; its categories)"
+            )
         self.config, self.store_url = reader_config(config, store)
         self.reader: BaseMemReader = self.config.build()
-        embedder = self.reader.embedder if self.config.config.embedder is not None else None
+        # The reader's embedder, or text only when its config says `embedder: null`.
         self.store: MemoryStore = open_store(
             self.store_url,
-            embedder=embedder,
+            **self.reader.runtime.store_embedding(),
             category_keeper=maintainer_for(self.reader),
-            **dict(store_options or {}),
+            **options,
         )
         self._closed = False
 
@@ -229,10 +238,16 @@ class Memory:
     def search(
         self, query: str, *, user_id: str | None = None, k: int = 10, **filters: Any
     ) -> list[SearchHit]:
-        """The ``k`` best memories of ``user_id`` for ``query``, best first (each with its
-        score's parts). ``filters``: ``types``, ``since``, ``until``, ``session_id``,
+        """The ``k`` best memories of ``user_id`` for ``query``, best first: each hit's
+        ``text``, ``id``, ``memory_type`` and ``session_id``, its ``score`` in parts and the
+        whole stored ``memory``. ``filters``: ``types``, ``since``, ``until``, ``session_id``,
         ``include_inactive``, ``now``, ``mode`` and ``category``, as
         :meth:`memreader.stores.MemoryStore.search` takes them.
+
+        >>> m = Memory({"config": {"embedder": {"backend": "hash"}}}, store="sqlite://:memory:")
+        >>> _ = m.add("I live in Porto.", user_id="ana")
+        >>> [hit.text for hit in m.search("Porto", user_id="ana")]
+        ['user: I live in Porto.']
 
         Raises:
             InputError: no ``user_id``, an unknown filter, or a bad value (the store's checks).

@@ -100,7 +100,7 @@ class ServiceState:
                     "this service has no memory store: set `store:` in the reader config",
                 )
             _make_folder_of(url)
-            store = open_store(url, embedder=self.reader.embedder)
+            store = open_store(url, **self.reader.runtime.store_embedding())
             store.category_keeper = maintainer_for(self.reader)
             self._store = store
         return self._store

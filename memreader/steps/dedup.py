@@ -51,7 +51,8 @@ def _open_store(runtime: ReaderRuntime) -> MemoryStore | None:
         return None
     from memreader.stores import open_store
 
-    return open_store(url.get_secret_value())
+    # Dedup only looks items up by id and content hash: it never searches, so no embedder.
+    return open_store(url.get_secret_value(), text_only=True)
 
 
 #: The reader's memory store, opened on first use and closed with the reader.

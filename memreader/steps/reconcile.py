@@ -73,8 +73,7 @@ def _open_store(runtime: ReaderRuntime) -> MemoryStore | None:
         return None
     from memreader.stores import open_store
 
-    embedder = runtime.embedder if runtime.embeds else None
-    return open_store(url.get_secret_value(), embedder=embedder)
+    return open_store(url.get_secret_value(), **runtime.store_embedding())
 
 
 #: The reader's store as the reconcile pass searches it, opened on first use, closed with it.

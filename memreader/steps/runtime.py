@@ -103,6 +103,18 @@ class ReaderRuntime:
                     self._embedder = CachedEmbedder(inner, cache)
         return self._embedder
 
+    def store_embedding(self) -> dict[str, Any]:
+        """How a store this reader writes to is opened so that search embeds as it embeds:
+        ``{"embedder": ...}``, or ``{"text_only": True}`` when its config says
+        ``embedder: null`` (text-only on purpose), for ``open_store(url, **...)``.
+
+        >>> from memreader.factory import MemReaderConfigFactory
+        >>> config = {"config": {"embedder": None}}
+        >>> MemReaderConfigFactory.from_dict(config).build().runtime.store_embedding()
+        {'text_only': True}
+        """
+        return {"embedder": self.embedder} if self.embeds else {"text_only": True}
+
     @property
     def llm(self) -> LLMRouter:
         """The LLM slots' clients: one concurrency budget, one usage meter, one set of hooks."""

@@ -10,6 +10,11 @@ plugin registers its own with :func:`register_store`)::
         hits = store.search("where does Ana live?", user_id="u1")
         store.forget(SourceSelector(doc_path="notes.md"), user_id="u1")
 
+A store is opened with the embedder its memories were embedded with (search embeds the query
+with it), or with ``text_only=True`` to search by words only on purpose: opened with neither,
+it refuses (:class:`~memreader.errors.MissingEmbedderError`), since a forgotten embedder would
+otherwise turn vector search off silently (:mod:`memreader.stores.embedder_rules`).
+
 See :mod:`memreader.stores.base` for what every store promises.
 """
 
@@ -18,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from memreader.errors import ConfigError
+from memreader.errors import ConfigError, MissingEmbedderError
 from memreader.registry import Registry
 from memreader.stores.base import (
     SEARCH_MODES,
@@ -34,8 +39,10 @@ from memreader.stores.base import (
 from memreader.stores.category_api import CategoryStorage, check_keeper
 from memreader.stores.category_types import CategoryDef, CategoryKeeper, StoredCategory
 from memreader.stores.checks import check_url
+from memreader.stores.embedder_rules import store_embedder
 from memreader.stores.events import EventKind, WriteEvent
 from memreader.stores.records import MemoryStatus, StoredMemory
+from memreader.stores.urls import public_url
 
 __all__ = [
     "SEARCH_MODES",
@@ -47,6 +54,7 @@ __all__ = [
     "HistoryEntry",
     "MemoryStatus",
     "MemoryStore",
+    "MissingEmbedderError",
     "QueryEmbedder",
     "ScoreParts",
     "SearchHit",
@@ -87,15 +95,24 @@ def open_store(
     url: str,
     *,
     embedder: QueryEmbedder | None = None,
+    text_only: bool = False,
     category_keeper: CategoryKeeper | None = None,
     **options: Any,
 ) -> MemoryStore:
     """Open the store ``url`` names (``sqlite:///memories.db``).
 
+    >>> with open_store("sqlite://:memory:", text_only=True) as store:
+    ...     store.embedding_models(user_id="ana")
+    {}
+
     Args:
         url: ``scheme://...``; the scheme picks the store.
-        embedder: embeds queries (and items written without vectors); without one, search is
-            full text only.
+        embedder: embeds queries (and items written without vectors): the embedder the
+            store's memories were embedded with (a reader's ``embedder``). Required unless
+            ``text_only``.
+        text_only: open without an embedder on purpose: search is full text only, items
+            written without a vector are stored without one (a reader config's
+            ``embedder: null``; a command that never searches).
         category_keeper: called after each change (the store's
             :attr:`~memreader.stores.category_api.CategoryStorage.category_keeper`, which may
             also be set on the open store); ``None``: categories change only when asked.
@@ -103,6 +120,8 @@ def open_store(
             ``importance_weight``, ``timeout``).
 
     Raises:
+        MissingEmbedderError: no ``embedder`` and not ``text_only`` (a
+            :class:`~memreader.errors.ConfigError`: the message says how to fix it).
         ConfigError: the URL has no scheme, or one no store handles (the message lists the
             known ones), or holds a control character (a NUL), or the store's module cannot be
             imported, or an option (or the keeper) is invalid.
@@ -119,7 +138,8 @@ def open_store(
             f"the {scheme!r} memory store is not available here ({exc}); "
             f"known: {', '.join(STORES.names())}"
         ) from None
+    store_embedder(embedder, text_only, f"the store {public_url(url)}")
     keeper = check_keeper(category_keeper)
-    store = store_class.from_url(url, embedder=embedder, **options)
+    store = store_class.from_url(url, embedder=embedder, text_only=text_only, **options)
     store.category_keeper = keeper
     return store

@@ -31,7 +31,7 @@ from abc import abstractmethod
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal
 
 from memreader.calls.deadlines import Deadline, check_deadline, checked_deadline
 from memreader.errors import InputError, StoreError
@@ -51,7 +51,8 @@ from memreader.stores.checks import (
     moment,
 )
 from memreader.stores.direct_writes import DirectWrites, UnknownMemoryError
-from memreader.stores.events import EventKind, WriteEvent
+from memreader.stores.embedder_rules import EmbeddingModels, QueryEmbedder
+from memreader.stores.events import HistoryEntry, WriteEvent
 from memreader.stores.records import StoredMemory
 from memreader.stores.scoring import ScoreParts
 
@@ -75,20 +76,6 @@ SEARCH_MODES: tuple[SearchMode, ...] = ("hybrid", "vector", "text")
 
 
 @dataclass(frozen=True)
-class HistoryEntry:
-    """One change of one memory: the event, the memory text before and after, when, the source
-    ids involved and the reason."""
-
-    memory_id: str
-    event: EventKind
-    old_memory: str | None
-    new_memory: str | None
-    at: datetime
-    reason: str
-    source_ids: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
 class SearchHit:
     """One search result: the stored memory and its score, in parts; ``passages``, the parts of
     the memory's text that matched the query, best first (empty when the store scored the
@@ -98,24 +85,35 @@ class SearchHit:
     score: ScoreParts
     passages: tuple[PassageHit, ...] = ()
 
+    # What a hit is to a caller who wants the memory itself (mem0's shape): read-only views.
+    @property
+    def id(self) -> str:
+        """The memory's id (``hit.memory.id``)."""
+        return self.memory.id
 
-@runtime_checkable
-class QueryEmbedder(Protocol):
-    """What a store needs of an embedder (any :class:`memreader.embedders.Embedder` fits): one
-    vector per text. Its ``name``, when it has one, is recorded as the ``embedding_model`` of
-    the items the store embeds itself."""
+    @property
+    def text(self) -> str:
+        """The memory's text (``hit.memory.item.memory``)."""
+        return self.memory.item.memory
 
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """One vector per text, in input order."""
-        ...
+    @property
+    def memory_type(self) -> str:
+        """The memory's type, e.g. ``"LongTermMemory"``."""
+        return self.memory.item.metadata.memory_type.value
+
+    @property
+    def session_id(self) -> str:
+        """The session the memory was read from (``"direct"`` for one added as text)."""
+        return self.memory.item.metadata.session_id
 
 
-class MemoryStore(CategoryStorage, DirectWrites):
+class MemoryStore(CategoryStorage, DirectWrites, EmbeddingModels):
     """Where memories are written, searched, traced and forgotten (see the module docstring),
     and where their categories are kept (:class:`~memreader.stores.category_api.CategoryStorage`:
     its keeper is called after each ``write``, ``write_part``, ``forget`` and ``retire_unseen``,
     once the change is committed), and where memories given as text are added, updated and
-    deleted (:class:`~memreader.stores.direct_writes.DirectWrites`).
+    deleted (:class:`~memreader.stores.direct_writes.DirectWrites`); it says which models its
+    vectors came from (:class:`~memreader.stores.embedder_rules.EmbeddingModels`).
 
     Stores are registered by URL scheme and opened with
     :func:`memreader.stores.open_store` (``sqlite:///memories.db``, ``postgresql://...``).
@@ -124,11 +122,19 @@ class MemoryStore(CategoryStorage, DirectWrites):
     @classmethod
     @abstractmethod
     def from_url(
-        cls, url: str, *, embedder: QueryEmbedder | None = None, **options: Any
+        cls,
+        url: str,
+        *,
+        embedder: QueryEmbedder | None = None,
+        text_only: bool = False,
+        **options: Any,
     ) -> MemoryStore:
-        """Open the store ``url`` names (what :func:`~memreader.stores.open_store` calls).
+        """Open the store ``url`` names (what :func:`~memreader.stores.open_store` calls), with
+        ``embedder``, or with none when ``text_only``
+        (:func:`~memreader.stores.embedder_rules.store_embedder`).
 
         Raises:
+            MissingEmbedderError: no ``embedder`` and not ``text_only``.
             ConfigError: the URL or an option is invalid (the message names it).
             StoreError: the store cannot be opened.
         """
@@ -222,7 +228,9 @@ class MemoryStore(CategoryStorage, DirectWrites):
         ``types``, ``session_id``, ``since`` and ``until`` filter (the time of a memory is its
         ``valid_from``, else its ``recorded_at``); ``now`` is the time decay is measured to;
         ``mode`` (:data:`SearchMode`) which lists are fused; ``category`` keeps the memories
-        linked to that category of the owner only (:meth:`link_categories`).
+        linked to that category of the owner only (:meth:`link_categories`). The owner's first
+        search with vectors on this store logs a warning when its vectors came from another
+        model than the store's embedder (:mod:`~memreader.stores.embedder_rules`).
 
         Raises:
             InputError: a bad argument (``mode`` not one of :data:`SEARCH_MODES`, ``k`` not in
@@ -243,7 +251,10 @@ class MemoryStore(CategoryStorage, DirectWrites):
             include_inactive=include_inactive,
             category=check_category(category) if category is not None else None,
         )
-        return self._search(query, check_owner(user_id), check_k(k), filters, moment(now), mode)
+        owner, k = check_owner(user_id), check_k(k)
+        if mode != "text":
+            self._watch_models(owner)
+        return self._search(query, owner, k, filters, moment(now), mode)
 
     @abstractmethod
     def _search(

@@ -1,12 +1,14 @@
-"""What a write or a forget did: one :class:`WriteEvent` per memory (a leaf: the stores, the
-category keeper and the CLI all take it from here)."""
+"""What a write or a forget did: one :class:`WriteEvent` per memory, and one
+:class:`HistoryEntry` per change a memory's history keeps (a leaf: the stores, the category
+keeper and the CLI all take them from here)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Literal
 
-__all__ = ["EventKind", "WriteEvent"]
+__all__ = ["EventKind", "HistoryEntry", "WriteEvent"]
 
 #: What a write or a forget did to one memory: ``ADD`` (a new row), ``UPDATE`` (the old memory
 #: superseded by a merged one), ``SUPERSEDE`` (a contradiction: the old one's ``valid_to`` set
@@ -32,3 +34,17 @@ class WriteEvent:
     reason: str
     previous_id: str | None = None
     user_id: str | None = None
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One change of one memory: the event, the memory text before and after, when, the source
+    ids involved and the reason."""
+
+    memory_id: str
+    event: EventKind
+    old_memory: str | None
+    new_memory: str | None
+    at: datetime
+    reason: str
+    source_ids: tuple[str, ...] = ()

@@ -55,7 +55,7 @@ def item(
 
 
 def open_db(tmp_path: Path) -> MemoryStore:
-    return open_store(f"sqlite:///{tmp_path / 'm.db'}")
+    return open_store(f"sqlite:///{tmp_path / 'm.db'}", text_only=True)
 
 
 def seed(store: MemoryStore, user: str = "ana", prefix: str = "") -> None:

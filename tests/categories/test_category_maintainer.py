@@ -57,7 +57,7 @@ def item(
 
 @pytest.fixture
 def store(tmp_path: Path) -> Any:
-    with open_store(f"sqlite:///{tmp_path / 'm.db'}") as opened:
+    with open_store(f"sqlite:///{tmp_path / 'm.db'}", text_only=True) as opened:
         yield opened
 
 

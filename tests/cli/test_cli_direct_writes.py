@@ -61,7 +61,7 @@ def test_add_stores_the_memory_with_its_fields_and_a_vector(
     )
     assert set(event) == {"event", "memory_id", "item_id", "reason", "previous_id"}
     assert event["event"] == "ADD"
-    with open_store(where[0]) as store:
+    with open_store(where[0], text_only=True) as store:
         memory = store.get(event["memory_id"], user_id="ana")
     assert memory is not None
     meta = memory.item.metadata
@@ -101,12 +101,12 @@ def test_update_then_delete_then_erase(
     assert (code, event) == (0, "UPDATE")
     code, out, _ = run(capsys, "delete", new, *owner, "--json")
     assert (code, json.loads(out)["event"], json.loads(out)["memory_id"]) == (0, "EXPIRE", new)
-    with open_store(url) as store:
+    with open_store(url, text_only=True) as store:
         statuses = [getattr(store.get(i, user_id="ana"), "status", None) for i in (old, new)]
     assert statuses == ["superseded", "expired"]
     code, out, _ = run(capsys, "delete", new, *owner, "--erase")
     assert (code, out.split()[:3]) == (0, ["EXPIRE", new, "erased:"])
-    with open_store(url) as store:
+    with open_store(url, text_only=True) as store:
         assert store.get(new, user_id="ana") is None  # its row is gone: irreversible
     code, out, err = run(capsys, "delete", new, *owner)
     assert (code, err) == (2, [f"memreader: error: user 'ana' has no memory {new!r}"])

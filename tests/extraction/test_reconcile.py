@@ -425,7 +425,7 @@ def test_a_failing_call_adds_everything_with_the_reason(lisbon: str) -> None:
     assert decision is not None and decision.event == "ADD" and decision.target_id is None
     assert decision.reason.startswith("reconcile failed")
     assert report.windows[0].passes["reconcile"] == "failed"
-    with open_store(lisbon) as store:
+    with open_store(lisbon, text_only=True) as store:
         assert [e.event for e in store.write([item])] == ["ADD"]
         assert store.get("lisbon", user_id="u1") is not None
 

@@ -33,6 +33,17 @@ def test_the_store_is_opened_with_the_readers_embedder(memory: Memory) -> None:
     assert hits and hits[0].score.similarity is not None
 
 
+def test_a_hit_shows_the_memory_at_the_top(memory: Memory) -> None:
+    result = memory.add("I drink oolong tea.", user_id="emily", session_id="s2")
+    (hit,) = memory.search("oolong", user_id="emily")
+    assert (hit.id, hit.text, hit.session_id) == (
+        result.items[0].id,
+        "user: I drink oolong tea.",
+        "s2",
+    )
+    assert hit.memory_type == result.items[0].metadata.memory_type.value
+
+
 def test_a_missing_session_is_a_digest_of_the_input_so_adding_again_changes_nothing(
     memory: Memory,
 ) -> None:
@@ -200,6 +211,11 @@ def test_a_closed_memory_says_so(fast_config: dict[str, Any], tmp_path: Path) ->
             "Memory(config) takes a YAML path, a dict or a MemReaderConfigFactory, got int",
         ),
         ({"store": 3}, "Memory(store=...) must be a URL string, got int"),
+        (
+            {"store_options": {"text_only": True}},
+            "Memory(store_options=...) cannot set text_only: the reader's config does (its "
+            "embedder, or `embedder: null` for text-only search; its categories)",
+        ),
     ],
 )
 def test_bad_construction_is_a_typed_error(

@@ -49,7 +49,7 @@ def main_chars(driver: WebDriver) -> int:
 
 def seed_big(tmp_path: Path) -> None:
     """The big memory of USER, in a category whose summary cites it."""
-    with open_store(f"sqlite:///{tmp_path / 'm.db'}") as store:
+    with open_store(f"sqlite:///{tmp_path / 'm.db'}", text_only=True) as store:
         store.write([item("big", BIG, user=USER, at=T0)])
         store.upsert_categories(USER, [PREFS])
         store.link_categories(USER, {"big": ["preferences"]})
@@ -229,7 +229,7 @@ def test_docs_render_offline_and_nothing_references_another_origin(page: WebDriv
 def test_a_device_named_category_opens_its_file(page: WebDriver, tmp_path: Path) -> None:
     """A category named ``con`` is ``con-category.md`` (a name safe on Windows): the page asks
     for the file the export and the service name it by."""
-    with open_store(f"sqlite:///{tmp_path / 'm.db'}") as store:
+    with open_store(f"sqlite:///{tmp_path / 'm.db'}", text_only=True) as store:
         store.write([item("c1", "Ana keeps a console diary.", user=USER, at=T0)])
         store.upsert_categories(USER, [CategoryDef(name="con", description="Consoles.")])
         store.link_categories(USER, {"c1": ["con"]})

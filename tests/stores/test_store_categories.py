@@ -273,7 +273,7 @@ def test_search_by_category_from_the_command_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     url = f"sqlite:///{tmp_path / 'm.db'}"
-    with open_store(url) as store:
+    with open_store(url, text_only=True) as store:
         store.write([item("a", "Ana likes green tea"), item("c", "Cy sells tea at work")])
         store.upsert_categories("u1", [FOOD, WORK])
         store.link_categories("u1", {"a": ["food"], "c": ["work"]})
@@ -322,7 +322,7 @@ def test_the_keeper_is_called_once_per_change(url: str) -> None:
     keeper = RecordingKeeper()
     source = SourceSelector(input_key="job/in.json")
     a, b = item("a", "Ana likes tea", message="m1"), item("b", "Bo likes chess")
-    with open_store(url, category_keeper=keeper) as store:
+    with open_store(url, category_keeper=keeper, text_only=True) as store:
         store.write([a, b], now=T0)
         store.write([a], now=T0)
         store.write_part([item("c", "Cy plays go")], source=source, now=T0)
@@ -364,7 +364,7 @@ def test_keeper_failures_come_after_the_commit(store: MemoryStore) -> None:
 
 def test_a_keeper_without_after_change_is_refused(url: str) -> None:
     with pytest.raises(ConfigError, match="category_keeper must have after_change"):
-        open_store(url, category_keeper=object())  # type: ignore[arg-type]
+        open_store(url, category_keeper=object(), text_only=True)  # type: ignore[arg-type]
 
 
 # -- stores from before categories ---------------------------------------------------------------
@@ -381,14 +381,14 @@ def _drop_category_tables(url: str) -> None:
 
 
 def test_a_store_from_before_categories_opens_and_gets_them(url: str) -> None:
-    with open_store(url) as store:
+    with open_store(url, text_only=True) as store:
         store.write([item("a", "Ana likes tea")], now=T0)
     _drop_category_tables(url)
-    with open_store(url) as store:
+    with open_store(url, text_only=True) as store:
         assert store.categories("u1") == []
         store.upsert_categories("u1", [FOOD])
         store.link_categories("u1", {"a": ["food"]})
         assert [h.memory.id for h in store.search("tea", user_id="u1", category="food")] == ["a"]
-    with open_store(url) as store:  # and opens again as it is
+    with open_store(url, text_only=True) as store:  # and opens again as it is
         food = store.category("u1", "food")
         assert food is not None and food.item_ids == ("a",)

@@ -58,7 +58,7 @@ def test_a_near_duplicate_reinforces_and_says_its_cosine(url: str) -> None:
     base = [1.0, 0.0, 0.0, 0.0]
     close = [1.0, 0.1, 0.0, 0.0]  # cosine 0.995
     far = [0.0, 1.0, 0.0, 0.0]
-    with open_store(url) as store:
+    with open_store(url, text_only=True) as store:
         store.write([item("a", "Ana lives in Porto", vector=base, model="m")], now=T0)
         near = store.write([item("b", "Ana is based in Porto", vector=close, model="m")])
         other_model = store.write([item("c", "Ana resides in Porto", vector=close, model="x")])
@@ -75,9 +75,11 @@ def test_near_duplicates_within_one_write_and_the_threshold_option(
         item("a", "Ana lives in Porto", vector=[1.0, 0.0], model="m"),
         item("b", "Ana is based in Porto", vector=[1.0, 0.2], model="m"),  # cosine 0.981
     ]
-    with open_store(new_url("strict"), near_duplicate=0.99) as strict:
+    with open_store(new_url("strict"), near_duplicate=0.99, text_only=True) as strict:
         assert events(strict.write(batch)) == [("ADD", "a"), ("ADD", "b")]
-    with open_store(new_url("loose")) as loose:  # within one write (one transaction)
+    with open_store(
+        new_url("loose"), text_only=True
+    ) as loose:  # within one write (one transaction)
         assert events(loose.write(batch)) == [("ADD", "a"), ("REINFORCE", "a")]
 
 
@@ -320,13 +322,13 @@ def test_writing_in_parts_then_retiring_gives_the_rows_of_one_write(
     ]
     other = [item("x", "Launch in May", doc="plan.md")]
     whole_url, parts_url = new_url("whole"), new_url("parts")
-    with open_store(whole_url) as whole:
+    with open_store(whole_url, text_only=True) as whole:
         whole_events = [
             whole.write(v1, replaces=key, now=T0),
             whole.write(other, now=T0),
             whole.write(v2, replaces=key, now=T0 + timedelta(days=1)),
         ]
-    with open_store(parts_url) as parts:
+    with open_store(parts_url, text_only=True) as parts:
         parts_events = []
         for version, at in ((v1, T0), (v2, T0 + timedelta(days=1))):
             written = parts.write_part(version[:2], source=key, now=at)

@@ -105,7 +105,7 @@ def test_a_nul_in_a_store_url_is_a_config_error(new_url: Callable[[str], str]) -
     good = new_url("nul")
     for bad in (good + "\x00x", good.replace("://", "://\x00", 1), good + "\n"):
         with pytest.raises(ConfigError, match="must not hold control characters"):
-            open_store(bad)
+            open_store(bad, text_only=True)
 
 
 def test_retire_unseen_naming_one_owner_touches_only_that_owners_memories(

@@ -128,22 +128,22 @@ def write_lock_held(url: str) -> Iterator[None]:
 
 
 def test_opening_and_searching_while_another_process_holds_the_write_lock(url: str) -> None:
-    with open_store(url) as first:
+    with open_store(url, text_only=True) as first:
         first.write([item("a", "Ana lives in Porto")], now=T0)
     # timeout=1: the old open waited for the lock, then called the file "not usable".
-    with write_lock_held(url), open_store(url, timeout=1) as reader:
+    with write_lock_held(url), open_store(url, timeout=1, text_only=True) as reader:
         assert [h.memory.id for h in reader.search("Porto", user_id="u1")] == ["a"]
         got = reader.get("a", user_id="u1")
         assert got is not None and got.status == "active"
         with pytest.raises(StoreError, match="busy") as refused:
             reader.write([item("b", "Bo plays chess")], now=T0)
         assert "not a usable" not in str(refused.value)
-    with open_store(url, timeout=1) as after:
+    with open_store(url, timeout=1, text_only=True) as after:
         assert events(after.write([item("b", "Bo plays chess")], now=T0)) == [("ADD", "b")]
 
 
 def test_a_store_that_needs_its_schema_while_locked_is_busy_not_broken(url: str) -> None:
-    open_store(url).close()
+    open_store(url, text_only=True).close()
     # An older file or database: one index of today's schema is missing (added on open).
     index = (
         "memreader_category_links_memory"
@@ -152,9 +152,9 @@ def test_a_store_that_needs_its_schema_while_locked_is_busy_not_broken(url: str)
     )
     sql(url, f"DROP INDEX {index}")
     with write_lock_held(url), pytest.raises(StoreError, match="busy") as refused:
-        open_store(url, timeout=1)
+        open_store(url, timeout=1, text_only=True)
     assert "not a usable" not in str(refused.value) and "retry" in str(refused.value)
-    with open_store(url, timeout=5) as store:
+    with open_store(url, timeout=5, text_only=True) as store:
         assert store.search("anything", user_id="u1") == []
     assert sql(url, "SELECT count(*) FROM memreader_meta WHERE key = 'schema'") == [(1,)]
 
@@ -180,7 +180,7 @@ def test_the_same_chat_written_three_times_changes_nothing_after_the_first(
         item("d", "Bo plays chess", message="m4", vector=[0.0, 1.0], model="m"),
     ]
     key = SourceSelector(input_key="chat.jsonl")
-    with open_store(url) as store:
+    with open_store(url, text_only=True) as store:
 
         def write(batch: list[TextualMemoryItem]) -> list[tuple[str, str]]:
             if how == "write":
@@ -211,7 +211,7 @@ def test_the_same_chat_written_three_times_changes_nothing_after_the_first(
 def test_a_query_of_words_in_nearly_every_row_ranks_the_newest_rows(
     new_url: Callable[[str], str],
 ) -> None:
-    with open_store(new_url("budget"), text_budget=5) as store:
+    with open_store(new_url("budget"), text_budget=5, text_only=True) as store:
         store.write([item(f"r{n}", f"river and train number {n}") for n in range(12)], now=T0)
         store.write([item("old", "the river train in Zanzibar")], now=T0)
         store.write([item(f"n{n}", f"a river view {n}", session="s2") for n in range(3)], now=T0)
@@ -230,6 +230,8 @@ def test_a_query_of_words_in_nearly_every_row_ranks_the_newest_rows(
         assert sorted(found("train", session_id="s1")) == ["old", "r10", "r11", "r8", "r9"]
         assert len(found("river train", types=["UserMemory"])) == 0
         assert len(store.search("river train", user_id="u1", k=2, mode="text")) == 2
-    with open_store(new_url("default")) as store:  # within the default budget: every row
+    with open_store(
+        new_url("default"), text_only=True
+    ) as store:  # within the default budget: every row
         store.write([item(f"r{n}", f"river and train number {n}") for n in range(12)], now=T0)
         assert len(store.search("river train", user_id="u1", k=50, mode="text")) == 12

@@ -55,7 +55,7 @@ def test_hybrid_search_finds_a_rare_word_and_explains_its_score(store: MemorySto
     ids=["fts5", "tsquery"],
 )
 def test_search_without_an_embedder_is_full_text_and_safe(url: str, text: str, query: str) -> None:
-    with open_store(url) as store:
+    with open_store(url, text_only=True) as store:
         store.write([item("a", text)])
         assert store.search("?!*()", user_id="u1") == []
         assert store.search("", user_id="u1") == []
@@ -134,7 +134,7 @@ def test_importance_and_decay_weigh_what_the_store_options_say(url: str) -> None
         assert max(s.relevance for s in hits.values()) == 1.0
     for bad in (-0.1, 2, True, "0.1"):
         with pytest.raises(ConfigError, match="importance_weight must be a number in"):
-            open_store(url, importance_weight=bad)
+            open_store(url, importance_weight=bad, text_only=True)
 
 
 # -- owners --------------------------------------------------------------------------------
@@ -145,7 +145,7 @@ def test_owners_are_walls(url: str, backend: str) -> None:
     # 2-dimension vectors below are the store's (the hash embedder's have 16). On SQLite with
     # it, as before: the queries are embedded, and the vector half meets the walls too.
     embedder = HashEmbedder() if backend == "sqlite" else None
-    with open_store(url, embedder=embedder) as store:
+    with open_store(url, embedder=embedder, text_only=embedder is None) as store:
         doc = SourceSelector(doc_path="d.md")
         store.write([item("a", "Ana lives in Porto", doc="d.md", vector=[1.0, 0.0], model="m")])
         # The same text, id and near vector from another owner: a new memory, not a reinforcement.
@@ -171,7 +171,7 @@ def test_owners_are_walls(url: str, backend: str) -> None:
 
 
 def _write_overlapping(url: str, worker: int, rounds: int) -> None:
-    with open_store(url, timeout=60) as store:
+    with open_store(url, timeout=60, text_only=True) as store:
         for n in range(rounds):
             # The same ids from both workers, and the same texts under each worker's own ids.
             one_hot = [float(i == n) for i in range(64)]  # different facts, cosine 0
@@ -181,7 +181,7 @@ def _write_overlapping(url: str, worker: int, rounds: int) -> None:
 
 
 def test_two_processes_writing_overlapping_items_make_no_duplicates(url: str) -> None:
-    open_store(url).close()
+    open_store(url, text_only=True).close()
     ctx = multiprocessing.get_context("spawn")
     workers = [ctx.Process(target=_write_overlapping, args=(url, w, 40)) for w in (1, 2)]
     for process in workers:

@@ -129,7 +129,7 @@ def test_a_job_into_a_sqlite_store_and_its_rerun(tmp_path: Path) -> None:
     assert entry["status"] == "done"
     assert entry["outputs"] == [f"sqlite:///{tmp_path / 'm.db'} (input:in/a.jsonl)"]
     assert (tmp_path / "m.db.batch" / "_summary.json").exists()
-    with open_store(f"sqlite:///{tmp_path / 'm.db'}") as store:
+    with open_store(f"sqlite:///{tmp_path / 'm.db'}", text_only=True) as store:
         hit = store.search("a: day 2", user_id="u1", k=1)[0]
         assert "a: day 2" in hit.memory.item.memory
     # Re-ingesting what is stored: the same rows, no history, nothing embedded.
@@ -158,7 +158,7 @@ def test_a_changed_input_supersedes_its_old_memories(tmp_path: Path) -> None:
     new = [r for r in now.values() if "coffee" in r[3]]
     assert [r[2] for r in new] == ["active"]
     assert sorted(r[2] for r in now.values()) == ["active", "active", "active", "superseded"]
-    with open_store(f"sqlite:///{tmp_path / 'm.db'}") as store:
+    with open_store(f"sqlite:///{tmp_path / 'm.db'}", text_only=True) as store:
         events = [e.event for e in store.history(old[0], user_id="u1")]
     assert events == ["ADD", "SUPERSEDE"]
 
@@ -266,7 +266,7 @@ def test_dedup_skips_embedding_stored_items_and_is_removable(tmp_path: Path) -> 
     data = scenes("d", 3)
     plain = reader(None).get_memory(data, type="chat", info=info)
     assert len(embedded_items()) == 3
-    with open_store(url) as store:
+    with open_store(url, text_only=True) as store:
         store.write([plain[0][0], plain[1][0]])
     CountingHash.texts.clear()
     deduped = reader(url)
@@ -279,7 +279,7 @@ def test_dedup_skips_embedding_stored_items_and_is_removable(tmp_path: Path) -> 
     assert report.resources["already_stored"] == 2
     assert report.windows[0].notes == [f"item {got[0][0].id}: already stored: NONE"]
     # Written into the store without vectors, the stored ones are NONE.
-    with open_store(url) as store:
+    with open_store(url, text_only=True) as store:
         assert [e.event for e in store.write([i for s in got for i in s])] == [
             "NONE",
             "NONE",
@@ -386,7 +386,7 @@ def test_store_commands_fail_with_one_line_and_status_2(
         assert code == 2 and out == "" and message in err, (argv, err)
         assert err.startswith("memreader: error: ") and err.count("\n") == 1
     monkeypatch.setenv("MEMREADER_STORE", f"sqlite:///{tmp_path / 'env.db'}")
-    open_store(os.environ["MEMREADER_STORE"]).close()
+    open_store(os.environ["MEMREADER_STORE"], text_only=True).close()
     code, _, err = run_cli(capsys, "forget", "--user-id", "u1", "--source", "sesion:s")
     assert code == 2 and "--source 'sesion:s': expected doc:PATH" in err
     code, _, err = run_cli(capsys, "history", "nope", "--user-id", "u1")

@@ -62,15 +62,15 @@ def store(url: str) -> Iterator[MemoryStore]:
 
 
 def test_the_first_vector_fixes_the_dimension(url: str, server: str) -> None:
-    with open_store(url) as store:
+    with open_store(url, text_only=True) as store:
         store.write([item("t", "no vector yet")])
         store.write([item("a", "Ana lives in Porto", vector=[1.0, 0.0, 0.0])])
         with pytest.raises(InputError, match=r"item 1 \(id 'c'\): the embedding has 2 dim"):
             store.write([item("b", "Bo", vector=[0.0, 1.0, 0.0]), item("c", "Cy", vector=[1, 0])])
         assert store.get("b", user_id="u1") is None  # the failed write left nothing behind
     with pytest.raises(ConfigError, match=r"dimension=4, but .* holds 3-dimension"):
-        open_store(url, dimension=4)
-    fixed = open_store(create_database(server, "fixed"), dimension=2)
+        open_store(url, dimension=4, text_only=True)
+    fixed = open_store(create_database(server, "fixed"), dimension=2, text_only=True)
     with fixed, pytest.raises(InputError, match="this store holds 2-dimension vectors"):
         fixed.write([item("a", "Ana", vector=[1.0, 0.0, 0.0])])
     indexes = dict(sql(url, "SELECT indexname, indexdef FROM pg_indexes"))
@@ -141,7 +141,7 @@ def test_text_budget_reads_postgres_statistics_once_analyzed(
     word), and the budget still keeps a common word out."""
     from memreader.stores.postgres import text_search as postgres_text
 
-    with open_store(url) as store:
+    with open_store(url, text_only=True) as store:
         store.write([item(f"t{i}", f"tea note {i}") for i in range(10)], now=T0)
         store.write([item("z", "tea in Zanzibar")], now=T0)
     with psycopg.connect(url, autocommit=True) as conn:
@@ -156,7 +156,7 @@ def test_text_budget_reads_postgres_statistics_once_analyzed(
         return rows
 
     monkeypatch.setattr(postgres_text.WordStats, "get", get)
-    with open_store(url) as store:
+    with open_store(url, text_only=True) as store:
         found = {h.memory.id for h in store.search("tea zanzibar", user_id="u1", mode="text")}
     assert found == {"z"} and counted == []
 
@@ -196,16 +196,16 @@ def test_urls_options_and_secrets(url: str) -> None:
     secret = "hunter2-s3cret"
     unreachable = f"postgresql://ana:{secret}@127.0.0.1:1/mem?sslmode=disable"
     with pytest.raises(StoreError, match="cannot open the postgresql store") as failed:
-        open_store(unreachable, timeout=2)
+        open_store(unreachable, timeout=2, text_only=True)
     assert secret not in str(failed.value) and "ana@127.0.0.1:1/mem" in str(failed.value)
     with pytest.raises(ConfigError, match="unknown postgresql store option") as bad:
-        open_store(unreachable, colour="red")
+        open_store(unreachable, colour="red", text_only=True)
     assert secret not in str(bad.value)
     with pytest.raises(ConfigError, match="near_duplicate must be a number"):
-        open_store(unreachable, near_duplicate=1.5)
+        open_store(unreachable, near_duplicate=1.5, text_only=True)
     # The test server trusts local sockets, so a password in the URL is accepted and ignored.
     with_password = url.replace("postgres:@", f"postgres:{secret}@")
-    store = open_store(with_password)
+    store = open_store(with_password, text_only=True)
     assert secret not in repr(store) and secret not in str(vars(store).get("url"))
     store.close()
     with pytest.raises(StoreError, match="is closed") as closed:
@@ -263,7 +263,7 @@ def test_a_job_into_a_postgresql_store_its_rerun_and_a_changed_input(
     assert manifest["inputs"]["in/a.jsonl"]["outputs"] == [f"{where} (input:in/a.jsonl)"]
     for written in (tmp_path / "out").iterdir():
         assert secret not in written.read_text(), written
-    with open_store(url) as opened:
+    with open_store(url, text_only=True) as opened:
         hit = opened.search("b: day 1", user_id="u1", k=1)[0].memory
     assert "b: day 1" in hit.item.memory
     keys = sql(
@@ -289,7 +289,7 @@ def test_a_job_into_a_postgresql_store_its_rerun_and_a_changed_input(
     old = [r[1] for r in stored if "day 1" in r[3] and r[3].startswith("user: a:")]
     assert len(now) == 6 and [now[i][2] for i in old] == ["superseded"]
     assert [r[2] for r in now.values() if "coffee" in r[3]] == ["active"]
-    with open_store(url) as opened:
+    with open_store(url, text_only=True) as opened:
         assert [h.event for h in opened.history(old[0], user_id="u1")] == ["ADD", "SUPERSEDE"]
     capsys.readouterr()
 

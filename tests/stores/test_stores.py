@@ -26,6 +26,8 @@ from tests.stores.store_backends import T0, item
 
 
 def open_db(tmp_path: Path, name: str = "m.db", **options: Any) -> MemoryStore:
+    """The store ``name`` in ``tmp_path``: text only unless ``options`` give an embedder."""
+    options.setdefault("text_only", "embedder" not in options)
     return open_store("sqlite:///" + str(tmp_path / name), **options)
 
 
@@ -34,23 +36,23 @@ def open_db(tmp_path: Path, name: str = "m.db", **options: Any) -> MemoryStore:
 
 def test_bad_urls_options_and_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ConfigError, match=r"unknown memory store 'redis'; known: .*sqlite"):
-        open_store("redis://localhost")
+        open_store("redis://localhost", text_only=True)
     # A built-in whose module cannot be imported here is a ConfigError too, not ImportError.
     monkeypatch.setitem(STORES._lazy, "ghost", "memreader.stores.no_such_module")
     with pytest.raises(ConfigError, match="'ghost' memory store is not available"):
-        open_store("ghost://somewhere")
+        open_store("ghost://somewhere", text_only=True)
     with pytest.raises(ConfigError, match="a store URL looks like"):
-        open_store("memories.db")
+        open_store("memories.db", text_only=True)
     with pytest.raises(ConfigError, match="unknown sqlite store option"):
         open_db(tmp_path, colour="red")
     with pytest.raises(ConfigError, match="near_duplicate must be a number"):
         open_db(tmp_path, near_duplicate=1.5)
     with pytest.raises(ConfigError, match="names no file"):
-        open_store("sqlite:///")
+        open_store("sqlite:///", text_only=True)
     junk = tmp_path / "junk.db"
     junk.write_bytes(b"this is not a database, just bytes " * 200)
     with pytest.raises(StoreError, match="not a usable memreader store"):
-        open_store("sqlite:///" + str(junk))
+        open_store("sqlite:///" + str(junk), text_only=True)
     store = open_db(tmp_path)
     store.close()
     with pytest.raises(StoreError):
@@ -186,7 +188,7 @@ POOL = [
 def test_any_order_or_repetition_leaves_the_same_memories(
     first: list[TextualMemoryItem], extra: list[TextualMemoryItem]
 ) -> None:
-    with open_store("sqlite://:memory:") as store:
+    with open_store("sqlite://:memory:", text_only=True) as store:
         store.write(first + extra)
         store.write(list(reversed(first)))
         for owner in ("u1", "u2"):

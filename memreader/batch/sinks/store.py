@@ -148,7 +148,8 @@ class StoreSink(Sink):
                 os.makedirs(os.path.dirname(file), exist_ok=True)
             except OSError as exc:
                 raise SinkError(f"cannot create the folder of {self.where}: {exc}") from None
-        self.store = open_store(url)
+        # A sink writes items that carry their vectors and never searches: no embedder.
+        self.store = open_store(url, text_only=True)
 
     def keep_categories(self, reader: Any) -> None:
         """Keep the categories of the owners written (see :mod:`memreader.categories`), as

@@ -47,6 +47,7 @@ from memreader.stores.checks import (
     check_url,
     moment,
 )
+from memreader.stores.embedder_rules import store_embedder
 from memreader.stores.embedding import embed, embed_missing
 from memreader.stores.events import WriteEvent
 from memreader.stores.postgres.categories import PostgresCategories
@@ -95,8 +96,9 @@ class PostgresStore(PostgresCategories):
 
     Args:
         url: ``postgresql://...`` (any libpq URI: host, port, database, ``?sslmode=`` ...).
-        embedder: embeds search queries and items written without a vector; without one,
-            search is full text only.
+        embedder: embeds search queries and items written without a vector (required unless
+            ``text_only``: :func:`~memreader.stores.embedder_rules.store_embedder`).
+        text_only: no embedder, on purpose: search is full text only.
         near_duplicate: the cosine at which a new memory reinforces a stored one.
         gamma: the daily decay of search scores.
         importance_weight: how much a memory's importance moves its search score, in [0, 2).
@@ -107,6 +109,7 @@ class PostgresStore(PostgresCategories):
             (:data:`~memreader.stores.postgres.text_search.TEXT_BUDGET` when ``None``).
 
     Raises:
+        MissingEmbedderError: no ``embedder`` and not ``text_only``.
         ConfigError: an option is out of range, or ``dimension`` is not the store's.
         StoreError: the server cannot be reached, refuses the schema, or holds another
             schema version.
@@ -117,6 +120,7 @@ class PostgresStore(PostgresCategories):
         url: str,
         *,
         embedder: QueryEmbedder | None = None,
+        text_only: bool = False,
         near_duplicate: float = DEFAULT_NEAR_DUPLICATE,
         gamma: float = DEFAULT_GAMMA,
         importance_weight: float = DEFAULT_IMPORTANCE_WEIGHT,
@@ -124,8 +128,7 @@ class PostgresStore(PostgresCategories):
         dimension: int | None = None,
         text_budget: int | None = None,
     ) -> None:
-        if embedder is not None and not isinstance(embedder, QueryEmbedder):
-            raise ConfigError(f"store embedder must have embed(texts), got {type(embedder)!r}")
+        self.embedder = store_embedder(embedder, text_only, f"the store {safe_url(url)}")
         if dimension is not None and (
             isinstance(dimension, bool)
             or not isinstance(dimension, int)
@@ -136,7 +139,6 @@ class PostgresStore(PostgresCategories):
                 f"(pgvector's HNSW limit), got {dimension!r}"
             )
         self.url = safe_url(check_url(url))
-        self.embedder = embedder
         self.near_duplicate = check_option("near_duplicate", near_duplicate, 0.0, 1.0)
         self.gamma = check_option("gamma", gamma, 0.0, 1.0)
         self.importance_weight = check_importance_weight(importance_weight)
@@ -154,7 +156,12 @@ class PostgresStore(PostgresCategories):
 
     @classmethod
     def from_url(
-        cls, url: str, *, embedder: QueryEmbedder | None = None, **options: Any
+        cls,
+        url: str,
+        *,
+        embedder: QueryEmbedder | None = None,
+        text_only: bool = False,
+        **options: Any,
     ) -> PostgresStore:
         """Open ``postgresql://...`` (options: ``near_duplicate``, ``gamma``,
         ``importance_weight``, ``timeout``, ``dimension``, ``text_budget``)."""
@@ -167,7 +174,7 @@ class PostgresStore(PostgresCategories):
         check_url(url)
         if not url.lower().startswith("postgresql://"):
             raise ConfigError(f"not a postgresql URL: {safe_url(url)!r}")
-        return cls(url, embedder=embedder, **options)
+        return cls(url, embedder=embedder, text_only=text_only, **options)
 
     def _write(
         self,
@@ -261,6 +268,21 @@ class PostgresStore(PostgresCategories):
             return search(conn, text, owner, k, filters, pg_vector, now, ranking)
 
         return self._session.run(work, write=False)
+
+    def _embedding_models(self, owner: str | None) -> dict[str, int]:
+        # One aggregate over the owner's active rows (the (user_id, status, ...) index), or
+        # over every active row when no owner is named.
+        where = "status = 'active' AND embedding IS NOT NULL"
+        where += " AND user_id = %s" if owner else ""
+        rows = self._session.run(
+            lambda c: c.execute(
+                "SELECT COALESCE(embedding_model, ''), count(*) FROM memreader_memories "
+                f"WHERE {where} GROUP BY 1",
+                (owner,) if owner else (),
+            ).fetchall(),
+            write=False,
+        )
+        return {str(model): int(n) for model, n in rows}
 
     def _history(self, memory_id: str, owner: str) -> list[HistoryEntry]:
         rows = self._session.run(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections import Counter
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from datetime import datetime
@@ -39,6 +40,7 @@ from memreader.stores.checks import (
     check_url,
     moment,
 )
+from memreader.stores.embedder_rules import store_embedder
 from memreader.stores.embedding import embed_missing
 from memreader.stores.events import WriteEvent
 from memreader.stores.records import StoredMemory, readable
@@ -77,8 +79,9 @@ class SQLiteStore(SQLiteCategories):
 
     Args:
         path: the database file (created if missing), or ``":memory:"``.
-        embedder: embeds search queries and items written without a vector; without one,
-            search is full text only.
+        embedder: embeds search queries and items written without a vector (required unless
+            ``text_only``: :func:`~memreader.stores.embedder_rules.store_embedder`).
+        text_only: no embedder, on purpose: search is full text only.
         near_duplicate: the cosine at which a new memory reinforces a stored one
             (:data:`~memreader.stores.write_decisions.DEFAULT_NEAR_DUPLICATE`).
         gamma: the daily decay of search scores (:data:`~memreader.stores.scoring.DEFAULT_GAMMA`).
@@ -91,6 +94,7 @@ class SQLiteStore(SQLiteCategories):
             (:data:`~memreader.stores.sqlite.operations.TEXT_BUDGET` when ``None``).
 
     Raises:
+        MissingEmbedderError: no ``embedder`` and not ``text_only``.
         ConfigError: an option is out of range.
         StoreError: the file cannot be opened or is not a memreader store.
     """
@@ -100,18 +104,17 @@ class SQLiteStore(SQLiteCategories):
         path: str,
         *,
         embedder: QueryEmbedder | None = None,
+        text_only: bool = False,
         near_duplicate: float = DEFAULT_NEAR_DUPLICATE,
         gamma: float = DEFAULT_GAMMA,
         importance_weight: float = DEFAULT_IMPORTANCE_WEIGHT,
         timeout: float = DEFAULT_TIMEOUT,
         text_budget: int | None = None,
     ) -> None:
-        if embedder is not None and not isinstance(embedder, QueryEmbedder):
-            raise ConfigError(f"store embedder must have embed(texts), got {type(embedder)!r}")
         if not isinstance(path, str) or "\0" in path:
             raise ConfigError(f"a sqlite store path must be a string without NUL, got {path!r}")
+        self.embedder = store_embedder(embedder, text_only, f"the sqlite store {path}")
         self.path = path
-        self.embedder = embedder
         self.near_duplicate = check_option("near_duplicate", near_duplicate, 0.0, 1.0)
         self.gamma = check_option("gamma", gamma, 0.0, 1.0)
         self.importance_weight = check_importance_weight(importance_weight)
@@ -124,7 +127,12 @@ class SQLiteStore(SQLiteCategories):
 
     @classmethod
     def from_url(
-        cls, url: str, *, embedder: QueryEmbedder | None = None, **options: Any
+        cls,
+        url: str,
+        *,
+        embedder: QueryEmbedder | None = None,
+        text_only: bool = False,
+        **options: Any,
     ) -> SQLiteStore:
         """Open ``sqlite:///path.db`` (options: ``near_duplicate``, ``gamma``,
         ``importance_weight``, ``timeout``, ``text_budget``)."""
@@ -135,7 +143,8 @@ class SQLiteStore(SQLiteCategories):
                 f"unknown sqlite store option(s) {', '.join(unknown)}; known: "
                 + ", ".join(sorted(known))
             )
-        return cls(path_of_url(check_url(url)), embedder=embedder, **options)
+        path = path_of_url(check_url(url))
+        return cls(path, embedder=embedder, text_only=text_only, **options)
 
     def _connect(self) -> sqlite3.Connection:
         """Open the file; write only when it needs it (a new file, a table or index added
@@ -266,6 +275,29 @@ class SQLiteStore(SQLiteCategories):
             raise
         except Exception as exc:
             raise StoreError(f"the store's embedder failed: {type(exc).__name__}: {exc}") from exc
+
+    def _embedding_models(self, owner: str | None) -> dict[str, int]:
+        # One aggregate over the owner's active rows (the (user_id, status) index), or over
+        # every active row when no owner is named.
+        where = "status = 'active' AND embedding IS NOT NULL"
+        where += " AND user_id = ?" if owner else ""
+        with self._transaction(write=False) as conn:
+            rows = conn.execute(
+                f"SELECT COALESCE(embedding_model, ''), COUNT(*) FROM memories WHERE {where} "
+                "GROUP BY 1",
+                (owner,) if owner else (),
+            ).fetchall()
+        return {str(model): int(n) for model, n in rows}
+
+    def _watched_models(self, owner: str) -> Counter[str]:
+        # The owner's vectors as the search about to run loads them (cached, with each row's
+        # model): counting them costs no query of its own.
+        with self._transaction(write=False):
+            owned = self._ops.vectors(owner)
+        found: Counter[str] = Counter()
+        for group in owned.groups.values():
+            found.update(group.models[group.active].tolist())
+        return found
 
     def _history(self, memory_id: str, owner: str) -> list[HistoryEntry]:
         with self._transaction(write=False) as conn:
