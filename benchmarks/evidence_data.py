@@ -272,6 +272,51 @@ FACTS: list[dict[str, Any]] = [
     },
 ]
 
+# Plainer wordings that share the question's key word, as LoCoMo's questions often do ("dog" in
+# both), and a follow-up exchange (the other speaker asks, the owner answers without the value):
+# real talk dwells on news for a few turns. Neither is evidence.
+PLAIN = {
+    "dog": "We adopted a dog! A scruffy little mutt we named {v}.",
+    "city": "We're moving to {v}, we found a place near the river.",
+    "job": "I got a job at {v}, starting in two weeks.",
+    "instrument": "I'm learning to play the {v}, the neighbours are very patient.",
+    "cousin": "My cousin {v} is coming to stay with us next week.",
+    "allergy": "I have to avoid {v} now, the allergist was very clear.",
+    "car": "I drive a {v} now, the old one finally died.",
+    "author": "My favourite writer is {v}, hands down.",
+    "language": "I'm studying {v} twice a week now.",
+    "boss": "My boss at work is now {v}, and it's a big improvement.",
+    "play": "My kid got a part in the school show: {v}!",
+    "wedding": "We're getting married on {v}!",
+    "sport": "I play {v} every weekend now, it's so much fun.",
+    "trip": "Our holiday this summer is {v}, two whole weeks.",
+}
+FOLLOW = {
+    "dog": ("Aww, how old is the little one?", "Ten weeks, and already chewing every shoe."),
+    "city": ("That's a big move, are you nervous?", "A bit, but the new place has lots of light."),
+    "job": ("What will you be doing there?", "Mostly reports and dashboards for the sales team."),
+    "instrument": ("How's it going so far?", "Slowly, but I can play a simple tune already."),
+    "cousin": ("Are you going to show them around?", "Yes, the old town and the food market."),
+    "allergy": ("Oh no, is it serious?", "Serious enough that I carry an adrenaline pen now."),
+    "car": ("Is it nice to drive?", "Very smooth, and it barely uses any fuel."),
+    "event": ("How did it feel?", "Exhausting but absolutely worth it."),
+    "author": ("Which book should I start with?", "Start with the early ones, they're shorter."),
+    "language": ("Is it hard?", "The grammar is tough but the teacher is patient."),
+    "boss": ("That makes such a difference.", "It really does, I actually enjoy Mondays now."),
+    "play": ("Will there be costumes?", "We're sewing it ourselves, wish me luck."),
+    "wedding": (
+        "Are you planning a big party?",
+        "Just family and close friends, maybe forty people.",
+    ),
+    "sport": ("Is it competitive?", "Not really, we mostly laugh and get muddy."),
+    "trip": ("Have you planned what to see?", "Hiking, beaches and a lot of local food."),
+}
+for _fact in FACTS:
+    if _fact["key"] in PLAIN:
+        _fact["says"] = [*_fact["says"], PLAIN[_fact["key"]]]
+    if _fact["key"] in FOLLOW:
+        _fact["follow"] = FOLLOW[_fact["key"]]
+
 # Chatter: ordinary talk, some on the facts' topics with the same kind of values (hard negatives).
 CHATTER = [
     "Did you catch {show} last night? The ending was {adj}.",
@@ -347,8 +392,16 @@ NAMES = [
 ]
 
 
+#: How often a chatter line is a topical one (a slot filled from the facts' values or a pet):
+#: LoCoMo's talk touches the same topics now and then, not in every other line.
+TOPICAL_SHARE = 0.15
+
+
 def _chatter(rng: random.Random, pack: dict[str, Any]) -> str:
-    template = rng.choice(pack["chatter"])
+    slots = ["{" + slot + "}" for slot in (*pack["fill_from_facts"], "pet")]
+    topical = [t for t in pack["chatter"] if any(slot in t for slot in slots)]
+    plain = [t for t in pack["chatter"] if t not in topical]
+    template = rng.choice(topical if rng.random() < TOPICAL_SHARE or not plain else plain)
     fills = {k: rng.choice(v) for k, v in pack["fill"].items()}
     for slot, key in pack["fill_from_facts"].items():
         fills[slot] = rng.choice(next(f for f in pack["facts"] if f["key"] == key)["values"])
@@ -412,7 +465,8 @@ def _session(
     first = rng.randrange(2)
     lines: dict[int, str] = {}
     for plant in plants:
-        block = 4 if plant.fact["kind"] == "two_turn" else 2
+        follow = plant.fact.get("follow") if rng.random() < 0.6 else None
+        block = 4 if plant.fact["kind"] == "two_turn" else 3 if follow else 2
         free = [
             i
             for i in range(2, n - block + 1)
@@ -428,10 +482,14 @@ def _session(
         if block == 4:
             lines[i], lines[i + 1], lines[i + 2] = plant.fact["setup"], plant.fact["prompt"], text
             plant.ids = [f"{conv_id}/{s}/{i}", f"{conv_id}/{s}/{i + 2}"]
+            lines[i + 3] = rng.choice(pack["reactions"])
+        elif follow:
+            lines[i], lines[i + 1], lines[i + 2] = text, follow[0], follow[1]
+            plant.ids = [f"{conv_id}/{s}/{i}"]
         else:
             lines[i] = text
             plant.ids = [f"{conv_id}/{s}/{i}"]
-        lines[i + block - 1] = rng.choice(pack["reactions"])
+            lines[i + 1] = rng.choice(pack["reactions"])
     seen = set(lines.values())
     messages = []
     for i in range(n):

@@ -162,22 +162,36 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
-def _context_call(memory: Any, mode: str) -> tuple[str, Callable[[str, str, int], str]]:
-    """The packer to use: ``Memory.context`` when it exists (passing ``mode`` when it takes
-    one), else the baseline; its name and a function (query, user, budget) -> text."""
+def _packer(memory: Any, mode: str) -> tuple[str, Callable[[str, str, Sequence[int]], list[Any]]]:
+    """The packer to use and a function (query, user, budgets) -> [(text, ms)] per budget:
+    ``Memory.context`` when it exists (one call per budget, given ``mode`` when it takes one),
+    else the baseline (one ``search`` for all budgets; each budget's time is that search's
+    plus its own packing)."""
     context = getattr(memory, "context", None)
     if context is None:
 
-        def pack(query: str, user: str, budget: int) -> str:
+        def baseline(query: str, user: str, budgets: Sequence[int]) -> list[Any]:
+            t0 = time.perf_counter()
             hits = memory.search(query, user_id=user, k=PACK_K, mode=mode)
-            return baseline_pack(hits, budget)
+            search_s = time.perf_counter() - t0
+            out = []
+            for budget in budgets:
+                t0 = time.perf_counter()
+                text = baseline_pack(hits, budget)
+                out.append((text, (search_s + time.perf_counter() - t0) * 1000))
+            return out
 
-        return f"baseline (top-{PACK_K} whole memories)", pack
+        return f"baseline (top-{PACK_K} whole memories)", baseline
     takes_mode = "mode" in inspect.signature(context).parameters
     extra = {"mode": mode} if takes_mode else {}
 
-    def call(query: str, user: str, budget: int) -> str:
-        return str(context(query, user_id=user, max_tokens=budget, **extra).text)
+    def call(query: str, user: str, budgets: Sequence[int]) -> list[Any]:
+        out = []
+        for budget in budgets:
+            t0 = time.perf_counter()
+            text = str(context(query, user_id=user, max_tokens=budget, **extra).text)
+            out.append((text, (time.perf_counter() - t0) * 1000))
+        return out
 
     return "Memory.context" + ("" if takes_mode or mode == "hybrid" else " (its own mode)"), call
 
@@ -208,7 +222,7 @@ def run(data: Dataset, variant: Variant, budgets: Sequence[int] = BUDGETS) -> di
 
 def _score(data: Dataset, variant: Variant, memory: Any, budgets: Sequence[int]) -> dict[str, Any]:
     owners = {conv.conv_id: conv.user_id for conv in data.conversations}
-    packer, pack = _context_call(memory, variant.mode)
+    packer, pack = _packer(memory, variant.mode)
     first = data.questions[0]
     memory.search(first.text, user_id=owners[first.conv_id], k=variant.k, mode=variant.mode)
     search_ms: list[float] = []
@@ -223,12 +237,10 @@ def _score(data: Dataset, variant: Variant, memory: Any, budgets: Sequence[int])
         search_ms.append((time.perf_counter() - t0) * 1000)
         rank = next((i + 1 for i, h in enumerate(hits) if cites(h, evidence, texts)), None)
         held = {}
-        for budget in budgets:
-            t0 = time.perf_counter()
-            block = normalise(pack(q.text, user, budget))
-            context_ms.append((time.perf_counter() - t0) * 1000)
-            held[budget] = any(text in block for text in texts)
-        per_question.append({"kind": q.kind, "rank": rank, "held": held})
+        for budget, (block, ms) in zip(budgets, pack(q.text, user, budgets), strict=True):
+            context_ms.append(ms)
+            held[budget] = any(text in normalise(block) for text in texts)
+        per_question.append({"q": q.text, "kind": q.kind, "rank": rank, "held": held})
     row: dict[str, Any] = {
         "set": data.name,
         "lang": data.lang,
@@ -247,6 +259,7 @@ def _score(data: Dataset, variant: Variant, memory: Any, budgets: Sequence[int])
         | _rates([r for r in per_question if r["kind"] == kind], variant.k, budgets)
         for kind in kinds
     }
+    row["missed"] = [r["q"] for r in per_question if r["rank"] is None]
     return row
 
 
