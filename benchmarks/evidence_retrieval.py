@@ -10,7 +10,8 @@ mode), then every question is asked of its conversation's owner:
   or, failing that, a source whose text holds the whole evidence message);
 - **context recall at 200, 500, 1,000 and 2,000 tokens**: the share of questions whose packed
   text holds an evidence message (its full text as a substring, whitespace collapsed). The text
-  is ``m.context(question, user_id=..., max_tokens=B).text`` when ``Memory`` has ``context``;
+  is ``m.context(question, user_id=..., max_tokens=B).text`` when ``Memory`` has ``context``
+  (XML entities unescaped: the block escapes memory text);
   else the **baseline packer**: the top hits' whole memory texts in rank order (``search`` with
   k=50), joined by blank lines, counted in cl100k_base tokens, the last one cut at a token
   boundary so the block never exceeds B (what a caller does today). The table names the packer;
@@ -39,6 +40,7 @@ A Markdown table goes to stdout, ``--json PATH`` writes every row (per-kind brea
 from __future__ import annotations
 
 import argparse
+import html
 import inspect
 import json
 import logging
@@ -182,14 +184,16 @@ def _packer(memory: Any, mode: str) -> tuple[str, Callable[[str, str, Sequence[i
             return out
 
         return f"baseline (top-{PACK_K} whole memories)", baseline
-    takes_mode = "mode" in inspect.signature(context).parameters
+    parameters = inspect.signature(context).parameters.values()
+    takes_mode = any(p.name == "mode" or p.kind is p.VAR_KEYWORD for p in parameters)
     extra = {"mode": mode} if takes_mode else {}
 
     def call(query: str, user: str, budgets: Sequence[int]) -> list[Any]:
         out = []
         for budget in budgets:
             t0 = time.perf_counter()
-            text = str(context(query, user_id=user, max_tokens=budget, **extra).text)
+            # The block escapes memory text as XML character data (&amp; &lt; &gt;).
+            text = html.unescape(str(context(query, user_id=user, max_tokens=budget, **extra).text))
             out.append((text, (time.perf_counter() - t0) * 1000))
         return out
 
