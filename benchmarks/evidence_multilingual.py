@@ -73,7 +73,8 @@ def _conversations(path: Path, prefix: str, users: int | None) -> list[tuple[str
                             "message_id": f"{conv_id}/{s}/{i}",
                         }
                     )
-            sessions.append(tuple(messages))
+            if messages:  # a day without pairs is no session (as memorybank_scenes reads it)
+                sessions.append(tuple(messages))
         out.append(
             (
                 str(record.get("name") or key).strip(),
