@@ -251,6 +251,7 @@ def _score(data: Dataset, variant: Variant, memory: Any, budgets: Sequence[int])
         "variant": variant.label,
         "packer": packer,
         "questions": len(data.questions),
+        "owners": len(data.conversations),
     }
     row.update(_rates(per_question, variant.k, budgets))
     row["search_p50_ms"] = round(statistics.median(search_ms), 1)
@@ -320,6 +321,19 @@ def _windows(text: str) -> list[tuple[int, int] | None]:
     return out
 
 
+class _Once(logging.Filter):
+    """Lets each message template through once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        new = str(record.msg) not in self.seen
+        self.seen.add(str(record.msg))
+        return new
+
+
 def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", default=",".join(SETS))
@@ -333,6 +347,8 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    # The embed step warns on every add() of CJK text to an English-only model: say it once.
+    logging.getLogger("memreader.steps.embed").addFilter(_Once())
     sets = [
         make_set(name, seed=args.seed, quick=args.quick, tiny=args.tiny)
         for name in args.sets.split(",")
