@@ -294,6 +294,7 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
         "set",
         "variant",
         "questions",
+        "owners",
         "memories",
         *recall,
         *ctx,
