@@ -28,11 +28,11 @@ Variants (each flag takes a comma list; every combination runs): ``--windows 102
 ``--modes hybrid,vector,text``, ``--k 10``. ``--embedder hash`` (the test seam) or
 ``static`` swaps the default bundled local embedder.
 
-Run by hand (about 6 minutes on 2 cores for the default and two window sizes)::
+Run by hand (about 5 minutes per window size on 2 busy cores, all five sets)::
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/evidence_retrieval.py \\
         --windows default,256/64,128/32 --json /tmp/evidence.json
-    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/evidence_retrieval.py --quick   # ~1 minute
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/evidence_retrieval.py --quick   # ~1 minute a size
 
 A Markdown table goes to stdout, ``--json PATH`` writes every row (per-kind breakdowns too).
 """
