@@ -15,6 +15,8 @@ mode), then every question is asked of its conversation's owner:
   else the **baseline packer**: the top hits' whole memory texts in rank order (``search`` with
   k=50), joined by blank lines, counted in cl100k_base tokens, the last one cut at a token
   boundary so the block never exceeds B (what a caller does today). The table names the packer;
+- **passage@1/3/k** (only when the store fills ``hit.passages``): as recall@k, but counting a
+  hit only when its best passage (``hit.passages[0]``) holds an evidence message's source;
 - **latency** p50/p95 of ``search`` and of ``context`` (per call), after a warm-up query.
 
 The sets (``--sets``; see :mod:`evidence_data` and :mod:`evidence_multilingual` for what each
@@ -113,6 +115,17 @@ class Variant:
 def normalise(text: str) -> str:
     """``text`` with every run of whitespace one space, stripped (how containment is checked)."""
     return re.sub(r"\s+", " ", text).strip()
+
+
+def best_passage_cites(hit: Any, evidence: set[str]) -> bool | None:
+    """Whether a hit's best passage (``hit.passages[0]``) holds an evidence message's source;
+    ``None`` when the hit has no passages (the store scored the memory whole)."""
+    passages = getattr(hit, "passages", ())
+    if not passages or passages[0].source_index is None:
+        return None if not passages else False
+    sources = hit.memory.item.metadata.sources
+    index = passages[0].source_index
+    return 0 <= index < len(sources) and sources[index].message_id in evidence
 
 
 def cites(hit: Any, evidence: set[str], texts: Sequence[str]) -> bool:
@@ -232,6 +245,7 @@ def _score(data: Dataset, variant: Variant, memory: Any, budgets: Sequence[int])
     search_ms: list[float] = []
     context_ms: list[float] = []
     per_question: list[dict[str, Any]] = []
+    passage_ranks: list[int | None] = []  # only when the store fills hit.passages
     for q in data.questions:
         user = owners[q.conv_id]
         evidence = set(q.evidence)
@@ -240,6 +254,10 @@ def _score(data: Dataset, variant: Variant, memory: Any, budgets: Sequence[int])
         hits = memory.search(q.text, user_id=user, k=variant.k, mode=variant.mode)
         search_ms.append((time.perf_counter() - t0) * 1000)
         rank = next((i + 1 for i, h in enumerate(hits) if cites(h, evidence, texts)), None)
+        scored = [best_passage_cites(h, evidence) for h in hits]
+        if any(x is not None for x in scored):
+            passage_rank = next((i + 1 for i, x in enumerate(scored) if x), None)
+            passage_ranks.append(passage_rank)
         held = {}
         for budget, (block, ms) in zip(budgets, pack(q.text, user, budgets), strict=True):
             context_ms.append(ms)
@@ -254,6 +272,10 @@ def _score(data: Dataset, variant: Variant, memory: Any, budgets: Sequence[int])
         "owners": len(data.conversations),
     }
     row.update(_rates(per_question, variant.k, budgets))
+    if passage_ranks:  # a hit at k: one of the k best hits' best passage is evidence
+        for at in (1, 3, variant.k):
+            found = sum(r is not None and r <= at for r in passage_ranks)
+            row[f"passage@{at}"] = round(found / len(data.questions), 3)
     row["search_p50_ms"] = round(statistics.median(search_ms), 1)
     row["search_p95_ms"] = round(percentile(search_ms, 0.95), 1)
     row["context_p50_ms"] = round(statistics.median(context_ms), 1)
@@ -282,14 +304,12 @@ def _rates(rows: list[dict[str, Any]], k: int, budgets: Sequence[int]) -> dict[s
 
 def table(rows: Sequence[dict[str, Any]]) -> str:
     """The rows as a Markdown table."""
-    recall = sorted(
-        {key for row in rows for key in row if key.startswith("recall@")},
-        key=lambda key: int(key.split("@")[1]),
-    )
-    ctx = sorted(
-        {key for row in rows for key in row if key.startswith("ctx@")},
-        key=lambda key: int(key.split("@")[1]),
-    )
+
+    def keys(prefix: str) -> list[str]:
+        found = {key for row in rows for key in row if key.startswith(prefix)}
+        return sorted(found, key=lambda key: int(key.split("@")[1]))
+
+    recall, passage, ctx = keys("recall@"), keys("passage@"), keys("ctx@")
     columns = [
         "set",
         "variant",
@@ -297,6 +317,7 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
         "owners",
         "memories",
         *recall,
+        *passage,
         *ctx,
         "search_p50_ms",
         "search_p95_ms",

@@ -13,6 +13,7 @@ import json
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -120,3 +121,24 @@ def test_the_scorer_runs_on_tiny_sets(tmp_path: Path, capsys: pytest.CaptureFixt
         assert row["packer"].startswith(("baseline", "Memory.context"))
     assert rows[2]["memories"] > rows[0]["memories"]  # smaller windows, more memories
     assert "| synthetic-en | window 128/32" in capsys.readouterr().out
+
+
+def test_a_hit_cites_evidence_by_id_or_whole_text_and_by_its_best_passage() -> None:
+    from types import SimpleNamespace
+
+    from memreader.retrieval.passages import PassageHit
+
+    def hit(sources: list[tuple[str | None, str]], passages: tuple[PassageHit, ...] = ()) -> Any:
+        made = [SimpleNamespace(message_id=i, content=c) for i, c in sources]
+        metadata = SimpleNamespace(sources=made)
+        memory = SimpleNamespace(item=SimpleNamespace(metadata=metadata))
+        return SimpleNamespace(memory=memory, passages=passages)
+
+    evidence, texts = {"c/0/3"}, ["I adopted a dog."]
+    assert bench.cites(hit([("c/0/3", "other")]), evidence, texts)
+    assert bench.cites(hit([(None, "I  adopted a dog.  ")]), evidence, texts)  # whitespace
+    assert not bench.cites(hit([("c/0/4", "I adopted")]), evidence, texts)  # a part is not it
+    both = [("c/0/2", "hi"), ("c/0/3", "I adopted a dog.")]
+    assert bench.best_passage_cites(hit(both), evidence) is None  # scored whole
+    assert bench.best_passage_cites(hit(both, (PassageHit(0, 5, 0.9, 1),)), evidence)
+    assert bench.best_passage_cites(hit(both, (PassageHit(0, 5, 0.9, 0),)), evidence) is False
