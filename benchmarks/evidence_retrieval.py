@@ -382,9 +382,8 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
                 variant = Variant(window, mode, k, args.embedder)
                 for data in sets:
                     row = run(data, variant)
-                    log.info(
-                        "%s", json.dumps({key: v for key, v in row.items() if key != "by_kind"})
-                    )
+                    brief = {key: v for key, v in row.items() if key not in ("by_kind", "missed")}
+                    log.info("%s", json.dumps(brief, ensure_ascii=False))
                     rows.append(row)
     print(table(rows))
     if args.json is not None:
