@@ -10,6 +10,7 @@ import os
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from memreader import MemReaderFactory, SimpleStructMemReader, SimpleStructMemReaderConfig
 from tests.common import HASH_EMBEDDER
@@ -19,6 +20,12 @@ __all__ = ["moto_server"]  # the run's moto server, for every module's moto_s3
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+# Property tests check what holds, not how fast: on a loaded machine (two test workers beside
+# other work) hypothesis's per-example deadline and its too-slow health check failed tests
+# whose properties held. Tests that set their own settings keep them.
+settings.register_profile("memreader", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("memreader")
 
 
 @pytest.fixture
