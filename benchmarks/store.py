@@ -109,6 +109,7 @@ def _rows(texts: list[str], vecs: np.ndarray) -> Any:
 
 
 def load_sqlite(path: str, texts: list[str], vecs: np.ndarray) -> float:
+    from memreader.retrieval.terms import index_text
     from memreader.stores import open_store
     from memreader.stores.sqlite.vectors import to_blob
 
@@ -123,7 +124,9 @@ def load_sqlite(path: str, texts: list[str], vecs: np.ndarray) -> float:
                 "'2026-01-01T00:00:00.000000+00:00', ?, 'bench', '[]', ?)",
                 (rowid, mid, text, digest, to_blob(vec), item),
             )
-            conn.execute("INSERT INTO memories_fts (rowid, memory) VALUES (?, ?)", (rowid, text))
+            conn.execute(
+                "INSERT INTO memories_terms (rowid, terms) VALUES (?, ?)", (rowid, index_text(text))
+            )
         conn.execute("INSERT INTO owner_versions VALUES ('u', 1)")
     return time.perf_counter() - started
 

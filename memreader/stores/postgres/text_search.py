@@ -25,7 +25,8 @@ from typing import Any
 
 import psycopg
 
-from memreader.stores.scoring import affordable_words, fts_words
+from memreader.retrieval.terms import is_single_cjk
+from memreader.stores.text_match import affordable_words, fts_words
 
 __all__ = [
     "TEXT_BUDGET",
@@ -52,9 +53,15 @@ Connection = psycopg.Connection[Any]
 
 
 def tsquery(words: Sequence[str]) -> str | None:
-    """``words`` (:func:`~memreader.stores.scoring.fts_words`) as a ``to_tsquery`` text
-    matching any of them, each quoted; ``None`` when there is none."""
-    return " | ".join(f"'{w}'" for w in words) or None
+    """``words`` (:func:`~memreader.stores.text_match.fts_words`: ``\\w`` characters only,
+    never a quote) as a ``to_tsquery`` text matching any of them, each quoted, one CJK
+    character as a prefix (it starts the bigrams of its runs, or ends one: see
+    :func:`~memreader.retrieval.terms.index_terms`); ``None`` when there is none.
+
+    >>> tsquery(["porto", "咖啡", "猫"])
+    "'porto' | '咖啡' | '猫':*"
+    """
+    return " | ".join(f"'{w}':*" if is_single_cjk(w) else f"'{w}'" for w in words) or None
 
 
 #: PostgreSQL's statistics of the ``fts`` column (its most common words and their share of
