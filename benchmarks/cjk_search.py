@@ -14,7 +14,8 @@ Options: ``--code DIR`` (the checkout whose ``memreader`` is measured; default t
 vector / text), ``--json PATH``. Markdown goes to stdout, progress to stderr.
 
 What it measures, every memory written through ``store.write`` and searched through
-``store.search`` (k=5, its owner only):
+``store.search`` (k=5, its owner only; text-mode hits taken in the full-text list's order,
+``score.text_rank``, so importance and decay do not reorder near-ties):
 
 - **word**: 2-, 3- and 4-character pieces of the users' messages (random substrings of a run of
   Chinese characters, seeded), each kept only when exactly one of its owner's memories holds it
@@ -126,11 +127,14 @@ def sample_words(
     return picked
 
 
-def word_recall(store: Any, words: list[tuple[str, str]]) -> dict[str, dict[str, float]]:
+def word_recall(
+    store: Any, words: list[tuple[str, str]], mode: str = "text"
+) -> dict[str, dict[str, float]]:
     """Recall@1/@5 per piece length: a hit when a memory holding the piece is in the first k."""
     ranks: dict[int, list[int]] = {}
     for owner, piece in words:
-        hits = store.search(piece, user_id=owner, k=5, mode="text")
+        hits = store.search(piece, user_id=owner, k=5, mode=mode)
+        hits = _text_order(hits) if mode == "text" else hits
         texts = [h.memory.item.memory for h in hits]
         rank = next((i for i, t in enumerate(texts, 1) if piece in t), 0)
         ranks.setdefault(len(piece), []).append(rank)
@@ -144,6 +148,7 @@ def first_recall(store: Any, users: dict[str, Scenes], mode: str = "text") -> di
         for d, day in enumerate(days):
             query = next(m["content"] for m in day if m["role"] == "user")
             hits = store.search(query, user_id=owner, k=5, mode=mode)
+            hits = _text_order(hits) if mode == "text" else hits
             days_of = [{s.scene_index for s in h.memory.item.metadata.sources} for h in hits]
             ranks.append(next((i for i, ds in enumerate(days_of, 1) if d in ds), 0))
     return _recall(ranks)
@@ -160,9 +165,17 @@ def reply_recall(store: Any, users: dict[str, Scenes]) -> dict[str, float]:
                 if message["role"] != "user" or day[i + 1]["role"] != "assistant":
                     continue
                 hits = store.search(message["content"], user_id=owner, k=6, mode="text")
+                hits = _text_order(hits)
                 ids = [h.memory.id for h in hits if h.memory.item.memory != message["content"]]
                 ranks.append(next((r for r, x in enumerate(ids[:5], 1) if x == f"{d}-{i + 1}"), 0))
     return _recall(ranks)
+
+
+def _text_order(hits: list[Any]) -> list[Any]:
+    """Text-mode hits in the full-text list's own order (``score.text_rank``): what the
+    tokenizer decides, before importance and decay reorder near-ties (fast mode's heuristic
+    importance moves a score by up to 2.5%, more than the gap between adjacent ranks)."""
+    return sorted(hits, key=lambda h: h.score.text_rank or 0)
 
 
 def _recall(ranks: list[int]) -> dict[str, float]:
@@ -211,7 +224,9 @@ def fast_recall(folder: Path, users: dict[str, Scenes], per_length: int) -> dict
         for mode in ("hybrid", "vector", "text"):
             out[f"first {mode}"] = first_recall(store, users, mode)
         stored = {o: _texts(path, o) for o in users}
-        out["word"] = word_recall(store, sample_words(users, stored, per_length, max_holders=3))
+        words = sample_words(users, stored, per_length, max_holders=3)
+        out["word"] = word_recall(store, words)
+        out["word hybrid"] = word_recall(store, words, mode="hybrid")
     reader.close()
     _log(f"fast: {json.dumps(out)}")
     return out
@@ -288,6 +303,7 @@ def markdown(run: dict[str, Any]) -> str:
         for layout, found in result.items():
             for name, row in [
                 *found.get("word", {}).items(),
+                *[(f"{n} hybrid", r) for n, r in found.get("word hybrid", {}).items()],
                 *[(k, v) for k, v in found.items() if k.startswith(("first", "reply"))],
             ]:
                 lines.append(
