@@ -140,14 +140,18 @@ class WordRows:
             self._rows.clear()
             self._stamp = key
             self._since = now
-        for word in words:
-            if (owner, word) not in self._rows:
-                row = conn.execute(
-                    "SELECT count(*) FROM (SELECT 1 FROM memreader_memories "
-                    "WHERE fts @@ to_tsquery('simple', %s) AND user_id = %s LIMIT %s) x",
-                    (tsquery([word]), owner, budget + 1),
-                ).fetchone()
-                self._rows[owner, word] = int(row[0]) if row else 0
+        missing = [w for w in dict.fromkeys(words) if (owner, w) not in self._rows]
+        if missing:
+            # One statement for all of them: a CJK sentence is dozens of bigrams, and a round
+            # trip per term cost more than the counting.
+            rows = conn.execute(
+                "SELECT t.n, (SELECT count(*) FROM (SELECT 1 FROM memreader_memories "
+                "WHERE fts @@ to_tsquery('simple', t.q) AND user_id = %s LIMIT %s) x) "
+                "FROM unnest(%s::text[]) WITH ORDINALITY AS t(q, n)",
+                (owner, budget + 1, [tsquery([w]) for w in missing]),
+            ).fetchall()
+            for n, count in rows:
+                self._rows[owner, missing[n - 1]] = int(count)
         return {word: self._rows[owner, word] for word in words}
 
 
