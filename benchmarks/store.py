@@ -134,6 +134,7 @@ def load_sqlite(path: str, texts: list[str], vecs: np.ndarray) -> float:
 def load_pg(url: str, texts: list[str], vecs: np.ndarray) -> tuple[float, float]:
     import psycopg
 
+    from memreader.retrieval.terms import index_text
     from memreader.stores import open_store
 
     open_store(url, dimension=DIM).close()
@@ -149,6 +150,16 @@ def load_pg(url: str, texts: list[str], vecs: np.ndarray) -> tuple[float, float]
                     (mid, "u", "s", "LongTermMemory", text, digest, "active",
                      "2026-01-01T00:00:00+00", vector, "bench", "[]", item)
                 )  # fmt: skip
+        # The text index holds each memory's terms (written with the row by the store; COPY
+        # cannot call index_text): filled from a side table, rowids being 1..n in COPY order.
+        conn.execute("CREATE TEMP TABLE bench_terms (rowid bigint, terms text)")
+        with conn.cursor().copy("COPY bench_terms FROM STDIN") as copy:
+            for rowid, _, text, _, _, _ in _rows(texts, vecs):
+                copy.write_row((rowid, index_text(text)))
+        conn.execute(
+            "UPDATE memreader_memories m SET fts = to_tsvector('simple', t.terms) "
+            "FROM bench_terms t WHERE m.rowid = t.rowid"
+        )
         load_s = time.perf_counter() - started
         conn.execute("SET maintenance_work_mem = '2GB'")
         started = time.perf_counter()
