@@ -144,14 +144,18 @@ class WordRows:
         if missing:
             # One statement for all of them: a CJK sentence is dozens of bigrams, and a round
             # trip per term cost more than the counting.
-            rows = conn.execute(
-                "SELECT t.n, (SELECT count(*) FROM (SELECT 1 FROM memreader_memories "
-                "WHERE fts @@ to_tsquery('simple', t.q) AND user_id = %s LIMIT %s) x) "
-                "FROM unnest(%s::text[]) WITH ORDINALITY AS t(q, n)",
-                (owner, budget + 1, [tsquery([w]) for w in missing]),
-            ).fetchall()
-            for n, count in rows:
-                self._rows[owner, missing[n - 1]] = int(count)
+            # Each count its own subquery with its own parameter: a tsquery read from a
+            # column (unnest) is not one the GIN index is planned for, and scanned every row.
+            one = (
+                "SELECT %s, (SELECT count(*) FROM (SELECT 1 FROM memreader_memories "
+                "WHERE fts @@ to_tsquery('simple', %s) AND user_id = %s LIMIT %s) x)"
+            )
+            params: list[Any] = []
+            for n, word in enumerate(missing):
+                params += [n, tsquery([word]), owner, budget + 1]
+            sql = " UNION ALL ".join([one] * len(missing))
+            for n, count in conn.execute(sql, params).fetchall():
+                self._rows[owner, missing[n]] = int(count)
         return {word: self._rows[owner, word] for word in words}
 
 
