@@ -98,11 +98,18 @@ def test_deleted_and_erased_memories_leave_cjk_results(cjk_store: MemoryStore) -
 
 # -- any substring finds its memory ------------------------------------------------------
 
-#: Hiragana, katakana (with the long-vowel mark), the main Han block and Hangul syllables.
+#: Hiragana, katakana (with the long-vowel mark, not the middle dot: punctuation), the main Han
+#: block and Hangul syllables.
 _CJK = st.one_of(
     [
         st.characters(min_codepoint=low, max_codepoint=high)
-        for low, high in ((0x3041, 0x3096), (0x30A1, 0x30FC), (0x4E00, 0x9FFF), (0xAC00, 0xD7A3))
+        for low, high in (
+            (0x3041, 0x3096),
+            (0x30A1, 0x30FA),
+            (0x30FC, 0x30FC),
+            (0x4E00, 0x9FFF),
+            (0xAC00, 0xD7A3),
+        )
     ]
 )
 _RUN = st.text(_CJK, min_size=1, max_size=12)
@@ -173,6 +180,8 @@ def test_a_store_of_the_schema_before_is_upgraded_and_finds_cjk(backend: str, ur
         assert sorted(_text_ids(store, "咖啡")) == ["coffee", "zh"]
         assert _text_ids(store, "東京")[0] == "ja" and _text_ids(store, "porto") == ["porto"]
         assert _text_ids(store, "dog") == ["en"] and _text_ids(store, "红茶") == []
+        retired = store.search("红茶", user_id="u1", mode="text", include_inactive=True)
+        assert [h.memory.id for h in retired] == ["tea"]  # every stored row was indexed
         store.write([item("new", "新的记忆：乌龙茶")], now=T0)
         assert _text_ids(store, "乌龙") == ["new"]
     assert sql(url, "SELECT value FROM memreader_meta WHERE key = 'schema'") == [("2",)]
