@@ -18,7 +18,8 @@
   memories'), the summary and how it was made; ``memreader_category_links``: which memories
   each covers, removed with the memory (``ON DELETE CASCADE``: purge) or the category. Added
   after the first release: ``CREATE ... IF NOT EXISTS`` on every open adds them to an older
-  database, so the schema version stays 1.
+  database, so they did not move the schema version (schema 2 did: the ``fts`` column holds
+  terms).
 
 The tables are prefixed: a PostgreSQL database is often shared with other applications.
 """

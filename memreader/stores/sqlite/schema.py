@@ -18,8 +18,8 @@
 - ``categories``: each owner's categories (description, its vector as a float32 blob, the
   summary and how it was made), and ``category_links``: which memories (by id, of the same
   owner) each covers. Added after the first release: ``CREATE ... IF NOT EXISTS`` on every open
-  adds them to an older store file, so the schema version stays 1 (an older memreader opens a
-  newer file too, and ignores them).
+  adds them to an older store file, so they did not move the schema version (schema 2 did: its
+  text index is another table, see ``memories_terms``).
 """
 
 from __future__ import annotations
