@@ -192,6 +192,12 @@ def test_a_store_of_the_schema_before_is_upgraded_and_finds_cjk(backend: str, ur
         assert "USING gin (fts)" in indexes["memreader_memories_fts"]
     with open_store(url) as store:  # opened again: nothing left to upgrade
         assert sorted(_text_ids(store, "咖啡")) == ["coffee", "zh"]
+    if backend == "sqlite":
+        # An older memreader opening the file makes its empty index before refusing it; the
+        # next open drops it again.
+        sql(url, "CREATE VIRTUAL TABLE memories_fts USING fts5 (memory)")
+        open_store(url).close()
+        assert sql(url, "SELECT name FROM sqlite_master WHERE name = 'memories_fts'") == []
 
 
 def test_a_store_of_an_unknown_schema_is_refused(backend: str, url: str) -> None:

@@ -162,7 +162,9 @@ def schema_is_current(conn: sqlite3.Connection) -> bool:
     """Whether the file holds every table and index of :data:`SCHEMA` and a schema version:
     read without a write lock, so opening a current store never waits for a writer."""
     names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
-    if not names >= SCHEMA_OBJECTS:
+    # memories_fts: schema 1's index, or the empty one an older memreader made on its way to
+    # refusing a schema-2 file (UPGRADE drops it).
+    if not names >= SCHEMA_OBJECTS or "memories_fts" in names:
         return False
     row = conn.execute("SELECT value FROM memreader_meta WHERE key = 'schema'").fetchone()
     return row is not None and row[0] not in UPGRADES_FROM
