@@ -10,6 +10,18 @@ so a word tokenizer sees a whole clause as one "word" and ``咖啡`` never match
 ['東京', '京に', 'に住', '住む']
 >>> fold("Ｐｏｒｔｏ ＣＡＦÉ")
 'porto café'
+
+A store indexes :func:`index_text` (every term in order, repeats kept, so BM25 still counts
+how often a word occurs; and each CJK run's last character alone, so a one-character query
+matched as a prefix finds any character of a run) and matches :func:`text_terms` of the query:
+both sides are folded and cut the same way on every backend.
+
+>>> index_text("咖啡, 咖啡 and Coffee")
+'咖啡 啡 咖啡 啡 and coffee'
+>>> index_text("我喜欢喝咖啡")
+'我喜 喜欢 欢喝 喝咖 咖啡 啡'
+>>> is_single_cjk("猫"), is_single_cjk("a"), is_single_cjk("猫咪")
+(True, False, False)
 """
 
 from __future__ import annotations
@@ -17,7 +29,15 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["fold", "is_cjk", "text_terms"]
+__all__ = [
+    "fold",
+    "index_terms",
+    "index_text",
+    "is_cjk",
+    "is_single_cjk",
+    "term_stream",
+    "text_terms",
+]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -54,9 +74,16 @@ def fold(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold()
 
 
-def _run_terms(word: str) -> list[str]:
+def is_single_cjk(term: str) -> bool:
+    """Whether ``term`` is one CJK character: a query term a store matches as a prefix (any
+    bigram it starts, or a run's last character, which :func:`index_terms` adds)."""
+    return len(term) == 1 and is_cjk(term)
+
+
+def _run_terms(word: str, *, tail: bool = False) -> list[str]:
     """The terms of one ``\\w+`` run: its Latin (etc.) pieces whole, its CJK pieces as
-    overlapping bigrams (one character alone stays a term)."""
+    overlapping bigrams (one character alone stays a term); ``tail``: each CJK piece of two or
+    more characters also ends with its last character alone."""
     terms: list[str] = []
     piece: list[str] = []
     piece_cjk = False
@@ -66,6 +93,8 @@ def _run_terms(word: str) -> list[str]:
             text = "".join(piece)
             if piece_cjk and len(text) > 1:
                 terms.extend(text[i : i + 2] for i in range(len(text) - 1))
+                if tail:
+                    terms.append(text[-1])
             else:
                 terms.append(text)
             piece = []
@@ -74,10 +103,29 @@ def _run_terms(word: str) -> list[str]:
     return terms
 
 
+def term_stream(text: str) -> list[str]:
+    """Every term of ``text`` (see the module) in order, repeats kept.
+
+    >>> term_stream("Tea, tea: 茶")
+    ['tea', 'tea', '茶']
+    """
+    return [term for word in _WORD.findall(fold(text)) for term in _run_terms(word)]
+
+
 def text_terms(text: str) -> list[str]:
     """The terms of ``text`` (see the module), folded, each once, in order of first use."""
-    found: dict[str, None] = {}
-    for word in _WORD.findall(fold(text)):
-        for term in _run_terms(word):
-            found.setdefault(term, None)
-    return list(found)
+    return list(dict.fromkeys(term_stream(text)))
+
+
+def index_terms(text: str) -> list[str]:
+    """The terms a store indexes ``text`` by: :func:`term_stream`, with each CJK run of two
+    or more characters followed by its last character alone (``咖啡`` is ``咖啡 啡``): a
+    one-character query term, matched as a prefix, then finds every character of a run
+    (``咖`` starts ``咖啡``, ``啡`` is the tail) at the cost of one term per run."""
+    return [term for word in _WORD.findall(fold(text)) for term in _run_terms(word, tail=True)]
+
+
+def index_text(text: str) -> str:
+    """:func:`index_terms` as one space-separated string: what a full-text index (SQLite's
+    FTS5, PostgreSQL's ``to_tsvector('simple', ...)``) is fed instead of the raw text."""
+    return " ".join(index_terms(text))

@@ -16,13 +16,15 @@ full-text query that cannot be a syntax error.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from memreader.errors import ConfigError
+
+# The full-text helpers live in text_match (re-exported here for older imports).
+from memreader.stores.text_match import affordable_words, fts_match, fts_query, fts_words
 
 __all__ = [
     "DEFAULT_GAMMA",
@@ -107,7 +109,6 @@ class ScoreParts:
     relevance: float
 
 
-_WORD = re.compile(r"\w+", re.UNICODE)
 _SECONDS_PER_DAY = 86_400.0
 
 
@@ -189,38 +190,3 @@ def rank_candidates(
         scored.append((rowid, parts))
     scored.sort(key=lambda hit: (-hit[1].final, -hit[1].fused, hit[0]))
     return scored
-
-
-def fts_words(text: str) -> list[str]:
-    """The words of ``text`` (``\\w+`` runs), case-folded, each once, in order."""
-    return list(dict.fromkeys(w.casefold() for w in _WORD.findall(text)))
-
-
-def fts_match(words: Iterable[str]) -> str | None:
-    """An FTS5 query matching any of ``words``: each quoted (so no word is read as an operator
-    or column), joined by ``OR``; ``None`` when there is none."""
-    quoted = [f'"{w}"' for w in words]
-    return " OR ".join(quoted) if quoted else None
-
-
-def fts_query(text: str) -> str | None:
-    """An FTS5 query matching any word of ``text``: each word quoted (so no word is read as an
-    operator or column), joined by ``OR``, case-folded; ``None`` when ``text`` has no word."""
-    return fts_match(fts_words(text))
-
-
-def affordable_words(words: Sequence[str], rows: Mapping[str, int], budget: int) -> list[str]:
-    """The ``words`` a full-text search matches when it may read at most ``budget`` index
-    entries: rarest first (``rows``: how many rows hold each word), while their rows add up to
-    at most ``budget``; in ``words``' order. A word no row holds is left out; so is a word
-    held by more rows than the budget, and the commoner words once it is spent: they are the
-    words BM25 weighs least (a word in half the rows weighs nothing), and the ones that cost
-    the most to rank."""
-    total = 0
-    kept: set[str] = set()
-    for word in sorted((w for w in words if rows.get(w, 0) > 0), key=lambda w: rows[w]):
-        total += rows[word]
-        if total > budget:
-            break
-        kept.add(word)
-    return [w for w in words if w in kept]

@@ -223,7 +223,7 @@ def test_purge_removes_only_retired_rows_older_than_asked(
     assert store.search("Porto", user_id="u1", include_inactive=True)[0].memory.id == "b"
     assert sql(url, "SELECT count(*) FROM memreader_keys") == [(1,)]
     if backend == "sqlite":  # its full-text index is a table of its own
-        assert sql(url, "SELECT count(*) FROM memories_fts") == [(1,)]
+        assert sql(url, "SELECT count(*) FROM memories_terms") == [(1,)]
 
 
 def test_every_change_is_a_history_row(store: MemoryStore, url: str) -> None:

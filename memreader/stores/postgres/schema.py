@@ -3,8 +3,12 @@
 - ``memreader_memories``: one row per memory (the item JSON without its vector, which is a
   pgvector ``vector`` beside it), with a partial UNIQUE index on ``(user_id, memory_type,
   content_hash)`` over active rows (two writers can never both add one memory), an HNSW index
-  (cosine) on the vector, made when the store's dimension is known, and a generated
-  ``tsvector`` with a GIN index for full text.
+  (cosine) on the vector, made when the store's dimension is known, and a ``tsvector`` with a
+  GIN index for full text: ``to_tsvector('simple', ...)`` not of the raw text but of its terms
+  (:func:`~memreader.retrieval.terms.index_text`: NFKC- and case-folded words, Chinese,
+  Japanese and Korean as overlapping bigrams), written with the row, so both stores match the
+  same terms. Schema 1 generated it from the raw text (a CJK clause was one "word"):
+  :mod:`~memreader.stores.postgres.upgrade` rebuilds it on open.
 - ``memreader_keys``: the support keys of each memory (``doc:``, ``session:``, ``message:``,
   ``input:``), what forget and ``replaces`` look up.
 - ``memreader_history``: one row per change.
@@ -14,7 +18,8 @@
   memories'), the summary and how it was made; ``memreader_category_links``: which memories
   each covers, removed with the memory (``ON DELETE CASCADE``: purge) or the category. Added
   after the first release: ``CREATE ... IF NOT EXISTS`` on every open adds them to an older
-  database, so the schema version stays 1.
+  database, so they did not move the schema version (schema 2 did: the ``fts`` column holds
+  terms).
 
 The tables are prefixed: a PostgreSQL database is often shared with other applications.
 """
@@ -39,6 +44,7 @@ __all__ = [
     "SCHEMA_LOCK",
     "SCHEMA_OBJECTS",
     "SCHEMA_VERSION",
+    "UPGRADES_FROM",
     "history_from_row",
     "index_sql",
     "memory_from_row",
@@ -48,7 +54,11 @@ __all__ = [
     "vector_text",
 ]
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
+
+#: The schema versions :mod:`~memreader.stores.postgres.upgrade` brings to
+#: :data:`SCHEMA_VERSION`.
+UPGRADES_FROM = frozenset({"1"})
 
 #: Advisory lock keys (transaction scoped): creating the schema, fixing the dimension. Owner
 #: locks use ``hashtextextended(user_id, 0)``; these two constants sit outside its range only
@@ -83,7 +93,7 @@ CREATE TABLE IF NOT EXISTS memreader_memories (
     embedding_model text,
     supports text NOT NULL,
     item text NOT NULL,
-    fts tsvector GENERATED ALWAYS AS (to_tsvector('simple', memory)) STORED,
+    fts tsvector,
     UNIQUE (user_id, id)
 );
 CREATE UNIQUE INDEX IF NOT EXISTS memreader_memories_active_hash

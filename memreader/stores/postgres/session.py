@@ -24,10 +24,12 @@ from memreader.stores.postgres.schema import (
     SCHEMA_LOCK,
     SCHEMA_OBJECTS,
     SCHEMA_VERSION,
+    UPGRADES_FROM,
     index_sql,
     safe_url,
     scrub,
 )
+from memreader.stores.postgres.upgrade import upgrade_schema
 
 __all__ = [
     "RETRIES",
@@ -144,6 +146,8 @@ class Session:
                 (SCHEMA_VERSION,),
             )
         meta = dict(conn.execute("SELECT key, value FROM memreader_meta").fetchall())
+        if meta.get("schema") in UPGRADES_FROM:
+            meta["schema"] = upgrade_schema(conn)
         if meta.get("schema") != SCHEMA_VERSION:
             raise StoreError(
                 f"{self.url} has store schema {meta.get('schema', '(none)')}; this memreader "

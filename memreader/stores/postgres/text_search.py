@@ -25,7 +25,8 @@ from typing import Any
 
 import psycopg
 
-from memreader.stores.scoring import affordable_words, fts_words
+from memreader.retrieval.terms import is_single_cjk
+from memreader.stores.text_match import affordable_words, fts_words
 
 __all__ = [
     "TEXT_BUDGET",
@@ -52,9 +53,15 @@ Connection = psycopg.Connection[Any]
 
 
 def tsquery(words: Sequence[str]) -> str | None:
-    """``words`` (:func:`~memreader.stores.scoring.fts_words`) as a ``to_tsquery`` text
-    matching any of them, each quoted; ``None`` when there is none."""
-    return " | ".join(f"'{w}'" for w in words) or None
+    """``words`` (:func:`~memreader.stores.text_match.fts_words`: ``\\w`` characters only,
+    never a quote) as a ``to_tsquery`` text matching any of them, each quoted, one CJK
+    character as a prefix (it starts the bigrams of its runs, or ends one: see
+    :func:`~memreader.retrieval.terms.index_terms`); ``None`` when there is none.
+
+    >>> tsquery(["porto", "咖啡", "猫"])
+    "'porto' | '咖啡' | '猫':*"
+    """
+    return " | ".join(f"'{w}':*" if is_single_cjk(w) else f"'{w}'" for w in words) or None
 
 
 #: PostgreSQL's statistics of the ``fts`` column (its most common words and their share of
@@ -133,14 +140,22 @@ class WordRows:
             self._rows.clear()
             self._stamp = key
             self._since = now
-        for word in words:
-            if (owner, word) not in self._rows:
-                row = conn.execute(
-                    "SELECT count(*) FROM (SELECT 1 FROM memreader_memories "
-                    "WHERE fts @@ to_tsquery('simple', %s) AND user_id = %s LIMIT %s) x",
-                    (tsquery([word]), owner, budget + 1),
-                ).fetchone()
-                self._rows[owner, word] = int(row[0]) if row else 0
+        missing = [w for w in dict.fromkeys(words) if (owner, w) not in self._rows]
+        if missing:
+            # One statement for all of them: a CJK sentence is dozens of bigrams, and a round
+            # trip per term cost more than the counting.
+            # Each count its own subquery with its own parameter: a tsquery read from a
+            # column (unnest) is not one the GIN index is planned for, and scanned every row.
+            one = (
+                "SELECT %s, (SELECT count(*) FROM (SELECT 1 FROM memreader_memories "
+                "WHERE fts @@ to_tsquery('simple', %s) AND user_id = %s LIMIT %s) x)"
+            )
+            params: list[Any] = []
+            for n, word in enumerate(missing):
+                params += [n, tsquery([word]), owner, budget + 1]
+            sql = " UNION ALL ".join([one] * len(missing))
+            for n, count in conn.execute(sql, params).fetchall():
+                self._rows[owner, missing[n]] = int(count)
         return {word: self._rows[owner, word] for word in words}
 
 

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from memreader.items import TextualMemoryItem
+from memreader.retrieval.terms import index_text
 from memreader.stores.change_rules import ChangeRules, item_json, prepared, with_sources
 from memreader.stores.change_rules import Prepared as SharedPrepared
 from memreader.stores.events import EventKind
@@ -144,8 +145,10 @@ class Changes(ChangeRules[str]):
             "supports": dump_supports(p.supports),
             "item": item_json(p.item, p.supports),
         }
+        values["fts"] = index_text(p.item.memory)  # its terms, not its raw text (schema.py)
         marks = {name: f"%({name})s" for name in values}
         marks["embedding"] = "%(embedding)s::vector"
+        marks["fts"] = "to_tsvector('simple', %(fts)s)"
         if rowid is None:
             names = ", ".join(values)
             row = self.conn.execute(

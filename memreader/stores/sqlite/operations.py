@@ -18,13 +18,7 @@ from memreader.items import TextualMemoryItem
 from memreader.stores.base import ScoreParts, SearchHit
 from memreader.stores.checks import Filters
 from memreader.stores.events import WriteEvent
-from memreader.stores.scoring import (
-    Candidate,
-    affordable_words,
-    fts_match,
-    fts_words,
-    rank_candidates,
-)
+from memreader.stores.scoring import Candidate, rank_candidates
 from memreader.stores.sqlite.categories import category_rowids, drop_links
 from memreader.stores.sqlite.schema import (
     MEMORY_COLUMNS,
@@ -35,6 +29,7 @@ from memreader.stores.sqlite.schema import (
 )
 from memreader.stores.sqlite.vectors import OwnerVectors, VectorCache, VectorRow, unit
 from memreader.stores.sqlite.writes import bump_versions
+from memreader.stores.text_match import affordable_words, fts_match, fts_words
 from memreader.stores.write_decisions import content_hash, looked_up
 
 __all__ = ["StoreOps", "filter_sql"]
@@ -313,9 +308,9 @@ class StoreOps:
             found = [
                 r[0]
                 for r in self.conn.execute(
-                    "SELECT m.rowid FROM memories_fts f JOIN memories m ON m.rowid = f.rowid "
-                    f"WHERE memories_fts MATCH ? AND m.user_id = ?{where} "
-                    "ORDER BY bm25(memories_fts) LIMIT ?",
+                    "SELECT m.rowid FROM memories_terms f JOIN memories m ON m.rowid = f.rowid "
+                    f"WHERE memories_terms MATCH ? AND m.user_id = ?{where} "
+                    "ORDER BY bm25(memories_terms) LIMIT ?",
                     (match, owner, *params, n),
                 )
             ]
@@ -335,9 +330,9 @@ class StoreOps:
         the filters then apply to those)."""
         sql, params = where
         rows = self.conn.execute(
-            "SELECT c.rowid FROM (SELECT f.rowid AS rowid, bm25(memories_fts) AS score "
-            "FROM memories_fts f JOIN memories o ON o.rowid = f.rowid "
-            "WHERE memories_fts MATCH ? AND o.user_id = ? ORDER BY f.rowid DESC LIMIT ?) c "
+            "SELECT c.rowid FROM (SELECT f.rowid AS rowid, bm25(memories_terms) AS score "
+            "FROM memories_terms f JOIN memories o ON o.rowid = f.rowid "
+            "WHERE memories_terms MATCH ? AND o.user_id = ? ORDER BY f.rowid DESC LIMIT ?) c "
             f"JOIN memories m ON m.rowid = c.rowid WHERE 1 = 1{sql} "
             "ORDER BY c.score, c.rowid DESC LIMIT ?",
             (fts_match(words), owner, budget, *params, n),
@@ -354,7 +349,7 @@ class StoreOps:
         for word in words:
             if word not in self._word_rows:
                 self._word_rows[word] = self.conn.execute(
-                    "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts "
+                    "SELECT count(*) FROM (SELECT 1 FROM memories_terms WHERE memories_terms "
                     "MATCH ? LIMIT ?)",
                     (fts_match([word]), budget + 1),
                 ).fetchone()[0]
@@ -382,7 +377,7 @@ class StoreOps:
         ).fetchall()
         for rowid, owner, memory_id in rows:
             self.conn.execute("DELETE FROM memory_keys WHERE memory_rowid = ?", (rowid,))
-            self.conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (rowid,))
+            self.conn.execute("DELETE FROM memories_terms WHERE rowid = ?", (rowid,))
             drop_links(self.conn, owner, memory_id)
             self.conn.execute(
                 "DELETE FROM history WHERE user_id = ? AND memory_id = ?", (owner, memory_id)

@@ -6,19 +6,26 @@
 - ``memory_keys``: the support keys of each memory (``doc:``, ``session:``, ``message:``,
   ``input:``), what forget and ``replaces`` look up.
 - ``history``: one row per change.
-- ``memories_fts``: FTS5 over the memory text (rowid = the memory's rowid).
+- ``memories_terms``: FTS5 over each memory's terms (rowid = the memory's rowid): not the raw
+  text but :func:`~memreader.retrieval.terms.index_text` of it (NFKC- and case-folded words,
+  Chinese, Japanese and Korean as overlapping bigrams), because FTS5's tokenizer sees a whole
+  CJK clause as one word (``咖啡`` found nothing). Schema 1 had ``memories_fts`` over the raw
+  text: opening such a file rebuilds the index from the stored rows and makes it schema 2
+  (:func:`create_or_upgrade`), which an older memreader refuses to open (it would index raw
+  text beside the terms).
 - ``owner_versions``: bumped by every change of an owner's rows, so a process knows its cached
   vectors are stale.
 - ``categories``: each owner's categories (description, its vector as a float32 blob, the
   summary and how it was made), and ``category_links``: which memories (by id, of the same
   owner) each covers. Added after the first release: ``CREATE ... IF NOT EXISTS`` on every open
-  adds them to an older store file, so the schema version stays 1 (an older memreader opens a
-  newer file too, and ignores them).
+  adds them to an older store file, so they did not move the schema version (schema 2 did: its
+  text index is another table, see ``memories_terms``).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 import sqlite3
 from datetime import datetime, timezone
@@ -26,6 +33,7 @@ from typing import Any
 
 from memreader.errors import ConfigError
 from memreader.items import TextualMemoryItem
+from memreader.retrieval.terms import index_text
 from memreader.stores.base import HistoryEntry
 from memreader.stores.records import StoredMemory, unless_broken
 from memreader.stores.sqlite.vectors import VectorRow, from_blob
@@ -36,6 +44,8 @@ __all__ = [
     "SCHEMA_OBJECTS",
     "SCHEMA_VERSION",
     "STAMP",
+    "UPGRADE",
+    "create_or_upgrade",
     "history_from_row",
     "is_busy",
     "is_wal",
@@ -48,7 +58,12 @@ __all__ = [
     "vector_row",
 ]
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
+
+#: The schema versions :func:`create_or_upgrade` brings to :data:`SCHEMA_VERSION`.
+UPGRADES_FROM = frozenset({"1"})
+
+_log = logging.getLogger(__name__)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS memreader_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -97,7 +112,7 @@ CREATE TABLE IF NOT EXISTS history (
     source_ids TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS history_memory ON history (user_id, memory_id, id);
-CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5 (memory);
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_terms USING fts5 (terms);
 CREATE TABLE IF NOT EXISTS owner_versions (user_id TEXT PRIMARY KEY, version INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS categories (
     user_id TEXT NOT NULL,
@@ -123,6 +138,20 @@ CREATE INDEX IF NOT EXISTS category_links_memory ON category_links (user_id, mem
 #: What a new (or older) file gets with its tables, in the same transaction: its schema version.
 STAMP = f"INSERT OR IGNORE INTO memreader_meta (key, value) VALUES ('schema', '{SCHEMA_VERSION}');"
 
+#: Schema 1 to 2, after :data:`SCHEMA` (which adds the empty ``memories_terms``), in the same
+#: transaction: every stored row's terms indexed (``memreader_index_text``: the Python function
+#: :func:`create_or_upgrade` lends the connection; SQLite streams the rows, so memory stays
+#: bounded whatever the store's size), the raw-text index dropped, the version moved. Each
+#: statement does nothing on a file at schema 2 (or a new one): the version is read inside the
+#: write lock, so two processes opening one old file rebuild it once.
+UPGRADE = """
+INSERT INTO memories_terms (rowid, terms)
+    SELECT rowid, memreader_index_text(memory) FROM memories
+    WHERE (SELECT value FROM memreader_meta WHERE key = 'schema') = '1';
+DROP TABLE IF EXISTS memories_fts;
+UPDATE memreader_meta SET value = '2' WHERE key = 'schema' AND value = '1';
+"""
+
 #: The tables and indexes :data:`SCHEMA` makes (what a current file holds).
 SCHEMA_OBJECTS = frozenset(
     re.findall(r"CREATE (?:UNIQUE |VIRTUAL )?(?:TABLE|INDEX) IF NOT EXISTS (\w+)", SCHEMA)
@@ -133,10 +162,31 @@ def schema_is_current(conn: sqlite3.Connection) -> bool:
     """Whether the file holds every table and index of :data:`SCHEMA` and a schema version:
     read without a write lock, so opening a current store never waits for a writer."""
     names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
-    if not names >= SCHEMA_OBJECTS:
+    # memories_fts: schema 1's index, or the empty one an older memreader made on its way to
+    # refusing a schema-2 file (UPGRADE drops it).
+    if not names >= SCHEMA_OBJECTS or "memories_fts" in names:
         return False
-    row = conn.execute("SELECT 1 FROM memreader_meta WHERE key = 'schema'").fetchone()
-    return row is not None
+    row = conn.execute("SELECT value FROM memreader_meta WHERE key = 'schema'").fetchone()
+    return row is not None and row[0] not in UPGRADES_FROM
+
+
+def create_or_upgrade(conn: sqlite3.Connection) -> None:
+    """Create what the file lacks of :data:`SCHEMA` and stamp its version; a file at an older
+    schema (:data:`UPGRADES_FROM`) is brought to :data:`SCHEMA_VERSION` (:data:`UPGRADE`): all
+    in one immediate transaction, so two processes opening one file do it once, and a failure
+    leaves the file as it was."""
+    conn.create_function("memreader_index_text", 1, index_text, deterministic=True)
+    if "memreader_meta" in {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}:
+        row = conn.execute("SELECT value FROM memreader_meta WHERE key = 'schema'").fetchone()
+        if row is not None and row[0] in UPGRADES_FROM:
+            count = conn.execute("SELECT count(*) FROM memories").fetchone()[0]
+            _log.info(
+                "upgrading the store's schema %s to %s: indexing the terms of %d memories",
+                row[0],
+                SCHEMA_VERSION,
+                count,
+            )
+    conn.executescript(f"BEGIN IMMEDIATE;\n{SCHEMA}\n{UPGRADE}\n{STAMP}\nCOMMIT;")
 
 
 def is_wal(conn: sqlite3.Connection) -> bool:

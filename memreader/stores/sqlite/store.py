@@ -53,9 +53,8 @@ from memreader.stores.sqlite.categories import SQLiteCategories
 from memreader.stores.sqlite.operations import StoreOps
 from memreader.stores.sqlite.schema import (
     MEMORY_COLUMNS,
-    SCHEMA,
     SCHEMA_VERSION,
-    STAMP,
+    create_or_upgrade,
     history_from_row,
     is_busy,
     is_wal,
@@ -162,8 +161,9 @@ class SQLiteStore(SQLiteCategories):
             if not schema_is_current(conn):
                 if self.path != ":memory:" and not is_wal(conn):
                     conn.execute("PRAGMA journal_mode = WAL")
-                # One immediate transaction: two processes opening a new file create it once.
-                conn.executescript(f"BEGIN IMMEDIATE;\n{SCHEMA}\n{STAMP}\nCOMMIT;")
+                # One immediate transaction: two processes opening a new (or older) file
+                # create (or upgrade) it once.
+                create_or_upgrade(conn)
             self._check_version(conn)
         except sqlite3.Error as exc:
             conn.close()

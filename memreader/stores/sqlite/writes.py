@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from memreader.items import TextualMemoryItem
+from memreader.retrieval.terms import index_text
 from memreader.stores.change_rules import ChangeRules, item_json, prepared, with_sources
 from memreader.stores.change_rules import Prepared as SharedPrepared
 from memreader.stores.events import EventKind
@@ -207,9 +208,10 @@ class Changes(ChangeRules[np.ndarray]):
                 "superseded_by = NULL, valid_to = NULL WHERE rowid = :rowid",
                 {**values, "rowid": rowid},
             )
-            self.conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (rowid,))
+            self.conn.execute("DELETE FROM memories_terms WHERE rowid = ?", (rowid,))
         self.conn.execute(
-            "INSERT INTO memories_fts (rowid, memory) VALUES (?, ?)", (rowid, p.item.memory)
+            "INSERT INTO memories_terms (rowid, terms) VALUES (?, ?)",
+            (rowid, index_text(p.item.memory)),
         )
         self._set_keys(rowid, p.supports)
         self.history(meta.user_id, p.item.id, event, old, p.item.memory, reason, p.supports)
@@ -263,7 +265,7 @@ class Changes(ChangeRules[np.ndarray]):
         )
         # What purge removes of one memory: SQLite has no cascade here.
         self.conn.execute("DELETE FROM memory_keys WHERE memory_rowid = ?", (rowid,))
-        self.conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (rowid,))
+        self.conn.execute("DELETE FROM memories_terms WHERE rowid = ?", (rowid,))
         drop_links(self.conn, owner, memory_id)
         self.conn.execute(
             "DELETE FROM history WHERE user_id = ? AND memory_id = ?", (owner, memory_id)
