@@ -113,6 +113,12 @@ class ServiceSettings(ConfigModel):
       many answers to ``Idempotency-Key`` requests are kept for retries.
     - ``content``: :class:`ContentAccess`; ``jobs``: :class:`JobsSettings`.
     - ``ui`` (true): serve the web page at ``/ui``.
+    - ``workers`` (the cores available): processes ``memreader serve`` runs, each with all of
+      the above; ``--workers`` overrides it.
+    - ``state`` (the store's place): where the workers and replicas share per-key slots,
+      ``Idempotency-Key`` answers and jobs (:mod:`memreader.service.shared`): ``memory``,
+      ``sqlite:///FILE`` or ``postgresql://...``; by default a SQLite store's
+      ``STORE.service-state`` file beside it, a PostgreSQL store's own database.
     """
 
     host: str = "127.0.0.1"
@@ -132,6 +138,8 @@ class ServiceSettings(ConfigModel):
     content: ContentAccess = Field(default_factory=ContentAccess)
     jobs: JobsSettings = Field(default_factory=JobsSettings)
     ui: bool = True
+    workers: int | None = Field(default=None, ge=1, le=256)
+    state: str | None = None
 
     @model_validator(mode="after")
     def _unique_key_names(self) -> ServiceSettings:
@@ -189,6 +197,20 @@ class ServiceConfig:
         if store is None:
             return None
         return resolve_store_url(store.get_secret_value(), self.base_dir)
+
+    @property
+    def state_url(self) -> str:
+        """Where this service's shared state lives: ``service.state`` (a relative SQLite
+        file made relative to the config's folder), the one ``memreader serve --workers``
+        gave its workers, else the store's place (:func:`~memreader.service.shared.state_url_for`).
+        """
+        from memreader.batch.job import resolve_store_url
+        from memreader.service.shared import STATE_ENV, state_url_for
+
+        if self.settings.state is not None:
+            return resolve_store_url(self.settings.state, self.base_dir)
+        given = os.environ.get(STATE_ENV)
+        return given if given else state_url_for(self.store_url)
 
     def job_roots(self) -> list[Path]:
         """The resolved ``jobs.input_roots``."""

@@ -16,6 +16,7 @@ from memreader.calls.deadlines import Deadline
 from memreader.errors import DeadlineExceeded
 from memreader.service.bodies import BodyLimit, too_large
 from memreader.service.problems import ProblemError
+from memreader.service.shared import SharedState
 
 __all__ = ["BodyLimit", "KeySlots", "deadline_problem", "too_large", "within_deadline"]
 
@@ -23,17 +24,20 @@ T = TypeVar("T")
 
 
 class KeySlots:
-    """At most ``limit`` requests in flight per key; one more is 429 with ``Retry-After``."""
+    """At most ``limit`` requests in flight per key, over every worker sharing ``shared``
+    (default: this process's memory); one more is 429 with ``Retry-After``."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, shared: SharedState | None = None) -> None:
         self.limit = limit
-        self._in_flight: dict[str, int] = {}
-        self._lock = threading.Lock()
+        if shared is None:
+            from memreader.service.shared.sqlite import SqliteSharedState
+
+            shared = SqliteSharedState(":memory:").start()
+        self.shared = shared
 
     def in_flight(self, key: str) -> int:
         """Requests of ``key`` now in flight."""
-        with self._lock:
-            return self._in_flight.get(key, 0)
+        return self.shared.slots_held(key)
 
     def acquire(self, key: str) -> Callable[[], None]:
         """Take one of ``key``'s slots; returns the release (safe to call more than once).
@@ -41,31 +45,23 @@ class KeySlots:
         Raises:
             ProblemError: 429, every slot of ``key`` is taken.
         """
-        with self._lock:
-            now = self._in_flight.get(key, 0)
-            if now >= self.limit:
-                raise ProblemError(
-                    429,
-                    "too-many-requests",
-                    "Too many requests",
-                    f"this key already has {now} requests in flight (the service's "
-                    f"max_concurrent_per_key is {self.limit}); retry after the others end",
-                    headers={"Retry-After": "1"},
-                )
-            self._in_flight[key] = now + 1
-        released = False
+        token, now = self.shared.slot_take(key, self.limit)
+        if token is None:
+            raise ProblemError(
+                429,
+                "too-many-requests",
+                "Too many requests",
+                f"this key already has {now} requests in flight (the service's "
+                f"max_concurrent_per_key is {self.limit}); retry after the others end",
+                headers={"Retry-After": "1"},
+            )
+        released = threading.Event()
 
         def release() -> None:
-            nonlocal released
-            with self._lock:
-                if released:
-                    return
-                released = True
-                left = self._in_flight[key] - 1
-                if left:
-                    self._in_flight[key] = left
-                else:
-                    del self._in_flight[key]
+            if released.is_set():
+                return
+            released.set()
+            self.shared.slot_free(token)
 
         return release
 

@@ -27,6 +27,7 @@ from memreader.service.metrics import ServiceMetrics
 from memreader.service.problems import ProblemError, shown
 from memreader.service.reading import http_reader_config
 from memreader.service.request_scope import admitted_principal, request_deadline
+from memreader.service.shared import open_shared_state
 from memreader.stores import MemoryStore, open_store
 from memreader.stores.urls import public_url
 
@@ -58,9 +59,11 @@ class ServiceState:
         self.reader = reader if reader is not None else self.reader_config.build()
         self._store = store
         self.keys = KeyRing(config.keys)
-        self.slots = KeySlots(settings.max_concurrent_per_key)
+        #: What every worker and replica shares (slots, idempotency answers, jobs).
+        self.shared = open_shared_state(config.state_url)
+        self.slots = KeySlots(settings.max_concurrent_per_key, self.shared)
         self.idempotency = IdempotencyCache(
-            settings.idempotency_ttl_s, settings.idempotency_max_entries
+            settings.idempotency_ttl_s, settings.idempotency_max_entries, self.shared
         )
         self.metrics = ServiceMetrics()
         self.timeout_s = settings.request_timeout_s
@@ -81,6 +84,7 @@ class ServiceState:
             max_running_per_key=settings.jobs.max_running_per_key,
             keep_finished=settings.jobs.keep_finished,
             metrics=self.metrics,
+            shared=self.shared,
         )
 
     @property
@@ -240,8 +244,9 @@ class ServiceState:
         return response
 
     def close(self) -> None:
-        """Cancel the jobs, close the store and the reader."""
+        """Cancel the jobs, close the shared state, the store and the reader."""
         self.jobs.close()
+        self.shared.close()
         self.store_pool.shutdown(wait=True)
         if self._store is not None:
             self._store.close()
