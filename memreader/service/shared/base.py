@@ -218,7 +218,7 @@ class SharedState(ABC):
         """Look up (API key, route, Idempotency-Key) ``slot``; record it as running when new
         (expired records go first, and the oldest beyond ``max_entries``)."""
         now = time.time()
-        with self.transaction("idem:" + "\0".join(slot)) as run:
+        with self.transaction("idem:" + "\x1f".join(slot)) as run:
             run(f"DELETE FROM {IDEM} WHERE created < ?", (now - ttl_s,))
             rows = run(
                 f"SELECT digest, status, body, media_type, {self._live()} FROM {IDEM} "
