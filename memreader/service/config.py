@@ -113,6 +113,8 @@ class ServiceSettings(ConfigModel):
       many answers to ``Idempotency-Key`` requests are kept for retries.
     - ``content``: :class:`ContentAccess`; ``jobs``: :class:`JobsSettings`.
     - ``ui`` (true): serve the web page at ``/ui``.
+    - ``search_cache_s`` (1): the same search of the same user within this many seconds is
+      answered from the first, unless the store changed since (a SQLite store; 0: off).
     - ``workers`` (the cores available): processes ``memreader serve`` runs, each with all of
       the above; ``--workers`` overrides it.
     - ``state`` (the store's place): where the workers and replicas share per-key slots,
@@ -138,6 +140,7 @@ class ServiceSettings(ConfigModel):
     content: ContentAccess = Field(default_factory=ContentAccess)
     jobs: JobsSettings = Field(default_factory=JobsSettings)
     ui: bool = True
+    search_cache_s: float = Field(default=1.0, ge=0, le=3600)
     workers: int | None = Field(default=None, ge=1, le=256)
     state: str | None = None
 

@@ -27,6 +27,7 @@ from memreader.service.metrics import ServiceMetrics
 from memreader.service.problems import ProblemError, shown
 from memreader.service.reading import http_reader_config
 from memreader.service.request_scope import admitted_principal, request_deadline
+from memreader.service.search_cache import SearchCache, sqlite_version
 from memreader.service.shared import open_shared_state
 from memreader.stores import MemoryStore, open_store
 from memreader.stores.urls import public_url
@@ -58,6 +59,7 @@ class ServiceState:
         self.reader_config = http_reader_config(config.reader, settings.content, config.store_url)
         self.reader = reader if reader is not None else self.reader_config.build()
         self._store = store
+        self._search_cache: SearchCache | None = None
         self.keys = KeyRing(config.keys)
         #: What every worker and replica shares (slots, idempotency answers, jobs).
         self.shared = open_shared_state(config.state_url)
@@ -108,6 +110,24 @@ class ServiceState:
             store.category_keeper = maintainer_for(self.reader)
             self._store = store
         return self._store
+
+    @property
+    def search_cache(self) -> SearchCache:
+        """The cache of search answers (:mod:`memreader.service.search_cache`): on for a
+        SQLite store, whose writes it sees (the store is opened first).
+
+        Raises:
+            ProblemError: 409, the config names no store.
+        """
+        if self._search_cache is None:
+            from memreader.batch.job import sqlite_file
+
+            self.store  # noqa: B018 - opened first: its file must exist to be watched
+            file = sqlite_file(self.config.store_url or "")
+            ttl = self.config.settings.search_cache_s
+            version = sqlite_version(file) if file is not None and ttl > 0 else None
+            self._search_cache = SearchCache(version, ttl)
+        return self._search_cache
 
     def principal(self, request: Request) -> Principal:
         """Who sent ``request``: what admission found from its headers

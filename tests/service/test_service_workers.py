@@ -12,57 +12,17 @@ import signal
 import socket
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
-from memreader.factory import MemReaderConfigFactory
-from memreader.service import ServiceConfig, ServiceSettings, create_app
-from memreader.service.state import ServiceState
 from tests.common import HASH_EMBEDDER, ROOT
 from tests.service.http_client import CHAT, auth, key_entries, problem, read, wait_for_job
-from tests.service_server import free_port, running
+from tests.service.worker_apps import Workers, until
+from tests.service_server import free_port
 
 pytestmark = pytest.mark.timeout(120)
-
-Workers = Callable[..., list[tuple[str, ServiceState]]]
-
-
-@pytest.fixture
-def workers(tmp_path: Path) -> Iterator[Workers]:
-    """``workers(n, **service)``: ``n`` apps on one SQLite store in ``tmp_path``, each served;
-    their URLs and states."""
-    contexts: list[Any] = []
-
-    def launch(n: int = 2, **service: Any) -> list[tuple[str, ServiceState]]:
-        config = {"embedder": HASH_EMBEDDER, "store": "sqlite:///memories.db"}
-        service.setdefault("keys", key_entries())
-        out = []
-        for _ in range(n):
-            factory = MemReaderConfigFactory.from_dict({"config": config})
-            settings = ServiceSettings(**service)
-            app = create_app(ServiceConfig(factory, settings, base_dir=str(tmp_path)))
-            context = running(app)
-            out.append((context.__enter__(), app.state.service))
-            contexts.append(context)
-        return out
-
-    yield launch
-    for context in reversed(contexts):
-        context.__exit__(None, None, None)
-
-
-def until(condition: Callable[[], bool], what: str, tries: int = 2000) -> None:
-    """Look at ``condition`` until it holds (a bounded number of looks)."""
-    for _ in range(tries):
-        if condition():
-            return
-        time.sleep(0.01)
-    raise AssertionError(f"never happened: {what}")
 
 
 def test_an_idempotency_key_replayed_on_another_worker_gets_the_first_answer(
