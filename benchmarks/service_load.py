@@ -74,6 +74,16 @@ def salad(rng: random.Random) -> str:
     return " ".join(rng.choice(VOCABULARY) for _ in range(12)) + "."
 
 
+def distinct(rng: random.Random) -> str:
+    """A search of three words: a million combinations, so practically never repeated."""
+    return " ".join(rng.choice(VOCABULARY) for _ in range(3))
+
+
+#: ``--queries repeated``: 80 searches every client draws from (as the write+search mix's
+#: "hobby in place" queries), so clients often ask what another asked a moment ago.
+REPEATED = [distinct(random.Random(n)) for n in range(80)]
+
+
 def chat(rng: random.Random, client: int, seq: int) -> list[dict[str, str]]:
     """A new chat: different words each time, so writes are ADDs, not reinforcements."""
     place, hobby, person = rng.choice(PLACES), rng.choice(HOBBIES), rng.choice(PEOPLE)
@@ -92,11 +102,19 @@ class Client(threading.Thread):
     """One client: its own key and user, requests one after another until ``stop``."""
 
     def __init__(
-        self, url: str, n: int, key: str, stop: threading.Event, *, op: str = "mixed"
+        self,
+        url: str,
+        n: int,
+        key: str,
+        stop: threading.Event,
+        *,
+        op: str = "mixed",
+        repeat: bool = False,
     ) -> None:
         super().__init__(name=f"client-{n}")
         self.url, self.n, self.stop, self.op = url, n, stop, op
         self.user = "bench" if op == "search" else f"user{n}"
+        self.repeat = repeat
         self.headers = {"Authorization": f"Bearer {key}"}
         self.rng = random.Random(n)
         self.latency: dict[str, list[float]] = {"write": [], "search": []}
@@ -145,7 +163,7 @@ class Client(threading.Thread):
     def _search(self, http: httpx.Client) -> None:
         query = f"{self.rng.choice(HOBBIES)} in {self.rng.choice(PLACES)}"
         if self.op == "search":
-            query = " ".join(self.rng.choice(VOCABULARY) for _ in range(3))
+            query = self.rng.choice(REPEATED) if self.repeat else distinct(self.rng)
         self._request(http, "search", "/v1/memories/search", {"user_id": self.user, "query": query})
 
     def lost(self, http: httpx.Client) -> int:
@@ -220,6 +238,12 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=None, help="memreader serve --workers")
     parser.add_argument("--embedder", choices=["local", "hash"], default="local")
     parser.add_argument("--memories", type=int, default=2000, help="the store's (--op search)")
+    parser.add_argument(
+        "--queries",
+        choices=["distinct", "repeated"],
+        default="distinct",
+        help="--op search: random three-word searches, or 80 fixed ones",
+    )
     parser.add_argument("--postgres", action="store_true", help="a throwaway PostgreSQL store")
     parser.add_argument("--flood", type=int, default=0, help="key A's concurrent 504ing reads")
     parser.add_argument("--timeout", type=float, default=2.0, help="request_timeout_s (--flood)")
@@ -252,8 +276,12 @@ def main() -> None:
             rows = []
             for count in counts:
                 load = os.getloadavg()[0]
+                cpu_before = server_cpu(server.pid)
                 stop = threading.Event()
-                clients = [Client(url, n, keys[n], stop, op=args.op) for n in range(count)]
+                clients = [
+                    Client(url, n, keys[n], stop, op=args.op, repeat=args.queries == "repeated")
+                    for n in range(count)
+                ]
                 print(f"{count} clients for {args.seconds:g} s ...", file=sys.stderr)
                 started = time.perf_counter()
                 for client in clients:
@@ -263,9 +291,10 @@ def main() -> None:
                 for client in clients:
                     client.join(180)
                 wall = time.perf_counter() - started
+                cpu = server_cpu(server.pid) - cpu_before
                 with httpx.Client(base_url=url, timeout=60) as http:
                     lost = sum(client.lost(http) for client in clients)
-                rows.append((count, clients, wall, lost, load))
+                rows.append((count, clients, wall, lost, load, cpu))
         finally:
             server.terminate()
             server.wait(30)
@@ -283,6 +312,21 @@ def _store(args: argparse.Namespace, folder: Path) -> Iterator[str]:
 
     with running_server() as admin:
         yield create_database(admin, "load")
+
+
+def server_cpu(pid: int) -> float:
+    """CPU seconds (user + system) the server and its workers have used so far."""
+    import psutil
+
+    process = psutil.Process(pid)
+    total = 0.0
+    for each in [process, *process.children(recursive=True)]:
+        try:
+            times = each.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += times.user + times.system
+    return total
 
 
 def fill(http: httpx.Client, memories: int) -> None:
@@ -308,7 +352,7 @@ def fill(http: httpx.Client, memories: int) -> None:
 
 def report(
     args: argparse.Namespace,
-    rows: list[tuple[int, list[Client], float, int, float]],
+    rows: list[tuple[int, list[Client], float, int, float, float]],
     warm: Client,
 ) -> None:
     backend = "postgresql" if args.postgres else "sqlite"
@@ -317,13 +361,16 @@ def report(
         f"{shlex.join(sys.argv[1:])}`",
         f"Machine: `{json.dumps(machine_info())}`",
         f"Server: workers {args.workers or 'default'}, embedder {args.embedder}, store "
-        f"{backend}" + (f", {args.memories} memories" if args.op == "search" else ""),
+        f"{backend}"
+        + (f", {args.memories} memories, {args.queries} queries" if args.op == "search" else ""),
         "",
-        "| clients | op | requests | req/s | p50 ms | p95 ms | statuses | errors | lost | load |",
-        "|---:|---|---:|---:|---:|---:|---|---:|---:|---:|",
+        "| clients | op | requests | req/s | p50 ms | p95 ms | server CPU ms/req | statuses "
+        "| errors | lost | load |",
+        "|---:|---|---:|---:|---:|---:|---:|---|---:|---:|---:|",
     ]
     failures: list[str] = []
-    for count, clients, wall, lost, load in rows:
+    for count, clients, wall, lost, load, cpu in rows:
+        answered = sum(len(v) for client in clients for v in client.latency.values())
         statuses: dict[int, int] = {}
         for client in clients:
             for status, n in client.statuses.items():
@@ -336,7 +383,8 @@ def report(
             lines.append(
                 f"| {count} | {kind} | {len(values)} | {len(values) / wall:.1f} | "
                 f"{(p50 or 0) * 1000:.0f} | {(p95 or 0) * 1000:.0f} | "
-                f"{dict(sorted(statuses.items()))} | {len(errors)} | {lost} | {load:.2f} |"
+                f"{cpu * 1000 / max(1, answered):.2f} | {dict(sorted(statuses.items()))} | "
+                f"{len(errors)} | {lost} | {load:.2f} |"
             )
     print("\n".join(lines))
     for failure in failures[:10]:

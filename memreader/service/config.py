@@ -107,8 +107,9 @@ class ServiceSettings(ConfigModel):
       all and from one client address; one more is answered 503 / 429 and closed.
     - ``max_concurrent_per_key`` (4): requests one key may have in flight; another is 429 with
       ``Retry-After``.
-    - ``max_concurrent_reads`` (the CPU count): reads and refinements the whole service runs
-      at once; one more waits for a turn, within its deadline (504 when none comes).
+    - ``max_concurrent_reads`` (the worker's share of the cores): reads and refinements one
+      worker runs at once; one more waits for a turn, within its deadline (504 when none
+      comes).
     - ``idempotency_ttl_s`` (86400) and ``idempotency_max_entries`` (10,000): how long and how
       many answers to ``Idempotency-Key`` requests are kept for retries.
     - ``content``: :class:`ContentAccess`; ``jobs``: :class:`JobsSettings`.

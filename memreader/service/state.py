@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -28,11 +29,14 @@ from memreader.service.problems import ProblemError, shown
 from memreader.service.reading import http_reader_config
 from memreader.service.request_scope import admitted_principal, request_deadline
 from memreader.service.search_cache import SearchCache, sqlite_version
-from memreader.service.shared import open_shared_state
+from memreader.service.shared import SharedState, open_shared_state
+from memreader.service.workers import WORKERS_ENV, core_share
 from memreader.stores import MemoryStore, open_store
 from memreader.stores.urls import public_url
 
 __all__ = ["ServiceState", "json_response"]
+
+logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -62,16 +66,16 @@ class ServiceState:
         self._search_cache: SearchCache | None = None
         self.keys = KeyRing(config.keys)
         #: What every worker and replica shares (slots, idempotency answers, jobs).
-        self.shared = open_shared_state(config.state_url)
+        self.shared = _shared_state(config)
         self.slots = KeySlots(settings.max_concurrent_per_key, self.shared)
         self.idempotency = IdempotencyCache(
             settings.idempotency_ttl_s, settings.idempotency_max_entries, self.shared
         )
         self.metrics = ServiceMetrics()
         self.timeout_s = settings.request_timeout_s
-        #: Reads and refinements running at once in the whole service; a read waits for a
-        #: turn within its deadline.
-        self.max_reads = settings.max_concurrent_reads or os.cpu_count() or 1
+        #: Reads and refinements running at once in this worker (default: its share of the
+        #: cores); a read waits for a turn within its deadline.
+        self.max_reads = settings.max_concurrent_reads or core_share()
         self._reads = asyncio.Semaphore(self.max_reads)
         # The store calls of search/get/history/forget run here, not on the loop's default
         # executor where reads run their steps: one key's reads never queue another's search.
@@ -271,6 +275,22 @@ class ServiceState:
         if self._store is not None:
             self._store.close()
         self.reader.close()
+
+
+def _shared_state(config: ServiceConfig) -> SharedState:
+    """The service's shared state. A lone worker whose default state file cannot be opened
+    (the store's folder cannot be made: its requests will say why) keeps it in memory.
+
+    Raises:
+        StoreError: the configured state, or that of several workers, cannot be opened.
+    """
+    try:
+        return open_shared_state(config.state_url)
+    except StoreError as exc:
+        if config.settings.state is not None or os.environ.get(WORKERS_ENV, "1") != "1":
+            raise
+        logger.warning("%s; this worker keeps slots, answers and jobs in memory", exc)
+        return open_shared_state("memory")
 
 
 def _make_folder_of(url: str) -> None:

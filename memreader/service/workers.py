@@ -30,7 +30,7 @@ from memreader.errors import ConfigError
 from memreader.service.config import ServiceConfig
 from memreader.service.shared import STATE_ENV
 
-__all__ = ["WORKERS_ENV", "default_workers", "serve_workers"]
+__all__ = ["WORKERS_ENV", "core_share", "default_workers", "run_worker", "serve_workers"]
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +46,19 @@ def default_workers() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
         return max(1, os.cpu_count() or 1)
+
+
+def core_share() -> int:
+    """The cores of this worker: the cores available divided among the workers (at least 1).
+
+    >>> os.environ[WORKERS_ENV] = "1"; core_share() == default_workers()
+    True
+    """
+    try:
+        workers = max(1, int(os.environ.get(WORKERS_ENV, "1")))
+    except ValueError:
+        workers = 1
+    return max(1, default_workers() // workers)
 
 
 def serve_workers(
@@ -154,17 +167,10 @@ def _fork(config: ServiceConfig, sock: socket.socket, host: str, port: int, leve
     if pid:
         return pid
     code = 1
-    try:  # the worker: its own app on the shared socket, until uvicorn's shutdown
+    try:
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, signal.SIG_DFL)
-        import uvicorn
-
-        from memreader.service import create_app
-        from memreader.service.server import uvicorn_config
-
-        app = create_app(config)
-        server_config = uvicorn_config(app, config.settings, host=host, port=port, log_level=level)
-        uvicorn.Server(server_config).run(sockets=[sock])
+        run_worker(config, sock, host=host, port=port, log_level=level)
         code = 0
     except BaseException:  # the worker must never return into the parent's code
         logger.exception("memreader serve: worker %d failed", os.getpid())
@@ -172,3 +178,18 @@ def _fork(config: ServiceConfig, sock: socket.socket, host: str, port: int, leve
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
+
+
+def run_worker(
+    config: ServiceConfig, sock: socket.socket, *, host: str, port: int, log_level: str
+) -> None:
+    """One worker: its own app on the shared socket, on the guarded h11 server (its own
+    connection guard), until uvicorn's shutdown."""
+    import uvicorn
+
+    from memreader.service import create_app
+    from memreader.service.server import uvicorn_config
+
+    app = create_app(config)
+    server_config = uvicorn_config(app, config.settings, host=host, port=port, log_level=log_level)
+    uvicorn.Server(server_config).run(sockets=[sock])
