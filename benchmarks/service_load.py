@@ -264,6 +264,8 @@ def main() -> None:
             embedder=args.embedder,
             store=store,
             users="bench" if args.op == "search" else None,
+            # Every client connects from 127.0.0.1: one address stands for many clients here.
+            max_connections_per_client=1024,
         )
         url = f"http://127.0.0.1:{args.port}"
         try:
