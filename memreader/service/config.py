@@ -107,6 +107,9 @@ class ServiceSettings(ConfigModel):
       all and from one client address; one more is answered 503 / 429 and closed.
     - ``max_concurrent_per_key`` (4): requests one key may have in flight; another is 429 with
       ``Retry-After``.
+    - ``requests_per_minute_per_key`` (none): requests to ``/v1/`` one key may send per
+      minute (refilled evenly, counted over every worker and replica); one more is 429 with
+      ``Retry-After``.
     - ``max_concurrent_reads`` (the worker's share of the cores): reads and refinements one
       worker runs at once; one more waits for a turn, within its deadline (504 when none
       comes).
@@ -132,6 +135,7 @@ class ServiceSettings(ConfigModel):
     request_timeout_s: float = Field(default=120.0, gt=0, le=86_400)
     max_concurrent_per_key: int = Field(default=4, ge=1, le=1024)
     max_concurrent_reads: int | None = Field(default=None, ge=1, le=1024)
+    requests_per_minute_per_key: int | None = Field(default=None, ge=1, le=1_000_000)
     header_timeout_s: float = Field(default=10.0, gt=0, le=3600)
     body_timeout_s: float = Field(default=60.0, gt=0, le=86_400)
     max_connections: int = Field(default=1024, ge=1, le=1_000_000)

@@ -5,6 +5,7 @@ a per-key limit on requests in flight, and a deadline on every request that stop
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -18,7 +19,7 @@ from memreader.service.bodies import BodyLimit, too_large
 from memreader.service.problems import ProblemError
 from memreader.service.shared import SharedState
 
-__all__ = ["BodyLimit", "KeySlots", "deadline_problem", "too_large", "within_deadline"]
+__all__ = ["BodyLimit", "KeyRates", "KeySlots", "deadline_problem", "too_large", "within_deadline"]
 
 T = TypeVar("T")
 
@@ -73,6 +74,34 @@ class KeySlots:
             yield
         finally:
             release()
+
+
+class KeyRates:
+    """At most ``per_minute`` requests per key and minute (refilled evenly), over every worker
+    sharing ``shared``; one more is 429 with ``Retry-After``. ``None``: no limit."""
+
+    def __init__(self, per_minute: int | None, shared: SharedState) -> None:
+        self.per_minute = per_minute
+        self.shared = shared
+
+    def take(self, key: str) -> None:
+        """Count one request of ``key``.
+
+        Raises:
+            ProblemError: 429, ``key`` used its requests of the last minute.
+        """
+        if self.per_minute is None:
+            return
+        wait = self.shared.rate_take(key, self.per_minute)
+        if wait > 0:
+            raise ProblemError(
+                429,
+                "rate-limited",
+                "Too many requests",
+                f"this key sent its {self.per_minute} requests of the last minute (the "
+                f"service's requests_per_minute_per_key); retry after {math.ceil(wait)} s",
+                headers={"Retry-After": str(math.ceil(wait))},
+            )
 
 
 def deadline_problem(deadline: Deadline, what: str, *, stopped: bool = True) -> ProblemError:

@@ -23,7 +23,7 @@ from memreader.service.config import ServiceConfig
 from memreader.service.idempotency import IdempotencyCache, StoredAnswer
 from memreader.service.jobs import JobManager
 from memreader.service.keys import LOCAL_PRINCIPAL, KeyRing, Principal
-from memreader.service.limits import KeySlots, deadline_problem
+from memreader.service.limits import KeyRates, KeySlots, deadline_problem
 from memreader.service.metrics import ServiceMetrics
 from memreader.service.problems import ProblemError, shown
 from memreader.service.reading import http_reader_config
@@ -68,6 +68,7 @@ class ServiceState:
         #: What every worker and replica shares (slots, idempotency answers, jobs).
         self.shared = _shared_state(config)
         self.slots = KeySlots(settings.max_concurrent_per_key, self.shared)
+        self.rates = KeyRates(settings.requests_per_minute_per_key, self.shared)
         self.idempotency = IdempotencyCache(
             settings.idempotency_ttl_s, settings.idempotency_max_entries, self.shared
         )

@@ -61,6 +61,17 @@ def test_slots_are_counted_over_every_worker(pair: Callable[[], SharedState]) ->
     assert two.slots_held("alice-app") == 1
 
 
+def test_a_keys_rate_is_counted_over_every_worker(pair: Callable[[], SharedState]) -> None:
+    one, two = pair(), pair()
+    t = 1_000_000.0  # the bucket's clock, given: no test waits
+    assert one.rate_take("alice-app", 2, now=t) == two.rate_take("alice-app", 2, now=t) == 0
+    assert two.rate_take("alice-app", 2, now=t) == pytest.approx(30.0)  # one refills in 30 s
+    assert one.rate_take("bob-app", 2, now=t) == 0  # another key has its own bucket
+    assert one.rate_take("alice-app", 2, now=t + 15) == pytest.approx(15.0)
+    assert one.rate_take("alice-app", 2, now=t + 30) == 0
+    assert two.rate_take("alice-app", 2, now=t + 30) > 0
+
+
 def test_answers_are_kept_for_every_worker(pair: Callable[[], SharedState]) -> None:
     one, two = pair(), pair()
     slot = ("alice-app", "read", "order-17")

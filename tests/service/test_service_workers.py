@@ -66,6 +66,20 @@ def test_a_keys_limit_holds_across_workers(workers: Workers) -> None:
     assert read(b, include_embeddings=False).status_code == 200
 
 
+def test_a_keys_rate_holds_across_workers(workers: Workers) -> None:
+    (a, _), (b, _) = workers(2, requests_per_minute_per_key=3)
+    # Three searches of alice's key on either worker use its minute (one refills in 20 s).
+    body = {"user_id": "alice", "query": "cello"}
+    for url in (a, b, a):
+        answer = httpx.post(f"{url}/v1/memories/search", json=body, headers=auth("alice"))
+        assert answer.status_code == 200, answer.text
+    limited = httpx.post(f"{b}/v1/memories/search", json=body, headers=auth("alice"))
+    assert problem(limited, 429)["type"].endswith("rate-limited")
+    assert 1 <= int(limited.headers["retry-after"]) <= 20
+    bob = {"user_id": "bob", "query": "cello"}
+    assert httpx.post(f"{b}/v1/memories/search", json=bob, headers=auth("bob")).status_code == 200
+
+
 def test_a_job_started_on_one_worker_is_seen_and_cancelled_from_another(
     workers: Workers, tmp_path: Path
 ) -> None:

@@ -1,5 +1,6 @@
 """What every worker and replica of one service shares, in SQL: who is alive, the per-key
-request slots, the ``Idempotency-Key`` answers and the jobs with their progress.
+request slots and rate buckets, the ``Idempotency-Key`` answers and the jobs with their
+progress.
 
 A backend (:mod:`~memreader.service.shared.sqlite`,
 :mod:`~memreader.service.shared.postgres`) gives :meth:`SharedState.transaction` and its
@@ -35,11 +36,12 @@ logger = logging.getLogger(__name__)
 #: ``run(sql, params)``: one statement in the open transaction (``?`` placeholders), its rows.
 Run = Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
 
-WORKERS, SLOTS, IDEM, JOBS = (
+WORKERS, SLOTS, IDEM, JOBS, RATES = (
     "memreader_service_workers",
     "memreader_service_slots",
     "memreader_service_idempotency",
     "memreader_service_jobs",
+    "memreader_service_rates",
 )
 
 
@@ -209,6 +211,28 @@ class SharedState(ABC):
             (key, *self._live_params()),
         )
         return int(rows[0][0])
+
+    # -- per-key rates -------------------------------------------------------------------
+
+    def rate_take(self, key: str, per_minute: int, now: float | None = None) -> float:
+        """Take one of ``key``'s requests from its bucket (``per_minute`` at most, refilled
+        evenly): 0 when taken, else the seconds until one is free (nothing taken)."""
+        now = time.time() if now is None else now
+        refill = per_minute / 60.0
+        with self.transaction(f"rate:{key}") as run:
+            rows = run(f"SELECT tokens, updated FROM {RATES} WHERE key = ?", (key,))
+            tokens = float(per_minute)
+            if rows:
+                tokens = min(tokens, float(rows[0][0]) + max(0.0, now - rows[0][1]) * refill)
+            if tokens < 1.0:
+                return (1.0 - tokens) / refill
+            run(
+                f"INSERT INTO {RATES} (key, tokens, updated) VALUES (?, ?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET tokens = excluded.tokens, "
+                "updated = excluded.updated",
+                (key, tokens - 1.0, now),
+            )
+            return 0.0
 
     # -- idempotency ----------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from memreader.errors import StoreError
-from memreader.service.shared.base import IDEM, JOBS, SLOTS, WORKERS, Run, SharedState
+from memreader.service.shared.base import IDEM, JOBS, RATES, SLOTS, WORKERS, Run, SharedState
 from memreader.stores.urls import public_url
 
 __all__ = ["PostgresSharedState"]
@@ -31,6 +31,8 @@ SCHEMA = (
     "status TEXT NOT NULL, worker TEXT NOT NULL, cancel INTEGER NOT NULL, "
     "updated DOUBLE PRECISION NOT NULL, data TEXT NOT NULL)",
     f"CREATE INDEX IF NOT EXISTS {JOBS}_owner ON {JOBS} (owner, status)",
+    f"CREATE TABLE IF NOT EXISTS {RATES} (key TEXT PRIMARY KEY, "
+    "tokens DOUBLE PRECISION NOT NULL, updated DOUBLE PRECISION NOT NULL)",
 )
 
 #: The advisory lock every replica takes to create the tables (two at once would collide).

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from memreader.errors import StoreError
-from memreader.service.shared.base import IDEM, JOBS, SLOTS, WORKERS, Run, SharedState
+from memreader.service.shared.base import IDEM, JOBS, RATES, SLOTS, WORKERS, Run, SharedState
 
 __all__ = ["SqliteSharedState"]
 
@@ -41,6 +41,8 @@ CREATE TABLE IF NOT EXISTS {JOBS} (
     id TEXT PRIMARY KEY, owner TEXT NOT NULL, status TEXT NOT NULL, worker TEXT NOT NULL,
     cancel INTEGER NOT NULL, updated REAL NOT NULL, data TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS {JOBS}_owner ON {JOBS} (owner, status);
+CREATE TABLE IF NOT EXISTS {RATES} (
+    key TEXT PRIMARY KEY, tokens REAL NOT NULL, updated REAL NOT NULL);
 """
 
 
