@@ -79,7 +79,8 @@ def serve_workers(
     if not hasattr(os, "fork"):
         raise ConfigError("--workers above 1 needs os.fork (Linux, macOS); run one per port")
     sock = _bind(host, port)
-    os.environ[WORKERS_ENV] = str(workers)
+    saved = {name: os.environ.get(name) for name in (WORKERS_ENV, STATE_ENV)}
+    os.environ[WORKERS_ENV] = str(workers)  # the workers inherit it when forked
     folder = None
     if config.state_url == "memory":
         # No store to share through: the workers share a state file of their own.
@@ -89,6 +90,11 @@ def serve_workers(
         _supervise(config, sock, host=host, port=port, log_level=log_level, workers=workers)
     finally:
         sock.close()
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
         if folder is not None:
             import shutil
 
