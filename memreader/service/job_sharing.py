@@ -10,14 +10,18 @@ True
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
+from memreader.errors import MemReaderError
 from memreader.service.shared import JobRecord
 
 __all__ = ["RemoteJob", "SharedCancel"]
+
+logger = logging.getLogger(__name__)
 
 
 class SharedCancel(threading.Event):
@@ -36,7 +40,12 @@ class SharedCancel(threading.Event):
         now = time.monotonic()
         if now >= self._next:
             self._next = now + self._every_s
-            if self._asked():
+            try:
+                asked = self._asked()
+            except MemReaderError as exc:  # the shared state failed: look again next time
+                logger.warning("could not look for a cancel of this job: %s", exc)
+                return False
+            if asked:
                 self.set()
                 return True
         return False

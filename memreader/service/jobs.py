@@ -211,7 +211,7 @@ class JobManager:
                 f"{self.max_running_per_key}); wait for one to end or cancel it",
                 headers={"Retry-After": "5"},
             )
-        state.on_change = lambda shown: self.shared.job_save(job_id, shown)
+        state.on_change = lambda shown: self._save(job_id, shown)
         with self._lock:
             self._jobs[job_id] = state
             self._trim()
@@ -282,13 +282,18 @@ class JobManager:
             with state._lock:
                 state.status = outcome  # type: ignore[assignment]
                 state.finished_at = datetime.now(timezone.utc)
-            try:
-                state.changed()
-            except MemReaderError:  # the job's end is still shown here; log for the others
-                logger.warning("job %s: could not save its end for other workers", state.id)
+            state.changed()
             self.metrics.jobs.labels(outcome).inc()
             with self._lock:
                 self._threads.pop(state.id, None)
+
+    def _save(self, job_id: str, shown: dict[str, Any]) -> None:
+        """Save the job as shown for the other workers; a failure is logged (this worker
+        still shows it; the next change saves it again)."""
+        try:
+            self.shared.job_save(job_id, shown)
+        except MemReaderError as exc:
+            logger.warning("job %s: could not save its progress for other workers: %s", job_id, exc)
 
     def _scrub(self, job_id: str) -> PathScrub:
         """Paths under the input roots become relative, the job's state folder ``job``, the
