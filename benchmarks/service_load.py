@@ -13,6 +13,17 @@ fresh SQLite store; one API key per client, each walled to its own user;
 memory id a write acknowledged (its events) is fetched with ``GET /v1/memories/{id}``: "lost"
 counts those not there, active. Markdown goes to stdout, progress to stderr.
 
+``--op search`` measures searches alone (issue 31): the store holds ``--memories`` memories of
+one user (2,000 by default, distinct word salads written through ``POST /v1/read`` before the
+clock starts), and every client (its own key, the same user) searches it, k=10. ``--clients``
+takes a list (``1,8,32,128``: one row each, on the same server); ``--workers N`` runs
+``memreader serve --workers N``; ``--embedder hash`` the hash embedder instead of the local
+one; ``--postgres`` a throwaway PostgreSQL (pgserver) for the store and the shared state
+instead of SQLite. Each row carries the load average when it started::
+
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/service_load.py --op search --embedder hash \
+        --workers 2 --clients 1,8,32 --seconds 10
+
 ``--flood N`` measures instead whether one key can slow another's searches (issue 27): key A
 sends N concurrent big reads at once, again and again, each past ``request_timeout_s`` (504),
 while key B searches (one request after another); it reports B's search latency and statuses,
@@ -34,6 +45,8 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +60,28 @@ from memreader.service.keys import hash_key
 PLACES = ["Lisbon", "Porto", "Kyoto", "Oslo", "Lima", "Cairo", "Quito", "Riga", "Accra", "Hanoi"]
 HOBBIES = ["piano", "chess", "climbing", "pottery", "sailing", "tango", "cycling", "baking"]
 PEOPLE = ["Ana", "Ben", "Chen", "Dara", "Emil", "Fatou", "Goran", "Hana"]
+
+
+VOCABULARY = [
+    f"{a}{b}"
+    for a in ("sol", "mar", "tin", "vel", "quo", "ran", "dev", "pul", "cas", "nor")
+    for b in ("a", "eo", "ix", "um", "ora", "ent", "ide", "alo", "usk", "iet")
+]
+
+
+def salad(rng: random.Random) -> str:
+    """Twelve words from a 100-word vocabulary: distinct memories, not near duplicates."""
+    return " ".join(rng.choice(VOCABULARY) for _ in range(12)) + "."
+
+
+def distinct(rng: random.Random) -> str:
+    """A search of three words: a million combinations, so practically never repeated."""
+    return " ".join(rng.choice(VOCABULARY) for _ in range(3))
+
+
+#: ``--queries repeated``: 80 searches every client draws from (as the write+search mix's
+#: "hobby in place" queries), so clients often ask what another asked a moment ago.
+REPEATED = [distinct(random.Random(n)) for n in range(80)]
 
 
 def chat(rng: random.Random, client: int, seq: int) -> list[dict[str, str]]:
@@ -66,10 +101,20 @@ def chat(rng: random.Random, client: int, seq: int) -> list[dict[str, str]]:
 class Client(threading.Thread):
     """One client: its own key and user, requests one after another until ``stop``."""
 
-    def __init__(self, url: str, n: int, key: str, stop: threading.Event) -> None:
+    def __init__(
+        self,
+        url: str,
+        n: int,
+        key: str,
+        stop: threading.Event,
+        *,
+        op: str = "mixed",
+        repeat: bool = False,
+    ) -> None:
         super().__init__(name=f"client-{n}")
-        self.url, self.n, self.stop = url, n, stop
-        self.user = f"user{n}"
+        self.url, self.n, self.stop, self.op = url, n, stop, op
+        self.user = "bench" if op == "search" else f"user{n}"
+        self.repeat = repeat
         self.headers = {"Authorization": f"Bearer {key}"}
         self.rng = random.Random(n)
         self.latency: dict[str, list[float]] = {"write": [], "search": []}
@@ -82,7 +127,7 @@ class Client(threading.Thread):
             seq = 0
             while not self.stop.is_set():
                 seq += 1
-                if self.rng.random() < 0.7:
+                if self.op == "mixed" and self.rng.random() < 0.7:
                     self._write(http, seq)
                 else:
                     self._search(http)
@@ -117,6 +162,8 @@ class Client(threading.Thread):
 
     def _search(self, http: httpx.Client) -> None:
         query = f"{self.rng.choice(HOBBIES)} in {self.rng.choice(PLACES)}"
+        if self.op == "search":
+            query = self.rng.choice(REPEATED) if self.repeat else distinct(self.rng)
         self._request(http, "search", "/v1/memories/search", {"user_id": self.user, "query": query})
 
     def lost(self, http: httpx.Client) -> int:
@@ -139,33 +186,38 @@ def percentile(values: list[float], share: float) -> float | None:
 
 
 def start_server(
-    folder: Path, clients: int, port: int, **service: Any
+    folder: Path,
+    clients: int,
+    port: int,
+    *,
+    workers: int | None = None,
+    embedder: str = "local",
+    store: str = "sqlite:///load.db",
+    users: str | None = None,
+    **service: Any,
 ) -> tuple[subprocess.Popen[bytes], list[str]]:
+    """``memreader serve`` (this checkout's code) on ``port`` with one key per client, each
+    walled to ``users`` (default: its own ``userN``)."""
     keys = [f"mr_load_{n}_{os.urandom(8).hex()}" for n in range(clients)]
     config = {
         "backend": "simple_struct",
-        "config": {"embedder": {"backend": "local"}, "store": "sqlite:///load.db"},
+        "config": {"embedder": {"backend": embedder}, "store": store},
         "service": {
             "port": port,
             "keys": [
-                {"name": f"client{n}", "sha256": hash_key(key), "users": [f"user{n}"]}
+                {"name": f"client{n}", "sha256": hash_key(key), "users": [users or f"user{n}"]}
                 for n, key in enumerate(keys)
             ],
             **service,
         },
     }
     (folder / "service.yaml").write_text(json.dumps(config))
-    server = subprocess.Popen(
-        [
-            str(ROOT / ".venv" / "bin" / "memreader"),
-            "serve",
-            "--config",
-            str(folder / "service.yaml"),
-            "--log-level",
-            "warning",
-        ],
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
-    )
+    command = [sys.executable, "-m", "memreader.cli", "serve", "--config"]
+    command += [str(folder / "service.yaml"), "--log-level", "warning"]
+    if workers is not None:
+        command += ["--workers", str(workers)]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+    server = subprocess.Popen(command, env=env)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         try:
@@ -179,81 +231,163 @@ def start_server(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--clients", default="8", help="a count, or a list: 1,8,32,128")
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--port", type=int, default=8791)
+    parser.add_argument("--op", choices=["mixed", "search"], default="mixed")
+    parser.add_argument("--workers", type=int, default=None, help="memreader serve --workers")
+    parser.add_argument("--embedder", choices=["local", "hash"], default="local")
+    parser.add_argument("--memories", type=int, default=2000, help="the store's (--op search)")
+    parser.add_argument(
+        "--queries",
+        choices=["distinct", "repeated"],
+        default="distinct",
+        help="--op search: random three-word searches, or 80 fixed ones",
+    )
+    parser.add_argument("--postgres", action="store_true", help="a throwaway PostgreSQL store")
     parser.add_argument("--flood", type=int, default=0, help="key A's concurrent 504ing reads")
     parser.add_argument("--timeout", type=float, default=2.0, help="request_timeout_s (--flood)")
     args = parser.parse_args()
     if args.flood:
         from service_flood import flood
 
+        args.clients = int(args.clients)
         flood(args, start_server)
         return
-    with tempfile.TemporaryDirectory() as tmp:
-        server, keys = start_server(Path(tmp), args.clients, args.port)
+    counts = [int(n) for n in str(args.clients).split(",")]
+    with tempfile.TemporaryDirectory() as tmp, _store(args, Path(tmp)) as store:
+        server, keys = start_server(
+            Path(tmp),
+            max(counts),
+            args.port,
+            workers=args.workers,
+            embedder=args.embedder,
+            store=store,
+            users="bench" if args.op == "search" else None,
+            # Every client connects from 127.0.0.1: one address stands for many clients here.
+            max_connections_per_client=1024,
+        )
         url = f"http://127.0.0.1:{args.port}"
         try:
-            # Warm the embedder (its first batch loads the model) before the clock starts.
-            warm = Client(url, 0, keys[0], threading.Event())
+            warm = Client(url, 0, keys[0], threading.Event(), op=args.op)
             with httpx.Client(base_url=url, headers=warm.headers, timeout=120) as http:
-                warm._write(http, 0)
-            stop = threading.Event()
-            clients = [Client(url, n, keys[n], stop) for n in range(args.clients)]
-            print(f"{args.clients} clients for {args.seconds:g} s ...", file=sys.stderr)
-            started = time.perf_counter()
-            for client in clients:
-                client.start()
-            time.sleep(args.seconds)
-            stop.set()
-            for client in clients:
-                client.join(180)
-            wall = time.perf_counter() - started
-            with httpx.Client(base_url=url, timeout=60) as http:
-                lost = sum(client.lost(http) for client in clients)
-                metrics = http.get("/metrics").text
+                if args.op == "search":
+                    fill(http, args.memories)
+                else:  # warm the embedder (its first batch loads the model)
+                    warm._write(http, 0)
+            rows = []
+            for count in counts:
+                load = os.getloadavg()[0]
+                cpu_before = server_cpu(server.pid)
+                stop = threading.Event()
+                clients = [
+                    Client(url, n, keys[n], stop, op=args.op, repeat=args.queries == "repeated")
+                    for n in range(count)
+                ]
+                print(f"{count} clients for {args.seconds:g} s ...", file=sys.stderr)
+                started = time.perf_counter()
+                for client in clients:
+                    client.start()
+                time.sleep(args.seconds)
+                stop.set()
+                for client in clients:
+                    client.join(180)
+                wall = time.perf_counter() - started
+                cpu = server_cpu(server.pid) - cpu_before
+                with httpx.Client(base_url=url, timeout=60) as http:
+                    lost = sum(client.lost(http) for client in clients)
+                rows.append((count, clients, wall, lost, load, cpu))
         finally:
             server.terminate()
             server.wait(30)
-    report(args, clients, wall, lost, warm, metrics)
+    report(args, rows, warm)
+
+
+@contextmanager
+def _store(args: argparse.Namespace, folder: Path) -> Iterator[str]:
+    """The store URL: a SQLite file in ``folder``, or a database on a throwaway PostgreSQL."""
+    if not args.postgres:
+        yield "sqlite:///load.db"
+        return
+    sys.path.insert(0, str(ROOT))
+    from tests.pg_server import create_database, running_server
+
+    with running_server() as admin:
+        yield create_database(admin, "load")
+
+
+def server_cpu(pid: int) -> float:
+    """CPU seconds (user + system) the server and its workers have used so far."""
+    import psutil
+
+    process = psutil.Process(pid)
+    total = 0.0
+    for each in [process, *process.children(recursive=True)]:
+        try:
+            times = each.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += times.user + times.system
+    return total
+
+
+def fill(http: httpx.Client, memories: int) -> None:
+    """Write ``memories`` distinct one-message chats of user ``bench`` (100 per request)."""
+    rng = random.Random(31)
+    added = 0
+    while added < memories:
+        scenes = [
+            [{"role": "user", "content": salad(rng)}] for _ in range(min(100, memories - added))
+        ]
+        body = {
+            "scenes": scenes,
+            "info": {"user_id": "bench", "session_id": f"s{added}"},
+            "store": True,
+        }
+        body["include_embeddings"] = False
+        answer = http.post("/v1/read", json=body)
+        if answer.status_code != 200:
+            raise SystemExit(f"filling the store: {answer.status_code} {answer.text[:300]}")
+        added += sum(event["event"] == "ADD" for event in answer.json()["events"])
+    print(f"store: {added} memories of user bench", file=sys.stderr)
 
 
 def report(
     args: argparse.Namespace,
-    clients: list[Client],
-    wall: float,
-    lost: int,
+    rows: list[tuple[int, list[Client], float, int, float, float]],
     warm: Client,
-    metrics: str,
 ) -> None:
-    statuses: dict[int, int] = {}
-    for client in clients:
-        for status, n in client.statuses.items():
-            statuses[status] = statuses.get(status, 0) + n
-    failures = [f for client in clients for f in client.failures]
-    acknowledged = sum(len(client.acknowledged) for client in clients) + len(warm.acknowledged)
+    backend = "postgresql" if args.postgres else "sqlite"
     lines = [
         f"Command: `HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/service_load.py "
         f"{shlex.join(sys.argv[1:])}`",
         f"Machine: `{json.dumps(machine_info())}`",
+        f"Server: workers {args.workers or 'default'}, embedder {args.embedder}, store "
+        f"{backend}"
+        + (f", {args.memories} memories, {args.queries} queries" if args.op == "search" else ""),
         "",
-        "| op | requests | req/s | p50 ms | p95 ms |",
-        "|---|---:|---:|---:|---:|",
+        "| clients | op | requests | req/s | p50 ms | p95 ms | server CPU ms/req | statuses "
+        "| errors | lost | load |",
+        "|---:|---|---:|---:|---:|---:|---:|---|---:|---:|---:|",
     ]
-    for kind in ("write", "search"):
-        values = [v for client in clients for v in client.latency[kind]]
-        p50, p95 = percentile(values, 0.5), percentile(values, 0.95)
-        lines.append(
-            f"| {kind} | {len(values)} | {len(values) / wall:.1f} | "
-            f"{(p50 or 0) * 1000:.0f} | {(p95 or 0) * 1000:.0f} |"
-        )
-    total = sum(statuses.values())
-    lines += [
-        "",
-        f"{args.clients} clients, {wall:.1f} s: {total} requests ({total / wall:.1f}/s), "
-        f"statuses {dict(sorted(statuses.items()))}, errors {len(failures)}, "
-        f"acknowledged memories {acknowledged}, lost {lost}.",
-    ]
+    failures: list[str] = []
+    for count, clients, wall, lost, load, cpu in rows:
+        answered = sum(len(v) for client in clients for v in client.latency.values())
+        statuses: dict[int, int] = {}
+        for client in clients:
+            for status, n in client.statuses.items():
+                statuses[status] = statuses.get(status, 0) + n
+        errors = [f for client in clients for f in client.failures]
+        failures += errors
+        for kind in ("write", "search") if args.op == "mixed" else ("search",):
+            values = [v for client in clients for v in client.latency[kind]]
+            p50, p95 = percentile(values, 0.5), percentile(values, 0.95)
+            lines.append(
+                f"| {count} | {kind} | {len(values)} | {len(values) / wall:.1f} | "
+                f"{(p50 or 0) * 1000:.0f} | {(p95 or 0) * 1000:.0f} | "
+                f"{cpu * 1000 / max(1, answered):.2f} | {dict(sorted(statuses.items()))} | "
+                f"{len(errors)} | {lost} | {load:.2f} |"
+            )
     print("\n".join(lines))
     for failure in failures[:10]:
         print(f"  failure: {failure}", file=sys.stderr)

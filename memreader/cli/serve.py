@@ -27,6 +27,13 @@ def add_serve_parsers(commands: Any) -> None:
     serve.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=None, help="port (default 8765)")
     serve.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="processes serving requests (default: service.workers, else the cores available); "
+        "they share per-key limits, Idempotency-Key answers and jobs through service.state",
+    )
+    serve.add_argument(
         "--log-level",
         default="info",
         choices=["critical", "error", "warning", "info", "debug"],
@@ -64,8 +71,8 @@ def run_key(args: argparse.Namespace) -> int:
 def run_serve(args: argparse.Namespace) -> int:
     """Build the app from the config and run it until interrupted."""
     try:
-        from memreader.service import ServiceConfig, create_app, load_service_config
-        from memreader.service.server import serve
+        from memreader.service import ServiceConfig, load_service_config
+        from memreader.service.workers import default_workers, serve_workers
     except ImportError as exc:
         raise ConfigError(
             f"memreader serve needs the service extra ({exc.name} is missing): "
@@ -80,7 +87,13 @@ def run_serve(args: argparse.Namespace) -> int:
     host = args.host or settings.host
     port = settings.port if args.port is None else args.port
     config.check_listen(host)
-    app = create_app(config)
-    print(f"memreader: serving on http://{host}:{port}/ (page: /ui/, API: /docs)", file=sys.stderr)
-    serve(app, settings, host=host, port=port, log_level=args.log_level)
+    workers = args.workers or settings.workers or default_workers()
+    if workers < 1:
+        raise InputError("--workers must be at least 1")
+    print(
+        f"memreader: serving on http://{host}:{port}/ (page: /ui/, API: /docs), "
+        f"{workers} worker(s)",
+        file=sys.stderr,
+    )
+    serve_workers(config, host=host, port=port, log_level=args.log_level, workers=workers)
     return 0

@@ -83,9 +83,9 @@ class LocalEmbedderConfig(BaseModel):
     weights (about 1.6x faster, cosine about 0.99 to fp32). int8 is checked once on each CPU
     (:mod:`memreader.embedders.int8_check`): where its vectors are wrong the embedder uses fp32
     and warns; ``check_int8: false`` skips the check and uses int8 whatever it gives (not
-    advised). ``threads`` is ONNX Runtime's thread count
-    (default: the cores this process may use). ``max_input_tokens`` defaults to the model's
-    ``max_seq_length`` and may not exceed it.
+    advised). ``threads`` is ONNX Runtime's thread count (default: the cores this process may
+    use, shared among ``memreader serve``'s workers). ``max_input_tokens`` defaults to the
+    model's ``max_seq_length`` and may not exceed it.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)

@@ -9,6 +9,12 @@ says so once, and names itself as fp32. Nothing on this path imports torch, tran
 sentence-transformers, so a process is ready to embed in a fraction of a second. Sessions are
 shared per ``(file, threads)`` across the process; ONNX Runtime runs one session from several
 threads safely.
+
+A session takes its share of the cores (:func:`session_threads`: the cores this process may
+use, divided among the :data:`PROCESSES_ENV` processes that share them, as ``memreader serve
+--workers N`` sets), and its threads sleep when they have nothing to do instead of spinning
+(``session.intra_op.allow_spinning`` off): N workers never run N times the cores' threads, nor
+burn a core waiting for work.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ from memreader.errors import ConfigError, EmbeddingError
 
 __all__ = [
     "BUNDLED_MODEL_NAME",
+    "PROCESSES_ENV",
     "LocalEmbedder",
     "available_cores",
     "bundled_model_path",
@@ -62,6 +69,26 @@ def available_cores() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
         return max(1, os.cpu_count() or 1)
+
+
+#: Processes on this machine sharing its cores (``memreader serve --workers N`` sets it for
+#: its workers); each ONNX Runtime session of a process takes its share.
+PROCESSES_ENV = "MEMREADER_WORKER_PROCESSES"
+
+
+def session_threads() -> int:
+    """ONNX Runtime's threads for one session of this process: its share of the cores.
+
+    >>> os.environ[PROCESSES_ENV] = str(available_cores()); session_threads()
+    1
+    >>> del os.environ[PROCESSES_ENV]; session_threads() == available_cores()
+    True
+    """
+    try:
+        processes = max(1, int(os.environ.get(PROCESSES_ENV, "1")))
+    except ValueError:
+        processes = 1
+    return max(1, available_cores() // processes)
 
 
 @dataclass(frozen=True)
@@ -116,6 +143,9 @@ def _load_session(
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
+    # Idle threads sleep: a spinning one burns a core another worker (or process) needs.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.log_severity_level = 3  # errors only: ONNX Runtime logs to stderr itself
     try:
@@ -173,7 +203,7 @@ def check_int8(
     True
     """
     model_dir, name = resolve_model(model_path)
-    threads = threads or available_cores()
+    threads = threads or session_threads()
     int8 = _session(model_dir, name, "int8", threads, auto_build)
     folder = model_folder(model_dir, name)
     digest = read_manifest(folder).get(model_file_name("int8"), "")
@@ -250,7 +280,7 @@ class LocalEmbedder(TokenizedEmbedder):
                 )
             limit = config.max_input_tokens
         tokenizer = load_tokenizer(str(model_dir / "tokenizer.json"))
-        threads = config.threads or available_cores()
+        threads = config.threads or session_threads()
         precision: Precision = config.precision
         self.int8_check: Int8Check | None = None
         if precision == "int8" and config.check_int8:

@@ -7,7 +7,8 @@ the routes read them. A request to a route that does heavy work (reads, refineme
 routes) takes one of its key's slots here and holds it until its ASGI call ends: a body still
 arriving counts, and so does a streamed answer until its last line is sent or the client went
 away (and the routes never end their call before their work has stopped, so the slot is held
-until then). All slots taken: 429 with ``Retry-After``.
+until then). All slots taken, or the key's ``requests_per_minute_per_key`` used: 429 with
+``Retry-After``.
 """
 
 from __future__ import annotations
@@ -58,6 +59,11 @@ class Admission:
             return
         try:
             principal = self.state.authenticate(Headers(scope=scope))
+        except ProblemError as problem:
+            await _refuse(problem, route, scope, receive, send)
+            return
+        try:
+            self.state.rates.take(principal.name)
         except ProblemError as problem:
             await _refuse(problem, route, scope, receive, send)
             return

@@ -107,12 +107,24 @@ class ServiceSettings(ConfigModel):
       all and from one client address; one more is answered 503 / 429 and closed.
     - ``max_concurrent_per_key`` (4): requests one key may have in flight; another is 429 with
       ``Retry-After``.
-    - ``max_concurrent_reads`` (the CPU count): reads and refinements the whole service runs
-      at once; one more waits for a turn, within its deadline (504 when none comes).
+    - ``requests_per_minute_per_key`` (none): requests to ``/v1/`` one key may send per
+      minute (refilled evenly, counted over every worker and replica); one more is 429 with
+      ``Retry-After``.
+    - ``max_concurrent_reads`` (the worker's share of the cores): reads and refinements one
+      worker runs at once; one more waits for a turn, within its deadline (504 when none
+      comes).
     - ``idempotency_ttl_s`` (86400) and ``idempotency_max_entries`` (10,000): how long and how
       many answers to ``Idempotency-Key`` requests are kept for retries.
     - ``content``: :class:`ContentAccess`; ``jobs``: :class:`JobsSettings`.
     - ``ui`` (true): serve the web page at ``/ui``.
+    - ``search_cache_s`` (1): the same search of the same user within this many seconds is
+      answered from the first, unless the store changed since (a SQLite store; 0: off).
+    - ``workers`` (the cores available): processes ``memreader serve`` runs, each with all of
+      the above; ``--workers`` overrides it.
+    - ``state`` (the store's place): where the workers and replicas share per-key slots,
+      ``Idempotency-Key`` answers and jobs (:mod:`memreader.service.shared`): ``memory``,
+      ``sqlite:///FILE`` or ``postgresql://...``; by default a SQLite store's
+      ``STORE.service-state`` file beside it, a PostgreSQL store's own database.
     """
 
     host: str = "127.0.0.1"
@@ -123,6 +135,7 @@ class ServiceSettings(ConfigModel):
     request_timeout_s: float = Field(default=120.0, gt=0, le=86_400)
     max_concurrent_per_key: int = Field(default=4, ge=1, le=1024)
     max_concurrent_reads: int | None = Field(default=None, ge=1, le=1024)
+    requests_per_minute_per_key: int | None = Field(default=None, ge=1, le=1_000_000)
     header_timeout_s: float = Field(default=10.0, gt=0, le=3600)
     body_timeout_s: float = Field(default=60.0, gt=0, le=86_400)
     max_connections: int = Field(default=1024, ge=1, le=1_000_000)
@@ -132,6 +145,9 @@ class ServiceSettings(ConfigModel):
     content: ContentAccess = Field(default_factory=ContentAccess)
     jobs: JobsSettings = Field(default_factory=JobsSettings)
     ui: bool = True
+    search_cache_s: float = Field(default=1.0, ge=0, le=3600)
+    workers: int | None = Field(default=None, ge=1, le=256)
+    state: str | None = None
 
     @model_validator(mode="after")
     def _unique_key_names(self) -> ServiceSettings:
@@ -189,6 +205,20 @@ class ServiceConfig:
         if store is None:
             return None
         return resolve_store_url(store.get_secret_value(), self.base_dir)
+
+    @property
+    def state_url(self) -> str:
+        """Where this service's shared state lives: ``service.state`` (a relative SQLite
+        file made relative to the config's folder), the one ``memreader serve --workers``
+        gave its workers, else the store's place (:func:`~memreader.service.shared.state_url_for`).
+        """
+        from memreader.batch.job import resolve_store_url
+        from memreader.service.shared import STATE_ENV, state_url_for
+
+        if self.settings.state is not None:
+            return resolve_store_url(self.settings.state, self.base_dir)
+        given = os.environ.get(STATE_ENV)
+        return given if given else state_url_for(self.store_url)
 
     def job_roots(self) -> list[Path]:
         """The resolved ``jobs.input_roots``."""

@@ -15,6 +15,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
@@ -26,18 +27,20 @@ from memreader.batch.job_run import JobSummary, run_job
 from memreader.batch.results import InputResult
 from memreader.errors import MemReaderError
 from memreader.modes import ReadMode
+from memreader.service.job_inputs import own_user, resolve_inside
+from memreader.service.job_sharing import RemoteJob, SharedCancel
 from memreader.service.keys import Principal
 from memreader.service.metrics import ServiceMetrics
 from memreader.service.models import RequestBody
 from memreader.service.problems import ProblemError, problem_for, shown
 from memreader.service.redact import PathScrub
+from memreader.service.shared import JobRecord, SharedState
 
-__all__ = ["JobInput", "JobManager", "JobRequest", "JobState"]
+__all__ = ["JobInput", "JobManager", "JobRequest", "JobState", "resolve_inside"]
 
 logger = logging.getLogger(__name__)
 
 JobStatus = Literal["running", "cancelling", "succeeded", "failed", "cancelled"]
-_GLOB = frozenset("*?[")
 
 
 class JobInput(RequestBody):
@@ -84,12 +87,21 @@ class JobState:
         self.started = time.monotonic()
         self.summary: JobSummary | None = None
         self.problem: ProblemError | None = None
+        #: Called with the job as shown after each change (the manager saves it for the
+        #: other workers).
+        self.on_change: Callable[[dict[str, Any]], None] | None = None
         self._lock = threading.Lock()
+
+    def changed(self) -> None:
+        """Tell :attr:`on_change` (outside the lock: it may write to the shared state)."""
+        if self.on_change is not None:
+            self.on_change(self.to_dict())
 
     def on_plan(self, to_read: int, skipped: int) -> None:
         with self._lock:
             self.inputs_total = to_read + skipped
             self.skipped = skipped
+        self.changed()
 
     def on_result(self, result: InputResult) -> None:
         with self._lock:
@@ -100,6 +112,7 @@ class JobState:
             self.errors += len(result.errors)
             for name, value in result.counts.items():
                 self.counts[name] = self.counts.get(name, 0) + value
+        self.changed()
 
     def to_dict(self) -> dict[str, Any]:
         """The job as ``GET /v1/jobs/{id}`` shows it."""
@@ -133,8 +146,9 @@ class JobState:
 
 
 class JobManager:
-    """The service's jobs: at most ``max_running_per_key`` running per key, the last
-    ``keep_finished`` kept for polling."""
+    """The service's jobs: at most ``max_running_per_key`` running per key (over every worker
+    sharing ``shared``), the last ``keep_finished`` kept for polling. A job runs in the worker
+    that took its request; any worker shows it and cancels it (:mod:`.job_sharing`)."""
 
     def __init__(
         self,
@@ -146,7 +160,13 @@ class JobManager:
         max_running_per_key: int,
         keep_finished: int,
         metrics: ServiceMetrics,
+        shared: SharedState | None = None,
     ) -> None:
+        if shared is None:
+            from memreader.service.shared.sqlite import SqliteSharedState
+
+            shared = SqliteSharedState(":memory:").start()
+        self.shared = shared
         self.reader = reader
         self.store_url = store_url
         self.roots = roots
@@ -178,22 +198,21 @@ class JobManager:
             )
         job_id = uuid.uuid4().hex
         config = self._job_config(principal, request, job_id)
-        with self._lock:
-            running = sum(
-                1
-                for job in self._jobs.values()
-                if job.owner == principal.name and job.status in ("running", "cancelling")
+        state = JobState(job_id, principal.name, self._scrub(job_id))
+        state.cancel = SharedCancel(lambda: self.shared.job_cancel_asked(job_id))
+        record = JobRecord(job_id, principal.name, state.to_dict(), False, self.shared.worker)
+        running = self.shared.job_add(record, self.max_running_per_key)
+        if running is not None:
+            raise ProblemError(
+                429,
+                "too-many-jobs",
+                "Too many jobs",
+                f"this key already runs {running} job(s) (max_running_per_key is "
+                f"{self.max_running_per_key}); wait for one to end or cancel it",
+                headers={"Retry-After": "5"},
             )
-            if running >= self.max_running_per_key:
-                raise ProblemError(
-                    429,
-                    "too-many-jobs",
-                    "Too many jobs",
-                    f"this key already runs {running} job(s) (max_running_per_key is "
-                    f"{self.max_running_per_key}); wait for one to end or cancel it",
-                    headers={"Retry-After": "5"},
-                )
-            state = JobState(job_id, principal.name, self._scrub(job_id))
+        state.on_change = lambda shown: self._save(job_id, shown)
+        with self._lock:
             self._jobs[job_id] = state
             self._trim()
             thread = threading.Thread(
@@ -206,25 +225,34 @@ class JobManager:
         thread.start()
         return state
 
-    def get(self, principal: Principal, job_id: str) -> JobState:
-        """The job ``job_id`` of this key (an admin key sees every job).
+    def get(self, principal: Principal, job_id: str) -> JobState | RemoteJob:
+        """The job ``job_id`` of this key (an admin key sees every job): this worker's own
+        as it runs, another's as it last saved it.
 
         Raises:
             ProblemError: 404, no such job of this key.
         """
         with self._lock:
-            state = self._jobs.get(job_id)
+            state: JobState | RemoteJob | None = self._jobs.get(job_id)
+        if state is None:
+            record = self.shared.job_load(job_id)
+            state = None if record is None else RemoteJob(record)
         if state is None or not (principal.is_admin or state.owner == principal.name):
             raise ProblemError(404, "not-found", "No such job", f"no job {shown(job_id)}")
         return state
 
-    def cancel(self, principal: Principal, job_id: str) -> JobState:
-        """Ask the job to stop (it ends as ``cancelled`` after the batch it is in)."""
+    def cancel(self, principal: Principal, job_id: str) -> JobState | RemoteJob:
+        """Ask the job to stop (it ends as ``cancelled`` after the batch it is in), whichever
+        worker runs it."""
         state = self.get(principal, job_id)
+        if isinstance(state, RemoteJob):
+            record = self.shared.job_cancel(job_id)
+            return state if record is None else RemoteJob(record)
         with state._lock:
             if state.status == "running":
                 state.status = "cancelling"
                 state.cancel.set()
+        self.shared.job_cancel(job_id)
         return state
 
     def close(self, timeout_s: float = 30.0) -> None:
@@ -254,9 +282,18 @@ class JobManager:
             with state._lock:
                 state.status = outcome  # type: ignore[assignment]
                 state.finished_at = datetime.now(timezone.utc)
+            state.changed()
             self.metrics.jobs.labels(outcome).inc()
             with self._lock:
                 self._threads.pop(state.id, None)
+
+    def _save(self, job_id: str, shown: dict[str, Any]) -> None:
+        """Save the job as shown for the other workers; a failure is logged (this worker
+        still shows it; the next change saves it again)."""
+        try:
+            self.shared.job_save(job_id, shown)
+        except MemReaderError as exc:
+            logger.warning("job %s: could not save its progress for other workers: %s", job_id, exc)
 
     def _scrub(self, job_id: str) -> PathScrub:
         """Paths under the input roots become relative, the job's state folder ``job``, the
@@ -275,6 +312,7 @@ class JobManager:
         finished = [j for j in self._jobs.values() if j.status not in ("running", "cancelling")]
         for job in finished[: max(0, len(finished) - self.keep_finished)]:
             del self._jobs[job.id]
+        self.shared.job_trim(self.keep_finished)
 
     def _job_config(self, principal: Principal, request: JobRequest, job_id: str) -> JobConfig:
         inputs = [self._input(principal, spec, n) for n, spec in enumerate(request.inputs)]
@@ -310,7 +348,7 @@ class JobManager:
         path = resolve_inside(root, spec.path, where)
         user_id = spec.user_id
         if not principal.is_admin:
-            user_id = _own_user(principal, user_id, where)
+            user_id = own_user(principal, user_id, where)
         data = spec.model_dump(exclude={"root"}, exclude_none=True)
         # Every file read must stay in the root, a symlink inside a folder of it included.
         data.update(path=str(path), within=str(root))
@@ -322,48 +360,3 @@ class JobManager:
             problem = problem_for(exc)
             problem.detail = f"{where}: {problem.detail}"
             raise problem from None
-
-
-def resolve_inside(root: Path, relative: str, where: str) -> Path:
-    """``root / relative``, resolved (symlinks followed), which must lie inside ``root``.
-
-    Raises:
-        ProblemError: 403, an absolute path, ``..``, a glob, a hidden name, or a path that
-            resolves outside ``root``.
-    """
-
-    def refused(why: str) -> ProblemError:
-        return ProblemError(403, "path-not-allowed", "Path not allowed", f"{where}.path: {why}")
-
-    if "\0" in relative or os.path.isabs(relative) or "://" in relative:
-        raise refused("must be a path relative to the input root")
-    if _GLOB & set(relative):
-        raise refused("globs are not accepted over HTTP; name a file or a folder")
-    parts = Path(relative).parts
-    if any(part == ".." for part in parts):
-        raise refused("must not hold '..'")
-    if any(part.startswith(".") and part != "." for part in parts):
-        raise refused("hidden files and folders are not inputs")
-    resolved = (root / relative).resolve()
-    if resolved != root and root not in resolved.parents:
-        raise refused("resolves outside the input root")
-    return resolved
-
-
-def _own_user(principal: Principal, user_id: dict[str, Any] | None, where: str) -> dict[str, Any]:
-    """The ``user_id`` spec of a non-admin key's input: a constant it may use (its one user
-    when the request names none)."""
-    if user_id is None:
-        only = principal.only_user()
-        if only is not None:
-            return {"from": "constant", "value": only}
-    elif user_id.get("from") == "constant" and principal.may_use(str(user_id.get("value"))):
-        return user_id
-    raise ProblemError(
-        403,
-        "forbidden-user",
-        "User not allowed",
-        f"{where}.user_id: this key may write only its own users "
-        f"({', '.join(sorted(principal.users))}); name one as "
-        '{"from": "constant", "value": USER}',
-    )

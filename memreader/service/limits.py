@@ -5,6 +5,7 @@ a per-key limit on requests in flight, and a deadline on every request that stop
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -16,24 +17,28 @@ from memreader.calls.deadlines import Deadline
 from memreader.errors import DeadlineExceeded
 from memreader.service.bodies import BodyLimit, too_large
 from memreader.service.problems import ProblemError
+from memreader.service.shared import SharedState
 
-__all__ = ["BodyLimit", "KeySlots", "deadline_problem", "too_large", "within_deadline"]
+__all__ = ["BodyLimit", "KeyRates", "KeySlots", "deadline_problem", "too_large", "within_deadline"]
 
 T = TypeVar("T")
 
 
 class KeySlots:
-    """At most ``limit`` requests in flight per key; one more is 429 with ``Retry-After``."""
+    """At most ``limit`` requests in flight per key, over every worker sharing ``shared``
+    (default: this process's memory); one more is 429 with ``Retry-After``."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, shared: SharedState | None = None) -> None:
         self.limit = limit
-        self._in_flight: dict[str, int] = {}
-        self._lock = threading.Lock()
+        if shared is None:
+            from memreader.service.shared.sqlite import SqliteSharedState
+
+            shared = SqliteSharedState(":memory:").start()
+        self.shared = shared
 
     def in_flight(self, key: str) -> int:
         """Requests of ``key`` now in flight."""
-        with self._lock:
-            return self._in_flight.get(key, 0)
+        return self.shared.slots_held(key)
 
     def acquire(self, key: str) -> Callable[[], None]:
         """Take one of ``key``'s slots; returns the release (safe to call more than once).
@@ -41,31 +46,23 @@ class KeySlots:
         Raises:
             ProblemError: 429, every slot of ``key`` is taken.
         """
-        with self._lock:
-            now = self._in_flight.get(key, 0)
-            if now >= self.limit:
-                raise ProblemError(
-                    429,
-                    "too-many-requests",
-                    "Too many requests",
-                    f"this key already has {now} requests in flight (the service's "
-                    f"max_concurrent_per_key is {self.limit}); retry after the others end",
-                    headers={"Retry-After": "1"},
-                )
-            self._in_flight[key] = now + 1
-        released = False
+        token, now = self.shared.slot_take(key, self.limit)
+        if token is None:
+            raise ProblemError(
+                429,
+                "too-many-requests",
+                "Too many requests",
+                f"this key already has {now} requests in flight (the service's "
+                f"max_concurrent_per_key is {self.limit}); retry after the others end",
+                headers={"Retry-After": "1"},
+            )
+        released = threading.Event()
 
         def release() -> None:
-            nonlocal released
-            with self._lock:
-                if released:
-                    return
-                released = True
-                left = self._in_flight[key] - 1
-                if left:
-                    self._in_flight[key] = left
-                else:
-                    del self._in_flight[key]
+            if released.is_set():
+                return
+            released.set()
+            self.shared.slot_free(token)
 
         return release
 
@@ -77,6 +74,34 @@ class KeySlots:
             yield
         finally:
             release()
+
+
+class KeyRates:
+    """At most ``per_minute`` requests per key and minute (refilled evenly), over every worker
+    sharing ``shared``; one more is 429 with ``Retry-After``. ``None``: no limit."""
+
+    def __init__(self, per_minute: int | None, shared: SharedState) -> None:
+        self.per_minute = per_minute
+        self.shared = shared
+
+    def take(self, key: str) -> None:
+        """Count one request of ``key``.
+
+        Raises:
+            ProblemError: 429, ``key`` used its requests of the last minute.
+        """
+        if self.per_minute is None:
+            return
+        wait = self.shared.rate_take(key, self.per_minute)
+        if wait > 0:
+            raise ProblemError(
+                429,
+                "rate-limited",
+                "Too many requests",
+                f"this key sent its {self.per_minute} requests of the last minute (the "
+                f"service's requests_per_minute_per_key); retry after {math.ceil(wait)} s",
+                headers={"Retry-After": str(math.ceil(wait))},
+            )
 
 
 def deadline_problem(deadline: Deadline, what: str, *, stopped: bool = True) -> ProblemError:

@@ -6,6 +6,7 @@ request's deadline; the request's slot is admission's (:mod:`memreader.service.a
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from fastapi import APIRouter, Query, Request
@@ -54,6 +55,14 @@ async def search(body: SearchRequest, request: Request) -> Response:
     state = _state(request)
     principal = state.principal(request)
     user_id = state.check_user(principal, body.user_id)
+    # Looked up only now that the key may read user_id's memories; the key names the user.
+    cache = state.search_cache
+    key = (user_id, body.model_dump_json(exclude={"user_id"}))
+    kept = cache.get(key)
+    if kept is not None:
+        return Response(kept, media_type="application/json")
+    # Read before the search runs: a write committed meanwhile makes this answer a miss.
+    version, began = cache.version(), time.monotonic()
     hits = await state.blocking(
         lambda: state.store.search(
             body.query,
@@ -70,7 +79,9 @@ async def search(body: SearchRequest, request: Request) -> Response:
         "the search",
         state.deadline(request),
     )
-    return json_response({"hits": [hit_json(hit) for hit in hits]})
+    response = json_response({"hits": [hit_json(hit) for hit in hits]})
+    cache.put(key, version, bytes(response.body), began)
+    return response
 
 
 @router.get("/v1/memories/{memory_id}")

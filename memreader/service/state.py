@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -22,15 +23,20 @@ from memreader.service.config import ServiceConfig
 from memreader.service.idempotency import IdempotencyCache, StoredAnswer
 from memreader.service.jobs import JobManager
 from memreader.service.keys import LOCAL_PRINCIPAL, KeyRing, Principal
-from memreader.service.limits import KeySlots, deadline_problem
+from memreader.service.limits import KeyRates, KeySlots, deadline_problem
 from memreader.service.metrics import ServiceMetrics
 from memreader.service.problems import ProblemError, shown
 from memreader.service.reading import http_reader_config
 from memreader.service.request_scope import admitted_principal, request_deadline
+from memreader.service.search_cache import SearchCache, sqlite_version
+from memreader.service.shared import SharedState, open_shared_state
+from memreader.service.workers import WORKERS_ENV, core_share
 from memreader.stores import MemoryStore, open_store
 from memreader.stores.urls import public_url
 
 __all__ = ["ServiceState", "json_response"]
+
+logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -57,16 +63,20 @@ class ServiceState:
         self.reader_config = http_reader_config(config.reader, settings.content, config.store_url)
         self.reader = reader if reader is not None else self.reader_config.build()
         self._store = store
+        self._search_cache: SearchCache | None = None
         self.keys = KeyRing(config.keys)
-        self.slots = KeySlots(settings.max_concurrent_per_key)
+        #: What every worker and replica shares (slots, idempotency answers, jobs).
+        self.shared = _shared_state(config)
+        self.slots = KeySlots(settings.max_concurrent_per_key, self.shared)
+        self.rates = KeyRates(settings.requests_per_minute_per_key, self.shared)
         self.idempotency = IdempotencyCache(
-            settings.idempotency_ttl_s, settings.idempotency_max_entries
+            settings.idempotency_ttl_s, settings.idempotency_max_entries, self.shared
         )
         self.metrics = ServiceMetrics()
         self.timeout_s = settings.request_timeout_s
-        #: Reads and refinements running at once in the whole service; a read waits for a
-        #: turn within its deadline.
-        self.max_reads = settings.max_concurrent_reads or os.cpu_count() or 1
+        #: Reads and refinements running at once in this worker (default: its share of the
+        #: cores); a read waits for a turn within its deadline.
+        self.max_reads = settings.max_concurrent_reads or core_share()
         self._reads = asyncio.Semaphore(self.max_reads)
         # The store calls of search/get/history/forget run here, not on the loop's default
         # executor where reads run their steps: one key's reads never queue another's search.
@@ -81,6 +91,7 @@ class ServiceState:
             max_running_per_key=settings.jobs.max_running_per_key,
             keep_finished=settings.jobs.keep_finished,
             metrics=self.metrics,
+            shared=self.shared,
         )
 
     @property
@@ -104,6 +115,24 @@ class ServiceState:
             store.category_keeper = maintainer_for(self.reader)
             self._store = store
         return self._store
+
+    @property
+    def search_cache(self) -> SearchCache:
+        """The cache of search answers (:mod:`memreader.service.search_cache`): on for a
+        SQLite store, whose writes it sees (the store is opened first).
+
+        Raises:
+            ProblemError: 409, the config names no store.
+        """
+        if self._search_cache is None:
+            from memreader.batch.job import sqlite_file
+
+            self.store  # noqa: B018 - opened first: its file must exist to be watched
+            file = sqlite_file(self.config.store_url or "")
+            ttl = self.config.settings.search_cache_s
+            version = sqlite_version(file) if file is not None and ttl > 0 else None
+            self._search_cache = SearchCache(version, ttl)
+        return self._search_cache
 
     def principal(self, request: Request) -> Principal:
         """Who sent ``request``: what admission found from its headers
@@ -240,12 +269,29 @@ class ServiceState:
         return response
 
     def close(self) -> None:
-        """Cancel the jobs, close the store and the reader."""
+        """Cancel the jobs, close the shared state, the store and the reader."""
         self.jobs.close()
+        self.shared.close()
         self.store_pool.shutdown(wait=True)
         if self._store is not None:
             self._store.close()
         self.reader.close()
+
+
+def _shared_state(config: ServiceConfig) -> SharedState:
+    """The service's shared state. A lone worker whose default state file cannot be opened
+    (the store's folder cannot be made: its requests will say why) keeps it in memory.
+
+    Raises:
+        StoreError: the configured state, or that of several workers, cannot be opened.
+    """
+    try:
+        return open_shared_state(config.state_url)
+    except StoreError as exc:
+        if config.settings.state is not None or os.environ.get(WORKERS_ENV, "1") != "1":
+            raise
+        logger.warning("%s; this worker keeps slots, answers and jobs in memory", exc)
+        return open_shared_state("memory")
 
 
 def _make_folder_of(url: str) -> None:

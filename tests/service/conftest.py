@@ -20,6 +20,7 @@ from memreader.service import ServiceConfig, ServiceSettings, create_app
 from tests.common import HASH_EMBEDDER
 from tests.service.browser import CHROMEDRIVER, CHROMIUM, wait
 from tests.service.http_client import Start, key_entries
+from tests.service.worker_apps import Workers, launch_workers
 from tests.service_server import running
 
 
@@ -84,3 +85,13 @@ def page(tmp_path: Path, browser: WebDriver) -> Iterator[WebDriver]:
         wait(browser, lambda d: d.execute_script("return document.documentElement.dataset.ready"))
         assert browser.current_url == f"{url}/ui/"
         yield browser
+
+
+@pytest.fixture
+def workers(tmp_path: Path) -> Iterator[Workers]:
+    """``workers(n, **service)``: ``n`` apps on one SQLite store in ``tmp_path`` (two workers
+    of one service), each served; their URLs and states."""
+    contexts: list[Any] = []
+    yield lambda n=2, **service: launch_workers(tmp_path, contexts, n, **service)
+    for context in reversed(contexts):
+        context.__exit__(None, None, None)

@@ -226,8 +226,22 @@ def test_memreader_serve_runs_the_guarded_server(
     monkeypatch.setattr(server.uvicorn.Server, "run", lambda self: served.append(self.config))
     config = tmp_path / "reader.yaml"
     config.write_text("config: {embedder: null}\nservice: {max_connections_per_client: 7}\n")
-    assert main(["serve", "--config", str(config), "--port", "0"]) == 0
+    assert main(["serve", "--config", str(config), "--port", "0", "--workers", "1"]) == 0
     (uvicorn_config,) = served
     assert issubclass(uvicorn_config.http, server.GuardedH11Protocol)
     assert uvicorn_config.http.guard.max_per_client == 7
     assert uvicorn_config.log_config["loggers"]["uvicorn.access"]["filters"] == ["no_query"]
+    # Each of N workers serves the shared socket on a guarded server with a guard of its own.
+    from memreader.service import load_service_config
+    from memreader.service.workers import run_worker
+
+    monkeypatch.setattr(
+        server.uvicorn.Server, "run", lambda self, sockets=None: served.append(self.config)
+    )
+    for _ in range(2):
+        run_worker(load_service_config(config), None, host="127.0.0.1", port=0, log_level="info")  # type: ignore[arg-type]
+    first, second = served[1:]
+    assert (
+        issubclass(first.http, server.GuardedH11Protocol) and first.http.guard.max_per_client == 7
+    )
+    assert first.http.guard is not second.http.guard

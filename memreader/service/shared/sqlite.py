@@ -1,0 +1,106 @@
+"""The shared state in SQLite: a state file beside the store, for the workers of one machine
+(WAL, one short ``BEGIN IMMEDIATE`` transaction per decision), or in memory for one process.
+
+>>> state = SqliteSharedState(":memory:").start()
+>>> token, held = state.slot_take("alice-app", limit=1)
+>>> held, state.slot_take("alice-app", limit=1)
+(1, (None, 1))
+>>> state.slot_free(token); state.slots_held("alice-app")
+0
+>>> state.close()
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from memreader.errors import StoreError
+from memreader.service.shared.base import IDEM, JOBS, RATES, SLOTS, WORKERS, Run, SharedState
+
+__all__ = ["SqliteSharedState"]
+
+#: Seconds a transaction waits for another worker's to end before failing.
+BUSY_TIMEOUT_S = 10.0
+
+SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS {WORKERS} (id TEXT PRIMARY KEY, seen REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS {SLOTS} (
+    token TEXT PRIMARY KEY, key TEXT NOT NULL, worker TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS {SLOTS}_key ON {SLOTS} (key);
+CREATE TABLE IF NOT EXISTS {IDEM} (
+    principal TEXT NOT NULL, route TEXT NOT NULL, key TEXT NOT NULL, digest TEXT NOT NULL,
+    created REAL NOT NULL, worker TEXT NOT NULL, status INTEGER, body BLOB, media_type TEXT,
+    PRIMARY KEY (principal, route, key));
+CREATE INDEX IF NOT EXISTS {IDEM}_created ON {IDEM} (created);
+CREATE TABLE IF NOT EXISTS {JOBS} (
+    id TEXT PRIMARY KEY, owner TEXT NOT NULL, status TEXT NOT NULL, worker TEXT NOT NULL,
+    cancel INTEGER NOT NULL, updated REAL NOT NULL, data TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS {JOBS}_owner ON {JOBS} (owner, status);
+CREATE TABLE IF NOT EXISTS {RATES} (
+    key TEXT PRIMARY KEY, tokens REAL NOT NULL, updated REAL NOT NULL);
+"""
+
+
+class SqliteSharedState(SharedState):
+    """The shared state in the SQLite file ``path`` (``":memory:"``: this process only).
+
+    One connection per process, behind a lock: the transactions are microseconds long, and
+    the workers of a machine are processes, each with its own.
+
+    Raises:
+        StoreError: the file cannot be opened or is not a state file.
+    """
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.path = path
+        self.shared = path != ":memory:"
+        self._lock = threading.Lock()
+        try:
+            if self.shared and os.path.dirname(path):
+                os.makedirs(os.path.dirname(path), exist_ok=True)  # a new store's folder
+            self._conn = sqlite3.connect(
+                path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+            )
+            if path != ":memory:":
+                self._conn.execute("PRAGMA journal_mode=WAL")
+                # Durable enough: a power cut may lose the last answers, not corrupt the file.
+                self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.executescript(SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(f"cannot open the service state file {path}: {exc}") from None
+
+    @contextmanager
+    def transaction(self, lock: str | None = None) -> Iterator[Run]:
+        """One ``BEGIN IMMEDIATE`` transaction (it takes the file's write lock at once: a
+        read-then-write never fails half way); ``lock`` is not needed."""
+
+        def run(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+            try:
+                return self._conn.execute(sql, tuple(params)).fetchall()
+            except sqlite3.Error as exc:
+                raise StoreError(f"service state file {self.path}: {exc}") from None
+
+        with self._lock:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise StoreError(f"service state file {self.path}: {exc}") from None
+            try:
+                yield run
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            try:
+                self._conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                raise StoreError(f"service state file {self.path}: {exc}") from None
+
+    def _close_connections(self) -> None:
+        with self._lock:
+            self._conn.close()

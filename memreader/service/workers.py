@@ -1,0 +1,201 @@
+"""``memreader serve --workers N``: N processes serving one listening socket, so the service
+uses every core (one Python process runs its CPU-bound work on one core at a time).
+
+The parent binds the socket, then forks the workers before it has built anything (no reader,
+no threads): each worker builds its own app (reader, store, ONNX Runtime session) and runs the
+guarded h11 server (:mod:`memreader.service.server`) on the inherited socket, so header and
+body deadlines and connection limits hold in each (``max_connections`` and
+``max_connections_per_client`` count per worker). The kernel hands each new connection to one
+worker. Per-key slots, ``Idempotency-Key`` answers and jobs live in the shared state
+(:mod:`memreader.service.shared`): a retry or a poll may reach any worker.
+
+A worker that dies is replaced (at most :data:`MAX_RESTARTS` times in a row without a minute
+of calm, then the service stops). SIGINT or SIGTERM stops every worker gracefully (uvicorn's
+shutdown: answers in flight end, jobs are cancelled).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import socket
+import sys
+import tempfile
+import time
+from types import FrameType
+
+from memreader.errors import ConfigError
+from memreader.service.config import ServiceConfig
+from memreader.service.shared import STATE_ENV
+
+__all__ = ["WORKERS_ENV", "core_share", "default_workers", "run_worker", "serve_workers"]
+
+logger = logging.getLogger(__name__)
+
+#: Set for the workers: how many share the machine (the ONNX Runtime session of each takes
+#: its share of the cores, :func:`memreader.embedders.local.session_threads`).
+WORKERS_ENV = "MEMREADER_WORKER_PROCESSES"
+MAX_RESTARTS = 5
+
+
+def default_workers() -> int:
+    """The cores this process may run on (one worker each)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def core_share() -> int:
+    """The cores of this worker: the cores available divided among the workers (at least 1).
+
+    >>> os.environ[WORKERS_ENV] = "1"; core_share() == default_workers()
+    True
+    """
+    try:
+        workers = max(1, int(os.environ.get(WORKERS_ENV, "1")))
+    except ValueError:
+        workers = 1
+    return max(1, default_workers() // workers)
+
+
+def serve_workers(
+    config: ServiceConfig, *, host: str, port: int, log_level: str, workers: int
+) -> None:
+    """Serve ``config`` with ``workers`` processes until interrupted (see the module
+    docstring); one worker serves in this process.
+
+    Raises:
+        ConfigError: the address cannot be bound, or workers keep dying.
+    """
+    from memreader.service import create_app
+    from memreader.service.server import serve
+
+    if workers <= 1:
+        serve(create_app(config), config.settings, host=host, port=port, log_level=log_level)
+        return
+    if not hasattr(os, "fork"):
+        raise ConfigError("--workers above 1 needs os.fork (Linux, macOS); run one per port")
+    sock = _bind(host, port)
+    saved = {name: os.environ.get(name) for name in (WORKERS_ENV, STATE_ENV)}
+    os.environ[WORKERS_ENV] = str(workers)  # the workers inherit it when forked
+    folder = None
+    if config.state_url == "memory":
+        # No store to share through: the workers share a state file of their own.
+        folder = tempfile.mkdtemp(prefix="memreader-serve-")
+        os.environ[STATE_ENV] = f"sqlite:///{folder}/service-state"
+    try:
+        _supervise(config, sock, host=host, port=port, log_level=log_level, workers=workers)
+    finally:
+        sock.close()
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        if folder is not None:
+            import shutil
+
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # IPPROTO_TCP by name: asyncio sets TCP_NODELAY only on sockets that say so, and the
+    # accepted connections inherit it (without it, keep-alive answers wait on delayed ACKs).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _supervise(
+    config: ServiceConfig,
+    sock: socket.socket,
+    *,
+    host: str,
+    port: int,
+    log_level: str,
+    workers: int,
+) -> None:
+    """Fork the workers, replace one that dies, stop them all on SIGINT/SIGTERM."""
+    stopping = False
+    children: set[int] = set()
+
+    def stop(signum: int, _frame: FrameType | None) -> None:
+        nonlocal stopping
+        stopping = True
+        for pid in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        for _ in range(workers):
+            children.add(_fork(config, sock, host, port, log_level))
+        restarts, calm_since = 0, time.monotonic()
+        while children:
+            try:
+                pid, status = os.wait()
+            except ChildProcessError:
+                break
+            except InterruptedError:
+                continue
+            children.discard(pid)
+            if stopping:
+                continue
+            code = os.waitstatus_to_exitcode(status)
+            logger.error("memreader serve: worker %d ended (%d); starting another", pid, code)
+            restarts = 0 if time.monotonic() - calm_since > 60 else restarts + 1
+            calm_since = time.monotonic()
+            if restarts >= MAX_RESTARTS:
+                stop(signal.SIGTERM, None)
+                raise ConfigError(
+                    f"memreader serve: workers died {MAX_RESTARTS} times within a minute; "
+                    "stopping (see the log above)"
+                )
+            children.add(_fork(config, sock, host, port, log_level))
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _fork(config: ServiceConfig, sock: socket.socket, host: str, port: int, level: str) -> int:
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 1
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_DFL)
+        run_worker(config, sock, host=host, port=port, log_level=level)
+        code = 0
+    except BaseException:  # the worker must never return into the parent's code
+        logger.exception("memreader serve: worker %d failed", os.getpid())
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def run_worker(
+    config: ServiceConfig, sock: socket.socket, *, host: str, port: int, log_level: str
+) -> None:
+    """One worker: its own app on the shared socket, on the guarded h11 server (its own
+    connection guard), until uvicorn's shutdown."""
+    import uvicorn
+
+    from memreader.service import create_app
+    from memreader.service.server import uvicorn_config
+
+    app = create_app(config)
+    server_config = uvicorn_config(app, config.settings, host=host, port=port, log_level=log_level)
+    uvicorn.Server(server_config).run(sockets=[sock])

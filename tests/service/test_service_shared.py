@@ -1,0 +1,146 @@
+"""The shared state on each backend (a SQLite state file, a real PostgreSQL via pgserver): two
+instances stand for two workers or replicas. Slots, ``Idempotency-Key`` answers and jobs
+decided by one are seen by the other; a worker that stops beating frees what it held."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from memreader.embedders.local import PROCESSES_ENV
+from memreader.errors import ConfigError
+from memreader.service.shared import (
+    JobRecord,
+    SharedState,
+    StoredAnswer,
+    open_shared_state,
+    state_url_for,
+)
+from memreader.service.shared.base import WORKERS
+from memreader.service.workers import WORKERS_ENV
+from tests.pg_server import create_database, running_server
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture(scope="module")
+def pg_admin() -> Iterator[str]:
+    with running_server() as admin_url:
+        yield admin_url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def pair(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], SharedState]]:
+    """``make()``: another worker's view of one shared state."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'm.db'}.service-state"
+    else:
+        url = create_database(request.getfixturevalue("pg_admin"), f"shared{os.getpid()}")
+    made: list[SharedState] = []
+
+    def make() -> SharedState:
+        made.append(open_shared_state(url))
+        return made[-1]
+
+    yield make
+    for state in made:
+        state.close()
+
+
+def test_slots_are_counted_over_every_worker(pair: Callable[[], SharedState]) -> None:
+    one, two = pair(), pair()
+    token, held = one.slot_take("alice-app", limit=2)
+    assert token is not None and held == 1
+    assert two.slot_take("alice-app", limit=2)[1] == 2
+    assert two.slot_take("alice-app", limit=2) == (None, 2)
+    assert one.slot_take("bob-app", limit=2)[0] is not None  # another key has its own
+    one.slot_free(token)
+    assert two.slots_held("alice-app") == 1
+
+
+def test_a_keys_rate_is_counted_over_every_worker(pair: Callable[[], SharedState]) -> None:
+    one, two = pair(), pair()
+    t = 1_000_000.0  # the bucket's clock, given: no test waits
+    assert one.rate_take("alice-app", 2, now=t) == two.rate_take("alice-app", 2, now=t) == 0
+    assert two.rate_take("alice-app", 2, now=t) == pytest.approx(30.0)  # one refills in 30 s
+    assert one.rate_take("bob-app", 2, now=t) == 0  # another key has its own bucket
+    assert one.rate_take("alice-app", 2, now=t + 15) == pytest.approx(15.0)
+    assert one.rate_take("alice-app", 2, now=t + 30) == 0
+    assert two.rate_take("alice-app", 2, now=t + 30) > 0
+
+
+def test_answers_are_kept_for_every_worker(pair: Callable[[], SharedState]) -> None:
+    one, two = pair(), pair()
+    slot = ("alice-app", "read", "order-17")
+    assert one.idem_begin(slot, "d1", 3600, 100).kind == "new"
+    assert two.idem_begin(slot, "d1", 3600, 100).kind == "running"
+    assert two.idem_begin(slot, "d2", 3600, 100).kind == "mismatch"
+    answer = StoredAnswer(200, b'{"events": []}', "application/json")
+    one.idem_finish(slot, answer)
+    replay = two.idem_begin(slot, "d1", 3600, 100)
+    assert (replay.kind, replay.answer) == ("done", answer)
+    # A failed first request is forgotten: the retry on another worker runs.
+    other = ("alice-app", "read", "order-18")
+    assert one.idem_begin(other, "d", 3600, 100).kind == "new"
+    one.idem_abandon(other)
+    assert two.idem_begin(other, "d", 3600, 100).kind == "new"
+
+
+def test_jobs_are_seen_limited_and_cancelled_from_every_worker(
+    pair: Callable[[], SharedState],
+) -> None:
+    one, two = pair(), pair()
+    data = {"id": "j1", "status": "running", "progress": {"inputs_done": 0}}
+    assert one.job_add(JobRecord("j1", "alice-app", data, False, one.worker), limit=1) is None
+    second = JobRecord("j2", "alice-app", {**data, "id": "j2"}, False, two.worker)
+    assert two.job_add(second, limit=1) == 1  # alice runs one already, on worker one
+    one.job_save("j1", {**data, "progress": {"inputs_done": 3}})
+    seen = two.job_load("j1")
+    assert seen is not None and seen.owner == "alice-app"
+    assert seen.data["progress"]["inputs_done"] == 3 and not seen.cancel
+    cancelled = two.job_cancel("j1")
+    assert cancelled is not None and cancelled.data["status"] == "cancelling"
+    assert one.job_cancel_asked("j1")
+    assert two.job_load("missing") is None and two.job_cancel("missing") is None
+    one.job_save("j1", {**data, "status": "cancelled"})
+    assert two.job_add(second, limit=1) is None  # the first ended: room for another
+    for n in range(3):
+        finished = JobRecord(f"f{n}", "bob-app", {"status": "succeeded"}, False, one.worker)
+        one.job_add(finished, limit=9)
+        one.job_save(f"f{n}", {"status": "succeeded"})
+    one.job_trim(keep=2)  # four finished (j1 and f0-f2): the two newest stay
+    assert [two.job_load(i) is not None for i in ("j1", "f0", "f1", "f2")] == [0, 0, 1, 1]
+    assert two.job_load("j2") is not None  # running jobs always stay
+
+
+def test_a_dead_workers_slots_answers_and_jobs_are_freed(
+    pair: Callable[[], SharedState],
+) -> None:
+    dead, alive = pair(), pair()
+    dead.slot_take("alice-app", limit=1)
+    dead.idem_begin(("alice-app", "read", "k"), "d", 3600, 100)
+    job = JobRecord("j", "alice-app", {"id": "j", "status": "running"}, False, dead.worker)
+    dead.job_add(job, limit=1)
+    assert alive.slot_take("alice-app", limit=1)[0] is None
+    # The dead worker's last beat is long past (it crashed: no close, no more beats).
+    with alive.transaction() as run:
+        run(f"UPDATE {WORKERS} SET seen = 0 WHERE id = ?", (dead.worker,))
+    assert alive.slot_take("alice-app", limit=1)[0] is not None
+    assert alive.idem_begin(("alice-app", "read", "k"), "d", 3600, 100).kind == "new"
+    alive.beat()  # clears what the dead worker left
+    lost = alive.job_load("j")
+    assert lost is not None and lost.data["status"] == "failed"
+    assert lost.data["problem"]["type"].endswith("worker-lost")
+
+
+def test_the_state_follows_the_store() -> None:
+    assert state_url_for("sqlite:///m.db") == "sqlite:///m.db.service-state"
+    assert state_url_for("postgresql://u@db/mem") == "postgresql://u@db/mem"
+    assert state_url_for(None) == state_url_for("sqlite://:memory:") == "memory"
+    with pytest.raises(ConfigError, match="shared-state URL"):
+        open_shared_state("redis://cache")
+    # The workers' count reaches the embedder under the name it reads.
+    assert WORKERS_ENV == PROCESSES_ENV

@@ -1,0 +1,163 @@
+"""A service in several workers: what one worker decides, every other sees. Two apps on one
+store stand for two workers (each its own process state: slots, answers, jobs; the same state
+file beside the store), and ``memreader serve --workers 2`` runs for real: an
+``Idempotency-Key`` replayed on another worker gets the first answer, a key's limit holds
+across workers, a job started on one is seen and cancelled from another."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.common import HASH_EMBEDDER, ROOT
+from tests.service.http_client import CHAT, auth, key_entries, problem, read, wait_for_job
+from tests.service.worker_apps import Workers, until
+from tests.service_server import free_port
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def test_an_idempotency_key_replayed_on_another_worker_gets_the_first_answer(
+    workers: Workers, tmp_path: Path
+) -> None:
+    (a, state_a), (b, _) = workers(2)
+    assert state_a.shared.path == str(tmp_path / "memories.db.service-state")  # type: ignore[attr-defined]
+    retry = {"Idempotency-Key": "order-17"}
+    first = read(a, store=True, headers=retry)
+    again = read(b, store=True, headers=retry)
+    assert first.status_code == again.status_code == 200, again.text
+    assert again.headers["idempotent-replayed"] == "true"
+    assert again.content == first.content
+    other_body = read(b, store=True, headers=retry, custom_tags=["changed"])
+    assert problem(other_body, 422)["type"].endswith("idempotency-key-reused")
+    # One write, whichever worker the retry reached.
+    hits = httpx.post(
+        f"{b}/v1/memories/search",
+        json={"user_id": "alice", "query": "cello"},
+        headers=auth("alice"),
+    ).json()["hits"]
+    assert len({hit["memory"]["id"] for hit in hits}) == len(first.json()["events"])
+
+
+def test_a_keys_limit_holds_across_workers(workers: Workers) -> None:
+    (a, state_a), (b, state_b) = workers(2, max_concurrent_per_key=1)
+    port = int(a.rsplit(":", 1)[1])
+    # A read on worker A whose body never comes holds alice's one slot (admission takes it
+    # from the headers).
+    with socket.create_connection(("127.0.0.1", port)) as held:
+        held.sendall(
+            b"POST /v1/read HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n"
+            b"Authorization: Bearer " + auth("alice")["Authorization"][7:].encode() + b"\r\n"
+            b"Content-Length: 100\r\n\r\n"
+        )
+        until(lambda: state_b.slots.in_flight("alice-app") == 1, "worker B sees A's slot")
+        busy = read(b, include_embeddings=False)
+        assert problem(busy, 429)["type"].endswith("too-many-requests")
+        assert read(b, "bob").status_code == 200  # another key is not held back
+    until(lambda: state_a.slots.in_flight("alice-app") == 0, "the slot is given back")
+    assert read(b, include_embeddings=False).status_code == 200
+
+
+def test_a_keys_rate_holds_across_workers(workers: Workers) -> None:
+    (a, _), (b, _) = workers(2, requests_per_minute_per_key=3)
+    # Three searches of alice's key on either worker use its minute (one refills in 20 s).
+    body = {"user_id": "alice", "query": "cello"}
+    for url in (a, b, a):
+        answer = httpx.post(f"{url}/v1/memories/search", json=body, headers=auth("alice"))
+        assert answer.status_code == 200, answer.text
+    limited = httpx.post(f"{b}/v1/memories/search", json=body, headers=auth("alice"))
+    assert problem(limited, 429)["type"].endswith("rate-limited")
+    assert 1 <= int(limited.headers["retry-after"]) <= 20
+    bob = {"user_id": "bob", "query": "cello"}
+    assert httpx.post(f"{b}/v1/memories/search", json=bob, headers=auth("bob")).status_code == 200
+
+
+def test_a_job_started_on_one_worker_is_seen_and_cancelled_from_another(
+    workers: Workers, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    for n in range(40):
+        (data / f"chat{n:02d}.json").write_text(json.dumps([CHAT] * 20))
+    (a, _), (b, _) = workers(2, jobs={"input_roots": ["data"]})
+    spec = {"inputs": [{"path": "."}], "scenes_per_call": 2}
+    started = httpx.post(f"{a}/v1/jobs", json=spec, headers=auth("alice"))
+    assert started.status_code == 202, started.text
+    job_id = started.json()["id"]
+    seen = httpx.get(f"{b}/v1/jobs/{job_id}", headers=auth("alice"))
+    assert seen.status_code == 200 and seen.json()["id"] == job_id
+    problem(httpx.get(f"{b}/v1/jobs/{job_id}", headers=auth("bob")), 404)  # walled off
+    # alice's one running job counts on every worker.
+    problem(httpx.post(f"{b}/v1/jobs", json=spec, headers=auth("alice")), 429)
+    cancelled = httpx.delete(f"{b}/v1/jobs/{job_id}", headers=auth("alice"))
+    assert cancelled.status_code == 202 and cancelled.json()["status"] == "cancelling"
+    job = wait_for_job(a, job_id, "alice")
+    assert job["status"] == "cancelled", job
+    assert job["progress"]["inputs_done"] < 40
+    until(
+        lambda: (
+            httpx.get(f"{b}/v1/jobs/{job_id}", headers=auth("alice")).json()["status"]
+            == "cancelled"
+        ),
+        "worker B shows the job's end",
+    )
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (Linux /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry))
+    return found
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="counts workers in /proc")
+@pytest.mark.parametrize("store", ["sqlite:///m.db", None], ids=["store", "no-store"])
+def test_serve_with_two_workers(tmp_path: Path, store: str | None) -> None:
+    # Without a store the workers share a state file of the parent's making.
+    reader: dict[str, Any] = {"embedder": HASH_EMBEDDER}
+    if store is not None:
+        reader["store"] = store
+    config = {"config": reader, "service": {"keys": key_entries()}}
+    (tmp_path / "service.yaml").write_text(json.dumps(config))
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    command = [sys.executable, "-m", "memreader.cli", "serve", "--config", "service.yaml"]
+    command += ["--port", str(port), "--workers", "2", "--log-level", "warning"]
+    server = subprocess.Popen(command, cwd=tmp_path, env=env)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        until(lambda: _answers(url), "the service answers", tries=3000)
+        until(lambda: len(_children(server.pid)) == 2, "two workers")
+        retry = {"Idempotency-Key": "w-1"}
+        # Each request opens its own connection: the kernel hands them to either worker.
+        answers = [read(url, store=store is not None, headers=retry) for _ in range(6)]
+        assert answers[0].status_code == 200, answers[0].text
+        assert all(answer.content == answers[0].content for answer in answers)
+        assert all(answer.headers.get("idempotent-replayed") == "true" for answer in answers[1:])
+    finally:
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(60) == 0
+    assert not _children(server.pid)
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/healthz", timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False
