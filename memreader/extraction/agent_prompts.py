@@ -37,7 +37,7 @@ STRATEGY_EXTRACT_SYSTEM: dict[Language, str] = {
         '"UserMemory" (about the user) or "LongTermMemory" (other facts), "value": the '
         'memory, "tags": [names and topic words], "source_ids": [numbers of the messages it '
         'comes from, those that give its names and dates too], "importance": 0-10 (how much '
-        'it matters to remember later), '
+        "it matters to remember later), "
         '"importance_reason": a few words, "valid_from": the date it began to hold, YYYY-MM-DD '
         "(or a date and time), resolved from the messages' timestamps, left out when unknown}], "
         '"summary": one paragraph on the whole input}.\n'
