@@ -171,12 +171,12 @@ _SCHEMA_1 = {
 
 
 def test_a_store_of_the_schema_before_is_upgraded_and_finds_cjk(backend: str, url: str) -> None:
-    with open_store(url) as store:
+    with open_store(url, text_only=True) as store:
         store.write([item(key, text) for key, text in TEXTS.items()], now=T0)
         store.delete("tea", user_id="u1")
     for statement in _SCHEMA_1[backend]:
         sql(url, statement)
-    with open_store(url) as store:  # upgraded here
+    with open_store(url, text_only=True) as store:  # upgraded here
         assert sorted(_text_ids(store, "咖啡")) == ["coffee", "zh"]
         assert _text_ids(store, "東京")[0] == "ja" and _text_ids(store, "porto") == ["porto"]
         assert _text_ids(store, "dog") == ["en"] and _text_ids(store, "红茶") == []
@@ -190,18 +190,18 @@ def test_a_store_of_the_schema_before_is_upgraded_and_finds_cjk(backend: str, ur
     else:
         indexes = dict(sql(url, "SELECT indexname, indexdef FROM pg_indexes"))
         assert "USING gin (fts)" in indexes["memreader_memories_fts"]
-    with open_store(url) as store:  # opened again: nothing left to upgrade
+    with open_store(url, text_only=True) as store:  # opened again: nothing left to upgrade
         assert sorted(_text_ids(store, "咖啡")) == ["coffee", "zh"]
     if backend == "sqlite":
         # An older memreader opening the file makes its empty index before refusing it; the
         # next open drops it again.
         sql(url, "CREATE VIRTUAL TABLE memories_fts USING fts5 (memory)")
-        open_store(url).close()
+        open_store(url, text_only=True).close()
         assert sql(url, "SELECT name FROM sqlite_master WHERE name = 'memories_fts'") == []
 
 
 def test_a_store_of_an_unknown_schema_is_refused(backend: str, url: str) -> None:
-    open_store(url).close()
+    open_store(url, text_only=True).close()
     sql(url, "UPDATE memreader_meta SET value = '9' WHERE key = 'schema'")
     with pytest.raises(StoreError, match="has store schema 9; this memreader reads 2"):
-        open_store(url)
+        open_store(url, text_only=True)
