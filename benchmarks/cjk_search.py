@@ -187,6 +187,16 @@ def _recall(ranks: list[int]) -> dict[str, float]:
     }
 
 
+def _text_store(open_store: Any, url: str) -> Any:
+    """A text-only store: ``text_only=True`` where open_store asks for it by name (since issue
+    29), a plain open for the older code ``--code`` may point at."""
+    import inspect
+
+    if "text_only" in inspect.signature(open_store).parameters:
+        return open_store(url, text_only=True)
+    return open_store(url)
+
+
 def recall(url: str, users: dict[str, Scenes], per_length: int) -> dict[str, Any]:
     """Word (and first-message) recall in the ``message`` and ``day`` layouts."""
     from memreader.stores import open_store
@@ -194,7 +204,7 @@ def recall(url: str, users: dict[str, Scenes], per_length: int) -> dict[str, Any
     out: dict[str, Any] = {}
     for name, owners in layouts(users).items():
         layout_url = url.replace("LAYOUT", name)
-        with open_store(layout_url) as store:
+        with _text_store(open_store, layout_url) as store:
             for owner, rows in owners.items():
                 store.write([_item(i, text, owner, scene=d) for i, text, d in rows])
             stored = {o: [t for _, t, _ in rows] for o, rows in owners.items()}
@@ -260,7 +270,7 @@ def latency(url: str, users: dict[str, Scenes], size: int, queries: int) -> dict
         start = rng.randrange(len(run) - length + 1)
         pieces.append(run[start : start + length])
     out: dict[str, Any] = {"memories": size}
-    with open_store(url) as store:
+    with _text_store(open_store, url) as store:
         for start in range(0, size, 500):
             chunk = texts[start : start + 500]
             store.write([_item(f"m{start + i}", t, "bench") for i, t in enumerate(chunk)])
