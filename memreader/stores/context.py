@@ -17,8 +17,8 @@ Passages are taken best first, each whole, skipping one that does not fit while 
 may; a passage taken makes the message before and after it (in its memory) a candidate at
 half its score, so the best passages get the text around them when the budget allows. A
 passage whose text was taken already (overlapping windows hold the same message twice) is
-skipped. Only when the best passage that did not fit is worth it (the block is empty, or at
-least :data:`MIN_CUT_TOKENS` are left) is it cut, at a word boundary (between words, or
+skipped. Then, when at least :data:`MIN_CUT_TOKENS` are left for its text, the best passage
+that matched the query and did not fit is cut, at a word boundary (between words, or
 between two CJK characters), and marked with ``…``.
 
 **The block**, deterministic, counted whole (tags, headers and escapes included) with the
@@ -87,9 +87,9 @@ __all__ = [
 
 #: The budget when none is given, in tokens.
 DEFAULT_CONTEXT_TOKENS = 1000
-#: The smallest budget: the block's tags and one memory's header take ~35 tokens; below 64
-#: there is no room for a message worth reading.
-MIN_CONTEXT_TOKENS = 64
+#: The smallest budget: the block's tags and one memory's header take ~45 tokens, a chat
+#: message with its time ~25 or more; below 100 little is left to read.
+MIN_CONTEXT_TOKENS = 100
 #: The largest budget (a bound for the service, far above what a prompt spends on memory).
 MAX_CONTEXT_TOKENS = 100_000
 #: How many memories are searched: more than a budget shows (the budget decides what is
@@ -164,7 +164,7 @@ class _Unit:
     index: int
     passage: Passage
     score: float
-    tokens: int | None = None
+    match: float
 
 
 def _weights(hits: Sequence[HitLike]) -> list[float]:
@@ -214,7 +214,7 @@ def _candidates(query: str, hits: Sequence[HitLike]) -> list[list[_Unit]]:
         for i, passage in enumerate(cuts[h]):
             match = _stored_match(hit, passage) if hit.passages else lexical[h][i]
             score = weight * (_FLOOR + (1 - _FLOOR) * min(1.0, max(0.0, match)))
-            row.append(_Unit(h, i, passage, score))
+            row.append(_Unit(h, i, passage, score, match))
         units.append(row)
     return units
 
@@ -270,21 +270,21 @@ def pack_context(
     for row in units:
         for unit in row:
             heapq.heappush(queue, (-unit.score, unit.hit, unit.index, 0))
-    seen: set[str] = set()
+    seen: set[tuple[object, ...]] = set()
     chosen: set[tuple[int, int]] = set()
     skipped: list[tuple[float, _Unit]] = []
     while queue and block.room() >= _SMALLEST_LINE:
-        negative, h, i, _ = heapq.heappop(queue)
+        negative, h, i, lifted = heapq.heappop(queue)
         if (h, i) in chosen:
             continue
         unit, hit = units[h][i], hits[h]
-        text = hit.memory.item.memory[unit.passage.start : unit.passage.end]
-        key = " ".join(text.split())
+        key = _identity(hit, unit.passage)
         if key in seen:
             continue
         score = -negative
         if not block.add(hit.memory, unit.passage, score):
-            skipped.append((score, unit))
+            if not lifted:  # a neighbour is there to be read whole or not at all
+                skipped.append((score, unit))
             continue
         seen.add(key)
         chosen.add((h, i))
@@ -297,21 +297,35 @@ def pack_context(
     return block.finish(len(hits))
 
 
+def _identity(hit: HitLike, passage: Passage) -> tuple[object, ...]:
+    """What makes two passages the same: the message they hold (overlapping windows hold the
+    same message twice), else their text."""
+    item = hit.memory.item
+    if passage.source_index is not None:
+        source = item.metadata.sources[passage.source_index]
+        if source.type != "doc":
+            where = (source.scene_index, source.message_index, source.part_index, source.span)
+            return (item.metadata.session_id, *where, source.content)
+    return (" ".join(item.memory[passage.start : passage.end].split()),)
+
+
 def _cut_best(
     block: Block,
     hits: Sequence[HitLike],
     skipped: list[tuple[float, _Unit]],
-    seen: set[str],
+    seen: set[tuple[object, ...]],
 ) -> None:
     """Spend what is left on the best passage that did not fit, cut at a word boundary: when
     the block is still empty, or at least :data:`MIN_CUT_TOKENS` are left."""
     for score, unit in sorted(skipped, key=lambda pair: (-pair[0], pair[1].hit, pair[1].index)):
+        if unit.match <= 0:  # text that matched nothing is read whole or not at all
+            continue
         hit = hits[unit.hit]
         text = hit.memory.item.memory[unit.passage.start : unit.passage.end]
-        if " ".join(text.split()) in seen:
+        if _identity(hit, unit.passage) in seen:
             continue
         room = block.room_for(hit.memory, unit.passage)
-        if room < MIN_CUT_TOKENS and not block.empty():
+        if room < MIN_CUT_TOKENS:
             return
         end = cut_point(block.tokenizer, text, room)
         if end is not None:

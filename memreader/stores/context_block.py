@@ -217,7 +217,7 @@ class Block:
         self._added: list[tuple[str, _Span]] = []  # each span with its memory, as added
         self._fixed = tokenizer.count(OPEN) + tokenizer.count(CLOSE)
         self._costs: dict[str, int] = {}  # per memory: its header, lines and closing tag
-        self._lines: dict[int, int] = {}  # the cost of each span's line, by id(span)
+        self._lines: dict[tuple[str, int, int, bool], int] = {}  # each line's cost, by span
 
     def empty(self) -> bool:
         """Whether no span was taken yet."""
@@ -258,11 +258,12 @@ class Block:
         return True
 
     def _line_cost(self, memory: StoredMemory, span: _Span) -> int:
-        cost = self._lines.get(id(span))
+        key = (memory.id, span.start, span.end, span.cut)
+        cost = self._lines.get(key)
         if cost is None:
             text = escape_text(memory.item.memory[span.start : span.end])
             cost = self.tokenizer.count(text + (_CUT if span.cut else "") + "\n") + 1  # + gap
-            self._lines[id(span)] = cost
+            self._lines[key] = cost
         return cost
 
     def _frame_cost(self, memory: StoredMemory, spans: Sequence[_Span]) -> int:
