@@ -45,6 +45,7 @@ characters become spaces. ``parts[i].text`` is the memory's own text, verbatim.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import math
 from collections.abc import Callable, Sequence
@@ -81,6 +82,7 @@ __all__ = [
     "ContextOrder",
     "ContextPart",
     "check_context_args",
+    "context_json",
     "pack_context",
     "search_context",
 ]
@@ -333,3 +335,28 @@ def _cut_best(
             cut = Passage(start, start + end, unit.passage.source_index)
             block.add(hit.memory, cut, score, cut=True)
         return
+
+
+def context_json(context: Context) -> dict[str, Any]:
+    """``context`` as a JSON-ready dict (times in ISO 8601): what ``POST /v1/context`` and
+    ``memreader context --json`` answer.
+
+    >>> from memreader.windowing.tokens import get_tokenizer
+    >>> context_json(pack_context("tea", [], get_tokenizer(), 200))["parts"]
+    []
+    """
+    parts = []
+    for part in context.parts:
+        shown = dataclasses.asdict(part)
+        shown["when"] = part.when.isoformat()
+        shown["messages"] = list(part.messages)
+        shown["source_indexes"] = list(part.source_indexes)
+        parts.append(shown)
+    return {
+        "text": context.text,
+        "tokens": context.tokens,
+        "max_tokens": context.max_tokens,
+        "tokenizer": context.tokenizer,
+        "searched": context.searched,
+        "parts": parts,
+    }
