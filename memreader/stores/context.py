@@ -48,6 +48,7 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -106,6 +107,7 @@ DEFAULT_TOKENIZER = "cl100k_base"
 # passage taken is a candidate at this share of that passage's score.
 _FLOOR = 0.25
 _NEIGHBOUR = 0.5
+_ASCII_WORD = re.compile(r"\w+")
 # No line of text (a word, its line break and the gap before it) costs fewer tokens.
 _SMALLEST_LINE = 3
 
@@ -184,7 +186,7 @@ def _matches(query: str, texts: list[list[str]]) -> list[list[float]]:
     wanted = text_terms(query)
     if not wanted:
         return [[0.0] * len(row) for row in texts]
-    held = [[set(text_terms(text)) for text in row] for row in texts]
+    held = [[_terms(text) for text in row] for row in texts]
     total = sum(len(row) for row in held)
     idf = {}
     for term in wanted:
@@ -192,6 +194,15 @@ def _matches(query: str, texts: list[list[str]]) -> list[list[float]]:
         idf[term] = math.log(1.0 + (total + 1) / (found + 0.5))
     whole = sum(idf.values())
     return [[sum(idf[t] for t in wanted if t in terms) / whole for terms in row] for row in held]
+
+
+def _terms(text: str) -> set[str]:
+    """:func:`~memreader.retrieval.terms.text_terms` of ``text`` as a set; ASCII text (most
+    passages, in English) takes a shortcut with the same result, ~10x faster: its words are
+    its terms (no NFKC change, no CJK run, case-folding is lower-casing)."""
+    if text.isascii():
+        return set(_ASCII_WORD.findall(text.lower()))
+    return set(text_terms(text))
 
 
 def _stored_match(hit: HitLike, passage: Passage) -> float:

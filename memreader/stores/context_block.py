@@ -217,6 +217,8 @@ class Block:
         self._added: list[tuple[str, _Span]] = []  # each span with its memory, as added
         self._fixed = tokenizer.count(OPEN) + tokenizer.count(CLOSE)
         self._costs: dict[str, int] = {}  # per memory: its header, lines and closing tag
+        # The least a memory's header and closing tag can cost (no id, source or date digits).
+        self._bare = tokenizer.count('<memory id="" date="" from="">\n</memory>\n')
         self._lines: dict[tuple[str, int, int, bool], int] = {}  # each line's cost, by span
 
     def empty(self) -> bool:
@@ -247,6 +249,10 @@ class Block:
         """Take ``passage`` of ``memory`` (``cut``: its text goes on beyond it) if it fits;
         whether it did."""
         span = _Span(passage.start, passage.end, score, _sources(passage), cut)
+        # A bound first: most candidates of a full block fail it without a header counted.
+        least = self._line_cost(memory, span) + (0 if memory.id in self._spans else self._bare)
+        if least > self.room():
+            return False
         trial = sorted([*self._spans.get(memory.id, []), span], key=lambda s: s.start)
         cost = self._frame_cost(memory, trial) + sum(self._line_cost(memory, s) for s in trial)
         if self.room() + self._costs.get(memory.id, 0) - cost < 0:
