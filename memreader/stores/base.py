@@ -390,4 +390,5 @@ class MemoryStore(CategoryStorage, DirectWrites):
         as one block for a prompt, and its parts as data: see
         :func:`memreader.stores.context.search_context` (``options``: ``max_tokens``,
         ``tokenizer``, ``k``, ``order`` and :meth:`search`'s filters)."""
-        return search_context(self.search, query, user_id=user_id, **options)
+        embedder = getattr(self, "embedder", None)  # both stores keep theirs there
+        return search_context(self.search, query, user_id=user_id, embedder=embedder, **options)

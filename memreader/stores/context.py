@@ -6,20 +6,16 @@ front door's ``context`` search first and call it.
 
 **What is packed.** Each hit's memory is cut into its passages
 (:func:`~memreader.retrieval.passages.passages_of`: a chat passage is one message,
-``user: [time]: content``). A passage's score is ``weight * (0.25 + 0.75 * match)`` in
-``[0, 1]``: ``weight`` is the hit's ``relevance`` (its rank fusion over the best hit's: flat
-across the top ranks, and without the decay that would make an old chat lose to a new note
-by years alone), ``match`` the passage's own score where the store gave one
-(``SearchHit.passages``), else the share of the query's terms
-(:func:`~memreader.retrieval.terms.text_terms`) the passage holds, each term weighted by how
-rare it is among the candidates (so ``what`` and ``did`` count for little, a name for much).
-Passages are taken best first, each whole, skipping one that does not fit while smaller ones
-may; a passage taken makes the message before and after it (in its memory) a candidate at
-half its score, so the best passages get the text around them when the budget allows. A
-passage whose text was taken already (overlapping windows hold the same message twice) is
-skipped. Then, when at least :data:`MIN_CUT_TOKENS` are left for its text, the best passage
-that matched the query and did not fit is cut, at a word boundary (between words, or
-between two CJK characters), and marked with ``…``.
+``user: [time]: content``), each scored in ``[0, 1]`` by its hit's relevance and how well it
+matches the query itself (:mod:`memreader.stores.context_scores`: the store's passage scores,
+else the query's rare terms it holds and, with the store's embedder, its cosine with the
+query). Passages are taken best first, each whole, skipping one that does not fit while
+smaller ones may; a passage taken makes the message before and after it (in its memory) a
+candidate at half its score, so the best passages get the text around them when the budget
+allows. A message already taken (overlapping windows hold the same message twice) is skipped.
+Then, when at least :data:`MIN_CUT_TOKENS` are left for its text, the best passage that
+matched the query and did not fit is cut, at a word boundary (between words, or between two
+CJK characters), and marked with ``…``.
 
 **The block**, deterministic, counted whole (tags, headers and escapes included) with the
 named tokenizer, never over ``max_tokens``; empty (``""``) when nothing was found::
@@ -47,15 +43,11 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
-import math
-import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from memreader.errors import InputError
-from memreader.retrieval.passages import Passage, passages_of
-from memreader.retrieval.terms import text_terms
+from memreader.retrieval.passages import Passage
 from memreader.stores.context_block import (
     CONTEXT_ORDERS,
     Block,
@@ -64,11 +56,9 @@ from memreader.stores.context_block import (
     ContextPart,
     cut_point,
 )
+from memreader.stores.context_scores import Candidate, HitLike, QueryEmbedder, candidates
 
 if TYPE_CHECKING:
-    from memreader.retrieval.passages import PassageHit
-    from memreader.stores.records import StoredMemory
-    from memreader.stores.scoring import ScoreParts
     from memreader.windowing.tokens import Tokenizer
 
 __all__ = [
@@ -103,11 +93,8 @@ MIN_CUT_TOKENS = 24
 DEFAULT_TOKENIZER = "cl100k_base"
 
 
-# A passage without a match of its own keeps this share of its hit's weight; a neighbour of a
-# passage taken is a candidate at this share of that passage's score.
-_FLOOR = 0.25
+# A neighbour of a passage taken is a candidate at this share of that passage's score.
 _NEIGHBOUR = 0.5
-_ASCII_WORD = re.compile(r"\w+")
 # No line of text (a word, its line break and the gap before it) costs fewer tokens.
 _SMALLEST_LINE = 3
 
@@ -146,92 +133,6 @@ def check_context_args(
         raise InputError(f"context(): tokenizer: {exc}") from None
 
 
-class HitLike(Protocol):
-    """What packing reads of a hit (:class:`memreader.stores.base.SearchHit` fits; this module
-    sits below ``base``, which calls it)."""
-
-    @property
-    def memory(self) -> StoredMemory: ...
-
-    @property
-    def score(self) -> ScoreParts: ...
-
-    @property
-    def passages(self) -> tuple[PassageHit, ...]: ...
-
-
-@dataclass
-class _Unit:
-    """One passage of one hit, as a candidate."""
-
-    hit: int
-    index: int
-    passage: Passage
-    score: float
-    match: float
-
-
-def _weights(hits: Sequence[HitLike]) -> list[float]:
-    """Each hit's weight: its ``relevance`` (its rank fusion over the best one's: how well it
-    matched, without the decay and importance that ordered the hits), else by rank."""
-    weights = [hit.score.relevance for hit in hits]
-    if not all(0 < w <= 1 for w in weights):
-        return [1.0 / (1 + rank / 10) for rank in range(len(hits))]
-    return weights
-
-
-def _matches(query: str, texts: list[list[str]]) -> list[list[float]]:
-    """Per hit, per passage: the IDF-weighted share of the query's terms it holds (rare terms
-    among all candidate passages count most)."""
-    wanted = text_terms(query)
-    if not wanted:
-        return [[0.0] * len(row) for row in texts]
-    held = [[_terms(text) for text in row] for row in texts]
-    total = sum(len(row) for row in held)
-    idf = {}
-    for term in wanted:
-        found = sum(term in terms for row in held for terms in row)
-        idf[term] = math.log(1.0 + (total + 1) / (found + 0.5))
-    whole = sum(idf.values())
-    return [[sum(idf[t] for t in wanted if t in terms) / whole for terms in row] for row in held]
-
-
-def _terms(text: str) -> set[str]:
-    """:func:`~memreader.retrieval.terms.text_terms` of ``text`` as a set; ASCII text (most
-    passages, in English) takes a shortcut with the same result, ~10x faster: its words are
-    its terms (no NFKC change, no CJK run, case-folding is lower-casing)."""
-    if text.isascii():
-        return set(_ASCII_WORD.findall(text.lower()))
-    return set(text_terms(text))
-
-
-def _stored_match(hit: HitLike, passage: Passage) -> float:
-    """The best score the store gave a passage overlapping ``passage`` (0 when none did)."""
-    return max(
-        (p.score for p in hit.passages if p.start < passage.end and passage.start < p.end),
-        default=0.0,
-    )
-
-
-def _candidates(query: str, hits: Sequence[HitLike]) -> list[list[_Unit]]:
-    """Every passage of every hit, scored (see the module docstring)."""
-    cuts = [passages_of(hit.memory.item) for hit in hits]
-    texts = [
-        [hit.memory.item.memory[p.start : p.end] for p in row]
-        for hit, row in zip(hits, cuts, strict=True)
-    ]
-    lexical = _matches(query, texts)
-    units: list[list[_Unit]] = []
-    for h, (hit, weight) in enumerate(zip(hits, _weights(hits), strict=True)):
-        row = []
-        for i, passage in enumerate(cuts[h]):
-            match = _stored_match(hit, passage) if hit.passages else lexical[h][i]
-            score = weight * (_FLOOR + (1 - _FLOOR) * min(1.0, max(0.0, match)))
-            row.append(_Unit(h, i, passage, score, match))
-        units.append(row)
-    return units
-
-
 def search_context(
     search: Callable[..., Sequence[HitLike]],
     query: str,
@@ -241,6 +142,7 @@ def search_context(
     tokenizer: str = DEFAULT_TOKENIZER,
     k: int = DEFAULT_CONTEXT_K,
     order: ContextOrder = "time",
+    embedder: QueryEmbedder | None = None,
     **filters: Any,
 ) -> Context:
     """What ``MemoryStore.context`` does: :func:`pack_context` over the ``k`` best hits of
@@ -257,7 +159,7 @@ def search_context(
     if "include_inactive" in filters:
         raise InputError("context() shows active memories only: it takes no include_inactive")
     hits = search(query, user_id=user_id, k=k, **filters)
-    return pack_context(query, hits, counter, max_tokens, order=order)
+    return pack_context(query, hits, counter, max_tokens, order=order, embedder=embedder)
 
 
 def pack_context(
@@ -267,6 +169,7 @@ def pack_context(
     max_tokens: int,
     *,
     order: ContextOrder = "time",
+    embedder: QueryEmbedder | None = None,
 ) -> Context:
     """The block of the best passages of ``hits`` (search's, best first) for ``query`` that
     fits ``max_tokens`` counted with ``tokenizer`` (see the module docstring). Hits of
@@ -277,7 +180,7 @@ def pack_context(
     ''
     """
     hits = [hit for hit in hits if hit.memory.status == "active"]
-    units = _candidates(query, hits)
+    units = candidates(query, hits, embedder)
     block = Block(tokenizer, max_tokens, order)
     queue: list[tuple[float, int, int, int]] = []
     for row in units:
@@ -285,7 +188,7 @@ def pack_context(
             heapq.heappush(queue, (-unit.score, unit.hit, unit.index, 0))
     seen: set[tuple[object, ...]] = set()
     chosen: set[tuple[int, int]] = set()
-    skipped: list[tuple[float, _Unit]] = []
+    skipped: list[tuple[float, Candidate]] = []
     while queue and block.room() >= _SMALLEST_LINE:
         negative, h, i, lifted = heapq.heappop(queue)
         if (h, i) in chosen:
@@ -325,7 +228,7 @@ def _identity(hit: HitLike, passage: Passage) -> tuple[object, ...]:
 def _cut_best(
     block: Block,
     hits: Sequence[HitLike],
-    skipped: list[tuple[float, _Unit]],
+    skipped: list[tuple[float, Candidate]],
     seen: set[tuple[object, ...]],
 ) -> None:
     """Spend what is left on the best passage that did not fit, cut at a word boundary: when

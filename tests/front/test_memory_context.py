@@ -6,6 +6,7 @@ errors naming them."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,21 +32,42 @@ def long_chat(fact: str, at: int, size: int = 60) -> list[dict[str, str]]:
     return chat
 
 
-def test_the_block_holds_the_answer_within_the_budget(memory: Memory) -> None:
-    fact = "My daughter Lucia started violin lessons at the conservatory."
-    memory.add(long_chat(fact, at=38), user_id="ana", session_id="s1")
+@pytest.fixture(scope="module")
+def local(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Memory]:
+    """A Memory with the bundled local embedder (the default), one chat of ana's (30 messages
+    of small talk: one window; two windows this alike would be stored as one memory, the
+    near duplicate of the other)."""
+    folder = tmp_path_factory.mktemp("local")
+    with Memory(store=f"sqlite:///{folder / 'm.db'}") as m:
+        m.add(long_chat(FACT, at=18, size=30), user_id="ana", session_id="s1")
+        yield m
+
+
+FACT = "My daughter Lucia started violin lessons at the conservatory."
+
+
+@pytest.mark.parametrize(
+    "question", ["violin lessons Lucia", "What instrument is my daughter learning?"]
+)
+def test_the_block_holds_the_answer_within_the_budget(local: Memory, question: str) -> None:
     tokenizer = get_tokenizer("cl100k_base")
     for budget in (100, 200, 500, 1000):
-        context = memory.context("violin lessons Lucia", user_id="ana", max_tokens=budget)
+        context = local.context(question, user_id="ana", max_tokens=budget)
         assert context.tokens == tokenizer.count(context.text) <= budget
-        assert fact in context.text
-    context = memory.context("violin lessons Lucia", user_id="ana", max_tokens=200)
+        assert FACT in context.text, (budget, context.text)
+    context = local.context(question, user_id="ana", max_tokens=200)
     best = max(context.parts, key=lambda part: part.score)
-    stored = memory.get(best.memory_id, user_id="ana")
+    stored = local.get(best.memory_id, user_id="ana")
     assert stored is not None and stored.item.memory[best.start : best.end] == best.text
-    assert fact in best.text and 38 in best.messages and best.session_id == "s1"
+    assert FACT in best.text and 18 in best.messages and best.session_id == "s1"
     assert best.when.year == 2023 and best.source.startswith("session s1, message")
     assert f'id="{best.memory_id[:8]}"' in context.text
+
+
+def test_the_hash_embedder_works_the_same_path(memory: Memory) -> None:
+    memory.add(long_chat(FACT, at=38), user_id="ana", session_id="s1")
+    context = memory.context("violin lessons Lucia", user_id="ana", max_tokens=500)
+    assert FACT in context.text and context.tokens <= 500
 
 
 def test_only_the_newest_version_of_a_fact_is_shown(memory: Memory) -> None:

@@ -178,6 +178,37 @@ def test_the_store_passage_scores_lead_when_the_store_gave_them() -> None:
     assert scores.get((0,), 0.25) == pytest.approx(0.25)
 
 
+class Embedder:
+    """Vectors by keyword: a text holding ``kitten`` or asking about a pet points one way,
+    anything else another; it counts the texts it embedded."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.texts.extend(texts)
+        return [[1.0, 0.0] if "kitten" in t or "pet" in t else [0.0, 1.0] for t in texts]
+
+
+def test_without_store_scores_the_embedder_finds_the_passage_no_word_matches() -> None:
+    messages = [*FILLER[:4], ("user", "We got a kitten called Miso."), *FILLER[4:]]
+    memory = chat_memory("m1", messages)
+    embedder = Embedder()
+    context = pack_context("my pet?", [hit(memory)], TOKENIZER, 100, embedder=embedder)
+    assert [part.messages for part in context.parts] == [(4,)]
+    # Embedded as the speaker says it, without the time: the query, then each message.
+    assert embedder.texts[0] == "my pet?" and "user: We got a kitten called Miso." in embedder.texts
+    assert pack("my pet?", [hit(memory)], 100).parts[0].messages != (4,)  # words alone miss it
+
+
+def test_store_scores_are_not_recomputed() -> None:
+    memory = chat_memory("m1", [("user", "We got a kitten."), ("user", "It rained.")])
+    scored = PassageHit(0, 10, 0.9, 0)
+    embedder = Embedder()
+    pack_context("pet", [hit(memory, passages=[scored])], TOKENIZER, 200, embedder=embedder)
+    assert embedder.texts == []
+
+
 def test_only_active_memories_are_shown() -> None:
     old = chat_memory("old", [("user", "I live in Lisbon.")], status="superseded")
     gone = chat_memory("gone", [("user", "I live in Faro.")], status="expired")
