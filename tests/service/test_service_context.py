@@ -72,3 +72,12 @@ def test_an_unknown_tokenizer_is_422_naming_it(start: Start) -> None:
     url = start()
     answer = context(url, "alice", user_id="alice", query="piano", tokenizer="o200k_nope")
     assert "tokenizer" in problem(answer, 422)["detail"]
+
+
+def test_the_route_is_documented_and_refuses_text_that_is_not_unicode(start: Start) -> None:
+    url = start()
+    assert "/v1/context" in httpx.get(f"{url}/openapi.json").json()["paths"]
+    body = '{"user_id": "alice", "query": "tea \\udfff"}'
+    headers = {**auth("alice"), "content-type": "application/json"}
+    answer = httpx.post(f"{url}/v1/context", content=body.encode(), headers=headers)
+    assert "query" in problem(answer, 422)["detail"]
