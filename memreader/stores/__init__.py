@@ -34,6 +34,7 @@ from memreader.stores.base import (
 from memreader.stores.category_api import CategoryStorage, check_keeper
 from memreader.stores.category_types import CategoryDef, CategoryKeeper, StoredCategory
 from memreader.stores.checks import check_url
+from memreader.stores.context import Context, ContextPart
 from memreader.stores.events import EventKind, WriteEvent
 from memreader.stores.records import MemoryStatus, StoredMemory
 
@@ -43,6 +44,8 @@ __all__ = [
     "CategoryDef",
     "CategoryKeeper",
     "CategoryStorage",
+    "Context",
+    "ContextPart",
     "EventKind",
     "HistoryEntry",
     "MemoryStatus",
