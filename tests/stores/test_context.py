@@ -320,16 +320,18 @@ _WORDS = st.text(
     budget=st.integers(MIN_CONTEXT_TOKENS, 700),
     query=st.text(alphabet=st.sampled_from(list("abcxyz 咖啡東京")), min_size=1, max_size=12),
     order=st.sampled_from(["time", "score"]),
+    embedded=st.booleans(),
 )
 def test_the_whole_block_never_exceeds_the_budget(
-    windows: list[list[str]], budget: int, query: str, order: str
+    windows: list[list[str]], budget: int, query: str, order: str, embedded: bool
 ) -> None:
     hits = []
     for n, contents in enumerate(windows):
         texts = [c for c in contents if c.strip()] or ["x"]
         memory = chat_memory(f"m{n}", [("user", c) for c in texts], day=1 + n)
         hits.append(hit(memory, 1.0 - n / 10))
-    context = pack(query, hits, budget, order=order)
+    embedder = Embedder() if embedded else None
+    context = pack(query, hits, budget, order=order, embedder=embedder)
     assert context.tokens == TOKENIZER.count(context.text) <= budget
     assert bool(context.parts) == bool(context.text)
     memories = {h.memory.id: h.memory.item.memory for h in hits}
