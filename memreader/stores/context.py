@@ -159,6 +159,8 @@ def search_context(
     if "include_inactive" in filters:
         raise InputError("context() shows active memories only: it takes no include_inactive")
     hits = search(query, user_id=user_id, k=k, **filters)
+    if filters.get("mode") == "text":
+        embedder = None  # a text search embeds nothing, passages included
     return pack_context(query, hits, counter, max_tokens, order=order, embedder=embedder)
 
 

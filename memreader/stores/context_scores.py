@@ -10,7 +10,8 @@ chat lose to a new note by years alone), ``match`` how well the passage itself a
   weighted by how rare it is among the candidates (``what`` and ``did`` count for little, a
   name for much), and the cosine of the query with the passage over the best passage's, for
   the passages of the best hits up to :data:`EMBEDDED_PASSAGES` (a chat message embedded as
-  ``Name: content``, without its time) when the store has an embedder;
+  ``Name: content``, without its time) when the store has an embedder (not for a ``text``
+  search);
 - else the term share alone.
 
 Measured on a LoCoMo-like set (benchmarks/evidence_retrieval.py's ``synthetic-en``: 132

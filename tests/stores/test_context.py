@@ -358,3 +358,13 @@ def test_the_store_shows_the_newest_version_only(store: MemoryStore) -> None:
         store.context("Ana", user_id="ana", include_inactive=True)
     with pytest.raises(InputError, match="max_tokens"):
         store.context("Ana", user_id="ana", max_tokens=10)
+
+
+def test_a_text_search_embeds_no_passage(store: MemoryStore) -> None:
+    store.add_memory("Ana plays chess on Tuesdays.", user_id="ana")
+    embedder = store.embedder  # type: ignore[attr-defined]
+    before = len(embedder.calls)
+    context = store.context("chess", user_id="ana", max_tokens=200, mode="text")
+    assert "chess" in context.text and len(embedder.calls) == before
+    store.context("chess", user_id="ana", max_tokens=200)
+    assert len(embedder.calls) > before  # the query, then its passages
