@@ -4,7 +4,8 @@ One subcommand per module that runs it: ``read`` (:mod:`memreader.cli.read`: sce
 document into one JSON item per line), ``models`` (:mod:`memreader.embedders.cli`: the local
 embedder's files), ``ingest`` and ``refine`` (:mod:`memreader.batch.cli`: batch jobs),
 ``search``, ``history``, ``forget`` and ``export-md`` (:mod:`memreader.cli.stores`: a memory
-store), ``add``, ``update`` and ``delete`` (:mod:`memreader.cli.direct_writes`: one memory),
+store), ``context`` (:mod:`memreader.cli.context`: the best memory text within a token budget),
+``add``, ``update`` and ``delete`` (:mod:`memreader.cli.direct_writes`: one memory),
 ``serve`` and ``key`` (:mod:`memreader.cli.serve`: the HTTP service).
 
 The global flags (``-v``/``--verbose``: ``-v`` info, ``-vv`` debug) go before or after the
@@ -26,9 +27,9 @@ Every command's exit status says what a script needs to know:
 ===  ==========================================================================================
 
 By command: ``read`` 0, 1, 2; ``ingest`` and ``refine`` 0, 1, 2, 130 (``--dry-run``: 0 or 2);
-``search`` 0 (also when nothing matches: ``no memory found`` on stderr) or 2; ``history`` 0 or
-2; ``forget`` 0 (also when nothing came from that source) or 2; ``export-md`` 0 or 2;
-``add``, ``update`` and ``delete`` 0 or 2 (2 also for a memory id the owner does not have);
+``search`` and ``context`` 0 (also when nothing matches: ``no memory found`` on stderr) or 2;
+``history`` 0 or 2; ``forget`` 0 (also when nothing came from that source) or 2; ``export-md``
+0 or 2; ``add``, ``update`` and ``delete`` 0 or 2 (2 also for a memory id the owner does not have);
 ``models build`` and ``models info`` 0 or 2 (an int8 check that fails is not a failure: fp32 is
 used); ``serve`` 0 once stopped, 2 for a bad config or a missing extra; ``key`` 0. Never a
 traceback, unless ``-v``.
@@ -45,6 +46,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memreader._version import __version__
+from memreader.cli.context import add_context_parser, run_context
 from memreader.cli.direct_writes import WRITE_COMMANDS, add_write_parsers, run_write_command
 from memreader.cli.flags import HelpFormatter
 from memreader.cli.read import add_read_parser, run_read
@@ -128,6 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_models_parser(commands)
     _add_job_parsers(commands)
     add_store_parsers(commands)
+    add_context_parser(commands)
     add_write_parsers(commands)
     add_serve_parsers(commands)
     for name, sub in commands.choices.items():
@@ -194,6 +197,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_job_command(args)
         if args.command in STORE_COMMANDS:
             return run_store_command(args)
+        if args.command == "context":
+            return run_context(args)
         if args.command in WRITE_COMMANDS:
             return run_write_command(args)
         if args.command == "serve":

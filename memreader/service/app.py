@@ -25,7 +25,13 @@ from starlette.types import Scope
 from memreader._version import __version__
 from memreader.errors import MemReaderError
 from memreader.readers.base import BaseMemReader
-from memreader.service import routes_categories, routes_jobs, routes_memories, routes_read
+from memreader.service import (
+    routes_categories,
+    routes_context,
+    routes_jobs,
+    routes_memories,
+    routes_read,
+)
 from memreader.service.admission import Admission
 from memreader.service.bodies import BodyLimit
 from memreader.service.config import ServiceConfig
@@ -73,7 +79,7 @@ def create_app(
         redoc_url=None,
     )
     app.state.service = state
-    routers = (routes_read, routes_memories, routes_jobs, routes_categories)
+    routers = (routes_read, routes_memories, routes_context, routes_jobs, routes_categories)
     for module in routers:
         app.include_router(module.router)
     _add_handlers(app)

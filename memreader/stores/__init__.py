@@ -39,6 +39,7 @@ from memreader.stores.base import (
 from memreader.stores.category_api import CategoryStorage, check_keeper
 from memreader.stores.category_types import CategoryDef, CategoryKeeper, StoredCategory
 from memreader.stores.checks import check_url
+from memreader.stores.context import Context, ContextPart
 from memreader.stores.embedder_rules import store_embedder
 from memreader.stores.events import EventKind, WriteEvent
 from memreader.stores.records import MemoryStatus, StoredMemory
@@ -50,6 +51,8 @@ __all__ = [
     "CategoryDef",
     "CategoryKeeper",
     "CategoryStorage",
+    "Context",
+    "ContextPart",
     "EventKind",
     "HistoryEntry",
     "MemoryStatus",

@@ -1,0 +1,78 @@
+"""``POST /v1/context``: the best memory text of one user that fits a token budget, as one
+block for a system prompt, and its parts as data (:meth:`memreader.stores.MemoryStore.context`).
+
+A key reads only its own users' memories, as search does; the store call runs on the store
+threads within the request's deadline."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from fastapi import APIRouter, Request
+from pydantic import Field
+from starlette.responses import Response
+
+from memreader.service.models import RequestBody
+from memreader.service.state import ServiceState, json_response
+from memreader.stores.base import SearchMode
+from memreader.stores.context import (
+    DEFAULT_CONTEXT_K,
+    DEFAULT_CONTEXT_TOKENS,
+    DEFAULT_TOKENIZER,
+    MAX_CONTEXT_TOKENS,
+    MIN_CONTEXT_TOKENS,
+    ContextOrder,
+    context_json,
+)
+
+__all__ = ["ContextRequest", "router"]
+
+router = APIRouter(tags=["memories"])
+
+
+class ContextRequest(RequestBody):
+    """``POST /v1/context``: as ``MemoryStore.context`` (active memories only)."""
+
+    user_id: str = Field(min_length=1)
+    query: str = Field(min_length=1, max_length=10_000)
+    max_tokens: int = Field(
+        default=DEFAULT_CONTEXT_TOKENS, ge=MIN_CONTEXT_TOKENS, le=MAX_CONTEXT_TOKENS
+    )
+    tokenizer: str = Field(default=DEFAULT_TOKENIZER, min_length=1, max_length=100)
+    k: int = Field(default=DEFAULT_CONTEXT_K, ge=1, le=200)
+    order: ContextOrder = "time"
+    mode: SearchMode = "hybrid"
+    types: list[str] | None = None
+    session_id: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    category: str | None = Field(default=None, min_length=1)
+
+
+@router.post("/v1/context")
+async def context(body: ContextRequest, request: Request) -> Response:
+    """The best text of ``user_id``'s active memories for ``query`` within ``max_tokens``
+    (counted with ``tokenizer``): ``text``, the block to put in a prompt, its ``tokens``, and
+    its ``parts`` (memory ids, spans, scores, times, sources)."""
+    state: ServiceState = request.app.state.service
+    principal = state.principal(request)
+    user_id = state.check_user(principal, body.user_id)
+    found = await state.blocking(
+        lambda: state.store.context(
+            body.query,
+            user_id=user_id,
+            max_tokens=body.max_tokens,
+            tokenizer=body.tokenizer,
+            k=body.k,
+            order=body.order,
+            mode=body.mode,
+            types=body.types,
+            session_id=body.session_id,
+            since=body.since,
+            until=body.until,
+            category=body.category,
+        ),
+        "the context",
+        state.deadline(request),
+    )
+    return json_response(context_json(found))
