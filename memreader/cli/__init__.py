@@ -31,8 +31,8 @@ By command: ``read`` 0, 1, 2; ``ingest`` and ``refine`` 0, 1, 2, 130 (``--dry-ru
 2; ``forget`` 0 (also when nothing came from that source) or 2; ``export-md`` 0 or 2;
 ``add``, ``update`` and ``delete`` 0 or 2 (2 also for a memory id the owner does not have);
 ``models build`` and ``models info`` 0 or 2 (an int8 check that fails is not a failure: fp32 is
-used); ``serve`` and ``mcp`` 0 once stopped, 2 for a bad config or a missing extra; ``key`` 0. Never a
-traceback, unless ``-v``.
+used); ``serve`` and ``mcp`` 0 once stopped, 2 for a bad config or a missing extra; ``key`` 0.
+Never a traceback, unless ``-v``.
 """
 
 from __future__ import annotations

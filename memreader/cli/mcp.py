@@ -68,7 +68,6 @@ def run_mcp(args: argparse.Namespace) -> int:
             "pip install 'memreader[mcp]'"
         ) from None
     from memreader.factory import MemReaderConfigFactory
-    from memreader.front.async_memory import AsyncMemory
     from memreader.service.config import ServiceConfig, load_service_config
     from memreader.service.keys import KeyRing
     from memreader.service.reading import http_reader_config
@@ -83,18 +82,16 @@ def run_mcp(args: argparse.Namespace) -> int:
     keys = KeyRing(config.keys)
     # Tool arguments are content, as a request body is over HTTP: the service's walls apply.
     reader = http_reader_config(config.reader, settings.content, config.store_url)
-    opened: list[AsyncMemory] = []
+    opened: list[Workbench] = []
 
     def build(caller_of: Any) -> MemoryServer:
-        memory = AsyncMemory(reader, store=args.store)
-        opened.append(memory)
-        resolve = getattr(memory.memory.reader.config, "resolve", None)
-        has_llm = bool(callable(resolve) and resolve("llm") is not None)
-        return MemoryServer(Workbench(memory, has_llm), caller_of, timeout_s=timeout)
+        bench = Workbench.open(reader, args.store)
+        opened.append(bench)
+        return MemoryServer(bench, caller_of, timeout_s=timeout)
 
     def close() -> None:
-        for memory in opened:
-            memory.memory.close()
+        for bench in opened:
+            bench.close()
 
     if not args.http:
         if args.user_id is None:

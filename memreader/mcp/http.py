@@ -78,9 +78,7 @@ async def _refuse(send: Send, detail: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def http_app(
-    mcp: MemoryServer, keys: KeyRing, settings: ServiceSettings, *, host: str
-) -> ASGIApp:
+def http_app(mcp: MemoryServer, keys: KeyRing, settings: ServiceSettings, *, host: str) -> ASGIApp:
     """The ASGI app: the MCP endpoint at :data:`MCP_PATH` behind :class:`KeyWall`."""
     app = mcp.server.streamable_http_app(
         streamable_http_path=MCP_PATH,

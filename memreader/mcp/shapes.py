@@ -19,11 +19,23 @@ from memreader.mcp.limits import (
     MAX_SOURCES,
     clipped,
 )
+from memreader.steps.report import ReadReport
 from memreader.stores import HistoryEntry, SearchHit, StoredCategory, WriteEvent
 from memreader.stores.records import StoredMemory
 from memreader.stores.shapes import iso
 
-__all__ = ["category_json", "entry_json", "event_json", "hit_json", "listed", "memory_json"]
+__all__ = [
+    "category_json",
+    "entry_json",
+    "event_json",
+    "hit_json",
+    "listed",
+    "memory_json",
+    "problems_json",
+]
+
+#: A problem's message in an answer, in characters.
+_PROBLEM_CHARS = 300
 
 
 def source_json(source: SourceMessage) -> dict[str, Any]:
@@ -121,3 +133,32 @@ def category_json(category: StoredCategory, resource: str | None) -> dict[str, A
 def listed(name: str, values: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """``{name: the first MAX_LISTED values, name_total: how many there are}``."""
     return {name: list(values[:MAX_LISTED]), f"{name}_total": len(values)}
+
+
+def problems_json(report: ReadReport) -> list[dict[str, Any]]:
+    """What did not go as asked in a read (nothing is dropped silently): each part that could
+    not be read or was kept as a placeholder, each window that fell back, failed or was left
+    without a vector."""
+    problems: list[dict[str, Any]] = []
+    for part in report.parts:
+        if part.status in ("error", "unsupported", "fallback"):
+            why = part.error or part.detail
+            shown = {
+                "message_index": part.message_index,
+                "part_index": part.part_index,
+                "type": part.type,
+                "status": part.status,
+                "error_type": part.error_type,
+                "error": clipped(why, _PROBLEM_CHARS) if why else None,
+            }
+            problems.append({key: value for key, value in shown.items() if value is not None})
+    for window in report.windows:
+        if window.status != "ok" or window.embedding_error:
+            why = window.error or window.fallback_reason or window.embedding_error
+            shown = {
+                "window_index": window.window_index,
+                "status": window.status if window.status != "ok" else "no vector",
+                "error": clipped(why, _PROBLEM_CHARS) if why else None,
+            }
+            problems.append({key: value for key, value in shown.items() if value is not None})
+    return problems

@@ -21,6 +21,7 @@ from memreader.calls.deadlines import in_thread
 from memreader.categories.markdown import INDEX, category_file
 from memreader.errors import MemReaderError, UnknownMemoryError
 from memreader.front.async_memory import AsyncMemory
+from memreader.front.config import ConfigLike
 from memreader.mcp import arguments as a
 from memreader.mcp.limits import MAX_LISTED, MAX_MEMORY_CHARS, clipped
 from memreader.mcp.resources import resource_uri
@@ -31,6 +32,7 @@ from memreader.mcp.shapes import (
     hit_json,
     listed,
     memory_json,
+    problems_json,
 )
 from memreader.stores import SourceSelector
 
@@ -48,6 +50,22 @@ class Workbench:
 
     memory: AsyncMemory
     has_llm: bool
+
+    @classmethod
+    def open(cls, config: ConfigLike, store: str | None = None) -> Workbench:
+        """A workbench on ``AsyncMemory(config, store=store)``.
+
+        Raises:
+            ConfigError: an invalid config or store URL.
+            StoreError: the store cannot be opened.
+        """
+        memory = AsyncMemory(config, store=store)
+        resolve = getattr(memory.memory.reader.config, "resolve", None)
+        return cls(memory, bool(callable(resolve) and resolve("llm") is not None))
+
+    def close(self) -> None:
+        """Close the memory (its store and its reader's clients)."""
+        self.memory.memory.close()
 
 
 Work = Callable[[Workbench, str, Any], Awaitable[dict[str, Any]]]
@@ -101,6 +119,7 @@ async def _remember(bench: Workbench, owner: str, args: a.Remember) -> dict[str,
         "mode": mode,
         "counts": result.counts,
         **listed("changes", changes),
+        **listed("problems", problems_json(result.report)),
     }
 
 

@@ -13,9 +13,11 @@ The user is never what a tool call says it is:
 >>> caller = stdio_caller("emily")
 >>> owner_of(caller, None), owner_of(caller, "emily")
 ('emily', 'emily')
->>> owner_of(caller, "bob")
-Traceback (most recent call last):
-memreader.mcp.users.ForbiddenUserError: this MCP server serves user 'emily' only; user_id 'bob' is not allowed
+>>> try:
+...     owner_of(caller, "bob")
+... except ForbiddenUserError as exc:
+...     print(exc)
+this MCP server serves user 'emily' only; user_id 'bob' is not allowed
 """
 
 from __future__ import annotations
