@@ -26,6 +26,13 @@ from memreader.front.memory import AddResult, Memory, _result
 from memreader.modes import ReadMode
 from memreader.steps.report import ReadReport
 from memreader.stores import HistoryEntry, SearchHit, StoredCategory, WriteEvent
+from memreader.stores.context import (
+    DEFAULT_CONTEXT_K,
+    DEFAULT_CONTEXT_TOKENS,
+    DEFAULT_TOKENIZER,
+    Context,
+    ContextOrder,
+)
 from memreader.stores.records import StoredMemory
 
 __all__ = ["AsyncMemory"]
@@ -120,6 +127,30 @@ class AsyncMemory:
     ) -> list[SearchHit]:
         """:meth:`Memory.search <memreader.front.memory.Memory.search>`, awaited."""
         call = functools.partial(self.memory.search, query, user_id=user_id, k=k, **filters)
+        return await in_thread(call)
+
+    async def context(
+        self,
+        query: str,
+        *,
+        user_id: str | None = None,
+        max_tokens: int = DEFAULT_CONTEXT_TOKENS,
+        tokenizer: str = DEFAULT_TOKENIZER,
+        k: int = DEFAULT_CONTEXT_K,
+        order: ContextOrder = "time",
+        **filters: Any,
+    ) -> Context:
+        """:meth:`Memory.context <memreader.front.memory.Memory.context>`, awaited."""
+        call = functools.partial(
+            self.memory.context,
+            query,
+            user_id=user_id,
+            max_tokens=max_tokens,
+            tokenizer=tokenizer,
+            k=k,
+            order=order,
+            **filters,
+        )
         return await in_thread(call)
 
     async def get(self, memory_id: str, *, user_id: str | None = None) -> StoredMemory | None:

@@ -50,6 +50,7 @@ from memreader.stores.checks import (
     check_types,
     moment,
 )
+from memreader.stores.context import Context, search_context
 from memreader.stores.direct_writes import DirectWrites, UnknownMemoryError
 from memreader.stores.events import EventKind, WriteEvent
 from memreader.stores.records import StoredMemory
@@ -383,3 +384,10 @@ class MemoryStore(CategoryStorage, DirectWrites):
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+    def context(self, query: str, *, user_id: str, **options: Any) -> Context:
+        """The best text of ``user_id``'s active memories for ``query`` within a token budget,
+        as one block for a prompt, and its parts as data: see
+        :func:`memreader.stores.context.search_context` (``options``: ``max_tokens``,
+        ``tokenizer``, ``k``, ``order`` and :meth:`search`'s filters)."""
+        return search_context(self.search, query, user_id=user_id, **options)
