@@ -16,6 +16,8 @@ drawing to the classes)::
     │   │   ├── UnknownRoleError
     │   │   └── InvalidChatTimeError
     │   ├── InvalidInfoError
+    │   ├── ForbiddenUserError                mcp/users.py
+    │   ├── UnknownResourceError              mcp/resources.py
     │   └── DocumentError
     │       ├── FetchError
     │       │   └── BlockedAddressError
@@ -41,6 +43,7 @@ drawing to the classes)::
     ├── ResponseTooLargeError                 transport/body.py
     ├── UnreadableResponseError               transport/body.py
     ├── OutputError                           cli/output.py
+    ├── UnauthorizedError                     mcp/users.py
     ├── DeadlineExceeded
     └── InternalError
 """

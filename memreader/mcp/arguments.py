@@ -27,6 +27,7 @@ from memreader.mcp.limits import (
     MAX_TEXT_CHARS,
     MAX_TOKENS,
 )
+from memreader.stores.context import DEFAULT_CONTEXT_TOKENS, MIN_CONTEXT_TOKENS
 
 __all__ = [
     "Context",
@@ -174,10 +175,22 @@ class Context(ToolArguments):
         description="What the coming answer is about (e.g. the user's question).",
     )
     max_tokens: int = Field(
-        default=1_000,
-        ge=1,
+        default=DEFAULT_CONTEXT_TOKENS,
+        ge=MIN_CONTEXT_TOKENS,
         le=MAX_TOKENS,
         description="The most tokens the block may take in your prompt.",
+    )
+    category: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_ID_CHARS,
+        description="Only memories of this category (list_categories names them).",
+    )
+    session_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_ID_CHARS,
+        description="Only memories of this conversation.",
     )
 
 

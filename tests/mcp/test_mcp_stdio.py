@@ -93,8 +93,12 @@ def test_remember_recall_context_then_forget(tmp_path: Path, home: Path) -> None
 
             block = await client.call_tool("context", {"query": "Lisbon", "max_tokens": 200})
             assert not block.is_error, block.content[0].text
-            assert "Lisbon" in block.content[0].text
-            assert block.structured_content["text"] == block.content[0].text
+            text = block.content[0].text
+            assert text.startswith("<memories") and "I moved to Lisbon" in text
+            shown = block.structured_content
+            assert shown["text"] == text and shown["tokens"] <= 200
+            assert [part["memory_id"] for part in shown["parts"]] == [memory_id]
+            assert shown["parts"][0]["messages"] == [0, 1]
 
             forgot = answer(await client.call_tool("forget", {"session_id": "s1"}))
             assert [e["event"] for e in forgot["events"]] == ["EXPIRE"]
