@@ -22,12 +22,12 @@ from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from memreader.mcp.server import MemoryServer
+from memreader.mcp.server import CallerOf, MemoryServer
 from memreader.mcp.users import UnauthorizedError, http_caller
 from memreader.service.config import ServiceSettings
-from memreader.service.keys import KeyRing
+from memreader.service.keys import KeyRing, Principal
 
-__all__ = ["MCP_PATH", "KeyWall", "http_app", "serve_http"]
+__all__ = ["MCP_PATH", "KeyWall", "callers", "http_app", "serve_http"]
 
 #: Where the MCP endpoint is.
 MCP_PATH = "/mcp"
@@ -90,10 +90,10 @@ def http_app(mcp: MemoryServer, keys: KeyRing, settings: ServiceSettings, *, hos
     return KeyWall(app, keys)
 
 
-def callers(keys: KeyRing, fixed_user: str | None) -> Any:
+def callers(keys: KeyRing, fixed_user: str | None) -> CallerOf:
     """Who sends each request: its key, or the ``--user-id`` user of a keyless server."""
 
-    def caller_of(ctx: Any) -> Any:
+    def caller_of(ctx: Any) -> Principal:
         request = getattr(ctx, "request", None)
         headers = getattr(request, "headers", None) or {}
         return http_caller(keys, headers, fixed_user)

@@ -37,7 +37,7 @@ from memreader.mcp.resources import (
     read_resource,
 )
 from memreader.mcp.tools import TOOLS, Workbench
-from memreader.mcp.users import ForbiddenUserError, owner_of
+from memreader.mcp.users import owner_of
 from memreader.service.keys import ANY_USER, Principal
 
 __all__ = ["INSTRUCTIONS", "CallerOf", "MemoryServer"]
@@ -146,7 +146,7 @@ class MemoryServer:
             )
         except UnknownResourceError as exc:
             raise MCPError(_RESOURCE_NOT_FOUND, f"{type(exc).__name__}: {exc}") from None
-        except (ForbiddenUserError, MemReaderError) as exc:
+        except MemReaderError as exc:
             raise MCPError(_INVALID_PARAMS, clipped(f"{type(exc).__name__}: {exc}")) from None
         contents = types.TextResourceContents(uri=params.uri, text=text, mime_type="text/markdown")
         return types.ReadResourceResult(contents=[contents])

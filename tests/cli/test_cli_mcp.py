@@ -37,6 +37,7 @@ def _config(tmp_path: Path, keys: bool) -> str:
         ),
         (["--http", "--user-id", "alice"], True, "--user-id is for a server without keys"),
         (["--user-id", "a", "--timeout", "0"], False, "--timeout must be a number of seconds > 0"),
+        (["--user-id", "a", "--store", "bogus://x"], False, "unknown memory store 'bogus'"),
     ],
 )
 def test_a_call_that_cannot_be_served_exits_2(
