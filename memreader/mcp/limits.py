@@ -4,7 +4,8 @@ that stops the call's work (not only the wait for it).
 Arguments are checked by the tools' argument models (:mod:`memreader.mcp.arguments`) against the
 sizes here; answers are bounded by construction (at most :data:`MAX_K` hits, each memory's text
 and each quoted source clipped with a marker saying how much was cut, at most
-:data:`MAX_LISTED` events, categories or history entries).
+:data:`MAX_LISTED` events, categories or history entries, a Markdown file at most
+:data:`MAX_RESOURCE_CHARS`).
 
 >>> clipped("tea" * 20, 40)
 'teateatea… [clipped 51 of 60 characters]'
@@ -30,6 +31,7 @@ __all__ = [
     "MAX_MESSAGES",
     "MAX_QUERY_CHARS",
     "MAX_QUOTE_CHARS",
+    "MAX_RESOURCE_CHARS",
     "MAX_SOURCES",
     "MAX_TEXT_CHARS",
     "MAX_TOKENS",
@@ -61,6 +63,8 @@ MAX_QUOTE_CHARS = 500
 MAX_SOURCES = 10
 #: Events, history entries or categories in one answer (the total is given beside them).
 MAX_LISTED = 200
+#: A Markdown resource, in characters (a category of thousands of memories: clipped, marked).
+MAX_RESOURCE_CHARS = 1_000_000
 #: Seconds one call may run when the config says nothing (``service.request_timeout_s``).
 DEFAULT_TIMEOUT_S = 120.0
 

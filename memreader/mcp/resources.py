@@ -23,6 +23,7 @@ import mcp_types as types
 from memreader.categories.markdown import INDEX, render_file, render_memory
 from memreader.errors import InputError
 from memreader.front.memory import Memory
+from memreader.mcp.limits import MAX_RESOURCE_CHARS, clipped
 
 __all__ = [
     "MARKDOWN",
@@ -106,7 +107,8 @@ def list_resources(memory: Memory, users: list[str]) -> list[types.Resource]:
 
 
 def read_resource(memory: Memory, user_id: str, file: str) -> str:
-    """The Markdown text of ``user_id``'s ``file`` (blocking: it reads the store).
+    """The Markdown text of ``user_id``'s ``file`` (blocking: it reads the store), at most
+    :data:`~memreader.mcp.limits.MAX_RESOURCE_CHARS` characters.
 
     Raises:
         UnknownResourceError: the user's memory has no such file.
@@ -117,4 +119,5 @@ def read_resource(memory: Memory, user_id: str, file: str) -> str:
             f"the memory of user {user_id[:200]!r} has no file {file[:200]!r} (index.md lists "
             "the category files)"
         )
-    return body.decode("utf-8")
+    # A category of thousands of memories is clipped, with a marker saying how much.
+    return clipped(body.decode("utf-8"), MAX_RESOURCE_CHARS)
