@@ -4,6 +4,12 @@ each a call of :class:`~memreader.front.async_memory.AsyncMemory` for the caller
 Every tool answers a JSON object (also as the call's text, for clients that show only text);
 :mod:`memreader.mcp.server` checks the arguments, decides the user, runs the work within the
 call's deadline and turns a library error into an MCP tool error.
+
+>>> list(TOOLS)[:3]
+['remember', 'recall', 'context']
+>>> hints = TOOLS["delete_memory"].listing().annotations
+>>> hints.read_only_hint, hints.destructive_hint
+(False, True)
 """
 
 from __future__ import annotations
