@@ -27,7 +27,7 @@ from pydantic import ValidationError
 
 from memreader._version import __version__
 from memreader.calls.deadlines import Deadline, in_thread
-from memreader.errors import MemReaderError
+from memreader.errors import InputError, MemReaderError
 from memreader.mcp.limits import DEFAULT_TIMEOUT_S, clipped, within
 from memreader.mcp.resources import (
     TEMPLATES,
@@ -58,6 +58,7 @@ _ERROR_CHARS = 2_000
 #: JSON-RPC's "resource not found" (the MCP specification's code for resources/read).
 _RESOURCE_NOT_FOUND = -32002
 _INVALID_PARAMS = -32602
+_INTERNAL_ERROR = -32603
 
 
 class MemoryServer:
@@ -125,9 +126,12 @@ class MemoryServer:
         caller = self.caller_of(ctx)
         # An admin's users are not listed (there is no list of every user): the templates are.
         users = sorted(user for user in caller.users if user != ANY_USER)
-        found = await self._bounded(
-            lambda: list_resources(self.bench.memory.memory, users), "listing resources"
-        )
+        try:
+            found = await self._bounded(
+                lambda: list_resources(self.bench.memory.memory, users), "listing resources"
+            )
+        except MemReaderError as exc:
+            raise MCPError(_INTERNAL_ERROR, clipped(f"{type(exc).__name__}: {exc}")) from None
         return types.ListResourcesResult(resources=found)
 
     async def _list_templates(
@@ -147,7 +151,9 @@ class MemoryServer:
         except UnknownResourceError as exc:
             raise MCPError(_RESOURCE_NOT_FOUND, f"{type(exc).__name__}: {exc}") from None
         except MemReaderError as exc:
-            raise MCPError(_INVALID_PARAMS, clipped(f"{type(exc).__name__}: {exc}")) from None
+            # The caller's mistake (another user, a bad URI) or the server's (the store, time).
+            code = _INVALID_PARAMS if isinstance(exc, InputError) else _INTERNAL_ERROR
+            raise MCPError(code, clipped(f"{type(exc).__name__}: {exc}")) from None
         contents = types.TextResourceContents(uri=params.uri, text=text, mime_type="text/markdown")
         return types.ReadResourceResult(contents=[contents])
 
