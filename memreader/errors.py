@@ -17,6 +17,8 @@ drawing to the classes)::
     │   │   ├── UnknownRoleError
     │   │   └── InvalidChatTimeError
     │   ├── InvalidInfoError
+    │   ├── ForbiddenUserError                mcp/users.py
+    │   ├── UnknownResourceError              mcp/resources.py
     │   └── DocumentError
     │       ├── FetchError
     │       │   └── BlockedAddressError
@@ -42,6 +44,7 @@ drawing to the classes)::
     ├── ResponseTooLargeError                 transport/body.py
     ├── UnreadableResponseError               transport/body.py
     ├── OutputError                           cli/output.py
+    ├── UnauthorizedError                     mcp/users.py
     ├── DeadlineExceeded
     └── InternalError
 """
