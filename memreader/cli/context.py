@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from typing import Any
 
@@ -42,7 +41,7 @@ __all__ = ["add_context_parser", "run_context"]
 
 def add_context_parser(commands: Any) -> None:
     """Add ``context`` to the subcommands ``commands``."""
-    from memreader.cli.stores import add_store_flag
+    from memreader.cli.store_access import add_store_flag
 
     command = commands.add_parser(
         "context", help="the best memory text within a token budget, as a block for a prompt"
@@ -93,39 +92,32 @@ def add_context_parser(commands: Any) -> None:
 
 def run_context(args: argparse.Namespace) -> int:
     """Run ``context``; 0 when done (bad input raises :class:`~memreader.errors.InputError`)."""
-    from memreader.cli.stores import STORE_ENV, _open, _query_embedder, _time
+    from memreader.cli.store_access import cli_embedder, open_cli_store, parse_time, store_url
 
-    url = args.store or os.environ.get(STORE_ENV)
-    if not url:
-        raise InputError(f"context needs --store URL (or ${STORE_ENV})")
+    url = store_url(args)
     if not args.user_id or not args.user_id.strip():
         raise InputError("context needs --user-id (every memory has an owner)")
     # Checked before a model is loaded.
     check_context_args(args.query, args.max_tokens, args.tokenizer, args.order)
-    since, until = _time(args.since, "--since"), _time(args.until, "--until")
+    since, until = parse_time(args.since, "--since"), parse_time(args.until, "--until")
     if args.no_embedding and args.mode == "vector":
         raise InputError("--mode vector needs a query vector: drop --no-embedding")
-    embedder = None if args.no_embedding or args.mode == "text" else _query_embedder(args.config)
-    try:
-        with _open(url, embedder) as store:
-            found = store.context(
-                args.query,
-                user_id=args.user_id,
-                max_tokens=args.max_tokens,
-                tokenizer=args.tokenizer,
-                k=args.k,
-                order=args.order,
-                types=args.types,
-                since=since,
-                until=until,
-                session_id=args.session_id,
-                mode=args.mode,
-                category=args.category,
-            )
-    finally:
-        close = getattr(embedder, "close", None)
-        if callable(close):
-            close()
+    off = args.no_embedding or args.mode == "text"
+    with cli_embedder(args.config, off=off) as embedder, open_cli_store(url, embedder) as store:
+        found = store.context(
+            args.query,
+            user_id=args.user_id,
+            max_tokens=args.max_tokens,
+            tokenizer=args.tokenizer,
+            k=args.k,
+            order=args.order,
+            types=args.types,
+            since=since,
+            until=until,
+            session_id=args.session_id,
+            mode=args.mode,
+            category=args.category,
+        )
     if args.json:
         print(json.dumps(context_json(found), ensure_ascii=False, indent=1))
     elif found.text:
