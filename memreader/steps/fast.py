@@ -10,6 +10,7 @@ fast_items  windows, info, custom_tags   items, emitted  fast
 from __future__ import annotations
 
 from memreader.items import TextualMemoryItem
+from memreader.modes import FAST_TAG
 from memreader.pipeline import Step
 from memreader.steps.items import make_item, memory_type_for
 from memreader.steps.registry import STEPS
@@ -30,7 +31,7 @@ class FastItems(Step):
     modes = frozenset({"fast"})
 
     def run(self, state: ReadState, runtime: ReaderRuntime) -> None:
-        tags = ["mode:fast", *state.custom_tags]
+        tags = [FAST_TAG, *state.custom_tags]
         result: list[list[TextualMemoryItem]] = []
         for ws in state.windows:
             items = []

@@ -13,6 +13,7 @@ from typing import Any
 from memreader.extraction import WindowOutcome
 from memreader.extraction.importance import Importance, heuristic_importance, source_importance
 from memreader.items import MemoryType, SourceMessage, TextualMemoryItem, TextualMemoryItemMetadata
+from memreader.modes import FALLBACK_TAG_PREFIX
 from memreader.steps.report import WindowReport
 
 # Namespace for item ids: uuid5 over the item's owner, position and content.
@@ -152,7 +153,7 @@ def fine_window_items(
             info=info,
             sources=list(sources),
             memory_type=memory_type_for(sources),
-            tags=_unique(["mode:fine", f"fallback:{reason}", *custom_tags]),
+            tags=_unique(["mode:fine", f"{FALLBACK_TAG_PREFIX}{reason}", *custom_tags]),
             id_parts=(*id_base, "fallback"),
             background=outcome.summary,
             importance=source_importance(sources),

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from memreader.items import TextualMemoryItem
+from memreader.modes import is_verbatim
 from memreader.stores.events import EventKind, WriteEvent
 from memreader.stores.records import MemoryStatus
 from memreader.stores.write_decisions import (
@@ -60,6 +61,15 @@ class Prepared(Generic[V]):
     def model(self) -> str:
         """The item's embedding model ("" when unknown)."""
         return self.item.metadata.embedding_model or ""
+
+    @property
+    def verbatim(self) -> bool:
+        """Whether the item's text is its messages as read (a fast-mode window or a fine-mode
+        fallback: :func:`~memreader.modes.is_verbatim`). Such an item is deduplicated by its
+        exact text only, never reinforces a near duplicate: two windows of small talk can
+        embed within 0.95 of each other while one of them holds a fact the other lacks, and a
+        reinforced item's text is not stored, so search would never find that fact."""
+        return is_verbatim(self.item.metadata.tags)
 
 
 def prepared(
@@ -116,7 +126,7 @@ class ChangeRules(ABC, Generic[V]):
             p.content_hash,
             same_id=Found(p.item.id, by_id[1], by_id[2]) if by_id else None,
             same_hash=Found(by_hash[1], p.content_hash, by_hash[2]) if by_hash else None,
-            nearest=self._nearest(p) if by_hash is None else None,
+            nearest=self._nearest(p) if by_hash is None and not p.verbatim else None,
             threshold=self.threshold,
             reconcile=meta.reconcile,
             target=self._target(meta.user_id, meta.reconcile.target_id) if meta.reconcile else None,
