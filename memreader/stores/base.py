@@ -44,6 +44,7 @@ from memreader.stores.checks import (
     aware,
     check_k,
     check_memory_id,
+    check_min_score,
     check_owner,
     check_seen,
     check_session,
@@ -216,6 +217,7 @@ class MemoryStore(CategoryStorage, DirectWrites):
         now: datetime | None = None,
         mode: SearchMode = "hybrid",
         category: str | None = None,
+        min_score: float | None = None,
     ) -> list[SearchHit]:
         """The ``k`` best memories of ``user_id`` for ``query``, best first.
 
@@ -223,6 +225,14 @@ class MemoryStore(CategoryStorage, DirectWrites):
         ``valid_from``, else its ``recorded_at``); ``now`` is the time decay is measured to;
         ``mode`` (:data:`SearchMode`) which lists are fused; ``category`` keeps the memories
         linked to that category of the owner only (:meth:`link_categories`).
+
+        Each hit's ``score`` (:class:`ScoreParts`) says why it ranked: ``relevance`` is how
+        well its best passage matches the query (0: nothing of it, 1: a near paraphrase),
+        ``final`` (what hits are sorted by, in [0, 1]) that times a small importance factor
+        and the memory's age decay; ``passages`` name the spans of its text that matched,
+        best first. ``min_score`` (in [0, 1]; ``None``: no cut) drops the hits whose
+        relevance is below it, so a query about nothing stored returns few or none:
+        :data:`~memreader.stores.scoring.RECOMMENDED_MIN_SCORE` is the measured cut.
 
         Raises:
             InputError: a bad argument (``mode`` not one of :data:`SEARCH_MODES`, ``k`` not in
@@ -242,6 +252,7 @@ class MemoryStore(CategoryStorage, DirectWrites):
             session_id=check_session(session_id),
             include_inactive=include_inactive,
             category=check_category(category) if category is not None else None,
+            min_score=check_min_score(min_score),
         )
         return self._search(query, check_owner(user_id), check_k(k), filters, moment(now), mode)
 

@@ -8,7 +8,7 @@ transaction."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -18,6 +18,7 @@ from memreader.items import TextualMemoryItem
 from memreader.stores.base import ScoreParts, SearchHit
 from memreader.stores.checks import Filters
 from memreader.stores.events import WriteEvent
+from memreader.stores.passage_scoring import ScoredPassages, score_passages
 from memreader.stores.scoring import (
     Candidate,
     affordable_words,
@@ -26,6 +27,7 @@ from memreader.stores.scoring import (
     rank_candidates,
 )
 from memreader.stores.sqlite.categories import category_rowids, drop_links
+from memreader.stores.sqlite.passages import read_passages
 from memreader.stores.sqlite.schema import (
     MEMORY_COLUMNS,
     iso,
@@ -254,7 +256,10 @@ class StoreOps:
         vector: Sequence[float] | None,
         now: datetime,
     ) -> list[SearchHit]:
-        """The hybrid search of :meth:`MemoryStore.search` (see :mod:`memreader.stores.scoring`)."""
+        """The hybrid search of :meth:`MemoryStore.search` (see :mod:`memreader.stores.scoring`):
+        the vector and full-text lists pick the candidates, their passages score them
+        (:mod:`memreader.stores.passage_scoring`); ``query`` is empty in vector mode (then
+        words do not count)."""
         n = max(CANDIDATES, 5 * k)
         owned = self.vectors(owner)
         q = unit(vector) if vector is not None else None
@@ -293,10 +298,15 @@ class StoreOps:
                 continue  # a time edited into something else: that row is passed over
             similarity = owned.cosine(rowid, q) if q is not None else None
             candidates.append((rowid, importance, moment, similarity))
+        sets = read_passages(self.conn, [(c[0], c[3]) for c in candidates])
+        passages = score_passages(query, q, sets, lexical_weight=None if query else 0.0)
+        matches = {rowid: found.best for rowid, found in passages.items()}
         scored = rank_candidates(
-            candidates, ranks, text_ranks, now, self.gamma, self.importance_weight
+            candidates, ranks, text_ranks, now, self.gamma, self.importance_weight, matches
         )
-        return self._hits(scored[:k])
+        if filters.min_score is not None:
+            scored = [hit for hit in scored if hit[1].relevance >= filters.min_score]
+        return self._hits(scored[:k], passages)
 
     def _text_search(self, query: str, owner: str, filters: Filters, n: int) -> list[int]:
         """The rowids of the best ``n`` full-text matches: by bm25 over every row holding the
@@ -360,7 +370,11 @@ class StoreOps:
                 ).fetchone()[0]
         return {word: self._word_rows[word] for word in words}
 
-    def _hits(self, scored: list[tuple[int, ScoreParts]]) -> list[SearchHit]:
+    def _hits(
+        self,
+        scored: list[tuple[int, ScoreParts]],
+        passages: Mapping[int, ScoredPassages],
+    ) -> list[SearchHit]:
         if not scored:
             return []
         marks = ", ".join("?" * len(scored))
@@ -370,7 +384,11 @@ class StoreOps:
         )
         memories = {row[0]: memory_from_row(row) for row in rows}
         # A row that cannot be read is passed over (a warning names it), not the whole search.
-        return [SearchHit(m, parts) for rowid, parts in scored if (m := memories.get(rowid))]
+        return [
+            SearchHit(m, parts, found.hits() if (found := passages.get(rowid)) else ())
+            for rowid, parts in scored
+            if (m := memories.get(rowid))
+        ]
 
     def purge(self, cutoff: datetime) -> int:
         """Remove expired and superseded memories retired before ``cutoff``, with their keys,

@@ -1,0 +1,199 @@
+"""How a search scores the passages of its candidates (both stores): each passage of each
+candidate memory by the cosine of its own vector with the query's (the memory's vector when the
+passage has none: a memory written before passages were stored) and by how much of the query's
+rarer words it holds; a memory's match is its best passage's.
+
+A window of ~780 tokens holds a dozen messages; its one vector (read by a model that sees the
+first 256 tokens) is the blur of them all, so a question about one message ranks the window by
+the blur. Scoring the window's messages one by one finds the message, and says which it is.
+
+>>> scored = score_passages(
+...     "where did Ana move?",
+...     None,
+...     [PassageSet(1, "user: I moved to Porto.\\nuser: Ana moved to Lisbon.",
+...                 [Passage(0, 22, 0), Passage(23, 49, 1)], None, None)],
+... )
+>>> [(p.start, p.end, round(p.score, 2)) for p in scored[1].hits()]
+[(23, 49, 0.18), (0, 22, 0.0)]
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from memreader.retrieval.passages import Passage, PassageHit
+from memreader.retrieval.terms import fold, is_cjk, text_terms
+
+__all__ = [
+    "COSINE_FLOOR",
+    "COSINE_FULL",
+    "LEXICAL_WEIGHT",
+    "PassageSet",
+    "ScoredPassages",
+    "calibrated",
+    "score_passages",
+]
+
+#: The cosine below which a vector match counts for nothing, and (:data:`COSINE_FULL`) the one
+#: at which it counts fully: a linear map onto [0, 1] between them. Measured with MiniLM
+#: (benchmarks/RESULTS.md "Passage-level hits"): a question's evidence message scores a cosine
+#: of 0.3-0.8 with it, while the best passage of an owner's ~35 windows for a question about
+#: something never said scores 0.1-0.45 (median 0.2). The map keeps order, so it changes no
+#: ranking; it only makes the number readable: 0 unrelated, 1 a near paraphrase.
+COSINE_FLOOR = 0.15
+COSINE_FULL = 0.75
+
+#: How much the share of the query's words a passage holds (rarer words weighing more) counts
+#: against its vector match: ``(1 - w) * vector + w * words``. Measured (RESULTS.md): 0 ranks
+#: paraphrased questions best, 0.5 costs recall@10 0.15 there; 0.2 keeps names, dates and rare
+#: words (which a small model's vector blurs) deciding between passages of near-equal meaning
+#: at a cost of 0-0.025 recall@3.
+LEXICAL_WEIGHT = 0.2
+
+
+
+def _in_word(char: str) -> bool:
+    """Whether ``char`` continues a word (a term next to it is part of a longer word)."""
+    return char.isalnum() and not is_cjk(char)
+
+
+#: Below this many candidates, no term is too common to count (there is no "most" of them).
+_FEW = 4
+
+
+@dataclass(frozen=True)
+class PassageSet:
+    """One candidate memory as passage scoring reads it: its rowid, text and passages (exact
+    spans of the text), the passages' unit vectors (one row per passage, ``None`` when they
+    have none stored) and the memory's own cosine with the query (``None`` without vectors)."""
+
+    rowid: int
+    text: str
+    passages: Sequence[Passage]
+    vectors: np.ndarray | None
+    window_cosine: float | None
+
+
+def calibrated(cosine: float) -> float:
+    """``cosine`` mapped onto [0, 1] (see :data:`COSINE_FLOOR`).
+
+    >>> calibrated(0.1), round(calibrated(0.45), 3), calibrated(0.9)
+    (0.0, 0.5, 1.0)
+    """
+    return min(1.0, max(0.0, (cosine - COSINE_FLOOR) / (COSINE_FULL - COSINE_FLOOR)))
+
+
+class _Terms:
+    """The query's terms, weighed by their rarity among the candidate memories, and which of
+    them each passage holds."""
+
+    def __init__(self, query: str, folded: Sequence[str]) -> None:
+        terms = text_terms(query)
+        n = len(folded)
+        held = {t: sum(t in text for text in folded) for t in terms}
+        # A term in most of several candidates says little about any of them (the, what, my):
+        # it is left out of the match, which also keeps the matching to the few rarer words.
+        self.weight = {
+            t: math.log(1.0 + n / (1.0 + count))
+            for t, count in held.items()
+            if n < _FEW or count <= n / 2
+        }
+        self.total = sum(self.weight.values())
+        self.whole = {t: not any(is_cjk(c) for c in t) for t in self.weight}
+
+    def found(self, folded: str) -> list[tuple[int, str]]:
+        """Where the terms occur in ``folded`` text: (offset, term). A CJK bigram matches
+        anywhere (CJK text has no spaces to mark its words), another term whole words only
+        (``str.find`` then a look at both ends: far cheaper than a regular expression)."""
+        places: list[tuple[int, str]] = []
+        for term, whole in self.whole.items():
+            at = folded.find(term)
+            while at >= 0:
+                end = at + len(term)
+                if not whole or (
+                    (at == 0 or not _in_word(folded[at - 1]))
+                    and (end == len(folded) or not _in_word(folded[end]))
+                ):
+                    places.append((at, term))
+                at = folded.find(term, at + 1)
+        return places
+
+    def coverage(self, text: str, folded: str, passages: Sequence[Passage]) -> list[float]:
+        """Per passage: the weight of the terms it holds over the weight of all (0 when no
+        term is rare enough to count)."""
+        if not self.total or not any(t in folded for t in self.weight):
+            return [0.0] * len(passages)
+        held: list[set[str]] = [set() for _ in passages]
+        if len(folded) == len(text):  # folding kept every offset: one pass over the text
+            starts = [p.start for p in passages]
+            for at, term in self.found(folded):
+                i = bisect.bisect_right(starts, at) - 1
+                if i >= 0 and at + len(term) <= passages[i].end:
+                    held[i].add(term)
+        else:
+            for i, p in enumerate(passages):
+                held[i].update(term for _, term in self.found(fold(text[p.start : p.end])))
+        return [sum(self.weight[t] for t in h) / self.total for h in held]
+
+
+@dataclass(frozen=True)
+class ScoredPassages:
+    """One candidate's passages and their scores (in [0, 1], one per passage, in order)."""
+
+    passages: Sequence[Passage]
+    scores: np.ndarray
+
+    @property
+    def best(self) -> float | None:
+        """The best passage's score (``None``: the memory has no passage)."""
+        return float(self.scores.max()) if len(self.scores) else None
+
+    def hits(self) -> tuple[PassageHit, ...]:
+        """The passages as :class:`PassageHit`\\ s, best first (ties: earlier first)."""
+        order = sorted(range(len(self.passages)), key=lambda i: (-self.scores[i], i))
+        return tuple(
+            PassageHit(p.start, p.end, float(self.scores[i]), p.source_index)
+            for i in order
+            for p in (self.passages[i],)
+        )
+
+
+def score_passages(
+    query: str,
+    vector: np.ndarray | None,
+    candidates: Sequence[PassageSet],
+    *,
+    lexical_weight: float | None = None,
+) -> dict[int, ScoredPassages]:
+    """Each candidate's passages scored for ``query`` (``vector``: its unit vector, ``None`` for
+    a text-only search), keyed by rowid. A passage's score is
+    ``max((1 - w) * calibrated(cosine) + w * coverage, coverage ** 2)`` with ``w`` the
+    ``lexical_weight`` (:data:`LEXICAL_WEIGHT` when ``None``) and the cosine the passage's own
+    (else its memory's); without any vector, the coverage alone. The square lets a passage
+    holding all of the query's rarer words (a name searched for) match whatever a small
+    model's vector says, while a partial match (half the words: 0.25) does not outweigh
+    meaning. Scores lie in [0, 1] and compare across the candidates of one query."""
+    weight = LEXICAL_WEIGHT if lexical_weight is None else lexical_weight
+    folded = [fold(c.text) for c in candidates]
+    terms = _Terms(query, folded)
+    span = COSINE_FULL - COSINE_FLOOR
+    scored: dict[int, ScoredPassages] = {}
+    for c, text in zip(candidates, folded, strict=True):
+        words = np.asarray(terms.coverage(c.text, text, c.passages), dtype=np.float64)
+        if vector is None:
+            scores = words
+        elif c.vectors is not None and c.vectors.shape[1:] == vector.shape:
+            vector_part = np.clip((c.vectors @ vector - COSINE_FLOOR) / span, 0.0, 1.0)
+            scores = np.maximum((1.0 - weight) * vector_part + weight * words, words**2)
+        elif c.window_cosine is not None:
+            blend = (1.0 - weight) * calibrated(c.window_cosine) + weight * words
+            scores = np.maximum(blend, words**2)
+        else:
+            scores = words
+        scored[c.rowid] = ScoredPassages(c.passages, np.clip(scores, 0.0, 1.0))
+    return scored
