@@ -96,7 +96,8 @@ def _unit_rows(vectors: list[list[float]]) -> np.ndarray | None:
     norms = np.linalg.norm(matrix, axis=1)
     if not np.isfinite(norms).all() or (norms == 0).any():
         return None  # a passage with no direction: the memory is scored by its own vector
-    return (matrix / norms[:, None]).astype("<f4")
+    unit: np.ndarray = (matrix / norms[:, None]).astype("<f4")
+    return unit
 
 
 def plan_passages(

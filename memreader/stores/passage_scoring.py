@@ -21,13 +21,15 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 import numpy as np
 
 from memreader.retrieval.passages import Passage, PassageHit
 from memreader.retrieval.terms import fold, is_cjk, text_terms
+from memreader.stores.scoring import Candidate, ScoreParts, rank_candidates
 
 __all__ = [
     "COSINE_FLOOR",
@@ -36,6 +38,7 @@ __all__ = [
     "PassageSet",
     "ScoredPassages",
     "calibrated",
+    "rank_by_passages",
     "score_passages",
 ]
 
@@ -54,7 +57,6 @@ COSINE_FULL = 0.75
 #: words (which a small model's vector blurs) deciding between passages of near-equal meaning
 #: at a cost of 0-0.025 recall@3.
 LEXICAL_WEIGHT = 0.2
-
 
 
 def _in_word(char: str) -> bool:
@@ -197,3 +199,25 @@ def score_passages(
             scores = words
         scored[c.rowid] = ScoredPassages(c.passages, np.clip(scores, 0.0, 1.0))
     return scored
+
+
+def rank_by_passages(
+    query: str,
+    vector: np.ndarray | None,
+    sets: Sequence[PassageSet],
+    lists: tuple[Sequence[Candidate], Mapping[int, Sequence[int]], Mapping[int, int]],
+    ranking: tuple[datetime, float, float],
+    min_score: float | None,
+) -> tuple[list[tuple[int, ScoreParts]], dict[int, ScoredPassages]]:
+    """What both stores do once they have read their candidates: score the passages
+    (``query`` empty in vector mode: words then do not count), rank the candidates by their
+    best passage (``lists``: the candidates, their ranks in each list and in the full-text
+    list; ``ranking``: now, gamma and the importance weight, see
+    :func:`~memreader.stores.scoring.rank_candidates`), and drop those whose relevance is below
+    ``min_score``. Returns the ranked candidates and their scored passages."""
+    passages = score_passages(query, vector, sets, lexical_weight=None if query else 0.0)
+    matches = {rowid: found.best for rowid, found in passages.items()}
+    scored = rank_candidates(*lists, *ranking, matches)
+    if min_score is not None:
+        scored = [hit for hit in scored if hit[1].relevance >= min_score]
+    return scored, passages

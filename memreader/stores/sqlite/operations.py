@@ -18,14 +18,8 @@ from memreader.items import TextualMemoryItem
 from memreader.stores.base import ScoreParts, SearchHit
 from memreader.stores.checks import Filters
 from memreader.stores.events import WriteEvent
-from memreader.stores.passage_scoring import ScoredPassages, score_passages
-from memreader.stores.scoring import (
-    Candidate,
-    affordable_words,
-    fts_match,
-    fts_words,
-    rank_candidates,
-)
+from memreader.stores.passage_scoring import ScoredPassages, rank_by_passages
+from memreader.stores.scoring import Candidate, affordable_words, fts_match, fts_words
 from memreader.stores.sqlite.categories import category_rowids, drop_links
 from memreader.stores.sqlite.passages import read_passages
 from memreader.stores.sqlite.schema import (
@@ -299,13 +293,9 @@ class StoreOps:
             similarity = owned.cosine(rowid, q) if q is not None else None
             candidates.append((rowid, importance, moment, similarity))
         sets = read_passages(self.conn, [(c[0], c[3]) for c in candidates])
-        passages = score_passages(query, q, sets, lexical_weight=None if query else 0.0)
-        matches = {rowid: found.best for rowid, found in passages.items()}
-        scored = rank_candidates(
-            candidates, ranks, text_ranks, now, self.gamma, self.importance_weight, matches
-        )
-        if filters.min_score is not None:
-            scored = [hit for hit in scored if hit[1].relevance >= filters.min_score]
+        lists = (candidates, ranks, text_ranks)
+        ranking = (now, self.gamma, self.importance_weight)
+        scored, passages = rank_by_passages(query, q, sets, lists, ranking, filters.min_score)
         return self._hits(scored[:k], passages)
 
     def _text_search(self, query: str, owner: str, filters: Filters, n: int) -> list[int]:

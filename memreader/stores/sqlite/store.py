@@ -41,6 +41,7 @@ from memreader.stores.checks import (
 )
 from memreader.stores.embedding import embed_missing
 from memreader.stores.events import WriteEvent
+from memreader.stores.passage_rows import plan_passages
 from memreader.stores.records import StoredMemory, readable
 from memreader.stores.scoring import (
     DEFAULT_GAMMA,
@@ -48,7 +49,6 @@ from memreader.stores.scoring import (
     check_importance_weight,
 )
 from memreader.stores.sqlite.categories import SQLiteCategories
-from memreader.stores.passage_rows import plan_passages
 from memreader.stores.sqlite.operations import StoreOps
 from memreader.stores.sqlite.passages import PASSAGE_SCHEMA, add_passages, passages_current
 from memreader.stores.sqlite.schema import (
