@@ -2,7 +2,8 @@
 command line (see :mod:`memreader.stores`); and what ``memreader read --store`` writes with.
 
 - ``search QUERY --store URL --user-id U [-k N] [--memory-type T ...] [--since ISO]
-  [--until ISO] [--session-id S] [--category NAME] [--all] [--json]``: the best memories, each
+  [--until ISO] [--session-id S] [--category NAME] [--min-score S] [--all] [--json]``: the
+  best memories (those at least ``S`` relevant, with ``--min-score``), each
   with its score's parts, text and sources (:mod:`memreader.cli.summary`);
 - ``history ID --store URL --user-id U [--json]``: every change of one memory;
 - ``forget --store URL --user-id U --source doc:PATH|session:ID|message:ID|input:KEY
@@ -93,6 +94,13 @@ def add_store_parsers(commands: Any) -> None:
     )
     search.add_argument(
         "--no-embedding", action="store_true", help="full-text search only (no query vector)"
+    )
+    search.add_argument(
+        "--min-score",
+        type=float,
+        metavar="S",
+        help="drop hits whose relevance is below S (0-1; 0.2 drops most hits about something "
+        "else: see the README's search section)",
     )
     search.add_argument(
         "--mode",
@@ -206,6 +214,7 @@ def _search(args: argparse.Namespace, url: str) -> int:
                 include_inactive=args.all,
                 mode=args.mode,
                 category=args.category,
+                min_score=args.min_score,
             )
     finally:
         close = getattr(embedder, "close", None)

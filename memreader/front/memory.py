@@ -45,7 +45,17 @@ __all__ = ["SEARCH_FILTERS", "AddResult", "Memory"]
 
 #: The keyword filters :meth:`Memory.search` passes to the store's ``search``.
 SEARCH_FILTERS = frozenset(
-    {"types", "since", "until", "session_id", "include_inactive", "now", "mode", "category"}
+    {
+        "types",
+        "since",
+        "until",
+        "session_id",
+        "include_inactive",
+        "now",
+        "mode",
+        "category",
+        "min_score",
+    }
 )
 
 
@@ -230,9 +240,11 @@ class Memory:
         self, query: str, *, user_id: str | None = None, k: int = 10, **filters: Any
     ) -> list[SearchHit]:
         """The ``k`` best memories of ``user_id`` for ``query``, best first (each with its
-        score's parts). ``filters``: ``types``, ``since``, ``until``, ``session_id``,
-        ``include_inactive``, ``now``, ``mode`` and ``category``, as
-        :meth:`memreader.stores.MemoryStore.search` takes them.
+        score's parts and the passages of its text that matched). ``filters``: ``types``,
+        ``since``, ``until``, ``session_id``, ``include_inactive``, ``now``, ``mode``,
+        ``category`` and ``min_score`` (the least relevance a hit keeps, in [0, 1]:
+        :data:`~memreader.stores.scoring.RECOMMENDED_MIN_SCORE` drops hits about something
+        else), as :meth:`memreader.stores.MemoryStore.search` takes them.
 
         Raises:
             InputError: no ``user_id``, an unknown filter, or a bad value (the store's checks).

@@ -112,13 +112,25 @@ def plan_passages(
     cut = {(i.metadata.user_id, i.id): (i.memory, passages_of(i)) for i in items}
     if embedder is None:
         return {key: StoredPassages(spans_to_blob(ps)) for key, (_, ps) in cut.items()}
-    texts = list(dict.fromkeys(t[p.start : p.end] for t, ps in cut.values() for p in ps))
-    found: dict[str, list[float]] = {}
+    name = getattr(embedder, "name", None)
+    model = name if isinstance(name, str) else ""
+    # A memory that is one passage (a fact, a short note) has the vector it came with, when
+    # this embedder made it: it is not embedded twice.
+    found: dict[str, list[float]] = {
+        i.memory: i.metadata.embedding
+        for i in items
+        if i.metadata.embedding is not None
+        and i.metadata.embedding_model == model
+        and [i.memory[p.start : p.end] for p in cut[(i.metadata.user_id, i.id)][1]] == [i.memory]
+    }
+    texts = [
+        t
+        for t in dict.fromkeys(t[p.start : p.end] for t, ps in cut.values() for p in ps)
+        if t not in found
+    ]
     for start in range(0, len(texts), EMBED_BATCH):
         batch = texts[start : start + EMBED_BATCH]
         found.update(zip(batch, embed(embedder, batch), strict=True))
-    name = getattr(embedder, "name", None)
-    model = name if isinstance(name, str) else ""
     plan: PassagePlan = {}
     for key, (text, passages) in cut.items():
         matrix = _unit_rows([found[text[p.start : p.end]] for p in passages]) if passages else None

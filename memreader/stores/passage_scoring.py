@@ -14,13 +14,14 @@ the blur. Scoring the window's messages one by one finds the message, and says w
 ...                 [Passage(0, 22, 0), Passage(23, 49, 1)], None, None)],
 ... )
 >>> [(p.start, p.end, round(p.score, 2)) for p in scored[1].hits()]
-[(23, 49, 0.18), (0, 22, 0.0)]
+[(23, 49, 0.16), (0, 22, 0.0)]
 """
 
 from __future__ import annotations
 
 import bisect
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -57,6 +58,12 @@ COSINE_FULL = 0.75
 #: words (which a small model's vector blurs) deciding between passages of near-equal meaning
 #: at a cost of 0-0.025 recall@3.
 LEXICAL_WEIGHT = 0.2
+
+
+def _pattern(term: str, whole: bool) -> re.Pattern[str]:
+    """What finds ``term`` in folded text: anywhere (a CJK bigram), else as a whole word."""
+    escaped = re.escape(term)
+    return re.compile(rf"(?<!\w){escaped}(?!\w)" if whole else escaped)
 
 
 def _in_word(char: str) -> bool:
@@ -97,7 +104,9 @@ class _Terms:
     def __init__(self, query: str, folded: Sequence[str]) -> None:
         terms = text_terms(query)
         n = len(folded)
-        held = {t: sum(t in text for text in folded) for t in terms}
+        self.whole = {t: not any(is_cjk(c) for c in t) for t in terms}
+        patterns = {t: _pattern(t, self.whole[t]) for t in terms}
+        held = {t: sum(1 for text in folded if patterns[t].search(text)) for t in terms}
         # A term in most of several candidates says little about any of them (the, what, my):
         # it is left out of the match, which also keeps the matching to the few rarer words.
         self.weight = {
@@ -106,7 +115,7 @@ class _Terms:
             if n < _FEW or count <= n / 2
         }
         self.total = sum(self.weight.values())
-        self.whole = {t: not any(is_cjk(c) for c in t) for t in self.weight}
+        self.whole = {t: self.whole[t] for t in self.weight}
 
     def found(self, folded: str) -> list[tuple[int, str]]:
         """Where the terms occur in ``folded`` text: (offset, term). A CJK bigram matches

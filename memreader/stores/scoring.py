@@ -30,6 +30,7 @@ __all__ = [
     "DEFAULT_GAMMA",
     "DEFAULT_IMPORTANCE_WEIGHT",
     "NEUTRAL_IMPORTANCE",
+    "RANK_WEIGHT",
     "RECOMMENDED_MIN_SCORE",
     "RRF_K",
     "Candidate",
@@ -85,6 +86,14 @@ DEFAULT_GAMMA = 0.999
 #: 10 when there are 10.
 RECOMMENDED_MIN_SCORE = 0.25
 
+#: How much the candidate's places in the vector and full-text lists count in its relevance,
+#: beside its best passage: ``relevance = (1 - r) * passage + r * fused / best_fused`` where
+#: ``best_fused`` is first place in both lists (2 / (RRF_K + 1)). Small, so that relevance
+#: stays an absolute match (an unrelated query's first hit gains at most ``r``), yet it breaks
+#: the ties of passages that match equally (a text search whose words every candidate holds
+#: is then ranked by bm25, as before passages were scored).
+RANK_WEIGHT = 0.02
+
 #: The importance of a memory nothing has scored: the middle, so it neither helps nor hurts.
 NEUTRAL_IMPORTANCE = 0.5
 
@@ -104,9 +113,10 @@ class ScoreParts:
     without vectors), ``text_rank`` its rank in the full-text search (1 = best; ``None`` when
     the text search did not find it), ``fused`` the rank fusion of both lists
     (:func:`rrf_score`: what picked the candidate, and breaks ties), ``relevance`` how well the
-    memory matches the query, in [0, 1] and comparable across queries: its best passage's score
-    (:mod:`memreader.stores.passage_scoring`: the passage's vector match, calibrated so that an
-    unrelated text scores near 0, and the share of the query's rarer words it holds),
+    memory matches the query, in [0, 1] and comparable across queries: mostly its best
+    passage's score (:mod:`memreader.stores.passage_scoring`: the passage's vector match,
+    calibrated so that an unrelated text scores near 0, and the share of the query's rarer
+    words it holds), and :data:`RANK_WEIGHT` of its places in the two lists,
     ``importance`` the memory's (0..1, a neutral 0.5 when unscored) and ``decay``
     ``gamma ** age_in_days``. ``final = relevance * importance_factor * decay`` where the
     importance factor is ``(1 + w * (importance - 0.5)) / (1 + w / 2)`` with ``w`` the store's
@@ -197,8 +207,8 @@ def rank_candidates(
     >>> t = datetime(2026, 1, 1, tzinfo=timezone.utc)
     >>> ranked = rank_candidates([(1, None, t, 0.2), (2, None, t, 0.5)], {1: [1, 1], 2: [2]},
     ...                          {1: 1}, t, 0.999, 0.0, {1: 0.3, 2: 0.8})
-    >>> [(rowid, parts.final) for rowid, parts in ranked]
-    [(2, 0.8), (1, 0.3)]
+    >>> [(rowid, round(parts.final, 3)) for rowid, parts in ranked]
+    [(2, 0.784), (1, 0.335)]
     """
     read = list(candidates)
     fused = {rowid: rrf_score(ranks[rowid]) for rowid, _, _, _ in read}
@@ -207,7 +217,9 @@ def rank_candidates(
         weight = importance_of(stored)
         factor = decay(age_days(when, now), gamma)
         passage = matches.get(rowid)
-        relevance = min(1.0, max(0.0, passage)) if passage is not None else 0.0
+        match = min(1.0, max(0.0, passage)) if passage is not None else 0.0
+        places = min(1.0, fused[rowid] * (RRF_K + 1) / 2.0)
+        relevance = (1.0 - RANK_WEIGHT) * match + RANK_WEIGHT * places
         parts = ScoreParts(
             final=final_score(relevance, weight, factor, importance_weight),
             fused=fused[rowid],
