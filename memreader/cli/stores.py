@@ -3,8 +3,8 @@ command line (see :mod:`memreader.stores`); and what ``memreader read --store`` 
 
 - ``search QUERY --store URL --user-id U [-k N] [--memory-type T ...] [--since ISO]
   [--until ISO] [--session-id S] [--category NAME] [--min-score S] [--all] [--json]``: the
-  best memories (those at least ``S`` relevant, with ``--min-score``), each
-  with its score's parts, text and sources (:mod:`memreader.cli.summary`);
+  best memories (at least S relevant), each with its score's parts, text and sources
+  (:mod:`memreader.cli.summary`);
 - ``history ID --store URL --user-id U [--json]``: every change of one memory;
 - ``forget --store URL --user-id U --source doc:PATH|session:ID|message:ID|input:KEY
   [--json]``: what came only from that source expires; the events are printed;
@@ -95,13 +95,7 @@ def add_store_parsers(commands: Any) -> None:
     search.add_argument(
         "--no-embedding", action="store_true", help="full-text search only (no query vector)"
     )
-    search.add_argument(
-        "--min-score",
-        type=float,
-        metavar="S",
-        help="drop hits whose relevance is below S (0-1; 0.2 drops most hits about something "
-        "else: see the README's search section)",
-    )
+    search.add_argument("--min-score", type=float, help="least relevance, 0-1 (README)")
     search.add_argument(
         "--mode",
         choices=SEARCH_MODES,

@@ -84,7 +84,7 @@ DEFAULT_GAMMA = 0.999
 #: RELATED_MIN there, while the top hits of unrelated questions scored mostly below it.
 #: Search does not cut by default (``min_score=None``): a caller asking for the 10 best gets
 #: 10 when there are 10.
-RECOMMENDED_MIN_SCORE = 0.25
+RECOMMENDED_MIN_SCORE = 0.1
 
 #: How much the candidate's places in the vector and full-text lists count in its relevance,
 #: beside its best passage: ``relevance = (1 - r) * passage + r * fused / best_fused`` where

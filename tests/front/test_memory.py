@@ -86,6 +86,11 @@ def test_search_filters_and_history(memory: Memory) -> None:
     assert memory.search("tea", user_id="someone-else") == []
     history = memory.history(hits[0].memory.id, user_id="emily")
     assert [entry.event for entry in history] == ["ADD"]
+    # min_score passes through: a cut no hit reaches leaves none.
+    assert memory.search("tea", user_id="emily", min_score=0.0)
+    assert memory.search("tea", user_id="emily", min_score=1.0) == [] or all(
+        h.score.relevance >= 1.0 for h in memory.search("tea", user_id="emily", min_score=1.0)
+    )
 
 
 def test_forget_takes_a_source_selector(memory: Memory) -> None:
