@@ -14,8 +14,8 @@ search), removed with it. Each distinct passage text of one write is embedded on
 ...         {"scene_index": 0, "message_index": 0, "content": "Hi.", "span": [0, 3]},
 ...         {"scene_index": 0, "message_index": 1, "content": "Hello!", "span": [0, 6]}]}})
 >>> row = plan_passages([item], None)[("u", "m")]
->>> spans_from_blob(row.spans), row.vectors
-([Passage(start=0, end=9, source_index=0), Passage(start=10, end=27, source_index=1)], None)
+>>> spans_from_blob(row.spans).tolist(), row.vectors
+([[0, 9, 0], [10, 27, 1]], None)
 """
 
 from __future__ import annotations
@@ -68,10 +68,10 @@ def spans_to_blob(passages: Sequence[Passage]) -> bytes:
     return np.asarray(flat, dtype="<i4").reshape(-1, 3).tobytes()
 
 
-def spans_from_blob(blob: bytes) -> list[Passage]:
-    """The passages back from :func:`spans_to_blob`."""
-    rows = np.frombuffer(blob, dtype="<i4").reshape(-1, 3).tolist()
-    return [Passage(s, e, None if i < 0 else i) for s, e, i in rows]
+def spans_from_blob(blob: bytes) -> np.ndarray:
+    """The passages back from :func:`spans_to_blob`, one row each: start, end, source index
+    (-1: none), as :func:`~memreader.stores.passage_scoring.span_rows` makes them."""
+    return np.frombuffer(blob, dtype="<i4").reshape(-1, 3).astype(np.int64)
 
 
 def vectors_from_blob(blob: bytes | None, count: int) -> np.ndarray | None:

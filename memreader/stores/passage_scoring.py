@@ -11,7 +11,7 @@ the blur. Scoring the window's messages one by one finds the message, and says w
 ...     "where did Ana move?",
 ...     None,
 ...     [PassageSet(1, "user: I moved to Porto.\\nuser: Ana moved to Lisbon.",
-...                 [Passage(0, 22, 0), Passage(23, 49, 1)], None, None)],
+...                 span_rows([Passage(0, 22, 0), Passage(23, 49, 1)]), None, None)],
 ... )
 >>> [(p.start, p.end, round(p.score, 2)) for p in scored[1].hits()]
 [(23, 49, 0.16), (0, 22, 0.0)]
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import bisect
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -41,6 +40,7 @@ __all__ = [
     "calibrated",
     "rank_by_passages",
     "score_passages",
+    "span_rows",
 ]
 
 #: The cosine below which a vector match counts for nothing, and (:data:`COSINE_FULL`) the one
@@ -60,15 +60,32 @@ COSINE_FULL = 0.75
 LEXICAL_WEIGHT = 0.2
 
 
-def _pattern(term: str, whole: bool) -> re.Pattern[str]:
-    """What finds ``term`` in folded text: anywhere (a CJK bigram), else as a whole word."""
-    escaped = re.escape(term)
-    return re.compile(rf"(?<!\w){escaped}(?!\w)" if whole else escaped)
+def _whole_at(text: str, at: int, end: int) -> bool:
+    """Whether ``text[at:end]`` is a whole word (no letter or digit glued to either end)."""
+    return (at == 0 or not _in_word(text[at - 1])) and (end == len(text) or not _in_word(text[end]))
+
+
+def _holds(text: str, term: str, whole: bool) -> bool:
+    """Whether folded ``text`` holds ``term`` (a whole word unless a CJK bigram): ``str.find``
+    and a look at both ends, far cheaper than a regular expression with lookarounds."""
+    at = text.find(term)
+    if not whole:
+        return at >= 0
+    while at >= 0:
+        if _whole_at(text, at, at + len(term)):
+            return True
+        at = text.find(term, at + 1)
+    return False
 
 
 def _in_word(char: str) -> bool:
     """Whether ``char`` continues a word (a term next to it is part of a longer word)."""
-    return char.isalnum() and not is_cjk(char)
+    return char.isalnum() and (char.isascii() or not is_cjk(char))
+
+
+def _folded(text: str) -> str:
+    """:func:`~memreader.retrieval.terms.fold`, with a fast path: ASCII text only lowers."""
+    return text.lower() if text.isascii() else fold(text)
 
 
 #: Below this many candidates, no term is too common to count (there is no "most" of them).
@@ -78,14 +95,21 @@ _FEW = 4
 @dataclass(frozen=True)
 class PassageSet:
     """One candidate memory as passage scoring reads it: its rowid, text and passages (exact
-    spans of the text), the passages' unit vectors (one row per passage, ``None`` when they
-    have none stored) and the memory's own cosine with the query (``None`` without vectors)."""
+    spans of the text, as :func:`span_rows`), the passages' unit vectors (one row per passage,
+    ``None`` when they have none stored) and the memory's own cosine with the query (``None``
+    without vectors)."""
 
     rowid: int
     text: str
-    passages: Sequence[Passage]
+    spans: np.ndarray
     vectors: np.ndarray | None
     window_cosine: float | None
+
+
+def span_rows(passages: Sequence[Passage]) -> np.ndarray:
+    """``passages`` as an int array, one row each: start, end, source index (-1: none)."""
+    flat = [(p.start, p.end, -1 if p.source_index is None else p.source_index) for p in passages]
+    return np.asarray(flat, dtype=np.int64).reshape(-1, 3)
 
 
 def calibrated(cosine: float) -> float:
@@ -105,8 +129,7 @@ class _Terms:
         terms = text_terms(query)
         n = len(folded)
         self.whole = {t: not any(is_cjk(c) for c in t) for t in terms}
-        patterns = {t: _pattern(t, self.whole[t]) for t in terms}
-        held = {t: sum(1 for text in folded if patterns[t].search(text)) for t in terms}
+        held = {t: sum(1 for text in folded if _holds(text, t, self.whole[t])) for t in terms}
         # A term in most of several candidates says little about any of them (the, what, my):
         # it is left out of the match, which also keeps the matching to the few rarer words.
         self.weight = {
@@ -125,38 +148,37 @@ class _Terms:
         for term, whole in self.whole.items():
             at = folded.find(term)
             while at >= 0:
-                end = at + len(term)
-                if not whole or (
-                    (at == 0 or not _in_word(folded[at - 1]))
-                    and (end == len(folded) or not _in_word(folded[end]))
-                ):
+                if not whole or _whole_at(folded, at, at + len(term)):
                     places.append((at, term))
                 at = folded.find(term, at + 1)
         return places
 
-    def coverage(self, text: str, folded: str, passages: Sequence[Passage]) -> list[float]:
-        """Per passage: the weight of the terms it holds over the weight of all (0 when no
-        term is rare enough to count)."""
+    def coverage(self, text: str, folded: str, spans: np.ndarray) -> np.ndarray:
+        """Per passage (``spans``: rows of start, end, source): the weight of the terms it
+        holds over the weight of all (0 when no term is rare enough to count)."""
+        covered = np.zeros(len(spans), dtype=np.float64)
         if not self.total or not any(t in folded for t in self.weight):
-            return [0.0] * len(passages)
-        held: list[set[str]] = [set() for _ in passages]
+            return covered
+        held: dict[int, set[str]] = {}
         if len(folded) == len(text):  # folding kept every offset: one pass over the text
-            starts = [p.start for p in passages]
+            starts = spans[:, 0].tolist()
             for at, term in self.found(folded):
                 i = bisect.bisect_right(starts, at) - 1
-                if i >= 0 and at + len(term) <= passages[i].end:
-                    held[i].add(term)
+                if i >= 0 and at + len(term) <= spans[i, 1]:
+                    held.setdefault(i, set()).add(term)
         else:
-            for i, p in enumerate(passages):
-                held[i].update(term for _, term in self.found(fold(text[p.start : p.end])))
-        return [sum(self.weight[t] for t in h) / self.total for h in held]
+            for i, (start, end) in enumerate(spans[:, :2].tolist()):
+                held[i] = {term for _, term in self.found(_folded(text[start:end]))}
+        for i, terms in held.items():
+            covered[i] = sum(self.weight[t] for t in terms) / self.total
+        return covered
 
 
 @dataclass(frozen=True)
 class ScoredPassages:
     """One candidate's passages and their scores (in [0, 1], one per passage, in order)."""
 
-    passages: Sequence[Passage]
+    spans: np.ndarray
     scores: np.ndarray
 
     @property
@@ -166,11 +188,11 @@ class ScoredPassages:
 
     def hits(self) -> tuple[PassageHit, ...]:
         """The passages as :class:`PassageHit`\\ s, best first (ties: earlier first)."""
-        order = sorted(range(len(self.passages)), key=lambda i: (-self.scores[i], i))
+        order = np.lexsort((np.arange(len(self.scores)), -self.scores)).tolist()
+        rows, scores = self.spans.tolist(), self.scores.tolist()
         return tuple(
-            PassageHit(p.start, p.end, float(self.scores[i]), p.source_index)
+            PassageHit(rows[i][0], rows[i][1], scores[i], None if rows[i][2] < 0 else rows[i][2])
             for i in order
-            for p in (self.passages[i],)
         )
 
 
@@ -190,12 +212,12 @@ def score_passages(
     model's vector says, while a partial match (half the words: 0.25) does not outweigh
     meaning. Scores lie in [0, 1] and compare across the candidates of one query."""
     weight = LEXICAL_WEIGHT if lexical_weight is None else lexical_weight
-    folded = [fold(c.text) for c in candidates]
+    folded = [_folded(c.text) for c in candidates]
     terms = _Terms(query, folded)
     span = COSINE_FULL - COSINE_FLOOR
     scored: dict[int, ScoredPassages] = {}
     for c, text in zip(candidates, folded, strict=True):
-        words = np.asarray(terms.coverage(c.text, text, c.passages), dtype=np.float64)
+        words = terms.coverage(c.text, text, c.spans)
         if vector is None:
             scores = words
         elif c.vectors is not None and c.vectors.shape[1:] == vector.shape:
@@ -206,7 +228,7 @@ def score_passages(
             scores = np.maximum(blend, words**2)
         else:
             scores = words
-        scored[c.rowid] = ScoredPassages(c.passages, np.clip(scores, 0.0, 1.0))
+        scored[c.rowid] = ScoredPassages(c.spans, np.clip(scores, 0.0, 1.0))
     return scored
 
 

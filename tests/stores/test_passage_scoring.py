@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from memreader.retrieval.passages import Passage
 from memreader.stores import open_store
-from memreader.stores.passage_scoring import PassageSet, calibrated, rank_by_passages
+from memreader.stores.passage_scoring import PassageSet, calibrated, rank_by_passages, span_rows
 from memreader.stores.scoring import RECOMMENDED_MIN_SCORE, final_score
 
 T = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -56,7 +56,7 @@ def candidates(
             )
             vectors = raw / np.linalg.norm(raw, axis=1, keepdims=True)
         cosine = draw(st.one_of(st.none(), st.floats(-1, 1)))
-        sets.append(PassageSet(rowid, text, passages, vectors, cosine))
+        sets.append(PassageSet(rowid, text, span_rows(passages), vectors, cosine))
         importance = draw(st.one_of(st.none(), unit))
         age = draw(st.floats(min_value=0, max_value=5000))
         rows.append((rowid, importance, T - timedelta(days=age), cosine))
@@ -95,8 +95,8 @@ def test_the_scales_ends() -> None:
 
 def test_min_score_filters_in_rank_by_passages() -> None:
     sets = [
-        PassageSet(1, "ana moved to porto", [Passage(0, 18)], None, None),
-        PassageSet(2, "bo plays chess", [Passage(0, 14)], None, None),
+        PassageSet(1, "ana moved to porto", span_rows([Passage(0, 18)]), None, None),
+        PassageSet(2, "bo plays chess", span_rows([Passage(0, 14)]), None, None),
     ]
     rows = [(1, None, T, None), (2, None, T, None)]
     lists = (rows, {1: [1], 2: [2]}, {1: 1, 2: 2})

@@ -19,7 +19,7 @@ from memreader.stores.passage_rows import (
     spans_from_blob,
     vectors_from_blob,
 )
-from memreader.stores.passage_scoring import PassageSet
+from memreader.stores.passage_scoring import PassageSet, span_rows
 
 __all__ = ["PASSAGE_SCHEMA", "add_passages", "passages_current", "read_passages"]
 
@@ -80,12 +80,12 @@ def read_passages(
         )
         for rowid, text, spans, vectors, item in rows:
             if spans is not None:
-                passages = spans_from_blob(spans)
-                matrix = vectors_from_blob(vectors, len(passages))
+                grid = spans_from_blob(spans)
+                matrix = vectors_from_blob(vectors, len(grid))
             else:
                 try:
-                    passages, matrix = passages_of_json(text, item), None
+                    grid, matrix = span_rows(passages_of_json(text, item)), None
                 except (ValueError, AttributeError):
                     continue  # a row that cannot be read has no passages to score
-            sets.append(PassageSet(rowid, text, passages, matrix, cosine[rowid]))
+            sets.append(PassageSet(rowid, text, grid, matrix, cosine[rowid]))
     return sets
