@@ -157,7 +157,7 @@ class _Terms:
         """Per passage (``spans``: rows of start, end, source): the weight of the terms it
         holds over the weight of all (0 when no term is rare enough to count)."""
         covered = np.zeros(len(spans), dtype=np.float64)
-        if not self.total or not any(t in folded for t in self.weight):
+        if not self.total:
             return covered
         held: dict[int, set[str]] = {}
         if len(folded) == len(text):  # folding kept every offset: one pass over the text
@@ -214,22 +214,36 @@ def score_passages(
     weight = LEXICAL_WEIGHT if lexical_weight is None else lexical_weight
     folded = [_folded(c.text) for c in candidates]
     terms = _Terms(query, folded)
-    span = COSINE_FULL - COSINE_FLOOR
-    scored: dict[int, ScoredPassages] = {}
-    for c, text in zip(candidates, folded, strict=True):
-        words = terms.coverage(c.text, text, c.spans)
-        if vector is None:
-            scores = words
-        elif c.vectors is not None and c.vectors.shape[1:] == vector.shape:
-            vector_part = np.clip((c.vectors @ vector - COSINE_FLOOR) / span, 0.0, 1.0)
-            scores = np.maximum((1.0 - weight) * vector_part + weight * words, words**2)
-        elif c.window_cosine is not None:
-            blend = (1.0 - weight) * calibrated(c.window_cosine) + weight * words
-            scores = np.maximum(blend, words**2)
-        else:
-            scores = words
-        scored[c.rowid] = ScoredPassages(c.spans, np.clip(scores, 0.0, 1.0))
-    return scored
+    bounds = np.cumsum([0, *(len(c.spans) for c in candidates)]).tolist()
+    words = np.zeros(bounds[-1], dtype=np.float64)
+    for i, (c, text) in enumerate(zip(candidates, folded, strict=True)):
+        if terms.total and any(t in text for t in terms.weight):
+            words[bounds[i] : bounds[i + 1]] = terms.coverage(c.text, text, c.spans)
+    scores = words
+    if vector is not None:
+        # One matrix product for every passage vector of every candidate (NaN: no vector, and
+        # no memory vector either; then the words alone count).
+        cosines = np.full(bounds[-1], np.nan)
+        own = [
+            i
+            for i, c in enumerate(candidates)
+            if c.vectors is not None and c.vectors.shape[1:] == vector.shape
+        ]
+        if own:
+            stacked = np.concatenate([candidates[i].vectors for i in own]) @ vector
+            at = np.concatenate([np.arange(bounds[i], bounds[i + 1]) for i in own])
+            cosines[at] = stacked
+        for i, c in enumerate(candidates):
+            if c.window_cosine is not None and np.isnan(cosines[bounds[i] : bounds[i + 1]]).all():
+                cosines[bounds[i] : bounds[i + 1]] = c.window_cosine
+        part = np.clip((cosines - COSINE_FLOOR) / (COSINE_FULL - COSINE_FLOOR), 0.0, 1.0)
+        blend = np.maximum((1.0 - weight) * part + weight * words, words**2)
+        scores = np.where(np.isnan(cosines), words, blend)
+    scores = np.clip(scores, 0.0, 1.0)
+    return {
+        c.rowid: ScoredPassages(c.spans, scores[bounds[i] : bounds[i + 1]])
+        for i, c in enumerate(candidates)
+    }
 
 
 def rank_by_passages(
