@@ -132,3 +132,15 @@ def test_memories_stored_before_passages_still_search(url: str) -> None:
     best = hits[0].passages[0]
     assert best.source_index == 2 and 0.0 <= hits[1].score.final <= hits[0].score.final <= 1.0
     assert "Biscuit" in hits[0].memory.item.memory[best.start : best.end]
+
+
+def test_passages_read_by_a_search_are_never_served_stale(store: MemoryStore) -> None:
+    store.write([chat("old", FILLER)], now=T0)
+    assert store.search("novels", user_id="u1", now=T0)[0].memory.id == "old"
+    store.delete("old", user_id="u1", erase=True)  # its row id may be reused by the next add
+    lines = [("user", "Our cat Pepper broke the laptop."), ("assistant", "Oh no!")]
+    store.write([chat("new", lines)], now=T0)
+    [hit] = store.search("Pepper laptop", user_id="u1", now=T0)
+    text = hit.memory.item.memory
+    assert hit.memory.id == "new" and len(hit.passages) == 2
+    assert text[hit.passages[0].start : hit.passages[0].end] == text.split("\n")[0]

@@ -21,7 +21,7 @@ from memreader.stores.events import WriteEvent
 from memreader.stores.passage_scoring import ScoredPassages, rank_by_passages
 from memreader.stores.scoring import Candidate, affordable_words, fts_match, fts_words
 from memreader.stores.sqlite.categories import category_rowids, drop_links
-from memreader.stores.sqlite.passages import read_passages
+from memreader.stores.sqlite.passages import PassageCache
 from memreader.stores.sqlite.schema import (
     MEMORY_COLUMNS,
     iso,
@@ -129,6 +129,7 @@ class StoreOps:
         self.text_budget = text_budget
         self.cache = VectorCache()
         self._commits = 0
+        self.passages = PassageCache()
         self._word_rows: dict[str, int] = {}
         self._word_stamp: tuple[int, int, int] | None = None
         conn.executescript(_TRACKING)
@@ -250,10 +251,8 @@ class StoreOps:
         vector: Sequence[float] | None,
         now: datetime,
     ) -> list[SearchHit]:
-        """The hybrid search of :meth:`MemoryStore.search` (see :mod:`memreader.stores.scoring`):
-        the vector and full-text lists pick the candidates, their passages score them
-        (:mod:`memreader.stores.passage_scoring`); ``query`` is empty in vector mode (then
-        words do not count)."""
+        """The hybrid search of :meth:`MemoryStore.search` (:mod:`memreader.stores.scoring`):
+        the two lists pick candidates, their passages score them (``query`` "": vector mode)."""
         n = max(CANDIDATES, 5 * k)
         owned = self.vectors(owner)
         q = unit(vector) if vector is not None else None
@@ -292,11 +291,11 @@ class StoreOps:
                 continue  # a time edited into something else: that row is passed over
             similarity = owned.cosine(rowid, q) if q is not None else None
             candidates.append((rowid, importance, moment, similarity))
-        sets = read_passages(self.conn, [(c[0], c[3]) for c in candidates])
-        lists = (candidates, ranks, text_ranks)
-        ranking = (now, self.gamma, self.importance_weight)
-        scored, passages = rank_by_passages(query, q, sets, lists, ranking, filters.min_score)
-        return self._hits(scored[:k], passages)
+        stamp = (self.conn.execute("PRAGMA data_version").fetchone()[0], self._commits)
+        sets = self.passages.read(self.conn, [(c[0], c[3]) for c in candidates], stamp)
+        lists, weights = (candidates, ranks, text_ranks), (now, self.gamma, self.importance_weight)
+        scored, found = rank_by_passages(query, q, sets, lists, weights, filters.min_score)
+        return self._hits(scored[:k], found)
 
     def _text_search(self, query: str, owner: str, filters: Filters, n: int) -> list[int]:
         """The rowids of the best ``n`` full-text matches: by bm25 over every row holding the

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Collection
+from dataclasses import replace
 
 from memreader.stores.passage_rows import (
     PassagePlan,
@@ -21,7 +22,14 @@ from memreader.stores.passage_rows import (
 )
 from memreader.stores.passage_scoring import PassageSet, span_rows
 
-__all__ = ["PASSAGE_SCHEMA", "add_passages", "passages_current", "read_passages"]
+__all__ = [
+    "PASSAGE_CACHE",
+    "PASSAGE_SCHEMA",
+    "PassageCache",
+    "add_passages",
+    "passages_current",
+    "read_passages",
+]
 
 PASSAGE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS memory_passages (
@@ -36,6 +44,9 @@ BEGIN DELETE FROM memory_passages WHERE memory_rowid = old.rowid; END;
 
 #: Rowids per query (well under SQLite's parameter limit).
 CHUNK = 500
+#: Memories whose passages one store keeps between searches (then it starts again): ~35 KiB
+#: each for a fast-mode window of ~20 messages and 384 dimensions, so ~70 MiB at most.
+PASSAGE_CACHE = 2_000
 
 
 def passages_current(conn: sqlite3.Connection) -> bool:
@@ -89,3 +100,33 @@ def read_passages(
                     continue  # a row that cannot be read has no passages to score
             sets.append(PassageSet(rowid, text, grid, matrix, cosine[rowid]))
     return sets
+
+
+class PassageCache:
+    """The passages of the memories recent searches read, kept until any write by any
+    process (``stamp``: the connection's ``data_version`` and this store's count of commits,
+    so a rowid reused after a deletion is never served stale) or until it holds
+    :data:`PASSAGE_CACHE` memories: a search that repeats its candidates reads no blob."""
+
+    def __init__(self) -> None:
+        self._sets: dict[int, PassageSet] = {}
+        self._stamp: tuple[int, int] | None = None
+
+    def read(
+        self,
+        conn: sqlite3.Connection,
+        candidates: Collection[tuple[int, float | None]],
+        stamp: tuple[int, int],
+    ) -> list[PassageSet]:
+        """:func:`read_passages`, from the cache where it can."""
+        if stamp != self._stamp or len(self._sets) > PASSAGE_CACHE:
+            self._sets.clear()
+            self._stamp = stamp
+        missing = [(rowid, None) for rowid, _ in candidates if rowid not in self._sets]
+        if missing:
+            self._sets.update((s.rowid, s) for s in read_passages(conn, missing))
+        return [
+            replace(self._sets[rowid], window_cosine=cosine)
+            for rowid, cosine in candidates
+            if rowid in self._sets
+        ]
