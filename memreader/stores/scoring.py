@@ -165,7 +165,7 @@ def final_score(
 ) -> float:
     """``relevance * (1 + w * (importance - 0.5)) / (1 + w / 2) * decay`` (``w``: the
     importance weight), in [0, 1] when its inputs are: the importance factor lies in
-    ``[(1 - w/2) / (1 + w/2), 1]`` (0.95 to 1 at the default ``w = 0.05``... 0.905 to 1 at 0.1),
+    ``[(1 - w/2) / (1 + w/2), 1]`` (0.95 to 1 at the default ``w = 0.05``, 0.90 to 1 at 0.1),
     never zero, so importance reorders near-ties, not the list; the most important memory
     keeps its relevance. (Dividing by ``1 + w/2`` rather than capping at 1 keeps every order
     the measured weights gave.)"""
