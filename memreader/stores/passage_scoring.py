@@ -45,10 +45,10 @@ __all__ = [
 
 #: The cosine below which a vector match counts for nothing, and (:data:`COSINE_FULL`) the one
 #: at which it counts fully: a linear map onto [0, 1] between them. Measured with MiniLM
-#: (benchmarks/RESULTS.md "Passage-level hits"): a question's evidence message scores a cosine
-#: of 0.3-0.8 with it, while the best passage of an owner's ~35 windows for a question about
-#: something never said scores 0.1-0.45 (median 0.2). The map keeps order, so it changes no
-#: ranking; it only makes the number readable: 0 unrelated, 1 a near paraphrase.
+#: (benchmarks/RESULTS.md, "passage-level hits"): the best passage of an owner's ~32 windows
+#: scores a cosine of 0.3-0.8 (median 0.52) with a paraphrased question about one of them, and
+#: 0.1-0.47 (median 0.19) with a question about something never said. The map keeps order, so
+#: it changes no ranking; it makes the number readable: 0 unrelated, 1 a near paraphrase.
 COSINE_FLOOR = 0.15
 COSINE_FULL = 0.75
 
