@@ -2,8 +2,9 @@
 command line (see :mod:`memreader.stores`); and what ``memreader read --store`` writes with.
 
 - ``search QUERY --store URL --user-id U [-k N] [--memory-type T ...] [--since ISO]
-  [--until ISO] [--session-id S] [--category NAME] [--all] [--json]``: the best memories, each
-  with its score's parts, text and sources (:mod:`memreader.cli.summary`);
+  [--until ISO] [--session-id S] [--category NAME] [--min-score S] [--all] [--json]``: the
+  best memories (at least S relevant), each with its score's parts, text and sources
+  (:mod:`memreader.cli.summary`);
 - ``history ID --store URL --user-id U [--json]``: every change of one memory;
 - ``forget --store URL --user-id U --source doc:PATH|session:ID|message:ID|input:KEY
   [--json]``: what came only from that source expires; the events are printed;
@@ -96,6 +97,7 @@ def add_store_parsers(commands: Any) -> None:
     search.add_argument(
         "--no-embedding", action="store_true", help="full-text search only (no query vector)"
     )
+    search.add_argument("--min-score", type=float, help="least relevance, 0-1 (README)")
     search.add_argument(
         "--mode",
         choices=SEARCH_MODES,
@@ -185,6 +187,7 @@ def _search(args: argparse.Namespace, url: str) -> int:
             include_inactive=args.all,
             mode=args.mode,
             category=args.category,
+            min_score=args.min_score,
         )
     if args.json:
         _print_json({"query": args.query, "hits": [_hit_json(hit) for hit in hits]})

@@ -53,7 +53,17 @@ __all__ = ["SEARCH_FILTERS", "AddResult", "Memory"]
 
 #: The keyword filters :meth:`Memory.search` passes to the store's ``search``.
 SEARCH_FILTERS = frozenset(
-    {"types", "since", "until", "session_id", "include_inactive", "now", "mode", "category"}
+    {
+        "types",
+        "since",
+        "until",
+        "session_id",
+        "include_inactive",
+        "now",
+        "mode",
+        "category",
+        "min_score",
+    }
 )
 
 
@@ -247,10 +257,12 @@ class Memory:
         self, query: str, *, user_id: str | None = None, k: int = 10, **filters: Any
     ) -> list[SearchHit]:
         """The ``k`` best memories of ``user_id`` for ``query``, best first: each hit's
-        ``text``, ``id``, ``memory_type`` and ``session_id``, its ``score`` in parts and the
-        whole stored ``memory``. ``filters``: ``types``, ``since``, ``until``, ``session_id``,
-        ``include_inactive``, ``now``, ``mode`` and ``category``, as
-        :meth:`memreader.stores.MemoryStore.search` takes them.
+        ``text``, ``id``, ``memory_type`` and ``session_id``, its ``score`` in parts, the
+        ``passages`` of its text that matched and the whole stored ``memory``. ``filters``:
+        ``types``, ``since``, ``until``, ``session_id``, ``include_inactive``, ``now``,
+        ``mode``, ``category`` and ``min_score`` (the least relevance a hit keeps, in [0, 1]:
+        :data:`~memreader.stores.scoring.RECOMMENDED_MIN_SCORE` drops hits about something
+        else), as :meth:`memreader.stores.MemoryStore.search` takes them.
 
         >>> m = Memory({"config": {"embedder": {"backend": "hash"}}}, store="sqlite://:memory:")
         >>> _ = m.add("I live in Porto.", user_id="ana")

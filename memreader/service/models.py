@@ -115,6 +115,8 @@ class SearchRequest(_Body):
     until: datetime | None = None
     include_inactive: bool = False
     category: str | None = Field(default=None, min_length=1)
+    #: The least relevance a hit keeps (``null``: no cut); see the README's search section.
+    min_score: float | None = Field(default=None, ge=0.0, le=1.0)
 
 
 class AddMemoryRequest(_Body):

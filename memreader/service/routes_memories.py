@@ -51,7 +51,8 @@ def _owner(state: ServiceState, principal: Principal, user_id: str | None) -> st
 @router.post("/v1/memories/search")
 async def search(body: SearchRequest, request: Request) -> Response:
     """The ``k`` best memories of ``user_id`` for ``query``, best first, each with its score
-    parts (similarity, text rank, importance, decay)."""
+    parts (relevance, similarity, text rank, importance, decay) and the passages of its text
+    that matched; ``min_score`` drops hits less relevant than it."""
     state = _state(request)
     principal = state.principal(request)
     user_id = state.check_user(principal, body.user_id)
@@ -75,6 +76,7 @@ async def search(body: SearchRequest, request: Request) -> Response:
             include_inactive=body.include_inactive,
             mode=body.mode,
             category=body.category,
+            min_score=body.min_score,
         ),
         "the search",
         state.deadline(request),

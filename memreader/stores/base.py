@@ -44,6 +44,7 @@ from memreader.stores.checks import (
     aware,
     check_k,
     check_memory_id,
+    check_min_score,
     check_owner,
     check_seen,
     check_session,
@@ -223,6 +224,7 @@ class MemoryStore(CategoryStorage, DirectWrites, EmbeddingModels):
         now: datetime | None = None,
         mode: SearchMode = "hybrid",
         category: str | None = None,
+        min_score: float | None = None,
     ) -> list[SearchHit]:
         """The ``k`` best memories of ``user_id`` for ``query``, best first.
 
@@ -232,6 +234,14 @@ class MemoryStore(CategoryStorage, DirectWrites, EmbeddingModels):
         linked to that category of the owner only (:meth:`link_categories`). The owner's first
         search with vectors on this store logs a warning when its vectors came from another
         model than the store's embedder (:mod:`~memreader.stores.embedder_rules`).
+
+        Each hit's ``score`` (:class:`ScoreParts`) says why it ranked: ``relevance`` is how
+        well its best passage matches the query (0: nothing of it, 1: a near paraphrase),
+        ``final`` (what hits are sorted by, in [0, 1]) that times a small importance factor
+        and the memory's age decay; ``passages`` name the spans of its text that matched,
+        best first. ``min_score`` (in [0, 1]; ``None``: no cut) drops the hits whose
+        relevance is below it, so a query about nothing stored returns few or none:
+        :data:`~memreader.stores.scoring.RECOMMENDED_MIN_SCORE` is the measured cut.
 
         Raises:
             InputError: a bad argument (``mode`` not one of :data:`SEARCH_MODES`, ``k`` not in
@@ -251,6 +261,7 @@ class MemoryStore(CategoryStorage, DirectWrites, EmbeddingModels):
             session_id=check_session(session_id),
             include_inactive=include_inactive,
             category=check_category(category) if category is not None else None,
+            min_score=check_min_score(min_score),
         )
         owner, k = check_owner(user_id), check_k(k)
         if mode != "text":

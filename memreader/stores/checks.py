@@ -41,7 +41,8 @@ MAX_K = 1000
 class Filters:
     """What a search keeps: memory types, a session, a time range (on ``valid_from``, else
     ``recorded_at``), whether retired memories count, and a category the memories are linked
-    to. Each store turns it into its own SQL."""
+    to. Each store turns it into its own SQL. ``min_score``: the least relevance a hit
+    keeps (:func:`check_min_score`; ``None``: no cut), applied after scoring."""
 
     types: tuple[str, ...] | None = None
     session_id: str | None = None
@@ -49,6 +50,27 @@ class Filters:
     until: datetime | None = None
     include_inactive: bool = False
     category: str | None = None
+    min_score: float | None = None
+
+
+def check_min_score(value: object) -> float | None:
+    """``value`` as a search's ``min_score``: ``None``, or a number in [0, 1].
+
+    >>> check_min_score(None), check_min_score(0.25)
+    (None, 0.25)
+
+    Raises:
+        InputError: it is neither (the message names the argument).
+    """
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not 0.0 <= float(value) <= 1.0
+    ):
+        raise InputError(f"min_score must be a number in [0, 1] or null, got {value!r}")
+    return float(value)
 
 
 def aware(value: datetime, what: str) -> datetime:

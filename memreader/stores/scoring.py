@@ -1,13 +1,15 @@
-"""How every store ranks: reciprocal rank fusion of the vector and full-text lists,
-normalised to the query's best candidate, then a bounded importance factor and decay; and a
-full-text query that cannot be a syntax error.
+"""How every store ranks: the vector and full-text lists pick the candidates (fused by
+reciprocal rank), each candidate's passages are scored (:mod:`memreader.stores.passage_scoring`),
+and a memory's relevance is its best passage's score, an absolute number in [0, 1] (0: nothing
+of the query in it, 1: a near paraphrase); then a bounded importance factor and decay, so the
+final score lies in [0, 1] too. Also a full-text query that cannot be a syntax error.
 
 >>> round(rrf_score([1]), 5), round(rrf_score([1, 3]), 5)
 (0.01639, 0.03227)
 >>> decay(0.0, 0.99), round(decay(10.0, 0.99), 4)
 (1.0, 0.9044)
->>> final_score(1.0, 0.5, 1.0, 0.2), round(final_score(0.5, 1.0, 0.9, 0.2), 4)
-(1.0, 0.495)
+>>> final_score(1.0, 1.0, 1.0, 0.2), round(final_score(0.5, 0.5, 0.9, 0.2), 4)
+(1.0, 0.4091)
 >>> fts_query('what about "Porto"?!'), fts_query("?!")
 ('"what" OR "about" OR "porto"', None)
 >>> affordable_words(["the", "porto", "moved"], {"the": 9000, "porto": 3, "moved": 40}, 100)
@@ -30,6 +32,8 @@ __all__ = [
     "DEFAULT_GAMMA",
     "DEFAULT_IMPORTANCE_WEIGHT",
     "NEUTRAL_IMPORTANCE",
+    "RANK_WEIGHT",
+    "RECOMMENDED_MIN_SCORE",
     "RRF_K",
     "Candidate",
     "ScoreParts",
@@ -76,6 +80,24 @@ DEFAULT_IMPORTANCE_WEIGHT = 0.05
 #: far one. Configurable per store (``gamma=``).
 DEFAULT_GAMMA = 0.999
 
+#: The ``min_score`` the README recommends: a hit less relevant than this matches the query
+#: about as well as a memory about something else does. Measured with the bundled MiniLM
+#: (``benchmarks/passage_scores.py``, RESULTS.md "Passage-level hits"): over 40 questions about
+#: facts planted in real chats, every answering hit scored at least 0.08 (at 0.1, one of 40 was
+#: cut; at 0.2, two), while 14 of 24 questions about nothing stored kept no hit at 0.08 and the
+#: others about 3 of their 10. Search does not cut by default (``min_score=None``): a caller
+#: asking for the 10 best gets 10 when there are 10; the scale is the model's, so another
+#: embedder needs its own measurement.
+RECOMMENDED_MIN_SCORE = 0.08
+
+#: How much the candidate's places in the vector and full-text lists count in its relevance,
+#: beside its best passage: ``relevance = (1 - r) * passage + r * fused / best_fused`` where
+#: ``best_fused`` is first place in both lists (2 / (RRF_K + 1)). Small, so that relevance
+#: stays an absolute match (an unrelated query's first hit gains at most ``r``), yet it breaks
+#: the ties of passages that match equally (a text search whose words every candidate holds
+#: is then ranked by bm25, as before passages were scored).
+RANK_WEIGHT = 0.02
+
 #: The importance of a memory nothing has scored: the middle, so it neither helps nor hurts.
 NEUTRAL_IMPORTANCE = 0.5
 
@@ -89,15 +111,21 @@ Candidate = tuple[int, float | None, datetime, float | None]
 
 @dataclass(frozen=True)
 class ScoreParts:
-    """Why a hit ranked where it did: ``final`` is what hits are sorted by.
+    """Why a hit ranked where it did: ``final`` (in [0, 1]) is what hits are sorted by.
 
-    ``similarity`` is the cosine of the query's and the memory's vectors (``None`` without
-    vectors), ``text_rank`` its rank in the full-text search (1 = best; ``None`` when the text
-    search did not find it), ``fused`` the rank fusion of both lists (:func:`rrf_score`),
-    ``relevance`` ``fused`` over the best ``fused`` among the query's candidates (0..1, 1 for
-    the best), ``importance`` the memory's (0..1, a neutral 0.5 when unscored) and ``decay``
-    ``gamma ** age_in_days``. ``final = relevance * (1 + w * (importance - 0.5)) * decay``
-    with ``w`` the store's ``importance_weight`` (see :func:`final_score`).
+    ``similarity`` is the cosine of the query's and the whole memory's vectors (``None``
+    without vectors), ``text_rank`` its rank in the full-text search (1 = best; ``None`` when
+    the text search did not find it), ``fused`` the rank fusion of both lists
+    (:func:`rrf_score`: what picked the candidate, and breaks ties), ``relevance`` how well the
+    memory matches the query, in [0, 1] and comparable across queries: mostly its best
+    passage's score (:mod:`memreader.stores.passage_scoring`: the passage's vector match,
+    calibrated so that an unrelated text scores near 0, and the share of the query's rarer
+    words it holds), and :data:`RANK_WEIGHT` of its places in the two lists,
+    ``importance`` the memory's (0..1, a neutral 0.5 when unscored) and ``decay``
+    ``gamma ** age_in_days``. ``final = relevance * importance_factor * decay`` where the
+    importance factor is ``(1 + w * (importance - 0.5)) / (1 + w / 2)`` with ``w`` the store's
+    ``importance_weight`` (see :func:`final_score`). ``passage`` is the best passage's score
+    (``None`` when the memory had no passage to score; then relevance is 0).
     """
 
     final: float
@@ -107,6 +135,7 @@ class ScoreParts:
     importance: float
     decay: float
     relevance: float
+    passage: float | None = None
 
 
 _SECONDS_PER_DAY = 86_400.0
@@ -135,10 +164,15 @@ def importance_of(importance: float | None) -> float:
 def final_score(
     relevance: float, importance: float, decay_factor: float, importance_weight: float
 ) -> float:
-    """``relevance * (1 + importance_weight * (importance - 0.5)) * decay``: an unscored
-    memory (0.5) keeps its relevance, and the importance factor lies in ``1 +- w/2`` (0.95 to
-    1.05 at ``w = 0.1``), never zero: importance reorders near-ties, not the list."""
-    return relevance * (1.0 + importance_weight * (importance - NEUTRAL_IMPORTANCE)) * decay_factor
+    """``relevance * (1 + w * (importance - 0.5)) / (1 + w / 2) * decay`` (``w``: the
+    importance weight), in [0, 1] when its inputs are: the importance factor lies in
+    ``[(1 - w/2) / (1 + w/2), 1]`` (0.95 to 1 at the default ``w = 0.05``, 0.90 to 1 at 0.1),
+    never zero, so importance reorders near-ties, not the list; the most important memory
+    keeps its relevance. (Dividing by ``1 + w/2`` rather than capping at 1 keeps every order
+    the measured weights gave.)"""
+    factor = 1.0 + importance_weight * (importance - NEUTRAL_IMPORTANCE)
+    score = relevance * factor / (1.0 + importance_weight / 2.0) * decay_factor
+    return min(1.0, max(0.0, score))
 
 
 def check_importance_weight(value: Any) -> float:
@@ -166,18 +200,29 @@ def rank_candidates(
     now: datetime,
     gamma: float,
     importance_weight: float,
+    matches: Mapping[int, float | None],
 ) -> list[tuple[int, ScoreParts]]:
     """Score ``candidates`` (``ranks``: each one's ranks in the lists that found it,
-    ``text_ranks``: in the full-text list) and sort them best first (ties: the higher fused
-    score, then the lower rowid)."""
+    ``text_ranks``: in the full-text list, ``matches``: each one's best passage score, its
+    relevance) and sort them best first (ties: the higher fused score, then the lower rowid).
+
+    >>> from datetime import datetime, timezone
+    >>> t = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    >>> ranked = rank_candidates([(1, None, t, 0.2), (2, None, t, 0.5)], {1: [1, 1], 2: [2]},
+    ...                          {1: 1}, t, 0.999, 0.0, {1: 0.3, 2: 0.8})
+    >>> [(rowid, round(parts.final, 3)) for rowid, parts in ranked]
+    [(2, 0.794), (1, 0.314)]
+    """
     read = list(candidates)
     fused = {rowid: rrf_score(ranks[rowid]) for rowid, _, _, _ in read}
-    best = max(fused.values(), default=1.0)
     scored: list[tuple[int, ScoreParts]] = []
     for rowid, stored, when, similarity in read:
         weight = importance_of(stored)
         factor = decay(age_days(when, now), gamma)
-        relevance = fused[rowid] / best
+        passage = matches.get(rowid)
+        match = min(1.0, max(0.0, passage)) if passage is not None else 0.0
+        places = min(1.0, fused[rowid] * (RRF_K + 1) / 2.0)
+        relevance = (1.0 - RANK_WEIGHT) * match + RANK_WEIGHT * places
         parts = ScoreParts(
             final=final_score(relevance, weight, factor, importance_weight),
             fused=fused[rowid],
@@ -186,6 +231,7 @@ def rank_candidates(
             importance=weight,
             decay=factor,
             relevance=relevance,
+            passage=passage,
         )
         scored.append((rowid, parts))
     scored.sort(key=lambda hit: (-hit[1].final, -hit[1].fused, hit[0]))

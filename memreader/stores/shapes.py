@@ -56,12 +56,21 @@ def score_json(score: ScoreParts) -> dict[str, Any]:
         "text_rank": score.text_rank,
         "importance": score.importance,
         "decay": score.decay,
+        "passage": score.passage,
     }
 
 
 def hit_json(hit: SearchHit) -> dict[str, Any]:
-    """A search hit: the memory and its score parts."""
-    return {"memory": memory_json(hit.memory), "score": score_json(hit.score)}
+    """A search hit: the memory, its score parts and its passages (spans of the memory's text,
+    best first)."""
+    return {
+        "memory": memory_json(hit.memory),
+        "score": score_json(hit.score),
+        "passages": [
+            {"start": p.start, "end": p.end, "score": p.score, "source_index": p.source_index}
+            for p in hit.passages
+        ],
+    }
 
 
 def entry_json(entry: HistoryEntry) -> dict[str, Any]:

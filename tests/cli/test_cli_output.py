@@ -101,6 +101,11 @@ def test_search_names_each_hits_sources(
     code, out, _ = run(capsys, *search)
     assert code == 0
     assert out.splitlines()[2] == "   session s1: message m1; scene 0, message 1"
+    # --min-score: the hits at least that relevant only (a bad one is refused, exit 2).
+    code, out, _ = run(capsys, *search, "--json", "--min-score", "1")
+    assert code == 0 and all(h["score"]["relevance"] >= 1 for h in json.loads(out)["hits"])
+    code, _, err = run(capsys, *search, "--min-score", "2")
+    assert code == 2 and "min_score must be a number in [0, 1]" in err
 
 
 def test_sources_are_grouped_by_scene_and_documents_named() -> None:

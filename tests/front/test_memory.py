@@ -97,6 +97,11 @@ def test_search_filters_and_history(memory: Memory) -> None:
     assert memory.search("tea", user_id="someone-else") == []
     history = memory.history(hits[0].memory.id, user_id="emily")
     assert [entry.event for entry in history] == ["ADD"]
+    # min_score passes through: a cut no hit reaches leaves none.
+    assert memory.search("tea", user_id="emily", min_score=0.0)
+    assert memory.search("tea", user_id="emily", min_score=1.0) == [] or all(
+        h.score.relevance >= 1.0 for h in memory.search("tea", user_id="emily", min_score=1.0)
+    )
 
 
 def test_forget_takes_a_source_selector(memory: Memory) -> None:
@@ -172,8 +177,8 @@ def test_categories_are_kept_and_exported(memory: Memory, tmp_path: Path) -> Non
         ),
         (
             lambda m: m.search("x", user_id="u", sesion_id="s1"),
-            "search() has no filter 'sesion_id'; known: category, include_inactive, mode, now, "
-            "session_id, since, types, until",
+            "search() has no filter 'sesion_id'; known: category, include_inactive, min_score, "
+            "mode, now, session_id, since, types, until",
         ),
         (
             lambda m: m.forget("chat:s1", user_id="u"),

@@ -55,7 +55,9 @@ def test_read_store_search_get_history(start: Start) -> None:
         "text_rank",
         "importance",
         "decay",
+        "passage",
     }
+    assert found[0]["passages"] and 0 <= found[0]["score"]["final"] <= 1
     memory_id = items[0]["id"]
     got = httpx.get(f"{url}/v1/memories/{memory_id}", headers=auth("alice")).json()
     assert got["status"] == "active" and got["item"]["metadata"]["sources"]

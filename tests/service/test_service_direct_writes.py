@@ -100,6 +100,24 @@ def test_search_filters_by_category(start: Start) -> None:
     assert "category must be a category name" in bad["detail"]
 
 
+def test_search_min_score_cuts_and_hits_name_their_passages(start: Start) -> None:
+    url = start()
+    alice = auth("alice")
+    assert read(url, store=True).status_code == 200
+    search = {"user_id": "alice", "query": "Lisbon piano cello"}
+    hits = httpx.post(f"{url}/v1/memories/search", json=search, headers=alice).json()["hits"]
+    assert hits and all(0 <= h["score"]["final"] <= 1 for h in hits)
+    for hit in hits:
+        text, best = hit["memory"]["memory"], hit["passages"][0]
+        assert 0 <= best["start"] < best["end"] <= len(text) and 0 <= best["score"] <= 1
+    cut = {**search, "min_score": 1.0}
+    kept = httpx.post(f"{url}/v1/memories/search", json=cut, headers=alice).json()["hits"]
+    assert all(h["score"]["relevance"] >= 1.0 for h in kept) and len(kept) < len(hits)
+    problem(
+        httpx.post(f"{url}/v1/memories/search", json={**search, "min_score": 2}, headers=alice), 422
+    )
+
+
 def test_a_retried_update_with_its_idempotency_key_is_replayed(start: Start) -> None:
     url = start()
     alice = auth("alice")

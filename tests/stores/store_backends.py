@@ -17,6 +17,7 @@ _SQLITE_TABLES = {
     "memreader_memories": "memories",
     "memreader_history": "history",
     "memreader_keys": "memory_keys",
+    "memreader_passages": "memory_passages",
 }
 
 

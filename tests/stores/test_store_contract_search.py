@@ -35,8 +35,11 @@ def test_hybrid_search_finds_a_rare_word_and_explains_its_score(store: MemorySto
     top = hits[0].score
     assert top.text_rank == 1 and top.similarity is not None
     assert top.importance == 0.5 and math.isclose(top.decay, DEFAULT_GAMMA**10)
-    factor = 1 + DEFAULT_IMPORTANCE_WEIGHT * (top.importance - 0.5)
+    w = DEFAULT_IMPORTANCE_WEIGHT
+    factor = (1 + w * (top.importance - 0.5)) / (1 + w / 2)
     assert math.isclose(top.final, top.relevance * factor * top.decay) and 0 < top.relevance <= 1
+    # The one passage holding the query's only word matches fully, whatever a hash vector says.
+    assert top.passage == 1.0 and top.relevance >= 0.98
     finals = [h.score.final for h in hits]
     assert finals == sorted(finals, reverse=True) and len(hits) == 5
     # The same text as the query: the vector list puts it first (cosine 1).
@@ -128,7 +131,7 @@ def test_importance_and_decay_weigh_what_the_store_options_say(url: str) -> None
             hits = {h.memory.id: h.score for h in store.search("green tea", user_id="u1", now=T0)}
         weight, gamma = parts
         for score in hits.values():
-            factor = 1 + weight * (score.importance - 0.5)
+            factor = (1 + weight * (score.importance - 0.5)) / (1 + weight / 2)
             assert math.isclose(score.final, score.relevance * factor * score.decay)
             assert math.isclose(score.decay, gamma ** (30 if score.importance == 1.0 else 0))
         assert max(s.relevance for s in hits.values()) == 1.0

@@ -5,21 +5,25 @@ and purge. Ranking is :mod:`memreader.stores.scoring`'s, exactly as the embedded
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import numpy as np
 import psycopg
 
 from memreader.items import TextualMemoryItem
 from memreader.stores.base import ScoreParts, SearchHit
 from memreader.stores.checks import Filters
 from memreader.stores.events import WriteEvent
+from memreader.stores.passage_scoring import ScoredPassages, rank_by_passages
+from memreader.stores.postgres.passages import read_passages
 from memreader.stores.postgres.schema import MEMORY_COLUMNS, memory_from_row
 from memreader.stores.postgres.text_search import WordRows, text_list
-from memreader.stores.scoring import Candidate, rank_candidates
+from memreader.stores.scoring import Candidate
 from memreader.stores.write_decisions import content_hash, looked_up
 
 __all__ = [
@@ -326,13 +330,24 @@ def search(
         (rowid, importance, when, None if cosine is None or math.isnan(cosine) else float(cosine))
         for rowid, importance, when, cosine in rows
     ]
-    scored = rank_candidates(
-        candidates, ranks, text_ranks, now, ranking.gamma, ranking.importance_weight
-    )
-    return _hits(conn, scored[:k])
+    sets = read_passages(conn, [(c[0], c[3]) for c in candidates])
+    q = _unit(vector) if vector is not None else None
+    lists = (candidates, ranks, text_ranks)
+    weights = (now, ranking.gamma, ranking.importance_weight)
+    scored, passages = rank_by_passages(query, q, sets, lists, weights, filters.min_score)
+    return _hits(conn, scored[:k], passages)
 
 
-def _hits(conn: Connection, scored: list[tuple[int, ScoreParts]]) -> list[SearchHit]:
+def _unit(vector: str) -> np.ndarray | None:
+    """A query vector in pgvector text as a float32 unit vector (``None``: no direction)."""
+    array = np.asarray(json.loads(vector), dtype=np.float32)
+    norm = float(np.linalg.norm(array))
+    return array / norm if norm > 0 and math.isfinite(norm) else None
+
+
+def _hits(
+    conn: Connection, scored: list[tuple[int, ScoreParts]], passages: Mapping[int, ScoredPassages]
+) -> list[SearchHit]:
     if not scored:
         return []
     rows = conn.execute(
@@ -341,7 +356,11 @@ def _hits(conn: Connection, scored: list[tuple[int, ScoreParts]]) -> list[Search
     ).fetchall()
     memories = {row[0]: memory_from_row(row) for row in rows}
     # A row that cannot be read is passed over (a warning names it), not the whole search.
-    return [SearchHit(m, parts) for rowid, parts in scored if (m := memories.get(rowid))]
+    return [
+        SearchHit(m, parts, found.hits() if (found := passages.get(rowid)) else ())
+        for rowid, parts in scored
+        if (m := memories.get(rowid))
+    ]
 
 
 def purge(conn: Connection, cutoff: datetime) -> int:

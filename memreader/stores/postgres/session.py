@@ -17,6 +17,7 @@ from psycopg import errors as pg_errors
 from memreader.errors import ConfigError, InputError, InternalError, MemReaderError, StoreError
 from memreader.items import TextualMemoryItem
 from memreader.stores.postgres.operations import Connection
+from memreader.stores.postgres.passages import ensure_passages
 from memreader.stores.postgres.schema import (
     DIMENSION_LOCK,
     HNSW_MAX_DIMENSION,
@@ -145,6 +146,7 @@ class Session:
                 "INSERT INTO memreader_meta VALUES ('schema', %s) ON CONFLICT DO NOTHING",
                 (SCHEMA_VERSION,),
             )
+        ensure_passages(conn, SCHEMA_LOCK)  # its own step: an older database gains it here
         meta = dict(conn.execute("SELECT key, value FROM memreader_meta").fetchall())
         if meta.get("schema") in UPGRADES_FROM:
             meta["schema"] = upgrade_schema(conn)

@@ -50,6 +50,7 @@ from memreader.stores.checks import (
 from memreader.stores.embedder_rules import store_embedder
 from memreader.stores.embedding import embed, embed_missing
 from memreader.stores.events import WriteEvent
+from memreader.stores.passage_rows import plan_passages
 from memreader.stores.postgres.categories import PostgresCategories
 from memreader.stores.postgres.operations import (
     Connection,
@@ -62,6 +63,7 @@ from memreader.stores.postgres.operations import (
     seen_rows,
     unstored,
 )
+from memreader.stores.postgres.passages import add_passages
 from memreader.stores.postgres.schema import (
     HNSW_MAX_DIMENSION,
     MEMORY_COLUMNS,
@@ -190,6 +192,10 @@ class PostgresStore(PostgresCategories):
         key = selector_key(source) if source is not None else None
         checked = embed_missing(validate_items(items, user_id), self.embedder, self._unstored)
         prepared = [prepare(index, item, key) for index, item in enumerate(checked)]
+        # The passages of the items not stored yet, embedded before the transaction (a stored
+        # item keeps the passages it has: writing it again embeds nothing).
+        new = [checked[i] for i in self._unstored(checked)] if checked else []
+        passages = plan_passages(new, self.embedder)
         check_deadline(deadline, "before the store write's transaction")
         owners = {p.user_id for p in prepared} | ({user_id} if user_id else set())
 
@@ -198,6 +204,7 @@ class PostgresStore(PostgresCategories):
             lock_owners(conn, owners)
             changes = Changes(conn, at, self.near_duplicate, key, in_parts)
             events = [changes.apply(p) for p in prepared]
+            add_passages(conn, passages)
             if key is not None and not in_parts:
                 for owner in sorted(owners):
                     events += changes.supersede_from(owner, key)

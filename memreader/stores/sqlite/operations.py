@@ -8,7 +8,7 @@ transaction."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -18,8 +18,10 @@ from memreader.items import TextualMemoryItem
 from memreader.stores.base import ScoreParts, SearchHit
 from memreader.stores.checks import Filters
 from memreader.stores.events import WriteEvent
-from memreader.stores.scoring import Candidate, rank_candidates
+from memreader.stores.passage_scoring import ScoredPassages, rank_by_passages
+from memreader.stores.scoring import Candidate
 from memreader.stores.sqlite.categories import category_rowids, drop_links
+from memreader.stores.sqlite.passages import PassageCache
 from memreader.stores.sqlite.schema import (
     MEMORY_COLUMNS,
     iso,
@@ -128,6 +130,7 @@ class StoreOps:
         self.text_budget = text_budget
         self.cache = VectorCache()
         self._commits = 0
+        self.passages = PassageCache()
         self._word_rows: dict[str, int] = {}
         self._word_stamp: tuple[int, int, int] | None = None
         conn.executescript(_TRACKING)
@@ -249,7 +252,8 @@ class StoreOps:
         vector: Sequence[float] | None,
         now: datetime,
     ) -> list[SearchHit]:
-        """The hybrid search of :meth:`MemoryStore.search` (see :mod:`memreader.stores.scoring`)."""
+        """The hybrid search of :meth:`MemoryStore.search` (:mod:`memreader.stores.scoring`):
+        the two lists pick candidates, their passages score them (``query`` "": vector mode)."""
         n = max(CANDIDATES, 5 * k)
         owned = self.vectors(owner)
         q = unit(vector) if vector is not None else None
@@ -288,10 +292,11 @@ class StoreOps:
                 continue  # a time edited into something else: that row is passed over
             similarity = owned.cosine(rowid, q) if q is not None else None
             candidates.append((rowid, importance, moment, similarity))
-        scored = rank_candidates(
-            candidates, ranks, text_ranks, now, self.gamma, self.importance_weight
-        )
-        return self._hits(scored[:k])
+        stamp = (self.conn.execute("PRAGMA data_version").fetchone()[0], self._commits)
+        sets = self.passages.read(self.conn, [(c[0], c[3]) for c in candidates], stamp)
+        lists, weights = (candidates, ranks, text_ranks), (now, self.gamma, self.importance_weight)
+        scored, found = rank_by_passages(query, q, sets, lists, weights, filters.min_score)
+        return self._hits(scored[:k], found)
 
     def _text_search(self, query: str, owner: str, filters: Filters, n: int) -> list[int]:
         """The rowids of the best ``n`` full-text matches: by bm25 over every row holding the
@@ -355,7 +360,11 @@ class StoreOps:
                 ).fetchone()[0]
         return {word: self._word_rows[word] for word in words}
 
-    def _hits(self, scored: list[tuple[int, ScoreParts]]) -> list[SearchHit]:
+    def _hits(
+        self,
+        scored: list[tuple[int, ScoreParts]],
+        passages: Mapping[int, ScoredPassages],
+    ) -> list[SearchHit]:
         if not scored:
             return []
         marks = ", ".join("?" * len(scored))
@@ -365,7 +374,11 @@ class StoreOps:
         )
         memories = {row[0]: memory_from_row(row) for row in rows}
         # A row that cannot be read is passed over (a warning names it), not the whole search.
-        return [SearchHit(m, parts) for rowid, parts in scored if (m := memories.get(rowid))]
+        return [
+            SearchHit(m, parts, found.hits() if (found := passages.get(rowid)) else ())
+            for rowid, parts in scored
+            if (m := memories.get(rowid))
+        ]
 
     def purge(self, cutoff: datetime) -> int:
         """Remove expired and superseded memories retired before ``cutoff``, with their keys,

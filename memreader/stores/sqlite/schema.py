@@ -170,11 +170,12 @@ def schema_is_current(conn: sqlite3.Connection) -> bool:
     return row is not None and row[0] not in UPGRADES_FROM
 
 
-def create_or_upgrade(conn: sqlite3.Connection) -> None:
-    """Create what the file lacks of :data:`SCHEMA` and stamp its version; a file at an older
-    schema (:data:`UPGRADES_FROM`) is brought to :data:`SCHEMA_VERSION` (:data:`UPGRADE`): all
-    in one immediate transaction, so two processes opening one file do it once, and a failure
-    leaves the file as it was."""
+def create_or_upgrade(conn: sqlite3.Connection, *, also: str = "") -> None:
+    """Create what the file lacks of :data:`SCHEMA` (and of ``also``, another index's own
+    ``IF NOT EXISTS`` script) and stamp its version; a file at an older schema
+    (:data:`UPGRADES_FROM`) is brought to :data:`SCHEMA_VERSION` (:data:`UPGRADE`): all in one
+    immediate transaction, so two processes opening one file do it once, and a failure leaves
+    the file as it was."""
     conn.create_function("memreader_index_text", 1, index_text, deterministic=True)
     if "memreader_meta" in {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}:
         row = conn.execute("SELECT value FROM memreader_meta WHERE key = 'schema'").fetchone()
@@ -186,7 +187,7 @@ def create_or_upgrade(conn: sqlite3.Connection) -> None:
                 SCHEMA_VERSION,
                 count,
             )
-    conn.executescript(f"BEGIN IMMEDIATE;\n{SCHEMA}\n{UPGRADE}\n{STAMP}\nCOMMIT;")
+    conn.executescript(f"BEGIN IMMEDIATE;\n{SCHEMA}\n{UPGRADE}\n{also}\n{STAMP}\nCOMMIT;")
 
 
 def is_wal(conn: sqlite3.Connection) -> bool:

@@ -43,6 +43,7 @@ from memreader.stores.checks import (
 from memreader.stores.embedder_rules import store_embedder
 from memreader.stores.embedding import embed_missing
 from memreader.stores.events import WriteEvent
+from memreader.stores.passage_rows import plan_passages
 from memreader.stores.records import StoredMemory, readable
 from memreader.stores.scoring import (
     DEFAULT_GAMMA,
@@ -51,6 +52,7 @@ from memreader.stores.scoring import (
 )
 from memreader.stores.sqlite.categories import SQLiteCategories
 from memreader.stores.sqlite.operations import StoreOps
+from memreader.stores.sqlite.passages import PASSAGE_SCHEMA, add_passages, passages_current
 from memreader.stores.sqlite.schema import (
     MEMORY_COLUMNS,
     SCHEMA_VERSION,
@@ -158,12 +160,13 @@ class SQLiteStore(SQLiteCategories):
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
             conn.execute("PRAGMA synchronous = NORMAL")
-            if not schema_is_current(conn):
+            if not schema_is_current(conn) or not passages_current(conn):
                 if self.path != ":memory:" and not is_wal(conn):
                     conn.execute("PRAGMA journal_mode = WAL")
                 # One immediate transaction: two processes opening a new (or older) file
-                # create (or upgrade) it once.
-                create_or_upgrade(conn)
+                # create (or upgrade) it once; the passage index is its own step (an older
+                # file gains it here).
+                create_or_upgrade(conn, also=PASSAGE_SCHEMA)
             self._check_version(conn)
         except sqlite3.Error as exc:
             conn.close()
@@ -232,11 +235,16 @@ class SQLiteStore(SQLiteCategories):
         key = selector_key(source) if source is not None else None
         checked = embed_missing(validate_items(items, user_id), self.embedder, self._unstored)
         prepared = [prepare(index, item, key) for index, item in enumerate(checked)]
+        # The passages of the items not stored yet, embedded before the transaction (a stored
+        # item keeps the passages it has: writing it again embeds nothing).
+        new = [checked[i] for i in self._unstored(checked)] if checked else []
+        passages = plan_passages(new, self.embedder)
         check_deadline(deadline, "before the store write's transaction")
         with self._transaction() as conn:
             changes = Changes(conn, at, self._ops.vectors, self.near_duplicate, key, in_parts)
             changes.expect(prepared)
             events = [changes.apply(p) for p in prepared]
+            add_passages(conn, passages)
             if key is not None and not in_parts:
                 owners = {p.user_id for p in prepared} | ({user_id} if user_id else set())
                 for owner in sorted(owners):

@@ -1,0 +1,160 @@
+"""The scale of search scores (issue 30): every score lies in [0, 1] whatever the candidates;
+a memory's relevance is its best passage's match, not its place among the query's candidates,
+so a query about nothing stored scores low, below the recommended ``min_score``, with the
+bundled model."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memreader.retrieval.passages import Passage
+from memreader.stores import open_store
+from memreader.stores.passage_scoring import PassageSet, calibrated, rank_by_passages, span_rows
+from memreader.stores.scoring import RECOMMENDED_MIN_SCORE, final_score
+
+T = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+unit = st.floats(min_value=0.0, max_value=1.0)
+
+
+@st.composite
+def candidates(
+    draw: st.DrawFn,
+) -> tuple[list[PassageSet], list[tuple[object, ...]], dict[int, list[int]]]:
+    count = draw(st.integers(min_value=1, max_value=8))
+    sets, rows, ranks = [], [], {}
+    words = st.sampled_from(["porto", "tea", "the", "ana", "咖啡", "ｐｏｒｔｏ", "moved", "x"])
+    for rowid in range(1, count + 1):
+        parts = draw(st.lists(st.lists(words, min_size=1, max_size=5), min_size=1, max_size=4))
+        text, passages = "", []
+        for part in parts:
+            start = len(text) + (1 if text else 0)
+            text = f"{text}\n{' '.join(part)}" if text else " ".join(part)
+            passages.append(Passage(start, len(text), None))
+        dim = 4
+        has_vectors = draw(st.booleans())
+        vectors = None
+        if has_vectors:
+            raw = (
+                np.asarray(
+                    draw(
+                        st.lists(
+                            st.floats(-1, 1),
+                            min_size=dim * len(passages),
+                            max_size=dim * len(passages),
+                        )
+                    ),
+                    dtype=np.float32,
+                ).reshape(len(passages), dim)
+                + 1e-3
+            )
+            vectors = raw / np.linalg.norm(raw, axis=1, keepdims=True)
+        cosine = draw(st.one_of(st.none(), st.floats(-1, 1)))
+        sets.append(PassageSet(rowid, text, span_rows(passages), vectors, cosine))
+        importance = draw(st.one_of(st.none(), unit))
+        age = draw(st.floats(min_value=0, max_value=5000))
+        rows.append((rowid, importance, T - timedelta(days=age), cosine))
+        ranks[rowid] = draw(st.lists(st.integers(1, 100), min_size=1, max_size=2))
+    return sets, rows, ranks
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    candidates(),
+    st.sampled_from(["porto tea", "咖啡", "what about Ana?", "", "x x"]),
+    st.booleans(),
+    st.floats(min_value=0.0, max_value=1.99),
+)
+def test_every_score_lies_in_0_1(drawn, query: str, with_vector: bool, weight: float) -> None:  # type: ignore[no-untyped-def]
+    sets, rows, ranks = drawn
+    vector = np.asarray([0.5, 0.5, 0.5, 0.5], dtype=np.float32) if with_vector else None
+    text_ranks = {rowid: r[0] for rowid, r in ranks.items()}
+    scored, passages = rank_by_passages(
+        query, vector, sets, (rows, ranks, text_ranks), (T, 0.999, weight), None
+    )
+    assert len(scored) == len(rows)
+    for _, parts in scored:
+        assert 0.0 <= parts.final <= 1.0 and 0.0 <= parts.relevance <= 1.0
+    for found in passages.values():
+        assert all(0.0 <= hit.score <= 1.0 for hit in found.hits())
+    finals = [parts.final for _, parts in scored]
+    assert finals == sorted(finals, reverse=True)
+
+
+def test_the_scales_ends() -> None:
+    assert calibrated(-1.0) == 0.0 and calibrated(1.0) == 1.0
+    assert final_score(1.0, 1.0, 1.0, 1.99) == 1.0  # the most important memory keeps its match
+    assert final_score(1.0, 0.0, 1.0, 1.99) > 0.0  # the least important never drops to zero
+
+
+def test_min_score_filters_in_rank_by_passages() -> None:
+    sets = [
+        PassageSet(1, "ana moved to porto", span_rows([Passage(0, 18)]), None, None),
+        PassageSet(2, "bo plays chess", span_rows([Passage(0, 14)]), None, None),
+    ]
+    rows = [(1, None, T, None), (2, None, T, None)]
+    lists = (rows, {1: [1], 2: [2]}, {1: 1, 2: 2})
+    scored, _ = rank_by_passages("porto chess ana", None, sets, lists, (T, 0.999, 0.05), 0.5)
+    assert [rowid for rowid, _ in scored] == [1]
+
+
+LINES = [
+    ("user", "I finally adopted a beagle puppy last weekend and named him Biscuit."),
+    ("assistant", "Biscuit is a lovely name! How is he settling in?"),
+    ("user", "My sister Laura is getting married in Lisbon next June."),
+    ("assistant", "Congratulations to her! Lisbon is a beautiful place for a wedding."),
+    ("user", "I switched jobs, I now work as a data analyst at a hospital downtown."),
+    ("assistant", "That sounds like a meaningful change."),
+]
+
+
+@pytest.fixture(scope="module")
+def minilm_store(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    from memreader.embedders import build_embedder
+    from tests.stores.test_store_passages import chat
+
+    embedder = build_embedder({"backend": "local"})
+    path = Path(tmp_path_factory.mktemp("minilm")) / "m.db"
+    store = open_store(f"sqlite:///{path}", embedder=embedder)
+    store.write([chat("w1", LINES[:4]), chat("w2", LINES[2:])], now=T)
+    yield store
+    store.close()
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "How do I configure a Kubernetes ingress controller with TLS?",
+        "What is the boiling point of tungsten?",
+        "difference between TCP and UDP congestion control",
+    ],
+)
+def test_an_unrelated_query_scores_below_the_recommended_cut(minilm_store, query: str) -> None:  # type: ignore[no-untyped-def]
+    hits = minilm_store.search(query, user_id="u1", now=T)
+    assert hits and all(h.score.relevance < RECOMMENDED_MIN_SCORE for h in hits)
+    assert minilm_store.search(query, user_id="u1", now=T, min_score=RECOMMENDED_MIN_SCORE) == []
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("What is the name of the dog I got?", 0),
+        ("Where is my sister's wedding taking place?", 2),
+        ("What is my current occupation?", 4),
+    ],
+)
+def test_a_related_question_passes_the_cut_naming_its_message(  # type: ignore[no-untyped-def]
+    minilm_store, query: str, message: int
+) -> None:
+    hits = minilm_store.search(query, user_id="u1", now=T, min_score=RECOMMENDED_MIN_SCORE)
+    assert hits, query
+    best = hits[0].passages[0]
+    sources = hits[0].memory.item.metadata.sources
+    assert best.source_index is not None
+    assert sources[best.source_index].content == LINES[message][1]
