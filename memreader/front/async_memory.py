@@ -22,7 +22,8 @@ from typing import Any
 
 from memreader.calls.deadlines import in_thread
 from memreader.front.config import ConfigLike
-from memreader.front.memory import AddResult, Memory, _result
+from memreader.front.memory import Memory
+from memreader.front.results import AddResult, add_result
 from memreader.modes import ReadMode
 from memreader.steps.report import ReadReport
 from memreader.stores import HistoryEntry, SearchHit, StoredCategory, WriteEvent
@@ -78,7 +79,7 @@ class AsyncMemory:
         groups = await memory.reader.aget_memory(scenes, kind, info, mode, report=report)
         items = [item for group in groups for item in group]
         events = await in_thread(functools.partial(memory._write, items), keep_result=True)
-        return _result(items, events, report, info["session_id"], generated, kind)
+        return add_result(items, events, report, info["session_id"], generated, kind)
 
     async def add_memory(
         self,

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -35,6 +34,7 @@ from memreader.front.inputs import (
     shape_input,
     source_selector,
 )
+from memreader.front.results import SEARCH_FILTERS, AddResult, add_result
 from memreader.items import TextualMemoryItem
 from memreader.modes import ReadMode
 from memreader.readers import BaseMemReader
@@ -49,38 +49,7 @@ from memreader.stores.context import (
 )
 from memreader.stores.records import StoredMemory
 
-__all__ = ["SEARCH_FILTERS", "AddResult", "Memory"]
-
-#: The keyword filters :meth:`Memory.search` passes to the store's ``search``.
-SEARCH_FILTERS = frozenset(
-    {
-        "types",
-        "since",
-        "until",
-        "session_id",
-        "include_inactive",
-        "now",
-        "mode",
-        "category",
-        "min_score",
-    }
-)
-
-
-@dataclass(frozen=True)
-class AddResult:
-    """What :meth:`Memory.add` did: the ``items`` read (all scenes, in order), one store
-    ``events`` entry per item (``ADD``, ``NONE`` for one already stored, ``REINFORCE``, ...),
-    the read's ``report``, and the ``session_id`` used (``session_generated``: it is the
-    ``auto-`` digest of the input, see :mod:`memreader.front.inputs`)."""
-
-    items: list[TextualMemoryItem]
-    events: list[WriteEvent]
-    report: ReadReport
-    session_id: str
-    session_generated: bool
-    type: str = "chat"
-    counts: dict[str, int] = field(default_factory=dict)
+__all__ = ["SEARCH_FILTERS", "AddResult", "Memory"]  # the first two from front.results
 
 
 class Memory:
@@ -160,7 +129,7 @@ class Memory:
         groups = self.reader.get_memory(scenes, kind, info, mode, report=report)
         items = [item for group in groups for item in group]
         events = self._write(items)
-        return _result(items, events, report, info["session_id"], generated, kind)
+        return add_result(items, events, report, info["session_id"], generated, kind)
 
     def _prepare(
         self,
@@ -396,19 +365,3 @@ class Memory:
     def _check_open(self) -> None:
         if self._closed:
             raise StoreError("this Memory is closed: open a new one")
-
-
-def _result(
-    items: list[TextualMemoryItem],
-    events: list[WriteEvent],
-    report: ReadReport,
-    session_id: str,
-    generated: bool,
-    kind: str,
-) -> AddResult:
-    counts: dict[str, int] = {}
-    for event in events:
-        counts[event.event] = counts.get(event.event, 0) + 1
-    return AddResult(
-        items, events, report, session_id, generated, kind, dict(sorted(counts.items()))
-    )

@@ -29,14 +29,12 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from memreader.calls.deadlines import Deadline, check_deadline, checked_deadline
 from memreader.errors import InputError, StoreError
 from memreader.items import TextualMemoryItem
-from memreader.retrieval.passages import PassageHit
 from memreader.stores.category_api import CategoryStorage, check_category
 from memreader.stores.checks import (
     Filters,
@@ -55,6 +53,7 @@ from memreader.stores.context import Context, search_context
 from memreader.stores.direct_writes import DirectWrites, UnknownMemoryError
 from memreader.stores.embedder_rules import EmbeddingModels, QueryEmbedder
 from memreader.stores.events import HistoryEntry, WriteEvent
+from memreader.stores.hits import SEARCH_MODES, SearchHit, SearchMode
 from memreader.stores.records import StoredMemory
 from memreader.stores.scoring import ScoreParts
 
@@ -69,44 +68,6 @@ __all__ = [
     "SourceSelector",
     "UnknownMemoryError",
 ]
-
-#: What a search ranks by: ``hybrid`` (the default) fuses the vector list and the full-text
-#: list; ``vector`` uses the vector list only, ``text`` the full-text list only (the query is
-#: then not embedded).
-SearchMode = Literal["hybrid", "vector", "text"]
-SEARCH_MODES: tuple[SearchMode, ...] = ("hybrid", "vector", "text")
-
-
-@dataclass(frozen=True)
-class SearchHit:
-    """One search result: the stored memory and its score, in parts; ``passages``, the parts of
-    the memory's text that matched the query, best first (empty when the store scored the
-    memory whole)."""
-
-    memory: StoredMemory
-    score: ScoreParts
-    passages: tuple[PassageHit, ...] = ()
-
-    # What a hit is to a caller who wants the memory itself (mem0's shape): read-only views.
-    @property
-    def id(self) -> str:
-        """The memory's id (``hit.memory.id``)."""
-        return self.memory.id
-
-    @property
-    def text(self) -> str:
-        """The memory's text (``hit.memory.item.memory``)."""
-        return self.memory.item.memory
-
-    @property
-    def memory_type(self) -> str:
-        """The memory's type, e.g. ``"LongTermMemory"``."""
-        return self.memory.item.metadata.memory_type.value
-
-    @property
-    def session_id(self) -> str:
-        """The session the memory was read from (``"direct"`` for one added as text)."""
-        return self.memory.item.metadata.session_id
 
 
 class MemoryStore(CategoryStorage, DirectWrites, EmbeddingModels):

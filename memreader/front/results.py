@@ -1,0 +1,60 @@
+"""What :meth:`~memreader.front.memory.Memory.add` returns (:class:`AddResult`), and the
+filters :meth:`~memreader.front.memory.Memory.search` passes on (:data:`SEARCH_FILTERS`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from memreader.items import TextualMemoryItem
+from memreader.steps.report import ReadReport
+from memreader.stores import WriteEvent
+
+__all__ = ["SEARCH_FILTERS", "AddResult", "add_result"]
+
+#: The keyword filters :meth:`Memory.search` passes to the store's ``search``.
+SEARCH_FILTERS = frozenset(
+    {
+        "types",
+        "since",
+        "until",
+        "session_id",
+        "include_inactive",
+        "now",
+        "mode",
+        "category",
+        "min_score",
+    }
+)
+
+
+@dataclass(frozen=True)
+class AddResult:
+    """What :meth:`Memory.add` did: the ``items`` read (all scenes, in order), one store
+    ``events`` entry per item (``ADD``, ``NONE`` for one already stored, ``REINFORCE``, ...),
+    the read's ``report``, and the ``session_id`` used (``session_generated``: it is the
+    ``auto-`` digest of the input, see :mod:`memreader.front.inputs`)."""
+
+    items: list[TextualMemoryItem]
+    events: list[WriteEvent]
+    report: ReadReport
+    session_id: str
+    session_generated: bool
+    type: str = "chat"
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def add_result(
+    items: list[TextualMemoryItem],
+    events: list[WriteEvent],
+    report: ReadReport,
+    session_id: str,
+    generated: bool,
+    kind: str,
+) -> AddResult:
+    """The :class:`AddResult` of a read: ``events`` counted by kind."""
+    counts: dict[str, int] = {}
+    for event in events:
+        counts[event.event] = counts.get(event.event, 0) + 1
+    return AddResult(
+        items, events, report, session_id, generated, kind, dict(sorted(counts.items()))
+    )

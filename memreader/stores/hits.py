@@ -1,0 +1,51 @@
+"""What a search returns: :class:`SearchHit` (a stored memory, its score in parts and the
+passages of its text that matched), and the modes a search ranks by (:data:`SearchMode`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from memreader.retrieval.passages import PassageHit
+from memreader.stores.records import StoredMemory
+from memreader.stores.scoring import ScoreParts
+
+__all__ = ["SEARCH_MODES", "SearchHit", "SearchMode"]
+
+#: What a search ranks by: ``hybrid`` (the default) fuses the vector list and the full-text
+#: list; ``vector`` uses the vector list only, ``text`` the full-text list only (the query is
+#: then not embedded).
+SearchMode = Literal["hybrid", "vector", "text"]
+SEARCH_MODES: tuple[SearchMode, ...] = ("hybrid", "vector", "text")
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One search result: the stored memory and its score, in parts; ``passages``, the parts of
+    the memory's text that matched the query, best first (empty when the store scored the
+    memory whole)."""
+
+    memory: StoredMemory
+    score: ScoreParts
+    passages: tuple[PassageHit, ...] = ()
+
+    # What a hit is to a caller who wants the memory itself (mem0's shape): read-only views.
+    @property
+    def id(self) -> str:
+        """The memory's id (``hit.memory.id``)."""
+        return self.memory.id
+
+    @property
+    def text(self) -> str:
+        """The memory's text (``hit.memory.item.memory``)."""
+        return self.memory.item.memory
+
+    @property
+    def memory_type(self) -> str:
+        """The memory's type, e.g. ``"LongTermMemory"``."""
+        return self.memory.item.metadata.memory_type.value
+
+    @property
+    def session_id(self) -> str:
+        """The session the memory was read from (``"direct"`` for one added as text)."""
+        return self.memory.item.metadata.session_id
