@@ -76,3 +76,19 @@ def sql(url: str, query: str, *params: Any) -> list[tuple[Any, ...]]:
     with psycopg.connect(url, autocommit=True) as conn:
         cursor = conn.execute(query, params)
         return cursor.fetchall() if cursor.description is not None else []
+
+
+def chat(item_id: str, lines: list[tuple[str, str]], *, user: str = "u1") -> TextualMemoryItem:
+    """A window of a chat: ``role: [9:00]: content`` lines, one source per message."""
+    text, sources = "", []
+    for index, (role, content) in enumerate(lines):
+        if text:
+            text += "\n"
+        text += f"{role}: [9:{index:02d}]: {content}"
+        sources.append(
+            SourceMessage(
+                scene_index=0, message_index=index, span=(0, len(content)), content=content
+            )
+        )
+    meta = TextualMemoryItemMetadata(user_id=user, session_id="s1", sources=sources)
+    return TextualMemoryItem(id=item_id, memory=text, metadata=meta)

@@ -117,7 +117,7 @@ LINES = [
 @pytest.fixture(scope="module")
 def minilm_store(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     from memreader.embedders import build_embedder
-    from tests.stores.test_store_passages import chat
+    from tests.stores.store_backends import chat
 
     embedder = build_embedder({"backend": "local"})
     path = Path(tmp_path_factory.mktemp("minilm")) / "m.db"

@@ -10,28 +10,11 @@ from datetime import timedelta
 import pytest
 
 from memreader.errors import InputError
-from memreader.items import SourceMessage, TextualMemoryItem, TextualMemoryItemMetadata
 from memreader.stores import MemoryStore, open_store
 from memreader.testing import HashEmbedder
-from tests.stores.store_backends import T0, item, sql
+from tests.stores.store_backends import T0, chat, item, sql
 
 pytestmark = pytest.mark.timeout(120)
-
-
-def chat(item_id: str, lines: list[tuple[str, str]], *, user: str = "u1") -> TextualMemoryItem:
-    """A window of a chat: ``role: [9:00]: content`` lines, one source per message."""
-    text, sources = "", []
-    for index, (role, content) in enumerate(lines):
-        if text:
-            text += "\n"
-        text += f"{role}: [9:{index:02d}]: {content}"
-        sources.append(
-            SourceMessage(
-                scene_index=0, message_index=index, span=(0, len(content)), content=content
-            )
-        )
-    meta = TextualMemoryItemMetadata(user_id=user, session_id="s1", sources=sources)
-    return TextualMemoryItem(id=item_id, memory=text, metadata=meta)
 
 
 FILLER = [
