@@ -120,6 +120,19 @@ def _cut_long(text: str, start: int, end: int, max_chars: int) -> list[tuple[int
     return [p for p in (_trimmed(text, s, e) for s, e in pieces) if p is not None]
 
 
+def _locate(text: str, content: str, start: int) -> int:
+    """Where ``content`` sits in ``text`` from ``start``: the first place it ends a line (a
+    message ends its line as windows render it, so a short message such as ``a`` is not found
+    inside the ``user (Ana):`` before it), else its first place; -1 when it is not there."""
+    first = at = text.find(content, start)
+    while at >= 0:
+        end = at + len(content)
+        if end == len(text) or text[end] == "\n":
+            return at
+        at = text.find(content, at + 1)
+    return first
+
+
 def passages_in(
     text: str,
     contents: Sequence[str | None],
@@ -133,9 +146,9 @@ def passages_in(
     for index, content in enumerate(contents):
         if not content:
             continue
-        at = text.find(content, cursor)
+        at = _locate(text, content, cursor)
         if at < 0:
-            at = text.find(content)
+            at = _locate(text, content, 0)
             if at < 0 or any(s < at + len(content) and at < e for s, e, _ in located):
                 continue
         line_start = text.rfind("\n", 0, at) + 1

@@ -1,0 +1,74 @@
+"""The passages a memory's text is cut into (memreader/retrieval/passages.py): exact spans,
+in order, never overlapping, never longer than asked, covering every non-space character, and
+a chat message's passage holding that message whole."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memreader.items import TextualMemoryItem
+from memreader.retrieval.passages import embedding_text, passages_in, passages_of
+
+_TEXT = st.text(alphabet=st.sampled_from(list("ab c.!?\n。咖啡😀")), max_size=300)
+
+
+@given(
+    text=_TEXT,
+    cuts=st.lists(st.tuples(st.integers(0, 300), st.integers(0, 40))),
+    limit=st.integers(1, 120),
+)
+def test_passages_are_ordered_exact_spans_that_cover_the_text(
+    text: str, cuts: list[tuple[int, int]], limit: int
+) -> None:
+    contents = [text[start : start + size] for start, size in cuts]
+    passages = passages_in(text, contents, max_chars=limit)
+    end = 0
+    covered: set[int] = set()
+    for passage in passages:
+        assert end <= passage.start < passage.end <= len(text)
+        assert passage.end - passage.start <= limit
+        assert not text[passage.start].isspace() and not text[passage.end - 1].isspace()
+        covered.update(range(passage.start, passage.end))
+        end = passage.end
+    assert {i for i, char in enumerate(text) if not char.isspace()} <= covered
+
+
+def _chat(lines: list[tuple[str, str]]) -> TextualMemoryItem:
+    text = "\n".join(f"user (Ana): [9:{i:02d}]: {content}" for i, (_, content) in enumerate(lines))
+    sources = [
+        {"scene_index": 0, "message_index": i, "content": content, "span": [0, len(content)]}
+        for i, (_, content) in enumerate(lines)
+    ]
+    return TextualMemoryItem.model_validate(
+        {
+            "id": "m",
+            "memory": text,
+            "metadata": {"user_id": "u", "session_id": "s", "sources": sources},
+        }
+    )
+
+
+@given(
+    st.lists(
+        st.text(alphabet="abc .咖啡", min_size=1, max_size=60).map(str.strip).filter(bool),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_each_message_is_one_passage_that_holds_it_whole(contents: list[str]) -> None:
+    item = _chat([("user", content) for content in contents])
+    passages = passages_of(item)
+    assert [p.source_index for p in passages] == list(range(len(contents)))
+    for passage, content in zip(passages, contents, strict=True):
+        shown = item.memory[passage.start : passage.end]
+        assert shown.startswith("user (Ana): [9:") and shown.endswith(content)
+        assert embedding_text(item, passage) == f"Ana: {content}"
+
+
+def test_a_long_message_is_cut_at_sentence_ends() -> None:
+    content = "Ana moved to Porto. " * 60
+    item = _chat([("user", content.strip())])
+    passages = passages_of(item, max_chars=200)
+    assert len(passages) > 1 and all(p.end - p.start <= 200 for p in passages)
+    assert all(item.memory[p.start : p.end].endswith(".") for p in passages)
