@@ -1,5 +1,5 @@
 """How every store ranks: the vector and full-text lists pick the candidates (fused by
-reciprocal rank), each candidate's passages are scored (:mod:`memreader.stores.passage_scoring`),
+reciprocal rank), each candidate's passages are scored (:mod:`memreader.stores.passages.scoring`),
 and a memory's relevance is its best passage's score, an absolute number in [0, 1] (0: nothing
 of the query in it, 1: a near paraphrase); then a bounded importance factor and decay, so the
 final score lies in [0, 1] too. Also a full-text query that cannot be a syntax error.
@@ -118,7 +118,7 @@ class ScoreParts:
     the text search did not find it), ``fused`` the rank fusion of both lists
     (:func:`rrf_score`: what picked the candidate, and breaks ties), ``relevance`` how well the
     memory matches the query, in [0, 1] and comparable across queries: mostly its best
-    passage's score (:mod:`memreader.stores.passage_scoring`: the passage's vector match,
+    passage's score (:mod:`memreader.stores.passages.scoring`: the passage's vector match,
     calibrated so that an unrelated text scores near 0, and the share of the query's rarer
     words it holds), and :data:`RANK_WEIGHT` of its places in the two lists,
     ``importance`` the memory's (0..1, a neutral 0.5 when unscored) and ``decay``

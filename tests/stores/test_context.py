@@ -24,7 +24,7 @@ from memreader.stores.context import (
     check_context_args,
     pack_context,
 )
-from memreader.stores.context_block import CLOSE, OPEN
+from memreader.stores.context.block import CLOSE, OPEN
 from memreader.stores.scoring import ScoreParts
 from memreader.windowing.tokens import get_tokenizer
 
@@ -168,7 +168,7 @@ def test_a_message_seen_in_two_overlapping_windows_is_shown_once() -> None:
 
 def test_passages_are_packed_by_their_own_match_not_the_store_passage_scores() -> None:
     # The store's passage scores rank its hits; context() weighs each passage by the words it
-    # holds and its own cosine (measured better for packing: context_scores' docstring).
+    # holds and its own cosine (measured better for packing: see memreader.stores.context.scores).
     memory = chat_memory(
         "m1", [("user", "Coffee, coffee, coffee."), *FILLER[:2], ("user", "I run marathons.")]
     )

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from memreader.retrieval.passages import Passage
 from memreader.stores import open_store
-from memreader.stores.passage_scoring import PassageSet, calibrated, rank_by_passages, span_rows
+from memreader.stores.passages.scoring import PassageSet, calibrated, rank_by_passages, span_rows
 from memreader.stores.scoring import RECOMMENDED_MIN_SCORE, final_score
 
 T = datetime(2026, 1, 1, tzinfo=timezone.utc)

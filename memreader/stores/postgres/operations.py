@@ -19,7 +19,7 @@ from memreader.items import TextualMemoryItem
 from memreader.stores.base import ScoreParts, SearchHit
 from memreader.stores.checks import Filters
 from memreader.stores.events import WriteEvent
-from memreader.stores.passage_scoring import ScoredPassages, rank_by_passages
+from memreader.stores.passages.scoring import ScoredPassages, rank_by_passages
 from memreader.stores.postgres.passages import read_passages
 from memreader.stores.postgres.schema import MEMORY_COLUMNS, memory_from_row
 from memreader.stores.postgres.text_search import WordRows, text_list

@@ -1,4 +1,4 @@
-"""The PostgreSQL store's passage index (:mod:`memreader.stores.passage_rows`): one row per
+"""The PostgreSQL store's passage index (:mod:`memreader.stores.passages.rows`): one row per
 memory it added, keyed by the memory's rowid (``ON DELETE CASCADE``: purge and erase remove it
 with the memory): its passages' spans and their unit vectors, as ``bytea`` (fetched by rowid
 for re-scoring, so no vector index is needed).
@@ -15,13 +15,13 @@ from typing import Any
 
 import psycopg
 
-from memreader.stores.passage_rows import (
+from memreader.stores.passages.rows import (
     PassagePlan,
     passages_of_json,
     spans_from_blob,
     vectors_from_blob,
 )
-from memreader.stores.passage_scoring import PassageSet, span_rows
+from memreader.stores.passages.scoring import PassageSet, span_rows
 
 __all__ = ["PASSAGE_SCHEMA", "add_passages", "ensure_passages", "read_passages"]
 

@@ -50,7 +50,7 @@ from memreader.stores.checks import (
 from memreader.stores.embedder_rules import store_embedder
 from memreader.stores.embedding import embed, embed_missing
 from memreader.stores.events import WriteEvent
-from memreader.stores.passage_rows import plan_passages
+from memreader.stores.passages.rows import plan_passages
 from memreader.stores.postgres.categories import PostgresCategories
 from memreader.stores.postgres.operations import (
     Connection,

@@ -18,7 +18,7 @@ from memreader.items import TextualMemoryItem
 from memreader.stores.base import ScoreParts, SearchHit
 from memreader.stores.checks import Filters
 from memreader.stores.events import WriteEvent
-from memreader.stores.passage_scoring import ScoredPassages, rank_by_passages
+from memreader.stores.passages.scoring import ScoredPassages, rank_by_passages
 from memreader.stores.scoring import Candidate
 from memreader.stores.sqlite.categories import category_rowids, drop_links
 from memreader.stores.sqlite.passages import PassageCache

@@ -1,4 +1,4 @@
-"""The embedded store's passage index (:mod:`memreader.stores.passage_rows`): one row per
+"""The embedded store's passage index (:mod:`memreader.stores.passages.rows`): one row per
 memory it added, keyed by the memory's rowid: its passages' spans and their unit vectors.
 
 Its own schema step (:data:`PASSAGE_SCHEMA`, run on open when the table is missing), separate
@@ -14,13 +14,13 @@ import sqlite3
 from collections.abc import Collection
 from dataclasses import replace
 
-from memreader.stores.passage_rows import (
+from memreader.stores.passages.rows import (
     PassagePlan,
     passages_of_json,
     spans_from_blob,
     vectors_from_blob,
 )
-from memreader.stores.passage_scoring import PassageSet, span_rows
+from memreader.stores.passages.scoring import PassageSet, span_rows
 
 __all__ = [
     "PASSAGE_CACHE",

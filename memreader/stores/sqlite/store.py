@@ -43,7 +43,7 @@ from memreader.stores.checks import (
 from memreader.stores.embedder_rules import store_embedder
 from memreader.stores.embedding import embed_missing
 from memreader.stores.events import WriteEvent
-from memreader.stores.passage_rows import plan_passages
+from memreader.stores.passages.rows import plan_passages
 from memreader.stores.records import StoredMemory, readable
 from memreader.stores.scoring import (
     DEFAULT_GAMMA,

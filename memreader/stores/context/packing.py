@@ -7,7 +7,7 @@ front door's ``context`` search first and call it.
 **What is packed.** Each hit's memory is cut into its passages
 (:func:`~memreader.retrieval.passages.passages_of`: a chat passage is one message,
 ``user: [time]: content``), each scored in ``[0, 1]`` by its hit's relevance and how well it
-matches the query itself (:mod:`memreader.stores.context_scores`: the store's passage scores,
+matches the query itself (:mod:`memreader.stores.context.scores`: the store's passage scores,
 else the query's rare terms it holds and, with the store's embedder, its cosine with the
 query). Passages are taken best first, each whole, skipping one that does not fit while
 smaller ones may; a passage taken makes the message before and after it (in its memory) a
@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 from memreader.errors import InputError
 from memreader.retrieval.passages import Passage
-from memreader.stores.context_block import (
+from memreader.stores.context.block import (
     CONTEXT_ORDERS,
     Block,
     Context,
@@ -56,7 +56,7 @@ from memreader.stores.context_block import (
     ContextPart,
     cut_point,
 )
-from memreader.stores.context_scores import Candidate, HitLike, QueryEmbedder, candidates
+from memreader.stores.context.scores import Candidate, HitLike, QueryEmbedder, candidates
 
 if TYPE_CHECKING:
     from memreader.windowing.tokens import Tokenizer

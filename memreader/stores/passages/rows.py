@@ -1,7 +1,7 @@
 """The passages a store keeps beside each memory it adds (both stores): the exact spans
 :func:`~memreader.retrieval.passages.passages_of` cuts the memory's text into, with the unit
 vector of each passage's text, so that search can score a memory's messages one by one
-(:mod:`memreader.stores.passage_scoring`) without embedding anything at search time.
+(:mod:`memreader.stores.passages.scoring`) without embedding anything at search time.
 
 The memory itself stays the stored unit (its provenance, dedup and history do not change);
 its passages are one row beside it (spans and vectors as two blobs, read in one fetch per
@@ -70,7 +70,7 @@ def spans_to_blob(passages: Sequence[Passage]) -> bytes:
 
 def spans_from_blob(blob: bytes) -> np.ndarray:
     """The passages back from :func:`spans_to_blob`, one row each: start, end, source index
-    (-1: none), as :func:`~memreader.stores.passage_scoring.span_rows` makes them."""
+    (-1: none), as :func:`~memreader.stores.passages.scoring.span_rows` makes them."""
     return np.frombuffer(blob, dtype="<i4").reshape(-1, 3).astype(np.int64)
 
 
