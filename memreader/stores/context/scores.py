@@ -26,7 +26,7 @@ a floor of 0.1 or 0.5, neighbours at 0.8 of their passage's score or none change
 
 The store's own passage scores (``SearchHit.passages``: 0.8 of a calibrated cosine of the
 whole chat line, time included, and 0.2 of a word share) rank the hits, not the passages here:
-measured on the merged code (same set, seeds 1 and 2), packing by them gave 0.56/0.68/0.75/0.81
+measured on the merged code (same set, seeds 0 and 2), packing by them gave 0.56/0.68/0.75/0.81
 and 0.53/0.66/0.73/0.80, by the mean above 0.56/0.74/0.81/0.90 and 0.53/0.71/0.75/0.88; their
 mean with the store's 0.58/0.71/0.80/0.89. Embedding the store's passages as ``Name: content``
 instead cost search recall@3 0.04 (0.64 -> 0.60) for 0.70/0.78/0.86 here, so each keeps its own.
