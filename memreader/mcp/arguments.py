@@ -8,7 +8,8 @@ lists (every field described for a model to read), and the same models check wha
 >>> try:
 ...     Recall.model_validate({"query": "tea", "k": 0})
 ... except ValidationError as exc:
-...     print(exc.errors()[0]["loc"])
+...     refused = exc.errors()[0]["loc"]
+>>> refused
 ('k',)
 """
 

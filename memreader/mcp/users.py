@@ -16,8 +16,9 @@ The user is never what a tool call says it is:
 >>> try:
 ...     owner_of(caller, "bob")
 ... except ForbiddenUserError as exc:
-...     print(exc)
-this MCP server serves user 'emily' only; user_id 'bob' is not allowed
+...     refused = str(exc)
+>>> refused
+"this MCP server serves user 'emily' only; user_id 'bob' is not allowed"
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from memreader.errors import MemReaderError, StoreError
 from memreader.items import TextualMemoryItem
-from memreader.stores.base import QueryEmbedder
+from memreader.stores.embedder_rules import QueryEmbedder
 
 __all__ = ["embed", "embed_missing"]
 

@@ -40,9 +40,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from memreader.errors import MemReaderError, StoreError
 from memreader.retrieval.passages import Passage, embedding_text, passages_of
 from memreader.retrieval.terms import text_terms
+from memreader.stores.embedder_rules import QueryEmbedder
+from memreader.stores.embedding import embed
 
 if TYPE_CHECKING:
     from memreader.retrieval.passages import PassageHit
@@ -58,12 +59,6 @@ FLOOR = 0.25
 EMBEDDED_PASSAGES = 320
 
 _ASCII_WORD = re.compile(r"\w+")
-
-
-class QueryEmbedder(Protocol):
-    """What scoring needs of an embedder (:class:`memreader.stores.base.QueryEmbedder`)."""
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
 
 
 class HitLike(Protocol):
@@ -169,7 +164,7 @@ def _similarities(
             texts.append(embedding_text(hit.memory.item, passage))
     if not texts:
         return {}
-    vectors = np.asarray(_embed(embedder, [query, *texts]), dtype=np.float64)
+    vectors = np.asarray(embed(embedder, [query, *texts]), dtype=np.float64)
     norms = np.linalg.norm(vectors, axis=1)
     norms[norms == 0] = 1.0
     cosines = np.clip((vectors[1:] @ vectors[0]) / (norms[1:] * norms[0]), 0.0, 1.0)
@@ -177,21 +172,3 @@ def _similarities(
     if best <= 0:
         return {}
     return {key: float(c) / best for key, c in zip(keys, cosines, strict=True)}
-
-
-def _embed(embedder: QueryEmbedder, texts: list[str]) -> list[list[float]]:
-    """One vector per text (as :func:`memreader.stores.embedding.embed`, which sits above).
-
-    Raises:
-        StoreError: the embedder failed (not with a :class:`MemReaderError`, which passes
-            through) or gave another number of vectors.
-    """
-    try:
-        vectors = embedder.embed(texts)
-    except MemReaderError:
-        raise
-    except Exception as exc:
-        raise StoreError(f"the store's embedder failed: {type(exc).__name__}: {exc}") from exc
-    if len(vectors) != len(texts):
-        raise StoreError(f"the store's embedder gave {len(vectors)} vectors for {len(texts)}")
-    return [list(v) for v in vectors]
