@@ -51,6 +51,12 @@ _USER = (
 _MEMORY_ID = "The memory's id, as recall, remember or get_memory gave it."
 
 
+def _optional(description: str) -> Any:
+    """An optional name-like argument (a session, category, document, reason): absent, or
+    1 to :data:`~memreader.mcp.limits.MAX_ID_CHARS` characters."""
+    return Field(default=None, min_length=1, max_length=MAX_ID_CHARS, description=description)
+
+
 def _id(description: str) -> Any:
     return Field(min_length=1, max_length=MAX_ID_CHARS, description=description)
 
@@ -153,18 +159,8 @@ class Recall(ToolArguments):
         description="What to look for, in words (e.g. 'where does she live?').",
     )
     k: int = Field(default=5, ge=1, le=MAX_K, description="How many memories, best first.")
-    category: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=MAX_ID_CHARS,
-        description="Only memories of this category (list_categories names them).",
-    )
-    session_id: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=MAX_ID_CHARS,
-        description="Only memories of this conversation.",
-    )
+    category: str | None = _optional("Only memories of this category (list_categories names them).")
+    session_id: str | None = _optional("Only memories of this conversation.")
 
 
 class Context(ToolArguments):
@@ -181,18 +177,8 @@ class Context(ToolArguments):
         le=MAX_TOKENS,
         description="The most tokens the block may take in your prompt.",
     )
-    category: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=MAX_ID_CHARS,
-        description="Only memories of this category (list_categories names them).",
-    )
-    session_id: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=MAX_ID_CHARS,
-        description="Only memories of this conversation.",
-    )
+    category: str | None = _optional("Only memories of this category (list_categories names them).")
+    session_id: str | None = _optional("Only memories of this conversation.")
 
 
 class GetMemory(ToolArguments):
@@ -210,23 +196,12 @@ class MemoryHistory(ToolArguments):
 class Forget(ToolArguments):
     """``forget``: exactly one source."""
 
-    session_id: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=MAX_ID_CHARS,
-        description="Forget what this conversation said (remember's session_id).",
+    session_id: str | None = _optional(
+        "Forget what this conversation said (remember's session_id)."
     )
-    doc_path: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=MAX_ID_CHARS,
-        description="Forget what this document said (as its sources name it).",
-    )
-    message_id: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=MAX_ID_CHARS,
-        description="Forget what this one message said (as its sources name it).",
+    doc_path: str | None = _optional("Forget what this document said (as its sources name it).")
+    message_id: str | None = _optional(
+        "Forget what this one message said (as its sources name it)."
     )
 
     @model_validator(mode="after")
@@ -257,11 +232,8 @@ class UpdateMemory(ToolArguments):
         max_length=MAX_TEXT_CHARS,
         description="The memory's new text, whole (e.g. 'Emily is vegan.').",
     )
-    reason: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=MAX_ID_CHARS,
-        description="Why it changed, kept in its history (e.g. 'she said so on 4 May').",
+    reason: str | None = _optional(
+        "Why it changed, kept in its history (e.g. 'she said so on 4 May')."
     )
 
 
