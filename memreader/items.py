@@ -20,6 +20,8 @@ from pydantic import (
     model_validator,
 )
 
+from memreader.scopes import DEFAULT_VISIBILITY, MAX_SCOPE_ID_CHARS, Visibility
+
 
 class MemoryType(str, Enum):
     """The memory types of MemOS's textual memory."""
@@ -144,6 +146,11 @@ class TextualMemoryItemMetadata(BaseModel):
     ``reconcile`` is the ``reconcile`` pass's decision (:class:`Reconciliation`), which a
     memory store applies on write; ``None`` where the pass did not run (the default).
 
+    ``agent_id`` and ``task_id`` name the agent and the task the memory belongs to (``None``:
+    none), and ``visibility`` whether it is ``private`` to them or ``shared`` across its
+    owner's tasks (:mod:`memreader.scopes`); an item stored before scopes loads unscoped and
+    private.
+
     ``categories`` names the categories the ``categorize`` step linked the item to (see
     :mod:`memreader.categories`); empty where it did not run.
     """
@@ -152,6 +159,9 @@ class TextualMemoryItemMetadata(BaseModel):
 
     user_id: str
     session_id: str
+    agent_id: str | None = Field(default=None, min_length=1, max_length=MAX_SCOPE_ID_CHARS)
+    task_id: str | None = Field(default=None, min_length=1, max_length=MAX_SCOPE_ID_CHARS)
+    visibility: Visibility = DEFAULT_VISIBILITY
     memory_type: MemoryType = MemoryType.LONG_TERM
     status: str = "activated"
     key: str | None = None

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from memreader.errors import (
+    InputError,
     InvalidChatTimeError,
     InvalidInfoError,
     InvalidMessageError,
@@ -26,6 +27,7 @@ from memreader.scenes.api_parts import EMPTY_PART, Part, PartContext, content_pa
 from memreader.scenes.chat_time import parse_chat_time
 from memreader.scenes.clipping import MAX_LABEL, clip
 from memreader.scenes.text_checks import check_nested_text, check_text
+from memreader.scopes import info_scope
 
 __all__ = [
     "ROLES",
@@ -77,6 +79,10 @@ def validate_info(info: Mapping[str, Any] | None) -> dict[str, Any]:
         value = info.get(key)
         if not isinstance(value, str) or not value:
             raise InvalidInfoError(f"info[{key!r}] must be a non-empty string, got {value!r}")
+    try:
+        info_scope(info)
+    except InputError as exc:
+        raise InvalidInfoError(str(exc)) from exc
     check_nested_text(info, "info")
     return dict(info)
 

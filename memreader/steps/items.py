@@ -14,11 +14,12 @@ from memreader.extraction import WindowOutcome
 from memreader.extraction.importance import Importance, heuristic_importance, source_importance
 from memreader.items import MemoryType, SourceMessage, TextualMemoryItem, TextualMemoryItemMetadata
 from memreader.modes import FALLBACK_TAG_PREFIX
+from memreader.scopes import SCOPE_KEYS, info_scope
 from memreader.steps.report import WindowReport
 
 # Namespace for item ids: uuid5 over the item's owner, position and content.
 ITEM_NAMESPACE = uuid.UUID("6d656d72-6561-6465-7200-000000000001")
-_RESERVED_INFO = frozenset({"user_id", "session_id"})
+_RESERVED_INFO = frozenset({"user_id", "session_id"}) | SCOPE_KEYS
 
 
 def item_id(*parts: object) -> str:
@@ -80,12 +81,19 @@ def make_item(
 ) -> TextualMemoryItem:
     """Build one item; its id derives from ``id_parts`` and the memory text (never from its
     importance or time). ``valid_from``: see :func:`valid_from_for`."""
+    scope = info_scope(info)
+    # A scoped item's id also names its scope (an unscoped one's is as before): the same text
+    # read in two tasks is two memories, not one id claimed by both.
+    scope_part = [sorted(scope.items())] if scope else []
     return TextualMemoryItem(
-        id=item_id(info["user_id"], info["session_id"], *id_parts, content_hash(memory)),
+        id=item_id(
+            info["user_id"], info["session_id"], *id_parts, *scope_part, content_hash(memory)
+        ),
         memory=memory,
         metadata=TextualMemoryItemMetadata(
             user_id=info["user_id"],
             session_id=info["session_id"],
+            **scope,
             memory_type=memory_type,
             key=key,
             tags=tags,

@@ -35,6 +35,7 @@ from typing import Any
 from memreader.calls.deadlines import Deadline, check_deadline, checked_deadline
 from memreader.errors import InputError, StoreError
 from memreader.items import TextualMemoryItem
+from memreader.scopes import check_scope_id
 from memreader.stores.category_api import CategoryStorage, check_category
 from memreader.stores.checks import (
     Filters,
@@ -186,8 +187,15 @@ class MemoryStore(CategoryStorage, DirectWrites, EmbeddingModels):
         mode: SearchMode = "hybrid",
         category: str | None = None,
         min_score: float | None = None,
+        agent_id: str | None = None,
+        task_id: str | None = None,
     ) -> list[SearchHit]:
         """The ``k`` best memories of ``user_id`` for ``query``, best first.
+
+        ``agent_id`` and ``task_id`` are hard filters on the memories' scope
+        (:mod:`memreader.scopes`): with ``task_id=T``, the memories of no task, of ``T``, and
+        the shared ones of the owner's other tasks (never another task's private ones); the
+        same over agents; ``None``: every memory of the owner.
 
         ``types``, ``session_id``, ``since`` and ``until`` filter (the time of a memory is its
         ``valid_from``, else its ``recorded_at``); ``now`` is the time decay is measured to;
@@ -223,6 +231,8 @@ class MemoryStore(CategoryStorage, DirectWrites, EmbeddingModels):
             include_inactive=include_inactive,
             category=check_category(category) if category is not None else None,
             min_score=check_min_score(min_score),
+            agent_id=check_scope_id(agent_id, "agent_id"),
+            task_id=check_scope_id(task_id, "task_id"),
         )
         owner, k = check_owner(user_id), check_k(k)
         if mode != "text":

@@ -24,10 +24,10 @@ from memreader.stores.write_decisions import (
     Found,
     Support,
     already_supported,
-    content_hash,
     decide,
     drop_key,
     load_supports,
+    memory_hash,
     merge_supports,
     sources_of,
     supports_of,
@@ -80,7 +80,7 @@ def prepared(
     return Prepared(
         index=index,
         item=item,
-        content_hash=content_hash(item.memory),
+        content_hash=memory_hash(item),
         supports=supports_of(item, replace_key),
         valid_from=valid_from_of(item),
         vector=vector,
@@ -129,7 +129,7 @@ class ChangeRules(ABC, Generic[V]):
             nearest=self._nearest(p) if by_hash is None and not p.verbatim else None,
             threshold=self.threshold,
             reconcile=meta.reconcile,
-            target=self._target(meta.user_id, meta.reconcile.target_id) if meta.reconcile else None,
+            target=self._target(p, meta.reconcile.target_id) if meta.reconcile else None,
         )
         own_row = int(by_id[0]) if by_id is not None else None
         if decision.event == "NONE":
@@ -239,8 +239,9 @@ class ChangeRules(ABC, Generic[V]):
         """The active memory most similar to ``p`` (id, cosine), if any."""
 
     @abstractmethod
-    def _target(self, owner: str, memory_id: str | None) -> Found | None:
-        """The memory ``memory_id`` of ``owner`` a reconcile decision names, if stored."""
+    def _target(self, p: Prepared[V], memory_id: str | None) -> Found | None:
+        """The memory ``memory_id`` of ``p``'s owner and scope a reconcile decision names, if
+        stored (one of another scope is not: a task never retires another task's memory)."""
 
     @abstractmethod
     def _replace(self, p: Prepared[V], decision: Decision, *, rowid: int | None) -> None:

@@ -42,7 +42,9 @@ class Filters:
     """What a search keeps: memory types, a session, a time range (on ``valid_from``, else
     ``recorded_at``), whether retired memories count, and a category the memories are linked
     to. Each store turns it into its own SQL. ``min_score``: the least relevance a hit
-    keeps (:func:`check_min_score`; ``None``: no cut), applied after scoring."""
+    keeps (:func:`check_min_score`; ``None``: no cut), applied after scoring. ``agent_id``
+    and ``task_id``: the scope a search sees (:func:`memreader.scopes.visible`; ``None``:
+    the owner's every memory)."""
 
     types: tuple[str, ...] | None = None
     session_id: str | None = None
@@ -51,6 +53,13 @@ class Filters:
     include_inactive: bool = False
     category: str | None = None
     min_score: float | None = None
+    agent_id: str | None = None
+    task_id: str | None = None
+
+    def scope(self) -> list[tuple[str, str]]:
+        """The scope columns a search filters on, with the value asked for."""
+        pairs = (("agent_id", self.agent_id), ("task_id", self.task_id))
+        return [(column, value) for column, value in pairs if value is not None]
 
 
 def check_min_score(value: object) -> float | None:

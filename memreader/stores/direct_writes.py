@@ -26,6 +26,7 @@ from memreader.calls.deadlines import Deadline
 from memreader.errors import InputError, UnknownMemoryError
 from memreader.items import MEMORY_TYPES, MemoryType, Reconciliation, TextualMemoryItem
 from memreader.items import TextualMemoryItemMetadata as Metadata
+from memreader.scopes import info_scope, scope_columns, scoped_hash
 from memreader.stores.checks import SourceSelector, check_memory_id, check_owner, moment
 from memreader.stores.events import WriteEvent
 from memreader.stores.records import StoredMemory
@@ -118,6 +119,9 @@ class DirectWrites(ABC):
         metadata: Mapping[str, Any] | None = None,
         tags: Sequence[str] | None = None,
         now: datetime | None = None,
+        agent_id: str | None = None,
+        task_id: str | None = None,
+        visibility: str | None = None,
     ) -> WriteEvent:
         """Store ``text`` as one memory of ``user_id`` and return what the write did (``ADD``;
         ``REINFORCE`` when the owner has it already, from another session; ``NONE`` when this
@@ -126,7 +130,8 @@ class DirectWrites(ABC):
         ``session_id`` defaults to :data:`DIRECT_SESSION`; ``memory_type`` is one of
         :data:`~memreader.items.MEMORY_TYPES`; ``importance`` is in [0, 1]; ``valid_from``
         (timezone-aware) is when the fact began to hold; ``metadata`` is kept as the item's
-        ``info``. Example::
+        ``info``; ``agent_id``, ``task_id`` and ``visibility`` are its scope
+        (:mod:`memreader.scopes`). Example::
 
             event = store.add_memory("Ana is vegetarian", user_id="u1", importance=0.9)
             store.get(event.memory_id, user_id="u1").item.memory  # 'Ana is vegetarian'
@@ -142,8 +147,11 @@ class DirectWrites(ABC):
         if metadata is not None and not isinstance(metadata, Mapping):
             raise InputError(f"metadata must be a mapping, got {type(metadata).__name__}")
         at = moment(now)
+        given = {"agent_id": agent_id, "task_id": task_id, "visibility": visibility}
+        scope = info_scope(given, where="")
         meta = _metadata(
             {
+                **scope,
                 "user_id": owner,
                 "session_id": session,
                 "memory_type": memory_type,
@@ -155,7 +163,8 @@ class DirectWrites(ABC):
                 "created_at": at,
             }
         )
-        new_id = direct_id(owner, session, memory_type, content_hash(body))
+        digest = scoped_hash(content_hash(body), scope_columns(meta))
+        new_id = direct_id(owner, session, memory_type, digest)
         item = TextualMemoryItem(id=new_id, memory=body, metadata=meta)
         return self.write([item], user_id=owner, now=at)[0]
 
@@ -189,7 +198,7 @@ class DirectWrites(ABC):
         if old.status != "active":
             where = f" (superseded by {old.superseded_by})" if old.superseded_by else ""
             raise InputError(f"memory {memory_id!r} is {old.status}{where}; update an active one")
-        digest = content_hash(body)
+        digest = scoped_hash(content_hash(body), scope_columns(old.item.metadata))
         if digest == old.content_hash:
             return WriteEvent("NONE", old.id, old.id, "the text is unchanged")
         why = reason or "updated by the caller"

@@ -30,6 +30,7 @@ from typing import Any
 
 from memreader.errors import InputError
 from memreader.items import Reconciliation, TextualMemoryItem
+from memreader.scopes import scope_columns, scoped_hash
 from memreader.stores.checks import SourceSelector
 from memreader.stores.events import EventKind, WriteEvent
 from memreader.stores.records import MemoryStatus
@@ -46,6 +47,7 @@ __all__ = [
     "dump_supports",
     "load_supports",
     "looked_up",
+    "memory_hash",
     "merge_supports",
     "not_applicable",
     "reconciled",
@@ -72,6 +74,13 @@ def content_hash(text: str) -> str:
     normal = unicodedata.normalize("NFKC", text).casefold()
     normal = _SPACE.sub(" ", normal).strip().rstrip(_TRAILING).strip()
     return hashlib.sha256(normal.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def memory_hash(item: TextualMemoryItem) -> str:
+    """An item's dedup key, what a store keeps as its ``content_hash``: :func:`content_hash`
+    of its text, joined with its scope when it has one
+    (:func:`~memreader.scopes.scoped_hash`), so two scopes never merge."""
+    return scoped_hash(content_hash(item.memory), scope_columns(item.metadata))
 
 
 def selector_key(selector: SourceSelector) -> str:

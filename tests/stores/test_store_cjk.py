@@ -190,7 +190,7 @@ def test_a_store_of_the_schema_before_is_upgraded_and_finds_cjk(backend: str, ur
         assert [h.memory.id for h in retired] == ["tea"]  # every stored row was indexed
         store.write([item("new", "新的记忆：乌龙茶")], now=T0)
         assert _text_ids(store, "乌龙") == ["new"]
-    assert sql(url, "SELECT value FROM memreader_meta WHERE key = 'schema'") == [("2",)]
+    assert sql(url, "SELECT value FROM memreader_meta WHERE key = 'schema'") == [("3",)]
     if backend == "sqlite":
         assert sql(url, "SELECT name FROM sqlite_master WHERE name = 'memories_fts'") == []
     else:
@@ -209,5 +209,5 @@ def test_a_store_of_the_schema_before_is_upgraded_and_finds_cjk(backend: str, ur
 def test_a_store_of_an_unknown_schema_is_refused(backend: str, url: str) -> None:
     open_store(url, text_only=True).close()
     sql(url, "UPDATE memreader_meta SET value = '9' WHERE key = 'schema'")
-    with pytest.raises(StoreError, match="has store schema 9; this memreader reads 2"):
+    with pytest.raises(StoreError, match="has store schema 9; this memreader reads 3"):
         open_store(url, text_only=True)

@@ -24,7 +24,7 @@ from memreader.stores.postgres.passages import read_passages
 from memreader.stores.postgres.schema import MEMORY_COLUMNS, memory_from_row
 from memreader.stores.postgres.text_search import WordRows, text_list
 from memreader.stores.scoring import Candidate
-from memreader.stores.write_decisions import content_hash, looked_up
+from memreader.stores.write_decisions import looked_up, memory_hash
 
 __all__ = [
     "CANDIDATES",
@@ -85,6 +85,9 @@ def filter_sql(filters: Filters, *, probe: bool = False) -> tuple[str, list[Any]
     if filters.session_id is not None:
         parts.append("m.session_id = %s")
         params.append(filters.session_id)
+    for column, wanted in filters.scope():  # memreader.scopes.visible, in SQL
+        parts.append(f"(m.{column} IN ('', %s) OR m.visibility = 'shared')")
+        params.append(wanted)
     if filters.since is not None:
         parts.append("COALESCE(m.valid_from, m.recorded_at) >= %s")
         params.append(filters.since)
@@ -225,7 +228,7 @@ def unstored(conn: Connection, items: Sequence[TextualMemoryItem]) -> list[int]:
         found = conn.execute(
             "SELECT 1 FROM memreader_memories WHERE user_id = %s AND status = 'active' AND "
             "(id = %s OR (memory_type = %s AND content_hash = %s)) LIMIT 1",
-            (meta.user_id, item.id, meta.memory_type.value, content_hash(item.memory)),
+            (meta.user_id, item.id, meta.memory_type.value, memory_hash(item)),
         ).fetchone()
         if found is None:
             todo.append(position)
@@ -240,7 +243,7 @@ def lookup(
     found: list[WriteEvent | None] = []
     for start in range(0, len(items), LOOKUP_CHUNK):
         chunk = items[start : start + LOOKUP_CHUNK]
-        hashes = [content_hash(item.memory) for item in chunk]
+        hashes = [memory_hash(item) for item in chunk]
         rows = conn.execute(
             "SELECT id, memory_type, content_hash, status FROM memreader_memories "
             "WHERE user_id = %s AND (id = ANY(%s) OR "

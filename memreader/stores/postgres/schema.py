@@ -8,7 +8,12 @@
   (:func:`~memreader.retrieval.terms.index_text`: NFKC- and case-folded words, Chinese,
   Japanese and Korean as overlapping bigrams), written with the row, so both stores match the
   same terms. Schema 1 generated it from the raw text (a CJK clause was one "word"):
-  :mod:`~memreader.stores.postgres.upgrade` rebuilds it on open.
+  :mod:`~memreader.stores.postgres.upgrade` rebuilds it on open. Schema 3 added each memory's
+  scope (``agent_id``, ``task_id``, "" for none, and ``visibility``: :mod:`memreader.scopes`),
+  which searches filter by (``ADD COLUMN IF NOT EXISTS`` below gives an older table them, as
+  unscoped private memories); a scoped memory's ``content_hash`` covers its scope
+  (:func:`~memreader.scopes.scoped_hash`), so the UNIQUE index keeps one active memory per
+  owner, type, text and scope.
 - ``memreader_keys``: the support keys of each memory (``doc:``, ``session:``, ``message:``,
   ``input:``), what forget and ``replaces`` look up.
 - ``memreader_history``: one row per change.
@@ -54,11 +59,11 @@ __all__ = [
     "vector_text",
 ]
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 
 #: The schema versions :mod:`~memreader.stores.postgres.upgrade` brings to
 #: :data:`SCHEMA_VERSION`.
-UPGRADES_FROM = frozenset({"1"})
+UPGRADES_FROM = frozenset({"1", "2"})
 
 #: Advisory lock keys (transaction scoped): creating the schema, fixing the dimension. Owner
 #: locks use ``hashtextextended(user_id, 0)``; these two constants sit outside its range only
@@ -77,6 +82,9 @@ CREATE TABLE IF NOT EXISTS memreader_memories (
     id text NOT NULL,
     user_id text NOT NULL,
     session_id text NOT NULL,
+    agent_id text NOT NULL DEFAULT '',
+    task_id text NOT NULL DEFAULT '',
+    visibility text NOT NULL DEFAULT 'private' CHECK (visibility IN ('private', 'shared')),
     memory_type text NOT NULL,
     memory text NOT NULL,
     content_hash text NOT NULL,
@@ -96,6 +104,13 @@ CREATE TABLE IF NOT EXISTS memreader_memories (
     fts tsvector,
     UNIQUE (user_id, id)
 );
+ALTER TABLE memreader_memories
+    ADD COLUMN IF NOT EXISTS agent_id text NOT NULL DEFAULT '',
+    ADD COLUMN IF NOT EXISTS task_id text NOT NULL DEFAULT '',
+    ADD COLUMN IF NOT EXISTS visibility text NOT NULL DEFAULT 'private'
+        CHECK (visibility IN ('private', 'shared'));
+CREATE INDEX IF NOT EXISTS memreader_memories_owner_scope
+    ON memreader_memories (user_id, task_id, agent_id, status);
 CREATE UNIQUE INDEX IF NOT EXISTS memreader_memories_active_hash
     ON memreader_memories (user_id, memory_type, content_hash) WHERE status = 'active';
 CREATE INDEX IF NOT EXISTS memreader_memories_owner

@@ -6,6 +6,11 @@ parser sees a whole Chinese or Japanese clause as one word (``咖啡`` found not
 a plain column of the text's terms (:func:`~memreader.retrieval.terms.index_text`, written with
 each row by the store), rebuilt here from the stored rows :data:`BATCH` at a time (memory stays
 bounded whatever the store's size), and its GIN index made again.
+
+Schema 2 to 3: the scope columns (:mod:`memreader.scopes`), which :data:`SCHEMA` adds to an
+older table (``ADD COLUMN IF NOT EXISTS``, in the same transaction, before this runs): every
+stored memory is unscoped and private, what the columns' defaults say, so only the version
+moves here.
 """
 
 from __future__ import annotations
@@ -37,10 +42,17 @@ def upgrade_schema(conn: Connection) -> str | None:
     version = str(row[0]) if row else None
     if version not in UPGRADES_FROM:
         return version
+    if version == "1":
+        _rebuild_terms(conn)
+    conn.execute("UPDATE memreader_meta SET value = %s WHERE key = 'schema'", (SCHEMA_VERSION,))
+    return SCHEMA_VERSION
+
+
+def _rebuild_terms(conn: Connection) -> None:
+    """Schema 1 to 2: the ``fts`` column rebuilt from the stored rows' terms."""
     rows = conn.execute("SELECT count(*) FROM memreader_memories").fetchone()
     _log.info(
-        "upgrading the store's schema %s to %s: indexing the terms of %d memories",
-        version,
+        "upgrading the store's schema 1 to %s: indexing the terms of %d memories",
         SCHEMA_VERSION,
         rows[0] if rows else 0,
     )
@@ -64,5 +76,3 @@ def upgrade_schema(conn: Connection) -> str | None:
     conn.execute(
         "CREATE INDEX IF NOT EXISTS memreader_memories_fts ON memreader_memories USING gin (fts)"
     )
-    conn.execute("UPDATE memreader_meta SET value = %s WHERE key = 'schema'", (SCHEMA_VERSION,))
-    return SCHEMA_VERSION

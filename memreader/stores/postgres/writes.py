@@ -15,6 +15,7 @@ from typing import Any
 
 from memreader.items import TextualMemoryItem
 from memreader.retrieval.terms import index_text
+from memreader.scopes import scope_columns
 from memreader.stores.change_rules import ChangeRules, item_json, prepared, with_sources
 from memreader.stores.change_rules import Prepared as SharedPrepared
 from memreader.stores.events import EventKind
@@ -79,16 +80,19 @@ class Changes(ChangeRules[str]):
         if p.vector is None:
             return None
         where = " AND m.status = 'active' AND m.memory_type = %s "
-        where += "AND COALESCE(m.embedding_model, '') = %s"
-        params = (p.item.metadata.memory_type.value, p.model)
+        where += "AND COALESCE(m.embedding_model, '') = %s "
+        where += "AND m.agent_id = %s AND m.task_id = %s AND m.visibility = %s"
+        params = (p.item.metadata.memory_type.value, p.model, *scope_columns(p.item.metadata))
         found = nearest(self.conn, p.user_id, where, params, p.vector, 1)
         return (found[0][1], found[0][2]) if found else None
 
-    def _target(self, owner: str, memory_id: str | None) -> Found | None:
-        """The memory ``memory_id`` of ``owner`` a reconcile decision names, if stored."""
+    def _target(self, p: Prepared, memory_id: str | None) -> Found | None:
+        """The memory ``memory_id`` of ``p``'s owner and scope a reconcile decision names, if
+        stored (one of another scope is not: a task never retires another task's memory)."""
         row = self.conn.execute(
-            "SELECT content_hash, status FROM memreader_memories WHERE user_id = %s AND id = %s",
-            (owner, memory_id),
+            "SELECT content_hash, status FROM memreader_memories WHERE user_id = %s AND id = %s "
+            "AND agent_id = %s AND task_id = %s AND visibility = %s",
+            (p.user_id, memory_id, *scope_columns(p.item.metadata)),
         ).fetchone()
         return Found(str(memory_id), row[0], row[1]) if row and memory_id else None
 
@@ -133,6 +137,9 @@ class Changes(ChangeRules[str]):
             "id": p.item.id,
             "user_id": meta.user_id,
             "session_id": meta.session_id,
+            "agent_id": meta.agent_id or "",
+            "task_id": meta.task_id or "",
+            "visibility": meta.visibility,
             "memory_type": meta.memory_type.value,
             "memory": p.item.memory,
             "content_hash": p.content_hash,

@@ -24,6 +24,7 @@ from memreader.stores.sqlite.categories import category_rowids, drop_links
 from memreader.stores.sqlite.passages import PassageCache
 from memreader.stores.sqlite.schema import (
     MEMORY_COLUMNS,
+    VECTOR_COLUMNS,
     iso,
     memory_from_row,
     time_of,
@@ -32,7 +33,7 @@ from memreader.stores.sqlite.schema import (
 from memreader.stores.sqlite.vectors import OwnerVectors, VectorCache, VectorRow, unit
 from memreader.stores.sqlite.writes import bump_versions
 from memreader.stores.text_match import affordable_words, fts_match, fts_words
-from memreader.stores.write_decisions import content_hash, looked_up
+from memreader.stores.write_decisions import looked_up, memory_hash
 
 __all__ = ["StoreOps", "filter_sql"]
 
@@ -63,7 +64,8 @@ CREATE TEMP TABLE IF NOT EXISTS memreader_moves (
 CREATE TEMP TRIGGER IF NOT EXISTS memreader_changed_insert AFTER INSERT ON main.memories
 BEGIN INSERT OR IGNORE INTO memreader_changed VALUES (new.rowid, new.user_id); END;
 CREATE TEMP TRIGGER IF NOT EXISTS memreader_changed_update AFTER UPDATE OF embedding, status,
-    memory_type, session_id, valid_from, recorded_at, embedding_model ON main.memories
+    memory_type, session_id, valid_from, recorded_at, embedding_model, agent_id, task_id,
+    visibility ON main.memories
 BEGIN INSERT OR IGNORE INTO memreader_changed VALUES (new.rowid, new.user_id); END;
 CREATE TEMP TRIGGER IF NOT EXISTS memreader_changed_delete AFTER DELETE ON main.memories
 BEGIN INSERT OR IGNORE INTO memreader_changed VALUES (old.rowid, old.user_id); END;
@@ -97,6 +99,9 @@ def filter_sql(filters: Filters) -> tuple[str, list[Any]]:
     if filters.session_id is not None:
         parts.append("m.session_id = ?")
         params.append(filters.session_id)
+    for column, wanted in filters.scope():  # memreader.scopes.visible, in SQL
+        parts.append(f"(m.{column} IN ('', ?) OR m.visibility = 'shared')")
+        params.append(wanted)
     if filters.since is not None:
         parts.append("COALESCE(m.valid_from, m.recorded_at) >= ?")
         params.append(iso(filters.since))
@@ -156,10 +161,8 @@ class StoreOps:
                 staged.append((owner, -1, -1, []))
                 continue
             rows = self.conn.execute(
-                "SELECT c.row, m.embedding, m.status, m.memory_type, m.session_id, "
-                "COALESCE(m.valid_from, m.recorded_at), COALESCE(m.embedding_model, '') "
-                "FROM temp.memreader_changed c LEFT JOIN memories m ON m.rowid = c.row "
-                "WHERE c.user_id = ?",
+                f"SELECT c.row, {VECTOR_COLUMNS} FROM temp.memreader_changed c "
+                "LEFT JOIN memories m ON m.rowid = c.row WHERE c.user_id = ?",
                 (owner,),
             )
             staged.append((owner, before, after, [vector_row(r) for r in rows]))
@@ -182,9 +185,8 @@ class StoreOps:
 
     def _vector_rows(self, owner: str) -> list[VectorRow]:
         rows = self.conn.execute(
-            "SELECT rowid, embedding, status, memory_type, session_id, "
-            "COALESCE(valid_from, recorded_at), COALESCE(embedding_model, '') "
-            "FROM memories WHERE user_id = ? AND embedding IS NOT NULL",
+            f"SELECT m.rowid, {VECTOR_COLUMNS} FROM memories m "
+            "WHERE m.user_id = ? AND m.embedding IS NOT NULL",
             (owner,),
         )
         return [vector_row(r) for r in rows]
@@ -199,7 +201,7 @@ class StoreOps:
             found = self.conn.execute(
                 "SELECT 1 FROM memories WHERE user_id = ? AND status = 'active' AND (id = ? "
                 "OR (memory_type = ? AND content_hash = ?)) LIMIT 1",
-                (meta.user_id, item.id, meta.memory_type.value, content_hash(item.memory)),
+                (meta.user_id, item.id, meta.memory_type.value, memory_hash(item)),
             ).fetchone()
             if found is None:
                 todo.append(position)
@@ -211,7 +213,7 @@ class StoreOps:
         found: list[WriteEvent | None] = []
         for start in range(0, len(items), LOOKUP_CHUNK):
             chunk = items[start : start + LOOKUP_CHUNK]
-            hashes = [content_hash(item.memory) for item in chunk]
+            hashes = [memory_hash(item) for item in chunk]
             ids = sorted({item.id for item in chunk})
             rows = self.conn.execute(
                 "SELECT id, memory_type, content_hash, status FROM memories WHERE user_id = ? "
@@ -260,13 +262,7 @@ class StoreOps:
         vector_list: list[tuple[int, float]] = []
         group = owned.groups.get(len(q)) if q is not None else None
         if q is not None and group is not None:
-            keep = group.mask(
-                include_inactive=filters.include_inactive,
-                types=filters.types,
-                session_id=filters.session_id,
-                since=filters.since.timestamp() if filters.since else None,
-                until=filters.until.timestamp() if filters.until else None,
-            )
+            keep = group.filtered(filters)
             if filters.category is not None:
                 keep &= np.isin(group.rowids, category_rowids(self.conn, owner, filters.category))
             vector_list = group.top(q, keep, n)

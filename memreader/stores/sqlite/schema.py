@@ -12,7 +12,10 @@
   CJK clause as one word (``咖啡`` found nothing). Schema 1 had ``memories_fts`` over the raw
   text: opening such a file rebuilds the index from the stored rows and makes it schema 2
   (:func:`create_or_upgrade`), which an older memreader refuses to open (it would index raw
-  text beside the terms).
+  text beside the terms). Schema 3 added each memory's scope (``agent_id``, ``task_id``, ""
+  for none, and ``visibility``: :mod:`memreader.scopes`), which searches filter by; a
+  scoped memory's ``content_hash`` covers its scope (:func:`~memreader.scopes.scoped_hash`),
+  so the UNIQUE index keeps one active memory per owner, type, text and scope.
 - ``owner_versions``: bumped by every change of an owner's rows, so a process knows its cached
   vectors are stale.
 - ``categories``: each owner's categories (description, its vector as a float32 blob, the
@@ -45,6 +48,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "STAMP",
     "UPGRADE",
+    "VECTOR_COLUMNS",
     "create_or_upgrade",
     "history_from_row",
     "is_busy",
@@ -58,10 +62,10 @@ __all__ = [
     "vector_row",
 ]
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 
 #: The schema versions :func:`create_or_upgrade` brings to :data:`SCHEMA_VERSION`.
-UPGRADES_FROM = frozenset({"1"})
+UPGRADES_FROM = frozenset({"1", "2"})
 
 _log = logging.getLogger(__name__)
 
@@ -72,6 +76,9 @@ CREATE TABLE IF NOT EXISTS memories (
     id TEXT NOT NULL,
     user_id TEXT NOT NULL,
     session_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL DEFAULT '',
+    task_id TEXT NOT NULL DEFAULT '',
+    visibility TEXT NOT NULL DEFAULT 'private' CHECK (visibility IN ('private', 'shared')),
     memory_type TEXT NOT NULL,
     memory TEXT NOT NULL,
     content_hash TEXT NOT NULL,
@@ -94,6 +101,7 @@ CREATE UNIQUE INDEX IF NOT EXISTS memories_active_hash
     ON memories (user_id, memory_type, content_hash) WHERE status = 'active';
 CREATE INDEX IF NOT EXISTS memories_owner ON memories (user_id, status);
 CREATE INDEX IF NOT EXISTS memories_retired ON memories (status, retired_at);
+CREATE INDEX IF NOT EXISTS memories_owner_scope ON memories (user_id, task_id, agent_id, status);
 CREATE TABLE IF NOT EXISTS memory_keys (
     key TEXT NOT NULL,
     memory_rowid INTEGER NOT NULL,
@@ -150,7 +158,19 @@ INSERT INTO memories_terms (rowid, terms)
     WHERE (SELECT value FROM memreader_meta WHERE key = 'schema') = '1';
 DROP TABLE IF EXISTS memories_fts;
 UPDATE memreader_meta SET value = '2' WHERE key = 'schema' AND value = '1';
+UPDATE memreader_meta SET value = '3' WHERE key = 'schema' AND value = '2';
 """
+
+#: Schema 2 to 3 (scopes: :mod:`memreader.scopes`): the columns a search filters by, added to
+#: an older ``memories`` table before :data:`SCHEMA` indexes them. Every stored memory is
+#: unscoped and private, what the defaults say, and keeps its ``content_hash``
+#: (:func:`~memreader.scopes.scoped_hash` of an unscoped memory is its text's hash).
+SCOPE_COLUMNS = (
+    "ALTER TABLE memories ADD COLUMN agent_id TEXT NOT NULL DEFAULT ''",
+    "ALTER TABLE memories ADD COLUMN task_id TEXT NOT NULL DEFAULT ''",
+    "ALTER TABLE memories ADD COLUMN visibility TEXT NOT NULL DEFAULT 'private' "
+    "CHECK (visibility IN ('private', 'shared'))",
+)
 
 #: The tables and indexes :data:`SCHEMA` makes (what a current file holds).
 SCHEMA_OBJECTS = frozenset(
@@ -187,7 +207,25 @@ def create_or_upgrade(conn: sqlite3.Connection, *, also: str = "") -> None:
                 SCHEMA_VERSION,
                 count,
             )
+    _add_scope_columns(conn)
     conn.executescript(f"BEGIN IMMEDIATE;\n{SCHEMA}\n{UPGRADE}\n{also}\n{STAMP}\nCOMMIT;")
+
+
+def _add_scope_columns(conn: sqlite3.Connection) -> None:
+    """Add :data:`SCOPE_COLUMNS` to an older ``memories`` table, in a transaction of its own
+    (``executescript`` would commit a pending one first): the columns are read inside the
+    write lock, so two processes add them once; a file left here with the columns and its
+    old version is upgraded by the next open (the columns' defaults are what it holds)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(memories)")}
+        if columns and "agent_id" not in columns:
+            for statement in SCOPE_COLUMNS:
+                conn.execute(statement)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 def is_wal(conn: sqlite3.Connection) -> bool:
@@ -209,6 +247,13 @@ def is_busy(exc: sqlite3.Error) -> bool:
 MEMORY_COLUMNS = (
     "rowid, item, embedding, status, content_hash, recorded_at, valid_from, valid_to, "
     "retired_at, superseded_by, importance, importance_reason, reinforced, id, user_id"
+)
+
+#: The columns :func:`vector_row` reads after the rowid, over ``memories m``.
+VECTOR_COLUMNS = (
+    "m.embedding, m.status, m.memory_type, m.session_id, "
+    "COALESCE(m.valid_from, m.recorded_at), COALESCE(m.embedding_model, ''), "
+    "m.agent_id, m.task_id, m.visibility"
 )
 
 
@@ -292,12 +337,13 @@ def _entry(row: tuple[Any, ...]) -> HistoryEntry:
 
 
 def vector_row(row: tuple[Any, ...]) -> VectorRow:
-    """A :data:`VectorRow` of ``rowid, embedding, status, memory_type, session_id, time,
-    model`` (a deleted row: all but the rowid ``NULL``, read as a row with no vector)."""
+    """A :data:`VectorRow` of the rowid and :data:`VECTOR_COLUMNS` (a deleted row: all but
+    the rowid ``NULL``, read as a row with no vector)."""
     moment = time_of(row[0], row[5]) if row[2] is not None else None
     if moment is None:  # deleted, or a time that cannot be read: no vector to search
-        return (row[0], b"", "expired", "", "", 0.0, "")
-    return (row[0], row[1] or b"", row[2], row[3], row[4], moment.timestamp(), row[6])
+        return (row[0], b"", "expired", "", "", 0.0, "", ("", "", "private"))
+    scope = (row[7], row[8], row[9])
+    return (row[0], row[1] or b"", row[2], row[3], row[4], moment.timestamp(), row[6], scope)
 
 
 def time_of(rowid: int, text: str | None) -> datetime | None:

@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from memreader.errors import ConfigError
+from memreader.stores.checks import Filters
 
 try:
     import numpy as np
@@ -32,11 +33,27 @@ __all__ = [
 ]
 
 #: One stored vector and what searches filter it by: rowid, the float32 blob, status, memory
-#: type, session id, time (epoch seconds) and embedding model ("" when unknown).
-VectorRow = tuple[int, bytes, str, str, str, float, str]
+#: type, session id, time (epoch seconds), embedding model ("" when unknown) and scope (agent
+#: id, task id, visibility: :data:`~memreader.scopes.ScopeColumns`).
+VectorRow = tuple[int, bytes, str, str, str, float, str, tuple[str, str, str]]
 
 #: The most scores one matrix product of :meth:`VectorGroup.best_of` holds (64 MiB of float32).
 BATCH_CELLS = 16_000_000
+
+
+#: The per-row arrays of a :class:`VectorGroup` (grown together).
+_COLUMNS = (
+    "_matrix",
+    "_rowids",
+    "_active",
+    "_types",
+    "_sessions",
+    "_times",
+    "_models",
+    "_agents",
+    "_tasks",
+    "_shared",
+)
 
 
 def to_blob(vector: Sequence[float]) -> bytes:
@@ -77,6 +94,9 @@ class VectorGroup:
         self._sessions = np.empty(capacity, dtype=object)
         self._times = np.zeros(capacity, dtype=np.float64)
         self._models = np.empty(capacity, dtype=object)
+        self._agents = np.empty(capacity, dtype=object)
+        self._tasks = np.empty(capacity, dtype=object)
+        self._shared = np.zeros(capacity, dtype=bool)
 
     @property
     def rowids(self) -> np.ndarray:
@@ -119,7 +139,7 @@ class VectorGroup:
         if need <= len(self._rowids):
             return
         capacity = max(need, 2 * len(self._rowids))
-        for name in ("_matrix", "_rowids", "_active", "_types", "_sessions", "_times", "_models"):
+        for name in _COLUMNS:
             old = getattr(self, name)
             grown = np.zeros((capacity, *old.shape[1:]), dtype=old.dtype)
             grown[: self.size] = old[: self.size]
@@ -136,6 +156,9 @@ class VectorGroup:
         self._sessions[index:end] = [r[4] for r in rows]
         self._times[index:end] = [r[5] for r in rows]
         self._models[index:end] = [r[6] for r in rows]
+        self._agents[index:end] = [r[7][0] for r in rows]
+        self._tasks[index:end] = [r[7][1] for r in rows]
+        self._shared[index:end] = [r[7][2] == "shared" for r in rows]
         self.size = max(self.size, end)
 
     def mask(
@@ -147,8 +170,12 @@ class VectorGroup:
         since: float | None = None,
         until: float | None = None,
         model: str | None = None,
+        agent_id: str | None = None,
+        task_id: str | None = None,
+        scope: tuple[str, str, str] | None = None,
     ) -> np.ndarray:
-        """Which rows pass the filters."""
+        """Which rows pass the filters: ``agent_id`` and ``task_id`` as a search sees them
+        (:func:`memreader.scopes.visible`), ``scope`` exactly (dedup: one scope's rows)."""
         keep = np.ones(self.size, dtype=bool) if include_inactive else self.active.copy()
         if types is not None:
             keep &= np.isin(self.types, list(types))
@@ -160,7 +187,26 @@ class VectorGroup:
             keep &= self.times <= until
         if model is not None:
             keep &= self.models == model
+        n = self.size
+        for column, wanted in ((self._agents, agent_id), (self._tasks, task_id)):
+            if wanted is not None:
+                keep &= (column[:n] == "") | (column[:n] == wanted) | self._shared[:n]
+        if scope is not None:
+            keep &= (self._agents[:n] == scope[0]) & (self._tasks[:n] == scope[1])
+            keep &= self._shared[:n] == (scope[2] == "shared")
         return keep
+
+    def filtered(self, filters: Filters) -> np.ndarray:
+        """Which rows pass a search's ``filters`` (all but its category: SQL keeps that)."""
+        return self.mask(
+            include_inactive=filters.include_inactive,
+            types=filters.types,
+            session_id=filters.session_id,
+            since=filters.since.timestamp() if filters.since else None,
+            until=filters.until.timestamp() if filters.until else None,
+            agent_id=filters.agent_id,
+            task_id=filters.task_id,
+        )
 
     def top(self, query: np.ndarray, keep: np.ndarray, n: int) -> list[tuple[int, float]]:
         """The ``n`` rows most similar to the unit vector ``query`` among ``keep``: (rowid,
@@ -326,36 +372,3 @@ class VectorCache:
         """Forget every owner's vectors."""
         with self._lock:
             self._owners.clear()
-
-
-class PendingVectors:
-    """The vectors a write added so far, by (owner, type, model, dimension), so an item is
-    compared with the items before it in the same write in one matrix product."""
-
-    def __init__(self) -> None:
-        self._ids: dict[tuple[str, str, str, int], list[str]] = {}
-        self._rows: dict[tuple[str, str, str, int], np.ndarray] = {}
-
-    def add(self, kind: tuple[str, str, str], memory_id: str, vector: np.ndarray) -> None:
-        """Remember ``vector`` of memory ``memory_id`` (``kind``: owner, type, model)."""
-        key = (*kind, len(vector))
-        ids = self._ids.setdefault(key, [])
-        rows = self._rows.get(key)
-        if rows is None or len(rows) == len(ids):
-            # Grow by doubling: adding n vectors copies O(n) rows in all.
-            grown = np.zeros((max(8, 2 * len(ids)), len(vector)), dtype=np.float32)
-            if rows is not None:
-                grown[: len(ids)] = rows
-            rows = self._rows[key] = grown
-        rows[len(ids)] = vector
-        ids.append(memory_id)
-
-    def nearest(self, kind: tuple[str, str, str], vector: np.ndarray) -> tuple[str, float] | None:
-        """The most similar remembered vector of ``kind``: (memory id, cosine)."""
-        key = (*kind, len(vector))
-        ids = self._ids.get(key)
-        if not ids:
-            return None
-        scores = self._rows[key][: len(ids)] @ vector
-        best = int(np.argmax(scores))
-        return ids[best], float(scores[best])

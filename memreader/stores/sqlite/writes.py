@@ -19,13 +19,15 @@ import numpy as np
 
 from memreader.items import TextualMemoryItem
 from memreader.retrieval.terms import index_text
+from memreader.scopes import scope_columns
 from memreader.stores.change_rules import ChangeRules, item_json, prepared, with_sources
 from memreader.stores.change_rules import Prepared as SharedPrepared
 from memreader.stores.events import EventKind
 from memreader.stores.records import MemoryStatus
 from memreader.stores.sqlite.categories import drop_links
 from memreader.stores.sqlite.schema import iso, parse_time
-from memreader.stores.sqlite.vectors import OwnerVectors, PendingVectors, to_blob, unit
+from memreader.stores.sqlite.pending import PendingVectors
+from memreader.stores.sqlite.vectors import OwnerVectors, to_blob, unit
 from memreader.stores.write_decisions import (
     Decision,
     Found,
@@ -101,7 +103,8 @@ class Changes(ChangeRules[np.ndarray]):
                 "SELECT id FROM memories WHERE rowid = ? AND status = 'active'", (stored[0],)
             ).fetchone()
             best = (row[0], stored[1]) if row else None
-        pending = self._pending.nearest((p.user_id, meta.memory_type.value, p.model), p.vector)
+        kind = (p.user_id, meta.memory_type.value, p.model, *scope_columns(meta))
+        pending = self._pending.nearest(kind, p.vector)
         if pending is not None and pending[0] in self._retired:
             pending = None
         if pending is not None and (best is None or pending[1] > best[1]):
@@ -112,30 +115,32 @@ class Changes(ChangeRules[np.ndarray]):
         """The active stored row most similar to ``p`` of its type and model (rowid, cosine),
         computed with the expected items of its kind that come after it."""
         if p.index not in self._stored_best:
-            kind = (p.user_id, p.item.metadata.memory_type.value, p.model, len(vector))
+            kind = _kind(p, len(vector))
             batch = [
                 q
                 for q in self._upcoming.values()
                 if q.index > p.index
                 and q.vector is not None
                 and q.index not in self._stored_best
-                and (q.user_id, q.item.metadata.memory_type.value, q.model, len(q.vector)) == kind
+                and _kind(q, len(q.vector)) == kind
             ]
             batch.insert(0, p)
             group = self.vectors(p.user_id).groups.get(len(vector))
             found: list[tuple[int, float] | None] = [None] * len(batch)
             if group is not None:
-                keep = group.mask(types=[kind[1]], model=p.model)
+                keep = group.mask(types=[kind[1]], model=p.model, scope=kind[3])
                 queries = np.stack([vector, *(q.vector for q in batch[1:] if q.vector is not None)])
                 found = group.best_of(queries, keep)
             self._stored_best.update(zip((q.index for q in batch), found, strict=True))
         return self._stored_best[p.index]
 
-    def _target(self, owner: str, memory_id: str | None) -> Found | None:
-        """The memory ``memory_id`` of ``owner`` a reconcile decision names, if stored."""
+    def _target(self, p: Prepared, memory_id: str | None) -> Found | None:
+        """The memory ``memory_id`` of ``p``'s owner and scope a reconcile decision names, if
+        stored (one of another scope is not: a task never retires another task's memory)."""
         row = self.conn.execute(
-            "SELECT content_hash, status FROM memories WHERE user_id = ? AND id = ?",
-            (owner, memory_id),
+            "SELECT content_hash, status FROM memories WHERE user_id = ? AND id = ? "
+            "AND agent_id = ? AND task_id = ? AND visibility = ?",
+            (p.user_id, memory_id, *scope_columns(p.item.metadata)),
         ).fetchone()
         return Found(str(memory_id), row[0], row[1]) if row and memory_id else None
 
@@ -178,6 +183,9 @@ class Changes(ChangeRules[np.ndarray]):
             "id": p.item.id,
             "user_id": meta.user_id,
             "session_id": meta.session_id,
+            "agent_id": meta.agent_id or "",
+            "task_id": meta.task_id or "",
+            "visibility": meta.visibility,
             "memory_type": meta.memory_type.value,
             "memory": p.item.memory,
             "content_hash": p.content_hash,
@@ -217,7 +225,7 @@ class Changes(ChangeRules[np.ndarray]):
         self.history(meta.user_id, p.item.id, event, old, p.item.memory, reason, p.supports)
         self.touched.add(rowid)
         if p.vector is not None:
-            kind = (meta.user_id, meta.memory_type.value, p.model)
+            kind = (meta.user_id, meta.memory_type.value, p.model, *scope_columns(meta))
             self._pending.add(kind, p.item.id, p.vector)
 
     def _reinforce(self, memory_id: str, p: Prepared, reason: str, once: bool = False) -> bool:
@@ -334,6 +342,12 @@ class Changes(ChangeRules[np.ndarray]):
     def bump_versions(self) -> None:
         """Move the version of every owner changed here (cached vectors are then stale)."""
         bump_versions(self.conn, self.owners)
+
+
+def _kind(p: Prepared, dim: int) -> tuple[str, str, str, tuple[str, str, str], int]:
+    """What an item's near duplicates share: owner, type, model, scope and dimension."""
+    meta = p.item.metadata
+    return (p.user_id, meta.memory_type.value, p.model, scope_columns(meta), dim)
 
 
 def bump_versions(conn: sqlite3.Connection, owners: set[str]) -> None:
