@@ -52,6 +52,7 @@ __all__ = [
     "info_scope",
     "scope_columns",
     "scoped_hash",
+    "seen_in",
     "visible",
 ]
 
@@ -158,3 +159,20 @@ def visible(scope: ScopeColumns, *, agent_id: str | None, task_id: str | None) -
     return (agent_id is None or agent in ("", agent_id)) and (
         task_id is None or task in ("", task_id)
     )
+
+
+def seen_in(memory: Any, scope: Mapping[str, Any]) -> bool:
+    """Whether a stored memory (``None``: none) is seen by a reader of ``scope`` (its
+    ``agent_id`` and ``task_id``; the rest of a ``get``'s keywords is refused).
+
+    Raises:
+        InputError: ``scope`` holds another key, or a bad id (the message names it).
+    """
+    unknown = sorted(set(scope) - {"agent_id", "task_id"})
+    if unknown:
+        raise InputError(f"get() takes agent_id and task_id, not {unknown[0]!r}")
+    agent = check_scope_id(scope.get("agent_id"), "agent_id")
+    task = check_scope_id(scope.get("task_id"), "task_id")
+    if memory is None:
+        return False
+    return visible(scope_columns(memory.item.metadata), agent_id=agent, task_id=task)

@@ -62,6 +62,9 @@ class AsyncMemory:
         mode: ReadMode = "fast",
         type: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        agent_id: str | None = None,
+        task_id: str | None = None,
+        visibility: str | None = None,
     ) -> AddResult:
         """:meth:`Memory.add <memreader.front.memory.Memory.add>`, awaited.
 
@@ -74,7 +77,10 @@ class AsyncMemory:
         {'ADD': 1}
         """
         memory = self.memory
-        kind, scenes, info, generated = memory._prepare(data, user_id, session_id, type, metadata)
+        scope = {"agent_id": agent_id, "task_id": task_id, "visibility": visibility}
+        kind, scenes, info, generated = memory._prepare(
+            data, user_id, session_id, type, metadata, scope
+        )
         report = ReadReport()
         groups = await memory.reader.aget_memory(scenes, kind, info, mode, report=report)
         items = [item for group in groups for item in group]
@@ -92,6 +98,7 @@ class AsyncMemory:
         valid_from: datetime | None = None,
         metadata: Mapping[str, Any] | None = None,
         tags: Sequence[str] | None = None,
+        **scope: str | None,
     ) -> WriteEvent:
         """:meth:`Memory.add_memory <memreader.front.memory.Memory.add_memory>`, awaited."""
         call = functools.partial(
@@ -104,6 +111,7 @@ class AsyncMemory:
             valid_from=valid_from,
             metadata=metadata,
             tags=tags,
+            **scope,
         )
         return await in_thread(call, keep_result=True)
 
@@ -154,9 +162,12 @@ class AsyncMemory:
         )
         return await in_thread(call)
 
-    async def get(self, memory_id: str, *, user_id: str | None = None) -> StoredMemory | None:
+    async def get(
+        self, memory_id: str, *, user_id: str | None = None, **scope: str | None
+    ) -> StoredMemory | None:
         """:meth:`Memory.get <memreader.front.memory.Memory.get>`, awaited."""
-        return await in_thread(functools.partial(self.memory.get, memory_id, user_id=user_id))
+        call = functools.partial(self.memory.get, memory_id, user_id=user_id, **scope)
+        return await in_thread(call)
 
     async def history(self, memory_id: str, *, user_id: str | None = None) -> list[HistoryEntry]:
         """:meth:`Memory.history <memreader.front.memory.Memory.history>`, awaited."""

@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from memreader.errors import InputError
+from memreader.scopes import SCOPE_KEYS, info_scope
 from memreader.stores import SourceSelector
 
 __all__ = [
@@ -94,21 +95,29 @@ def session_digest(type: str, scenes: list[Any]) -> str:
     return AUTO_SESSION + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-def make_info(user_id: Any, session_id: Any, metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+def make_info(
+    user_id: Any,
+    session_id: Any,
+    metadata: Mapping[str, Any] | None,
+    scope: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """The ``info`` of a read: ``metadata``'s keys (kept in each item's ``metadata.info``)
-    with ``user_id`` and ``session_id``.
+    with ``user_id``, ``session_id`` and the ``scope`` given (``agent_id``, ``task_id``,
+    ``visibility``: :mod:`memreader.scopes`; ``None`` values left out).
 
     Raises:
-        InputError: ``metadata`` is not a mapping, or names ``user_id`` or ``session_id``.
+        InputError: ``metadata`` is not a mapping, or names ``user_id``, ``session_id`` or a
+            scope key; a bad scope (the message names it).
     """
     if metadata is None:
         metadata = {}
     if not isinstance(metadata, Mapping):
         raise InputError(f"add(metadata=...) must be a dict, got {_what(metadata)}")
-    clash = sorted({"user_id", "session_id"} & set(metadata))
+    clash = sorted(({"user_id", "session_id"} | SCOPE_KEYS) & set(metadata))
     if clash:
         raise InputError(f"add(metadata=...) may not hold {clash[0]!r}: pass it as an argument")
-    return {**metadata, "user_id": user_id, "session_id": session_id}
+    checked = info_scope(scope or {}, where="")
+    return {**metadata, "user_id": user_id, "session_id": session_id, **checked}
 
 
 def source_selector(source: Any) -> SourceSelector:

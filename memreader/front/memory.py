@@ -38,6 +38,7 @@ from memreader.front.results import SEARCH_FILTERS, AddResult, add_result
 from memreader.items import TextualMemoryItem
 from memreader.modes import ReadMode
 from memreader.readers import BaseMemReader
+from memreader.scopes import seen_in
 from memreader.steps.report import ReadReport
 from memreader.stores import HistoryEntry, MemoryStore, SearchHit, StoredCategory, WriteEvent
 from memreader.stores.context import (
@@ -109,9 +110,13 @@ class Memory:
         mode: ReadMode = "fast",
         type: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        agent_id: str | None = None,
+        task_id: str | None = None,
+        visibility: str | None = None,
     ) -> AddResult:
         """Read ``data`` (a string, a chat, scenes or documents: see
-        :mod:`memreader.front.inputs`) for ``user_id`` and store what it holds.
+        :mod:`memreader.front.inputs`) for ``user_id`` and store what it holds, in the scope
+        ``agent_id``, ``task_id`` and ``visibility`` name (:mod:`memreader.scopes`).
 
         >>> m = Memory({"config": {"embedder": {"backend": "hash"}}}, store="sqlite://:memory:")
         >>> result = m.add("I live in Porto.", user_id="ana")
@@ -124,7 +129,10 @@ class Memory:
             UnsupportedModeError: an unknown ``mode``, or ``fine`` without an LLM.
             StoreError: the store failed (nothing of the call is stored).
         """
-        kind, scenes, info, generated = self._prepare(data, user_id, session_id, type, metadata)
+        scope = {"agent_id": agent_id, "task_id": task_id, "visibility": visibility}
+        kind, scenes, info, generated = self._prepare(
+            data, user_id, session_id, type, metadata, scope
+        )
         report = ReadReport()
         groups = self.reader.get_memory(scenes, kind, info, mode, report=report)
         items = [item for group in groups for item in group]
@@ -138,6 +146,7 @@ class Memory:
         session_id: Any,
         type: str | None,
         metadata: Mapping[str, Any] | None,
+        scope: Mapping[str, Any] | None = None,
     ) -> tuple[str, list[Any], dict[str, Any], bool]:
         """The checked input of :meth:`add`: its type, scenes, ``info`` and whether the
         session id was made up."""
@@ -150,7 +159,7 @@ class Memory:
                 f"add(): session_id must be a non-empty string or None, got {session_id!r}"
             )
         session = session_digest(kind, scenes) if generated else session_id
-        return kind, scenes, make_info(owner, session, metadata), generated
+        return kind, scenes, make_info(owner, session, metadata, scope), generated
 
     def _write(self, items: Sequence[TextualMemoryItem]) -> list[WriteEvent]:
         return self.store.write(items) if items else []
@@ -168,11 +177,13 @@ class Memory:
         valid_from: datetime | None = None,
         metadata: Mapping[str, Any] | None = None,
         tags: Sequence[str] | None = None,
+        **scope: str | None,
     ) -> WriteEvent:
         """Store ``text`` as one memory of ``user_id``, as given (no read): embedded,
         deduplicated, categorised and traced as a read item is
-        (:meth:`memreader.stores.MemoryStore.add_memory`). The event (``ADD``, ``REINFORCE``
-        or ``NONE``); its ``memory_id`` is the memory's id.
+        (:meth:`memreader.stores.MemoryStore.add_memory`; ``scope``: its ``agent_id``,
+        ``task_id`` and ``visibility``). The event (``ADD``, ``REINFORCE`` or ``NONE``); its
+        ``memory_id`` is the memory's id.
 
         >>> m = Memory({"config": {"embedder": {"backend": "hash"}}}, store="sqlite://:memory:")
         >>> m.add_memory("Ana is vegetarian.", user_id="ana", importance=0.9).event
@@ -190,6 +201,7 @@ class Memory:
             valid_from=valid_from,
             metadata=metadata,
             tags=tags,
+            **scope,
         )
 
     def update(
@@ -229,7 +241,8 @@ class Memory:
         ``text``, ``id``, ``memory_type`` and ``session_id``, its ``score`` in parts, the
         ``passages`` of its text that matched and the whole stored ``memory``. ``filters``:
         ``types``, ``since``, ``until``, ``session_id``, ``include_inactive``, ``now``,
-        ``mode``, ``category`` and ``min_score`` (the least relevance a hit keeps, in [0, 1]:
+        ``mode``, ``category``, ``agent_id`` and ``task_id`` (hard scope filters:
+        :mod:`memreader.scopes`) and ``min_score`` (the least relevance a hit keeps, in [0, 1]:
         :data:`~memreader.stores.scoring.RECOMMENDED_MIN_SCORE` drops hits about something
         else), as :meth:`memreader.stores.MemoryStore.search` takes them.
 
@@ -298,9 +311,13 @@ class Memory:
             **filters,
         )
 
-    def get(self, memory_id: str, *, user_id: str | None = None) -> StoredMemory | None:
-        """The memory ``memory_id`` of ``user_id`` (any status), or ``None``."""
-        return self.store.get(memory_id, user_id=self._owner(user_id, "get()"))
+    def get(
+        self, memory_id: str, *, user_id: str | None = None, **scope: str | None
+    ) -> StoredMemory | None:
+        """The memory ``memory_id`` of ``user_id`` (any status), or ``None``; also ``None``
+        when ``scope`` (``agent_id``, ``task_id``) does not see it (:mod:`memreader.scopes`)."""
+        found = self.store.get(memory_id, user_id=self._owner(user_id, "get()"))
+        return found if seen_in(found, scope) else None
 
     def history(self, memory_id: str, *, user_id: str | None = None) -> list[HistoryEntry]:
         """Every change of ``memory_id`` (of ``user_id``), oldest first."""

@@ -23,6 +23,8 @@ SEARCH_FILTERS = frozenset(
         "mode",
         "category",
         "min_score",
+        "agent_id",
+        "task_id",
     }
 )
 
