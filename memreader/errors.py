@@ -18,6 +18,7 @@ drawing to the classes)::
     │   │   └── InvalidChatTimeError
     │   ├── InvalidInfoError
     │   ├── ForbiddenUserError                mcp/users.py
+    │   ├── ForbiddenScopeError               service/scope_walls.py
     │   ├── UnknownResourceError              mcp/resources.py
     │   └── DocumentError
     │       ├── FetchError

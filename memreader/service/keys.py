@@ -21,11 +21,12 @@ import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from memreader.config import read_yaml_config
 from memreader.config_model import ConfigModel
 from memreader.errors import ConfigError
+from memreader.scopes import check_scope_id
 
 __all__ = [
     "ANY_USER",
@@ -54,11 +55,15 @@ def new_key() -> str:
 
 class ApiKey(ConfigModel):
     """One key of the config: ``name`` (in logs, metrics and job ownership), ``sha256`` (of
-    the key, hex) and ``users`` (the ``user_id`` values it may read and write, or ``["*"]``)."""
+    the key, hex) and ``users`` (the ``user_id`` values it may read and write, or ``["*"]``);
+    ``agents`` and ``tasks``, when given, limit it to those agents' and tasks' memories
+    (:mod:`memreader.service.scope_walls`)."""
 
     name: str = Field(min_length=1, max_length=128)
     sha256: str
     users: list[str] = Field(min_length=1)
+    agents: list[str] | None = Field(default=None, min_length=1)
+    tasks: list[str] | None = Field(default=None, min_length=1)
 
     @field_validator("sha256")
     @classmethod
@@ -78,13 +83,23 @@ class ApiKey(ConfigModel):
             raise ValueError("users entries must be non-empty user ids (or '*')")
         return users
 
+    @field_validator("agents", "tasks")
+    @classmethod
+    def _scope_ids(cls, names: list[str] | None, info: ValidationInfo) -> list[str] | None:
+        for name in names or []:
+            check_scope_id(name, f"{info.field_name} entry")
+        return names
+
 
 @dataclass(frozen=True)
 class Principal:
-    """Who a request is: the key's name and the users it may touch."""
+    """Who a request is: the key's name, the users it may touch, and the agents and tasks it
+    is limited to (``None``: not limited)."""
 
     name: str
     users: frozenset[str]
+    agents: frozenset[str] | None = None
+    tasks: frozenset[str] | None = None
 
     @property
     def is_admin(self) -> bool:
@@ -121,12 +136,18 @@ class KeyRing:
         for stored, key in self._by_hash.items():
             # Compare every entry in constant time: no early exit tells how close a guess was.
             if hmac.compare_digest(stored, digest):
-                return Principal(key.name, frozenset(key.users))
+                return Principal(
+                    key.name,
+                    frozenset(key.users),
+                    None if key.agents is None else frozenset(key.agents),
+                    None if key.tasks is None else frozenset(key.tasks),
+                )
         return None
 
 
 def load_keys_file(path: str | os.PathLike[str]) -> list[ApiKey]:
-    """The keys of a YAML file holding ``keys: [{name, sha256, users}, ...]``.
+    """The keys of a YAML file holding ``keys: [{name, sha256, users}, ...]`` (each may also
+    hold ``agents`` and ``tasks``).
 
     Raises:
         ConfigError: the file cannot be read or an entry is wrong.

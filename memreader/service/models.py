@@ -117,6 +117,10 @@ class SearchRequest(_Body):
     category: str | None = Field(default=None, min_length=1)
     #: The least relevance a hit keeps (``null``: no cut); see the README's search section.
     min_score: float | None = Field(default=None, ge=0.0, le=1.0)
+    #: The scope searched (memreader.scopes); checked by the store, so a bad one is a 422
+    #: that names it.
+    agent_id: str | None = None
+    task_id: str | None = None
 
 
 class AddMemoryRequest(_Body):
@@ -131,6 +135,9 @@ class AddMemoryRequest(_Body):
     valid_from: datetime | None = None
     metadata: dict[str, Any] | None = None
     tags: list[str] | None = Field(default=None, max_length=100)
+    agent_id: str | None = None
+    task_id: str | None = None
+    visibility: str | None = None
 
 
 class UpdateMemoryRequest(_Body):

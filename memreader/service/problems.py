@@ -39,6 +39,7 @@ from memreader.errors import (
     UnsupportedModeError,
 )
 from memreader.service.redact import PathScrub
+from memreader.service.scope_walls import ForbiddenScopeError
 
 __all__ = ["PROBLEM_TYPE", "ProblemError", "capped", "problem_for", "problem_response", "shown"]
 
@@ -143,6 +144,10 @@ def problem_for(error: BaseException) -> ProblemError:
     name = type(error).__name__
     if isinstance(error, UnknownMemoryError):
         return ProblemError(404, "not-found", "No such memory", _said(error), extra={"error": name})
+    if isinstance(error, ForbiddenScopeError):
+        return ProblemError(
+            403, "forbidden-scope", "Scope not allowed", _said(error), extra={"error": name}
+        )
     if isinstance(error, InputError):
         where = {
             key: value

@@ -13,6 +13,7 @@ from starlette.responses import Response
 
 from memreader.categories.markdown import render_file
 from memreader.service.problems import ProblemError, shown
+from memreader.service.scope_walls import check_whole_owner
 from memreader.service.state import ServiceState, json_response
 from memreader.stores.shapes import iso
 
@@ -34,6 +35,7 @@ async def categories(user_id: str, request: Request) -> Response:
     state = _state(request)
     principal = state.principal(request)
     owner = state.check_user(principal, user_id)
+    check_whole_owner(principal, "a user's categories")
     async with state.slots.hold(principal.name):
         found = await state.blocking(lambda: state.store.categories(owner), "the categories")
     return json_response(
@@ -62,6 +64,7 @@ async def memory_file(user_id: str, file_name: str, request: Request) -> Respons
     state = _state(request)
     principal = state.principal(request)
     owner = state.check_user(principal, user_id)
+    check_whole_owner(principal, "a user's categories")
     async with state.slots.hold(principal.name):
         content = await state.blocking(
             lambda: render_file(state.store, owner, file_name), "the export"

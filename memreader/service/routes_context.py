@@ -13,6 +13,7 @@ from pydantic import Field
 from starlette.responses import Response
 
 from memreader.service.models import RequestBody
+from memreader.service.scope_walls import scope_of
 from memreader.service.state import ServiceState, json_response
 from memreader.stores.base import SearchMode
 from memreader.stores.context import (
@@ -47,6 +48,8 @@ class ContextRequest(RequestBody):
     since: datetime | None = None
     until: datetime | None = None
     category: str | None = Field(default=None, min_length=1)
+    agent_id: str | None = None
+    task_id: str | None = None
 
 
 @router.post("/v1/context")
@@ -57,6 +60,7 @@ async def context(body: ContextRequest, request: Request) -> Response:
     state: ServiceState = request.app.state.service
     principal = state.principal(request)
     user_id = state.check_user(principal, body.user_id)
+    agent_id, task_id = scope_of(principal, body.agent_id, body.task_id)
     found = await state.blocking(
         lambda: state.store.context(
             body.query,
@@ -71,6 +75,8 @@ async def context(body: ContextRequest, request: Request) -> Response:
             since=body.since,
             until=body.until,
             category=body.category,
+            agent_id=agent_id,
+            task_id=task_id,
         ),
         "the context",
         state.deadline(request),

@@ -6,6 +6,7 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from memreader.service.jobs import JobRequest
+from memreader.service.scope_walls import check_whole_owner
 from memreader.service.state import ServiceState, json_response
 
 __all__ = ["router"]
@@ -24,6 +25,7 @@ async def start_job(body: JobRequest, request: Request) -> Response:
     (202 with the job; poll ``GET /v1/jobs/{id}``)."""
     state = _state(request)
     principal = state.principal(request)
+    check_whole_owner(principal, "a batch job")
 
     async def answer() -> Response:
         job = state.jobs.submit(principal, body)

@@ -19,7 +19,9 @@ from memreader.service.models import (
     SearchRequest,
     UpdateMemoryRequest,
 )
+from memreader.scopes import seen_in
 from memreader.service.problems import ProblemError, shown
+from memreader.service.scope_walls import check_change, check_whole_owner, scope_of
 from memreader.service.state import ServiceState, json_response
 from memreader.stores import HistoryEntry, SourceSelector, StoredMemory, WriteEvent
 from memreader.stores.shapes import entry_json, event_json, hit_json, memory_json
@@ -56,9 +58,12 @@ async def search(body: SearchRequest, request: Request) -> Response:
     state = _state(request)
     principal = state.principal(request)
     user_id = state.check_user(principal, body.user_id)
-    # Looked up only now that the key may read user_id's memories; the key names the user.
+    agent_id, task_id = scope_of(principal, body.agent_id, body.task_id)
+    # Looked up only now that the key may read user_id's memories; the key names the user,
+    # the scope what it sees (a limited key's default task is not in the body).
     cache = state.search_cache
-    key = (user_id, body.model_dump_json(exclude={"user_id"}))
+    scoped = {"agent_id": agent_id, "task_id": task_id}
+    key = (user_id, body.model_copy(update=scoped).model_dump_json(exclude={"user_id"}))
     kept = cache.get(key)
     if kept is not None:
         return Response(kept, media_type="application/json")
@@ -77,6 +82,8 @@ async def search(body: SearchRequest, request: Request) -> Response:
             mode=body.mode,
             category=body.category,
             min_score=body.min_score,
+            agent_id=agent_id,
+            task_id=task_id,
         ),
         "the search",
         state.deadline(request),
@@ -88,19 +95,29 @@ async def search(body: SearchRequest, request: Request) -> Response:
 
 @router.get("/v1/memories/{memory_id}")
 async def get_memory(
-    memory_id: str, request: Request, user_id: str | None = Query(default=None)
+    memory_id: str,
+    request: Request,
+    user_id: str | None = Query(default=None),
+    agent_id: str | None = Query(default=None),
+    task_id: str | None = Query(default=None),
 ) -> Response:
-    """One memory of ``user_id``, whatever its status (404 when that user has none such)."""
-    memory, _ = await _memory(request, memory_id, user_id, history=False)
+    """One memory of ``user_id``, whatever its status (404 when that user has none such, or
+    the scope asked for (``agent_id``, ``task_id``) does not see it)."""
+    memory, _ = await _memory(request, memory_id, user_id, (agent_id, task_id), history=False)
     return json_response(memory_json(memory))
 
 
 @router.get("/v1/memories/{memory_id}/history")
 async def history(
-    memory_id: str, request: Request, user_id: str | None = Query(default=None)
+    memory_id: str,
+    request: Request,
+    user_id: str | None = Query(default=None),
+    agent_id: str | None = Query(default=None),
+    task_id: str | None = Query(default=None),
 ) -> Response:
-    """Every change of one memory, oldest first."""
-    memory, entries = await _memory(request, memory_id, user_id, history=True)
+    """Every change of one memory, oldest first (404 as ``GET /v1/memories/{id}``)."""
+    scope = (agent_id, task_id)
+    memory, entries = await _memory(request, memory_id, user_id, scope, history=True)
     return json_response(
         {
             "id": memory.id,
@@ -119,6 +136,7 @@ async def forget(body: ForgetRequest, request: Request) -> Response:
     state = _state(request)
     principal = state.principal(request)
     user_id = state.check_user(principal, body.user_id)
+    check_whole_owner(principal, "forgetting a source")
     source = SourceSelector(
         doc_path=body.doc_path,
         session_id=body.session_id,
@@ -146,6 +164,7 @@ async def add_memory(body: AddMemoryRequest, request: Request) -> Response:
     state = _state(request)
     principal = state.principal(request)
     owner = _owner(state, principal, body.user_id)
+    agent_id, task_id = scope_of(principal, body.agent_id, body.task_id)
 
     def work() -> WriteEvent:
         return state.store.add_memory(
@@ -157,6 +176,9 @@ async def add_memory(body: AddMemoryRequest, request: Request) -> Response:
             valid_from=body.valid_from,
             metadata=body.metadata,
             tags=body.tags,
+            agent_id=agent_id,
+            task_id=task_id,
+            visibility=body.visibility,
         )
 
     return await _write(request, principal, "add", work)
@@ -171,6 +193,7 @@ async def update_memory(memory_id: str, body: UpdateMemoryRequest, request: Requ
     owner = _owner(state, principal, body.user_id)
 
     def work() -> WriteEvent:
+        _changeable(state, principal, memory_id, owner)
         return state.store.update(memory_id, body.text, user_id=owner, reason=body.reason)
 
     return await _write(request, principal, "update", work)
@@ -190,6 +213,7 @@ async def delete_memory(
     owner = _owner(state, principal, user_id)
 
     def work() -> WriteEvent:
+        _changeable(state, principal, memory_id, owner)
         return state.store.delete(memory_id, user_id=owner, erase=erase)
 
     return await _write(request, principal, "delete", work)
@@ -210,20 +234,35 @@ async def _write(
     return await state.idempotent(request, principal, route, answer)
 
 
+def _changeable(state: ServiceState, principal: Principal, memory_id: str, owner: str) -> None:
+    """Refuse a change of ``memory_id`` outside a limited key's agents and tasks (a memory
+    the owner does not have is the store's 404)."""
+    stored = state.store.get(memory_id, user_id=owner)
+    if stored is not None:
+        check_change(principal, stored)
+
+
 async def _memory(
-    request: Request, memory_id: str, user_id: str | None, *, history: bool
+    request: Request,
+    memory_id: str,
+    user_id: str | None,
+    scope: tuple[str | None, str | None],
+    *,
+    history: bool,
 ) -> tuple[StoredMemory, list[HistoryEntry]]:
-    """The memory ``memory_id`` of the request's owner (404 when it has none such), and its
-    history when asked."""
+    """The memory ``memory_id`` of the request's owner (404 when it has none such, or the
+    ``scope`` asked for does not see it), and its history when asked."""
     state = _state(request)
     principal = state.principal(request)
     owner = _owner(state, principal, user_id)
+    agent_id, task_id = scope_of(principal, *scope)
     deadline = state.deadline(request)
     memory = await state.blocking(
         lambda: state.store.get(memory_id, user_id=owner), "the lookup", deadline
     )
-    if memory is None:
+    if not seen_in(memory, {"agent_id": agent_id, "task_id": task_id}):
         raise _not_found(owner, memory_id)
+    assert memory is not None  # seen_in: a memory
     entries = []
     if history:
         entries = await state.blocking(

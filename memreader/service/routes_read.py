@@ -22,6 +22,7 @@ from memreader.items import TextualMemoryItem
 from memreader.service.limits import within_deadline
 from memreader.service.models import ReadRequest, RefineRequest
 from memreader.service.problems import problem_for
+from memreader.service.scope_walls import check_whole_owner, scope_of
 from memreader.service.state import ServiceState, json_response
 from memreader.steps.report import ReadReport
 from memreader.stores.shapes import event_json
@@ -58,6 +59,9 @@ async def read(body: ReadRequest, request: Request) -> Response:
     principal = state.principal(request)
     deadline = state.deadline(request)
     state.check_user(principal, body.info.get("user_id"), "info.user_id")
+    agent_id, task_id = scope_of(principal, body.info.get("agent_id"), body.info.get("task_id"))
+    # A limited key's read is written into its task (its one task when info names none).
+    body.info.update({k: v for k, v in (("agent_id", agent_id), ("task_id", task_id)) if v})
     if body.store:
         _ = state.store  # 409 before any work when there is no store
     streamed = NDJSON in request.headers.get("accept", "")
@@ -200,6 +204,7 @@ async def refine(body: RefineRequest, request: Request) -> Response:
     key may use."""
     state = _state(request)
     principal = state.principal(request)
+    check_whole_owner(principal, "refining stored items")
     deadline = state.deadline(request)
     for n, raw in enumerate(body.items):
         metadata = raw.get("metadata")
