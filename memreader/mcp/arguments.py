@@ -3,7 +3,7 @@ lists (every field described for a model to read), and the same models check wha
 (sizes from :mod:`memreader.mcp.limits`; an unknown field is refused, never ignored).
 
 >>> sorted(Recall.model_json_schema()["properties"])
-['category', 'k', 'query', 'session_id', 'user_id']
+['agent_id', 'category', 'k', 'query', 'session_id', 'task_id', 'user_id']
 >>> from pydantic import ValidationError
 >>> try:
 ...     Recall.model_validate({"query": "tea", "k": 0})
@@ -40,6 +40,7 @@ __all__ = [
     "Message",
     "Recall",
     "Remember",
+    "Scoped",
     "ToolArguments",
     "UpdateMemory",
 ]
@@ -71,6 +72,21 @@ class ToolArguments(BaseModel):
     )
 
 
+class Scoped(ToolArguments):
+    """What a tool that reads or writes memories of one scope takes (:mod:`memreader.scopes`;
+    a key limited to agents or tasks: :mod:`memreader.service.scope_walls`)."""
+
+    agent_id: str | None = _optional(
+        "The agent acting, e.g. 'planner': it sees its own memories, those of no agent and the "
+        "shared ones. Left out: every agent (or the key's one agent)."
+    )
+    task_id: str | None = _optional(
+        "The task at hand, e.g. 'trip-2026': it sees its own memories, those of no task and "
+        "the shared ones, never another task's private ones. Left out: every task (or the "
+        "key's one task)."
+    )
+
+
 class Message(BaseModel):
     """One chat message, as the chat APIs send it."""
 
@@ -93,7 +109,7 @@ class Message(BaseModel):
     )
 
 
-class Remember(ToolArguments):
+class Remember(Scoped):
     """``remember``: exactly one of ``fact``, ``message`` or ``messages``."""
 
     fact: str | None = Field(
@@ -127,6 +143,11 @@ class Remember(ToolArguments):
         description="fast: keep the text as memories; fine: a model extracts memories (only "
         "when the server has one). Left out: fine when the server has a model, else fast.",
     )
+    visibility: Literal["private", "shared"] | None = Field(
+        default=None,
+        description="private (the default): only its task and agent recall it; shared: every "
+        "task and agent of the user does.",
+    )
 
     @model_validator(mode="after")
     def _one_input(self) -> Remember:
@@ -150,7 +171,7 @@ def _chars(content: str | list[dict[str, Any]]) -> int:
     return sum(len(str(part)) for part in content)
 
 
-class Recall(ToolArguments):
+class Recall(Scoped):
     """``recall``."""
 
     query: str = Field(
@@ -163,7 +184,7 @@ class Recall(ToolArguments):
     session_id: str | None = _optional("Only memories of this conversation.")
 
 
-class Context(ToolArguments):
+class Context(Scoped):
     """``context``."""
 
     query: str = Field(
@@ -181,13 +202,13 @@ class Context(ToolArguments):
     session_id: str | None = _optional("Only memories of this conversation.")
 
 
-class GetMemory(ToolArguments):
+class GetMemory(Scoped):
     """``get_memory``."""
 
     memory_id: str = _id(_MEMORY_ID)
 
 
-class MemoryHistory(ToolArguments):
+class MemoryHistory(Scoped):
     """``memory_history``."""
 
     memory_id: str = _id(_MEMORY_ID)
@@ -212,7 +233,7 @@ class Forget(ToolArguments):
         return self
 
 
-class DeleteMemory(ToolArguments):
+class DeleteMemory(Scoped):
     """``delete_memory``."""
 
     memory_id: str = _id(_MEMORY_ID)
@@ -223,7 +244,7 @@ class DeleteMemory(ToolArguments):
     )
 
 
-class UpdateMemory(ToolArguments):
+class UpdateMemory(Scoped):
     """``update_memory``."""
 
     memory_id: str = _id(_MEMORY_ID)

@@ -37,7 +37,9 @@ from memreader.mcp.resources import (
     read_resource,
 )
 from memreader.mcp.tools import TOOLS, Workbench
+from memreader.mcp.scoping import scoped
 from memreader.mcp.users import owner_of
+from memreader.service.scope_walls import check_whole_owner
 from memreader.service.keys import ANY_USER, Principal
 
 __all__ = ["INSTRUCTIONS", "CallerOf", "MemoryServer"]
@@ -101,7 +103,9 @@ class MemoryServer:
             return _failed(f"InputError: no tool {params.name[:100]!r}; tools: {', '.join(TOOLS)}")
         try:
             args = tool.arguments.model_validate(params.arguments or {})
-            owner = owner_of(self.caller_of(ctx), getattr(args, "user_id", None))
+            caller = self.caller_of(ctx)
+            owner = owner_of(caller, getattr(args, "user_id", None))
+            args = await scoped(self.bench, caller, owner, tool.name, args)
             deadline = Deadline.after(self.timeout_s, what=f"the {tool.name} call")
             answer = await within(tool.work(self.bench, owner, args), deadline)
         except ValidationError as exc:
@@ -126,6 +130,8 @@ class MemoryServer:
         caller = self.caller_of(ctx)
         # An admin's users are not listed (there is no list of every user): the templates are.
         users = sorted(user for user in caller.users if user != ANY_USER)
+        if caller.agents is not None or caller.tasks is not None:
+            users = []  # categories span every task of the user (scope_walls)
         try:
             found = await self._bounded(
                 lambda: list_resources(self.bench.memory.memory, users), "listing resources"
@@ -144,7 +150,9 @@ class MemoryServer:
     ) -> types.ReadResourceResult:
         try:
             user, file = parse_uri(params.uri)
-            owner = owner_of(self.caller_of(ctx), user)
+            caller = self.caller_of(ctx)
+            owner = owner_of(caller, user)
+            check_whole_owner(caller, "a user's categories")
             text = await self._bounded(
                 lambda: read_resource(self.bench.memory.memory, owner, file), "reading " + file
             )

@@ -102,15 +102,18 @@ class Tool:
 
 async def _remember(bench: Workbench, owner: str, args: a.Remember) -> dict[str, Any]:
     memory = bench.memory
+    scope = {"agent_id": args.agent_id, "task_id": args.task_id, "visibility": args.visibility}
     if args.fact is not None:
-        event = await memory.add_memory(args.fact, user_id=owner, session_id=args.session_id)
+        event = await memory.add_memory(
+            args.fact, user_id=owner, session_id=args.session_id, **scope
+        )
         return {"counts": {event.event: 1}, "changes": [event_json(event, args.fact)]}
     data: Any = args.message
     if args.messages is not None:
         data = [m.model_dump(exclude_none=True) for m in args.messages]
     mode = args.mode or ("fine" if bench.has_llm else "fast")
     result = await memory.add(
-        data, user_id=owner, session_id=args.session_id, mode=mode, type="chat"
+        data, user_id=owner, session_id=args.session_id, mode=mode, type="chat", **scope
     )
     texts = {item.id: item.memory for item in result.items}
     changes = [event_json(event, texts.get(event.item_id)) for event in result.events]
@@ -124,8 +127,13 @@ async def _remember(bench: Workbench, owner: str, args: a.Remember) -> dict[str,
 
 
 def _filters(args: a.Recall | a.Context) -> dict[str, Any]:
-    """The search filters a call gave (``category``, ``session_id``)."""
-    given = (("category", args.category), ("session_id", args.session_id))
+    """The search filters a call gave (``category``, ``session_id``, the scope)."""
+    given = (
+        ("category", args.category),
+        ("session_id", args.session_id),
+        ("agent_id", args.agent_id),
+        ("task_id", args.task_id),
+    )
     return {name: value for name, value in given if value is not None}
 
 
@@ -147,19 +155,21 @@ async def _context(bench: Workbench, owner: str, args: a.Context) -> dict[str, A
     }
 
 
-async def _get(bench: Workbench, owner: str, memory_id: str) -> Any:
-    found = await bench.memory.get(memory_id, user_id=owner)
+async def _get(bench: Workbench, owner: str, args: a.Scoped, memory_id: str) -> Any:
+    """The memory ``memory_id`` of ``owner`` that ``args``' scope sees."""
+    scope = {"agent_id": args.agent_id, "task_id": args.task_id}
+    found = await bench.memory.get(memory_id, user_id=owner, **scope)
     if found is None:
         raise UnknownMemoryError(f"user {owner[:200]!r} has no memory {memory_id[:200]!r}")
     return found
 
 
 async def _get_memory(bench: Workbench, owner: str, args: a.GetMemory) -> dict[str, Any]:
-    return memory_json(await _get(bench, owner, args.memory_id))
+    return memory_json(await _get(bench, owner, args, args.memory_id))
 
 
 async def _history(bench: Workbench, owner: str, args: a.MemoryHistory) -> dict[str, Any]:
-    found = await _get(bench, owner, args.memory_id)
+    found = await _get(bench, owner, args, args.memory_id)
     entries = await bench.memory.history(args.memory_id, user_id=owner)
     return {
         "id": found.id,
