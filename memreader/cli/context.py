@@ -24,7 +24,7 @@ import json
 import sys
 from typing import Any
 
-from memreader.cli.flags import add_alias
+from memreader.cli.flags import add_alias, add_scope_flags, scope_args
 from memreader.errors import InputError
 from memreader.stores.base import SEARCH_MODES
 from memreader.stores.context import (
@@ -74,6 +74,7 @@ def add_context_parser(commands: Any) -> None:
         help="memories oldest first (time, the default) or best first (score)",
     )
     command.add_argument("--session-id", help="memories of this session only")
+    add_scope_flags(command)
     command.add_argument(
         "--memory-type", action="append", metavar="TYPE", dest="types", help="(repeatable)"
     )
@@ -117,6 +118,7 @@ def run_context(args: argparse.Namespace) -> int:
             session_id=args.session_id,
             mode=args.mode,
             category=args.category,
+            **scope_args(args),
         )
     if args.json:
         print(json.dumps(context_json(found), ensure_ascii=False, indent=1))

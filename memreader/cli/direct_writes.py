@@ -30,7 +30,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
-from memreader.cli.flags import add_alias
+from memreader.cli.flags import add_alias, add_scope_flags, scope_args
 from memreader.cli.store_access import (
     add_store_flag,
     cli_embedder,
@@ -59,6 +59,7 @@ def add_write_parsers(commands: Any) -> None:
         "--session-id", help="the session it is filed under (default: direct, when not given)"
     )
     add_alias(add, "--session", dest="session_id")
+    add_scope_flags(add, visibility=True)
     add.add_argument(
         "--memory-type",
         choices=MEMORY_TYPES,
@@ -156,4 +157,5 @@ def _add_fields(args: argparse.Namespace) -> dict[str, Any]:
         "importance": args.importance,
         "valid_from": parse_time(args.valid_from, "--valid-from"),
         "metadata": metadata,
+        **scope_args(args),
     }

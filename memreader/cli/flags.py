@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-__all__ = ["CANONICAL", "HelpFormatter", "add_alias"]
+__all__ = ["CANONICAL", "HelpFormatter", "add_alias", "add_scope_flags", "scope_args"]
 
 #: Each concept's one spelling, and the older spellings that are hidden aliases of it.
 CANONICAL: dict[str, tuple[str, ...]] = {
@@ -52,3 +52,28 @@ def add_alias(parser: Any, *flags: str, dest: str, **kwargs: Any) -> None:
     parser.add_argument(
         *flags, dest=dest, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **kwargs
     )
+
+
+def add_scope_flags(parser: Any, *, visibility: bool = False) -> None:
+    """``--agent-id`` and ``--task-id`` (and, for a command that writes, ``--visibility``):
+    the scope a command reads or writes (:mod:`memreader.scopes`)."""
+    parser.add_argument(
+        "--agent-id", help="the agent: its memories, those of no agent and the shared ones"
+    )
+    parser.add_argument(
+        "--task-id",
+        help="the task: its memories, those of no task and the shared ones (never another "
+        "task's private ones)",
+    )
+    if visibility:
+        parser.add_argument(
+            "--visibility",
+            choices=("private", "shared"),
+            help="private (the default): its task and agent only; shared: every task",
+        )
+
+
+def scope_args(args: argparse.Namespace) -> dict[str, Any]:
+    """The scope flags given (:func:`add_scope_flags`), as keyword arguments."""
+    names = ("agent_id", "task_id", "visibility")
+    return {name: getattr(args, name) for name in names if getattr(args, name, None) is not None}

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from contextlib import ExitStack
 from typing import IO, Any
 
+from memreader.cli.flags import add_scope_flags, scope_args
 from memreader.cli.llm_check import check_llm_slots, configured_slots
 from memreader.cli.llm_flags import add_llm_flags, llm_settings
 from memreader.cli.output import open_outputs
@@ -94,12 +95,12 @@ def add_read_parser(commands: Any) -> None:
     add_store_flag(read, env=False)
     read.add_argument(
         "--user-id",
-        default=None,
         help=f"the owner of the items (default: {DEFAULT_USER}, said on stderr)",
     )
     read.add_argument(
         "--session-id", default="cli-session", help="the session the scenes belong to"
     )
+    add_scope_flags(read, visibility=True)
     read.add_argument(
         "--tag", action="append", default=[], dest="tags", help="custom tag (repeatable)"
     )
@@ -194,7 +195,8 @@ def _roots(paths: Sequence[str]) -> list[str]:
 def _jobs(args: argparse.Namespace) -> list[tuple[dict[str, str], Any, int]]:
     """(info, scene_data, first scene's index in the input): one job per MemoryBank user, else
     one per batch of scenes; with ``--type doc`` one job of one document."""
-    info = {"user_id": args.user_id or DEFAULT_USER, "session_id": args.session_id}
+    scope = scope_args(args)
+    info = {"user_id": args.user_id or DEFAULT_USER, "session_id": args.session_id, **scope}
     if args.type == "doc":
         _say_default_user(args)
         if args.input == "-":
@@ -208,7 +210,7 @@ def _jobs(args: argparse.Namespace) -> list[tuple[dict[str, str], Any, int]]:
     data = _load_json(args.input)
     if is_memorybank(data):
         return [
-            ({"user_id": user, "session_id": f"memorybank:{user}"}, scenes, 0)
+            ({"user_id": user, "session_id": f"memorybank:{user}", **scope}, scenes, 0)
             for user, scenes in memorybank_scenes(data).items()
         ]
     _say_default_user(args)

@@ -30,7 +30,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from memreader.cli.flags import add_alias
+from memreader.cli.flags import add_alias, add_scope_flags, scope_args
 from memreader.cli.store_access import (
     add_store_flag,
     cli_embedder,
@@ -83,6 +83,7 @@ def add_store_parsers(commands: Any) -> None:
     search.add_argument("--until", help="memories up to this time (ISO 8601; UTC if no zone)")
     search.add_argument("--session-id", help="memories of this session only")
     add_alias(search, "--session", dest="session_id")
+    add_scope_flags(search)
     search.add_argument(
         "--category", metavar="NAME", help="memories linked to this category of the owner only"
     )
@@ -188,6 +189,7 @@ def _search(args: argparse.Namespace, url: str) -> int:
             mode=args.mode,
             category=args.category,
             min_score=args.min_score,
+            **scope_args(args),
         )
     if args.json:
         _print_json({"query": args.query, "hits": [_hit_json(hit) for hit in hits]})
