@@ -27,6 +27,7 @@ ROOT_MODULES = {
     "items",
     "modes",
     "registry",
+    "scopes",
     "secret_masking",
     "testing",
 }
@@ -190,7 +191,7 @@ def test_tests_are_laid_out_like_the_package() -> None:
 
 
 LEAVES = {"errors", "items", "modes", "registry", "files", "config_model", "secret_masking"}
-LEAVES |= {"_version", "calls"}
+LEAVES |= {"_version", "calls", "scopes"}
 
 
 def _place(module: str) -> str:

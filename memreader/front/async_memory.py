@@ -98,7 +98,9 @@ class AsyncMemory:
         valid_from: datetime | None = None,
         metadata: Mapping[str, Any] | None = None,
         tags: Sequence[str] | None = None,
-        **scope: str | None,
+        agent_id: str | None = None,
+        task_id: str | None = None,
+        visibility: str | None = None,
     ) -> WriteEvent:
         """:meth:`Memory.add_memory <memreader.front.memory.Memory.add_memory>`, awaited."""
         call = functools.partial(
@@ -111,7 +113,9 @@ class AsyncMemory:
             valid_from=valid_from,
             metadata=metadata,
             tags=tags,
-            **scope,
+            agent_id=agent_id,
+            task_id=task_id,
+            visibility=visibility,
         )
         return await in_thread(call, keep_result=True)
 

@@ -177,12 +177,14 @@ class Memory:
         valid_from: datetime | None = None,
         metadata: Mapping[str, Any] | None = None,
         tags: Sequence[str] | None = None,
-        **scope: str | None,
+        agent_id: str | None = None,
+        task_id: str | None = None,
+        visibility: str | None = None,
     ) -> WriteEvent:
         """Store ``text`` as one memory of ``user_id``, as given (no read): embedded,
         deduplicated, categorised and traced as a read item is
-        (:meth:`memreader.stores.MemoryStore.add_memory`; ``scope``: its ``agent_id``,
-        ``task_id`` and ``visibility``). The event (``ADD``, ``REINFORCE`` or ``NONE``); its
+        (:meth:`memreader.stores.MemoryStore.add_memory`; ``agent_id``, ``task_id`` and
+        ``visibility``: its scope). The event (``ADD``, ``REINFORCE`` or ``NONE``); its
         ``memory_id`` is the memory's id.
 
         >>> m = Memory({"config": {"embedder": {"backend": "hash"}}}, store="sqlite://:memory:")
@@ -201,7 +203,9 @@ class Memory:
             valid_from=valid_from,
             metadata=metadata,
             tags=tags,
-            **scope,
+            agent_id=agent_id,
+            task_id=task_id,
+            visibility=visibility,
         )
 
     def update(

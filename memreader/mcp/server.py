@@ -36,11 +36,11 @@ from memreader.mcp.resources import (
     parse_uri,
     read_resource,
 )
-from memreader.mcp.tools import TOOLS, Workbench
 from memreader.mcp.scoping import scoped
+from memreader.mcp.tools import TOOLS, Workbench
 from memreader.mcp.users import owner_of
-from memreader.service.scope_walls import check_whole_owner
 from memreader.service.keys import ANY_USER, Principal
+from memreader.service.scope_walls import check_whole_owner
 
 __all__ = ["INSTRUCTIONS", "CallerOf", "MemoryServer"]
 

@@ -102,7 +102,11 @@ class Tool:
 
 async def _remember(bench: Workbench, owner: str, args: a.Remember) -> dict[str, Any]:
     memory = bench.memory
-    scope = {"agent_id": args.agent_id, "task_id": args.task_id, "visibility": args.visibility}
+    scope: dict[str, Any] = {
+        "agent_id": args.agent_id,
+        "task_id": args.task_id,
+        "visibility": args.visibility,
+    }
     if args.fact is not None:
         event = await memory.add_memory(
             args.fact, user_id=owner, session_id=args.session_id, **scope

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
+from memreader.scopes import seen_in
 from memreader.service.keys import Principal
 from memreader.service.models import (
     AddMemoryRequest,
@@ -19,7 +20,6 @@ from memreader.service.models import (
     SearchRequest,
     UpdateMemoryRequest,
 )
-from memreader.scopes import seen_in
 from memreader.service.problems import ProblemError, shown
 from memreader.service.scope_walls import check_change, check_whole_owner, scope_of
 from memreader.service.state import ServiceState, json_response

@@ -35,9 +35,7 @@ class ForbiddenScopeError(InputError):
     them, or asked for what spans every task of the owner (HTTP: 403 ``forbidden-scope``)."""
 
 
-def scope_of(
-    principal: Principal, agent_id: Any, task_id: Any
-) -> tuple[str | None, str | None]:
+def scope_of(principal: Principal, agent_id: Any, task_id: Any) -> tuple[str | None, str | None]:
     """The agent and task a call of ``principal`` runs as (see the module docstring).
 
     Raises:

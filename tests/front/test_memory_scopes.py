@@ -22,9 +22,7 @@ def _texts(hits: list[Any]) -> set[str]:
 def check_scopes(m: Memory) -> None:
     """What every backend must do with one owner's memories in tasks A and B."""
     a = m.add("I keep the deploy key in vault A.", user_id="ana", task_id="A")
-    shared = m.add(
-        "The team meets on Mondays.", user_id="ana", task_id="A", visibility="shared"
-    )
+    shared = m.add("The team meets on Mondays.", user_id="ana", task_id="A", visibility="shared")
     b = m.add("I keep the deploy key in vault B.", user_id="ana", task_id="B", agent_id="bot")
     m.add("I keep the deploy key in vault C.", user_id="bo", task_id="B")  # another owner
     in_b = _texts(m.search("deploy key vault Mondays", user_id="ana", task_id="B", k=20))

@@ -21,7 +21,8 @@ pytestmark = pytest.mark.timeout(240)
 def url(tmp_path: Path) -> Iterator[str]:
     entries = [
         {"name": "alice-app", "sha256": hash_key("mr_test_alice-app"), "users": ["alice"]},
-        {"name": "task-a", "sha256": hash_key("mr_test_task-a"), "users": ["alice"], "tasks": ["A"]},
+        {"name": "task-a", "sha256": hash_key("mr_test_task-a"), "users": ["alice"],
+         "tasks": ["A"]},
     ]  # fmt: skip
     keys = tmp_path / "keys.yaml"
     keys.write_text(yaml.safe_dump({"keys": entries}), encoding="utf-8")
@@ -54,9 +55,7 @@ def test_tools_filter_by_scope_and_a_task_key_stays_in_its_task(url: str) -> Non
                 await client.call_tool("get_memory", {"memory_id": ids["b"], "task_id": "A"})
             )
             assert hidden.startswith("UnknownMemoryError: ")
-            bad = error(
-                await client.call_tool("remember", {"fact": "x", "visibility": "public"})
-            )
+            bad = error(await client.call_tool("remember", {"fact": "x", "visibility": "public"}))
             assert bad.startswith("InputError: invalid arguments for remember: visibility")
             return ids
 
@@ -67,8 +66,7 @@ def test_tools_filter_by_scope_and_a_task_key_stays_in_its_task(url: str) -> Non
             assert ids["a"] in {m["id"] for m in found["memories"]}
             text = error(await client.call_tool("recall", {"query": "vault", "task_id": "B"}))
             assert text == (
-                "ForbiddenScopeError: this key may not use task_id 'B': it is limited to "
-                "tasks 'A'"
+                "ForbiddenScopeError: this key may not use task_id 'B': it is limited to tasks 'A'"
             )
             text = error(await client.call_tool("get_memory", {"memory_id": ids["b"]}))
             assert text.startswith("UnknownMemoryError: ")

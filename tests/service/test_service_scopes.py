@@ -160,8 +160,7 @@ def test_a_task_key_never_writes_or_changes_outside_its_task(url: str) -> None:
     assert mine.status_code == 200 and mine.json()["event"]["event"] == "EXPIRE"
     forget = post(url, "/v1/memories:forget", "task-a", user_id="alice", session_id="s1")
     assert problem(forget, 403)["detail"] == (
-        "forgetting a source spans every agent and task of the owner: this key is limited "
-        "to some"
+        "forgetting a source spans every agent and task of the owner: this key is limited to some"
     )
     problem(get(url, "/v1/users/alice/categories", "task-a"), 403)
 
@@ -188,6 +187,6 @@ def test_key_files_refuse_a_bad_task_wall() -> None:
     assert str(caught.value) == (
         "invalid ApiKey: tasks: Value error, tasks entry must be at most 200 characters, got 201"
     )
-    with pytest.raises(ConfigError, match="^invalid ApiKey: agents: "):
+    with pytest.raises(ConfigError, match=r"^invalid ApiKey: agents: "):
         ApiKey(name="x", sha256=hash_key("k"), users=["u"], agents=[])
     assert KEYS  # the shared test keys stay as they are

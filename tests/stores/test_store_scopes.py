@@ -101,9 +101,7 @@ def test_the_same_text_in_two_tasks_stays_two_memories(store: MemoryStore) -> No
     third = store.write([scoped("in-a-again", text, task="A")], now=T0)
     assert [e.event for e in first + second] == ["ADD", "ADD"]
     assert [(e.event, e.memory_id) for e in third] == [("NONE", "in-a")]  # same sources
-    assert {h.memory.id for h in store.search(text, user_id="u1", task_id="B", now=T0)} == {
-        "in-b"
-    }
+    assert {h.memory.id for h in store.search(text, user_id="u1", task_id="B", now=T0)} == {"in-b"}
     kept = store.get("in-b", user_id="u1")
     assert kept is not None and kept.item.metadata.task_id == "B"
 

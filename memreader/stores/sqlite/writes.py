@@ -25,8 +25,8 @@ from memreader.stores.change_rules import Prepared as SharedPrepared
 from memreader.stores.events import EventKind
 from memreader.stores.records import MemoryStatus
 from memreader.stores.sqlite.categories import drop_links
-from memreader.stores.sqlite.schema import iso, parse_time
 from memreader.stores.sqlite.pending import PendingVectors
+from memreader.stores.sqlite.schema import iso, parse_time
 from memreader.stores.sqlite.vectors import OwnerVectors, to_blob, unit
 from memreader.stores.write_decisions import (
     Decision,
