@@ -44,6 +44,7 @@ from memreader.extraction.language import Language
 from memreader.extraction.reconcile import MAX_SHOWN, Neighbour, ReconcileDecision, reconcile_plan
 from memreader.items import MemoryType, Reconciliation, TextualMemoryItem
 from memreader.pipeline import Step
+from memreader.scopes import scope_columns
 from memreader.steps.chain import PerWindowStep, WindowWork, arun_chain, count_pass, run_chain
 from memreader.steps.registry import STEPS
 from memreader.steps.report import WindowReport
@@ -170,20 +171,27 @@ def _neighbours(
     store: MemoryStore, items: Sequence[TextualMemoryItem], owner: str
 ) -> list[Neighbour]:
     """The stored memories of ``owner`` that ``items`` resemble, best first per item, each
-    once, at most :data:`~memreader.extraction.reconcile.MAX_SHOWN`."""
+    once, at most :data:`~memreader.extraction.reconcile.MAX_SHOWN`; only those of the item's
+    own scope (:mod:`memreader.scopes`): the store applies a decision only to a memory of the
+    same agent, task and visibility, and another task's private text never reaches a prompt
+    (the search is filtered by the item's agent and task)."""
     own = {item.id for item in items}
     found: dict[str, Neighbour] = {}
     for item in items:
+        meta = item.metadata
         hits = store.search(
             item.memory,
             user_id=owner,
             k=NEIGHBOURS_PER_MEMORY,
-            types=[item.metadata.memory_type.value],
+            types=[meta.memory_type.value],
+            agent_id=meta.agent_id,
+            task_id=meta.task_id,
         )
         for hit in hits:
             score, memory = hit.score, hit.memory
             related = score.text_rank is not None or (score.similarity or 0.0) >= MIN_SIMILARITY
-            if not related or memory.id in own or memory.id in found:
+            same_scope = scope_columns(memory.item.metadata) == scope_columns(meta)
+            if not related or not same_scope or memory.id in own or memory.id in found:
                 continue
             since = memory.valid_from.date().isoformat() if memory.valid_from else None
             found[memory.id] = Neighbour(memory.id, memory.item.memory, since)

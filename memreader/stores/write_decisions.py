@@ -289,7 +289,7 @@ def not_applicable(
     if tid == item_id:
         return "the target is the memory itself"
     if target is None:
-        return f"{tid} is not a stored memory of this owner"
+        return f"{tid} is not a stored memory of this owner and scope"
     if target.status != "active":
         return f"{tid} is {target.status}"
     if same_hash is not None and not (mark.event == "NONE" and same_hash.memory_id == tid):

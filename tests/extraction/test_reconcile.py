@@ -292,7 +292,7 @@ def test_a_decision_that_cannot_be_applied_is_said_and_the_dedup_rules_run(
         ("REINFORCE", "old"),
     ]
     assert events[0].reason.endswith(
-        "reconcile SUPERSEDE x not applied: x is not a stored memory of this owner"
+        "reconcile SUPERSEDE x not applied: x is not a stored memory of this owner and scope"
     )
     assert events[1].reason.endswith("not applied: faro is superseded")
     assert events[2].reason.endswith("not applied: the target is the memory itself")

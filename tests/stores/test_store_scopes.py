@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from memreader.errors import InputError
-from memreader.items import TextualMemoryItem
+from memreader.items import Reconciliation, TextualMemoryItem
 from memreader.scopes import MAX_SCOPE_ID_CHARS
 from memreader.stores import MemoryStore, open_store
 from memreader.testing import HashEmbedder
@@ -184,3 +184,17 @@ def test_a_store_of_schema_2_is_upgraded_to_3_with_its_memories_kept(
     ]
     with open_store(url, embedder=HashEmbedder()) as store:  # nothing left to upgrade
         assert store.get("old2", user_id="u1") is not None
+
+
+def test_a_reconcile_decision_never_retires_another_scopes_memory(store: MemoryStore) -> None:
+    store.write([scoped("b-home", "Ana lives in Lisbon", task="B")], now=T0)
+    moved = scoped("a-home", "Ana moved to Porto", task="A")
+    decision = Reconciliation(event="SUPERSEDE", target_id="b-home", reason="model: moved")
+    moved.metadata.reconcile = decision
+    [event] = store.write([moved], now=T0)
+    assert (event.event, event.memory_id) == ("ADD", "a-home")
+    assert event.reason.endswith(
+        "not applied: b-home is not a stored memory of this owner and scope"
+    )
+    kept = store.get("b-home", user_id="u1")
+    assert kept is not None and kept.status == "active"
