@@ -1,8 +1,10 @@
 """Store search with a category filter and with common words (issue 27, classes 12 and 13):
 ``n`` memories of one owner (benchmarks/store.py's LoCoMo-style texts and latent vectors, bulk
 loaded) and linked to three categories (all of them, every 10th, every 100th), and hybrid
-searches (k=10) through ``store.search``: plain, with ``category=`` each of them, and a
-text-only query of the two words every memory holds (each text ends " river train").
+searches (k=10) through ``store.search``: plain, with ``category=`` each of them, a
+text-only query of the two words every memory holds (each text ends " river train"), and with
+``task_id=`` (issue 34: the memories spread over ten tasks, every 5th one shared, so a task
+sees its tenth and the shared fifth of the others).
 
 Run by hand (not in the test suite), on an otherwise idle machine::
 
@@ -60,6 +62,28 @@ def link_categories(url: str, n: int) -> None:
             store.link_categories("u", links)
 
 
+def scope_tasks(url: str) -> None:
+    """Spread owner ``u``'s memories over tasks ``t0``..``t9`` (by rowid), every 5th shared."""
+    from memreader.stores import open_store
+
+    open_store(url, text_only=True).close()  # the schema current (columns and indexes)
+    statement = (
+        "UPDATE memreader_memories SET task_id = 't' || (rowid % 10), "
+        "visibility = CASE WHEN rowid % 5 = 0 THEN 'shared' ELSE 'private' END"
+    )
+    if url.startswith("sqlite:///"):
+        import sqlite3
+
+        with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
+            conn.execute(statement.replace("memreader_memories", "memories"))
+            conn.execute("UPDATE owner_versions SET version = version + 1")
+        return
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(statement.replace("rowid % 10", "(rowid % 10)::text"))
+
+
 def time_kinds(url: str, texts: list[str], vecs: np.ndarray, queries: int) -> dict[str, Any]:
     """p50/p95 (ms) of plain, category and common-word searches, after 5 warm-up queries."""
     from memreader.stores import open_store
@@ -75,6 +99,7 @@ def time_kinds(url: str, texts: list[str], vecs: np.ndarray, queries: int) -> di
     kinds: dict[str, dict[str, Any]] = {"plain": {}}
     kinds.update({f"category ({name})": {"category": name} for name in STEPS})
     kinds["common words"] = {"mode": "text"}
+    kinds["task (a tenth, and the shared fifth)"] = {"task_id": "t1"}
     out: dict[str, Any] = {}
     with open_store(url, embedder=embedder) as store:
         for kind, options in kinds.items():
@@ -111,6 +136,7 @@ def main() -> None:
             _log(f"sqlite: loading {args.size}")
             load_sqlite(path, texts, vecs)
             link_categories("sqlite:///" + path, args.size)
+            scope_tasks("sqlite:///" + path)
             results["sqlite"] = time_kinds("sqlite:///" + path, texts, vecs, args.queries)
         if "pg" not in skip:
             sys.path.insert(0, str(ROOT / "tests"))
@@ -121,6 +147,7 @@ def main() -> None:
                 _log(f"postgresql: loading {args.size}")
                 load_pg(url, texts, vecs)
                 link_categories(url, args.size)
+                scope_tasks(url)
                 results["postgresql"] = time_kinds(url, texts, vecs, args.queries)
     info = machine_info()
     print(f"{datetime.date.today()}: `{shlex.join([sys.executable, *sys.argv])}`")

@@ -6,6 +6,9 @@ The promises every store keeps:
 
 - **Owners are walls.** Every read and every change names one ``user_id``; nothing reads,
   deduplicates against, supersedes or forgets another owner's memories.
+- **Scopes stay apart inside an owner** (:mod:`memreader.scopes`): a search for a task never
+  sees another task's private memories, and no write merges, reinforces or retires a memory of
+  another agent, task or visibility.
 - **Nothing is deleted by a decision.** A memory that stops being true is ``superseded`` (by a
   newer one) or ``expired`` (its sources were forgotten); its row and its history stay. Only
   :meth:`MemoryStore.purge` removes rows, and only expired or superseded ones retired before a

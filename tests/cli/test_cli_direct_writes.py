@@ -9,20 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from memreader.cli import main
 from memreader.stores import open_store
-
-
-@pytest.fixture
-def where(tmp_path: Path) -> tuple[str, str]:
-    """A store URL (no file yet) and a reader config with the hash embedder."""
-    config = tmp_path / "hash.yaml"
-    config.write_text(
-        yaml.safe_dump({"backend": "simple_struct", "config": {"embedder": {"backend": "hash"}}})
-    )
-    return f"sqlite:///{tmp_path / 'm.db'}", str(config)
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, list[str]]:

@@ -8,19 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
 
 from memreader.cli import main
-
-
-@pytest.fixture
-def where(tmp_path: Path) -> tuple[str, str]:
-    """A store URL and a reader config with the hash embedder."""
-    config = tmp_path / "hash.yaml"
-    config.write_text(
-        yaml.safe_dump({"backend": "simple_struct", "config": {"embedder": {"backend": "hash"}}})
-    )
-    return f"sqlite:///{tmp_path / 'm.db'}", str(config)
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, list[str]]:
