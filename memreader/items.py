@@ -125,6 +125,14 @@ class Reconciliation(BaseModel):
     reason: str = ""
 
 
+def _unset(value: object) -> bool:
+    return value is None
+
+
+def _private(value: object) -> bool:
+    return value == DEFAULT_VISIBILITY
+
+
 class TextualMemoryItemMetadata(BaseModel):
     """Who the memory belongs to, what kind it is, and where it came from.
 
@@ -149,7 +157,7 @@ class TextualMemoryItemMetadata(BaseModel):
     ``agent_id`` and ``task_id`` name the agent and the task the memory belongs to (``None``:
     none), and ``visibility`` whether it is ``private`` to them or ``shared`` across its
     owner's tasks (:mod:`memreader.scopes`); an item stored before scopes loads unscoped and
-    private.
+    private, and an unscoped private item's JSON leaves the three out.
 
     ``categories`` names the categories the ``categorize`` step linked the item to (see
     :mod:`memreader.categories`); empty where it did not run.
@@ -159,9 +167,14 @@ class TextualMemoryItemMetadata(BaseModel):
 
     user_id: str
     session_id: str
-    agent_id: str | None = Field(default=None, min_length=1, max_length=MAX_SCOPE_ID_CHARS)
-    task_id: str | None = Field(default=None, min_length=1, max_length=MAX_SCOPE_ID_CHARS)
-    visibility: Visibility = DEFAULT_VISIBILITY
+    # Left out of the JSON when unscoped: an unscoped item's JSON is what it was before scopes.
+    agent_id: str | None = Field(
+        default=None, min_length=1, max_length=MAX_SCOPE_ID_CHARS, exclude_if=_unset
+    )
+    task_id: str | None = Field(
+        default=None, min_length=1, max_length=MAX_SCOPE_ID_CHARS, exclude_if=_unset
+    )
+    visibility: Visibility = Field(default=DEFAULT_VISIBILITY, exclude_if=_private)
     memory_type: MemoryType = MemoryType.LONG_TERM
     status: str = "activated"
     key: str | None = None
