@@ -46,6 +46,7 @@ from memreader.errors import InputError
 from memreader.items import TextualMemoryItem
 from memreader.retrieval.passages import passages_of
 from memreader.stores import MemoryStore, SearchHit, WriteEvent
+from memreader.stores.checks import check_k
 from memreader.stores.context import Context, search_context
 from memreader.stores.embedding import embed
 from memreader.stores.passages.scoring import PassageSet, score_passages, span_rows
@@ -174,8 +175,14 @@ class WorkingMemory:
 
     def search(self, query: str, *, user_id: str, k: int = 10, **filters: Any) -> list[SearchHit]:
         """The held items matching ``query`` first (tier ``working``), then the store's hits
-        (tier ``store``), ``k`` in all (see the module docstring)."""
-        found = self._working_hits(query, user_id, filters)[:k]
+        (tier ``store``), ``k`` in all (see the module docstring).
+
+        Raises:
+            InputError: as ``MemoryStore.search`` (a bad ``k`` or query, checked first).
+        """
+        if not isinstance(query, str):
+            raise InputError(f"query must be a string, got {type(query).__name__}")
+        found = self._working_hits(query, user_id, filters)[: check_k(k)]
         rest = self.store.search(query, user_id=user_id, k=k, **filters) if len(found) < k else []
         return found + rest[: k - len(found)]
 

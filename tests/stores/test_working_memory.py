@@ -108,6 +108,9 @@ def test_bad_working_memory_is_an_input_error(url: str, value: object, message: 
 
 
 def test_end_session_checks_its_arguments(memory: Memory) -> None:
+    memory.add("I live in Porto.", user_id="ana", session_id="s1")
+    with pytest.raises(InputError, match="k must be a positive integer of at most 1000, got 0"):
+        memory.search("Porto", user_id="ana", k=0)  # checked even when the tier answers
     with pytest.raises(InputError, match="end_session\\(\\): session_id must be a non-empty"):
         memory.end_session("", user_id="ana")
     with pytest.raises(InputError, match=r"end_session\(\) needs user_id="):
