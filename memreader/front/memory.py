@@ -243,7 +243,9 @@ class Memory(UseCalls):
         ``types``, ``since``, ``until``, ``session_id``, ``include_inactive``, ``now``,
         ``mode``, ``category`` and ``min_score`` (the least relevance a hit keeps, in [0, 1]:
         :data:`~memreader.stores.scoring.RECOMMENDED_MIN_SCORE` drops hits about something
-        else), as :meth:`memreader.stores.MemoryStore.search` takes them.
+        else) and ``heat_weight`` (how much recorded use lifts a hit), as
+        :meth:`memreader.stores.MemoryStore.search` takes them. With working memory, held
+        items come first (``hit.tier == "working"``). A search never records use.
 
         >>> m = Memory({"config": {"embedder": {"backend": "hash"}}}, store="sqlite://:memory:")
         >>> _ = m.add("I live in Porto.", user_id="ana")
