@@ -114,9 +114,12 @@ def test_mark_used_is_one_statement_per_call(tmp_path: object) -> None:
     with open_store(f"sqlite:///{tmp_path}/m.db", embedder=HashEmbedder()) as store:
         store.write([item(f"m{i}", f"memory number {i}") for i in range(30)])
         seen: list[str] = []
+        commits = store._ops._commits  # type: ignore[attr-defined]
         store._conn.set_trace_callback(seen.append)  # type: ignore[attr-defined]
         assert store.mark_used([f"m{i}" for i in range(30)], user_id="u1") == 30
         assert sum("memory_use" in s for s in seen) == 1
+        # Not a change of the memories: the search caches keyed by the store's commits stay.
+        assert store._ops._commits == commits  # type: ignore[attr-defined]
 
 
 def _twins(store: MemoryStore) -> None:
