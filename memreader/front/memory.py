@@ -15,7 +15,8 @@ so nothing can be wired half::
 :class:`~memreader.MemReaderConfigFactory`), its ``store``, ``categories`` and ``fine.passes``
 (``reconcile``) included; ``Memory(store="postgresql://...")`` names the store (it wins over
 the config's). Without either, the store is ``memories.db`` in the data folder
-(:mod:`memreader.front.home`).
+(:mod:`memreader.front.home`). ``Memory(working_memory=N)`` holds each session's last N items
+before the store (:mod:`memreader.front.working`; off by default).
 """
 
 from __future__ import annotations
@@ -35,10 +36,11 @@ from memreader.front.inputs import (
     source_selector,
 )
 from memreader.front.results import SEARCH_FILTERS, AddResult, add_result
+from memreader.front.use import UseCalls
+from memreader.front.working import WorkingMemory, check_working_size
 from memreader.items import TextualMemoryItem
 from memreader.modes import ReadMode
 from memreader.readers import BaseMemReader
-from memreader.scopes import seen_in
 from memreader.steps.report import ReadReport
 from memreader.stores import HistoryEntry, MemoryStore, SearchHit, StoredCategory, WriteEvent
 from memreader.stores.context import (
@@ -48,12 +50,11 @@ from memreader.stores.context import (
     Context,
     ContextOrder,
 )
-from memreader.stores.records import StoredMemory
 
 __all__ = ["SEARCH_FILTERS", "AddResult", "Memory"]  # the first two from front.results
 
 
-class Memory:
+class Memory(UseCalls):
     """A reader, its store and its category keeper as one object (see the module docstring).
 
     Args:
@@ -64,6 +65,8 @@ class Memory:
             config's ``store``.
         store_options: the store's own options (see :func:`memreader.stores.open_store`); not
             its embedder, ``text_only`` or keeper, which the config decides.
+        working_memory: items per session held before the store (``True``: 20; ``0``, the
+            default: none, every item is written at once): :mod:`memreader.front.working`.
 
     Raises:
         InputError: ``config``, ``store`` or ``store_options`` of the wrong type or content.
@@ -77,10 +80,12 @@ class Memory:
         *,
         store: str | None = None,
         store_options: Mapping[str, Any] | None = None,
+        working_memory: int | bool = 0,
     ) -> None:
         from memreader.categories.maintainer import maintainer_for
         from memreader.stores import open_store
 
+        size = check_working_size(working_memory)
         options = dict(store_options or {})
         owned = sorted({"embedder", "text_only", "category_keeper"} & set(options))
         if owned:
@@ -97,6 +102,7 @@ class Memory:
             category_keeper=maintainer_for(self.reader),
             **options,
         )
+        self.working = WorkingMemory(self.store, size) if size else None
         self._closed = False
 
     # -- reading and writing ----------------------------------------------------------------------
@@ -136,8 +142,8 @@ class Memory:
         report = ReadReport()
         groups = self.reader.get_memory(scenes, kind, info, mode, report=report)
         items = [item for group in groups for item in group]
-        events = self._write(items)
-        return add_result(items, events, report, info["session_id"], generated, kind)
+        events, held = self._write(items)
+        return add_result(items, events, report, info["session_id"], generated, kind, held)
 
     def _prepare(
         self,
@@ -161,8 +167,11 @@ class Memory:
         session = session_digest(kind, scenes) if generated else session_id
         return kind, scenes, make_info(owner, session, metadata, scope), generated
 
-    def _write(self, items: Sequence[TextualMemoryItem]) -> list[WriteEvent]:
-        return self.store.write(items) if items else []
+    def _write(self, items: Sequence[TextualMemoryItem]) -> tuple[list[WriteEvent], list[str]]:
+        """Store ``items`` (through working memory when on): the events, the ids held."""
+        if self.working is not None:
+            return self.working.remember(items)
+        return (self.store.write(items) if items else []), []
 
     # -- direct writes -----------------------------------------------------------------------------
 
@@ -220,6 +229,7 @@ class Memory:
             InputError: no ``user_id``; the memory is not active; ``text`` is empty.
         """
         owner = self._owner(user_id, "update()")
+        self._settle(owner)
         return self.store.update(memory_id, text, user_id=owner, reason=reason)
 
     def delete(
@@ -234,6 +244,7 @@ class Memory:
             InputError: no ``user_id``; ``erase`` is not true or false.
         """
         owner = self._owner(user_id, "delete()")
+        self._settle(owner)
         return self.store.delete(memory_id, user_id=owner, erase=erase)
 
     # -- the store's abilities ---------------------------------------------------------------------
@@ -248,7 +259,9 @@ class Memory:
         ``mode``, ``category``, ``agent_id`` and ``task_id`` (hard scope filters:
         :mod:`memreader.scopes`) and ``min_score`` (the least relevance a hit keeps, in [0, 1]:
         :data:`~memreader.stores.scoring.RECOMMENDED_MIN_SCORE` drops hits about something
-        else), as :meth:`memreader.stores.MemoryStore.search` takes them.
+        else) and ``heat_weight`` (how much recorded use lifts a hit), as
+        :meth:`memreader.stores.MemoryStore.search` takes them. With working memory, held
+        items come first (``hit.tier == "working"``). A search never records use.
 
         >>> m = Memory({"config": {"embedder": {"backend": "hash"}}}, store="sqlite://:memory:")
         >>> _ = m.add("I live in Porto.", user_id="ana")
@@ -264,7 +277,7 @@ class Memory:
             raise InputError(
                 f"search() has no filter {unknown[0]!r}; known: {', '.join(sorted(SEARCH_FILTERS))}"
             )
-        return self.store.search(query, user_id=owner, k=k, **filters)
+        return (self.working or self.store).search(query, user_id=owner, k=k, **filters)
 
     def context(
         self,
@@ -305,7 +318,7 @@ class Memory:
         if unknown:
             known = ", ".join(sorted(SEARCH_FILTERS - {"include_inactive"}))
             raise InputError(f"context() has no filter {unknown[0]!r}; known: {known}")
-        return self.store.context(
+        return (self.working or self.store).context(
             query,
             user_id=owner,
             max_tokens=max_tokens,
@@ -314,14 +327,6 @@ class Memory:
             order=order,
             **filters,
         )
-
-    def get(
-        self, memory_id: str, *, user_id: str | None = None, **scope: str | None
-    ) -> StoredMemory | None:
-        """The memory ``memory_id`` of ``user_id`` (any status), or ``None``; also ``None``
-        when ``scope`` (``agent_id``, ``task_id``) does not see it (:mod:`memreader.scopes`)."""
-        found = self.store.get(memory_id, user_id=self._owner(user_id, "get()"))
-        return found if seen_in(found, scope) else None
 
     def history(self, memory_id: str, *, user_id: str | None = None) -> list[HistoryEntry]:
         """Every change of ``memory_id`` (of ``user_id``), oldest first."""
@@ -332,6 +337,7 @@ class Memory:
         ``input:KEY`` or a :class:`~memreader.stores.SourceSelector`): memories only it
         supports expire (their history stays). The events."""
         owner = self._owner(user_id, "forget()")
+        self._settle(owner)
         return self.store.forget(source_selector(source), user_id=owner)
 
     def categories(self, user_id: str | None = None) -> list[StoredCategory]:
@@ -362,11 +368,15 @@ class Memory:
         """Close the store and the reader's clients (again: nothing happens)."""
         if self._closed:
             return
-        self._closed = True
         try:
-            self.store.close()
+            if self.working is not None:  # every open session ends: its items promoted
+                self.working.end_all()
         finally:
-            self.reader.close()
+            self._closed = True
+            try:
+                self.store.close()
+            finally:
+                self.reader.close()
 
     def __enter__(self) -> Memory:
         return self
@@ -378,6 +388,10 @@ class Memory:
         from memreader.stores.urls import public_url
 
         return f"Memory(store={public_url(self.store_url)!r}, backend={self.config.backend!r})"
+
+    def _settle(self, owner: str) -> None:
+        if self.working is not None:  # a change by id or source sees the held items
+            self.working.settle(owner)
 
     def _owner(self, user_id: Any, call: str) -> str:
         self._check_open()

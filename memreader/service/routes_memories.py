@@ -1,5 +1,6 @@
-"""The store over HTTP: search, one memory, its history, forgetting a source, and direct
-writes (add one memory, update its text, delete it).
+"""The store over HTTP: search, one memory, its history, forgetting a source, direct writes
+(add one memory, update its text, delete it) and recording use (``GET`` of one memory records
+it; ``POST /v1/memories:used`` names the memories an agent was handed otherwise).
 
 The store calls run on the service's store threads (not where reads run), within the
 request's deadline; the request's slot is admission's (:mod:`memreader.service.admission`)."""
@@ -19,6 +20,7 @@ from memreader.service.models import (
     ForgetRequest,
     SearchRequest,
     UpdateMemoryRequest,
+    UsedRequest,
 )
 from memreader.service.problems import ProblemError, shown
 from memreader.service.scope_walls import check_change, check_whole_owner, scope_of
@@ -84,6 +86,7 @@ async def search(body: SearchRequest, request: Request) -> Response:
             min_score=body.min_score,
             agent_id=agent_id,
             task_id=task_id,
+            heat_weight=body.heat_weight,
         ),
         "the search",
         state.deadline(request),
@@ -102,9 +105,25 @@ async def get_memory(
     task_id: str | None = Query(default=None),
 ) -> Response:
     """One memory of ``user_id``, whatever its status (404 when that user has none such, or
-    the scope asked for (``agent_id``, ``task_id``) does not see it)."""
+    the scope asked for (``agent_id``, ``task_id``) does not see it); its use is recorded (it
+    is handed to the caller)."""
     memory, _ = await _memory(request, memory_id, user_id, (agent_id, task_id), history=False)
     return json_response(memory_json(memory))
+
+
+@router.post("/v1/memories:used")
+async def mark_used(body: UsedRequest, request: Request) -> Response:
+    """Record that an agent was handed ``user_id``'s memories ``ids`` (one use each): how
+    many were marked (ids that user has no memory of are not)."""
+    state = _state(request)
+    user_id = state.check_user(state.principal(request), body.user_id)
+    marked = await state.blocking(
+        lambda: state.store.mark_used(body.ids, user_id=user_id),
+        "recording use",
+        state.deadline(request),
+        writes=True,
+    )
+    return json_response({"marked": marked})
 
 
 @router.get("/v1/memories/{memory_id}/history")
@@ -257,12 +276,19 @@ async def _memory(
     owner = _owner(state, principal, user_id)
     agent_id, task_id = scope_of(principal, *scope)
     deadline = state.deadline(request)
-    memory = await state.blocking(
-        lambda: state.store.get(memory_id, user_id=owner), "the lookup", deadline
-    )
-    if not seen_in(memory, {"agent_id": agent_id, "task_id": task_id}):
+    seen = {"agent_id": agent_id, "task_id": task_id}
+
+    def look() -> StoredMemory | None:
+        found = state.store.get(memory_id, user_id=owner)
+        if found is None or not seen_in(found, seen):
+            return None
+        if not history:  # shown to the caller: used (a history is an audit)
+            state.store.record_use([found.id], user_id=owner)
+        return found
+
+    memory = await state.blocking(look, "the lookup", deadline)
+    if memory is None:
         raise _not_found(owner, memory_id)
-    assert memory is not None  # seen_in: a memory
     entries = []
     if history:
         entries = await state.blocking(

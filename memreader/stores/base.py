@@ -60,6 +60,7 @@ from memreader.stores.events import HistoryEntry, WriteEvent
 from memreader.stores.hits import SEARCH_MODES, SearchHit, SearchMode
 from memreader.stores.records import StoredMemory
 from memreader.stores.scoring import ScoreParts
+from memreader.stores.usage import UseRecords, check_heat_weight
 
 __all__ = [
     "SEARCH_MODES",
@@ -74,13 +75,14 @@ __all__ = [
 ]
 
 
-class MemoryStore(CategoryStorage, DirectWrites, EmbeddingModels):
+class MemoryStore(CategoryStorage, DirectWrites, EmbeddingModels, UseRecords):
     """Where memories are written, searched, traced and forgotten (see the module docstring),
     and where their categories are kept (:class:`~memreader.stores.category_api.CategoryStorage`:
     its keeper is called after each ``write``, ``write_part``, ``forget`` and ``retire_unseen``,
     once the change is committed), and where memories given as text are added, updated and
     deleted (:class:`~memreader.stores.direct_writes.DirectWrites`); it says which models its
-    vectors came from (:class:`~memreader.stores.embedder_rules.EmbeddingModels`).
+    vectors came from (:class:`~memreader.stores.embedder_rules.EmbeddingModels`) and how
+    often each memory was used (:class:`~memreader.stores.usage.UseRecords`).
 
     Stores are registered by URL scheme and opened with
     :func:`memreader.stores.open_store` (``sqlite:///memories.db``, ``postgresql://...``).
@@ -192,6 +194,7 @@ class MemoryStore(CategoryStorage, DirectWrites, EmbeddingModels):
         min_score: float | None = None,
         agent_id: str | None = None,
         task_id: str | None = None,
+        heat_weight: float | None = None,
     ) -> list[SearchHit]:
         """The ``k`` best memories of ``user_id`` for ``query``, best first.
 
@@ -214,6 +217,8 @@ class MemoryStore(CategoryStorage, DirectWrites, EmbeddingModels):
         best first. ``min_score`` (in [0, 1]; ``None``: no cut) drops the hits whose
         relevance is below it, so a query about nothing stored returns few or none:
         :data:`~memreader.stores.scoring.RECOMMENDED_MIN_SCORE` is the measured cut.
+        ``heat_weight`` (in [0, 1]; ``None``: the store's) lifts memories used lately
+        (:mod:`~memreader.stores.usage`); a search never records use.
 
         Raises:
             InputError: a bad argument (``mode`` not one of :data:`SEARCH_MODES`, ``k`` not in
@@ -236,6 +241,9 @@ class MemoryStore(CategoryStorage, DirectWrites, EmbeddingModels):
             min_score=check_min_score(min_score),
             agent_id=check_scope_id(agent_id, "agent_id"),
             task_id=check_scope_id(task_id, "task_id"),
+            heat_weight=self.heat_weight
+            if heat_weight is None
+            else check_heat_weight(heat_weight, "heat_weight", InputError),
         )
         owner, k = check_owner(user_id), check_k(k)
         if mode != "text":
@@ -385,6 +393,11 @@ class MemoryStore(CategoryStorage, DirectWrites, EmbeddingModels):
         """The best text of ``user_id``'s active memories for ``query`` within a token budget,
         as one block for a prompt, and its parts as data: see
         :func:`memreader.stores.context.search_context` (``options``: ``max_tokens``,
-        ``tokenizer``, ``k``, ``order`` and :meth:`search`'s filters)."""
+        ``tokenizer``, ``k``, ``order`` and :meth:`search`'s filters). The memories it shows
+        are handed to an agent: their use is recorded in one statement
+        (:meth:`~memreader.stores.usage.UseRecords.record_use`: a store that cannot write
+        still answers, with a warning)."""
         embedder = getattr(self, "embedder", None)  # both stores keep theirs there
-        return search_context(self.search, query, user_id=user_id, embedder=embedder, **options)
+        found = search_context(self.search, query, user_id=user_id, embedder=embedder, **options)
+        self.record_use(list(dict.fromkeys(p.memory_id for p in found.parts)), user_id=user_id)
+        return found

@@ -44,7 +44,8 @@ class Filters:
     to. Each store turns it into its own SQL. ``min_score``: the least relevance a hit
     keeps (:func:`check_min_score`; ``None``: no cut), applied after scoring. ``agent_id``
     and ``task_id``: the scope a search sees (:func:`memreader.scopes.visible`; ``None``:
-    the owner's every memory)."""
+    the owner's every memory). ``heat_weight``: how much use moves the scores
+    (:mod:`memreader.stores.usage`; 0: use is not read)."""
 
     types: tuple[str, ...] | None = None
     session_id: str | None = None
@@ -55,6 +56,7 @@ class Filters:
     min_score: float | None = None
     agent_id: str | None = None
     task_id: str | None = None
+    heat_weight: float = 0.0
 
     def scope(self) -> list[tuple[str, str]]:
         """The scope columns a search filters on, with the value asked for."""
