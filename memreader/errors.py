@@ -10,6 +10,7 @@ drawing to the classes)::
     │   ├── PipelineError
     │   ├── MissingEmbedderError
     │   ├── RegistryError                     registry.py
+    │   ├── MemOSConfigError
     │   └── LLMCheckError                     cli/llm_check.py
     ├── InputError (ValueError)
     │   ├── InvalidSceneError
@@ -17,6 +18,7 @@ drawing to the classes)::
     │   │   ├── UnknownRoleError
     │   │   └── InvalidChatTimeError
     │   ├── InvalidInfoError
+    │   ├── MemOSItemError
     │   ├── ForbiddenUserError                mcp/users.py
     │   ├── UnknownResourceError              mcp/resources.py
     │   └── DocumentError
@@ -74,6 +76,13 @@ class PipelineError(ConfigError):
 class MissingEmbedderError(ConfigError):
     """A memory store was opened without an embedder and without ``text_only=True``: its
     search would silently compare words only (see :mod:`memreader.stores.embedder_rules`)."""
+
+
+class MemOSConfigError(ConfigError):
+    """A MemOS-shaped config (:mod:`memreader.memos`) holds a setting memreader cannot honour
+    and that would change results if it were ignored (an LLM or embedder backend memreader has
+    no counterpart for, ``memory_version_switch: on`` without a store); the message names the
+    setting and what to do instead."""
 
 
 def config_error_from(what: str, exc: ValidationError) -> ConfigError:
@@ -153,6 +162,11 @@ def _location(scene: int | None, message: int | None, part: int | None) -> str:
     if part is not None:
         bits.append(f"part {part}")
     return ", ".join(bits)
+
+
+class MemOSItemError(InputError):
+    """A MemOS-shaped memory item (:mod:`memreader.memos`) cannot be read: the message names
+    the field and why."""
 
 
 class InvalidSceneError(InputError):

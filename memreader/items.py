@@ -211,5 +211,24 @@ class TextualMemoryItem(BaseModel):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TextualMemoryItem:
-        """Rebuild an item from :meth:`to_dict` output."""
+        """Rebuild an item from :meth:`to_dict` output, or read a MemOS item's dict (see
+        :mod:`memreader.memos.items_in`: what memreader has no field for is kept in
+        ``metadata.info["memos"]``, with the provenance that could not be recovered)."""
+        # Imported here: memreader.memos's readers import this module.
+        from memreader.memos.items_in import from_memos_dict, looks_like_memos
+
+        if isinstance(data, dict) and looks_like_memos(data):
+            data = from_memos_dict(data, _METADATA_FIELDS, _SOURCE_FIELDS)
         return cls.model_validate(data)
+
+    def to_memos_dict(self, status: str | None = None) -> dict[str, Any]:
+        """This item as the dict MemOS's ``TextualMemoryItem.from_dict`` accepts (see
+        :mod:`memreader.memos.items_out`); ``status`` (``activated``, ``archived``,
+        ``deleted``...) replaces the item's own. :meth:`from_dict` reads it back unchanged."""
+        from memreader.memos.items_out import memos_dict
+
+        return memos_dict(self.to_dict(), status)
+
+
+_METADATA_FIELDS = frozenset(TextualMemoryItemMetadata.model_fields)
+_SOURCE_FIELDS = frozenset(SourceMessage.model_fields)
