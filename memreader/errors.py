@@ -94,7 +94,12 @@ def config_error_from(what: str, exc: ValidationError) -> ConfigError:
     the message names the full path, e.g. ``general_llm.temperature``.
     """
     problems: list[tuple[str, str]] = []
-    for err in exc.errors(include_input=False, include_url=False):
+    errors = exc.errors(include_input=False, include_url=False)
+    only = (errors[0].get("ctx") or {}).get("error") if len(errors) == 1 else None
+    if isinstance(only, MemOSConfigError):
+        # Raised while a MemOS config was translated: its own message names the setting.
+        return only
+    for err in errors:
         loc = ".".join(str(part) for part in err["loc"])
         inner = (err.get("ctx") or {}).get("error")
         nested: list[tuple[str, str]] | None = getattr(inner, "config_problems", None)

@@ -51,6 +51,7 @@ _CHUNKER_UNUSED = {
     "recursive": "memreader's splitter is always recursive",
 }
 _TOKENIZERS = frozenset({"cl100k_base"})
+_MEMOS_ONLY_EMBEDDERS = frozenset({"sentence_transformer", "universal_api", "ark"})
 
 
 def looks_like_memos_config(config: Mapping[str, Any]) -> bool:
@@ -87,10 +88,16 @@ def translate_reader_config(
     out = Translation()
     ours: dict[str, Any] = out.config
     for name in SLOT_NAMES:
-        if name in config and config[name] is not None:
+        if _memos_llm(config.get(name)):
             ours[name] = translate_llm(config[name], name, out)
-    if config.get("embedder") is not None:
+        elif name in config:
+            ours[name] = config[name]
+            out.note(name, "translated", name, "memreader's own setting, taken as is")
+    if _memos_embedder(config.get("embedder")):
         ours["embedder"] = translate_embedder(config["embedder"], out)
+    elif "embedder" in config:
+        ours["embedder"] = config["embedder"]
+        out.note("embedder", "translated", "embedder", "memreader's own setting, taken as is")
     window = _window(config, out)
     native = set(fields if fields is not None else BaseReaderConfig.model_fields)
     for name, value in config.items():
@@ -110,6 +117,20 @@ def translate_reader_config(
         ours["window"] = window
     _fine(config, ours, out, memos_defaults)
     return out
+
+
+def _memos_llm(value: Any) -> bool:
+    """Whether an LLM slot's value is MemOS's (memreader's has a ``model`` and no ``config``)."""
+    return isinstance(value, Mapping) and ("config" in value or "model" not in value)
+
+
+def _memos_embedder(value: Any) -> bool:
+    """Whether ``embedder`` is MemOS's: a MemOS-only backend, or a ``model_name_or_path``."""
+    if not isinstance(value, Mapping):
+        return False
+    inner = value.get("config")
+    named = isinstance(inner, Mapping) and "model_name_or_path" in inner
+    return named or value.get("backend") in _MEMOS_ONLY_EMBEDDERS
 
 
 def _window(config: Mapping[str, Any], out: Translation) -> dict[str, Any]:
