@@ -104,8 +104,10 @@ def from_memos_dict(
     meta = dict(raw)
     internal = meta.pop("internal_info", None)
     ours: dict[str, Any] = {}
+    ours_marked = False
     if isinstance(internal, Mapping):
         internal = dict(internal)
+        ours_marked = isinstance(internal.get(MEMREADER_KEY), Mapping)
         ours = dict(internal.pop(MEMREADER_KEY, None) or {})
     unrecovered: list[str] = list(ours.pop("unrecovered", None) or [])
     info = dict(meta.get("info") or {})
@@ -129,8 +131,15 @@ def from_memos_dict(
     for name in ("tags", "file_ids"):
         out[name] = list(meta.get(name) or [])
     out["background"] = meta.get("background") or ""
-    out["created_at"] = _aware_time(meta.get("created_at"), "created_at", unrecovered)
-    sources, leftovers = _sources(meta.get("sources"), memory, source_fields, unrecovered)
+    created = _aware_time(meta.get("created_at"), "created_at", unrecovered)
+    if created is not None:
+        out["created_at"] = created
+    else:
+        out.pop("created_at", None)
+    stand_in = None if ours_marked else memory  # memreader's items keep their sources as they are
+    # A memreader item's sources lost nothing: no provenance note for them.
+    notes = [] if ours_marked else unrecovered
+    sources, leftovers = _sources(meta.get("sources"), stand_in, source_fields, notes)
     out["sources"] = sources
     out.update({k: v for k, v in ours.items() if k != "id"})
     memos: dict[str, Any] = {}
@@ -181,9 +190,10 @@ def _aware_time(value: Any, name: str, unrecovered: list[str]) -> str | None:
 
 
 def _sources(
-    raw: Any, memory: str, source_fields: frozenset[str], unrecovered: list[str]
+    raw: Any, memory: str | None, source_fields: frozenset[str], unrecovered: list[str]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """memreader's sources for MemOS's, and each one's keys memreader has no field for."""
+    """memreader's sources for MemOS's, and each one's keys memreader has no field for;
+    ``memory`` (unless ``None``) stands as the one source when no source holds text."""
     if isinstance(raw, str):  # MemOS coerces a bare string into one doc source
         raw = [raw]
     if raw is not None and not isinstance(raw, list):
@@ -224,7 +234,7 @@ def _sources(
                 and not _index_only(k, v, ours)
             }
         )
-    if not any(s["content"] for s in sources):
+    if memory is not None and not any(s["content"] for s in sources):
         # Refinement reads the sources; MemOS's reads the memory text, which then stands in.
         kind = sources[0]["type"] if sources else "chat"
         sources = [{"type": kind, "scene_index": 0, "message_index": 0, "content": memory}]

@@ -70,8 +70,7 @@ def memos_dict(data: Mapping[str, Any], status: str | None = None) -> dict[str, 
         ours["id"] = item_id
         item_id = str(uuid.uuid5(uuid.NAMESPACE_URL, "memreader:" + item_id))
     internal = dict(kept.pop("internal_info", None) or {})
-    if ours:
-        internal[MEMREADER_KEY] = ours
+    internal[MEMREADER_KEY] = ours  # also marks the item as memreader's (items_in reads it so)
     leftovers = list(memos.get("sources") or [])
     out: dict[str, Any] = {
         "user_id": meta["user_id"],
@@ -97,8 +96,7 @@ def memos_dict(data: Mapping[str, Any], status: str | None = None) -> dict[str, 
         **{k: info[k] for k in CONTEXT_FIELDS if info.get(k) is not None},
         **kept,
     }
-    if internal:
-        out["internal_info"] = internal
+    out["internal_info"] = internal
     return {"id": item_id, "memory": data["memory"], "metadata": out}
 
 

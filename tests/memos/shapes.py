@@ -60,7 +60,12 @@ def memos_fast_item(item_id: str = "3f2b8c1e-5d4a-4f6b-9c7e-1a2b3c4d5e6f") -> di
             "evolve_to": [],
             "version": 3,
             "history": [
-                {"version": 2, "memory": "Emily lives in Porto.", "update_type": "conflict"}
+                {
+                    "version": 2,
+                    "memory": "Emily lives in Porto.",
+                    "update_type": "conflict",
+                    "created_at": "2026-05-01T10:00:00",
+                }
             ],
             "working_binding": "wm-7",
             "type": "fact",
