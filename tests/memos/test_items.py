@@ -49,6 +49,38 @@ def test_memreader_items_round_trip_through_memos_shape() -> None:
         assert TextualMemoryItem.from_dict(model.to_dict()) == item
 
 
+def test_memreader_metadata_validates_as_memos_metadata_as_it_is() -> None:
+    reader = SimpleStructMemReader(SimpleStructMemReaderConfig(embedder=HASH_EMBEDDER))
+    chat = [[{"role": "user", "content": "I love tea."}, {"role": "assistant", "content": "Nice."}]]
+    for item in reader.get_memory(chat, "chat", dict(INFO))[0]:
+        meta = memos_model.TreeNodeTextualMemoryMetadata.model_validate(item.to_dict()["metadata"])
+        assert meta.user_id == "u1" and meta.sources and meta.sources[0].content == "I love tea."
+
+
+def test_the_core_reader_refines_memos_item_objects() -> None:
+    from memreader.testing import ScriptedLLM
+
+    extraction = {
+        "memory_list": [
+            {
+                "key": "city",
+                "memory_type": "UserMemory",
+                "value": "Emily lives in Lisbon.",
+                "source_ids": [1],
+            }
+        ],
+        "summary": "",
+    }
+    llm = ScriptedLLM(
+        lambda r: extraction if r.schema_name == "memory_extraction" else {"results": []}
+    )
+    config = SimpleStructMemReaderConfig(embedder=HASH_EMBEDDER, llm=llm.config())
+    reader = SimpleStructMemReader(config)
+    item = memos_model.TextualMemoryItem.from_dict(memos_fast_item())
+    refined = reader.fine_transfer_simple_mem([item, memos_fast_item()], "chat")
+    assert [[i.memory for i in group] for group in refined] == [["Emily lives in Lisbon."]] * 2
+
+
 def test_memos_shape_keeps_exact_provenance_beside_memos_fields() -> None:
     item = read_items()[0]
     sources = item.to_memos_dict()["metadata"]["sources"]
