@@ -72,7 +72,7 @@ def looks_like_memos(data: Mapping[str, Any]) -> bool:
         return "memory" in data
     if not isinstance(metadata, Mapping):
         return False
-    if MEMOS_ONLY_FIELDS & set(metadata) or metadata.get("user_id", "") is None:
+    if not MEMOS_ONLY_FIELDS.isdisjoint(metadata) or metadata.get("user_id", "") is None:
         return True
     sources = metadata.get("sources")
     if not isinstance(sources, list):
