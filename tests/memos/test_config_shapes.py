@@ -3,7 +3,11 @@ became, MemOS's defaults, the unknown settings reported once, and exact typed er
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +17,7 @@ import yaml
 from memreader import MemReaderConfigFactory as CoreFactory
 from memreader.errors import ConfigError, MemOSConfigError
 from memreader.memos import MemReaderConfigFactory, looks_like_memos_config, translate_reader_config
+from tests.common import ROOT
 from tests.memos.shapes import memos_llm, memos_reader_config
 
 URL = "http://127.0.0.1:9/v1"
@@ -264,3 +269,17 @@ def test_a_translated_value_memreader_refuses_is_a_config_error_naming_it() -> N
         ConfigError, match=r"window: Value error, overlap_tokens \(200\) must be at most half"
     ):
         MemReaderConfigFactory(**raw)
+
+
+def test_the_command_line_reads_with_a_memos_yaml(tmp_path: Path) -> None:
+    raw = memos_reader_config(URL)
+    (tmp_path / "memos.yaml").write_text(yaml.safe_dump(raw), encoding="utf-8")
+    (tmp_path / "chat.json").write_text('[[{"role": "user", "content": "I love tea."}]]')
+    argv = [sys.executable, "-m", "memreader.cli", "read", "chat.json", "--type", "chat"]
+    argv += ["--mode", "fast", "--config", "memos.yaml", "-o", "out.jsonl"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "remove_prompt_example" in done.stderr  # the unused MemOS settings, reported
+    rows = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [row["memory"] for row in rows] == ["user: I love tea."]

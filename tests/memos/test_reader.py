@@ -176,3 +176,20 @@ def test_graph_db_and_searcher(llm_server: LLMTestServer, url: str) -> None:
     with_store.set_graph_db(other)  # not a store URL: kept, unused
     assert with_store.graph_db is other
     with_store.close()
+
+
+def test_a_memos_item_that_cannot_be_read_is_its_own_error_record(
+    llm_server: LLMTestServer,
+) -> None:
+    llm_server.responder = scripted_responder()
+    reader = memos_reader(llm_server)
+    bad = memos_fast_item()
+    bad["metadata"]["created_at"] = "last tuesday"
+    report = ReadReport()
+    refined = reader.fine_transfer_simple_mem([bad, memos_fast_item()], "chat", report=report)
+    assert [len(group) for group in refined] == [0, 3]
+    errors = [w.error for w in report.windows if w.status == "error"]
+    assert errors == [
+        "item 0 is not a valid memory item: MemOSItemError: a MemOS item's created_at "
+        "'last tuesday' is not an ISO 8601 time"
+    ]
