@@ -33,7 +33,7 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from memreader.config import WindowConfig
+from memreader.config import BaseReaderConfig, WindowConfig
 from memreader.items import TextualMemoryItem
 from memreader.modes import ReadMode
 from memreader.readers import BaseMemReader
@@ -196,7 +196,7 @@ class MemOSReader:
             self._siblings[key] = self._sibling(config)
         return self._siblings[key]
 
-    def _sibling(self, config: Any) -> BaseMemReader:
+    def _sibling(self, config: BaseReaderConfig) -> BaseMemReader:
         """A reader like this one with ``config``: the same embedder and hooks."""
         base = self._reader
         return type(base)(
