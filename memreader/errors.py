@@ -10,6 +10,7 @@ drawing to the classes)::
     │   ├── PipelineError
     │   ├── MissingEmbedderError
     │   ├── RegistryError                     registry.py
+    │   ├── MemOSConfigError
     │   └── LLMCheckError                     cli/llm_check.py
     ├── InputError (ValueError)
     │   ├── InvalidSceneError
@@ -17,6 +18,7 @@ drawing to the classes)::
     │   │   ├── UnknownRoleError
     │   │   └── InvalidChatTimeError
     │   ├── InvalidInfoError
+    │   ├── MemOSItemError
     │   ├── ForbiddenUserError                mcp/users.py
     │   ├── ForbiddenScopeError               service/scope_walls.py
     │   ├── UnknownResourceError              mcp/resources.py
@@ -77,6 +79,13 @@ class MissingEmbedderError(ConfigError):
     search would silently compare words only (see :mod:`memreader.stores.embedder_rules`)."""
 
 
+class MemOSConfigError(ConfigError):
+    """A MemOS-shaped config (:mod:`memreader.memos`) holds a setting memreader cannot honour
+    and that would change results if it were ignored (an LLM or embedder backend memreader has
+    no counterpart for, ``memory_version_switch: on`` without a store); the message names the
+    setting and what to do instead."""
+
+
 def config_error_from(what: str, exc: ValidationError) -> ConfigError:
     """A :class:`ConfigError` naming each invalid field of ``exc``, never the input values
     (they may be secrets). Raise it after the ``except`` block (``raise error from None``): the
@@ -86,7 +95,12 @@ def config_error_from(what: str, exc: ValidationError) -> ConfigError:
     the message names the full path, e.g. ``general_llm.temperature``.
     """
     problems: list[tuple[str, str]] = []
-    for err in exc.errors(include_input=False, include_url=False):
+    errors = exc.errors(include_input=False, include_url=False)
+    only = (errors[0].get("ctx") or {}).get("error") if len(errors) == 1 else None
+    if isinstance(only, MemOSConfigError):
+        # Raised while a MemOS config was translated: its own message names the setting.
+        return only
+    for err in errors:
         loc = ".".join(str(part) for part in err["loc"])
         inner = (err.get("ctx") or {}).get("error")
         nested: list[tuple[str, str]] | None = getattr(inner, "config_problems", None)
@@ -154,6 +168,11 @@ def _location(scene: int | None, message: int | None, part: int | None) -> str:
     if part is not None:
         bits.append(f"part {part}")
     return ", ".join(bits)
+
+
+class MemOSItemError(InputError):
+    """A MemOS-shaped memory item (:mod:`memreader.memos`) cannot be read: the message names
+    the field and why."""
 
 
 class InvalidSceneError(InputError):

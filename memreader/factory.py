@@ -29,6 +29,10 @@ __all__ = ["MemReaderConfigFactory", "MemReaderFactory"]
 class MemReaderConfigFactory(ConfigModel):
     """A reader backend name and its validated config.
 
+    A MemOS reader config (``llm: {backend, config: {model_name_or_path, ...}}``, ``chunker``...)
+    is accepted too: translated by :mod:`memreader.memos.config_shapes`, with MemOS's defaults
+    (filter and rewrite off), the report of what each setting became logged once.
+
     Dumps and reprs never show a secret: python-mode ``model_dump()`` keeps API keys, secret
     header values and a ``base_url`` with a password as ``SecretStr`` (validating such a dump
     again restores them, so ``MemReaderConfigFactory(**cfg.model_dump())`` round-trips), and
@@ -53,6 +57,15 @@ class MemReaderConfigFactory(ConfigModel):
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
         raw = data.get("config") or {}
+        # Imported here: importing memreader.memos runs its __init__, whose factory imports this.
+        from memreader.memos.config_shapes import looks_like_memos_config, translate_reader_config
+
+        if isinstance(raw, Mapping) and looks_like_memos_config(raw):
+            # A MemOS config (its nested LLM and embedder shapes): translated, and the report
+            # of what each setting became logged once (memreader.memos).
+            translation = translate_reader_config(raw, fields=config_class.model_fields)
+            translation.log()
+            raw = translation.config
         if isinstance(raw, BaseModel) and not isinstance(raw, config_class):
             raw = raw.model_dump()
         if not isinstance(raw, config_class):

@@ -94,13 +94,15 @@ class WindowOutcome:
 class WindowInput:
     """What a plan reads: numbered lines (number, text), and the role of each number;
     ``categories``: the categories the extraction prompt offers (``None``: none, and the
-    answer's ``categories`` are ignored)."""
+    answer's ``categories`` are ignored); ``slot``: the LLM slot the extraction asks
+    (``document_parser_llm`` for a document's window where that slot is set)."""
 
     lines: list[tuple[int, str]]
     roles: dict[int, str | None]
     language: Language
     custom_tags: Sequence[str] = ()
     categories: CategoryMenu | None = None
+    slot: str = "llm"
 
 
 def fallback_reason(error: BaseException) -> str:
@@ -133,7 +135,7 @@ def extract_plan(window: WindowInput, prompts: Mapping[Language, str] | None = N
     valid_ids = [n for n, _ in window.lines]
     try:
         response = yield LLMRequest(
-            "llm",
+            window.slot,
             extraction_messages(
                 window.language, window.lines, window.custom_tags, prompts, window.categories
             ),

@@ -273,6 +273,9 @@ def _as_item(
     the other items are refined all the same)."""
     if isinstance(raw, TextualMemoryItem):
         return raw
+    dump = getattr(raw, "model_dump", None)
+    if not isinstance(raw, Mapping) and callable(dump):  # a MemOS item object: read its dict
+        raw = dump(mode="json")
     if isinstance(raw, Mapping):
         try:
             return TextualMemoryItem.from_dict(dict(raw))

@@ -42,7 +42,15 @@ from memreader.steps.registry import STEPS
 from memreader.steps.runtime import ReaderRuntime
 from memreader.steps.state import FineWindow, ReadState
 
-__all__ = ["CheckPass", "Extract", "Filter", "FineItems", "PrepareFine", "Rewrite"]
+__all__ = [
+    "CheckPass",
+    "Extract",
+    "Filter",
+    "FineItems",
+    "PrepareFine",
+    "Rewrite",
+    "extraction_slot",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -84,13 +92,26 @@ class PrepareFine(PerWindowStep):
         roles = {i + 1: source.role for i, source in enumerate(fw.sources)}
         fw.report.language = runtime.language(window.text)
         menu = category_menu(runtime.config.categories)
-        fw.input = WindowInput(lines, roles, fw.report.language, tuple(fw.custom_tags), menu)
+        slot = extraction_slot(runtime, ws.scene.type)
+        fw.input = WindowInput(
+            lines, roles, fw.report.language, tuple(fw.custom_tags), menu, slot=slot
+        )
         return
         yield  # a generator that asks no LLM
 
     def failed(self, state: ReadState, index: int, error: Exception) -> None:
         # Without its prepared lines the window cannot be asked about: it falls back whole.
         state.fine_windows[index].report.record_error(error)
+
+
+def extraction_slot(runtime: ReaderRuntime, scene_type: str) -> str:
+    """The LLM slot that extracts from a window of a ``scene_type`` scene: a document's goes to
+    ``document_parser_llm`` when that slot is set (as MemOS does), everything else to ``llm``
+    (an unset ``document_parser_llm`` does not fall back to ``general_llm`` here: documents
+    stay with the extraction model)."""
+    if scene_type == "doc" and runtime.config.document_parser_llm is not None:
+        return "document_parser_llm"
+    return "llm"
 
 
 @STEPS.register("extract")

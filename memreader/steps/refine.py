@@ -24,6 +24,7 @@ from memreader.pipeline import Step
 from memreader.scenes.scene import ROLES
 from memreader.scenes.text_checks import check_nested_text, check_text, printable
 from memreader.steps.categorize import category_menu
+from memreader.steps.fine import extraction_slot
 from memreader.steps.registry import STEPS
 from memreader.steps.report import WindowReport
 from memreader.steps.runtime import ReaderRuntime
@@ -134,6 +135,7 @@ def _windows_of(
     tags = list(dict.fromkeys([*old, *state.custom_tags]))
     language = runtime.language(item.memory)
     menu = category_menu(runtime.config.categories)
+    slot = extraction_slot(runtime, state.type)
     made = []
     for k, window in enumerate(kept):
         parts = [_part(sources[s.unit], s.start, s.end) for s in window.segments]
@@ -155,7 +157,7 @@ def _windows_of(
         made.append(
             FineWindow(
                 position=position,
-                input=WindowInput(lines, roles, language, tuple(tags), menu),
+                input=WindowInput(lines, roles, language, tuple(tags), menu, slot=slot),
                 sources=parts,
                 memory_text=item.memory if len(windows) == 1 else window.text,
                 # The first request keeps the id base of a one-request item: ids stay stable.

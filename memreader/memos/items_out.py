@@ -1,0 +1,121 @@
+"""memreader items written in MemOS's shape: the dict MemOS's own
+``TextualMemoryItem.from_dict`` accepts (its tree-node metadata), from
+:meth:`memreader.items.TextualMemoryItem.to_memos_dict` or, with a store's lifecycle, from
+:func:`stored_to_memos_dict`.
+
+Nothing is lost on the way: memreader's fields MemOS has no field for (``embedding_model``,
+``importance``, ``valid_from``, ``refined_from``...) go to ``internal_info["memreader"]``; each
+source keeps its exact provenance as extra keys (``scene_index``, ``message_index``, ``span``...;
+MemOS sources allow extras) beside MemOS's ``index``; what :mod:`memreader.memos.items_in` kept of
+a MemOS item comes back as it was. So ``TextualMemoryItem.from_dict(item.to_memos_dict())``
+gives ``item`` back.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from memreader.memos.items_in import CONTEXT_FIELDS, MEMREADER_KEY
+
+__all__ = ["MEMOS_STATUSES", "memos_dict"]
+
+#: The statuses MemOS's metadata accepts.
+MEMOS_STATUSES = frozenset({"activated", "resolving", "archived", "deleted"})
+#: MemOS's source roles; memreader's others are written as the nearest and kept beside.
+_ROLES = {"developer": "system", "function": "tool"}
+_MEMOS_ROLES = frozenset({"user", "assistant", "system", "tool"})
+#: memreader metadata fields MemOS has no field for, and the value that means "unset".
+_OURS: dict[str, Any] = {
+    "embedding_model": None,
+    "importance": None,
+    "importance_reason": None,
+    "valid_from": None,
+    "preceding_id": None,
+    "following_id": None,
+    "summary_ids": [],
+    "refined_from": None,
+    "reconcile": None,
+    "categories": [],
+    # Scopes (memreader.scopes): MemOS has no task or agent, and its ``visibility`` means
+    # another thing (items_in's _MEMOS_MEANING), so memreader's travel here.
+    "agent_id": None,
+    "task_id": None,
+    "visibility": None,
+}
+#: MemOS fields of a stored item that say where it is in its own lifecycle: a refined item is
+#: a new memory, so it does not inherit them from the item it was refined from.
+_LIFECYCLE_FIELDS = frozenset(
+    {"version", "history", "evolve_to", "usage", "updated_at", "is_fast", "working_binding"}
+)
+_SOURCE_CORE = ("type", "role", "chat_time", "message_id", "content", "doc_path")
+
+
+def memos_dict(data: Mapping[str, Any], status: str | None = None) -> dict[str, Any]:
+    """The MemOS item dict of the memreader item dict ``data`` (``item.to_dict()``);
+    ``status`` (a MemOS status) replaces the item's own."""
+    meta = dict(data["metadata"])
+    info = dict(meta.get("info") or {})
+    memos = dict(info.pop("memos", None) or {})
+    kept = dict(memos.get("fields") or {})
+    if meta.get("refined_from") is not None:
+        kept = {k: v for k, v in kept.items() if k not in _LIFECYCLE_FIELDS}
+    ours = {k: meta[k] for k, unset in _OURS.items() if meta.get(k, unset) != unset}
+    if memos.get("unrecovered"):
+        ours["unrecovered"] = memos["unrecovered"]
+    own_status = meta.get("status", "activated")
+    emitted = status or (own_status if own_status in MEMOS_STATUSES else "activated")
+    if emitted != own_status:
+        ours["status"] = own_status
+    item_id = str(data["id"])
+    try:
+        uuid.UUID(item_id)
+    except ValueError:  # MemOS ids are UUIDs: a stable one stands in, the original is kept
+        ours["id"] = item_id
+        item_id = str(uuid.uuid5(uuid.NAMESPACE_URL, "memreader:" + item_id))
+    internal = dict(kept.pop("internal_info", None) or {})
+    internal[MEMREADER_KEY] = ours  # also marks the item as memreader's (items_in reads it so)
+    leftovers = list(memos.get("sources") or [])
+    out: dict[str, Any] = {
+        "user_id": meta["user_id"],
+        "session_id": meta["session_id"],
+        "status": emitted,
+        "is_fast": "mode:fast" in meta.get("tags", []),
+        "type": "fact",
+        "key": meta.get("key"),
+        "confidence": meta.get("confidence"),
+        "tags": list(meta.get("tags", [])),
+        "memory_type": meta.get("memory_type", "LongTermMemory"),
+        "sources": [
+            _source(s, leftovers[k] if k < len(leftovers) else {})
+            for k, s in enumerate(meta.get("sources", []))
+        ],
+        "embedding": meta.get("embedding"),
+        "created_at": meta.get("created_at"),
+        "updated_at": meta.get("created_at"),
+        "usage": [],
+        "background": meta.get("background", ""),
+        "file_ids": list(meta.get("file_ids", [])),
+        "info": {k: v for k, v in info.items() if k not in CONTEXT_FIELDS},
+        **{k: info[k] for k in CONTEXT_FIELDS if info.get(k) is not None},
+        **kept,
+    }
+    out["internal_info"] = internal
+    return {"id": item_id, "memory": data["memory"], "metadata": out}
+
+
+def _source(source: Mapping[str, Any], leftover: Mapping[str, Any]) -> dict[str, Any]:
+    """A MemOS source: its own fields, ``index`` (the message), and memreader's provenance
+    and whatever a MemOS item had beside them as extra keys."""
+    out = {k: source[k] for k in _SOURCE_CORE if source.get(k) is not None}
+    role = source.get("role")
+    if role is not None and role not in _MEMOS_ROLES:
+        out["role"] = _ROLES.get(role, "user")
+        out["memreader_role"] = role
+    out["index"] = source.get("message_index")
+    for key, value in source.items():
+        if key not in _SOURCE_CORE and value not in (None, []):
+            out[key] = value
+    out.update({k: v for k, v in leftover.items() if k not in out})
+    return out
