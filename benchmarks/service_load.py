@@ -54,6 +54,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fast_mode import ROOT, machine_info
+from light_load import run_clients
 
 from memreader.service.keys import hash_key
 
@@ -245,6 +246,9 @@ def main() -> None:
         help="--op search: random three-word searches, or 80 fixed ones",
     )
     parser.add_argument("--postgres", action="store_true", help="a throwaway PostgreSQL store")
+    parser.add_argument(
+        "--generator", choices=["light", "httpx"], default="light", help="--op search's clients"
+    )
     parser.add_argument("--flood", type=int, default=0, help="key A's concurrent 504ing reads")
     parser.add_argument("--timeout", type=float, default=2.0, help="request_timeout_s (--flood)")
     args = parser.parse_args()
@@ -278,22 +282,13 @@ def main() -> None:
             rows = []
             for count in counts:
                 load = os.getloadavg()[0]
-                cpu_before = server_cpu(server.pid)
-                stop = threading.Event()
-                clients = [
-                    Client(url, n, keys[n], stop, op=args.op, repeat=args.queries == "repeated")
-                    for n in range(count)
-                ]
+                cpu_before, own_before = server_cpu(server.pid), time.process_time()
                 print(f"{count} clients for {args.seconds:g} s ...", file=sys.stderr)
                 started = time.perf_counter()
-                for client in clients:
-                    client.start()
-                time.sleep(args.seconds)
-                stop.set()
-                for client in clients:
-                    client.join(180)
+                clients = run_row(args, url, keys, count)
                 wall = time.perf_counter() - started
                 cpu = server_cpu(server.pid) - cpu_before
+                cpu = (cpu, time.process_time() - own_before)
                 with httpx.Client(base_url=url, timeout=60) as http:
                     lost = sum(client.lost(http) for client in clients)
                 rows.append((count, clients, wall, lost, load, cpu))
@@ -301,6 +296,27 @@ def main() -> None:
             server.terminate()
             server.wait(30)
     report(args, rows, warm)
+
+
+def run_row(args: argparse.Namespace, url: str, keys: list[str], count: int) -> list[Any]:
+    """``count`` clients for ``args.seconds``: searches on the light generator (one asyncio
+    loop, :mod:`light_load`) unless ``--generator httpx``; the mix on threads with httpx."""
+    repeat = args.queries == "repeated"
+    if args.op == "search" and args.generator == "light":
+        return run_clients(url, keys, count, args.seconds, _query(repeat))
+    stop = threading.Event()
+    clients = [Client(url, n, keys[n], stop, op=args.op, repeat=repeat) for n in range(count)]
+    for client in clients:
+        client.start()
+    time.sleep(args.seconds)
+    stop.set()
+    for client in clients:
+        client.join(180)
+    return clients
+
+
+def _query(repeat: bool) -> Any:
+    return (lambda rng: rng.choice(REPEATED)) if repeat else distinct
 
 
 @contextmanager
@@ -354,7 +370,7 @@ def fill(http: httpx.Client, memories: int) -> None:
 
 def report(
     args: argparse.Namespace,
-    rows: list[tuple[int, list[Client], float, int, float, float]],
+    rows: list[tuple[int, list[Any], float, int, float, tuple[float, float]]],
     warm: Client,
 ) -> None:
     backend = "postgresql" if args.postgres else "sqlite"
@@ -366,12 +382,12 @@ def report(
         f"{backend}"
         + (f", {args.memories} memories, {args.queries} queries" if args.op == "search" else ""),
         "",
-        "| clients | op | requests | req/s | p50 ms | p95 ms | server CPU ms/req | statuses "
-        "| errors | lost | load |",
-        "|---:|---|---:|---:|---:|---:|---:|---|---:|---:|---:|",
+        "| clients | op | requests | req/s | p50 ms | p95 ms | server CPU ms/req "
+        "| generator CPU ms/req | statuses | errors | lost | load |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|",
     ]
     failures: list[str] = []
-    for count, clients, wall, lost, load, cpu in rows:
+    for count, clients, wall, lost, load, (cpu, own) in rows:
         answered = sum(len(v) for client in clients for v in client.latency.values())
         statuses: dict[int, int] = {}
         for client in clients:
@@ -385,7 +401,8 @@ def report(
             lines.append(
                 f"| {count} | {kind} | {len(values)} | {len(values) / wall:.1f} | "
                 f"{(p50 or 0) * 1000:.0f} | {(p95 or 0) * 1000:.0f} | "
-                f"{cpu * 1000 / max(1, answered):.2f} | {dict(sorted(statuses.items()))} | "
+                f"{cpu * 1000 / max(1, answered):.2f} | {own * 1000 / max(1, answered):.2f} | "
+                f"{dict(sorted(statuses.items()))} | "
                 f"{len(errors)} | {lost} | {load:.2f} |"
             )
     print("\n".join(lines))

@@ -30,7 +30,14 @@ from memreader.errors import ConfigError
 from memreader.service.config import ServiceConfig
 from memreader.service.shared import STATE_ENV
 
-__all__ = ["WORKERS_ENV", "core_share", "default_workers", "run_worker", "serve_workers"]
+__all__ = [
+    "WORKERS_ENV",
+    "SharedListener",
+    "core_share",
+    "default_workers",
+    "run_worker",
+    "serve_workers",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -198,4 +205,19 @@ def run_worker(
 
     app = create_app(config)
     server_config = uvicorn_config(app, config.settings, host=host, port=port, log_level=log_level)
-    uvicorn.Server(server_config).run(sockets=[sock])
+    # uvicorn's backlog is also how many connections asyncio accepts per wake-up: one, so that
+    # the workers share a burst of new connections (all woken, each takes one and goes back
+    # to its loop; a busy one takes fewer). Accepting up to 2,048 at once, the first worker
+    # woken took every client of a burst and left the others idle (issue 31).
+    server_config.backlog = 1
+    listener = SharedListener(fileno=sock.detach()) if isinstance(sock, socket.socket) else sock
+    uvicorn.Server(server_config).run(sockets=[listener])
+
+
+class SharedListener(socket.socket):
+    """The listening socket the parent bound, as one worker's event loop serves it: its
+    ``listen`` keeps the parent's backlog (asyncio calls it with uvicorn's, which here is one,
+    the connections accepted per wake-up: see :func:`run_worker`)."""
+
+    def listen(self, backlog: int = 0, /) -> None:
+        """Leave the kernel's queue of pending connections as the parent set it."""

@@ -334,8 +334,8 @@ def search(
     q = _unit(vector) if vector is not None else None
     lists = (candidates, ranks, text_ranks)
     weights = (now, ranking.gamma, ranking.importance_weight)
-    scored, passages = rank_by_passages(query, q, sets, lists, weights, filters.min_score)
-    return _hits(conn, scored[:k], passages)
+    scored, passages = rank_by_passages(query, q, sets, lists, weights, filters.min_score, k)
+    return _hits(conn, scored, passages)
 
 
 def _unit(vector: str) -> np.ndarray | None:

@@ -295,8 +295,8 @@ class StoreOps:
         stamp = (self.conn.execute("PRAGMA data_version").fetchone()[0], self._commits)
         sets = self.passages.read(self.conn, [(c[0], c[3]) for c in candidates], stamp)
         lists, weights = (candidates, ranks, text_ranks), (now, self.gamma, self.importance_weight)
-        scored, found = rank_by_passages(query, q, sets, lists, weights, filters.min_score)
-        return self._hits(scored[:k], found)
+        scored, found = rank_by_passages(query, q, sets, lists, weights, filters.min_score, k)
+        return self._hits(scored, found)
 
     def _text_search(self, query: str, owner: str, filters: Filters, n: int) -> list[int]:
         """The rowids of the best ``n`` full-text matches: by bm25 over every row holding the
