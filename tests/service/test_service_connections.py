@@ -254,7 +254,8 @@ def test_a_worker_accepts_one_connection_per_wake_up_and_keeps_the_parents_backl
     # of clients and left the others idle (issue 31): a worker takes one per wake-up, and
     # asyncio's listen() with that backlog must not shrink the queue the parent set.
     from memreader.service import load_service_config, server
-    from memreader.service.workers import SharedListener, run_worker
+    from memreader.service.accept_share import SharedListener
+    from memreader.service.workers import run_worker
 
     served: list[tuple[Any, Any]] = []
     monkeypatch.setattr(

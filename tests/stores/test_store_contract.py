@@ -136,7 +136,8 @@ def test_the_embedder_embeds_only_items_not_stored(url: str) -> None:
     assert stored.item.metadata.embedding is not None
     assert math.isclose(sum(x * x for x in stored.item.metadata.embedding), 1.0, rel_tol=1e-5)
     # A search hit's memory is the stored one, vector and all (set once the item is read).
-    assert hit.memory.item == stored.item and "embedding" in hit.memory.item.metadata.model_fields_set
+    assert hit.memory.item == stored.item
+    assert "embedding" in hit.memory.item.metadata.model_fields_set
 
 
 # -- replacing, forgetting, purging ----------------------------------------------------------
