@@ -63,6 +63,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fast_mode import ROOT
 from light_load import run_clients
+from service_flood import run_for
 from service_report import report
 
 from memreader.service.keys import hash_key
@@ -308,12 +309,7 @@ def run_row(args: argparse.Namespace, url: str, keys: list[str], count: int) -> 
         return run_clients(url, keys, count, args.seconds, _query(repeat))
     stop = threading.Event()
     clients = [Client(url, n, keys[n], stop, op=args.op, repeat=repeat) for n in range(count)]
-    for client in clients:
-        client.start()
-    time.sleep(args.seconds)
-    stop.set()
-    for client in clients:
-        client.join(180)
+    run_for(clients, stop, args.seconds, join_s=180)
     return clients
 
 
