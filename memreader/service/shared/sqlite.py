@@ -1,5 +1,6 @@
 """The shared state in SQLite: a state file beside the store, for the workers of one machine
-(WAL, one short ``BEGIN IMMEDIATE`` transaction per decision), or in memory for one process.
+(WAL, one short ``BEGIN IMMEDIATE`` transaction per decision; a key's slot taken and given
+back in one statement each, every request), or in memory for one process.
 
 >>> state = SqliteSharedState(":memory:").start()
 >>> token, held = state.slot_take("alice-app", limit=1)
