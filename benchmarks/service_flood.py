@@ -17,7 +17,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ import httpx
 import psutil
 from fast_mode import machine_info
 
-__all__ = ["flood"]
+__all__ = ["flood", "run_for"]
 
 WORDS = ["river", "train", "piano", "Lisbon", "garden", "letter", "market", "window", "winter"]
 
@@ -97,13 +97,21 @@ def _run(url: str, a: dict[str, str], b: dict[str, str], args: argparse.Namespac
     threads = [threading.Thread(target=reader, args=(n,)) for n in range(args.flood)]
     threads.append(threading.Thread(target=searcher))
     print(f"flood of {args.flood} reads for {args.seconds:g} s ...", file=sys.stderr)
+    run_for(threads, stop, args.seconds, join_s=600)
+    return {"a": a_statuses, "b": b_statuses, "latencies": latencies}
+
+
+def run_for(
+    threads: Sequence[threading.Thread], stop: threading.Event, seconds: float, join_s: float
+) -> None:
+    """Start ``threads``, let them run ``seconds``, set ``stop`` and wait for each (at most
+    ``join_s``)."""
     for thread in threads:
         thread.start()
-    time.sleep(args.seconds)
+    time.sleep(seconds)
     stop.set()
     for thread in threads:
-        thread.join(600)
-    return {"a": a_statuses, "b": b_statuses, "latencies": latencies}
+        thread.join(join_s)
 
 
 def _report(args: argparse.Namespace, result: dict[str, Any]) -> None:

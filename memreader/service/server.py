@@ -23,6 +23,7 @@ import copy
 import json
 import logging
 from collections import Counter
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import h11
@@ -52,6 +53,9 @@ class ConnectionGuard:
         self.open: Counter[str] = Counter()
         self.total = 0
         self.refused = 0
+        #: Told ``total`` whenever it changes (a worker's share of the connections,
+        #: :mod:`memreader.service.accept_share`).
+        self.watch: Callable[[int], None] | None = None
 
     def admit(self, peer: str) -> tuple[int, str] | None:
         """Count a new connection from ``peer``; ``(status, why)`` when it is refused."""
@@ -64,6 +68,8 @@ class ConnectionGuard:
             )
         self.open[peer] += 1
         self.total += 1
+        if self.watch is not None:
+            self.watch(self.total)
         return None
 
     def release(self, peer: str) -> None:
@@ -72,6 +78,8 @@ class ConnectionGuard:
         self.open[peer] -= 1
         if self.open[peer] <= 0:
             del self.open[peer]
+        if self.watch is not None:
+            self.watch(self.total)
 
 
 def _raw_answer(status: int, reason: str, detail: str) -> bytes:

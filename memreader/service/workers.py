@@ -17,6 +17,7 @@ shutdown: answers in flight end, jobs are cancelled).
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import signal
@@ -27,6 +28,7 @@ import time
 from types import FrameType
 
 from memreader.errors import ConfigError
+from memreader.service.accept_share import ConnectionShares, SharedListener
 from memreader.service.config import ServiceConfig
 from memreader.service.shared import STATE_ENV
 
@@ -128,19 +130,20 @@ def _supervise(
 ) -> None:
     """Fork the workers, replace one that dies, stop them all on SIGINT/SIGTERM."""
     stopping = False
-    children: set[int] = set()
+    children: dict[int, int] = {}  # pid: its place among the workers
+    shares = ConnectionShares(workers)
 
     def stop(signum: int, _frame: FrameType | None) -> None:
         nonlocal stopping
         stopping = True
-        for pid in children:
+        for pid in list(children):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
 
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        for _ in range(workers):
-            children.add(_fork(config, sock, host, port, log_level))
+        for index in range(workers):
+            children[_fork(config, sock, host, port, log_level, (shares, index))] = index
         restarts, calm_since = 0, time.monotonic()
         while children:
             try:
@@ -149,8 +152,8 @@ def _supervise(
                 break
             except InterruptedError:
                 continue
-            children.discard(pid)
-            if stopping:
+            index = children.pop(pid, -1)
+            if stopping or index < 0:
                 continue
             code = os.waitstatus_to_exitcode(status)
             logger.error("memreader serve: worker %d ended (%d); starting another", pid, code)
@@ -162,13 +165,22 @@ def _supervise(
                     f"memreader serve: workers died {MAX_RESTARTS} times within a minute; "
                     "stopping (see the log above)"
                 )
-            children.add(_fork(config, sock, host, port, log_level))
+            children[_fork(config, sock, host, port, log_level, (shares, index))] = index
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 
 
-def _fork(config: ServiceConfig, sock: socket.socket, host: str, port: int, level: str) -> int:
+def _fork(
+    config: ServiceConfig,
+    sock: socket.socket,
+    host: str,
+    port: int,
+    level: str,
+    place: tuple[ConnectionShares, int],
+) -> int:
+    shares, index = place
+    shares.publish(index, 0)  # a new worker (or one replacing a dead one) holds none yet
     pid = os.fork()
     if pid:
         return pid
@@ -176,7 +188,7 @@ def _fork(config: ServiceConfig, sock: socket.socket, host: str, port: int, leve
     try:
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, signal.SIG_DFL)
-        run_worker(config, sock, host=host, port=port, log_level=level)
+        run_worker(config, sock, host=host, port=port, log_level=level, shares=shares, index=index)
         code = 0
     except BaseException:  # the worker must never return into the parent's code
         logger.exception("memreader serve: worker %d failed", os.getpid())
@@ -187,15 +199,33 @@ def _fork(config: ServiceConfig, sock: socket.socket, host: str, port: int, leve
 
 
 def run_worker(
-    config: ServiceConfig, sock: socket.socket, *, host: str, port: int, log_level: str
+    config: ServiceConfig,
+    sock: socket.socket,
+    *,
+    host: str,
+    port: int,
+    log_level: str,
+    shares: ConnectionShares | None = None,
+    index: int = 0,
 ) -> None:
     """One worker: its own app on the shared socket, on the guarded h11 server (its own
-    connection guard), until uvicorn's shutdown."""
+    connection guard), until uvicorn's shutdown. ``shares``: every worker's open connections,
+    this one's at ``index`` (:mod:`memreader.service.accept_share`)."""
     import uvicorn
 
     from memreader.service import create_app
-    from memreader.service.server import uvicorn_config
+    from memreader.service.server import GuardedH11Protocol, uvicorn_config
 
     app = create_app(config)
     server_config = uvicorn_config(app, config.settings, host=host, port=port, log_level=log_level)
-    uvicorn.Server(server_config).run(sockets=[sock])
+    # uvicorn's backlog is also how many connections asyncio accepts per wake-up: one, so that
+    # the workers share a burst of new connections (memreader.service.accept_share).
+    server_config.backlog = 1
+    listener: socket.socket | None = sock
+    if isinstance(sock, socket.socket):
+        protocol = server_config.http
+        if shares is not None and isinstance(protocol, type):
+            assert issubclass(protocol, GuardedH11Protocol)  # uvicorn_config's protocol
+            protocol.guard.watch = functools.partial(shares.publish, index)
+        listener = SharedListener(fileno=sock.detach(), shares=shares, index=index)
+    uvicorn.Server(server_config).run(sockets=[listener])

@@ -8,11 +8,11 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from memreader.items import TextualMemoryItem
 
-__all__ = ["MemoryStatus", "StoredMemory", "readable", "unless_broken"]
+__all__ = ["MemoryStatus", "StoredMemory", "item_with_vector", "readable", "unless_broken"]
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -56,6 +56,22 @@ class StoredMemory:
     def id(self) -> str:
         """The memory's id (its item's)."""
         return self.item.id
+
+
+def item_with_vector(data: dict[str, Any], vector: list[float] | None) -> TextualMemoryItem:
+    """The item stored as ``data`` (its JSON, read), with ``vector`` (the store's column) as
+    its embedding when there is one.
+
+    The vector is set once the item is validated: checking its few hundred floats one by one
+    cost more than the rest of the item (a search reads ten such rows; issue 31). They are
+    floats already, read from the store's own column; the item is the same.
+    """
+    if vector is None:
+        return TextualMemoryItem.model_validate(data)
+    data["metadata"]["embedding"] = None
+    item = TextualMemoryItem.model_validate(data)
+    item.metadata.embedding = vector
+    return item
 
 
 def unless_broken(what: str, owner: object, memory_id: object, build: Callable[[], T]) -> T | None:

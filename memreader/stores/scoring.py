@@ -218,11 +218,15 @@ def rank_candidates(
     importance_weight: float,
     matches: Mapping[int, float | None],
     heat: tuple[Mapping[int, float], float] | None = None,
+    *,
+    min_relevance: float | None = None,
+    limit: int | None = None,
 ) -> list[tuple[int, ScoreParts]]:
     """Score ``candidates`` (``ranks``: each one's ranks in the lists that found it,
     ``text_ranks``: in the full-text list, ``matches``: each one's best passage score, its
     relevance; ``heat``: each used one's heat and the weight of heat, see :func:`heated`) and
-    sort them best first (ties: the higher fused score, then the lower rowid).
+    sort them best first (ties: the higher fused score, then the lower rowid); those less
+    relevant than ``min_relevance`` left out, the first ``limit`` kept.
 
     >>> from datetime import datetime, timezone
     >>> t = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -231,31 +235,42 @@ def rank_candidates(
     >>> [(rowid, round(parts.final, 3)) for rowid, parts in ranked]
     [(2, 0.794), (1, 0.314)]
     """
-    read = list(candidates)
-    fused = {rowid: rrf_score(ranks[rowid]) for rowid, _, _, _ in read}
     heats, heat_weight = heat if heat is not None else ({}, 0.0)
-    scored: list[tuple[int, ScoreParts]] = []
-    for rowid, stored, when, similarity in read:
+    # Plain tuples first, sorted and cut; the score parts made only for the ones kept (a
+    # search ranks ~100 candidates and answers 10: issue 31).
+    scored: list[
+        tuple[float, float, int, float | None, float, float, float, float | None, float]
+    ] = []
+    for rowid, stored, when, similarity in candidates:
         weight = importance_of(stored)
         factor = decay(age_days(when, now), gamma)
         passage = matches.get(rowid)
         match = min(1.0, max(0.0, passage)) if passage is not None else 0.0
-        places = min(1.0, fused[rowid] * (RRF_K + 1) / 2.0)
+        fused = rrf_score(ranks[rowid])
+        places = min(1.0, fused * (RRF_K + 1) / 2.0)
         relevance = (1.0 - RANK_WEIGHT) * match + RANK_WEIGHT * places
         used = heats.get(rowid, 0.0)
-        parts = ScoreParts(
-            final=heated(
-                final_score(relevance, weight, factor, importance_weight), used, heat_weight
+        final = heated(final_score(relevance, weight, factor, importance_weight), used, heat_weight)
+        scored.append((final, fused, rowid, similarity, weight, factor, relevance, passage, used))
+    scored.sort(key=lambda hit: (-hit[0], -hit[1], hit[2]))
+    if min_relevance is not None:
+        scored = [hit for hit in scored if hit[6] >= min_relevance]
+    return [
+        (
+            rowid,
+            ScoreParts(
+                final=final,
+                fused=fused,
+                similarity=similarity,
+                text_rank=text_ranks.get(rowid),
+                importance=weight,
+                decay=factor,
+                relevance=relevance,
+                passage=passage,
+                heat=used,
             ),
-            fused=fused[rowid],
-            similarity=similarity,
-            text_rank=text_ranks.get(rowid),
-            importance=weight,
-            decay=factor,
-            relevance=relevance,
-            passage=passage,
-            heat=used,
         )
-        scored.append((rowid, parts))
-    scored.sort(key=lambda hit: (-hit[1].final, -hit[1].fused, hit[0]))
-    return scored
+        for final, fused, rowid, similarity, weight, factor, relevance, passage, used in scored[
+            :limit
+        ]
+    ]

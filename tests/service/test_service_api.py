@@ -59,9 +59,16 @@ def test_read_store_search_get_history(start: Start) -> None:
         "heat",
     }
     assert found[0]["passages"] and 0 <= found[0]["score"]["final"] <= 1
+    # A hit is the stored memory without its vector (the item otherwise whole).
+    shown = found[0]["memory"]["item"]
+    assert "embedding" not in shown["metadata"] and shown["metadata"]["embedding_model"]
+    assert {k: v for k, v in items[0].items() if k != "metadata"} == {
+        k: v for k, v in shown.items() if k != "metadata"
+    }
     memory_id = items[0]["id"]
     got = httpx.get(f"{url}/v1/memories/{memory_id}", headers=auth("alice")).json()
     assert got["status"] == "active" and got["item"]["metadata"]["sources"]
+    assert "embedding" not in got["item"]["metadata"]
     history = httpx.get(f"{url}/v1/memories/{memory_id}/history", headers=auth("alice")).json()
     assert history["history"][0]["event"] == "ADD"
 

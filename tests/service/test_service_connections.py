@@ -245,3 +245,45 @@ def test_memreader_serve_runs_the_guarded_server(
         issubclass(first.http, server.GuardedH11Protocol) and first.http.guard.max_per_client == 7
     )
     assert first.http.guard is not second.http.guard
+
+
+def test_a_worker_accepts_one_connection_per_wake_up_and_keeps_the_parents_backlog(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Accepting every pending connection at once, the first worker woken took a whole burst
+    # of clients and left the others idle (issue 31): a worker takes one per wake-up, and
+    # asyncio's listen() with that backlog must not shrink the queue the parent set.
+    from memreader.service import load_service_config, server
+    from memreader.service.accept_share import SharedListener
+    from memreader.service.workers import run_worker
+
+    served: list[tuple[Any, Any]] = []
+    monkeypatch.setattr(
+        server.uvicorn.Server,
+        "run",
+        lambda self, sockets=None: served.append((self.config, sockets)),
+    )
+    config = tmp_path / "reader.yaml"
+    config.write_text("config: {embedder: null}\n")
+    parent = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    parent.bind(("127.0.0.1", 0))
+    parent.listen(16)
+    port = parent.getsockname()[1]
+    run_worker(load_service_config(config), parent, host="127.0.0.1", port=port, log_level="info")
+    ((uvicorn_config, (listener,)),) = served
+    assert uvicorn_config.backlog == 1 and isinstance(listener, SharedListener)
+    listener.listen(uvicorn_config.backlog)  # what asyncio does when it starts serving
+    # Six connections wait unaccepted: with a queue of one, the kernel would hold two.
+    clients = [socket.create_connection(("127.0.0.1", port), timeout=2) for _ in range(6)]
+    try:
+        accepted = []
+        for _ in clients:
+            readable, _, _ = select.select([listener], [], [], 5)
+            assert readable, "a connection the queue should hold was dropped"
+            accepted.append(listener.accept()[0])
+        for conn in accepted:
+            conn.close()
+    finally:
+        for client in clients:
+            client.close()
+        listener.close()

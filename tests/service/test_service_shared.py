@@ -5,6 +5,7 @@ decided by one are seen by the other; a worker that stops beating frees what it 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -59,6 +60,44 @@ def test_slots_are_counted_over_every_worker(pair: Callable[[], SharedState]) ->
     assert one.slot_take("bob-app", limit=2)[0] is not None  # another key has its own
     one.slot_free(token)
     assert two.slots_held("alice-app") == 1
+
+
+def test_a_keys_slots_never_exceed_the_limit_under_concurrent_takes(
+    pair: Callable[[], SharedState],
+) -> None:
+    # Two workers, two threads each, taking and freeing one key's 2 slots as fast as they can:
+    # the count and the take are one decision (SQLite: one statement), so no more than 2 are
+    # ever held, and every take that got a token was counted.
+    states = [pair(), pair()]
+    held: list[str] = []
+    counted: list[int] = []
+    lock = threading.Lock()
+    peak = refused = 0
+
+    def churn(state: SharedState) -> None:
+        nonlocal peak, refused
+        for _ in range(150):
+            token, _ = state.slot_take("alice-app", limit=2)
+            if token is None:
+                with lock:
+                    refused += 1
+                continue
+            with lock:
+                held.append(token)
+                peak = max(peak, len(held))
+            counted.append(state.slots_held("alice-app"))
+            with lock:
+                held.remove(token)
+            state.slot_free(token)
+
+    threads = [threading.Thread(target=churn, args=(s,)) for s in states for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert 1 <= peak <= 2 and max(counted) <= 2 and len(counted) + refused == 600
+    assert states[0].slots_held("alice-app") == 0
+    assert states[1].slot_take("alice-app", limit=2)[1] == 1
 
 
 def test_a_keys_rate_is_counted_over_every_worker(pair: Callable[[], SharedState]) -> None:

@@ -12,12 +12,14 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from memreader.service.accept_share import DECLINE_S, ConnectionShares, SharedListener
 from tests.common import HASH_EMBEDDER, ROOT
 from tests.service.http_client import CHAT, auth, key_entries, problem, read, wait_for_job
 from tests.service.worker_apps import Workers, until
@@ -161,3 +163,89 @@ def _answers(url: str) -> bool:
         return httpx.get(f"{url}/healthz", timeout=1).status_code == 200
     except httpx.HTTPError:
         return False
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="counts connections in /proc")
+def test_a_burst_of_connections_is_shared_by_the_workers(tmp_path: Path) -> None:
+    # Keep-alive clients stay on the worker that accepted them: 16 opened at once must not
+    # all land on one worker (issue 31: 32 clients searched one worker, the other idled).
+    (tmp_path / "service.yaml").write_text(json.dumps({"config": {"embedder": HASH_EMBEDDER}}))
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    command = [sys.executable, "-m", "memreader.cli", "serve", "--config", "service.yaml"]
+    command += ["--port", str(port), "--workers", "2", "--log-level", "warning"]
+    server = subprocess.Popen(command, cwd=tmp_path, env=env)
+    clients: list[socket.socket] = []
+    try:
+        until(lambda: _answers(f"http://127.0.0.1:{port}"), "the service answers", tries=3000)
+        until(lambda: len(_children(server.pid)) == 2, "two workers")
+        serving: set[int] = set()
+        until(lambda: len(_serving(server.pid, port, serving)) == 2, "both workers serving")
+        clients = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(16)]
+        for client in clients:
+            client.sendall(b"GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n")
+        for client in clients:
+            assert client.recv(65536).startswith(b"HTTP/1.1 200")
+        held = sorted(_established(pid, port) for pid in _children(server.pid))
+        assert sum(held) == 16 and held[0] >= 6, held
+    finally:
+        for client in clients:
+            client.close()
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(60) == 0
+
+
+def _serving(parent: int, port: int, seen: set[int]) -> set[int]:
+    """``seen``, with the worker that answers one more connection (a worker still starting
+    answers none)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as client:
+        client.sendall(b"GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n")
+        assert client.recv(65536).startswith(b"HTTP/1.1 200")
+        seen.update(pid for pid in _children(parent) if _established(pid, port))
+    return seen
+
+
+def _established(pid: int, port: int) -> int:
+    """The established connections to ``port`` that process ``pid`` holds (Linux /proc)."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:[") : -1])
+    count = 0
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        local, state, inode = fields[1], fields[3], fields[9]
+        count += state == "01" and int(local.rsplit(":", 1)[1], 16) == port and inode in inodes
+    return count
+
+
+def test_a_worker_ahead_of_the_others_leaves_a_new_connection_to_them_for_a_moment() -> None:
+    parent = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    parent.bind(("127.0.0.1", 0))
+    parent.listen(8)
+    shares = ConnectionShares(2)
+    ahead = SharedListener(fileno=os.dup(parent.fileno()), shares=shares, index=0)
+    behind = SharedListener(fileno=os.dup(parent.fileno()), shares=shares, index=1)
+    shares.publish(0, 3)
+    shares.publish(1, 1)
+    client = socket.create_connection(parent.getsockname(), timeout=5)
+    try:
+        with pytest.raises(BlockingIOError):
+            ahead.accept()  # two above the fewest: left to the other worker
+        behind.accept()[0].close()  # the worker holding fewest takes it at once
+        second = socket.create_connection(parent.getsockname(), timeout=5)
+        time.sleep(DECLINE_S * 2)  # nobody took it within the moment: the worker ahead does
+        ahead.accept()[0].close()
+        second.close()
+        shares.publish(0, 2)  # one above the fewest: within its share
+        third = socket.create_connection(parent.getsockname(), timeout=5)
+        ahead.accept()[0].close()
+        third.close()
+    finally:
+        client.close()
+        for listener in (ahead, behind, parent):
+            listener.close()

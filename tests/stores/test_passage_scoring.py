@@ -87,6 +87,42 @@ def test_every_score_lies_in_0_1(drawn, query: str, with_vector: bool, weight: f
     assert finals == sorted(finals, reverse=True)
 
 
+@settings(max_examples=100, deadline=None)
+@given(
+    candidates(),
+    st.sampled_from(["porto tea", "what about Ana?", ""]),
+    st.one_of(st.none(), st.floats(0.0, 1.0)),
+    st.integers(1, 9),
+)
+def test_a_limit_and_a_min_score_cut_the_full_ranking(  # type: ignore[no-untyped-def]
+    drawn, query: str, min_score: float | None, limit: int
+) -> None:
+    # The score parts are made only for the hits kept: the same hits, parts and order as
+    # ranking every candidate, then filtering and cutting; each hit's passage score is its
+    # best passage's.
+    sets, rows, ranks = drawn
+    vector = np.asarray([0.5, 0.5, 0.5, 0.5], dtype=np.float32)
+    lists = (rows, ranks, {rowid: r[0] for rowid, r in ranks.items()})
+    every, passages = rank_by_passages(query, vector, sets, lists, (T, 0.999, 0.05), None)
+    cut, _ = rank_by_passages(query, vector, sets, lists, (T, 0.999, 0.05), min_score, limit)
+    kept = [hit for hit in every if min_score is None or hit[1].relevance >= min_score]
+    assert cut == kept[:limit]
+    assert all(parts.passage == passages[rowid].best for rowid, parts in every)
+
+
+def test_a_memory_without_passages_ranks_on_its_places_alone() -> None:
+    sets = [
+        PassageSet(1, "ana moved to porto", span_rows([Passage(0, 18)]), None, None),
+        PassageSet(2, "", span_rows([]), None, None),
+    ]
+    rows = [(1, None, T, None), (2, None, T, None)]
+    lists = (rows, {1: [2], 2: [1]}, {1: 2, 2: 1})
+    scored, passages = rank_by_passages("porto", None, sets, lists, (T, 0.999, 0.05), None, 5)
+    parts = dict(scored)
+    assert parts[1].passage == 1.0 and parts[2].passage is None and passages[2].best is None
+    assert parts[2].relevance > 0.0  # its places in the lists still count
+
+
 def test_the_scales_ends() -> None:
     assert calibrated(-1.0) == 0.0 and calibrated(1.0) == 1.0
     assert final_score(1.0, 1.0, 1.0, 1.99) == 1.0  # the most important memory keeps its match

@@ -127,10 +127,17 @@ def test_the_embedder_embeds_only_items_not_stored(url: str) -> None:
         store.write([item("a", "Ana lives in Porto"), item("b", "Bo plays chess")])
         store.write([item("a", "Ana lives in Porto"), item("c", "bo plays chess.")])
         stored = store.get("a", user_id="u1")
-    assert embedder.calls == [["Ana lives in Porto", "Bo plays chess"]]
+        [hit] = [h for h in store.search("Porto", user_id="u1") if h.memory.id == "a"]
+    assert embedder.calls[0] == ["Ana lives in Porto", "Bo plays chess"]
+    assert all(
+        call in (["Porto"], ["Ana lives in Porto", "Bo plays chess"]) for call in embedder.calls
+    )
     assert stored is not None and stored.item.metadata.embedding_model == "hash:16"
     assert stored.item.metadata.embedding is not None
     assert math.isclose(sum(x * x for x in stored.item.metadata.embedding), 1.0, rel_tol=1e-5)
+    # A search hit's memory is the stored one, vector and all (set once the item is read).
+    assert hit.memory.item == stored.item
+    assert "embedding" in hit.memory.item.metadata.model_fields_set
 
 
 # -- replacing, forgetting, purging ----------------------------------------------------------

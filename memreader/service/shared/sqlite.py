@@ -1,5 +1,6 @@
 """The shared state in SQLite: a state file beside the store, for the workers of one machine
-(WAL, one short ``BEGIN IMMEDIATE`` transaction per decision), or in memory for one process.
+(WAL, one short ``BEGIN IMMEDIATE`` transaction per decision; a key's slot taken and given
+back in one statement each, every request), or in memory for one process.
 
 >>> state = SqliteSharedState(":memory:").start()
 >>> token, held = state.slot_take("alice-app", limit=1)
@@ -15,6 +16,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -100,6 +102,39 @@ class SqliteSharedState(SharedState):
                 self._conn.execute("COMMIT")
             except sqlite3.Error as exc:
                 raise StoreError(f"service state file {self.path}: {exc}") from None
+
+    # -- per-key slots: one statement each --------------------------------------------------
+    #
+    # Taken and given back on every request. A statement on its own is its own transaction,
+    # run whole inside SQLite: the file's write lock is held only while SQLite runs it. In a
+    # BEGIN ... COMMIT of several statements, the worker's thread needs the interpreter lock
+    # back between each, and while a search held it (up to its 5 ms switch interval) the
+    # other workers waited on the file, their event loops blocked (issue 31).
+
+    def slot_take(self, key: str, limit: int) -> tuple[str | None, int]:
+        """Take one of ``key``'s ``limit`` slots: ``(token, in flight now)``, or ``(None, in
+        flight)`` when all are taken (counted and taken in one statement)."""
+        token = uuid.uuid4().hex
+        with self._lock:
+            taken = self._alone(
+                f"INSERT INTO {SLOTS} (token, key, worker) SELECT ?, ?, ? "
+                f"WHERE (SELECT count(*) FROM {SLOTS} WHERE key = ? AND {self._live()}) < ?",
+                (token, key, self.worker, key, *self._live_params(), limit),
+            ).rowcount
+            held = self._held(lambda sql, params: self._alone(sql, params).fetchall(), key)
+        return (token if taken == 1 else None), held
+
+    def slot_free(self, token: str) -> None:
+        """Give a slot back."""
+        with self._lock:
+            self._alone(f"DELETE FROM {SLOTS} WHERE token = ?", (token,))
+
+    def _alone(self, sql: str, params: Sequence[Any]) -> sqlite3.Cursor:
+        """One statement, its own transaction (the caller holds ``self._lock``)."""
+        try:
+            return self._conn.execute(sql, tuple(params))
+        except sqlite3.Error as exc:
+            raise StoreError(f"service state file {self.path}: {exc}") from None
 
     def _close_connections(self) -> None:
         with self._lock:

@@ -233,8 +233,11 @@ def score_passages(
             stacked = np.concatenate([candidates[i].vectors for i in own]) @ vector
             at = np.concatenate([np.arange(bounds[i], bounds[i + 1]) for i in own])
             cosines[at] = stacked
+        # How many passages of each candidate have a cosine: counted once for all (a look
+        # per candidate cost a few numpy calls each, for ~100 candidates a search).
+        had = np.concatenate(([0], np.cumsum(~np.isnan(cosines)))).tolist()
         for i, c in enumerate(candidates):
-            if c.window_cosine is not None and np.isnan(cosines[bounds[i] : bounds[i + 1]]).all():
+            if c.window_cosine is not None and had[bounds[i + 1]] == had[bounds[i]]:
                 cosines[bounds[i] : bounds[i + 1]] = c.window_cosine
         part = np.clip((cosines - COSINE_FLOOR) / (COSINE_FULL - COSINE_FLOOR), 0.0, 1.0)
         blend = np.maximum((1.0 - weight) * part + weight * words, words**2)
@@ -253,6 +256,7 @@ def rank_by_passages(
     lists: tuple[Sequence[Candidate], Mapping[int, Sequence[int]], Mapping[int, int]],
     ranking: tuple[datetime, float, float],
     min_score: float | None,
+    limit: int | None = None,
     heat: tuple[Mapping[int, float], float] | None = None,
 ) -> tuple[list[tuple[int, ScoreParts]], dict[int, ScoredPassages]]:
     """What both stores do once they have read their candidates: score the passages
@@ -260,11 +264,27 @@ def rank_by_passages(
     best passage (``lists``: the candidates, their ranks in each list and in the full-text
     list; ``ranking``: now, gamma and the importance weight, see
     :func:`~memreader.stores.scoring.rank_candidates`; ``heat``: the used candidates' heat and
-    its weight), and drop those whose relevance is below ``min_score``. Returns the ranked
-    candidates and their scored passages."""
+    its weight), and drop those whose relevance is below ``min_score``, then keep the first
+    ``limit``. Returns the ranked candidates and their scored passages."""
     passages = score_passages(query, vector, sets, lexical_weight=None if query else 0.0)
-    matches = {rowid: found.best for rowid, found in passages.items()}
-    scored = rank_candidates(*lists, *ranking, matches, heat)
-    if min_score is not None:
-        scored = [hit for hit in scored if hit[1].relevance >= min_score]
+    matches = _best_of_each(passages)
+    scored = rank_candidates(*lists, *ranking, matches, heat, min_relevance=min_score, limit=limit)
     return scored, passages
+
+
+def _best_of_each(passages: Mapping[int, ScoredPassages]) -> dict[int, float | None]:
+    """Each candidate's :attr:`ScoredPassages.best`, with one numpy call for all of them."""
+    found = list(passages.items())
+    lengths = [len(scored.scores) for _, scored in found]
+    best: dict[int, float | None] = {rowid: None for rowid, _ in found}
+    if not any(lengths):
+        return best
+    nonempty = [i for i, n in enumerate(lengths) if n]
+    # Each segment of the concatenation runs to the next nonempty one: exactly its own scores.
+    tops = np.maximum.reduceat(
+        np.concatenate([found[i][1].scores for i in nonempty]),
+        np.cumsum([0, *(lengths[i] for i in nonempty[:-1])]),
+    ).tolist()
+    for i, top in zip(nonempty, tops, strict=True):
+        best[found[i][0]] = float(top)
+    return best

@@ -339,8 +339,8 @@ def search(
     lists = (candidates, ranks, text_ranks)
     weights = (now, ranking.gamma, ranking.importance_weight)
     heat = read_heat(conn, list(ranks), now, filters.heat_weight), filters.heat_weight
-    scored, passages = rank_by_passages(query, q, sets, lists, weights, filters.min_score, heat)
-    return _hits(conn, scored[:k], passages)
+    scored, passages = rank_by_passages(query, q, sets, lists, weights, filters.min_score, k, heat)
+    return _hits(conn, scored, passages)
 
 
 def _unit(vector: str) -> np.ndarray | None:

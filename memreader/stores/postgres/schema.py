@@ -37,9 +37,8 @@ from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from memreader.items import TextualMemoryItem
 from memreader.stores.base import HistoryEntry
-from memreader.stores.records import StoredMemory, unless_broken
+from memreader.stores.records import StoredMemory, item_with_vector, unless_broken
 
 __all__ = [
     "DIMENSION_LOCK",
@@ -248,11 +247,11 @@ def memory_from_row(row: tuple[Any, ...]) -> StoredMemory | None:
 
 
 def _memory(row: tuple[Any, ...]) -> StoredMemory:
-    data = json.loads(row[1])
-    if row[2] is not None:
-        data["metadata"]["embedding"] = parse_vector(row[2])
+    item = item_with_vector(
+        json.loads(row[1]), parse_vector(row[2]) if row[2] is not None else None
+    )
     return StoredMemory(
-        item=TextualMemoryItem.model_validate(data),
+        item=item,
         status=row[3],
         content_hash=row[4],
         recorded_at=_utc(row[5]),

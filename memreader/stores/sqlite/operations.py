@@ -293,8 +293,8 @@ class StoreOps:
         sets = self.passages.read(self.conn, [(c[0], c[3]) for c in candidates], stamp)
         heat = read_heat(self.conn, list(ranks), now, filters.heat_weight), filters.heat_weight
         lists, weights = (candidates, ranks, text_ranks), (now, self.gamma, self.importance_weight)
-        scored, found = rank_by_passages(query, q, sets, lists, weights, filters.min_score, heat)
-        return self._hits(scored[:k], found)
+        scored, found = rank_by_passages(query, q, sets, lists, weights, filters.min_score, k, heat)
+        return self._hits(scored, found)
 
     def _text_search(self, query: str, owner: str, filters: Filters, n: int) -> list[int]:
         """The rowids of the best ``n`` full-text matches: by bm25 over every row holding the

@@ -35,10 +35,9 @@ from datetime import datetime, timezone
 from typing import Any
 
 from memreader.errors import ConfigError
-from memreader.items import TextualMemoryItem
 from memreader.retrieval.terms import index_text
 from memreader.stores.base import HistoryEntry
-from memreader.stores.records import StoredMemory, unless_broken
+from memreader.stores.records import StoredMemory, item_with_vector, unless_broken
 from memreader.stores.sqlite.vectors import VectorRow, from_blob
 
 __all__ = [
@@ -296,13 +295,11 @@ def memory_from_row(row: sqlite3.Row | tuple[Any, ...]) -> StoredMemory | None:
 
 
 def _memory(row: sqlite3.Row | tuple[Any, ...]) -> StoredMemory:
-    data = json.loads(row[1])
-    if row[2] is not None:
-        data["metadata"]["embedding"] = from_blob(row[2])
+    item = item_with_vector(json.loads(row[1]), from_blob(row[2]) if row[2] is not None else None)
     recorded = parse_time(row[5])
     assert recorded is not None  # NOT NULL column
     return StoredMemory(
-        item=TextualMemoryItem.model_validate(data),
+        item=item,
         status=row[3],
         content_hash=row[4],
         recorded_at=recorded,
