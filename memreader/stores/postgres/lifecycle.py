@@ -1,0 +1,231 @@
+"""The PostgreSQL store's life cycle (:class:`PostgresLifecycle`): the SQL behind
+:class:`~memreader.stores.lifecycle.api.LifecycleStorage` (pins in ``memreader_memory_pins``,
+the budget's counts, facts and expiries, restores) and behind ``maintain``
+(:class:`~memreader.stores.lifecycle.maintain.Maintenance`). Each method is one transaction; a
+change takes the owners' advisory locks first, as a memory write does."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from datetime import datetime
+from typing import Any
+
+from memreader.errors import InputError
+from memreader.items import TextualMemoryItem
+from memreader.stores.direct_writes import UnknownMemoryError
+from memreader.stores.events import WriteEvent
+from memreader.stores.lifecycle.api import RESTORED_REASON, check_restorable
+from memreader.stores.lifecycle.priority import PriorityFacts
+from memreader.stores.passages.rows import PassagePlan
+from memreader.stores.postgres.categories import PostgresCategories
+from memreader.stores.postgres.operations import Connection, lock_owners
+from memreader.stores.postgres.passages import add_passages
+from memreader.stores.postgres.schema import MEMORY_COLUMNS, memory_from_row, vector_text
+from memreader.stores.postgres.session import check_dimensions
+from memreader.stores.postgres.writes import Changes
+from memreader.stores.records import StoredMemory
+
+__all__ = ["PostgresLifecycle"]
+
+_UNINDEXED = "status = 'active' AND (embedding IS NULL OR COALESCE(embedding_model, '') = ANY(%s))"
+
+
+class PostgresLifecycle(PostgresCategories):
+    """The life-cycle methods of the PostgreSQL store (see the module docstring)."""
+
+    near_duplicate: float
+    _dimension: int | None
+
+    def _set_pins(self, owner: str, ids: list[str], on: bool, now: datetime) -> int:
+        def work(conn: Connection) -> int:
+            lock_owners(conn, [owner])
+            if not on:
+                cursor = conn.execute(
+                    "DELETE FROM memreader_memory_pins WHERE user_id = %s AND memory_id = ANY(%s)",
+                    (owner, ids),
+                )
+                return max(cursor.rowcount, 0)
+            found = {
+                r[0]
+                for r in conn.execute(
+                    "SELECT id FROM memreader_memories WHERE user_id = %s AND id = ANY(%s)",
+                    (owner, ids),
+                )
+            }
+            missing = [i for i in ids if i not in found]
+            if missing:
+                raise UnknownMemoryError(f"user {owner!r} has no memory {missing[0]!r}")
+            cursor = conn.execute(
+                "INSERT INTO memreader_memory_pins (user_id, memory_id, pinned_at) "
+                "SELECT %s, unnest(%s::text[]), %s ON CONFLICT DO NOTHING",
+                (owner, ids, now),
+            )
+            return max(cursor.rowcount, 0)
+
+        return self._session.run(work, write=True)
+
+    def _pinned(self, owner: str) -> list[str]:
+        rows = self._session.run(
+            lambda c: c.execute(
+                "SELECT memory_id FROM memreader_memory_pins WHERE user_id = %s ORDER BY memory_id",
+                (owner,),
+            ).fetchall(),
+            write=False,
+        )
+        return [r[0] for r in rows]
+
+    def _active_counts(self, owners: Collection[str] | None) -> dict[str, int]:
+        sql = "SELECT user_id, count(*) FROM memreader_memories WHERE status = 'active'"
+        params: tuple[Any, ...] = ()
+        if owners is None:
+            query = sql + " GROUP BY user_id"
+        else:
+            query, params = sql + " AND user_id = ANY(%s) GROUP BY user_id", (list(owners),)
+        rows = self._session.run(lambda c: c.execute(query, params).fetchall(), write=False)
+        return {str(owner): int(n) for owner, n in rows}
+
+    def _budget_facts(self, owner: str) -> list[PriorityFacts]:
+        rows = self._session.run(
+            lambda c: c.execute(
+                "SELECT id, importance, reinforced, recorded_at FROM memreader_memories m "
+                "WHERE user_id = %s AND status = 'active' AND NOT EXISTS (SELECT 1 FROM "
+                "memreader_memory_pins p WHERE p.user_id = m.user_id AND p.memory_id = m.id)",
+                (owner,),
+            ).fetchall(),
+            write=False,
+        )
+        return [PriorityFacts(i, imp, n, at) for i, imp, n, at in rows]
+
+    def _expire_for_budget(
+        self, owner: str, chosen: list[tuple[str, str]], target: int, now: datetime
+    ) -> list[WriteEvent]:
+        def work(conn: Connection) -> list[WriteEvent]:
+            lock_owners(conn, [owner])
+            row = conn.execute(
+                "SELECT count(*) FROM memreader_memories WHERE user_id = %s AND status = 'active'",
+                (owner,),
+            ).fetchone()
+            count = int(row[0]) if row else 0
+            pinned = {
+                r[0]
+                for r in conn.execute(
+                    "SELECT memory_id FROM memreader_memory_pins WHERE user_id = %s "
+                    "AND memory_id = ANY(%s)",
+                    (owner, [i for i, _ in chosen]),
+                )
+            }
+            changes = Changes(conn, now, self.near_duplicate)
+            events: list[WriteEvent] = []
+            for memory_id, reason in chosen:
+                if count <= target:
+                    break
+                if memory_id in pinned:
+                    continue
+                event = changes.delete_one(owner, memory_id, erase=False, reason=reason)
+                if event is not None and event.event == "EXPIRE":
+                    events.append(event)
+                    count -= 1
+            return events
+
+        return self._session.run(work, write=True)
+
+    def _restore(self, owner: str, memory_id: str, now: datetime) -> WriteEvent:
+        def work(conn: Connection) -> WriteEvent:
+            lock_owners(conn, [owner])
+            row = conn.execute(
+                "SELECT rowid, status, memory, memory_type, content_hash FROM "
+                "memreader_memories WHERE user_id = %s AND id = %s",
+                (owner, memory_id),
+            ).fetchone()
+            if row is None:
+                raise UnknownMemoryError(f"user {owner!r} has no memory {memory_id!r}")
+            rowid, status, memory, memory_type, digest = row
+            last = conn.execute(
+                "SELECT event, reason FROM memreader_history WHERE user_id = %s AND "
+                "memory_id = %s ORDER BY id DESC LIMIT 1",
+                (owner, memory_id),
+            ).fetchone()
+            check_restorable(memory_id, status, (last[0], last[1]) if last else None)
+            same = conn.execute(
+                "SELECT id FROM memreader_memories WHERE user_id = %s AND memory_type = %s "
+                "AND content_hash = %s AND status = 'active'",
+                (owner, memory_type, digest),
+            ).fetchone()
+            if same is not None:
+                raise InputError(
+                    f"memory {memory_id!r} cannot be restored: the active memory {same[0]!r} "
+                    "has its text"
+                )
+            conn.execute(
+                "UPDATE memreader_memories SET status = 'active', retired_at = NULL "
+                "WHERE rowid = %s",
+                (rowid,),
+            )
+            changes = Changes(conn, now, self.near_duplicate)
+            changes.history(owner, memory_id, "ADD", None, memory, RESTORED_REASON, [])
+            return WriteEvent("ADD", memory_id, "", RESTORED_REASON, user_id=owner)
+
+        return self._session.run(work, write=True)
+
+    def _retired_counts(self, cutoff: datetime) -> dict[str, int]:
+        rows = self._session.run(
+            lambda c: c.execute(
+                "SELECT user_id, count(*) FROM memreader_memories WHERE status IN "
+                "('expired', 'superseded') AND retired_at < %s GROUP BY user_id",
+                (cutoff,),
+            ).fetchall(),
+            write=False,
+        )
+        return {str(owner): int(n) for owner, n in rows}
+
+    def _unindexed_counts(self, foreign: list[str]) -> dict[str, int]:
+        rows = self._session.run(
+            lambda c: c.execute(
+                f"SELECT user_id, count(*) FROM memreader_memories WHERE {_UNINDEXED} "
+                "GROUP BY user_id",
+                (foreign,),
+            ).fetchall(),
+            write=False,
+        )
+        return {str(owner): int(n) for owner, n in rows}
+
+    def _unindexed(
+        self, foreign: list[str], after: int, limit: int
+    ) -> list[tuple[int, StoredMemory]]:
+        rows = self._session.run(
+            lambda c: c.execute(
+                f"SELECT {MEMORY_COLUMNS} FROM memreader_memories WHERE rowid > %s AND "
+                f"{_UNINDEXED} ORDER BY rowid LIMIT %s",
+                (after, foreign, limit),
+            ).fetchall(),
+            write=False,
+        )
+        return [(int(r[0]), m) for r in rows if (m := memory_from_row(r)) is not None]
+
+    def _reindex(
+        self, rows: list[tuple[int, TextualMemoryItem]], foreign: list[str], plan: PassagePlan
+    ) -> list[str]:
+        items = [item for _, item in rows]
+
+        def work(conn: Connection) -> tuple[list[str], int | None]:
+            dimension = check_dimensions(conn, items, self._dimension)
+            lock_owners(conn, {i.metadata.user_id for i in items})
+            owners: list[str] = []
+            changed: set[tuple[str, str]] = set()
+            for rowid, item in rows:
+                meta = item.metadata
+                vector: Any = vector_text(meta.embedding or [])
+                cursor = conn.execute(
+                    "UPDATE memreader_memories SET embedding = %s::vector, embedding_model = %s "
+                    f"WHERE rowid = %s AND {_UNINDEXED}",
+                    (vector, meta.embedding_model, rowid, foreign),
+                )
+                if cursor.rowcount:
+                    conn.execute("DELETE FROM memreader_passages WHERE memory_rowid = %s", (rowid,))
+                    owners.append(meta.user_id)
+                    changed.add((meta.user_id, item.id))
+            add_passages(conn, {key: p for key, p in plan.items() if key in changed})
+            return owners, dimension
+
+        owners, self._dimension = self._session.run(work, write=True)
+        return owners
