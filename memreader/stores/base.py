@@ -57,6 +57,7 @@ from memreader.stores.hits import SEARCH_MODES, SearchHit, SearchMode
 from memreader.stores.lifecycle import LifecycleStorage, Maintenance
 from memreader.stores.records import StoredMemory
 from memreader.stores.scoring import ScoreParts
+from memreader.stores.usage import UseRecords
 
 __all__ = [
     "SEARCH_MODES",
@@ -71,14 +72,17 @@ __all__ = [
 ]
 
 
-class MemoryStore(LifecycleStorage, Maintenance, CategoryStorage, DirectWrites, EmbeddingModels):
+class MemoryStore(
+    LifecycleStorage, Maintenance, CategoryStorage, DirectWrites, EmbeddingModels, UseRecords
+):
     """Where memories are written, searched, traced and forgotten (see the module docstring),
     and where their categories are kept (:class:`~memreader.stores.category_api.CategoryStorage`:
     its keeper is called after each ``write``, ``write_part``, ``forget`` and ``retire_unseen``,
     once the change is committed), and where memories given as text are added, updated and
     deleted (:class:`~memreader.stores.direct_writes.DirectWrites`); it says which models its
-    vectors came from (:class:`~memreader.stores.embedder_rules.EmbeddingModels`); it keeps
-    each owner within a budget, with pins and restores
+    vectors came from (:class:`~memreader.stores.embedder_rules.EmbeddingModels`) and how
+    often each memory was used (:class:`~memreader.stores.usage.UseRecords`); it keeps each
+    owner within a budget, with pins and restores
     (:class:`~memreader.stores.lifecycle.api.LifecycleStorage`), and ``maintain`` purges,
     enforces the budgets and repairs its index
     (:class:`~memreader.stores.lifecycle.maintain.Maintenance`).
@@ -377,6 +381,11 @@ class MemoryStore(LifecycleStorage, Maintenance, CategoryStorage, DirectWrites, 
         """The best text of ``user_id``'s active memories for ``query`` within a token budget,
         as one block for a prompt, and its parts as data: see
         :func:`memreader.stores.context.search_context` (``options``: ``max_tokens``,
-        ``tokenizer``, ``k``, ``order`` and :meth:`search`'s filters)."""
+        ``tokenizer``, ``k``, ``order`` and :meth:`search`'s filters). The memories it shows
+        are handed to an agent: their use is recorded in one statement
+        (:meth:`~memreader.stores.usage.UseRecords.record_use`: a store that cannot write
+        still answers, with a warning)."""
         embedder = getattr(self, "embedder", None)  # both stores keep theirs there
-        return search_context(self.search, query, user_id=user_id, embedder=embedder, **options)
+        found = search_context(self.search, query, user_id=user_id, embedder=embedder, **options)
+        self.record_use(list(dict.fromkeys(p.memory_id for p in found.parts)), user_id=user_id)
+        return found

@@ -80,6 +80,15 @@ def test_the_lowest_priority_expires_and_a_pinned_memory_never_does(
     assert budgeted.unpin([low[0]], user_id="u1") == 1 and budgeted.pinned(user_id="u1") == []
 
 
+def test_a_used_memory_outlives_an_unused_one(budgeted: MemoryStore, url: str) -> None:
+    ids = add(budgeted, 8)
+    budgeted.mark_used(ids[:3], user_id="u1", at=T0 + timedelta(days=1))
+    budgeted.mark_used(ids[:3], user_id="u1", at=T0 + timedelta(days=2))
+    add(budgeted, 1, start=30)  # 9 active: three expire, none of the used ones
+    kept = active(budgeted, url)
+    assert set(ids[:3]) <= kept and len(kept) == 6
+
+
 def test_pin_refuses_an_unknown_memory_and_pins_nothing(budgeted: MemoryStore) -> None:
     ids = add(budgeted, 1)
     with pytest.raises(UnknownMemoryError, match="user 'u1' has no memory 'nope'"):

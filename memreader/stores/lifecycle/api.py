@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memreader.errors import InputError, StoreError
 from memreader.items import TextualMemoryItem
@@ -27,6 +27,9 @@ from memreader.stores.checks import check_memory_id, check_owner, moment
 from memreader.stores.events import WriteEvent
 from memreader.stores.lifecycle.config import LifecycleConfig
 from memreader.stores.lifecycle.priority import PriorityFacts, lowest, priority
+
+if TYPE_CHECKING:
+    from memreader.stores.usage import Usage
 
 __all__ = [
     "BUDGET_REASON",
@@ -164,11 +167,11 @@ class LifecycleStorage:
         return done, events
 
     def _with_usage(self, owner: str, facts: list[PriorityFacts]) -> list[PriorityFacts]:
-        """``facts`` with each memory's recorded use (none while the store records none)."""
-        usage = getattr(self, "usage", None)
-        if not callable(usage) or not facts:
+        """``facts`` with each memory's recorded use
+        (:meth:`~memreader.stores.usage.UseRecords.usage`)."""
+        if not facts:
             return facts
-        found = usage([f.memory_id for f in facts], user_id=owner)
+        found = self.usage([f.memory_id for f in facts], user_id=owner)
         out = []
         for f in facts:
             used = found.get(f.memory_id)
@@ -178,6 +181,10 @@ class LifecycleStorage:
         return out
 
     # -- each backend's ----------------------------------------------------------------------
+
+    if TYPE_CHECKING:  # the store's use records (UseRecords)
+
+        def usage(self, ids: Sequence[str], *, user_id: str) -> dict[str, Usage]: ...
 
     def _set_pins(self, owner: str, ids: list[str], on: bool, now: datetime) -> int:
         """Pin (``on``) or unpin ``owner``'s ``ids`` in one transaction; how many changed."""

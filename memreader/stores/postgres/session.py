@@ -31,6 +31,7 @@ from memreader.stores.postgres.schema import (
     scrub,
 )
 from memreader.stores.postgres.upgrade import upgrade_schema
+from memreader.stores.postgres.usage import ensure_use
 
 __all__ = [
     "RETRIES",
@@ -147,6 +148,7 @@ class Session:
                 (SCHEMA_VERSION,),
             )
         ensure_passages(conn, SCHEMA_LOCK)  # its own step: an older database gains it here
+        ensure_use(conn, SCHEMA_LOCK)  # likewise (memreader.stores.postgres.usage)
         meta = dict(conn.execute("SELECT key, value FROM memreader_meta").fetchall())
         if meta.get("schema") in UPGRADES_FROM:
             meta["schema"] = upgrade_schema(conn)

@@ -74,6 +74,7 @@ from memreader.stores.postgres.schema import (
 )
 from memreader.stores.postgres.session import Session, check_dimensions, stored_dimension
 from memreader.stores.postgres.text_search import WordRows
+from memreader.stores.postgres.usage import PostgresUse
 from memreader.stores.postgres.writes import Changes, prepare
 from memreader.stores.records import StoredMemory, readable
 from memreader.stores.scoring import (
@@ -81,6 +82,7 @@ from memreader.stores.scoring import (
     DEFAULT_IMPORTANCE_WEIGHT,
     check_importance_weight,
 )
+from memreader.stores.usage import DEFAULT_HEAT_WEIGHT, check_heat_weight
 from memreader.stores.validation import retired_owners, validate_items
 from memreader.stores.write_decisions import DEFAULT_NEAR_DUPLICATE, selector_key
 
@@ -90,10 +92,11 @@ __all__ = ["PostgresStore"]
 DEFAULT_TIMEOUT = 30.0
 
 _OPTIONS = {"near_duplicate", "gamma", "importance_weight", "timeout", "dimension", "text_budget"}
+_OPTIONS.add("heat_weight")
 
 
 @register_store("postgresql")
-class PostgresStore(PostgresLifecycle):
+class PostgresStore(PostgresLifecycle, PostgresUse):
     """The PostgreSQL store (see the module docstring).
 
     Args:
@@ -104,6 +107,8 @@ class PostgresStore(PostgresLifecycle):
         near_duplicate: the cosine at which a new memory reinforces a stored one.
         gamma: the daily decay of search scores.
         importance_weight: how much a memory's importance moves its search score, in [0, 2).
+        heat_weight: how much a memory's use moves its search score, in [0, 1]
+            (:data:`~memreader.stores.usage.DEFAULT_HEAT_WEIGHT`; a search may name another).
         timeout: seconds any call waits for a lock, and the connection for the server.
         dimension: the vector dimension, when it should be fixed before the first vector.
         text_budget: the most rows a search's ``ts_rank`` reads over all the rows holding a
@@ -129,6 +134,7 @@ class PostgresStore(PostgresLifecycle):
         timeout: float = DEFAULT_TIMEOUT,
         dimension: int | None = None,
         text_budget: int | None = None,
+        heat_weight: float = DEFAULT_HEAT_WEIGHT,
     ) -> None:
         self.embedder = store_embedder(embedder, text_only, f"the store {safe_url(url)}")
         if dimension is not None and (
@@ -144,6 +150,7 @@ class PostgresStore(PostgresLifecycle):
         self.near_duplicate = check_option("near_duplicate", near_duplicate, 0.0, 1.0)
         self.gamma = check_option("gamma", gamma, 0.0, 1.0)
         self.importance_weight = check_importance_weight(importance_weight)
+        self.heat_weight = check_heat_weight(heat_weight, "store option heat_weight")
         self.timeout = check_option("timeout", timeout, 0.0, 86_400.0)
         self.text_budget = check_text_budget(text_budget)
         self._words = WordRows()
@@ -166,7 +173,7 @@ class PostgresStore(PostgresLifecycle):
         **options: Any,
     ) -> PostgresStore:
         """Open ``postgresql://...`` (options: ``near_duplicate``, ``gamma``,
-        ``importance_weight``, ``timeout``, ``dimension``, ``text_budget``)."""
+        ``importance_weight``, ``heat_weight``, ``timeout``, ``dimension``, ``text_budget``)."""
         unknown = sorted(set(options) - _OPTIONS)
         if unknown:
             raise ConfigError(

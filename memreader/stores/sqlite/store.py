@@ -64,7 +64,9 @@ from memreader.stores.sqlite.schema import (
     path_of_url,
     schema_is_current,
 )
+from memreader.stores.sqlite.usage import USE_SCHEMA, SQLiteUse, use_current
 from memreader.stores.sqlite.writes import Changes, prepare
+from memreader.stores.usage import DEFAULT_HEAT_WEIGHT, check_heat_weight
 from memreader.stores.validation import retired_owners, validate_items
 from memreader.stores.write_decisions import DEFAULT_NEAR_DUPLICATE, selector_key
 
@@ -75,7 +77,7 @@ DEFAULT_TIMEOUT = 30.0
 
 
 @register_store("sqlite")
-class SQLiteStore(SQLiteLifecycle):
+class SQLiteStore(SQLiteLifecycle, SQLiteUse):
     """The embedded store (see the module docstring).
 
     Args:
@@ -88,6 +90,8 @@ class SQLiteStore(SQLiteLifecycle):
         gamma: the daily decay of search scores (:data:`~memreader.stores.scoring.DEFAULT_GAMMA`).
         importance_weight: how much a memory's importance moves its search score, in [0, 2)
             (:data:`~memreader.stores.scoring.DEFAULT_IMPORTANCE_WEIGHT`).
+        heat_weight: how much a memory's use moves its search score, in [0, 1]
+            (:data:`~memreader.stores.usage.DEFAULT_HEAT_WEIGHT`; a search may name another).
         timeout: seconds any call waits for another process's lock (opening a store that is
             current never waits: it only reads).
         text_budget: the most full-text index entries a search ranks over all the rows holding
@@ -111,6 +115,7 @@ class SQLiteStore(SQLiteLifecycle):
         importance_weight: float = DEFAULT_IMPORTANCE_WEIGHT,
         timeout: float = DEFAULT_TIMEOUT,
         text_budget: int | None = None,
+        heat_weight: float = DEFAULT_HEAT_WEIGHT,
     ) -> None:
         if not isinstance(path, str) or "\0" in path:
             raise ConfigError(f"a sqlite store path must be a string without NUL, got {path!r}")
@@ -119,6 +124,7 @@ class SQLiteStore(SQLiteLifecycle):
         self.near_duplicate = check_option("near_duplicate", near_duplicate, 0.0, 1.0)
         self.gamma = check_option("gamma", gamma, 0.0, 1.0)
         self.importance_weight = check_importance_weight(importance_weight)
+        self.heat_weight = check_heat_weight(heat_weight, "store option heat_weight")
         self.timeout = check_option("timeout", timeout, 0.0, 86_400.0)
         self._lock = threading.RLock()
         self._conn = self._connect()
@@ -136,8 +142,9 @@ class SQLiteStore(SQLiteLifecycle):
         **options: Any,
     ) -> SQLiteStore:
         """Open ``sqlite:///path.db`` (options: ``near_duplicate``, ``gamma``,
-        ``importance_weight``, ``timeout``, ``text_budget``)."""
-        known = {"near_duplicate", "gamma", "importance_weight", "timeout", "text_budget"}
+        ``importance_weight``, ``heat_weight``, ``timeout``, ``text_budget``)."""
+        known = {"near_duplicate", "gamma", "importance_weight", "heat_weight", "timeout"}
+        known.add("text_budget")
         unknown = sorted(set(options) - known)
         if unknown:
             raise ConfigError(
@@ -160,13 +167,13 @@ class SQLiteStore(SQLiteLifecycle):
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
             conn.execute("PRAGMA synchronous = NORMAL")
-            if not schema_is_current(conn) or not passages_current(conn):
+            if not (schema_is_current(conn) and passages_current(conn) and use_current(conn)):
                 if self.path != ":memory:" and not is_wal(conn):
                     conn.execute("PRAGMA journal_mode = WAL")
                 # One immediate transaction: two processes opening a new (or older) file
-                # create (or upgrade) it once; the passage index is its own step (an older
-                # file gains it here).
-                create_or_upgrade(conn, also=PASSAGE_SCHEMA)
+                # create (or upgrade) it once; the passage index and the use records are
+                # their own steps (an older file gains them here).
+                create_or_upgrade(conn, also=PASSAGE_SCHEMA + USE_SCHEMA)
             self._check_version(conn)
         except sqlite3.Error as exc:
             conn.close()

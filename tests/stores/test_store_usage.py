@@ -1,0 +1,119 @@
+"""Use records (issue 34, part 1) on both backends: ``mark_used`` and ``usage`` through
+``open_store(url)``, what removes them (purge, erase), what never writes them (search), and
+what does (``context``)."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+import pytest
+
+from memreader.errors import InputError, StoreError
+from memreader.stores import MemoryStore, SourceSelector, open_store
+from memreader.stores.usage import Usage
+from memreader.testing import HashEmbedder
+from tests.stores.store_backends import T0, item, sql
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _use_table(url: str) -> str:
+    return "memory_use" if url.startswith("sqlite") else "memreader_memory_use"
+
+
+def test_mark_used_counts_each_owned_memory_once_per_call(store: MemoryStore) -> None:
+    store.write([item("a", "Ana lives in Porto"), item("b", "Bo plays chess")])
+    store.write([item("a", "Ana lives in Porto", user="u2")])
+    assert store.usage(["a", "b"], user_id="u1") == {}
+    # Unknown ids and another owner's ids are not counted; a repeated id counts once.
+    assert store.mark_used(["a", "a", "nope"], user_id="u1", at=T0) == 1
+    assert store.mark_used(["a", "b"], user_id="u1", at=T0 + timedelta(hours=1)) == 2
+    assert store.usage(["a", "b", "nope"], user_id="u1") == {
+        "a": Usage(2, T0 + timedelta(hours=1)),
+        "b": Usage(1, T0 + timedelta(hours=1)),
+    }
+    assert store.usage(["a"], user_id="u2") == {}  # owners are walls
+    # A use recorded late (an earlier ``at``) counts but never moves the last use back.
+    assert store.mark_used(["a"], user_id="u1", at=T0 - timedelta(days=1)) == 1
+    assert store.usage(["a"], user_id="u1")["a"] == Usage(3, T0 + timedelta(hours=1))
+    assert store.mark_used([], user_id="u1") == 0
+
+
+def test_use_rows_go_with_their_memory(store: MemoryStore, url: str) -> None:
+    store.write([item("a", "Ana lives in Porto", doc="d.md"), item("b", "Bo plays chess")])
+    store.add_memory("Cy likes tea.", user_id="u1", now=T0)
+    ids = ["a", "b"]
+    assert store.mark_used(ids, user_id="u1", at=T0) == 2
+    store.forget(SourceSelector(doc_path="d.md"), user_id="u1", now=T0)
+    # Expired, not purged: the use row stays (a memory that comes back keeps its use).
+    assert store.usage(ids, user_id="u1").keys() == {"a", "b"}
+    assert store.purge(older_than=T0 + timedelta(seconds=1)) == 1
+    assert store.usage(ids, user_id="u1").keys() == {"b"}
+    store.delete("b", user_id="u1", erase=True)
+    assert store.usage(ids, user_id="u1") == {}
+    assert sql(url, f"SELECT count(*) FROM {_use_table(url)}") == [(0,)]
+
+
+def test_search_never_writes_use_and_context_marks_what_it_shows(store: MemoryStore) -> None:
+    store.write([item("a", "Ana lives in Porto"), item("b", "Bo plays chess in Lyon")])
+    hits = store.search("Porto", user_id="u1")
+    assert hits and store.usage(["a", "b"], user_id="u1") == {}
+    block = store.context("where does Ana live, Porto?", user_id="u1", max_tokens=300)
+    shown = {part.memory_id for part in block.parts}
+    assert "a" in shown
+    assert store.usage(["a", "b"], user_id="u1").keys() == shown
+    assert all(u.access_count == 1 for u in store.usage(["a", "b"], user_id="u1").values())
+
+
+def test_an_older_store_gains_the_use_table_on_open(url: str) -> None:
+    with open_store(url, embedder=HashEmbedder()) as store:
+        store.write([item("a", "Ana lives in Porto")])
+    sql(url, f"DROP TABLE {_use_table(url)}")
+    with open_store(url, embedder=HashEmbedder()) as store:
+        assert store.mark_used(["a"], user_id="u1", at=T0) == 1
+        assert store.usage(["a"], user_id="u1") == {"a": Usage(1, T0)}
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda s: s.mark_used("a", user_id="u1"), "ids must be a list of memory ids, got str"),
+        (lambda s: s.mark_used({"a"}, user_id="u1"), "ids must be a list of memory ids, got set"),
+        (lambda s: s.mark_used([1], user_id="u1"), "each id must be a non-empty string, got 1"),
+        (lambda s: s.usage(None, user_id="u1"), "ids must be a list of memory ids, got NoneType"),
+        (lambda s: s.mark_used(["a"], user_id=""), "user_id must be a non-empty string"),
+        (lambda s: s.mark_used(["a"], user_id="u1", at="now"), "at must be a timezone-aware"),
+    ],
+)
+def test_bad_use_arguments_are_input_errors(store: MemoryStore, call: object, message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        call(store)  # type: ignore[operator]
+
+
+def test_context_answers_when_use_cannot_be_recorded(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A store that cannot write (a read-only file or replica) still answers context(): the
+    failure to record is a warning, not the call's error."""
+    store.write([item("a", "Ana lives in Porto")])
+
+    def refuse(ids: list[str], owner: str, at: object) -> int:
+        raise StoreError("attempt to write a readonly database")
+
+    monkeypatch.setattr(store, "_mark_used", refuse)
+    with caplog.at_level(logging.WARNING, logger="memreader.stores.usage"):
+        block = store.context("Porto", user_id="u1", max_tokens=300)
+    assert [p.memory_id for p in block.parts] == ["a"]
+    assert "could not record the use of 1 memories" in caplog.text
+    with pytest.raises(StoreError, match="readonly"):
+        store.mark_used(["a"], user_id="u1")  # asked for explicitly, the failure is raised
+
+
+def test_mark_used_is_one_statement_per_call(tmp_path: object) -> None:
+    with open_store(f"sqlite:///{tmp_path}/m.db", embedder=HashEmbedder()) as store:
+        store.write([item(f"m{i}", f"memory number {i}") for i in range(30)])
+        seen: list[str] = []
+        store._conn.set_trace_callback(seen.append)  # type: ignore[attr-defined]
+        assert store.mark_used([f"m{i}" for i in range(30)], user_id="u1") == 30
+        assert sum("memory_use" in s for s in seen) == 1
