@@ -63,9 +63,14 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        maintenance = state.maintenance()
+        if maintenance is not None:
+            maintenance.start()
         try:
             yield
         finally:
+            if maintenance is not None:
+                await maintenance.stop()
             state.close()
 
     app = FastAPI(
