@@ -154,9 +154,16 @@ class AsyncMemory:
         )
         return await in_thread(call)
 
-    async def get(self, memory_id: str, *, user_id: str | None = None) -> StoredMemory | None:
+    async def get(
+        self, memory_id: str, *, user_id: str | None = None, used: bool = True
+    ) -> StoredMemory | None:
         """:meth:`Memory.get <memreader.front.memory.Memory.get>`, awaited."""
-        return await in_thread(functools.partial(self.memory.get, memory_id, user_id=user_id))
+        call = functools.partial(self.memory.get, memory_id, user_id=user_id, used=used)
+        return await in_thread(call)
+
+    async def mark_used(self, ids: Sequence[str], *, user_id: str | None = None) -> int:
+        """:meth:`Memory.mark_used <memreader.front.memory.Memory.mark_used>`, awaited."""
+        return await in_thread(functools.partial(self.memory.mark_used, ids, user_id=user_id))
 
     async def history(self, memory_id: str, *, user_id: str | None = None) -> list[HistoryEntry]:
         """:meth:`Memory.history <memreader.front.memory.Memory.history>`, awaited."""

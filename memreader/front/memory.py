@@ -302,9 +302,26 @@ class Memory(LifecycleCalls):
             **filters,
         )
 
-    def get(self, memory_id: str, *, user_id: str | None = None) -> StoredMemory | None:
-        """The memory ``memory_id`` of ``user_id`` (any status), or ``None``."""
-        return self.store.get(memory_id, user_id=self._owner(user_id, "get()"))
+    def get(
+        self, memory_id: str, *, user_id: str | None = None, used: bool = True
+    ) -> StoredMemory | None:
+        """The memory ``memory_id`` of ``user_id`` (any status), or ``None``. Found, it is
+        recorded as used (handed to the caller) unless ``used=False`` (an audit, a check)."""
+        owner = self._owner(user_id, "get()")
+        found = self.store.get(memory_id, user_id=owner)
+        if found is not None and used is not False:
+            self.store.record_use([found.id], user_id=owner)
+        return found
+
+    def mark_used(self, ids: Sequence[str], *, user_id: str | None = None) -> int:
+        """Record that ``user_id``'s memories ``ids`` were handed to an agent (one use each):
+        how many were marked (see :meth:`memreader.stores.MemoryStore.mark_used`).
+        ``context()`` and :meth:`get` record their own; a search never does.
+
+        Raises:
+            InputError: no ``user_id``, or ``ids`` not a list of non-empty strings.
+        """
+        return self.store.mark_used(ids, user_id=self._owner(user_id, "mark_used()"))
 
     def history(self, memory_id: str, *, user_id: str | None = None) -> list[HistoryEntry]:
         """Every change of ``memory_id`` (of ``user_id``), oldest first."""

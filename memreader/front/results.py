@@ -23,6 +23,7 @@ SEARCH_FILTERS = frozenset(
         "mode",
         "category",
         "min_score",
+        "heat_weight",
     }
 )
 

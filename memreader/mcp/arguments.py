@@ -15,7 +15,7 @@ lists (every field described for a model to read), and the same models check wha
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -36,6 +36,7 @@ __all__ = [
     "Forget",
     "GetMemory",
     "ListCategories",
+    "MarkUsed",
     "MemoryHistory",
     "Message",
     "Recall",
@@ -185,6 +186,16 @@ class GetMemory(ToolArguments):
     """``get_memory``."""
 
     memory_id: str = _id(_MEMORY_ID)
+
+
+class MarkUsed(ToolArguments):
+    """``mark_used``."""
+
+    memory_ids: list[Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]] = Field(
+        min_length=1,
+        max_length=MAX_K,
+        description="The ids of the memories you used, as recall or context gave them.",
+    )
 
 
 class MemoryHistory(ToolArguments):

@@ -147,8 +147,8 @@ async def _context(bench: Workbench, owner: str, args: a.Context) -> dict[str, A
     }
 
 
-async def _get(bench: Workbench, owner: str, memory_id: str) -> Any:
-    found = await bench.memory.get(memory_id, user_id=owner)
+async def _get(bench: Workbench, owner: str, memory_id: str, *, used: bool = True) -> Any:
+    found = await bench.memory.get(memory_id, user_id=owner, used=used)
     if found is None:
         raise UnknownMemoryError(f"user {owner[:200]!r} has no memory {memory_id[:200]!r}")
     return found
@@ -159,7 +159,7 @@ async def _get_memory(bench: Workbench, owner: str, args: a.GetMemory) -> dict[s
 
 
 async def _history(bench: Workbench, owner: str, args: a.MemoryHistory) -> dict[str, Any]:
-    found = await _get(bench, owner, args.memory_id)
+    found = await _get(bench, owner, args.memory_id, used=False)  # an audit, not a use
     entries = await bench.memory.history(args.memory_id, user_id=owner)
     return {
         "id": found.id,
@@ -170,6 +170,10 @@ async def _history(bench: Workbench, owner: str, args: a.MemoryHistory) -> dict[
         **listed("history", [entry_json(entry) for entry in entries[-MAX_LISTED:]]),
         "history_total": len(entries),
     }
+
+
+async def _mark_used(bench: Workbench, owner: str, args: a.MarkUsed) -> dict[str, Any]:
+    return {"marked": await bench.memory.mark_used(args.memory_ids, user_id=owner)}
 
 
 async def _forget(bench: Workbench, owner: str, args: a.Forget) -> dict[str, Any]:
@@ -247,6 +251,16 @@ TOOLS: dict[str, Tool] = {
             "sources.",
             a.GetMemory,
             _get_memory,
+        ),
+        Tool(
+            "mark_used",
+            "Mark memories used",
+            "Tell memory which recalled memories you actually used (e.g. in your answer): each "
+            "counts one use, and memories used often and lately can rank higher. context and "
+            "get_memory count their own; recall does not. Returns how many were marked.",
+            a.MarkUsed,
+            _mark_used,
+            read_only=False,
         ),
         Tool(
             "memory_history",

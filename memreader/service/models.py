@@ -29,6 +29,7 @@ __all__ = [
     "RequestBody",
     "SearchRequest",
     "UpdateMemoryRequest",
+    "UsedRequest",
     "encodable",
 ]
 
@@ -117,6 +118,16 @@ class SearchRequest(_Body):
     category: str | None = Field(default=None, min_length=1)
     #: The least relevance a hit keeps (``null``: no cut); see the README's search section.
     min_score: float | None = Field(default=None, ge=0.0, le=1.0)
+    #: How much use lifts a hit (``null``: the store's); see the README's "Use and heat".
+    heat_weight: float | None = Field(default=None, ge=0.0, le=1.0)
+
+
+class UsedRequest(_Body):
+    """``POST /v1/memories:used``: the memories of ``user_id`` an agent was handed
+    (``MemoryStore.mark_used``)."""
+
+    user_id: str = Field(min_length=1)
+    ids: list[str] = Field(min_length=1, max_length=1000)
 
 
 class AddMemoryRequest(_Body):

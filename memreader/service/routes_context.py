@@ -47,13 +47,15 @@ class ContextRequest(RequestBody):
     since: datetime | None = None
     until: datetime | None = None
     category: str | None = Field(default=None, min_length=1)
+    heat_weight: float | None = Field(default=None, ge=0.0, le=1.0)
 
 
 @router.post("/v1/context")
 async def context(body: ContextRequest, request: Request) -> Response:
     """The best text of ``user_id``'s active memories for ``query`` within ``max_tokens``
     (counted with ``tokenizer``): ``text``, the block to put in a prompt, its ``tokens``, and
-    its ``parts`` (memory ids, spans, scores, times, sources)."""
+    its ``parts`` (memory ids, spans, scores, times, sources). The memories shown are
+    recorded as used."""
     state: ServiceState = request.app.state.service
     principal = state.principal(request)
     user_id = state.check_user(principal, body.user_id)
@@ -71,6 +73,7 @@ async def context(body: ContextRequest, request: Request) -> Response:
             since=body.since,
             until=body.until,
             category=body.category,
+            heat_weight=body.heat_weight,
         ),
         "the context",
         state.deadline(request),

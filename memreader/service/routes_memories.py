@@ -1,5 +1,6 @@
-"""The store over HTTP: search, one memory, its history, forgetting a source, and direct
-writes (add one memory, update its text, delete it).
+"""The store over HTTP: search, one memory, its history, forgetting a source, direct writes
+(add one memory, update its text, delete it) and recording use (``GET`` of one memory records
+it; ``POST /v1/memories:used`` names the memories an agent was handed otherwise).
 
 The store calls run on the service's store threads (not where reads run), within the
 request's deadline; the request's slot is admission's (:mod:`memreader.service.admission`)."""
@@ -18,6 +19,7 @@ from memreader.service.models import (
     ForgetRequest,
     SearchRequest,
     UpdateMemoryRequest,
+    UsedRequest,
 )
 from memreader.service.problems import ProblemError, shown
 from memreader.service.state import ServiceState, json_response
@@ -77,6 +79,7 @@ async def search(body: SearchRequest, request: Request) -> Response:
             mode=body.mode,
             category=body.category,
             min_score=body.min_score,
+            heat_weight=body.heat_weight,
         ),
         "the search",
         state.deadline(request),
@@ -90,9 +93,25 @@ async def search(body: SearchRequest, request: Request) -> Response:
 async def get_memory(
     memory_id: str, request: Request, user_id: str | None = Query(default=None)
 ) -> Response:
-    """One memory of ``user_id``, whatever its status (404 when that user has none such)."""
+    """One memory of ``user_id``, whatever its status (404 when that user has none such);
+    its use is recorded (it is handed to the caller)."""
     memory, _ = await _memory(request, memory_id, user_id, history=False)
     return json_response(memory_json(memory))
+
+
+@router.post("/v1/memories:used")
+async def mark_used(body: UsedRequest, request: Request) -> Response:
+    """Record that an agent was handed ``user_id``'s memories ``ids`` (one use each): how
+    many were marked (ids that user has no memory of are not)."""
+    state = _state(request)
+    user_id = state.check_user(state.principal(request), body.user_id)
+    marked = await state.blocking(
+        lambda: state.store.mark_used(body.ids, user_id=user_id),
+        "recording use",
+        state.deadline(request),
+        writes=True,
+    )
+    return json_response({"marked": marked})
 
 
 @router.get("/v1/memories/{memory_id}/history")
@@ -219,9 +238,14 @@ async def _memory(
     principal = state.principal(request)
     owner = _owner(state, principal, user_id)
     deadline = state.deadline(request)
-    memory = await state.blocking(
-        lambda: state.store.get(memory_id, user_id=owner), "the lookup", deadline
-    )
+
+    def look() -> StoredMemory | None:
+        found = state.store.get(memory_id, user_id=owner)
+        if found is not None and not history:  # shown to the caller: used (history is audit)
+            state.store.record_use([found.id], user_id=owner)
+        return found
+
+    memory = await state.blocking(look, "the lookup", deadline)
     if memory is None:
         raise _not_found(owner, memory_id)
     entries = []

@@ -57,7 +57,7 @@ from memreader.stores.hits import SEARCH_MODES, SearchHit, SearchMode
 from memreader.stores.lifecycle import LifecycleStorage, Maintenance
 from memreader.stores.records import StoredMemory
 from memreader.stores.scoring import ScoreParts
-from memreader.stores.usage import UseRecords
+from memreader.stores.usage import UseRecords, check_heat_weight
 
 __all__ = [
     "SEARCH_MODES",
@@ -195,6 +195,7 @@ class MemoryStore(
         mode: SearchMode = "hybrid",
         category: str | None = None,
         min_score: float | None = None,
+        heat_weight: float | None = None,
     ) -> list[SearchHit]:
         """The ``k`` best memories of ``user_id`` for ``query``, best first.
 
@@ -212,6 +213,8 @@ class MemoryStore(
         best first. ``min_score`` (in [0, 1]; ``None``: no cut) drops the hits whose
         relevance is below it, so a query about nothing stored returns few or none:
         :data:`~memreader.stores.scoring.RECOMMENDED_MIN_SCORE` is the measured cut.
+        ``heat_weight`` (in [0, 1]; ``None``: the store's) lifts memories used lately
+        (:mod:`~memreader.stores.usage`); a search never records use.
 
         Raises:
             InputError: a bad argument (``mode`` not one of :data:`SEARCH_MODES`, ``k`` not in
@@ -232,6 +235,9 @@ class MemoryStore(
             include_inactive=include_inactive,
             category=check_category(category) if category is not None else None,
             min_score=check_min_score(min_score),
+            heat_weight=self.heat_weight
+            if heat_weight is None
+            else check_heat_weight(heat_weight, "heat_weight", InputError),
         )
         owner, k = check_owner(user_id), check_k(k)
         if mode != "text":

@@ -42,7 +42,8 @@ class Filters:
     """What a search keeps: memory types, a session, a time range (on ``valid_from``, else
     ``recorded_at``), whether retired memories count, and a category the memories are linked
     to. Each store turns it into its own SQL. ``min_score``: the least relevance a hit
-    keeps (:func:`check_min_score`; ``None``: no cut), applied after scoring."""
+    keeps (:func:`check_min_score`; ``None``: no cut), applied after scoring; ``heat_weight``:
+    how much use moves the scores (:mod:`memreader.stores.usage`; 0: use is not read)."""
 
     types: tuple[str, ...] | None = None
     session_id: str | None = None
@@ -51,6 +52,7 @@ class Filters:
     include_inactive: bool = False
     category: str | None = None
     min_score: float | None = None
+    heat_weight: float = 0.0
 
 
 def check_min_score(value: object) -> float | None:

@@ -45,6 +45,7 @@ __all__ = [
     "fts_match",
     "fts_query",
     "fts_words",
+    "heated",
     "importance_of",
     "rank_candidates",
     "rrf_score",
@@ -125,7 +126,10 @@ class ScoreParts:
     ``gamma ** age_in_days``. ``final = relevance * importance_factor * decay`` where the
     importance factor is ``(1 + w * (importance - 0.5)) / (1 + w / 2)`` with ``w`` the store's
     ``importance_weight`` (see :func:`final_score`). ``passage`` is the best passage's score
-    (``None`` when the memory had no passage to score; then relevance is 0).
+    (``None`` when the memory had no passage to score; then relevance is 0). ``heat`` is how
+    much the memory was used lately, in [0, 1] (:func:`memreader.stores.usage.heat`; 0 when
+    never, or when the search weighs heat at 0, when it is not read): ``final`` is then
+    multiplied by ``1 + heat_weight * heat``, capped at 1 (see :func:`heated`).
     """
 
     final: float
@@ -136,6 +140,7 @@ class ScoreParts:
     decay: float
     relevance: float
     passage: float | None = None
+    heat: float = 0.0
 
 
 _SECONDS_PER_DAY = 86_400.0
@@ -175,6 +180,17 @@ def final_score(
     return min(1.0, max(0.0, score))
 
 
+def heated(score: float, heat: float, heat_weight: float) -> float:
+    """``score * (1 + heat_weight * heat)``, capped at 1: use lifts a relevant memory in
+    proportion to its relevance (an unrelated memory used often stays unrelated), and a
+    memory never used (heat 0) keeps its score exactly.
+
+    >>> heated(0.5, 0.0, 0.2), heated(0.5, 1.0, 0.2), heated(0.9, 1.0, 0.2)
+    (0.5, 0.6, 1.0)
+    """
+    return min(1.0, score * (1.0 + heat_weight * heat))
+
+
 def check_importance_weight(value: Any) -> float:
     """``value`` as an importance weight: a number in ``[0, 2)``.
 
@@ -201,10 +217,12 @@ def rank_candidates(
     gamma: float,
     importance_weight: float,
     matches: Mapping[int, float | None],
+    heat: tuple[Mapping[int, float], float] | None = None,
 ) -> list[tuple[int, ScoreParts]]:
     """Score ``candidates`` (``ranks``: each one's ranks in the lists that found it,
     ``text_ranks``: in the full-text list, ``matches``: each one's best passage score, its
-    relevance) and sort them best first (ties: the higher fused score, then the lower rowid).
+    relevance; ``heat``: each used one's heat and the weight of heat, see :func:`heated`) and
+    sort them best first (ties: the higher fused score, then the lower rowid).
 
     >>> from datetime import datetime, timezone
     >>> t = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -215,6 +233,7 @@ def rank_candidates(
     """
     read = list(candidates)
     fused = {rowid: rrf_score(ranks[rowid]) for rowid, _, _, _ in read}
+    heats, heat_weight = heat if heat is not None else ({}, 0.0)
     scored: list[tuple[int, ScoreParts]] = []
     for rowid, stored, when, similarity in read:
         weight = importance_of(stored)
@@ -223,8 +242,11 @@ def rank_candidates(
         match = min(1.0, max(0.0, passage)) if passage is not None else 0.0
         places = min(1.0, fused[rowid] * (RRF_K + 1) / 2.0)
         relevance = (1.0 - RANK_WEIGHT) * match + RANK_WEIGHT * places
+        used = heats.get(rowid, 0.0)
         parts = ScoreParts(
-            final=final_score(relevance, weight, factor, importance_weight),
+            final=heated(
+                final_score(relevance, weight, factor, importance_weight), used, heat_weight
+            ),
             fused=fused[rowid],
             similarity=similarity,
             text_rank=text_ranks.get(rowid),
@@ -232,6 +254,7 @@ def rank_candidates(
             decay=factor,
             relevance=relevance,
             passage=passage,
+            heat=used,
         )
         scored.append((rowid, parts))
     scored.sort(key=lambda hit: (-hit[1].final, -hit[1].fused, hit[0]))

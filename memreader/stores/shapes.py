@@ -57,6 +57,7 @@ def score_json(score: ScoreParts) -> dict[str, Any]:
         "importance": score.importance,
         "decay": score.decay,
         "passage": score.passage,
+        "heat": score.heat,
     }
 
 

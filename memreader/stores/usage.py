@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from memreader.errors import ConfigError, InputError, StoreError
+from memreader.errors import ConfigError, InputError, MemReaderError, StoreError
 from memreader.stores.checks import aware, check_memory_id, check_owner, moment
 
 __all__ = [
@@ -95,18 +95,21 @@ def heat(usage: Usage | None, now: datetime) -> float:
     return float(count * 0.5 ** (days / HEAT_HALF_LIFE_DAYS))
 
 
-def check_heat_weight(value: Any, what: str = "heat_weight") -> float:
+def check_heat_weight(
+    value: Any, what: str = "heat_weight", error: type[MemReaderError] = ConfigError
+) -> float:
     """``value`` as a heat weight, a number in ``[0, MAX_HEAT_WEIGHT]``.
 
     Raises:
-        ConfigError: it is not (the message names ``what``).
+        ConfigError: it is not (the message names ``what``), or ``error`` when given (a
+            search's argument is an :class:`~memreader.errors.InputError`).
     """
     if (
         isinstance(value, bool)
         or not isinstance(value, (int, float))
         or not 0.0 <= value <= MAX_HEAT_WEIGHT
     ):
-        raise ConfigError(f"{what} must be a number in [0, {MAX_HEAT_WEIGHT:g}], got {value!r}")
+        raise error(f"{what} must be a number in [0, {MAX_HEAT_WEIGHT:g}], got {value!r}")
     return float(value)
 
 

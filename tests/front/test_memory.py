@@ -177,7 +177,8 @@ def test_categories_are_kept_and_exported(memory: Memory, tmp_path: Path) -> Non
         ),
         (
             lambda m: m.search("x", user_id="u", sesion_id="s1"),
-            "search() has no filter 'sesion_id'; known: category, include_inactive, min_score, "
+            "search() has no filter 'sesion_id'; known: category, heat_weight, include_inactive, "
+            "min_score, "
             "mode, now, session_id, since, types, until",
         ),
         (

@@ -15,6 +15,7 @@ TOOLS = {
     "recall",
     "context",
     "get_memory",
+    "mark_used",
     "memory_history",
     "forget",
     "delete_memory",

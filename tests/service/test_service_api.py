@@ -56,6 +56,7 @@ def test_read_store_search_get_history(start: Start) -> None:
         "importance",
         "decay",
         "passage",
+        "heat",
     }
     assert found[0]["passages"] and 0 <= found[0]["score"]["final"] <= 1
     memory_id = items[0]["id"]

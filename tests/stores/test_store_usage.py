@@ -9,7 +9,7 @@ from datetime import timedelta
 
 import pytest
 
-from memreader.errors import InputError, StoreError
+from memreader.errors import ConfigError, InputError, StoreError
 from memreader.stores import MemoryStore, SourceSelector, open_store
 from memreader.stores.usage import Usage
 from memreader.testing import HashEmbedder
@@ -117,3 +117,54 @@ def test_mark_used_is_one_statement_per_call(tmp_path: object) -> None:
         store._conn.set_trace_callback(seen.append)  # type: ignore[attr-defined]
         assert store.mark_used([f"m{i}" for i in range(30)], user_id="u1") == 30
         assert sum("memory_use" in s for s in seen) == 1
+
+
+def _twins(store: MemoryStore) -> None:
+    """Two memories that match "tea" equally (same words, one more: a near-tie)."""
+    store.write([item("a", "Ana drinks green tea"), item("b", "Ana drinks black tea")], now=T0)
+
+
+def test_heat_lifts_used_memories_and_changes_nothing_without_use(store: MemoryStore) -> None:
+    _twins(store)
+    plain = store.search("Ana tea", user_id="u1", now=T0, mode="text")
+    heated = store.search("Ana tea", user_id="u1", now=T0, mode="text", heat_weight=0.5)
+    # Nothing used: the weight changes no score, no order.
+    assert [(h.id, h.score) for h in heated] == [(h.id, h.score) for h in plain]
+    assert all(h.score.heat == 0.0 for h in plain)
+    last = plain[-1].id
+    for _ in range(10):
+        store.mark_used([last], user_id="u1", at=T0)
+    assert store.usage([last], user_id="u1")[last].access_count == 10
+    again = store.search("Ana tea", user_id="u1", now=T0, mode="text")
+    assert [h.id for h in again] == [h.id for h in plain]  # the store's weight: 0
+    lifted = store.search("Ana tea", user_id="u1", now=T0, mode="text", heat_weight=0.5)
+    assert lifted[0].id == last and 0.6 < lifted[0].score.heat < 0.62  # log1p(10)/log1p(50)
+    before = next(h for h in plain if h.id == last).score.final
+    assert lifted[0].score.final == pytest.approx(
+        min(1.0, before * (1 + 0.5 * lifted[0].score.heat))
+    )
+    # A month without use halves the heat.
+    month = store.search("Ana tea", user_id="u1", now=T0 + timedelta(days=30), heat_weight=0.5)
+    assert next(h for h in month if h.id == last).score.heat == pytest.approx(0.305, abs=0.01)
+    assert store.usage([last], user_id="u1")[last].access_count == 10  # searches wrote nothing
+
+
+def test_the_store_option_sets_the_default_heat_weight(url: str) -> None:
+    with open_store(url, embedder=HashEmbedder(), heat_weight=0.5) as store:
+        _twins(store)
+        last = store.search("Ana tea", user_id="u1", now=T0, mode="text")[-1].id
+        store.mark_used([last], user_id="u1", at=T0)
+        assert store.search("Ana tea", user_id="u1", now=T0, mode="text")[0].id == last
+        first = store.search("Ana tea", user_id="u1", now=T0, mode="text", heat_weight=0)[0]
+        assert first.id != last and first.score.heat == 0.0  # weight 0: use is not read
+
+
+def test_bad_heat_weights_are_typed_errors(store: MemoryStore, url: str) -> None:
+    with pytest.raises(InputError, match=r"heat_weight must be a number in \[0, 1\], got 2"):
+        store.search("tea", user_id="u1", heat_weight=2)
+    with pytest.raises(InputError, match="heat_weight must be a number in .0, 1., got True"):
+        store.search("tea", user_id="u1", heat_weight=True)
+    with pytest.raises(
+        ConfigError, match=r"store option heat_weight must be a number in \[0, 1\], got -0.1"
+    ):
+        open_store(url, embedder=HashEmbedder(), heat_weight=-0.1)

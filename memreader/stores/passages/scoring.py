@@ -253,16 +253,18 @@ def rank_by_passages(
     lists: tuple[Sequence[Candidate], Mapping[int, Sequence[int]], Mapping[int, int]],
     ranking: tuple[datetime, float, float],
     min_score: float | None,
+    heat: tuple[Mapping[int, float], float] | None = None,
 ) -> tuple[list[tuple[int, ScoreParts]], dict[int, ScoredPassages]]:
     """What both stores do once they have read their candidates: score the passages
     (``query`` empty in vector mode: words then do not count), rank the candidates by their
     best passage (``lists``: the candidates, their ranks in each list and in the full-text
     list; ``ranking``: now, gamma and the importance weight, see
-    :func:`~memreader.stores.scoring.rank_candidates`), and drop those whose relevance is below
-    ``min_score``. Returns the ranked candidates and their scored passages."""
+    :func:`~memreader.stores.scoring.rank_candidates`; ``heat``: the used candidates' heat and
+    its weight), and drop those whose relevance is below ``min_score``. Returns the ranked
+    candidates and their scored passages."""
     passages = score_passages(query, vector, sets, lexical_weight=None if query else 0.0)
     matches = {rowid: found.best for rowid, found in passages.items()}
-    scored = rank_candidates(*lists, *ranking, matches)
+    scored = rank_candidates(*lists, *ranking, matches, heat)
     if min_score is not None:
         scored = [hit for hit in scored if hit[1].relevance >= min_score]
     return scored, passages

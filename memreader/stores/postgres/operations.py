@@ -23,6 +23,7 @@ from memreader.stores.passages.scoring import ScoredPassages, rank_by_passages
 from memreader.stores.postgres.passages import read_passages
 from memreader.stores.postgres.schema import MEMORY_COLUMNS, memory_from_row
 from memreader.stores.postgres.text_search import WordRows, text_list
+from memreader.stores.postgres.usage import read_heat
 from memreader.stores.scoring import Candidate
 from memreader.stores.write_decisions import content_hash, looked_up
 
@@ -334,7 +335,8 @@ def search(
     q = _unit(vector) if vector is not None else None
     lists = (candidates, ranks, text_ranks)
     weights = (now, ranking.gamma, ranking.importance_weight)
-    scored, passages = rank_by_passages(query, q, sets, lists, weights, filters.min_score)
+    heat = read_heat(conn, list(ranks), now, filters.heat_weight), filters.heat_weight
+    scored, passages = rank_by_passages(query, q, sets, lists, weights, filters.min_score, heat)
     return _hits(conn, scored[:k], passages)
 
 

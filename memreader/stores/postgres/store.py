@@ -74,7 +74,7 @@ from memreader.stores.postgres.schema import (
 )
 from memreader.stores.postgres.session import Session, check_dimensions, stored_dimension
 from memreader.stores.postgres.text_search import WordRows
-from memreader.stores.postgres.usage import PostgresUse
+from memreader.stores.postgres.use_records import PostgresUse
 from memreader.stores.postgres.writes import Changes, prepare
 from memreader.stores.records import StoredMemory, readable
 from memreader.stores.scoring import (

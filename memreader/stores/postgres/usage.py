@@ -1,24 +1,22 @@
 """The PostgreSQL store's use records (:mod:`memreader.stores.usage`): the
 ``memreader_memory_use`` table, its own schema step (:func:`ensure_use`, on open when it is
 missing: an older database gains it without a schema version change), each row removed with its
-memory (``ON DELETE CASCADE``: purge, erase), and :class:`PostgresUse`, the
-:class:`~memreader.stores.usage.UseRecords` methods of
-:class:`~memreader.stores.postgres.store.PostgresStore`."""
+memory (``ON DELETE CASCADE``: purge, erase), and the statements that mark, read and weigh
+use (:class:`~memreader.stores.postgres.use_records.PostgresUse` runs them)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import Any
 
-from memreader.stores.base import MemoryStore
-from memreader.stores.postgres.operations import Connection, lock_owners
+import psycopg
+
 from memreader.stores.usage import CHUNK, Usage, heat
 
-if TYPE_CHECKING:  # the session opens the table (ensure_use): a run-time import would cycle
-    from memreader.stores.postgres.session import Session
+Connection = psycopg.Connection[Any]
 
-__all__ = ["USE_SCHEMA", "PostgresUse", "ensure_use", "read_heat"]
+__all__ = ["USE_SCHEMA", "ensure_use", "mark_used", "read_heat", "read_usage"]
 
 USE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS memreader_memory_use (
@@ -69,31 +67,20 @@ def read_heat(
     return {r[0]: heat(Usage(int(r[1]), r[2]), now) for r in rows}
 
 
-class PostgresUse(MemoryStore):
-    """The use records of the PostgreSQL store, each call one transaction. Marking takes the
-    owner's advisory lock first, as purge and erase do, so a memory is never removed between
-    the statement finding it and its use row's key check."""
+def mark_used(conn: Connection, ids: Sequence[str], owner: str, at: datetime) -> int:
+    """Inside a write transaction holding ``owner``'s lock: count one use of each of
+    ``owner``'s memories ``ids``; how many were marked."""
+    marked = 0
+    for start in range(0, len(ids), CHUNK):
+        marked += conn.execute(_MARK, (at, owner, list(ids[start : start + CHUNK]))).rowcount
+    return marked
 
-    _session: Session
 
-    def _mark_used(self, ids: list[str], owner: str, at: datetime) -> int:
-        def work(conn: Connection) -> int:
-            lock_owners(conn, [owner])
-            marked = 0
-            for start in range(0, len(ids), CHUNK):
-                cursor = conn.execute(_MARK, (at, owner, ids[start : start + CHUNK]))
-                marked += cursor.rowcount
-            return marked
-
-        return self._session.run(work, write=True)
-
-    def _usage(self, ids: list[str], owner: str) -> dict[str, Usage]:
-        rows = self._session.run(
-            lambda c: c.execute(
-                "SELECT memory_id, access_count, last_accessed_at FROM memreader_memory_use "
-                "WHERE user_id = %s AND memory_id = ANY(%s)",
-                (owner, ids),
-            ).fetchall(),
-            write=False,
-        )
-        return {r[0]: Usage(int(r[1]), r[2]) for r in rows}
+def read_usage(conn: Connection, ids: Sequence[str], owner: str) -> dict[str, Usage]:
+    """The use rows of ``owner``'s memories ``ids``."""
+    rows = conn.execute(
+        "SELECT memory_id, access_count, last_accessed_at FROM memreader_memory_use "
+        "WHERE user_id = %s AND memory_id = ANY(%s)",
+        (owner, list(ids)),
+    ).fetchall()
+    return {r[0]: Usage(int(r[1]), r[2]) for r in rows}

@@ -22,13 +22,8 @@ from memreader.stores.passages.scoring import ScoredPassages, rank_by_passages
 from memreader.stores.scoring import Candidate
 from memreader.stores.sqlite.categories import category_rowids, drop_links
 from memreader.stores.sqlite.passages import PassageCache
-from memreader.stores.sqlite.schema import (
-    MEMORY_COLUMNS,
-    iso,
-    memory_from_row,
-    time_of,
-    vector_row,
-)
+from memreader.stores.sqlite.schema import MEMORY_COLUMNS, iso, memory_from_row, time_of, vector_row
+from memreader.stores.sqlite.usage import read_heat
 from memreader.stores.sqlite.vectors import OwnerVectors, VectorCache, VectorRow, unit
 from memreader.stores.sqlite.writes import bump_versions
 from memreader.stores.text_match import affordable_words, fts_match, fts_words
@@ -294,8 +289,9 @@ class StoreOps:
             candidates.append((rowid, importance, moment, similarity))
         stamp = (self.conn.execute("PRAGMA data_version").fetchone()[0], self._commits)
         sets = self.passages.read(self.conn, [(c[0], c[3]) for c in candidates], stamp)
+        heat = read_heat(self.conn, list(ranks), now, filters.heat_weight), filters.heat_weight
         lists, weights = (candidates, ranks, text_ranks), (now, self.gamma, self.importance_weight)
-        scored, found = rank_by_passages(query, q, sets, lists, weights, filters.min_score)
+        scored, found = rank_by_passages(query, q, sets, lists, weights, filters.min_score, heat)
         return self._hits(scored[:k], found)
 
     def _text_search(self, query: str, owner: str, filters: Filters, n: int) -> list[int]:
