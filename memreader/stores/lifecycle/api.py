@@ -111,13 +111,19 @@ class LifecycleStorage:
         return self._after_change([event], [])[0]
 
     def enforce_budget(
-        self, *, user_id: str | None = None, now: datetime | None = None, dry_run: bool = False
+        self,
+        *,
+        user_id: str | None = None,
+        now: datetime | None = None,
+        dry_run: bool = False,
+        lifecycle: LifecycleConfig | None = None,
     ) -> dict[str, int]:
         """Bring every owner (or ``user_id``) past the watermark down to the target; returns
-        how many memories expired (``dry_run``: would expire) per owner past it. Nothing
-        happens without a ``max_active``."""
+        how many memories expired (``dry_run``: would expire) per owner past it. The budget is
+        ``lifecycle``'s (default: the store's); nothing happens without a ``max_active``."""
         owners = [check_owner(user_id)] if user_id is not None else None
-        counts, events = self._enforce(owners, moment(now), dry_run)
+        config = lifecycle or self.lifecycle
+        counts, events = self._enforce(owners, moment(now), dry_run, config)
         if events:
             self._after_change(events, [])
         return counts
@@ -136,14 +142,18 @@ class LifecycleStorage:
             owners = {i.metadata.user_id for i in items}
             owners |= {e.user_id for e in events if e.user_id}
             if owners:
-                events = events + self._enforce(sorted(owners), moment(None), False)[1]
+                found = self._enforce(sorted(owners), moment(None), False, config)
+                events = events + found[1]
         after: Any = super()._after_change  # type: ignore[misc]  # the store's next class
         return list(after(events, items))
 
     def _enforce(
-        self, owners: Collection[str] | None, now: datetime, dry_run: bool
+        self,
+        owners: Collection[str] | None,
+        now: datetime,
+        dry_run: bool,
+        config: LifecycleConfig | None,
     ) -> tuple[dict[str, int], list[WriteEvent]]:
-        config = self.lifecycle
         if config is None or config.watermark is None or config.target is None:
             return {}, []
         watermark, target = config.watermark, config.target

@@ -110,12 +110,7 @@ class Maintenance:
         if config.max_active is None:
             report.notes.append("budget: off (no max_active)")
         else:
-            kept = self.lifecycle
-            self.lifecycle = config
-            try:
-                report.expired = self.enforce_budget(now=at, dry_run=dry_run)
-            finally:
-                self.lifecycle = kept
+            report.expired = self.enforce_budget(now=at, dry_run=dry_run, lifecycle=config)
         report.repaired = self._repair(config.repair_batch, dry_run, report.notes)
         return report
 
@@ -159,6 +154,7 @@ class Maintenance:
             user_id: str | None = None,
             now: datetime | None = None,
             dry_run: bool = False,
+            lifecycle: LifecycleConfig | None = None,
         ) -> dict[str, int]: ...
 
     def _retired_counts(self, cutoff: datetime) -> dict[str, int]:
