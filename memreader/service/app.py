@@ -29,6 +29,7 @@ from memreader.service import (
     routes_categories,
     routes_context,
     routes_jobs,
+    routes_lifecycle,
     routes_memories,
     routes_read,
 )
@@ -84,7 +85,14 @@ def create_app(
         redoc_url=None,
     )
     app.state.service = state
-    routers = (routes_read, routes_memories, routes_context, routes_jobs, routes_categories)
+    routers = (
+        routes_read,
+        routes_memories,
+        routes_lifecycle,
+        routes_context,
+        routes_jobs,
+        routes_categories,
+    )
     for module in routers:
         app.include_router(module.router)
     _add_handlers(app)

@@ -8,6 +8,8 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import httpx
+
 from memreader.factory import MemReaderConfigFactory
 from memreader.service import ServiceConfig, ServiceSettings
 from memreader.service.maintenance import LEASE_KEY
@@ -15,7 +17,7 @@ from memreader.service.state import ServiceState
 from memreader.stores import open_store
 from memreader.testing import HashEmbedder
 from tests.common import HASH_EMBEDDER
-from tests.service.http_client import Start
+from tests.service.http_client import Start, auth, problem
 
 OLD = datetime.now(timezone.utc) - timedelta(days=40)
 
@@ -78,3 +80,31 @@ def test_a_live_service_maintains_on_its_own(tmp_path: Path, start: Start) -> No
     while _rows(url) != 1 and time.monotonic() < deadline:
         time.sleep(0.2)
     assert _rows(url) == 1
+
+
+def test_pins_and_restores_over_http(start: Start, tmp_path: Path) -> None:
+    url = start(config={"lifecycle": {"max_active": 5}})  # watermark 4, target 3
+    alice = auth("alice")
+    ids = [
+        httpx.post(
+            f"{url}/v1/memories", json={"text": f"Alice fact {i}: tram {i}"}, headers=alice
+        ).json()["event"]["memory_id"]
+        for i in range(2)
+    ]
+    pinned = httpx.post(
+        f"{url}/v1/memories:pin", json={"user_id": "alice", "ids": ids[:1]}, headers=alice
+    )
+    assert pinned.status_code == 200 and pinned.json() == {"changed": 1, "pinned": ids[:1]}
+    for i in range(2, 5):  # the 5th write passes the watermark: down to 3, the pinned one kept
+        httpx.post(f"{url}/v1/memories", json={"text": f"Alice fact {i}: bus {i}"}, headers=alice)
+    with open_store(f"sqlite:///{tmp_path}/memories.db", text_only=True) as store:
+        states = {i: store.get(i, user_id="alice").status for i in ids}  # type: ignore[union-attr]
+    assert states == {ids[0]: "active", ids[1]: "expired"}
+    back = httpx.post(f"{url}/v1/memories/{ids[1]}:restore?user_id=alice", headers=alice)
+    assert back.status_code == 200 and back.json()["event"]["event"] == "ADD"
+    again = httpx.post(f"{url}/v1/memories/{ids[1]}:restore?user_id=alice", headers=alice)
+    assert "only an expired memory is restored" in problem(again, 422)["detail"]
+    unknown = {"user_id": "alice", "ids": ["nope"]}
+    problem(httpx.post(f"{url}/v1/memories:pin", json=unknown, headers=alice), 404)
+    other = {"user_id": "bob", "ids": ids[:1]}
+    problem(httpx.post(f"{url}/v1/memories:pin", json=other, headers=alice), 403)
