@@ -5,6 +5,7 @@ Run by hand (not in the test suite)::
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/maintain.py --json /tmp/maintain.json
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/maintain.py --pg   # PostgreSQL too (pgserver)
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/maintain.py --pg-only
 
 The store is loaded by SQL (``INSERT`` in one transaction for SQLite, ``COPY`` for PostgreSQL,
 as ``benchmarks/store.py`` loads its stores): each owner's memories are ``--expired`` expired
@@ -211,16 +212,18 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--writes", type=int, default=200)
     parser.add_argument("--pg", action="store_true", help="PostgreSQL too (pgserver)")
+    parser.add_argument("--pg-only", action="store_true", help="PostgreSQL only")
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args()
     result: dict[str, Any] = {"machine": machine_info(), "stores": {}}
     with tempfile.TemporaryDirectory() as folder:
         path = str(Path(folder) / "m.db")
-        _log("loading sqlite ...")
-        load_s = load_sqlite(path, args)
-        _log(f"loaded in {load_s:.1f}s; maintaining ...")
-        result["stores"]["sqlite"] = {"load_s": load_s, **run("sqlite:///" + path, args)}
-        if args.pg:
+        if not args.pg_only:
+            _log("loading sqlite ...")
+            load_s = load_sqlite(path, args)
+            _log(f"loaded in {load_s:.1f}s; maintaining ...")
+            result["stores"]["sqlite"] = {"load_s": load_s, **run("sqlite:///" + path, args)}
+        if args.pg or args.pg_only:
             import psycopg
             from pgserver.postgres_server import get_server
 

@@ -6,6 +6,7 @@ change takes the owners' advisory locks first, as a memory write does."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection
 from datetime import datetime
 from typing import Any
@@ -24,10 +25,13 @@ from memreader.stores.postgres.schema import MEMORY_COLUMNS, memory_from_row, ve
 from memreader.stores.postgres.session import check_dimensions
 from memreader.stores.postgres.writes import Changes
 from memreader.stores.records import StoredMemory
+from memreader.stores.write_decisions import keys_of, load_supports
 
 __all__ = ["PostgresLifecycle"]
 
 _UNINDEXED = "status = 'active' AND (embedding IS NULL OR COALESCE(embedding_model, '') = ANY(%s))"
+#: :data:`_UNINDEXED` over the alias ``m`` (in an ``UPDATE ... FROM`` its columns are ambiguous).
+_UNINDEXED_M = _UNINDEXED.replace("status", "m.status").replace("embedding", "m.embedding")
 
 
 class PostgresLifecycle(PostgresCategories):
@@ -99,33 +103,47 @@ class PostgresLifecycle(PostgresCategories):
     def _expire_for_budget(
         self, owner: str, chosen: list[tuple[str, str]], target: int, now: datetime
     ) -> list[WriteEvent]:
+        # delete_one's expiry, batched: a few statements per batch, not a few per memory (a
+        # round trip each: 30,000 expiries took minutes one by one).
         def work(conn: Connection) -> list[WriteEvent]:
             lock_owners(conn, [owner])
             row = conn.execute(
                 "SELECT count(*) FROM memreader_memories WHERE user_id = %s AND status = 'active'",
                 (owner,),
             ).fetchone()
-            count = int(row[0]) if row else 0
-            pinned = {
+            allowed = max(0, (int(row[0]) if row else 0) - target)
+            ids = [i for i, _ in chosen]
+            open_ = {
                 r[0]
                 for r in conn.execute(
-                    "SELECT memory_id FROM memreader_memory_pins WHERE user_id = %s "
-                    "AND memory_id = ANY(%s)",
-                    (owner, [i for i, _ in chosen]),
+                    "SELECT id FROM memreader_memories m WHERE user_id = %s AND id = ANY(%s) "
+                    "AND status = 'active' AND NOT EXISTS (SELECT 1 FROM memreader_memory_pins "
+                    "p WHERE p.user_id = m.user_id AND p.memory_id = m.id)",
+                    (owner, ids),
                 )
             }
-            changes = Changes(conn, now, self.near_duplicate)
-            events: list[WriteEvent] = []
-            for memory_id, reason in chosen:
-                if count <= target:
-                    break
-                if memory_id in pinned:
-                    continue
-                event = changes.delete_one(owner, memory_id, erase=False, reason=reason)
-                if event is not None and event.event == "EXPIRE":
-                    events.append(event)
-                    count -= 1
-            return events
+            why = dict(chosen)
+            expire = [i for i in ids if i in open_][:allowed]
+            rows = conn.execute(
+                "UPDATE memreader_memories SET status = 'expired', retired_at = %s "
+                "WHERE user_id = %s AND id = ANY(%s) AND status = 'active' "
+                "RETURNING id, memory, supports",
+                (now, owner, expire),
+            ).fetchall()
+            conn.execute(
+                "INSERT INTO memreader_history (user_id, memory_id, event, old_memory, "
+                "new_memory, at, reason, source_ids) SELECT %s, i, 'EXPIRE', m, NULL, %s, r, s "
+                "FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[]) AS t(i, m, r, s)",
+                (
+                    owner,
+                    now,
+                    [r[0] for r in rows],
+                    [r[1] for r in rows],
+                    [why[r[0]] for r in rows],
+                    [json.dumps(keys_of(load_supports(r[2]))) for r in rows],
+                ),
+            )
+            return [WriteEvent("EXPIRE", r[0], "", why[r[0]], user_id=owner) for r in rows]
 
         return self._session.run(work, write=True)
 
@@ -210,22 +228,25 @@ class PostgresLifecycle(PostgresCategories):
         def work(conn: Connection) -> tuple[list[str], int | None]:
             dimension = check_dimensions(conn, items, self._dimension)
             lock_owners(conn, {i.metadata.user_id for i in items})
-            owners: list[str] = []
-            changed: set[tuple[str, str]] = set()
-            for rowid, item in rows:
-                meta = item.metadata
-                vector: Any = vector_text(meta.embedding or [])
-                cursor = conn.execute(
-                    "UPDATE memreader_memories SET embedding = %s::vector, embedding_model = %s "
-                    f"WHERE rowid = %s AND {_UNINDEXED}",
-                    (vector, meta.embedding_model, rowid, foreign),
-                )
-                if cursor.rowcount:
-                    conn.execute("DELETE FROM memreader_passages WHERE memory_rowid = %s", (rowid,))
-                    owners.append(meta.user_id)
-                    changed.add((meta.user_id, item.id))
-            add_passages(conn, {key: p for key, p in plan.items() if key in changed})
-            return owners, dimension
+            # One statement for the batch: the rows still unindexed get their new vector.
+            changed = conn.execute(
+                "UPDATE memreader_memories m SET embedding = v.e::vector, embedding_model = v.n "
+                "FROM unnest(%s::bigint[], %s::text[], %s::text[]) AS v(r, e, n) "
+                f"WHERE m.rowid = v.r AND {_UNINDEXED_M} RETURNING m.rowid, m.user_id, m.id",
+                (
+                    [rowid for rowid, _ in rows],
+                    [vector_text(i.metadata.embedding or []) for i in items],
+                    [i.metadata.embedding_model for i in items],
+                    foreign,
+                ),
+            ).fetchall()
+            conn.execute(
+                "DELETE FROM memreader_passages WHERE memory_rowid = ANY(%s)",
+                ([r[0] for r in changed],),
+            )
+            keys = {(r[1], r[2]) for r in changed}
+            add_passages(conn, {key: p for key, p in plan.items() if key in keys})
+            return [r[1] for r in changed], dimension
 
         owners, self._dimension = self._session.run(work, write=True)
         return owners
