@@ -82,9 +82,12 @@ def _recall(ranks: Sequence[int | None]) -> dict[str, float]:
     }
 
 
-def run(data: Dataset, weights: Sequence[float], seed: int) -> list[dict[str, Any]]:
-    """Read ``data`` once per history into a fresh store and rank every question at each
-    weight; one row per (history, weight)."""
+def run(
+    data: Dataset, weights: Sequence[float], seed: int, embedder: str | None = None
+) -> list[dict[str, Any]]:
+    """Read ``data`` once into a store (``embedder``: a backend name, ``None`` for the default
+    local model), then, on a copy per history, rank every question at each weight; one row
+    per (history, weight)."""
     from memreader import Memory
 
     owners = {conv.conv_id: conv.user_id for conv in data.conversations}
@@ -93,7 +96,7 @@ def run(data: Dataset, weights: Sequence[float], seed: int) -> list[dict[str, An
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="heat-") as folder:
         read = f"{folder}/read.db"
-        with Memory(Variant().config(), store=f"sqlite:///{read}") as memory:
+        with Memory(Variant(embedder=embedder).config(), store=f"sqlite:///{read}") as memory:
             for conv in data.conversations:
                 for s, session in enumerate(conv.sessions):
                     session_id = f"{conv.conv_id}/s{s}"
@@ -101,7 +104,7 @@ def run(data: Dataset, weights: Sequence[float], seed: int) -> list[dict[str, An
         for history in HISTORIES:  # each on a copy of the store as read, no use recorded
             path = f"{folder}/{history}.db"
             shutil.copyfile(read, path)
-            with Memory(Variant().config(), store=f"sqlite:///{path}") as memory:
+            with Memory(Variant(embedder=embedder).config(), store=f"sqlite:///{path}") as memory:
                 rows += _weigh(memory, data, history, used, owners, path, weights)
     return rows
 
@@ -173,11 +176,13 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--weights", default=",".join(f"{w:g}" for w in WEIGHTS))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="2 owners (about a minute)")
+    parser.add_argument("--tiny", action="store_true", help="the smallest set (tests)")
+    parser.add_argument("--embedder", default=None, help="hash (tests); default: the local one")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
-    data = make_set("synthetic-en", seed=args.seed, quick=args.quick)
-    rows = run(data, [float(w) for w in args.weights.split(",")], args.seed)
+    data = make_set("synthetic-en", seed=args.seed, quick=args.quick, tiny=args.tiny)
+    rows = run(data, [float(w) for w in args.weights.split(",")], args.seed, args.embedder)
     sys.stdout.write(table(rows) + "\n")
     if args.json is not None:
         args.json.write_text(json.dumps(rows, indent=1), encoding="utf-8")

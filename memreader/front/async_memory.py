@@ -50,8 +50,11 @@ class AsyncMemory:
         *,
         store: str | None = None,
         store_options: Mapping[str, Any] | None = None,
+        working_memory: int | bool = 0,
     ) -> None:
-        self.memory = Memory(config, store=store, store_options=store_options)
+        self.memory = Memory(
+            config, store=store, store_options=store_options, working_memory=working_memory
+        )
 
     async def add(
         self,
@@ -78,8 +81,8 @@ class AsyncMemory:
         report = ReadReport()
         groups = await memory.reader.aget_memory(scenes, kind, info, mode, report=report)
         items = [item for group in groups for item in group]
-        events = await in_thread(functools.partial(memory._write, items), keep_result=True)
-        return add_result(items, events, report, info["session_id"], generated, kind)
+        events, held = await in_thread(functools.partial(memory._write, items), keep_result=True)
+        return add_result(items, events, report, info["session_id"], generated, kind, held)
 
     async def add_memory(
         self,
@@ -197,16 +200,26 @@ class AsyncMemory:
         )
         return await in_thread(call, keep_result=True)
 
+    async def end_session(self, session_id: str, *, user_id: str | None = None) -> list[WriteEvent]:
+        """:meth:`Memory.end_session <memreader.front.memory.Memory.end_session>`, awaited."""
+        call = functools.partial(self.memory.end_session, session_id, user_id=user_id)
+        return await in_thread(call, keep_result=True)
+
     async def aclose(self) -> None:
-        """Close the store (in a thread) and the reader's clients, async ones included."""
+        """Promote what working memory holds, close the store (in a thread) and the reader's
+        clients, async ones included."""
         memory = self.memory
         if memory._closed:
             return
-        memory._closed = True
         try:
-            await in_thread(memory.store.close)
+            if memory.working is not None:
+                await in_thread(memory.working.end_all, keep_result=True)
         finally:
-            await memory.reader.aclose()
+            memory._closed = True
+            try:
+                await in_thread(memory.store.close)
+            finally:
+                await memory.reader.aclose()
 
     async def __aenter__(self) -> AsyncMemory:
         return self

@@ -15,7 +15,8 @@ so nothing can be wired half::
 :class:`~memreader.MemReaderConfigFactory`), its ``store``, ``categories`` and ``fine.passes``
 (``reconcile``) included; ``Memory(store="postgresql://...")`` names the store (it wins over
 the config's). Without either, the store is ``memories.db`` in the data folder
-(:mod:`memreader.front.home`).
+(:mod:`memreader.front.home`). ``Memory(working_memory=N)`` holds each session's last N items
+before the store (:mod:`memreader.front.working`; off by default).
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ from memreader.front.inputs import (
 )
 from memreader.front.lifecycle import LifecycleCalls
 from memreader.front.results import SEARCH_FILTERS, AddResult, add_result
+from memreader.front.use import UseCalls
+from memreader.front.working import WorkingMemory, check_working_size
 from memreader.items import TextualMemoryItem
 from memreader.modes import ReadMode
 from memreader.readers import BaseMemReader
@@ -48,12 +51,11 @@ from memreader.stores.context import (
     Context,
     ContextOrder,
 )
-from memreader.stores.records import StoredMemory
 
 __all__ = ["SEARCH_FILTERS", "AddResult", "Memory"]  # the first two from front.results
 
 
-class Memory(LifecycleCalls):
+class Memory(LifecycleCalls, UseCalls):
     """A reader, its store and its category keeper as one object (see the module docstring);
     pins, restores and ``maintain`` are :class:`~memreader.front.lifecycle.LifecycleCalls`'.
 
@@ -65,6 +67,8 @@ class Memory(LifecycleCalls):
             config's ``store``.
         store_options: the store's own options (see :func:`memreader.stores.open_store`); not
             its embedder, ``text_only`` or keeper, which the config decides.
+        working_memory: items per session held before the store (``True``: 20; ``0``, the
+            default: none, every item is written at once): :mod:`memreader.front.working`.
 
     Raises:
         InputError: ``config``, ``store`` or ``store_options`` of the wrong type or content.
@@ -78,10 +82,12 @@ class Memory(LifecycleCalls):
         *,
         store: str | None = None,
         store_options: Mapping[str, Any] | None = None,
+        working_memory: int | bool = 0,
     ) -> None:
         from memreader.categories.maintainer import maintainer_for
         from memreader.stores import open_store
 
+        size = check_working_size(working_memory)
         options = dict(store_options or {})
         owned = sorted({"embedder", "text_only", "category_keeper", "lifecycle"} & set(options))
         if owned:
@@ -100,6 +106,7 @@ class Memory(LifecycleCalls):
             lifecycle=self.config.config.lifecycle,
             **options,
         )
+        self.working = WorkingMemory(self.store, size) if size else None
         self._closed = False
 
     # -- reading and writing ----------------------------------------------------------------------
@@ -132,8 +139,8 @@ class Memory(LifecycleCalls):
         report = ReadReport()
         groups = self.reader.get_memory(scenes, kind, info, mode, report=report)
         items = [item for group in groups for item in group]
-        events = self._write(items)
-        return add_result(items, events, report, info["session_id"], generated, kind)
+        events, held = self._write(items)
+        return add_result(items, events, report, info["session_id"], generated, kind, held)
 
     def _prepare(
         self,
@@ -156,8 +163,11 @@ class Memory(LifecycleCalls):
         session = session_digest(kind, scenes) if generated else session_id
         return kind, scenes, make_info(owner, session, metadata), generated
 
-    def _write(self, items: Sequence[TextualMemoryItem]) -> list[WriteEvent]:
-        return self.store.write(items) if items else []
+    def _write(self, items: Sequence[TextualMemoryItem]) -> tuple[list[WriteEvent], list[str]]:
+        """Store ``items`` (through working memory when on): the events, the ids held."""
+        if self.working is not None:
+            return self.working.remember(items)
+        return (self.store.write(items) if items else []), []
 
     # -- direct writes -----------------------------------------------------------------------------
 
@@ -208,6 +218,7 @@ class Memory(LifecycleCalls):
             InputError: no ``user_id``; the memory is not active; ``text`` is empty.
         """
         owner = self._owner(user_id, "update()")
+        self._settle(owner)
         return self.store.update(memory_id, text, user_id=owner, reason=reason)
 
     def delete(
@@ -222,6 +233,7 @@ class Memory(LifecycleCalls):
             InputError: no ``user_id``; ``erase`` is not true or false.
         """
         owner = self._owner(user_id, "delete()")
+        self._settle(owner)
         return self.store.delete(memory_id, user_id=owner, erase=erase)
 
     # -- the store's abilities ---------------------------------------------------------------------
@@ -235,7 +247,9 @@ class Memory(LifecycleCalls):
         ``types``, ``since``, ``until``, ``session_id``, ``include_inactive``, ``now``,
         ``mode``, ``category`` and ``min_score`` (the least relevance a hit keeps, in [0, 1]:
         :data:`~memreader.stores.scoring.RECOMMENDED_MIN_SCORE` drops hits about something
-        else), as :meth:`memreader.stores.MemoryStore.search` takes them.
+        else) and ``heat_weight`` (how much recorded use lifts a hit), as
+        :meth:`memreader.stores.MemoryStore.search` takes them. With working memory, held
+        items come first (``hit.tier == "working"``). A search never records use.
 
         >>> m = Memory({"config": {"embedder": {"backend": "hash"}}}, store="sqlite://:memory:")
         >>> _ = m.add("I live in Porto.", user_id="ana")
@@ -251,7 +265,7 @@ class Memory(LifecycleCalls):
             raise InputError(
                 f"search() has no filter {unknown[0]!r}; known: {', '.join(sorted(SEARCH_FILTERS))}"
             )
-        return self.store.search(query, user_id=owner, k=k, **filters)
+        return (self.working or self.store).search(query, user_id=owner, k=k, **filters)
 
     def context(
         self,
@@ -292,7 +306,7 @@ class Memory(LifecycleCalls):
         if unknown:
             known = ", ".join(sorted(SEARCH_FILTERS - {"include_inactive"}))
             raise InputError(f"context() has no filter {unknown[0]!r}; known: {known}")
-        return self.store.context(
+        return (self.working or self.store).context(
             query,
             user_id=owner,
             max_tokens=max_tokens,
@@ -301,27 +315,6 @@ class Memory(LifecycleCalls):
             order=order,
             **filters,
         )
-
-    def get(
-        self, memory_id: str, *, user_id: str | None = None, used: bool = True
-    ) -> StoredMemory | None:
-        """The memory ``memory_id`` of ``user_id`` (any status), or ``None``. Found, it is
-        recorded as used (handed to the caller) unless ``used=False`` (an audit, a check)."""
-        owner = self._owner(user_id, "get()")
-        found = self.store.get(memory_id, user_id=owner)
-        if found is not None and used is not False:
-            self.store.record_use([found.id], user_id=owner)
-        return found
-
-    def mark_used(self, ids: Sequence[str], *, user_id: str | None = None) -> int:
-        """Record that ``user_id``'s memories ``ids`` were handed to an agent (one use each):
-        how many were marked (see :meth:`memreader.stores.MemoryStore.mark_used`).
-        ``context()`` and :meth:`get` record their own; a search never does.
-
-        Raises:
-            InputError: no ``user_id``, or ``ids`` not a list of non-empty strings.
-        """
-        return self.store.mark_used(ids, user_id=self._owner(user_id, "mark_used()"))
 
     def history(self, memory_id: str, *, user_id: str | None = None) -> list[HistoryEntry]:
         """Every change of ``memory_id`` (of ``user_id``), oldest first."""
@@ -332,6 +325,7 @@ class Memory(LifecycleCalls):
         ``input:KEY`` or a :class:`~memreader.stores.SourceSelector`): memories only it
         supports expire (their history stays). The events."""
         owner = self._owner(user_id, "forget()")
+        self._settle(owner)
         return self.store.forget(source_selector(source), user_id=owner)
 
     def categories(self, user_id: str | None = None) -> list[StoredCategory]:
@@ -362,11 +356,15 @@ class Memory(LifecycleCalls):
         """Close the store and the reader's clients (again: nothing happens)."""
         if self._closed:
             return
-        self._closed = True
         try:
-            self.store.close()
+            if self.working is not None:  # every open session ends: its items promoted
+                self.working.end_all()
         finally:
-            self.reader.close()
+            self._closed = True
+            try:
+                self.store.close()
+            finally:
+                self.reader.close()
 
     def __enter__(self) -> Memory:
         return self
@@ -378,6 +376,10 @@ class Memory(LifecycleCalls):
         from memreader.stores.urls import public_url
 
         return f"Memory(store={public_url(self.store_url)!r}, backend={self.config.backend!r})"
+
+    def _settle(self, owner: str) -> None:
+        if self.working is not None:  # a change by id or source sees the held items
+            self.working.settle(owner)
 
     def _owner(self, user_id: Any, call: str) -> str:
         self._check_open()

@@ -33,7 +33,10 @@ class AddResult:
     """What :meth:`Memory.add` did: the ``items`` read (all scenes, in order), one store
     ``events`` entry per item (``ADD``, ``NONE`` for one already stored, ``REINFORCE``, ...),
     the read's ``report``, and the ``session_id`` used (``session_generated``: it is the
-    ``auto-`` digest of the input, see :mod:`memreader.front.inputs`)."""
+    ``auto-`` digest of the input, see :mod:`memreader.front.inputs`). With working memory
+    (:mod:`memreader.front.working`), ``working`` names the items held there, not stored yet,
+    and ``events`` are what the call wrote: items reinforced, and earlier items a session's
+    size pushed into the store."""
 
     items: list[TextualMemoryItem]
     events: list[WriteEvent]
@@ -42,6 +45,7 @@ class AddResult:
     session_generated: bool
     type: str = "chat"
     counts: dict[str, int] = field(default_factory=dict)
+    working: list[str] = field(default_factory=list)
 
 
 def add_result(
@@ -51,11 +55,20 @@ def add_result(
     session_id: str,
     generated: bool,
     kind: str,
+    working: list[str] | None = None,
 ) -> AddResult:
-    """The :class:`AddResult` of a read: ``events`` counted by kind."""
+    """The :class:`AddResult` of a read: ``events`` counted by kind; ``working``: the ids
+    held in working memory."""
     counts: dict[str, int] = {}
     for event in events:
         counts[event.event] = counts.get(event.event, 0) + 1
     return AddResult(
-        items, events, report, session_id, generated, kind, dict(sorted(counts.items()))
+        items,
+        events,
+        report,
+        session_id,
+        generated,
+        kind,
+        dict(sorted(counts.items())),
+        list(working or []),
     )

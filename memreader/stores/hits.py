@@ -10,7 +10,10 @@ from memreader.retrieval.passages import PassageHit
 from memreader.stores.records import StoredMemory
 from memreader.stores.scoring import ScoreParts
 
-__all__ = ["SEARCH_MODES", "SearchHit", "SearchMode"]
+__all__ = ["SEARCH_MODES", "SearchHit", "SearchMode", "Tier"]
+
+#: Where a hit was found: the store, or a ``Memory``'s working memory.
+Tier = Literal["working", "store"]
 
 #: What a search ranks by: ``hybrid`` (the default) fuses the vector list and the full-text
 #: list; ``vector`` uses the vector list only, ``text`` the full-text list only (the query is
@@ -23,11 +26,13 @@ SEARCH_MODES: tuple[SearchMode, ...] = ("hybrid", "vector", "text")
 class SearchHit:
     """One search result: the stored memory and its score, in parts; ``passages``, the parts of
     the memory's text that matched the query, best first (empty when the store scored the
-    memory whole)."""
+    memory whole); ``tier``: where it was found, ``"store"``, or ``"working"`` for an item a
+    ``Memory`` holds in working memory, not stored yet (:mod:`memreader.front.working`)."""
 
     memory: StoredMemory
     score: ScoreParts
     passages: tuple[PassageHit, ...] = ()
+    tier: Tier = "store"
 
     # What a hit is to a caller who wants the memory itself (mem0's shape): read-only views.
     @property

@@ -337,6 +337,7 @@ def test_read_into_a_store_then_search_history_and_forget(
         "importance",
         "decay",
         "passage",
+        "heat",
     }
     assert hits[0]["status"] == "active" and hits[0]["user_id"] == "u1"
     first = hits[0]["id"]

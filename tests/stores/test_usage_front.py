@@ -43,6 +43,10 @@ def test_context_and_get_record_use_and_search_does_not(memory: Memory) -> None:
     assert memory.mark_used([chess], user_id="bob") == 0  # another owner's id
     hits = memory.search("Ana", user_id="ana", heat_weight=0.3)
     assert {h.id for h in hits} == {tea, chess} and all(h.score.heat > 0 for h in hits)
+    heated = memory.context("Ana", user_id="ana", max_tokens=200, heat_weight=0.3)
+    assert {p.memory_id for p in heated.parts} == {tea, chess}
+    with pytest.raises(InputError, match="heat_weight must be a number"):
+        memory.context("Ana", user_id="ana", heat_weight=-1)
 
 
 def test_mark_used_bad_input_is_typed(memory: Memory) -> None:

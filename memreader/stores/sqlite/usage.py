@@ -98,8 +98,12 @@ class SQLiteUse(MemoryStore):
         """One transaction under the store's lock (see
         :class:`~memreader.stores.sqlite.store.SQLiteStore`)."""
 
+    _conn: sqlite3.Connection
+
     def _mark_used(self, ids: list[str], owner: str, at: datetime) -> int:
-        with self._transaction() as conn:
+        # The store's connection named: a write that stages nothing and does not count as a
+        # change of the memories, so the search caches (vectors, word counts, passages) stay.
+        with self._transaction(self._conn) as conn:
             return mark_used(conn, ids, owner, at)
 
     def _usage(self, ids: list[str], owner: str) -> dict[str, Usage]:

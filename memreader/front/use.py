@@ -1,0 +1,67 @@
+"""What :class:`~memreader.front.memory.Memory` hands to an agent and when its session ends:
+:class:`UseCalls`, its ``get`` (a use), ``mark_used`` and ``end_session`` (working memory's
+promotion: :mod:`memreader.front.working`)."""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Sequence
+from typing import Any
+
+from memreader.errors import InputError
+from memreader.front.working import WorkingMemory
+from memreader.stores import MemoryStore, WriteEvent
+from memreader.stores.records import StoredMemory
+
+__all__ = ["UseCalls"]
+
+
+class UseCalls:
+    """The use and session calls of :class:`~memreader.front.memory.Memory` (its ``store``
+    and ``working`` memory, owners checked by its ``_owner``)."""
+
+    store: MemoryStore
+    working: WorkingMemory | None
+
+    @abstractmethod
+    def _owner(self, user_id: Any, call: str) -> str:
+        """``user_id`` checked for ``call`` (the Memory open)."""
+
+    def get(
+        self, memory_id: str, *, user_id: str | None = None, used: bool = True
+    ) -> StoredMemory | None:
+        """The memory ``memory_id`` of ``user_id`` (any status), or ``None``. Found, it is
+        recorded as used (handed to the caller) unless ``used=False`` (an audit, a check).
+        An item held in working memory is found there."""
+        owner = self._owner(user_id, "get()")
+        found = self.store.get(memory_id, user_id=owner)
+        if found is not None and used is not False:
+            self.store.record_use([found.id], user_id=owner)
+        if found is None and self.working is not None:
+            return self.working.get(owner, memory_id)
+        return found
+
+    def mark_used(self, ids: Sequence[str], *, user_id: str | None = None) -> int:
+        """Record that ``user_id``'s memories ``ids`` were handed to an agent (one use each):
+        how many were marked (see :meth:`memreader.stores.MemoryStore.mark_used`).
+        ``context()`` and :meth:`get` record their own; a search never does.
+
+        Raises:
+            InputError: no ``user_id``, or ``ids`` not a list of non-empty strings.
+        """
+        return self.store.mark_used(ids, user_id=self._owner(user_id, "mark_used()"))
+
+    def end_session(self, session_id: str, *, user_id: str | None = None) -> list[WriteEvent]:
+        """Promote the items working memory holds for ``user_id``'s session ``session_id``
+        into the store, once (see :mod:`memreader.front.working`); the write's events (none
+        without working memory, or when nothing is held).
+
+        Raises:
+            InputError: no ``user_id``, or ``session_id`` not a non-empty string.
+        """
+        owner = self._owner(user_id, "end_session()")
+        if not isinstance(session_id, str) or not session_id:
+            raise InputError(
+                f"end_session(): session_id must be a non-empty string, got {session_id!r}"
+            )
+        return self.working.end_session(owner, session_id) if self.working is not None else []
