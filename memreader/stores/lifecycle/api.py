@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from memreader.errors import InputError, StoreError
 from memreader.items import TextualMemoryItem
 from memreader.stores.checks import check_memory_id, check_owner, moment
+from memreader.stores.direct_writes import UnknownMemoryError
 from memreader.stores.events import WriteEvent
 from memreader.stores.lifecycle.config import LifecycleConfig
 from memreader.stores.lifecycle.priority import PriorityFacts, lowest, priority
@@ -225,20 +226,36 @@ class LifecycleStorage:
         raise StoreError(f"{type(self).__name__} cannot restore memories")
 
 
-def check_restorable(memory_id: str, status: str, last: tuple[str, str] | None) -> None:
-    """Refuse to restore a memory the budget did not expire: ``status`` is its status, ``last``
-    its latest history row (event, reason).
+def check_restorable(
+    owner: str,
+    memory_id: str,
+    row: Sequence[Any] | None,
+    last: Sequence[Any] | None,
+    same: Sequence[Any] | None,
+) -> None:
+    """Refuse to restore ``owner``'s memory ``memory_id`` unless the budget expired it: ``row``
+    is its row (``None``: no such memory; its second column its status), ``last`` its latest
+    history row (event, reason), ``same`` an active memory of the owner with its text (its
+    first column the id), each as the backend read them in the restore's transaction.
 
     Raises:
-        InputError: it is not expired, or its last change is not the budget's (the message
-            says what it is).
+        UnknownMemoryError: no such memory.
+        InputError: it is not expired, its last change is not the budget's, or its text is
+            active again (the message says which).
     """
+    if row is None:
+        raise UnknownMemoryError(f"user {owner!r} has no memory {memory_id!r}")
+    status = row[1]
     if status != "expired":
         raise InputError(f"memory {memory_id!r} is {status}: only an expired memory is restored")
     if last is None or last[0] != "EXPIRE" or not str(last[1]).startswith(BUDGET_REASON):
         why = last[1] if last else "no history"
         raise InputError(
             f"memory {memory_id!r} was not expired by the budget ({why}); write it again instead"
+        )
+    if same is not None:
+        raise InputError(
+            f"memory {memory_id!r} cannot be restored: the active memory {same[0]!r} has its text"
         )
 
 

@@ -11,7 +11,6 @@ from collections.abc import Collection
 from datetime import datetime
 from typing import Any
 
-from memreader.errors import InputError
 from memreader.items import TextualMemoryItem
 from memreader.stores.direct_writes import UnknownMemoryError
 from memreader.stores.events import WriteEvent
@@ -155,25 +154,21 @@ class PostgresLifecycle(PostgresCategories):
                 "memreader_memories WHERE user_id = %s AND id = %s",
                 (owner, memory_id),
             ).fetchone()
-            if row is None:
-                raise UnknownMemoryError(f"user {owner!r} has no memory {memory_id!r}")
-            rowid, status, memory, memory_type, digest = row
-            last = conn.execute(
-                "SELECT event, reason FROM memreader_history WHERE user_id = %s AND "
-                "memory_id = %s ORDER BY id DESC LIMIT 1",
-                (owner, memory_id),
-            ).fetchone()
-            check_restorable(memory_id, status, (last[0], last[1]) if last else None)
-            same = conn.execute(
-                "SELECT id FROM memreader_memories WHERE user_id = %s AND memory_type = %s "
-                "AND content_hash = %s AND status = 'active'",
-                (owner, memory_type, digest),
-            ).fetchone()
-            if same is not None:
-                raise InputError(
-                    f"memory {memory_id!r} cannot be restored: the active memory {same[0]!r} "
-                    "has its text"
-                )
+            last = same = None
+            if row is not None:
+                last = conn.execute(
+                    "SELECT event, reason FROM memreader_history WHERE user_id = %s AND "
+                    "memory_id = %s ORDER BY id DESC LIMIT 1",
+                    (owner, memory_id),
+                ).fetchone()
+                same = conn.execute(
+                    "SELECT id FROM memreader_memories WHERE user_id = %s AND memory_type = %s "
+                    "AND content_hash = %s AND status = 'active'",
+                    (owner, row[3], row[4]),
+                ).fetchone()
+            check_restorable(owner, memory_id, row, last, same)
+            assert row is not None  # checked
+            rowid, memory = row[0], row[2]
             conn.execute(
                 "UPDATE memreader_memories SET status = 'active', retired_at = NULL "
                 "WHERE rowid = %s",
