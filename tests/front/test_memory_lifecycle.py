@@ -3,12 +3,13 @@ restores and ``maintain``."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from memreader import Memory
+from memreader import AsyncMemory, Memory
 from memreader.errors import ConfigError, InputError
 from memreader.stores import UnknownMemoryError
 
@@ -47,3 +48,22 @@ def test_restore_and_unpin_need_an_owner(memory: Memory) -> None:
 def test_a_bad_lifecycle_in_the_reader_config_is_a_config_error(tmp_path: Path, home: Path) -> None:
     with pytest.raises(ConfigError, match=r"lifecycle\.max_active: Input should be greater than"):
         Memory(_config(max_active=-1), store=f"sqlite:///{tmp_path / 'm.db'}")
+
+
+def test_async_memory_pins_restores_and_maintains(tmp_path: Path, home: Path) -> None:
+    async def run() -> None:
+        store = f"sqlite:///{tmp_path / 'a.db'}"
+        async with AsyncMemory(_config(max_active=5), store=store) as m:
+            ids = [
+                (await m.add_memory(f"fact {i}: the ferry {i} at {i}", user_id="ana")).memory_id
+                for i in range(2)
+            ]
+            assert await m.pin(ids[:1], user_id="ana") == 1
+            for i in range(2, 5):
+                await m.add_memory(f"fact {i}: the bus {i} at {i}", user_id="ana")
+            assert (await m.restore(ids[1], user_id="ana")).event == "ADD"
+            assert await m.unpin(ids[:1], user_id="ana") == 1
+            report = await m.maintain(dry_run=True)
+            assert report.dry_run and report.expired == {}
+
+    asyncio.run(run())
