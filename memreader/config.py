@@ -38,6 +38,7 @@ from memreader.extraction.skills import SkillsConfig
 from memreader.fetch.local_files import DocumentAccess
 from memreader.files import FileRefused, read_regular_file
 from memreader.llms.config import LLMSlots
+from memreader.stores.lifecycle.config import LifecycleConfig
 
 #: A config file larger than this is refused before it is parsed (real ones are a few KiB).
 MAX_CONFIG_BYTES = 1024 * 1024
@@ -247,7 +248,8 @@ class BaseReaderConfig(DocumentAccess, LLMSlots):
     :mod:`memreader.steps.dedup`). Kept as a secret: a URL may hold a password.
 
     ``categories``: which categories items are linked to, and how their summaries are made
-    (:class:`~memreader.categories.config.CategoriesConfig`).
+    (:class:`~memreader.categories.config.CategoriesConfig`). ``lifecycle``: the store's budget
+    and purge delay (:class:`~memreader.stores.lifecycle.config.LifecycleConfig`; none: no budget).
     """
 
     # None: items are not embedded (for stores that embed on their own).
@@ -259,6 +261,7 @@ class BaseReaderConfig(DocumentAccess, LLMSlots):
     pipeline: PipelineSpec = Field(default_factory=PipelineSpec)
     store: SecretStr | None = None
     categories: CategoriesConfig = Field(default_factory=CategoriesConfig)
+    lifecycle: LifecycleConfig | None = None
 
     @field_validator("store")
     @classmethod

@@ -6,6 +6,8 @@ embedder's files), ``ingest`` and ``refine`` (:mod:`memreader.batch.cli`: batch 
 ``search``, ``history``, ``forget`` and ``export-md`` (:mod:`memreader.cli.stores`: a memory
 store), ``context`` (:mod:`memreader.cli.context`: the best memory text within a token budget),
 ``add``, ``update`` and ``delete`` (:mod:`memreader.cli.direct_writes`: one memory),
+``maintain``, ``pin``, ``unpin`` and ``restore`` (:mod:`memreader.cli.lifecycle`: purge, budgets,
+index repair),
 ``serve`` and ``key`` (:mod:`memreader.cli.serve`: the HTTP service), ``mcp``
 (:mod:`memreader.cli.mcp`: the MCP server, stdio or HTTP).
 
@@ -31,6 +33,7 @@ By command: ``read`` 0, 1, 2; ``ingest`` and ``refine`` 0, 1, 2, 130 (``--dry-ru
 ``search`` and ``context`` 0 (also when nothing matches: ``no memory found`` on stderr) or 2;
 ``history`` 0 or 2; ``forget`` 0 (also when nothing came from that source) or 2; ``export-md``
 0 or 2; ``add``, ``update`` and ``delete`` 0 or 2 (2 also for a memory id the owner does not have);
+``maintain``, ``pin``, ``unpin`` and ``restore`` 0 or 2;
 ``models build`` and ``models info`` 0 or 2 (an int8 check that fails is not a failure: fp32 is
 used); ``serve`` and ``mcp`` 0 once stopped, 2 for a bad config or a missing extra; ``key`` 0.
 Never a traceback, unless ``-v``.
@@ -50,6 +53,11 @@ from memreader._version import __version__
 from memreader.cli.context import add_context_parser, run_context
 from memreader.cli.direct_writes import WRITE_COMMANDS, add_write_parsers, run_write_command
 from memreader.cli.flags import HelpFormatter
+from memreader.cli.lifecycle import (
+    LIFECYCLE_COMMANDS,
+    add_lifecycle_parsers,
+    run_lifecycle_command,
+)
 from memreader.cli.mcp import add_mcp_parser, run_mcp
 from memreader.cli.read import add_read_parser, run_read
 from memreader.cli.serve import add_serve_parsers, run_key, run_serve
@@ -75,9 +83,9 @@ exit status (every command):
   2    the call itself was wrong: bad flags, config or job file, an unreadable input or
        output, a store that does not exist (one line on stderr)
   130  interrupted (Ctrl-C; ingest/refine: cancelled, run again for the rest)
-search, history, forget, export-md, add, update, delete, models, serve, mcp and key fail only
-with 2 (or 1 for an unexpected error; 2 also for a memory id the owner does not have): a
-search that finds nothing, or a forget that matches nothing, exits 0.
+search, history, forget, export-md, add, update, delete, maintain, pin, unpin, restore, models,
+serve, mcp and key fail only with 2 (or 1 for an unexpected error; 2 also for a memory id the
+owner does not have): a search that finds nothing, or a forget that matches nothing, exits 0.
 
 global flags (before or after the subcommand): -v info, -vv debug"""
 
@@ -134,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_store_parsers(commands)
     add_context_parser(commands)
     add_write_parsers(commands)
+    add_lifecycle_parsers(commands)
     add_serve_parsers(commands)
     add_mcp_parser(commands)
     for name, sub in commands.choices.items():
@@ -204,6 +213,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_context(args)
         if args.command in WRITE_COMMANDS:
             return run_write_command(args)
+        if args.command in LIFECYCLE_COMMANDS:
+            return run_lifecycle_command(args)
         if args.command == "serve":
             return run_serve(args)
         if args.command == "key":

@@ -26,7 +26,13 @@ from memreader.front.memory import Memory
 from memreader.front.results import AddResult, add_result
 from memreader.modes import ReadMode
 from memreader.steps.report import ReadReport
-from memreader.stores import HistoryEntry, SearchHit, StoredCategory, WriteEvent
+from memreader.stores import (
+    HistoryEntry,
+    MaintainReport,
+    SearchHit,
+    StoredCategory,
+    WriteEvent,
+)
 from memreader.stores.context import (
     DEFAULT_CONTEXT_K,
     DEFAULT_CONTEXT_TOKENS,
@@ -195,6 +201,26 @@ class AsyncMemory:
         that committed is returned even if the caller was cancelled)."""
         call = functools.partial(self.memory.forget, source, user_id=user_id)
         return await in_thread(call, keep_result=True)
+
+    async def pin(self, ids: Sequence[str], *, user_id: str | None = None) -> int:
+        """:meth:`Memory.pin <memreader.front.lifecycle.LifecycleCalls.pin>`, awaited."""
+        call = functools.partial(self.memory.pin, ids, user_id=user_id)
+        return await in_thread(call, keep_result=True)
+
+    async def unpin(self, ids: Sequence[str], *, user_id: str | None = None) -> int:
+        """:meth:`Memory.unpin <memreader.front.lifecycle.LifecycleCalls.unpin>`, awaited."""
+        call = functools.partial(self.memory.unpin, ids, user_id=user_id)
+        return await in_thread(call, keep_result=True)
+
+    async def restore(self, memory_id: str, *, user_id: str | None = None) -> WriteEvent:
+        """:meth:`Memory.restore <memreader.front.lifecycle.LifecycleCalls.restore>`, awaited."""
+        call = functools.partial(self.memory.restore, memory_id, user_id=user_id)
+        return await in_thread(call, keep_result=True)
+
+    async def maintain(self, *, dry_run: bool = False) -> MaintainReport:
+        """:meth:`Memory.maintain <memreader.front.lifecycle.LifecycleCalls.maintain>`,
+        awaited (what a run committed stays, even if the caller was cancelled)."""
+        return await in_thread(functools.partial(self.memory.maintain, dry_run=dry_run))
 
     async def categories(self, user_id: str | None = None) -> list[StoredCategory]:
         """:meth:`Memory.categories <memreader.front.memory.Memory.categories>`, awaited."""

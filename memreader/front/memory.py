@@ -35,6 +35,7 @@ from memreader.front.inputs import (
     shape_input,
     source_selector,
 )
+from memreader.front.lifecycle import LifecycleCalls
 from memreader.front.results import SEARCH_FILTERS, AddResult, add_result
 from memreader.front.use import UseCalls
 from memreader.front.working import WorkingMemory, check_working_size
@@ -54,8 +55,9 @@ from memreader.stores.context import (
 __all__ = ["SEARCH_FILTERS", "AddResult", "Memory"]  # the first two from front.results
 
 
-class Memory(UseCalls):
-    """A reader, its store and its category keeper as one object (see the module docstring).
+class Memory(LifecycleCalls, UseCalls):
+    """A reader, its store and its category keeper as one object (see the module docstring);
+    pins, restores and ``maintain`` are :class:`~memreader.front.lifecycle.LifecycleCalls`'.
 
     Args:
         config: a reader config: a YAML path, a dict (``{"backend": ..., "config": {...}}``, as
@@ -87,11 +89,12 @@ class Memory(UseCalls):
 
         size = check_working_size(working_memory)
         options = dict(store_options or {})
-        owned = sorted({"embedder", "text_only", "category_keeper"} & set(options))
+        owned = sorted({"embedder", "text_only", "category_keeper", "lifecycle"} & set(options))
         if owned:
             raise InputError(
                 f"Memory(store_options=...) cannot set {', '.join(owned)}: the reader's config "
-                "does (its embedder, or `embedder: null` for text-only search; its categories)"
+                "does (its embedder, or `embedder: null` for text-only search; its categories; its "
+                "lifecycle)"
             )
         self.config, self.store_url = reader_config(config, store)
         self.reader: BaseMemReader = self.config.build()
@@ -100,6 +103,7 @@ class Memory(UseCalls):
             self.store_url,
             **self.reader.runtime.store_embedding(),
             category_keeper=maintainer_for(self.reader),
+            lifecycle=self.config.config.lifecycle,
             **options,
         )
         self.working = WorkingMemory(self.store, size) if size else None

@@ -29,6 +29,7 @@ from memreader.service import (
     routes_categories,
     routes_context,
     routes_jobs,
+    routes_lifecycle,
     routes_memories,
     routes_read,
 )
@@ -63,9 +64,14 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        maintenance = state.maintenance()
+        if maintenance is not None:
+            maintenance.start()
         try:
             yield
         finally:
+            if maintenance is not None:
+                await maintenance.stop()
             state.close()
 
     app = FastAPI(
@@ -79,7 +85,14 @@ def create_app(
         redoc_url=None,
     )
     app.state.service = state
-    routers = (routes_read, routes_memories, routes_context, routes_jobs, routes_categories)
+    routers = (
+        routes_read,
+        routes_memories,
+        routes_lifecycle,
+        routes_context,
+        routes_jobs,
+        routes_categories,
+    )
     for module in routers:
         app.include_router(module.router)
     _add_handlers(app)

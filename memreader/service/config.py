@@ -125,6 +125,8 @@ class ServiceSettings(ConfigModel):
       ``Idempotency-Key`` answers and jobs (:mod:`memreader.service.shared`): ``memory``,
       ``sqlite:///FILE`` or ``postgresql://...``; by default a SQLite store's
       ``STORE.service-state`` file beside it, a PostgreSQL store's own database.
+    - ``maintain_every_s`` (none: off): run ``maintain`` on the store this often (purge,
+      budgets, index repair: :mod:`memreader.service.maintenance`), one worker at a time.
     """
 
     host: str = "127.0.0.1"
@@ -148,6 +150,7 @@ class ServiceSettings(ConfigModel):
     search_cache_s: float = Field(default=1.0, ge=0, le=3600)
     workers: int | None = Field(default=None, ge=1, le=256)
     state: str | None = None
+    maintain_every_s: float | None = Field(default=None, gt=0, le=30 * 86_400)
 
     @model_validator(mode="after")
     def _unique_key_names(self) -> ServiceSettings:

@@ -24,6 +24,7 @@ from memreader.stores.base import SearchMode
 __all__ = [
     "AddMemoryRequest",
     "ForgetRequest",
+    "PinRequest",
     "ReadRequest",
     "RefineRequest",
     "RequestBody",
@@ -129,6 +130,14 @@ class SearchRequest(_Body):
 class UsedRequest(_Body):
     """``POST /v1/memories:used``: the memories of ``user_id`` an agent was handed
     (``MemoryStore.mark_used``)."""
+
+    user_id: str = Field(min_length=1)
+    ids: list[str] = Field(min_length=1, max_length=1000)
+
+
+class PinRequest(_Body):
+    """``POST /v1/memories:pin`` and ``:unpin``: the memories of ``user_id`` the budget must
+    never expire, or may again (``MemoryStore.pin``, ``unpin``)."""
 
     user_id: str = Field(min_length=1)
     ids: list[str] = Field(min_length=1, max_length=1000)

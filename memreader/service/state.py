@@ -24,6 +24,7 @@ from memreader.service.idempotency import IdempotencyCache, StoredAnswer
 from memreader.service.jobs import JobManager
 from memreader.service.keys import LOCAL_PRINCIPAL, KeyRing, Principal
 from memreader.service.limits import KeyRates, KeySlots, deadline_problem
+from memreader.service.maintenance import MaintainTask
 from memreader.service.metrics import ServiceMetrics
 from memreader.service.problems import ProblemError, shown
 from memreader.service.reading import http_reader_config
@@ -111,7 +112,11 @@ class ServiceState:
                     "this service has no memory store: set `store:` in the reader config",
                 )
             _make_folder_of(url)
-            store = open_store(url, **self.reader.runtime.store_embedding())
+            store = open_store(
+                url,
+                **self.reader.runtime.store_embedding(),
+                lifecycle=self.reader_config.config.lifecycle,
+            )
             store.category_keeper = maintainer_for(self.reader)
             self._store = store
         return self._store
@@ -267,6 +272,13 @@ class ServiceState:
             )
             self.idempotency.finish(principal.name, route, key, stored)
         return response
+
+    def maintenance(self) -> MaintainTask | None:
+        """The background ``maintain`` of ``maintain_every_s`` (``None``: off, or no store)."""
+        every = self.config.settings.maintain_every_s
+        if every is None or self.config.store_url is None:
+            return None
+        return MaintainTask(lambda: self.store, self.shared, self.store_pool, every)
 
     def close(self) -> None:
         """Cancel the jobs, close the shared state, the store and the reader."""

@@ -42,6 +42,7 @@ from memreader.stores.checks import check_url
 from memreader.stores.context import Context, ContextPart
 from memreader.stores.embedder_rules import store_embedder
 from memreader.stores.events import EventKind, WriteEvent
+from memreader.stores.lifecycle import LifecycleConfig, MaintainReport, check_lifecycle
 from memreader.stores.records import MemoryStatus, StoredMemory
 from memreader.stores.urls import public_url
 
@@ -55,6 +56,8 @@ __all__ = [
     "ContextPart",
     "EventKind",
     "HistoryEntry",
+    "LifecycleConfig",
+    "MaintainReport",
     "MemoryStatus",
     "MemoryStore",
     "MissingEmbedderError",
@@ -100,6 +103,7 @@ def open_store(
     embedder: QueryEmbedder | None = None,
     text_only: bool = False,
     category_keeper: CategoryKeeper | None = None,
+    lifecycle: Any = None,
     **options: Any,
 ) -> MemoryStore:
     """Open the store ``url`` names (``sqlite:///memories.db``).
@@ -119,6 +123,10 @@ def open_store(
         category_keeper: called after each change (the store's
             :attr:`~memreader.stores.category_api.CategoryStorage.category_keeper`, which may
             also be set on the open store); ``None``: categories change only when asked.
+        lifecycle: the budget and purge settings (a
+            :class:`~memreader.stores.lifecycle.config.LifecycleConfig` or its mapping; the
+            store's :attr:`~memreader.stores.lifecycle.api.LifecycleStorage.lifecycle`);
+            ``None``: no budget.
         options: the store's own options (for ``sqlite``: ``near_duplicate``, ``gamma``,
             ``importance_weight``, ``timeout``).
 
@@ -143,6 +151,8 @@ def open_store(
         ) from None
     store_embedder(embedder, text_only, f"the store {public_url(url)}")
     keeper = check_keeper(category_keeper)
+    settings = check_lifecycle(lifecycle)
     store = store_class.from_url(url, embedder=embedder, text_only=text_only, **options)
     store.category_keeper = keeper
+    store.lifecycle = settings
     return store

@@ -58,6 +58,7 @@ from memreader.stores.direct_writes import DirectWrites, UnknownMemoryError
 from memreader.stores.embedder_rules import EmbeddingModels, QueryEmbedder
 from memreader.stores.events import HistoryEntry, WriteEvent
 from memreader.stores.hits import SEARCH_MODES, SearchHit, SearchMode
+from memreader.stores.lifecycle import LifecycleStorage, Maintenance
 from memreader.stores.records import StoredMemory
 from memreader.stores.scoring import ScoreParts
 from memreader.stores.usage import UseRecords, check_heat_weight
@@ -75,14 +76,20 @@ __all__ = [
 ]
 
 
-class MemoryStore(CategoryStorage, DirectWrites, EmbeddingModels, UseRecords):
+class MemoryStore(
+    LifecycleStorage, Maintenance, CategoryStorage, DirectWrites, EmbeddingModels, UseRecords
+):
     """Where memories are written, searched, traced and forgotten (see the module docstring),
     and where their categories are kept (:class:`~memreader.stores.category_api.CategoryStorage`:
     its keeper is called after each ``write``, ``write_part``, ``forget`` and ``retire_unseen``,
     once the change is committed), and where memories given as text are added, updated and
     deleted (:class:`~memreader.stores.direct_writes.DirectWrites`); it says which models its
     vectors came from (:class:`~memreader.stores.embedder_rules.EmbeddingModels`) and how
-    often each memory was used (:class:`~memreader.stores.usage.UseRecords`).
+    often each memory was used (:class:`~memreader.stores.usage.UseRecords`); it keeps each
+    owner within a budget, with pins and restores
+    (:class:`~memreader.stores.lifecycle.api.LifecycleStorage`), and ``maintain`` purges,
+    enforces the budgets and repairs its index
+    (:class:`~memreader.stores.lifecycle.maintain.Maintenance`).
 
     Stores are registered by URL scheme and opened with
     :func:`memreader.stores.open_store` (``sqlite:///memories.db``, ``postgresql://...``).
@@ -377,7 +384,7 @@ class MemoryStore(CategoryStorage, DirectWrites, EmbeddingModels, UseRecords):
     @abstractmethod
     def purge(self, *, older_than: datetime) -> int:
         """Remove expired and superseded rows retired before ``older_than`` (with their
-        history and category links); returns how many memories were removed."""
+        history, category links and pins); returns how many memories were removed."""
 
     @abstractmethod
     def close(self) -> None:

@@ -201,10 +201,12 @@ class ChangeRules(ABC, Generic[V]):
         reason = f"{key} was forgotten"
         return self.drop_source(owner, key, retire_as="expired", event="EXPIRE", reason=reason)
 
-    def delete_one(self, owner: str, memory_id: str, *, erase: bool) -> WriteEvent | None:
-        """A direct delete: ``owner``'s memory ``memory_id`` becomes ``expired`` (``EXPIRE``;
-        ``NONE`` when already retired), or with ``erase`` its row, history and category links
-        are removed; ``None`` when ``owner`` has no such memory."""
+    def delete_one(
+        self, owner: str, memory_id: str, *, erase: bool, reason: str = "deleted by the caller"
+    ) -> WriteEvent | None:
+        """A direct delete: ``owner``'s memory ``memory_id`` becomes ``expired`` (``EXPIRE``,
+        for ``reason``; ``NONE`` when already retired), or with ``erase`` its row, history and
+        category links are removed; ``None`` when ``owner`` has no such memory."""
         row = self._one(owner, memory_id)
         if row is None:
             return None
@@ -216,9 +218,9 @@ class ChangeRules(ABC, Generic[V]):
         if status != "active":
             return WriteEvent("NONE", memory_id, "", f"already {status}", user_id=owner)
         self._retire(rowid, "expired")
-        why = "deleted by the caller"
-        self.history(owner, memory_id, "EXPIRE", memory, None, why, load_supports(supports_text))
-        return WriteEvent("EXPIRE", memory_id, "", why, user_id=owner)
+        supports = load_supports(supports_text)
+        self.history(owner, memory_id, "EXPIRE", memory, None, reason, supports)
+        return WriteEvent("EXPIRE", memory_id, "", reason, user_id=owner)
 
     @abstractmethod
     def _one(self, owner: str, memory_id: str) -> tuple[Any, ...] | None:

@@ -219,7 +219,12 @@ def test_a_closed_memory_says_so(fast_config: dict[str, Any], tmp_path: Path) ->
         (
             {"store_options": {"text_only": True}},
             "Memory(store_options=...) cannot set text_only: the reader's config does (its "
-            "embedder, or `embedder: null` for text-only search; its categories)",
+            "embedder, or `embedder: null` for text-only search; its categories; its lifecycle)",
+        ),
+        (
+            {"store_options": {"lifecycle": {"max_active": 5}}},
+            "Memory(store_options=...) cannot set lifecycle: the reader's config does (its "
+            "embedder, or `embedder: null` for text-only search; its categories; its lifecycle)",
         ),
     ],
 )

@@ -29,7 +29,7 @@ import numpy as np
 
 from memreader.items import TextualMemoryItem
 from memreader.retrieval.passages import Passage, passages_in, passages_of
-from memreader.stores.base import QueryEmbedder
+from memreader.stores.embedder_rules import QueryEmbedder
 from memreader.stores.embedding import embed
 
 __all__ = [

@@ -25,6 +25,9 @@
   after the first release: ``CREATE ... IF NOT EXISTS`` on every open adds them to an older
   database, so they did not move the schema version (schema 2 did: the ``fts`` column holds
   terms).
+- ``memreader_memory_pins``: the memories an operator pinned (the budget never expires them:
+  :mod:`memreader.stores.lifecycle`), removed with the memory (``ON DELETE CASCADE``); added
+  like the categories tables.
 
 The tables are prefixed: a PostgreSQL database is often shared with other applications.
 """
@@ -160,6 +163,14 @@ CREATE TABLE IF NOT EXISTS memreader_category_links (
 );
 CREATE INDEX IF NOT EXISTS memreader_category_links_memory
     ON memreader_category_links (user_id, memory_id);
+CREATE TABLE IF NOT EXISTS memreader_memory_pins (
+    user_id text NOT NULL,
+    memory_id text NOT NULL,
+    pinned_at timestamptz NOT NULL,
+    PRIMARY KEY (user_id, memory_id),
+    FOREIGN KEY (user_id, memory_id) REFERENCES memreader_memories (user_id, id)
+        ON DELETE CASCADE
+);
 """
 
 #: The tables and indexes :data:`SCHEMA` makes (what a current database holds).

@@ -51,7 +51,7 @@ from memreader.stores.embedder_rules import store_embedder
 from memreader.stores.embedding import embed, embed_missing
 from memreader.stores.events import WriteEvent
 from memreader.stores.passages.rows import plan_passages
-from memreader.stores.postgres.categories import PostgresCategories
+from memreader.stores.postgres.lifecycle import PostgresLifecycle
 from memreader.stores.postgres.operations import (
     Connection,
     Ranking,
@@ -96,7 +96,7 @@ _OPTIONS.add("heat_weight")
 
 
 @register_store("postgresql")
-class PostgresStore(PostgresCategories, PostgresUse):
+class PostgresStore(PostgresLifecycle, PostgresUse):
     """The PostgreSQL store (see the module docstring).
 
     Args:

@@ -23,6 +23,9 @@
   owner) each covers. Added after the first release: ``CREATE ... IF NOT EXISTS`` on every open
   adds them to an older store file, so they did not move the schema version (schema 2 did: its
   text index is another table, see ``memories_terms``).
+- ``memory_pins``: the memories an operator pinned (the budget never expires them: see
+  :mod:`memreader.stores.lifecycle`), by owner and id; a trigger removes a memory's pin with
+  its row (purge, erase). Added like the categories tables, without a version move.
 """
 
 from __future__ import annotations
@@ -140,6 +143,14 @@ CREATE TABLE IF NOT EXISTS category_links (
     PRIMARY KEY (user_id, name, memory_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS category_links_memory ON category_links (user_id, memory_id);
+CREATE TABLE IF NOT EXISTS memory_pins (
+    user_id TEXT NOT NULL,
+    memory_id TEXT NOT NULL,
+    pinned_at TEXT NOT NULL,
+    PRIMARY KEY (user_id, memory_id)
+) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS memory_pins_removed AFTER DELETE ON memories
+BEGIN DELETE FROM memory_pins WHERE user_id = old.user_id AND memory_id = old.id; END;
 """
 
 #: What a new (or older) file gets with its tables, in the same transaction: its schema version.

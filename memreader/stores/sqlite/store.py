@@ -50,7 +50,7 @@ from memreader.stores.scoring import (
     DEFAULT_IMPORTANCE_WEIGHT,
     check_importance_weight,
 )
-from memreader.stores.sqlite.categories import SQLiteCategories
+from memreader.stores.sqlite.lifecycle import SQLiteLifecycle
 from memreader.stores.sqlite.operations import StoreOps
 from memreader.stores.sqlite.passages import PASSAGE_SCHEMA, add_passages, passages_current
 from memreader.stores.sqlite.schema import (
@@ -84,7 +84,7 @@ CACHE_KIB = 65_536
 
 
 @register_store("sqlite")
-class SQLiteStore(SQLiteCategories, SQLiteUse):
+class SQLiteStore(SQLiteLifecycle, SQLiteUse):
     """The embedded store (see the module docstring).
 
     Args:

@@ -1,0 +1,64 @@
+"""The life-cycle calls of :class:`~memreader.front.memory.Memory` (:class:`LifecycleCalls`): pin
+and unpin memories, restore one the budget expired, and run ``maintain`` (see
+:mod:`memreader.stores.lifecycle`). The budget itself is the reader config's ``lifecycle:``
+section, given to the store when ``Memory`` opens it::
+
+    m = Memory({"config": {"lifecycle": {"max_active": 10000}}})
+    m.pin([memory_id], user_id="ana")  # never expired by the budget
+    report = m.maintain(dry_run=True)  # what a maintain run would do
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from memreader.stores import MaintainReport, MemoryStore, WriteEvent
+
+__all__ = ["LifecycleCalls"]
+
+
+class LifecycleCalls:
+    """Pins, restores and ``maintain`` on a ``Memory``'s store."""
+
+    store: MemoryStore
+
+    def _owner(self, user_id: Any, call: str) -> str:
+        raise NotImplementedError  # Memory's
+
+    def pin(self, ids: Sequence[str], *, user_id: str | None = None) -> int:
+        """Pin ``user_id``'s memories ``ids`` (the budget never expires them); how many were
+        not pinned before. See :meth:`memreader.stores.MemoryStore.pin`.
+
+        >>> from memreader import Memory
+        >>> m = Memory({"config": {"embedder": {"backend": "hash"}}}, store="sqlite://:memory:")
+        >>> added = m.add_memory("I live in Porto.", user_id="ana")
+        >>> m.pin([added.memory_id], user_id="ana"), m.unpin([added.memory_id], user_id="ana")
+        (1, 1)
+
+        Raises:
+            UnknownMemoryError: the owner has no memory of one of the ids (nothing pinned).
+            InputError: no ``user_id``, or bad ``ids``.
+        """
+        return self.store.pin(ids, user_id=self._owner(user_id, "pin()"))
+
+    def unpin(self, ids: Sequence[str], *, user_id: str | None = None) -> int:
+        """Unpin ``user_id``'s memories ``ids``; how many were pinned."""
+        return self.store.unpin(ids, user_id=self._owner(user_id, "unpin()"))
+
+    def restore(self, memory_id: str, *, user_id: str | None = None) -> WriteEvent:
+        """Bring back a memory the budget expired (until it is purged). See
+        :meth:`memreader.stores.MemoryStore.restore`.
+
+        Raises:
+            UnknownMemoryError: the owner has no such memory.
+            InputError: it was not expired by the budget, or its text is active again.
+        """
+        return self.store.restore(memory_id, user_id=self._owner(user_id, "restore()"))
+
+    def maintain(self, *, dry_run: bool = False, now: datetime | None = None) -> MaintainReport:
+        """Purge what expired more than ``purge_after_days`` ago, enforce every owner's
+        budget and embed again what has no vector or another model's (see
+        :mod:`memreader.stores.lifecycle.maintain`); ``dry_run``: only count."""
+        return self.store.maintain(dry_run=dry_run, now=now)

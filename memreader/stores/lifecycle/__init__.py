@@ -1,0 +1,24 @@
+"""The life of a memory after it is written: an owner's budget of active memories and the pins
+that keep a memory out of it (:mod:`~memreader.stores.lifecycle.api`), the priority the budget
+expires by (:mod:`~memreader.stores.lifecycle.priority`), its settings
+(:mod:`~memreader.stores.lifecycle.config`), and ``maintain``: the delayed purge, the budgets
+and the index's repair (:mod:`~memreader.stores.lifecycle.maintain`)."""
+
+from __future__ import annotations
+
+from memreader.stores.lifecycle.api import BUDGET_REASON, LifecycleStorage
+from memreader.stores.lifecycle.config import LifecycleConfig, check_lifecycle
+from memreader.stores.lifecycle.maintain import MaintainReport, Maintenance
+from memreader.stores.lifecycle.priority import PriorityFacts, lowest, priority
+
+__all__ = [
+    "BUDGET_REASON",
+    "LifecycleConfig",
+    "LifecycleStorage",
+    "MaintainReport",
+    "Maintenance",
+    "PriorityFacts",
+    "check_lifecycle",
+    "lowest",
+    "priority",
+]

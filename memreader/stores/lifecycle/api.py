@@ -1,0 +1,270 @@
+"""The life-cycle methods of :class:`~memreader.stores.base.MemoryStore`
+(:class:`LifecycleStorage`): an owner's budget of active memories, pins that keep a memory out
+of it, and the restore of a memory the budget expired. Each backend answers the hooks marked
+below with its own SQL; the rules are here, shared.
+
+The budget (:class:`~memreader.stores.lifecycle.config.LifecycleConfig`) is enforced after every
+write that added a memory (one ``count`` of the owner's active rows: the budget does nothing
+more until the watermark is passed) and by ``maintain`` for every owner. Past the watermark,
+the owner's unpinned active memories of lowest priority
+(:mod:`~memreader.stores.lifecycle.priority`) expire down to the target, :data:`EXPIRE_BATCH` per
+transaction, each with an ``EXPIRE`` history row whose reason starts with
+:data:`BUDGET_REASON`: nothing is deleted, and :meth:`LifecycleStorage.restore` brings one back
+until ``maintain`` purges it. Each batch counts the owner's active rows again inside its
+transaction, so two processes enforcing at once never expire more than the target asks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import replace
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from memreader.errors import InputError, StoreError
+from memreader.items import TextualMemoryItem
+from memreader.stores.checks import check_memory_id, check_owner, moment
+from memreader.stores.direct_writes import UnknownMemoryError
+from memreader.stores.events import WriteEvent
+from memreader.stores.lifecycle.config import LifecycleConfig
+from memreader.stores.lifecycle.priority import PriorityFacts, lowest, priority
+
+if TYPE_CHECKING:
+    from memreader.stores.usage import Usage
+
+__all__ = [
+    "BUDGET_REASON",
+    "EXPIRE_BATCH",
+    "MAX_PIN_IDS",
+    "RESTORED_REASON",
+    "LifecycleStorage",
+    "check_ids",
+    "check_restorable",
+]
+
+#: How the reason of a memory the budget expired starts (what :meth:`restore` looks for).
+BUDGET_REASON = "over budget"
+#: The reason of the ``ADD`` history row of a restored memory.
+RESTORED_REASON = "restored: it had expired over the budget"
+#: Memories one budget transaction expires at most.
+EXPIRE_BATCH = 500
+#: Ids one :meth:`LifecycleStorage.pin` call takes at most.
+MAX_PIN_IDS = 10_000
+
+
+def check_ids(ids: Any, call: str) -> list[str]:
+    """``ids``: a list of memory ids, without repeats (order kept).
+
+    Raises:
+        InputError: not a list or tuple of non-empty strings, empty, or over
+            :data:`MAX_PIN_IDS` (the message names ``call``).
+    """
+    if isinstance(ids, str) or not isinstance(ids, (list, tuple)):
+        raise InputError(f"{call}: ids must be a list of memory ids, got {type(ids).__name__}")
+    if not ids or len(ids) > MAX_PIN_IDS:
+        raise InputError(f"{call}: give 1 to {MAX_PIN_IDS} memory ids, got {len(ids)}")
+    return list(dict.fromkeys(check_memory_id(i, f"{call} id") for i in ids))
+
+
+class LifecycleStorage:
+    """Budgets, pins and restores (see the module docstring)."""
+
+    #: The store's life-cycle settings (``open_store(url, lifecycle=...)``, or set on the open
+    #: store); ``None``: no budget, and ``maintain`` purges after the default delay.
+    lifecycle: LifecycleConfig | None = None
+
+    # -- public ------------------------------------------------------------------------------
+
+    def pin(self, ids: Sequence[str], *, user_id: str, now: datetime | None = None) -> int:
+        """Pin ``user_id``'s memories ``ids``: the budget never expires them (a forget, a
+        newer memory or a delete still retire them). One transaction; returns how many were
+        not pinned before.
+
+        Raises:
+            UnknownMemoryError: the owner has no memory of one of the ids (nothing is pinned).
+            InputError: bad ``ids`` or ``user_id``.
+        """
+        owner, checked = check_owner(user_id), check_ids(ids, "pin()")
+        return self._set_pins(owner, checked, True, moment(now))
+
+    def unpin(self, ids: Sequence[str], *, user_id: str) -> int:
+        """Unpin ``user_id``'s memories ``ids`` (ids not pinned are passed over); returns how
+        many were pinned."""
+        owner, checked = check_owner(user_id), check_ids(ids, "unpin()")
+        return self._set_pins(owner, checked, False, moment(None))
+
+    def pinned(self, *, user_id: str) -> list[str]:
+        """The ids of ``user_id``'s pinned memories, sorted."""
+        return self._pinned(check_owner(user_id))
+
+    def restore(self, memory_id: str, *, user_id: str, now: datetime | None = None) -> WriteEvent:
+        """Bring back ``user_id``'s memory ``memory_id`` that the budget expired (its last
+        change an ``EXPIRE`` for :data:`BUDGET_REASON`): it is active again (an ``ADD`` history
+        row says it was restored). Pin it, or it may expire again at the next enforcement.
+
+        Raises:
+            UnknownMemoryError: the owner has no such memory (or it was purged).
+            InputError: it is not a memory the budget expired, or an active memory of the
+                owner has its text now (the message names it).
+        """
+        owner, checked = check_owner(user_id), check_memory_id(memory_id)
+        event = self._restore(owner, checked, moment(now))
+        return self._after_change([event], [])[0]
+
+    def enforce_budget(
+        self,
+        *,
+        user_id: str | None = None,
+        now: datetime | None = None,
+        dry_run: bool = False,
+        lifecycle: LifecycleConfig | None = None,
+    ) -> dict[str, int]:
+        """Bring every owner (or ``user_id``) past the watermark down to the target; returns
+        how many memories expired (``dry_run``: would expire) per owner past it. The budget is
+        ``lifecycle``'s (default: the store's); nothing happens without a ``max_active``."""
+        owners = [check_owner(user_id)] if user_id is not None else None
+        config = lifecycle or self.lifecycle
+        counts, events = self._enforce(owners, moment(now), dry_run, config)
+        if events:
+            self._after_change(events, [])
+        return counts
+
+    # -- the rules ---------------------------------------------------------------------------
+
+    def _after_change(
+        self, events: list[WriteEvent], items: Sequence[TextualMemoryItem]
+    ) -> list[WriteEvent]:
+        """``events``, with the budget's ``EXPIRE`` events after them when the change added
+        memories to an owner now past the watermark (then the next class's hook: the
+        category keeper sees them all)."""
+        config = self.lifecycle
+        budget = config is not None and config.max_active is not None
+        if budget and any(e.event == "ADD" for e in events):
+            owners = {i.metadata.user_id for i in items}
+            owners |= {e.user_id for e in events if e.user_id}
+            if owners:
+                found = self._enforce(sorted(owners), moment(None), False, config)
+                events = events + found[1]
+        after: Any = super()._after_change  # type: ignore[misc]  # the store's next class
+        return list(after(events, items))
+
+    def _enforce(
+        self,
+        owners: Collection[str] | None,
+        now: datetime,
+        dry_run: bool,
+        config: LifecycleConfig | None,
+    ) -> tuple[dict[str, int], list[WriteEvent]]:
+        if config is None or config.watermark is None or config.target is None:
+            return {}, []
+        watermark, target = config.watermark, config.target
+        done: dict[str, int] = {}
+        events: list[WriteEvent] = []
+        for owner, count in sorted(self._active_counts(owners).items()):
+            if count <= watermark:
+                continue
+            facts = self._with_usage(owner, self._budget_facts(owner))
+            chosen = lowest(facts, count - target, now)
+            if dry_run:
+                done[owner] = len(chosen)
+                continue
+            expired: list[WriteEvent] = []
+            for start in range(0, len(chosen), EXPIRE_BATCH):
+                batch = chosen[start : start + EXPIRE_BATCH]
+                why = [(f.memory_id, _reason(owner, count, config, f, now)) for f in batch]
+                expired += self._expire_for_budget(owner, why, target, now)
+            done[owner] = len(expired)
+            events += expired
+        return done, events
+
+    def _with_usage(self, owner: str, facts: list[PriorityFacts]) -> list[PriorityFacts]:
+        """``facts`` with each memory's recorded use
+        (:meth:`~memreader.stores.usage.UseRecords.usage`)."""
+        if not facts:
+            return facts
+        found = self.usage([f.memory_id for f in facts], user_id=owner)
+        out = []
+        for f in facts:
+            used = found.get(f.memory_id)
+            if used is not None:
+                f = replace(f, access_count=used.access_count, last_used_at=used.last_accessed_at)
+            out.append(f)
+        return out
+
+    # -- each backend's ----------------------------------------------------------------------
+
+    if TYPE_CHECKING:  # the store's use records (UseRecords)
+
+        def usage(self, ids: Sequence[str], *, user_id: str) -> dict[str, Usage]: ...
+
+    def _set_pins(self, owner: str, ids: list[str], on: bool, now: datetime) -> int:
+        """Pin (``on``) or unpin ``owner``'s ``ids`` in one transaction; how many changed."""
+        raise StoreError(f"{type(self).__name__} cannot pin memories")
+
+    def _pinned(self, owner: str) -> list[str]:
+        """``owner``'s pinned ids, sorted."""
+        raise StoreError(f"{type(self).__name__} cannot pin memories")
+
+    def _active_counts(self, owners: Collection[str] | None) -> dict[str, int]:
+        """How many active memories each owner of ``owners`` (every owner: ``None``) has;
+        owners with none may be left out."""
+        raise StoreError(f"{type(self).__name__} has no budget")
+
+    def _budget_facts(self, owner: str) -> list[PriorityFacts]:
+        """The priority facts of ``owner``'s unpinned active memories (without usage)."""
+        raise StoreError(f"{type(self).__name__} has no budget")
+
+    def _expire_for_budget(
+        self, owner: str, chosen: list[tuple[str, str]], target: int, now: datetime
+    ) -> list[WriteEvent]:
+        """One transaction: of ``chosen`` (id, reason), in order, expire those still active
+        and unpinned while ``owner`` has more than ``target`` active memories."""
+        raise StoreError(f"{type(self).__name__} has no budget")
+
+    def _restore(self, owner: str, memory_id: str, now: datetime) -> WriteEvent:
+        """What :meth:`restore` does, its arguments checked."""
+        raise StoreError(f"{type(self).__name__} cannot restore memories")
+
+
+def check_restorable(
+    owner: str,
+    memory_id: str,
+    row: Sequence[Any] | None,
+    last: Sequence[Any] | None,
+    same: Sequence[Any] | None,
+) -> None:
+    """Refuse to restore ``owner``'s memory ``memory_id`` unless the budget expired it: ``row``
+    is its row (``None``: no such memory; its second column its status), ``last`` its latest
+    history row (event, reason), ``same`` an active memory of the owner with its text (its
+    first column the id), each as the backend read them in the restore's transaction.
+
+    Raises:
+        UnknownMemoryError: no such memory.
+        InputError: it is not expired, its last change is not the budget's, or its text is
+            active again (the message says which).
+    """
+    if row is None:
+        raise UnknownMemoryError(f"user {owner!r} has no memory {memory_id!r}")
+    status = row[1]
+    if status != "expired":
+        raise InputError(f"memory {memory_id!r} is {status}: only an expired memory is restored")
+    if last is None or last[0] != "EXPIRE" or not str(last[1]).startswith(BUDGET_REASON):
+        why = last[1] if last else "no history"
+        raise InputError(
+            f"memory {memory_id!r} was not expired by the budget ({why}); write it again instead"
+        )
+    if same is not None:
+        raise InputError(
+            f"memory {memory_id!r} cannot be restored: the active memory {same[0]!r} has its text"
+        )
+
+
+def _reason(
+    owner: str, count: int, config: LifecycleConfig, facts: PriorityFacts, now: datetime
+) -> str:
+    return (
+        f"{BUDGET_REASON}: {owner!r} had {count} active memories, past the watermark "
+        f"{config.watermark} (max_active {config.max_active} x trigger_ratio "
+        f"{config.trigger_ratio:g}); among the lowest by priority "
+        f"({priority(facts, now):.3f}), expired down to {config.target}"
+    )

@@ -1,0 +1,190 @@
+"""Forgetting's second step and the index's repair: :meth:`Maintenance.maintain`, what
+``memreader maintain`` and the service's background task run.
+
+One run, in this order, each step in bounded transactions:
+
+1. **purge**: the rows of memories expired or superseded more than ``purge_after_days`` ago
+   are removed, with their history, keys, text index, passages, category links and pins
+   (:meth:`~memreader.stores.base.MemoryStore.purge`, one transaction);
+2. **budget**: every owner past the watermark is brought down to the target
+   (:meth:`~memreader.stores.lifecycle.api.LifecycleStorage.enforce_budget`, a few hundred
+   memories per transaction);
+3. **repair**: active memories without a vector, or with a vector of another model than the
+   store's embedder (:func:`~memreader.stores.embedder_rules.foreign_models`), are embedded
+   again with it, their passages too, ``repair_batch`` per transaction.
+
+Every step acts on what the rows say now, so a run killed between (or inside) transactions
+leaves a consistent store and the next run does the rest: running twice does nothing more
+than running once. ``dry_run`` counts what each step would do, per owner, and writes nothing.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from memreader.errors import InputError, StoreError
+from memreader.items import TextualMemoryItem
+from memreader.stores.checks import moment
+from memreader.stores.embedder_rules import QueryEmbedder, foreign_models
+from memreader.stores.embedding import embed
+from memreader.stores.lifecycle.config import LifecycleConfig
+from memreader.stores.passages.rows import PassagePlan, plan_passages
+from memreader.stores.records import StoredMemory
+
+__all__ = ["MaintainReport", "Maintenance"]
+
+#: The steps of a run, in order (a report's keys).
+STEPS = ("purged", "expired", "repaired")
+
+
+@dataclass
+class MaintainReport:
+    """What one run did (``dry_run``: would do): per step (:data:`STEPS`), how many memories
+    of each owner; ``notes`` say what was skipped and why."""
+
+    dry_run: bool
+    purged: dict[str, int] = field(default_factory=dict)
+    expired: dict[str, int] = field(default_factory=dict)
+    repaired: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def totals(self) -> dict[str, int]:
+        """Each step's count over every owner."""
+        return {step: sum(getattr(self, step).values()) for step in STEPS}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as JSON-ready data."""
+        return {
+            "dry_run": self.dry_run,
+            "totals": self.totals(),
+            **{step: dict(sorted(getattr(self, step).items())) for step in STEPS},
+            "notes": list(self.notes),
+        }
+
+    def lines(self) -> list[str]:
+        """The report as text: one line per step, then one per owner and step."""
+        verb = "would be " if self.dry_run else ""
+        out = [f"{step}: {n} memories {verb}{step}" for step, n in self.totals().items()]
+        for step in STEPS:
+            for owner, n in sorted(getattr(self, step).items()):
+                out.append(f"  {step} {owner}: {n}")
+        return out + [f"note: {note}" for note in self.notes]
+
+
+class Maintenance:
+    """The ``maintain`` method of :class:`~memreader.stores.base.MemoryStore` and the hooks
+    each backend answers for it."""
+
+    embedder: QueryEmbedder | None
+    lifecycle: LifecycleConfig | None
+
+    def maintain(
+        self,
+        *,
+        dry_run: bool = False,
+        now: datetime | None = None,
+        lifecycle: LifecycleConfig | None = None,
+    ) -> MaintainReport:
+        """Purge, enforce the budgets and repair the index (see the module docstring), with
+        ``lifecycle`` (default: the store's, else the defaults).
+
+        Raises:
+            InputError: ``dry_run`` is not true or false.
+            StoreError: the store or its embedder failed (the batches committed before stay).
+        """
+        if not isinstance(dry_run, bool):
+            raise InputError(f"dry_run must be true or false, got {dry_run!r}")
+        config = lifecycle or self.lifecycle or LifecycleConfig()
+        at = moment(now)
+        report = MaintainReport(dry_run)
+        if config.purge_after_days is None:
+            report.notes.append("purge: off (purge_after_days is null)")
+        else:
+            cutoff = at - timedelta(days=config.purge_after_days)
+            report.purged = self._retired_counts(cutoff)
+            if not dry_run and report.purged:
+                self.purge(older_than=cutoff)
+        if config.max_active is None:
+            report.notes.append("budget: off (no max_active)")
+        else:
+            report.expired = self.enforce_budget(now=at, dry_run=dry_run, lifecycle=config)
+        report.repaired = self._repair(config.repair_batch, dry_run, report.notes)
+        return report
+
+    def _repair(self, batch: int, dry_run: bool, notes: list[str]) -> dict[str, int]:
+        embedder = self.embedder
+        if embedder is None:
+            notes.append("repair: off (the store is open text only: no embedder)")
+            return {}
+        name = getattr(embedder, "name", None)
+        model = name if isinstance(name, str) else None
+        foreign = sorted(foreign_models(model, self.embedding_models())) if model else []
+        if model is None:
+            notes.append("repair: the embedder has no name; only missing vectors are repaired")
+        if dry_run:
+            return self._unindexed_counts(foreign)
+        done: Counter[str] = Counter()
+        after = 0
+        while rows := self._unindexed(foreign, after, batch):
+            after = rows[-1][0]
+            vectors = embed(embedder, [m.item.memory for _, m in rows])
+            items = [
+                _with_vector(m.item, vector, model)
+                for (_, m), vector in zip(rows, vectors, strict=True)
+            ]
+            found = [(rowid, item) for (rowid, _), item in zip(rows, items, strict=True)]
+            fixed = self._reindex(found, foreign, plan_passages(items, embedder))
+            done.update(owner for owner in fixed)
+        return dict(done)
+
+    # -- each backend's ----------------------------------------------------------------------
+
+    if TYPE_CHECKING:  # the store's own methods (MemoryStore and its other classes)
+
+        def purge(self, *, older_than: datetime) -> int: ...
+
+        def embedding_models(self, *, user_id: str | None = None) -> dict[str, int]: ...
+
+        def enforce_budget(
+            self,
+            *,
+            user_id: str | None = None,
+            now: datetime | None = None,
+            dry_run: bool = False,
+            lifecycle: LifecycleConfig | None = None,
+        ) -> dict[str, int]: ...
+
+    def _retired_counts(self, cutoff: datetime) -> dict[str, int]:
+        """Per owner, the memories expired or superseded before ``cutoff`` (what purge takes)."""
+        raise StoreError(f"{type(self).__name__} cannot purge")
+
+    def _unindexed_counts(self, foreign: list[str]) -> dict[str, int]:
+        """Per owner, the active memories without a vector or with one of ``foreign``."""
+        raise StoreError(f"{type(self).__name__} cannot repair its index")
+
+    def _unindexed(
+        self, foreign: list[str], after: int, limit: int
+    ) -> list[tuple[int, StoredMemory]]:
+        """Up to ``limit`` active memories past rowid ``after`` without a vector or with one
+        of ``foreign`` models, by rowid (rowid, memory)."""
+        raise StoreError(f"{type(self).__name__} cannot repair its index")
+
+    def _reindex(
+        self, rows: list[tuple[int, TextualMemoryItem]], foreign: list[str], plan: PassagePlan
+    ) -> list[str]:
+        """One transaction: each row (rowid, item with its new vector) still active and still
+        unindexed gets the item's vector and the passages ``plan`` holds for it; returns the
+        owner of each row changed."""
+        raise StoreError(f"{type(self).__name__} cannot repair its index")
+
+
+def _with_vector(
+    item: TextualMemoryItem, vector: list[float], model: str | None
+) -> TextualMemoryItem:
+    meta = item.metadata.model_copy(
+        update={"embedding": [float(x) for x in vector], "embedding_model": model}
+    )
+    return item.model_copy(update={"metadata": meta})
