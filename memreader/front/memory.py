@@ -21,12 +21,12 @@ before the store (:mod:`memreader.front.working`; off by default).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from memreader.errors import InputError, StoreError
+from memreader.front.categories import CategoryCalls
 from memreader.front.config import ConfigLike, reader_config
 from memreader.front.inputs import (
     check_user,
@@ -43,7 +43,7 @@ from memreader.items import TextualMemoryItem
 from memreader.modes import ReadMode
 from memreader.readers import BaseMemReader
 from memreader.steps.report import ReadReport
-from memreader.stores import HistoryEntry, MemoryStore, SearchHit, StoredCategory, WriteEvent
+from memreader.stores import HistoryEntry, MemoryStore, SearchHit, WriteEvent
 from memreader.stores.context import (
     DEFAULT_CONTEXT_K,
     DEFAULT_CONTEXT_TOKENS,
@@ -55,7 +55,7 @@ from memreader.stores.context import (
 __all__ = ["SEARCH_FILTERS", "AddResult", "Memory"]  # the first two from front.results
 
 
-class Memory(LifecycleCalls, UseCalls):
+class Memory(LifecycleCalls, UseCalls, CategoryCalls):
     """A reader, its store and its category keeper as one object (see the module docstring);
     pins, restores and ``maintain`` are :class:`~memreader.front.lifecycle.LifecycleCalls`'.
 
@@ -343,28 +343,6 @@ class Memory(LifecycleCalls, UseCalls):
         owner = self._owner(user_id, "forget()")
         self._settle(owner)
         return self.store.forget(source_selector(source), user_id=owner)
-
-    def categories(self, user_id: str | None = None) -> list[StoredCategory]:
-        """``user_id``'s categories, each with its summary."""
-        return self.store.categories(self._owner(user_id, "categories()"))
-
-    def export_markdown(
-        self,
-        folder: str | os.PathLike[str],
-        *,
-        user_id: str | Sequence[str] | None = None,
-        allow_foreign_files: bool = False,
-    ) -> list[str]:
-        """Write each owner's memory as Markdown under ``folder/<user folder>/`` (see
-        :func:`memreader.categories.markdown.export_markdown`); the paths written, sorted."""
-        from memreader.categories.markdown import export_markdown
-
-        self._check_open()
-        users = [user_id] if isinstance(user_id, str) or user_id is None else list(user_id)
-        owners = [check_user(user, "export_markdown()") for user in users]
-        return export_markdown(
-            self.store, owners, os.fspath(folder), allow_foreign_files=allow_foreign_files
-        )
 
     # -- lifetime ---------------------------------------------------------------------------------
 

@@ -38,19 +38,14 @@ from typing import Any
 from memreader.calls.deadlines import Deadline, check_deadline, checked_deadline
 from memreader.errors import InputError, StoreError
 from memreader.items import TextualMemoryItem
-from memreader.scopes import check_scope_id
-from memreader.stores.category_api import CategoryStorage, check_category
+from memreader.stores.category_api import CategoryStorage
 from memreader.stores.checks import (
     Filters,
     SourceSelector,
-    aware,
     check_k,
     check_memory_id,
-    check_min_score,
     check_owner,
     check_seen,
-    check_session,
-    check_types,
     moment,
 )
 from memreader.stores.context import Context, search_context
@@ -61,7 +56,8 @@ from memreader.stores.hits import SEARCH_MODES, SearchHit, SearchMode
 from memreader.stores.lifecycle import LifecycleStorage, Maintenance
 from memreader.stores.records import StoredMemory
 from memreader.stores.scoring import ScoreParts
-from memreader.stores.usage import UseRecords, check_heat_weight
+from memreader.stores.search_filters import search_filters
+from memreader.stores.usage import UseRecords
 
 __all__ = [
     "SEARCH_MODES",
@@ -232,25 +228,19 @@ class MemoryStore(
                 ``[1, MAX_K]`` (:data:`~memreader.stores.checks.MAX_K`), a type that is not a
                 memory type's name, a ``session_id`` that is not a string, ...).
         """
-        if mode not in SEARCH_MODES:
-            raise InputError(f"mode must be one of {', '.join(SEARCH_MODES)}, got {mode!r}")
-        if not isinstance(query, str):
-            raise InputError(f"query must be a string, got {type(query).__name__}")
-        if not isinstance(include_inactive, bool):
-            raise InputError(f"include_inactive must be true or false, got {include_inactive!r}")
-        filters = Filters(
-            types=check_types(types),
-            since=aware(since, "since") if since is not None else None,
-            until=aware(until, "until") if until is not None else None,
-            session_id=check_session(session_id),
+        filters = search_filters(
+            query,
+            mode,
+            types=types,
+            since=since,
+            until=until,
+            session_id=session_id,
             include_inactive=include_inactive,
-            category=check_category(category) if category is not None else None,
-            min_score=check_min_score(min_score),
-            agent_id=check_scope_id(agent_id, "agent_id"),
-            task_id=check_scope_id(task_id, "task_id"),
-            heat_weight=self.heat_weight
-            if heat_weight is None
-            else check_heat_weight(heat_weight, "heat_weight", InputError),
+            category=category,
+            min_score=min_score,
+            agent_id=agent_id,
+            task_id=task_id,
+            heat_weight=self.heat_weight if heat_weight is None else heat_weight,
         )
         owner, k = check_owner(user_id), check_k(k)
         if mode != "text":

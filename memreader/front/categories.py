@@ -1,0 +1,50 @@
+"""The category calls of :class:`~memreader.front.memory.Memory` (:class:`CategoryCalls`): an
+owner's categories and the Markdown export of their memory (see :mod:`memreader.categories`)."""
+
+from __future__ import annotations
+
+import os
+from abc import abstractmethod
+from collections.abc import Sequence
+from typing import Any
+
+from memreader.front.inputs import check_user
+from memreader.stores import MemoryStore, StoredCategory
+
+__all__ = ["CategoryCalls"]
+
+
+class CategoryCalls:
+    """Categories and Markdown on a ``Memory``'s store (owners checked by its ``_owner``)."""
+
+    store: MemoryStore
+
+    @abstractmethod
+    def _owner(self, user_id: Any, call: str) -> str:
+        """``user_id`` checked for ``call`` (the Memory open)."""
+
+    @abstractmethod
+    def _check_open(self) -> None:
+        """Raise when the Memory is closed."""
+
+    def categories(self, user_id: str | None = None) -> list[StoredCategory]:
+        """``user_id``'s categories, each with its summary."""
+        return self.store.categories(self._owner(user_id, "categories()"))
+
+    def export_markdown(
+        self,
+        folder: str | os.PathLike[str],
+        *,
+        user_id: str | Sequence[str] | None = None,
+        allow_foreign_files: bool = False,
+    ) -> list[str]:
+        """Write each owner's memory as Markdown under ``folder/<user folder>/`` (see
+        :func:`memreader.categories.markdown.export_markdown`); the paths written, sorted."""
+        from memreader.categories.markdown import export_markdown
+
+        self._check_open()
+        users = [user_id] if isinstance(user_id, str) or user_id is None else list(user_id)
+        owners = [check_user(user, "export_markdown()") for user in users]
+        return export_markdown(
+            self.store, owners, os.fspath(folder), allow_foreign_files=allow_foreign_files
+        )
