@@ -4,7 +4,7 @@
 >>> from memreader.factory import MemReaderConfigFactory
 >>> app = create_app(ServiceConfig(MemReaderConfigFactory(config={"embedder": None})))
 >>> sorted(p for p in app.openapi()["paths"] if p.startswith("/v1/memories/{"))
-['/v1/memories/{memory_id}', '/v1/memories/{memory_id}/history']
+['/v1/memories/{memory_id}', '/v1/memories/{memory_id}/history', '/v1/memories/{memory_id}:restore']
 """
 
 from __future__ import annotations
