@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from memreader.items import TextualMemoryItem
-from memreader.retrieval.passages import Passage, passages_in, passages_of
+from memreader.retrieval.passages import Passage, passages_in, passages_of, readers, vector_text
 from memreader.stores.base import QueryEmbedder
 from memreader.stores.embedding import embed
 
@@ -91,6 +91,28 @@ def passages_of_json(text: str, item_json: str) -> list[Passage]:
     return passages_in(text, [s.get("content") if isinstance(s, dict) else None for s in sources])
 
 
+def _passage_vectors(
+    item: TextualMemoryItem,
+    passages: Sequence[Passage],
+    own: list[list[float]],
+    wider: list[str],
+    found: dict[str, list[float]],
+) -> np.ndarray | None:
+    """Each passage's vector: the mean of the unit vectors of its own text and of every
+    ``wider`` text that holds it (:func:`~memreader.retrieval.passages.readers`), so its dot
+    product with a query's unit vector is the mean of their cosines (a vector of norm <= 1).
+    ``None`` when there is no passage or one has no direction."""
+    alone = _unit_rows(own) if passages else None
+    around = _unit_rows([found[t] for t in wider]) if passages else None
+    if alone is None or around is None:
+        return None
+    rows = []
+    for i in range(len(passages)):
+        held_by = readers(item, passages, i)
+        rows.append((alone[i] + around[held_by].sum(axis=0)) / (1 + len(held_by)))
+    return np.stack(rows).astype("<f4")
+
+
 def _unit_rows(vectors: list[list[float]]) -> np.ndarray | None:
     matrix = np.asarray(vectors, dtype=np.float64)
     norms = np.linalg.norm(matrix, axis=1)
@@ -109,31 +131,34 @@ def plan_passages(
     Raises:
         StoreError: the embedder failed.
     """
-    cut = {(i.metadata.user_id, i.id): (i.memory, passages_of(i)) for i in items}
+    cut = {(i.metadata.user_id, i.id): (i, passages_of(i)) for i in items}
     if embedder is None:
         return {key: StoredPassages(spans_to_blob(ps)) for key, (_, ps) in cut.items()}
     name = getattr(embedder, "name", None)
     model = name if isinstance(name, str) else ""
+    # Each passage is read twice: as it reads, and as ``vector_text`` (a chat message with its
+    # neighbours); each distinct text is embedded once (overlapping windows share most).
+    own = {key: [item.memory[p.start : p.end] for p in ps] for key, (item, ps) in cut.items()}
+    wider = {
+        key: [vector_text(item, ps, i) for i in range(len(ps))] for key, (item, ps) in cut.items()
+    }
     # A memory that is one passage (a fact, a short note) has the vector it came with, when
     # this embedder made it: it is not embedded twice.
     found: dict[str, list[float]] = {
-        i.memory: i.metadata.embedding
-        for i in items
-        if i.metadata.embedding is not None
-        and i.metadata.embedding_model == model
-        and [i.memory[p.start : p.end] for p in cut[(i.metadata.user_id, i.id)][1]] == [i.memory]
+        item.memory: item.metadata.embedding
+        for key, (item, ps) in cut.items()
+        if item.metadata.embedding is not None
+        and item.metadata.embedding_model == model
+        and own[key] == [item.memory]
     }
-    texts = [
-        t
-        for t in dict.fromkeys(t[p.start : p.end] for t, ps in cut.values() for p in ps)
-        if t not in found
-    ]
+    every = (t for key in cut for row in (own[key], wider[key]) for t in row)
+    texts = [t for t in dict.fromkeys(every) if t not in found]
     for start in range(0, len(texts), EMBED_BATCH):
         batch = texts[start : start + EMBED_BATCH]
         found.update(zip(batch, embed(embedder, batch), strict=True))
     plan: PassagePlan = {}
-    for key, (text, passages) in cut.items():
-        matrix = _unit_rows([found[text[p.start : p.end]] for p in passages]) if passages else None
+    for key, (item, passages) in cut.items():
+        matrix = _passage_vectors(item, passages, [found[t] for t in own[key]], wider[key], found)
         blob = matrix.tobytes() if matrix is not None else None
         plan[key] = StoredPassages(spans_to_blob(passages), blob, model)
     return plan
