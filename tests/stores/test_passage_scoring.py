@@ -158,3 +158,40 @@ def test_a_related_question_passes_the_cut_naming_its_message(  # type: ignore[n
     sources = hits[0].memory.item.metadata.sources
     assert best.source_index is not None
     assert sources[best.source_index].content == LINES[message][1]
+
+
+CLIMBING = [
+    ("user", "The weather was grey all week, so I stayed in."),
+    ("assistant", "Grey weeks are good for reading."),
+    ("user", "I finally picked a climbing gym to join."),
+    ("assistant", "Oh nice, which one did you go for?"),
+    ("user", "Crux Hall, the one by the old train station."),
+    ("assistant", "That sounds like a good choice."),
+    ("user", "I finished two novels and started a third one."),
+    ("assistant", "Which one did you like best?"),
+]
+
+
+def test_an_answer_without_the_questions_words_is_read_with_its_question(
+    tmp_path: Path,
+) -> None:
+    """The answer ("Crux Hall, ...") shares no word with the question; its vector reads it
+    with the messages before and after it, so it scores well above the window's unrelated
+    messages (each line embedded alone: 0.133 against 0.132 for "Which one did you like
+    best?"; now 0.27 against at most 0.15)."""
+    from memreader.embedders import build_embedder
+    from tests.stores.store_backends import chat
+
+    with open_store(
+        f"sqlite:///{tmp_path / 'm.db'}", embedder=build_embedder({"backend": "local"})
+    ) as store:
+        store.write([chat("w", CLIMBING)], now=T)
+        hit = store.search("Which climbing gym did I join?", user_id="u1", now=T)[0]
+    sources = hit.memory.item.metadata.sources
+    score = {
+        sources[p.source_index].content: p.score for p in hit.passages if p.source_index is not None
+    }
+    answer = score[CLIMBING[4][1]]
+    assert answer >= RECOMMENDED_MIN_SCORE
+    unrelated = [CLIMBING[i][1] for i in (0, 1, 6, 7)]
+    assert all(answer > 1.5 * score[text] for text in unrelated), score

@@ -1,12 +1,17 @@
 """The passages a store keeps beside each memory it adds (both stores): the exact spans
-:func:`~memreader.retrieval.passages.passages_of` cuts the memory's text into, with the unit
-vector of each passage's text, so that search can score a memory's messages one by one
-(:mod:`memreader.stores.passages.scoring`) without embedding anything at search time.
+:func:`~memreader.retrieval.passages.passages_of` cuts the memory's text into, with one
+vector per passage, so that search can score a memory's messages one by one
+(:mod:`memreader.stores.passages.scoring`) without embedding anything at search time. A
+passage's vector is the mean of the unit vectors of its own text and of each text that reads
+it with its neighbours (a chat message with the messages before and after it:
+:func:`~memreader.retrieval.passages.vector_text` and
+:func:`~memreader.retrieval.passages.readers`), so its dot product with a query's unit vector
+is the mean of their cosines.
 
 The memory itself stays the stored unit (its provenance, dedup and history do not change);
 its passages are one row beside it (spans and vectors as two blobs, read in one fetch per
-search), removed with it. Each distinct passage text of one write is embedded once
-(overlapping windows share most of their messages).
+search), removed with it. Each distinct text of one write is embedded once (overlapping
+windows share most of their messages).
 
 >>> item = TextualMemoryItem.model_validate({"id": "m",
 ...     "memory": "user: Hi.\\nassistant: Hello!",
