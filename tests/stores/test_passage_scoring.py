@@ -176,9 +176,9 @@ def test_an_answer_without_the_questions_words_is_read_with_its_question(
     tmp_path: Path,
 ) -> None:
     """The answer ("Crux Hall, ...") shares no word with the question; its vector reads it
-    with the messages before and after it, so it scores well above the window's unrelated
-    messages (each line embedded alone: 0.133 against 0.132 for "Which one did you like
-    best?"; now 0.27 against at most 0.15)."""
+    with the messages before and after it, so it scores well above the window's messages far
+    from that exchange (each line embedded alone: 0.133 against 0.132 for "Which one did you
+    like best?"; read with its neighbours 0.32 against at most 0.15)."""
     from memreader.embedders import build_embedder
     from tests.stores.store_backends import chat
 
@@ -193,5 +193,5 @@ def test_an_answer_without_the_questions_words_is_read_with_its_question(
     }
     answer = score[CLIMBING[4][1]]
     assert answer >= RECOMMENDED_MIN_SCORE
-    unrelated = [CLIMBING[i][1] for i in (0, 1, 6, 7)]
+    unrelated = [CLIMBING[i][1] for i in (0, 6, 7)]  # not next to the question's exchange
     assert all(answer > 1.5 * score[text] for text in unrelated), score

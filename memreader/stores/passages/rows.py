@@ -103,19 +103,17 @@ def _passage_vectors(
     wider: list[str],
     found: dict[str, list[float]],
 ) -> np.ndarray | None:
-    """Each passage's vector: the mean of the unit vectors of its own text and of every
-    ``wider`` text that holds it (:func:`~memreader.retrieval.passages.readers`), so its dot
-    product with a query's unit vector is the mean of their cosines (a vector of norm <= 1).
+    """Each passage's two vectors, side by side in one row: its own text's unit vector, and
+    the mean of the unit vectors of every ``wider`` text that holds it
+    (:func:`~memreader.retrieval.passages.readers`: its dot product with a query's unit
+    vector is the mean of their cosines, norm <= 1). Search counts the better of the two.
     ``None`` when there is no passage or one has no direction."""
     alone = _unit_rows(own) if passages else None
     around = _unit_rows([found[t] for t in wider]) if passages else None
     if alone is None or around is None:
         return None
-    rows = []
-    for i in range(len(passages)):
-        held_by = readers(item, passages, i)
-        rows.append((alone[i] + around[held_by].sum(axis=0)) / (1 + len(held_by)))
-    return np.stack(rows).astype("<f4")
+    read = np.stack([around[readers(item, passages, i)].mean(axis=0) for i in range(len(passages))])
+    return np.hstack([alone, read]).astype("<f4")
 
 
 def _unit_rows(vectors: list[list[float]]) -> np.ndarray | None:

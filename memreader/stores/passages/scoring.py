@@ -224,18 +224,21 @@ def score_passages(
             words[bounds[i] : bounds[i + 1]] = terms.coverage(c.text, text, c.spans)
     scores = words
     if vector is not None:
-        # One matrix product for every passage vector of every candidate (NaN: no vector, and
-        # no memory vector either; then the words alone count).
+        # One matrix product per width for every passage vector of every candidate (NaN: no
+        # vector, and no memory vector either; then the words alone count). A row of two
+        # vectors (the passage alone, and read with its neighbours) counts the better match.
         cosines = np.full(bounds[-1], np.nan)
-        own = [
-            i
-            for i, c in enumerate(candidates)
-            if c.vectors is not None and c.vectors.shape[1:] == vector.shape
-        ]
-        if own:
-            stacked = np.concatenate([candidates[i].vectors for i in own]) @ vector
-            at = np.concatenate([np.arange(bounds[i], bounds[i + 1]) for i in own])
-            cosines[at] = stacked
+        for reads in (1, 2):
+            own = [
+                i
+                for i, c in enumerate(candidates)
+                if c.vectors is not None and c.vectors.shape[1:] == (reads * len(vector),)
+            ]
+            if own:
+                rows = np.concatenate([candidates[i].vectors for i in own])
+                stacked = (rows.reshape(len(rows), reads, len(vector)) @ vector).max(axis=1)
+                at = np.concatenate([np.arange(bounds[i], bounds[i + 1]) for i in own])
+                cosines[at] = stacked
         for i, c in enumerate(candidates):
             if c.window_cosine is not None and np.isnan(cosines[bounds[i] : bounds[i + 1]]).all():
                 cosines[bounds[i] : bounds[i + 1]] = c.window_cosine
