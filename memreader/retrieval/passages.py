@@ -230,8 +230,8 @@ def vector_text(item: TextualMemoryItem, passages: Sequence[Passage], index: int
     :func:`embedding_text` makes it (``Name: content``), one per line; anything else (a
     document's text, a fact) as it reads. Its neighbours say what a message answers ("Crux
     Hall, the one by the station." after "Which gym did you pick?") or what "it" is; the
-    passage still names its one message, and its vector is the mean over the texts that hold
-    it (:func:`readers`).
+    passage still names its one message, and a store keeps, beside its own line's vector, the
+    mean over the texts that hold it (:func:`readers`).
 
     Measured (benchmarks/RESULTS.md, "2026-12-02: recall, a message read with its
     neighbours"): see :func:`readers`.
@@ -254,19 +254,23 @@ def vector_text(item: TextualMemoryItem, passages: Sequence[Passage], index: int
 
 def readers(item: TextualMemoryItem, passages: Sequence[Passage], index: int) -> list[int]:
     """The passages whose :func:`vector_text` holds ``passages[index]``: itself and, for a chat
-    message, the chat messages next to it. A store scores a passage by the mean of their
-    cosines with the query (it stores the mean of their unit vectors): one text that holds
-    the answer beside its question scores the answer, not only its neighbours.
+    message, the chat messages next to it. A store keeps the mean of their unit vectors (the
+    mean of their cosines with a query) beside the passage's own, and search counts the better
+    of the two: a text that holds the answer beside its question scores the answer, not only
+    its neighbours, and a fact said out of the blue keeps its own match.
 
-    Measured on benchmarks/evidence_retrieval.py's synthetic-en (132 questions, seeds 0/1/2;
-    RESULTS.md, "2026-12-02: recall, a message read with its neighbours"): each chat line
-    embedded alone, time included (before): search recall@3 0.636/0.727/0.659, @10
-    0.955/0.902/0.879; each message with both neighbours, its own vector: @3 0.773/0.742/0.735,
-    @10 0.962/0.955/0.962, but its best passage was the evidence for 0.02 of the questions (a
-    neighbour's text holds the answer too, and won); the mean over the three texts: recall as
-    good (see RESULTS.md) and the best passage the evidence for 0.44 (0.42 before). Tried
-    and worse: the message before only (@3 0.712/0.697/0.720), three messages without names
-    (0.348, seed 0), ``Name: content`` alone (0.598, seed 0).
+    Measured on benchmarks/evidence_retrieval.py's synthetic-en (132 LoCoMo-like questions,
+    seeds 0/1/2; RESULTS.md, "2026-12-02: recall, a message read with its neighbours"): each
+    chat line embedded alone, time included (before): search recall@3 0.636/0.727/0.659, @10
+    0.955/0.902/0.879; each message's three-message text as its only vector: @3
+    0.773/0.742/0.735, but its best passage was the evidence for 0.02 of the questions (a
+    neighbour's text holds the answer too, and won); the better of the line and the mean over
+    the three texts (kept): @3 0.742/0.788/0.735, @10 0.977/0.947/0.955, best passage the
+    evidence 0.43-0.48 (0.41-0.42 before). The mean alone, or with the line as one more
+    reader (@3 0.780/0.795/0.788), cost planted facts with unrelated neighbours
+    (benchmarks/passage_scores.py) recall@3 0.775 -> 0.600 / 0.675; the kept rule costs them
+    nothing. Worse on synthetic-en: the message before only (@3 0.712/0.697/0.720), three
+    messages without names (0.348, seed 0), ``Name: content`` alone (0.598, seed 0).
 
     >>> from memreader.items import TextualMemoryItem
     >>> item = TextualMemoryItem.model_validate({"id": "m",

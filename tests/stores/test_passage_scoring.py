@@ -15,7 +15,13 @@ from hypothesis import strategies as st
 
 from memreader.retrieval.passages import Passage
 from memreader.stores import open_store
-from memreader.stores.passages.scoring import PassageSet, calibrated, rank_by_passages, span_rows
+from memreader.stores.passages.scoring import (
+    PassageSet,
+    calibrated,
+    rank_by_passages,
+    score_passages,
+    span_rows,
+)
 from memreader.stores.scoring import RECOMMENDED_MIN_SCORE, final_score
 
 T = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -195,3 +201,21 @@ def test_an_answer_without_the_questions_words_is_read_with_its_question(
     assert answer >= RECOMMENDED_MIN_SCORE
     unrelated = [CLIMBING[i][1] for i in (0, 6, 7)]  # not next to the question's exchange
     assert all(answer > 1.5 * score[text] for text in unrelated), score
+
+
+def test_a_passage_with_two_vectors_counts_the_better_match() -> None:
+    """A stored row may hold two vectors side by side (the passage alone, and read with its
+    neighbours); its cosine is the better of the two, and a one-vector row scores as before."""
+    e = np.eye(4, dtype=np.float32)
+    spans = span_rows([Passage(0, 1, 0), Passage(2, 3, 1), Passage(4, 5, 2)])
+    two = PassageSet(
+        1,
+        "a b c",
+        spans,
+        np.stack([np.hstack([e[1], e[0]]), np.hstack([e[0], e[1]]), np.hstack([e[1], e[2]])]),
+        None,
+    )
+    one = PassageSet(2, "a b c", spans, np.stack([e[0], e[1], e[2]]), None)
+    scored = score_passages("", e[0], [two, one], lexical_weight=0.0)
+    assert scored[1].scores.tolist() == [1.0, 1.0, 0.0]
+    assert scored[2].scores.tolist() == [1.0, 0.0, 0.0]

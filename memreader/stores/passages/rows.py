@@ -1,12 +1,13 @@
 """The passages a store keeps beside each memory it adds (both stores): the exact spans
 :func:`~memreader.retrieval.passages.passages_of` cuts the memory's text into, with one
-vector per passage, so that search can score a memory's messages one by one
+or two vectors per passage, so that search can score a memory's messages one by one
 (:mod:`memreader.stores.passages.scoring`) without embedding anything at search time. A
-passage's vector is the mean of the unit vectors of its own text and of each text that reads
-it with its neighbours (a chat message with the messages before and after it:
-:func:`~memreader.retrieval.passages.vector_text` and
-:func:`~memreader.retrieval.passages.readers`), so its dot product with a query's unit vector
-is the mean of their cosines.
+passage's row holds its own text's unit vector and, beside it, the mean of the unit vectors of
+the texts that read it with its neighbours (a chat message with the messages before and after
+it: :func:`~memreader.retrieval.passages.vector_text` and
+:func:`~memreader.retrieval.passages.readers`; the dot product with a query's unit vector is
+the mean of their cosines); search counts the better of the two. Rows written before hold
+the first only, and score as they did.
 
 The memory itself stays the stored unit (its provenance, dedup and history do not change);
 its passages are one row beside it (spans and vectors as two blobs, read in one fetch per

@@ -1,6 +1,6 @@
 """How a search scores the passages of its candidates (both stores): each passage of each
-candidate memory by the dot product of its stored vector with the query's (the mean cosine of
-the texts that read it, the message alone and with its neighbours:
+candidate memory by the cosine of its stored vector with the query's, the better of two where
+it has two (the message alone, and the mean over the texts that read it with its neighbours:
 :mod:`memreader.stores.passages.rows`; the memory's vector when the passage has none, a memory
 written before passages were stored) and by how much of the query's rarer words it holds; a
 memory's match is its best passage's.
@@ -97,9 +97,9 @@ _FEW = 4
 @dataclass(frozen=True)
 class PassageSet:
     """One candidate memory as passage scoring reads it: its rowid, text and passages (exact
-    spans of the text, as :func:`span_rows`), the passages' vectors (one row per passage, of
-    norm at most 1, see :mod:`~memreader.stores.passages.rows`; ``None`` when they have none
-    stored) and the memory's own cosine with the query (``None``
+    spans of the text, as :func:`span_rows`), the passages' vectors (one row per passage of one
+    vector or two side by side, norm at most 1, see :mod:`~memreader.stores.passages.rows`;
+    ``None`` when they have none stored) and the memory's own cosine with the query (``None``
     without vectors)."""
 
     rowid: int
