@@ -100,16 +100,19 @@ def passages_of_json(text: str, item_json: str) -> list[Passage]:
 def _passage_vectors(
     item: TextualMemoryItem,
     passages: Sequence[Passage],
-    own: list[list[float]],
+    own: list[str],
     wider: list[str],
     found: dict[str, list[float]],
 ) -> np.ndarray | None:
-    """Each passage's two vectors, side by side in one row: its own text's unit vector, and
+    """Each passage's two vectors, side by side in one row: its ``own`` text's unit vector, and
     the mean of the unit vectors of every ``wider`` text that holds it
     (:func:`~memreader.retrieval.passages.readers`: its dot product with a query's unit
     vector is the mean of their cosines, norm <= 1). Search counts the better of the two.
+    One vector a row when every passage reads alone (a document, a fact: no chat message).
     ``None`` when there is no passage or one has no direction."""
-    alone = _unit_rows(own) if passages else None
+    alone = _unit_rows([found[t] for t in own]) if passages else None
+    if own == wider:
+        return alone
     around = _unit_rows([found[t] for t in wider]) if passages else None
     if alone is None or around is None:
         return None
@@ -162,7 +165,7 @@ def plan_passages(
         found.update(zip(batch, embed(embedder, batch), strict=True))
     plan: PassagePlan = {}
     for key, (item, passages) in cut.items():
-        matrix = _passage_vectors(item, passages, [found[t] for t in own[key]], wider[key], found)
+        matrix = _passage_vectors(item, passages, own[key], wider[key], found)
         blob = matrix.tobytes() if matrix is not None else None
         plan[key] = StoredPassages(spans_to_blob(passages), blob, model)
     return plan
