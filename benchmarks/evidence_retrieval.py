@@ -36,7 +36,11 @@ Run by hand (about 5 minutes per window size on 2 busy cores, all five sets)::
         --windows default,256/64,128/32 --json /tmp/evidence.json
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/evidence_retrieval.py --quick   # ~1 minute a size
 
-A Markdown table goes to stdout, ``--json PATH`` writes every row (per-kind breakdowns too).
+A Markdown table goes to stdout, ``--json PATH`` writes every row (per-kind breakdowns too, and
+``per_question``: each question's rank, budgets held, and for one not at rank 1 where its
+evidence ranks among ``MISS_DEPTH`` hits, its passage score and the first hit's best passage).
+``--stores DIR`` keeps each store file there and reuses it on the next run (to try ranking or
+packing changes without reading the sets again; not for ingestion changes).
 """
 
 from __future__ import annotations
@@ -280,7 +284,7 @@ def _score(data: Dataset, variant: Variant, memory: Any, budgets: Sequence[int])
             context_ms.append(ms)
             held[budget] = any(text in normalise(block) for text in texts)
         per_question.append(
-            {"q": q.text, "kind": q.kind, "rank": rank, "held": held, "evidence": q.evidence}
+            {"q": q.text, "kind": q.kind, "rank": rank, "held": held, "evidence": list(q.evidence)}
             | _miss(memory, q.text, user, variant, evidence, texts, rank)
         )
     row: dict[str, Any] = {
@@ -307,7 +311,10 @@ def _score(data: Dataset, variant: Variant, memory: Any, budgets: Sequence[int])
         for kind in kinds
     }
     row["missed"] = [r["q"] for r in per_question if r["rank"] is None]
-    row["per_question"] = per_question
+    # As JSON reads it back (budgets as string keys), so the --json file equals the rows.
+    row["per_question"] = [
+        r | {"held": {str(b): v for b, v in r["held"].items()}} for r in per_question
+    ]
     return row
 
 
