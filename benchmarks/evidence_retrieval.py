@@ -36,7 +36,11 @@ Run by hand (about 5 minutes per window size on 2 busy cores, all five sets)::
         --windows default,256/64,128/32 --json /tmp/evidence.json
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/evidence_retrieval.py --quick   # ~1 minute a size
 
-A Markdown table goes to stdout, ``--json PATH`` writes every row (per-kind breakdowns too).
+A Markdown table goes to stdout, ``--json PATH`` writes every row (per-kind breakdowns too, and
+``per_question``: each question's rank, budgets held, and for one not at rank 1 where its
+evidence ranks among ``MISS_DEPTH`` hits, its passage score and the first hit's best passage).
+``--stores DIR`` keeps each store file there and reuses it on the next run (to try ranking or
+packing changes without reading the sets again; not for ingestion changes).
 """
 
 from __future__ import annotations
@@ -71,6 +75,7 @@ log = logging.getLogger("evidence_retrieval")
 
 BUDGETS = (200, 500, 1000, 2000)
 RECALL_AT = (1, 3, 10)
+MISS_DEPTH = 200  # hits searched for where a missed question's evidence ranks
 PACK_K = 50  # hits the baseline packer draws from (2,000 tokens of 128-token windows is ~16)
 SETS = ("synthetic-en", "memorybank-en", "memorybank-cn", "synthetic-zh", "synthetic-ja")
 
@@ -213,16 +218,32 @@ def _packer(memory: Any, mode: str) -> tuple[str, Callable[[str, str, Sequence[i
     return "Memory.context" + ("" if takes_mode or mode == "hybrid" else " (its own mode)"), call
 
 
-def run(data: Dataset, variant: Variant, budgets: Sequence[int] = BUDGETS) -> dict[str, Any]:
-    """Read ``data`` into a fresh store with ``variant`` and score every question (a row)."""
+def run(
+    data: Dataset,
+    variant: Variant,
+    budgets: Sequence[int] = BUDGETS,
+    *,
+    stores: Path | None = None,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Read ``data`` into a fresh store with ``variant`` and score every question (a row).
+    ``stores``: a folder that keeps the store files (one per set, seed and variant) and reuses
+    one already there instead of reading the set again: for trying ranking and packing
+    changes, not ingestion changes (a kept file holds what the code of its first run wrote)."""
     from memreader import Memory
 
     with tempfile.TemporaryDirectory(prefix="evidence-") as folder:
-        memory = Memory(variant.config(), store=f"sqlite:///{folder}/memories.db")
+        path = Path(folder) / "memories.db"
+        if stores is not None:
+            stores.mkdir(parents=True, exist_ok=True)
+            name = f"{data.name}-seed{seed}-{variant.label}-{len(data.questions)}q"
+            path = stores / (re.sub(r"[^\w.-]+", "_", name) + ".db")
+        reuse = path.exists()
+        memory = Memory(variant.config(), store=f"sqlite:///{path}")
         try:
             started = time.perf_counter()
             stored = 0
-            for conv in data.conversations:
+            for conv in data.conversations if not reuse else ():
                 for s, session in enumerate(conv.sessions):
                     result = memory.add(
                         list(session), user_id=conv.user_id, session_id=f"{conv.conv_id}/s{s}"
@@ -230,8 +251,8 @@ def run(data: Dataset, variant: Variant, budgets: Sequence[int] = BUDGETS) -> di
                     stored += result.counts.get("ADD", 0)
             ingest_s = time.perf_counter() - started
             return _score(data, variant, memory, budgets) | {
-                "memories": stored,
-                "ingest_s": round(ingest_s, 2),
+                "memories": stored if not reuse else "reused",
+                "ingest_s": round(ingest_s, 2) if not reuse else "",
             }
         finally:
             memory.close()
@@ -262,7 +283,10 @@ def _score(data: Dataset, variant: Variant, memory: Any, budgets: Sequence[int])
         for budget, (block, ms) in zip(budgets, pack(q.text, user, budgets), strict=True):
             context_ms.append(ms)
             held[budget] = any(text in normalise(block) for text in texts)
-        per_question.append({"q": q.text, "kind": q.kind, "rank": rank, "held": held})
+        per_question.append(
+            {"q": q.text, "kind": q.kind, "rank": rank, "held": held, "evidence": list(q.evidence)}
+            | _miss(memory, q.text, user, variant, evidence, texts, rank)
+        )
     row: dict[str, Any] = {
         "set": data.name,
         "lang": data.lang,
@@ -287,7 +311,46 @@ def _score(data: Dataset, variant: Variant, memory: Any, budgets: Sequence[int])
         for kind in kinds
     }
     row["missed"] = [r["q"] for r in per_question if r["rank"] is None]
+    # As JSON reads it back (budgets as string keys), so the --json file equals the rows.
+    row["per_question"] = [
+        r | {"held": {str(b): v for b, v in r["held"].items()}} for r in per_question
+    ]
     return row
+
+
+def _miss(
+    memory: Any,
+    query: str,
+    user: str,
+    variant: Variant,
+    evidence: set[str],
+    texts: Sequence[str],
+    rank: int | None,
+) -> dict[str, Any]:
+    """Where a question's evidence ranks when it is not first (``--json`` rows): its rank among
+    ``MISS_DEPTH`` hits (``None``: not among them, so the candidate lists never reached it),
+    its own relevance and passage score against the first hit's, and the first hit's best
+    passage text (what beat it)."""
+    if rank == 1:
+        return {}
+    hits = memory.search(query, user_id=user, k=MISS_DEPTH, mode=variant.mode)
+    deep = next((i for i, h in enumerate(hits) if cites(h, evidence, texts)), None)
+    out: dict[str, Any] = {"deep_rank": None if deep is None else deep + 1}
+    if hits:
+        top = hits[0]
+        out["top_relevance"] = round(top.score.relevance, 3)
+        if top.passages:
+            best = top.passages[0]
+            out["top_passage"] = top.memory.item.memory[best.start : best.end][:160]
+    if deep is not None:
+        hit = hits[deep]
+        out["evidence_relevance"] = round(hit.score.relevance, 3)
+        sources = hit.memory.item.metadata.sources
+        for p in hit.passages:
+            if p.source_index is not None and sources[p.source_index].message_id in evidence:
+                out["evidence_passage_score"] = round(p.score, 3)
+                break
+    return out
 
 
 def _rates(rows: list[dict[str, Any]], k: int, budgets: Sequence[int]) -> dict[str, float]:
@@ -367,6 +430,12 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--quick", action="store_true", help="small sets (about a minute)")
     parser.add_argument("--tiny", action="store_true", help="the smallest sets (tests)")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--stores",
+        type=Path,
+        default=None,
+        help="keep the stores here and reuse them (ranking changes only, not ingestion)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     # The embed step warns on every add() of CJK text to an English-only model: say it once.
@@ -381,8 +450,9 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
             for k in (int(x) for x in args.k.split(",")):
                 variant = Variant(window, mode, k, args.embedder)
                 for data in sets:
-                    row = run(data, variant)
-                    brief = {key: v for key, v in row.items() if key not in ("by_kind", "missed")}
+                    row = run(data, variant, stores=args.stores, seed=args.seed)
+                    hidden = ("by_kind", "missed", "per_question")
+                    brief = {key: v for key, v in row.items() if key not in hidden}
                     log.info("%s", json.dumps(brief, ensure_ascii=False))
                     rows.append(row)
     print(table(rows))

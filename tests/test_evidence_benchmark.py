@@ -142,3 +142,17 @@ def test_a_hit_cites_evidence_by_id_or_whole_text_and_by_its_best_passage() -> N
     assert bench.best_passage_cites(hit(both), evidence) is None  # scored whole
     assert bench.best_passage_cites(hit(both, (PassageHit(0, 5, 0.9, 1),)), evidence)
     assert bench.best_passage_cites(hit(both, (PassageHit(0, 5, 0.9, 0),)), evidence) is False
+
+
+def test_kept_stores_are_reused_and_misses_say_where_the_evidence_ranked(tmp_path: Path) -> None:
+    argv = ["--tiny", "--embedder", "hash", "--sets", "synthetic-en", "--stores", str(tmp_path)]
+    first, again = bench.main(argv), bench.main(argv)
+    assert len(list(tmp_path.glob("synthetic-en-seed0-*.db"))) == 1
+    assert first[0]["memories"] > 0 and again[0]["memories"] == "reused"
+    keys = ("recall@1", "recall@3", "recall@10", "ctx@500")
+    assert [first[0][k] for k in keys] == [again[0][k] for k in keys]
+    for row in first[0]["per_question"]:
+        assert set(row["held"]) == {str(b) for b in bench.BUDGETS}
+        if row["rank"] != 1:  # where its evidence ranked among MISS_DEPTH hits, if at all
+            assert "deep_rank" in row
+            assert row["deep_rank"] is None or row["deep_rank"] > 1

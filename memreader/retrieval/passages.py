@@ -36,6 +36,8 @@ __all__ = [
     "embedding_text",
     "passages_in",
     "passages_of",
+    "readers",
+    "vector_text",
 ]
 
 #: The longest passage, in characters (~ 150-250 tokens of English): long enough to hold a
@@ -214,3 +216,71 @@ def embedding_text(item: TextualMemoryItem, passage: Passage) -> str:
     if passage.source_index is None or sources[passage.source_index].type == "doc":
         return text
     return _CHAT_HEAD.sub(lambda m: f"{m.group(1) or m.group(2)}: ", text, count=1)
+
+
+def _is_chat(item: TextualMemoryItem, passage: Passage) -> bool:
+    """Whether ``passage`` holds one chat message (a source that is not a document's)."""
+    index = passage.source_index
+    return index is not None and item.metadata.sources[index].type != "doc"
+
+
+def vector_text(item: TextualMemoryItem, passages: Sequence[Passage], index: int) -> str:
+    """The text a store embeds for ``passages[index]`` (the memory's passages, in order): a chat
+    message with the messages before and after it in the memory, each as
+    :func:`embedding_text` makes it (``Name: content``), one per line; anything else (a
+    document's text, a fact) as it reads. Its neighbours say what a message answers ("Crux
+    Hall, the one by the station." after "Which gym did you pick?") or what "it" is; the
+    passage still names its one message, and a store keeps, beside its own line's vector, the
+    mean over the texts that hold it (:func:`readers`).
+
+    Measured (benchmarks/RESULTS.md, "2026-12-02: recall, a message read with its
+    neighbours"): see :func:`readers`.
+
+    >>> from memreader.items import TextualMemoryItem
+    >>> item = TextualMemoryItem.model_validate({"id": "m",
+    ...     "memory": "user (Ana): [9:12]: Which gym?\\nuser (Bo): [9:13]: Crux Hall.",
+    ...     "metadata": {"user_id": "u", "session_id": "s", "sources": [
+    ...         {"scene_index": 0, "message_index": 0, "content": "Which gym?", "span": [0, 10]},
+    ...         {"scene_index": 0, "message_index": 1, "content": "Crux Hall.", "span": [0, 10]}]}})
+    >>> vector_text(item, passages_of(item), 1)
+    'Ana: Which gym?\\nBo: Crux Hall.'
+    """
+    passage = passages[index]
+    if not _is_chat(item, passage):
+        return embedding_text(item, passage)
+    around = range(max(0, index - 1), min(len(passages), index + 2))
+    return "\n".join(embedding_text(item, passages[i]) for i in around)
+
+
+def readers(item: TextualMemoryItem, passages: Sequence[Passage], index: int) -> list[int]:
+    """The passages whose :func:`vector_text` holds ``passages[index]``: itself and, for a chat
+    message, the chat messages next to it. A store keeps the mean of their unit vectors (the
+    mean of their cosines with a query) beside the passage's own, and search counts the better
+    of the two: a text that holds the answer beside its question scores the answer, not only
+    its neighbours, and a fact said out of the blue keeps its own match.
+
+    Measured on benchmarks/evidence_retrieval.py's synthetic-en (132 LoCoMo-like questions,
+    seeds 0/1/2; RESULTS.md, "2026-12-02: recall, a message read with its neighbours"): each
+    chat line embedded alone, time included (before): search recall@3 0.636/0.727/0.659, @10
+    0.955/0.902/0.879; each message's three-message text as its only vector: @3
+    0.773/0.742/0.735, but its best passage was the evidence for 0.02 of the questions (a
+    neighbour's text holds the answer too, and won); the better of the line and the mean over
+    the three texts (kept): @3 0.742/0.788/0.735, @10 0.977/0.947/0.955, best passage the
+    evidence 0.43-0.48 (0.41-0.42 before). The mean alone, or with the line as one more
+    reader (@3 0.780/0.795/0.788), cost planted facts with unrelated neighbours
+    (benchmarks/passage_scores.py) recall@3 0.775 -> 0.600 / 0.675; the kept rule costs them
+    nothing. Worse on synthetic-en: the message before only (@3 0.712/0.697/0.720), three
+    messages without names (0.348, seed 0), ``Name: content`` alone (0.598, seed 0).
+
+    >>> from memreader.items import TextualMemoryItem
+    >>> item = TextualMemoryItem.model_validate({"id": "m",
+    ...     "memory": "user: A.\\nuser: B.\\nuser: C.", "metadata": {"user_id": "u",
+    ...     "session_id": "s", "sources": [{"scene_index": 0, "message_index": i,
+    ...     "content": c, "span": [0, 2]} for i, c in enumerate(["A.", "B.", "C."])]}})
+    >>> [readers(item, passages_of(item), i) for i in range(3)]
+    [[0, 1], [0, 1, 2], [1, 2]]
+    """
+    if not _is_chat(item, passages[index]):
+        return [index]
+    around = range(max(0, index - 1), min(len(passages), index + 2))
+    return [i for i in around if i == index or _is_chat(item, passages[i])]

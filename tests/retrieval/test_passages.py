@@ -8,7 +8,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memreader.items import TextualMemoryItem
-from memreader.retrieval.passages import embedding_text, passages_in, passages_of
+from memreader.retrieval.passages import (
+    embedding_text,
+    passages_in,
+    passages_of,
+    readers,
+    vector_text,
+)
 
 _TEXT = st.text(alphabet=st.sampled_from(list("ab c.!?\n。咖啡😀")), max_size=300)
 
@@ -72,3 +78,37 @@ def test_a_long_message_is_cut_at_sentence_ends() -> None:
     passages = passages_of(item, max_chars=200)
     assert len(passages) > 1 and all(p.end - p.start <= 200 for p in passages)
     assert all(item.memory[p.start : p.end].endswith(".") for p in passages)
+
+
+@given(
+    st.lists(
+        st.text(alphabet="abc ", min_size=1, max_size=12).map(str.strip).filter(bool),
+        min_size=1,
+        max_size=6,
+        unique=True,
+    )
+)
+def test_a_message_is_read_with_its_neighbours_and_by_them(contents: list[str]) -> None:
+    item = _chat([("user", content) for content in contents])
+    passages = passages_of(item)
+    for i in range(len(passages)):
+        around = range(max(0, i - 1), min(len(passages), i + 2))
+        assert vector_text(item, passages, i) == "\n".join(f"Ana: {contents[j]}" for j in around)
+        # The texts that hold message i are its own and its neighbours' (no other).
+        assert readers(item, passages, i) == list(around)
+        assert all(
+            (f"Ana: {contents[i]}" in vector_text(item, passages, j).split("\n")) == (j in around)
+            for j in range(len(passages))
+        )
+
+
+def test_a_document_passage_is_read_alone() -> None:
+    text = "Ana moved to Porto. She likes tea. " * 40
+    item = TextualMemoryItem.model_validate(
+        {"id": "d", "memory": text.strip(), "metadata": {"user_id": "u", "session_id": "s"}}
+    )
+    passages = passages_of(item, max_chars=200)
+    assert len(passages) > 1
+    for i, passage in enumerate(passages):
+        assert vector_text(item, passages, i) == item.memory[passage.start : passage.end]
+        assert readers(item, passages, i) == [i]

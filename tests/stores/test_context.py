@@ -25,6 +25,7 @@ from memreader.stores.context import (
     pack_context,
 )
 from memreader.stores.context.block import CLOSE, OPEN
+from memreader.stores.context.scores import FLOOR
 from memreader.stores.scoring import ScoreParts
 from memreader.windowing.tokens import get_tokenizer
 
@@ -166,20 +167,22 @@ def test_a_message_seen_in_two_overlapping_windows_is_shown_once() -> None:
     assert context.text.count("The wedding is on June 3rd in Braga.") == 1
 
 
-def test_passages_are_packed_by_their_own_match_not_the_store_passage_scores() -> None:
-    # The store's passage scores rank its hits; context() weighs each passage by the words it
-    # holds and its own cosine (measured better for packing: see memreader.stores.context.scores).
+def test_the_store_passage_score_is_half_of_a_passages_match() -> None:
+    # context() weighs each passage by the words it holds and its own cosine, and where the
+    # store scored the passage, by the mean of that and the store's score (measured better for
+    # packing: see memreader.stores.context.scores).
     memory = chat_memory(
         "m1", [("user", "Coffee, coffee, coffee."), *FILLER[:2], ("user", "I run marathons.")]
     )
     second = memory.item.memory.index("user: [11")
     scored = PassageHit(second, len(memory.item.memory), 0.95, 1)
+    alone = pack("coffee", [hit(memory)], 100)
     context = pack("coffee", [hit(memory, passages=[scored])], 100)
     scores = {part.messages: part.score for part in context.parts}
-    assert max(scores, key=scores.__getitem__) == (0,)
-    assert scores.get((3,), 0.25) == pytest.approx(
-        0.25
-    )  # no word of the query, whatever the store said
+    assert max(scores, key=scores.__getitem__) == (0,)  # the query's word still decides
+    assert {part.messages: part.score for part in alone.parts}.get((3,), 0.25) == 0.25
+    # No word of the query: the store's 0.95 counts half of the match, above the floor.
+    assert scores[(3,)] == pytest.approx(FLOOR + (1 - FLOOR) * 0.95 / 2)
 
 
 class Embedder:
@@ -215,7 +218,8 @@ def test_the_embedder_scores_passages_even_when_the_store_scored_them() -> None:
         "my pet?", [hit(memory, passages=[scored])], TOKENIZER, 100, embedder=embedder
     )
     assert embedder.texts[0] == "my pet?" and len(embedder.texts) == 1 + len(messages)
-    assert [part.messages for part in context.parts] == [(4,)]
+    scores = {part.messages: part.score for part in context.parts}
+    assert max(scores, key=scores.__getitem__) == (4,)  # the embedder's match outweighs it
 
 
 def test_only_active_memories_are_shown() -> None:

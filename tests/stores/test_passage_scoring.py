@@ -15,7 +15,13 @@ from hypothesis import strategies as st
 
 from memreader.retrieval.passages import Passage
 from memreader.stores import open_store
-from memreader.stores.passages.scoring import PassageSet, calibrated, rank_by_passages, span_rows
+from memreader.stores.passages.scoring import (
+    PassageSet,
+    calibrated,
+    rank_by_passages,
+    score_passages,
+    span_rows,
+)
 from memreader.stores.scoring import RECOMMENDED_MIN_SCORE, final_score
 
 T = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -194,3 +200,58 @@ def test_a_related_question_passes_the_cut_naming_its_message(  # type: ignore[n
     sources = hits[0].memory.item.metadata.sources
     assert best.source_index is not None
     assert sources[best.source_index].content == LINES[message][1]
+
+
+CLIMBING = [
+    ("user", "The weather was grey all week, so I stayed in."),
+    ("assistant", "Grey weeks are good for reading."),
+    ("user", "I finally picked a climbing gym to join."),
+    ("assistant", "Oh nice, which one did you go for?"),
+    ("user", "Crux Hall, the one by the old train station."),
+    ("assistant", "That sounds like a good choice."),
+    ("user", "I finished two novels and started a third one."),
+    ("assistant", "Which one did you like best?"),
+]
+
+
+def test_an_answer_without_the_questions_words_is_read_with_its_question(
+    tmp_path: Path,
+) -> None:
+    """The answer ("Crux Hall, ...") shares no word with the question; its vector reads it
+    with the messages before and after it, so it scores well above the window's messages far
+    from that exchange (each line embedded alone: 0.133 against 0.132 for "Which one did you
+    like best?"; read with its neighbours 0.32 against at most 0.15)."""
+    from memreader.embedders import build_embedder
+    from tests.stores.store_backends import chat
+
+    with open_store(
+        f"sqlite:///{tmp_path / 'm.db'}", embedder=build_embedder({"backend": "local"})
+    ) as store:
+        store.write([chat("w", CLIMBING)], now=T)
+        hit = store.search("Which climbing gym did I join?", user_id="u1", now=T)[0]
+    sources = hit.memory.item.metadata.sources
+    score = {
+        sources[p.source_index].content: p.score for p in hit.passages if p.source_index is not None
+    }
+    answer = score[CLIMBING[4][1]]
+    assert answer >= RECOMMENDED_MIN_SCORE
+    unrelated = [CLIMBING[i][1] for i in (0, 6, 7)]  # not next to the question's exchange
+    assert all(answer > 1.5 * score[text] for text in unrelated), score
+
+
+def test_a_passage_with_two_vectors_counts_the_better_match() -> None:
+    """A stored row may hold two vectors side by side (the passage alone, and read with its
+    neighbours); its cosine is the better of the two, and a one-vector row scores as before."""
+    e = np.eye(4, dtype=np.float32)
+    spans = span_rows([Passage(0, 1, 0), Passage(2, 3, 1), Passage(4, 5, 2)])
+    two = PassageSet(
+        1,
+        "a b c",
+        spans,
+        np.stack([np.hstack([e[1], e[0]]), np.hstack([e[0], e[1]]), np.hstack([e[1], e[2]])]),
+        None,
+    )
+    one = PassageSet(2, "a b c", spans, np.stack([e[0], e[1], e[2]]), None)
+    scored = score_passages("", e[0], [two, one], lexical_weight=0.0)
+    assert scored[1].scores.tolist() == [1.0, 1.0, 0.0]
+    assert scored[2].scores.tolist() == [1.0, 0.0, 0.0]

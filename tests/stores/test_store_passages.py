@@ -34,6 +34,16 @@ def passage_rows(url: str, memory_id: str) -> list[tuple[object, ...]]:
     )
 
 
+def embedding_bytes(url: str, memory_id: str) -> int:
+    ((size,),) = sql(
+        url,
+        "SELECT length(p.embeddings) FROM memreader_passages p JOIN memreader_memories m "
+        "ON m.rowid = p.memory_rowid WHERE m.id = %s",
+        memory_id,
+    )
+    return int(size)
+
+
 def test_a_hit_names_the_message_that_matched_by_its_exact_span(store: MemoryStore) -> None:
     window = chat(
         "w", [*FILLER[:2], ("user", "We adopted a beagle and named him Biscuit."), *FILLER[2:]]
@@ -83,13 +93,20 @@ def test_passages_are_stored_once_and_removed_with_their_memory(url: str) -> Non
     embedder = HashEmbedder()
     with open_store(url, embedder=embedder) as store:
         store.write([chat("w", FILLER), item("fact", "Ana lives in Porto")], now=T0)
-        # The window's four messages were embedded once each; the one-passage fact kept the
+        # The window's four messages were embedded once each as they read and once with
+        # the messages next to them (``Name: content`` lines); the one-passage fact kept the
         # vector it was written with.
+        named = [f"{role}: {content}" for role, content in FILLER]
         assert sorted(embedder.calls[-1]) == sorted(
-            f"{role}: [9:{i:02d}]: {content}" for i, (role, content) in enumerate(FILLER)
+            [f"{role}: [9:{i:02d}]: {content}" for i, (role, content) in enumerate(FILLER)]
+            + ["\n".join(named[max(0, i - 1) : i + 2]) for i in range(len(FILLER))]
         )
         calls = len(embedder.calls)
         assert len(passage_rows(url, "w")) == len(passage_rows(url, "fact")) == 1
+        # A message's row holds two float32 vectors (alone, and with its neighbours); the
+        # fact's one passage reads alone: one vector.
+        assert embedding_bytes(url, "w") == len(FILLER) * 2 * embedder.dimension * 4
+        assert embedding_bytes(url, "fact") == embedder.dimension * 4
         store.write([chat("w", FILLER), item("fact", "Ana lives in Porto")], now=T0)
         assert len(embedder.calls) == calls  # written again: nothing embedded, no row added
         assert len(passage_rows(url, "w")) == 1

@@ -11,7 +11,10 @@ chat lose to a new note by years alone), ``match`` how well the passage itself a
   the passages of the best hits up to :data:`EMBEDDED_PASSAGES` (a chat message embedded as
   ``Name: content``, without its time) when the store has an embedder (not for a ``text``
   search);
-- else the term share alone.
+- else the term share alone;
+
+then, where the store scored the passage itself (``SearchHit.passages``), the mean of that and
+the store's score.
 
 Measured on a LoCoMo-like set (benchmarks/evidence_retrieval.py's ``synthetic-en``: 132
 paraphrased questions over 16 dated sessions, the local embedder; share of questions whose
@@ -24,12 +27,21 @@ the hit's relevance instead of itself 0.61/0.75/0.82/0.89 (128-token windows: 0.
 160 passages instead of 320 cost 0.11-0.21 at 2,000 tokens; searching 20, 40 or 60 memories,
 a floor of 0.1 or 0.5, neighbours at 0.8 of their passage's score or none changed little.
 
-The store's own passage scores (``SearchHit.passages``: 0.8 of a calibrated cosine of the
-whole chat line, time included, and 0.2 of a word share) rank the hits, not the passages here:
-measured on the merged code (same set, seeds 0 and 2), packing by them gave 0.56/0.68/0.75/0.81
+Before the store read messages with their neighbours, its own passage scores
+(``SearchHit.passages``: 0.8 of a calibrated cosine of the whole chat line, time included, and
+0.2 of a word share) did not help here: measured on the merged code (same set, seeds 0 and 2),
+packing by them gave 0.56/0.68/0.75/0.81
 and 0.53/0.66/0.73/0.80, by the mean above 0.56/0.74/0.81/0.90 and 0.53/0.71/0.75/0.88; their
 mean with the store's 0.58/0.71/0.80/0.89. Embedding the store's passages as ``Name: content``
 instead cost search recall@3 0.04 (0.64 -> 0.60) for 0.70/0.78/0.86 here, so each keeps its own.
+
+Once the store read each chat message with its neighbours (its passage score the better of the
+message's own cosine and the mean over the three-message texts that hold it; RESULTS.md,
+"2026-12-02: recall, a message read with its neighbours"), the mean of the match above and the
+store's score won on every seed (0/1/2): 0.652/0.795/0.871/0.939, 0.674/0.795/0.886/0.932,
+0.621/0.765/0.833/0.902 against the match above alone 0.606/0.780/0.841/0.939,
+0.606/0.750/0.886/0.924, 0.568/0.742/0.788/0.886 (their maximum: 0.606/0.773/0.864/0.932,
+seed 1), so it is kept.
 """
 
 from __future__ import annotations
@@ -103,10 +115,14 @@ def candidates(
     similar = {} if embedder is None else _similarities(query, hits, cuts, embedder)
     found: list[list[Candidate]] = []
     for h, weight in enumerate(_weights(hits)):
+        stored = {(p.start, p.end): p.score for p in hits[h].passages}
         row = []
         for i, passage in enumerate(cuts[h]):
             found_match = similar.get((h, i))
             match = lexical[h][i] if found_match is None else (lexical[h][i] + found_match) / 2
+            scored = stored.get((passage.start, passage.end))
+            if scored is not None:  # the store's own score of the passage (see the module)
+                match = (match + scored) / 2
             match = min(1.0, max(0.0, match))
             row.append(Candidate(h, i, passage, weight * (FLOOR + (1 - FLOOR) * match), match))
         found.append(row)

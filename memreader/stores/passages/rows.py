@@ -1,12 +1,18 @@
 """The passages a store keeps beside each memory it adds (both stores): the exact spans
-:func:`~memreader.retrieval.passages.passages_of` cuts the memory's text into, with the unit
-vector of each passage's text, so that search can score a memory's messages one by one
-(:mod:`memreader.stores.passages.scoring`) without embedding anything at search time.
+:func:`~memreader.retrieval.passages.passages_of` cuts the memory's text into, with one
+or two vectors per passage, so that search can score a memory's messages one by one
+(:mod:`memreader.stores.passages.scoring`) without embedding anything at search time. A
+passage's row holds its own text's unit vector and, beside it, the mean of the unit vectors of
+the texts that read it with its neighbours (a chat message with the messages before and after
+it: :func:`~memreader.retrieval.passages.vector_text` and
+:func:`~memreader.retrieval.passages.readers`; the dot product with a query's unit vector is
+the mean of their cosines); search counts the better of the two. Rows written before hold
+the first only, and score as they did.
 
 The memory itself stays the stored unit (its provenance, dedup and history do not change);
 its passages are one row beside it (spans and vectors as two blobs, read in one fetch per
-search), removed with it. Each distinct passage text of one write is embedded once
-(overlapping windows share most of their messages).
+search), removed with it. Each distinct text of one write is embedded once (overlapping
+windows share most of their messages).
 
 >>> item = TextualMemoryItem.model_validate({"id": "m",
 ...     "memory": "user: Hi.\\nassistant: Hello!",
@@ -28,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from memreader.items import TextualMemoryItem
-from memreader.retrieval.passages import Passage, passages_in, passages_of
+from memreader.retrieval.passages import Passage, passages_in, passages_of, readers, vector_text
 from memreader.stores.embedder_rules import QueryEmbedder
 from memreader.stores.embedding import embed
 
@@ -91,6 +97,29 @@ def passages_of_json(text: str, item_json: str) -> list[Passage]:
     return passages_in(text, [s.get("content") if isinstance(s, dict) else None for s in sources])
 
 
+def _passage_vectors(
+    item: TextualMemoryItem,
+    passages: Sequence[Passage],
+    own: list[str],
+    wider: list[str],
+    found: dict[str, list[float]],
+) -> np.ndarray | None:
+    """Each passage's two vectors, side by side in one row: its ``own`` text's unit vector, and
+    the mean of the unit vectors of every ``wider`` text that holds it
+    (:func:`~memreader.retrieval.passages.readers`: its dot product with a query's unit
+    vector is the mean of their cosines, norm <= 1). Search counts the better of the two.
+    One vector a row when every passage reads alone (a document, a fact: no chat message).
+    ``None`` when there is no passage or one has no direction."""
+    alone = _unit_rows([found[t] for t in own]) if passages else None
+    if own == wider:
+        return alone
+    around = _unit_rows([found[t] for t in wider]) if passages else None
+    if alone is None or around is None:
+        return None
+    read = np.stack([around[readers(item, passages, i)].mean(axis=0) for i in range(len(passages))])
+    return np.hstack([alone, read]).astype("<f4")
+
+
 def _unit_rows(vectors: list[list[float]]) -> np.ndarray | None:
     matrix = np.asarray(vectors, dtype=np.float64)
     norms = np.linalg.norm(matrix, axis=1)
@@ -109,31 +138,34 @@ def plan_passages(
     Raises:
         StoreError: the embedder failed.
     """
-    cut = {(i.metadata.user_id, i.id): (i.memory, passages_of(i)) for i in items}
+    cut = {(i.metadata.user_id, i.id): (i, passages_of(i)) for i in items}
     if embedder is None:
         return {key: StoredPassages(spans_to_blob(ps)) for key, (_, ps) in cut.items()}
     name = getattr(embedder, "name", None)
     model = name if isinstance(name, str) else ""
+    # Each passage is read twice: as it reads, and as ``vector_text`` (a chat message with its
+    # neighbours); each distinct text is embedded once (overlapping windows share most).
+    own = {key: [item.memory[p.start : p.end] for p in ps] for key, (item, ps) in cut.items()}
+    wider = {
+        key: [vector_text(item, ps, i) for i in range(len(ps))] for key, (item, ps) in cut.items()
+    }
     # A memory that is one passage (a fact, a short note) has the vector it came with, when
     # this embedder made it: it is not embedded twice.
     found: dict[str, list[float]] = {
-        i.memory: i.metadata.embedding
-        for i in items
-        if i.metadata.embedding is not None
-        and i.metadata.embedding_model == model
-        and [i.memory[p.start : p.end] for p in cut[(i.metadata.user_id, i.id)][1]] == [i.memory]
+        item.memory: item.metadata.embedding
+        for key, (item, ps) in cut.items()
+        if item.metadata.embedding is not None
+        and item.metadata.embedding_model == model
+        and own[key] == [item.memory]
     }
-    texts = [
-        t
-        for t in dict.fromkeys(t[p.start : p.end] for t, ps in cut.values() for p in ps)
-        if t not in found
-    ]
+    every = (t for key in cut for row in (own[key], wider[key]) for t in row)
+    texts = [t for t in dict.fromkeys(every) if t not in found]
     for start in range(0, len(texts), EMBED_BATCH):
         batch = texts[start : start + EMBED_BATCH]
         found.update(zip(batch, embed(embedder, batch), strict=True))
     plan: PassagePlan = {}
-    for key, (text, passages) in cut.items():
-        matrix = _unit_rows([found[text[p.start : p.end]] for p in passages]) if passages else None
+    for key, (item, passages) in cut.items():
+        matrix = _passage_vectors(item, passages, own[key], wider[key], found)
         blob = matrix.tobytes() if matrix is not None else None
         plan[key] = StoredPassages(spans_to_blob(passages), blob, model)
     return plan

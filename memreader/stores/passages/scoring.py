@@ -1,7 +1,9 @@
 """How a search scores the passages of its candidates (both stores): each passage of each
-candidate memory by the cosine of its own vector with the query's (the memory's vector when the
-passage has none: a memory written before passages were stored) and by how much of the query's
-rarer words it holds; a memory's match is its best passage's.
+candidate memory by the cosine of its stored vector with the query's, the better of two where
+it has two (the message alone, and the mean over the texts that read it with its neighbours:
+:mod:`memreader.stores.passages.rows`; the memory's vector when the passage has none, a memory
+written before passages were stored) and by how much of the query's rarer words it holds; a
+memory's match is its best passage's.
 
 A window of ~780 tokens holds a dozen messages; its one vector (read by a model that sees the
 first 256 tokens) is the blur of them all, so a question about one message ranks the window by
@@ -95,7 +97,8 @@ _FEW = 4
 @dataclass(frozen=True)
 class PassageSet:
     """One candidate memory as passage scoring reads it: its rowid, text and passages (exact
-    spans of the text, as :func:`span_rows`), the passages' unit vectors (one row per passage,
+    spans of the text, as :func:`span_rows`), the passages' vectors (one row per passage of one
+    vector or two side by side, norm at most 1, see :mod:`~memreader.stores.passages.rows`;
     ``None`` when they have none stored) and the memory's own cosine with the query (``None``
     without vectors)."""
 
@@ -221,18 +224,21 @@ def score_passages(
             words[bounds[i] : bounds[i + 1]] = terms.coverage(c.text, text, c.spans)
     scores = words
     if vector is not None:
-        # One matrix product for every passage vector of every candidate (NaN: no vector, and
-        # no memory vector either; then the words alone count).
+        # One matrix product per width for every passage vector of every candidate (NaN: no
+        # vector, and no memory vector either; then the words alone count). A row of two
+        # vectors (the passage alone, and read with its neighbours) counts the better match.
         cosines = np.full(bounds[-1], np.nan)
-        own = [
-            i
-            for i, c in enumerate(candidates)
-            if c.vectors is not None and c.vectors.shape[1:] == vector.shape
-        ]
-        if own:
-            stacked = np.concatenate([candidates[i].vectors for i in own]) @ vector
-            at = np.concatenate([np.arange(bounds[i], bounds[i + 1]) for i in own])
-            cosines[at] = stacked
+        for reads in (1, 2):
+            own = [
+                i
+                for i, c in enumerate(candidates)
+                if c.vectors is not None and c.vectors.shape[1:] == (reads * len(vector),)
+            ]
+            if own:
+                rows = np.concatenate([candidates[i].vectors for i in own])
+                stacked = (rows.reshape(len(rows), reads, len(vector)) @ vector).max(axis=1)
+                at = np.concatenate([np.arange(bounds[i], bounds[i + 1]) for i in own])
+                cosines[at] = stacked
         # How many passages of each candidate have a cosine: counted once for all (a look
         # per candidate cost a few numpy calls each, for ~100 candidates a search).
         had = np.concatenate(([0], np.cumsum(~np.isnan(cosines)))).tolist()

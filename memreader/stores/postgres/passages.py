@@ -1,6 +1,6 @@
 """The PostgreSQL store's passage index (:mod:`memreader.stores.passages.rows`): one row per
 memory it added, keyed by the memory's rowid (``ON DELETE CASCADE``: purge and erase remove it
-with the memory): its passages' spans and their unit vectors, as ``bytea`` (fetched by rowid
+with the memory): its passages' spans and their vectors, as ``bytea`` (fetched by rowid
 for re-scoring, so no vector index is needed).
 
 Its own schema step (:func:`ensure_passages`, on open when the table is missing), separate from

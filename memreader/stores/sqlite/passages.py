@@ -1,5 +1,5 @@
 """The embedded store's passage index (:mod:`memreader.stores.passages.rows`): one row per
-memory it added, keyed by the memory's rowid: its passages' spans and their unit vectors.
+memory it added, keyed by the memory's rowid: its passages' spans and their vectors.
 
 Its own schema step (:data:`PASSAGE_SCHEMA`, run on open when the table is missing), separate
 from the memories' schema: an older store file gains the table on open, and its memories,
