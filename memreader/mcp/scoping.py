@@ -9,7 +9,7 @@ from typing import Any
 
 from memreader.mcp import arguments as a
 from memreader.service.keys import Principal
-from memreader.service.scope_walls import check_change, check_whole_owner, scope_of
+from memreader.service.scope_walls import check_change, check_whole_owner, key_sees, scope_of
 
 __all__ = ["WHOLE_OWNER", "scoped"]
 
@@ -27,11 +27,19 @@ async def scoped(bench: Any, caller: Principal, owner: str, tool: str, args: Any
     """
     if tool in WHOLE_OWNER:
         check_whole_owner(caller, WHOLE_OWNER[tool])
+    if isinstance(args, a.MarkUsed) and (caller.agents is not None or caller.tasks is not None):
+        # A limited key marks only what it may see: no probing another task's memories.
+        seen = [
+            memory_id
+            for memory_id in args.memory_ids
+            if key_sees(caller, await bench.memory.get(memory_id, user_id=owner, used=False))
+        ]
+        return args.model_copy(update={"memory_ids": seen})
     if not isinstance(args, a.Scoped):
         return args
     agent_id, task_id = scope_of(caller, args.agent_id, args.task_id)
     if isinstance(args, (a.DeleteMemory, a.UpdateMemory)):
-        found = await bench.memory.get(args.memory_id, user_id=owner)
+        found = await bench.memory.get(args.memory_id, user_id=owner, used=False)
         if found is not None:
             check_change(caller, found)
     return args.model_copy(update={"agent_id": agent_id, "task_id": task_id})

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
 from memreader.service.models import PinRequest
+from memreader.service.scope_walls import check_whole_owner
 from memreader.service.state import ServiceState, json_response
 from memreader.stores.shapes import event_json
 
@@ -37,7 +38,10 @@ async def unpin(body: PinRequest, request: Request) -> Response:
 
 async def _pins(body: PinRequest, request: Request, *, on: bool) -> Response:
     state = _state(request)
-    user_id = state.check_user(state.principal(request), body.user_id)
+    principal = state.principal(request)
+    user_id = state.check_user(principal, body.user_id)
+    # Pins answer with the owner's every pinned id and outlive tasks: the owner's operator's.
+    check_whole_owner(principal, "pinning" if on else "unpinning")
 
     def work() -> dict[str, object]:
         call = state.store.pin if on else state.store.unpin
@@ -53,7 +57,9 @@ async def restore(memory_id: str, request: Request, user_id: str = Query(min_len
     """Bring back ``user_id``'s memory the budget expired: its ``ADD`` event (404 when that
     user has no such memory, 422 when the budget did not expire it)."""
     state = _state(request)
-    owner = state.check_user(state.principal(request), user_id)
+    principal = state.principal(request)
+    owner = state.check_user(principal, user_id)
+    check_whole_owner(principal, "restoring a memory")
     event = await state.blocking(
         lambda: state.store.restore(memory_id, user_id=owner),
         "restoring a memory",

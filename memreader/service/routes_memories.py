@@ -23,7 +23,7 @@ from memreader.service.models import (
     UsedRequest,
 )
 from memreader.service.problems import ProblemError, shown
-from memreader.service.scope_walls import check_change, check_whole_owner, scope_of
+from memreader.service.scope_walls import check_change, check_whole_owner, key_sees, scope_of
 from memreader.service.state import ServiceState, json_response
 from memreader.stores import HistoryEntry, SourceSelector, StoredMemory, WriteEvent
 from memreader.stores.shapes import entry_json, event_json, hit_json, memory_json
@@ -116,13 +116,17 @@ async def mark_used(body: UsedRequest, request: Request) -> Response:
     """Record that an agent was handed ``user_id``'s memories ``ids`` (one use each): how
     many were marked (ids that user has no memory of are not)."""
     state = _state(request)
-    user_id = state.check_user(state.principal(request), body.user_id)
-    marked = await state.blocking(
-        lambda: state.store.mark_used(body.ids, user_id=user_id),
-        "recording use",
-        state.deadline(request),
-        writes=True,
-    )
+    principal = state.principal(request)
+    user_id = state.check_user(principal, body.user_id)
+    limited = principal.agents is not None or principal.tasks is not None
+
+    def mark() -> int:
+        ids = body.ids
+        if limited:  # a key limited to tasks marks only what it may see (no probing others')
+            ids = [i for i in ids if key_sees(principal, state.store.get(i, user_id=user_id))]
+        return state.store.mark_used(ids, user_id=user_id) if ids else 0
+
+    marked = await state.blocking(mark, "recording use", state.deadline(request), writes=True)
     return json_response({"marked": marked})
 
 

@@ -27,7 +27,7 @@ from memreader.errors import InputError
 from memreader.scopes import check_scope_id, scope_columns
 from memreader.service.keys import Principal
 
-__all__ = ["ForbiddenScopeError", "check_change", "check_whole_owner", "scope_of"]
+__all__ = ["ForbiddenScopeError", "check_change", "check_whole_owner", "key_sees", "scope_of"]
 
 
 class ForbiddenScopeError(InputError):
@@ -78,6 +78,18 @@ def check_change(principal: Principal, memory: Any) -> None:
                 f"this key may not change memory {memory.id!r}: it is of {owned}, and the key "
                 f"is limited to {what}s {', '.join(repr(name) for name in sorted(wall))}"
             )
+
+
+def key_sees(principal: Principal, memory: Any) -> bool:
+    """Whether a stored ``memory`` (``None``: none) is one the key's agents and tasks may see:
+    a shared one, or one of no agent (task) or of one of the key's (an unlimited key: any)."""
+    if memory is None:
+        return False
+    agent, task, visibility = scope_columns(memory.item.metadata)
+    if visibility == "shared":
+        return True
+    walls = ((principal.agents, agent), (principal.tasks, task))
+    return all(wall is None or mine == "" or mine in wall for wall, mine in walls)
 
 
 def check_whole_owner(principal: Principal, what: str) -> None:

@@ -81,6 +81,11 @@ def test_tools_filter_by_scope_and_a_task_key_stays_in_its_task(url: str) -> Non
                 )
             )
             assert mine["task_id"] == "A" and mine["visibility"] == "private"
+            # mark_used counts only what the key sees (no probing another task's ids).
+            marked = await client.call_tool(
+                "mark_used", {"memory_ids": [ids["a"], ids["b"], ids["shared"]]}
+            )
+            assert answer(marked) == {"marked": 2}
             text = error(await client.call_tool("forget", {"session_id": "direct"}))
             assert text.startswith("ForbiddenScopeError: forgetting a source spans")
             assert (await client.list_resources()).resources == []

@@ -190,3 +190,24 @@ def test_key_files_refuse_a_bad_task_wall() -> None:
     with pytest.raises(ConfigError, match=r"^invalid ApiKey: agents: "):
         ApiKey(name="x", sha256=hash_key("k"), users=["u"], agents=[])
     assert KEYS  # the shared test keys stay as they are
+
+
+def test_a_task_key_marks_use_only_of_what_it_sees_and_never_pins(url: str) -> None:
+    a = add(url, "alice", "Vault A holds the deploy key.", task_id="A")
+    b = add(url, "alice", "Vault B holds the deploy key.", task_id="B")
+    shared = add(url, "alice", "Deploys happen on Mondays.", task_id="B", visibility="shared")
+    # Another task's private memory is not marked (nor told apart from an unknown id).
+    answer = post(url, "/v1/memories:used", "task-a", user_id="alice", ids=[a, b, shared])
+    assert answer.status_code == 200 and answer.json() == {"marked": 2}
+    answer = post(url, "/v1/memories:used", "task-a", user_id="alice", ids=[b])
+    assert answer.json() == {"marked": 0}
+    assert post(url, "/v1/memories:used", "alice", user_id="alice", ids=[b]).json() == {"marked": 1}
+    # Pins and restores span the owner's tasks: refused to a limited key, 403.
+    for path in ("/v1/memories:pin", "/v1/memories:unpin"):
+        answer = post(url, path, "task-a", user_id="alice", ids=[a])
+        assert problem(answer, 403)["type"].endswith("forbidden-scope")
+    answer = httpx.post(
+        f"{url}/v1/memories/{a}:restore", params={"user_id": "alice"}, headers=_auth("task-a")
+    )
+    assert problem(answer, 403)["type"].endswith("forbidden-scope")
+    assert post(url, "/v1/memories:pin", "alice", user_id="alice", ids=[a]).status_code == 200
