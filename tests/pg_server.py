@@ -55,7 +55,7 @@ def running_server() -> Iterator[str]:
             from pgserver.postgres_server import get_server
 
             server = _within(
-                START_DEADLINE, "start", lambda: get_server(folder, cleanup_mode="delete")
+                START_DEADLINE, "start", lambda: get_server(folder, cleanup_mode="stop")
             )
         try:
             url = str(server.get_uri())
@@ -68,9 +68,10 @@ def running_server() -> Iterator[str]:
 
 
 def _stop(server: Any) -> None:
-    """Stop ``server`` in PostgreSQL's immediate mode, then let pgserver delete its data: a
-    throwaway server has nothing to checkpoint, and the default (fast) stop's shutdown
-    checkpoint took over 30 s on a loaded 2-core machine (a red CI run at teardown)."""
+    """Stop ``server`` in PostgreSQL's immediate mode (a throwaway server has nothing to
+    checkpoint), then release pgserver's handle. Its data (a database per test: gigabytes by
+    the end of a run) is deleted afterwards by :func:`running_server`, outside the stop's
+    deadline: deleting it inside took over 30 s on a loaded 2-core machine (a red CI run)."""
     import subprocess
 
     from pgserver._commands import pg_ctl
