@@ -1,0 +1,64 @@
+"""Which of ``context()``'s candidate passages repeat one said later, so that the newest of
+them stands for all (see :mod:`memreader.stores.context.packing`).
+
+Two passages repeat each other when their vectors (``Name: content`` for a chat message, the
+ones :mod:`memreader.stores.context.scores` embeds to match the query) have a cosine of at
+least :data:`REPEAT_COSINE`: the same line said again in another session ("I need a holiday so
+badly."), or the same fact restated with a word changed. Of such a group only the newest is a
+candidate on its own (at its own score): a block holds one copy of what is said again and again
+instead of filling its budget with it, and where a statement was said again, the later saying
+is the one shown. An older copy may still come in as the neighbour of a passage taken, as the
+text around that passage.
+
+Measured on benchmarks/evidence_retrieval.py's ``synthetic-en`` (RESULTS.md, "2026-12-02: the
+newer of two statements"), share of questions whose block holds an evidence message at
+200/500/1,000/2,000 tokens, mean over seeds 0/1/2: without 0.649/0.785/0.863/0.924; the newest
+copy alone at its own score, cosine >= 0.95: see RESULTS.md (the table there holds every
+variant tried: exact repeats only, 0.80-0.95, the group's best score for the newest, the best
+copy kept instead of the newest).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from memreader.retrieval.passages import Passage
+from memreader.stores.context.block import part_when
+from memreader.stores.context.scores import Candidate, HitLike
+
+__all__ = ["REPEAT_COSINE", "older_repeats"]
+
+#: Two passages whose vectors have at least this cosine say the same (measured: see the module).
+REPEAT_COSINE = 0.95
+
+
+def older_repeats(
+    units: Sequence[Sequence[Candidate]], hits: Sequence[HitLike]
+) -> set[tuple[int, int]]:
+    """``(hit, index)`` of each embedded candidate with a newer one that repeats it (cosine at
+    least :data:`REPEAT_COSINE`; of two at the same time, the better-ranked hit's stands)."""
+    import numpy as np
+
+    embedded = [unit for row in units for unit in row if unit.vector is not None]
+    if len(embedded) < 2:
+        return set()
+    vectors = np.stack([unit.vector for unit in embedded if unit.vector is not None])
+    close = (vectors @ vectors.T) >= REPEAT_COSINE
+    # Newest last; of two at the same time, the first (the better hit, earlier text) last.
+    order = sorted(
+        range(len(embedded)),
+        key=lambda a: (_when(hits[embedded[a].hit], embedded[a].passage), -a),
+    )
+    rank = np.empty(len(embedded), dtype=np.int64)
+    rank[order] = np.arange(len(embedded))
+    newer = rank[None, :] > rank[:, None]
+    older = np.flatnonzero((close & newer).any(axis=1))
+    return {(embedded[a].hit, embedded[a].index) for a in older}
+
+
+def _when(hit: HitLike, passage: Passage) -> tuple[datetime, int]:
+    """When ``passage`` was said (its message's time, else its memory's), then where in the
+    memory's text it starts."""
+    sources = [] if passage.source_index is None else [passage.source_index]
+    return part_when(hit.memory, sources), passage.start
