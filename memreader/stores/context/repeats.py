@@ -13,9 +13,13 @@ text around that passage.
 Measured on benchmarks/evidence_retrieval.py's ``synthetic-en`` (RESULTS.md, "2026-12-02: the
 newer of two statements"), share of questions whose block holds an evidence message at
 200/500/1,000/2,000 tokens, mean over seeds 0/1/2: without 0.649/0.785/0.863/0.924; the newest
-copy alone at its own score, cosine >= 0.95: see RESULTS.md (the table there holds every
-variant tried: exact repeats only, 0.80-0.95, the group's best score for the newest, the best
-copy kept instead of the newest).
+copy alone at its own score, cosine >= 0.95, 0.672/0.851/0.914/0.962 (the "latest value of a
+changed fact" questions at 2,000 tokens 0.793 -> 0.914); the best-scored copy kept instead of
+the newest 0.664/0.813/0.902/0.952; the newest at the group's best score 0.642/0.806/0.897/0.952;
+cosine >= 0.90 / 0.85 a little more (0.677 / 0.692 at 200 tokens) but merging different
+sentences ("work was hectic / quiet this week"), so 0.95 (near paraphrases) is kept. Lifting
+the later of two similar passages instead made every budget worse: a fact's change and its
+first statement are no closer in these vectors than the speaker's chatter.
 """
 
 from __future__ import annotations
