@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from memreader.stores import MemoryStore
 from memreader.stores.context import pack_context
-from memreader.stores.context.repeats import REPEAT_COSINE
+from memreader.stores.context.repeats import REPEAT_COSINE, REPEAT_WORDS
 from tests.stores.test_context import TOKENIZER, chat_memory, hit
 
 SAID = "We are moving to Valencia in the end, the Lisbon flat fell through."
@@ -53,6 +53,24 @@ def test_different_statements_are_not_repeats() -> None:
         "Valencia lunch", [hit(old), hit(new)], TOKENIZER, 300, embedder=Embedder()
     )
     assert {part.memory_id for part in context.parts} == {"old", "new"}
+
+
+class Blind:
+    """An embedder that cannot read the text: every text gets the same vector."""
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [[1.0, 0.0] for _ in texts]
+
+
+def test_same_vectors_with_different_words_are_not_repeats() -> None:
+    assert 0 < REPEAT_WORDS < 1
+    old = chat_memory("old", [("user", "我们下个月搬到瓦伦西亚。")], day=1)
+    new = chat_memory("new", [("user", "午饭很好吃。")], session="s2", day=9)
+    same = chat_memory("same", [("user", "我们下个月搬到瓦伦西亚。")], session="s3", day=5)
+    hits = [hit(old), hit(new), hit(same)]
+    context = pack_context("瓦伦西亚 午饭", hits, TOKENIZER, 300, embedder=Blind())
+    # The words decide: the two different lines are both shown, the line said twice once.
+    assert {part.memory_id for part in context.parts} == {"new", "same"}
 
 
 def test_the_store_shows_the_newest_saying_of_a_repeated_statement(store: MemoryStore) -> None:

@@ -27,14 +27,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from memreader.retrieval.passages import Passage
+from memreader.retrieval.passages import Passage, embedding_text
+from memreader.retrieval.terms import text_terms
 from memreader.stores.context.block import part_when
 from memreader.stores.context.scores import Candidate, HitLike
 
-__all__ = ["REPEAT_COSINE", "older_repeats"]
+__all__ = ["REPEAT_COSINE", "REPEAT_WORDS", "older_repeats"]
 
-#: Two passages whose vectors have at least this cosine say the same (measured: see the module).
+#: Two passages whose vectors have at least this cosine say the same (measured: see the module)
 REPEAT_COSINE = 0.95
+#: ... when at least this share of their terms is shared too (of the terms either holds): an
+#: embedder that cannot read a language gives its texts near-identical vectors.
+REPEAT_WORDS = 0.5
 
 
 def older_repeats(
@@ -49,6 +53,11 @@ def older_repeats(
         return set()
     vectors = np.stack([unit.vector for unit in embedded if unit.vector is not None])
     close = (vectors @ vectors.T) >= REPEAT_COSINE
+    terms: dict[int, set[str]] = {}
+    for a, b in zip(*np.nonzero(np.triu(close, 1)), strict=True):
+        held = [_terms(terms, hits, embedded, int(c)) for c in (a, b)]
+        if len(held[0] & held[1]) < REPEAT_WORDS * len(held[0] | held[1]):
+            close[a, b] = close[b, a] = False  # close vectors, different words: not a repeat
     # Newest last; of two at the same time, the first (the better hit, earlier text) last.
     order = sorted(
         range(len(embedded)),
@@ -59,6 +68,16 @@ def older_repeats(
     newer = rank[None, :] > rank[:, None]
     older = np.flatnonzero((close & newer).any(axis=1))
     return {(embedded[a].hit, embedded[a].index) for a in older}
+
+
+def _terms(
+    known: dict[int, set[str]], hits: Sequence[HitLike], embedded: Sequence[Candidate], a: int
+) -> set[str]:
+    """The terms of ``embedded[a]`` as it was embedded, computed once."""
+    if a not in known:
+        unit = embedded[a]
+        known[a] = set(text_terms(embedding_text(hits[unit.hit].memory.item, unit.passage)))
+    return known[a]
 
 
 def _when(hit: HitLike, passage: Passage) -> tuple[datetime, int]:
