@@ -3,8 +3,9 @@ them stands for all (see :mod:`memreader.stores.context.packing`).
 
 Two passages repeat each other when their vectors (``Name: content`` for a chat message, the
 ones :mod:`memreader.stores.context.scores` embeds to match the query) have a cosine of at
-least :data:`REPEAT_COSINE`: the same line said again in another session ("I need a holiday so
-badly."), or the same fact restated with a word changed. Of such a group only the newest is a
+least :data:`REPEAT_COSINE` and share :data:`REPEAT_WORDS` of their terms: the same line said
+again in another session ("I need a holiday so badly."), or the same fact restated with a word
+changed. Of such a group only the newest is a
 candidate on its own (at its own score): a block holds one copy of what is said again and again
 instead of filling its budget with it, and where a statement was said again, the later saying
 is the one shown. An older copy may still come in as the neighbour of a passage taken, as the
