@@ -15,8 +15,9 @@ candidate at half its score, so the best passages get the text around them when 
 allows. A message already taken (overlapping windows hold the same message twice) is skipped,
 and of passages that say the same (their vectors' cosine at least
 :data:`~memreader.stores.context.repeats.REPEAT_COSINE`, most of their words shared: a line
-said again in another session, a fact restated) only the newest is a candidate on its own, so a statement said again is shown
-as it was said last (:mod:`memreader.stores.context.repeats`).
+said again in another session, a fact restated) only the newest is a candidate on its own,
+so a statement said again is shown as it was said last
+(:mod:`memreader.stores.context.repeats`).
 Then, when at least :data:`MIN_CUT_TOKENS` are left for its text, the best passage that
 matched the query and did not fit is cut, at a word boundary (between words, or between two
 CJK characters), and marked with ``…``.
