@@ -12,7 +12,12 @@ else the query's rare terms it holds and, with the store's embedder, its cosine 
 query). Passages are taken best first, each whole, skipping one that does not fit while
 smaller ones may; a passage taken makes the message before and after it (in its memory) a
 candidate at half its score, so the best passages get the text around them when the budget
-allows. A message already taken (overlapping windows hold the same message twice) is skipped.
+allows. A message already taken (overlapping windows hold the same message twice) is skipped,
+and of passages that say the same (their vectors' cosine at least
+:data:`~memreader.stores.context.repeats.REPEAT_COSINE`, most of their words shared: a line
+said again in another session, a fact restated) only the newest is a candidate on its own,
+so a statement said again is shown as it was said last
+(:mod:`memreader.stores.context.repeats`).
 Then, when at least :data:`MIN_CUT_TOKENS` are left for its text, the best passage that
 matched the query and did not fit is cut, at a word boundary (between words, or between two
 CJK characters), and marked with ``…``.
@@ -56,6 +61,7 @@ from memreader.stores.context.block import (
     ContextPart,
     cut_point,
 )
+from memreader.stores.context.repeats import older_repeats
 from memreader.stores.context.scores import Candidate, HitLike, QueryEmbedder, candidates
 
 if TYPE_CHECKING:
@@ -185,9 +191,11 @@ def pack_context(
     units = candidates(query, hits, embedder)
     block = Block(tokenizer, max_tokens, order)
     queue: list[tuple[float, int, int, int]] = []
+    repeated = older_repeats(units, hits)
     for row in units:
         for unit in row:
-            heapq.heappush(queue, (-unit.score, unit.hit, unit.index, 0))
+            if (unit.hit, unit.index) not in repeated:  # a newer saying stands for it
+                heapq.heappush(queue, (-unit.score, unit.hit, unit.index, 0))
     seen: set[tuple[object, ...]] = set()
     chosen: set[tuple[int, int]] = set()
     skipped: list[tuple[float, Candidate]] = []

@@ -58,6 +58,9 @@ from memreader.stores.embedder_rules import QueryEmbedder
 from memreader.stores.embedding import embed
 
 if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
     from memreader.retrieval.passages import PassageHit
     from memreader.stores.records import StoredMemory
     from memreader.stores.scoring import ScoreParts
@@ -96,6 +99,9 @@ class Candidate:
     passage: Passage
     score: float
     match: float
+    #: Its unit vector (``Name: content`` for a chat message), for the passages embedded
+    #: (:mod:`memreader.stores.context.repeats` compares them); else ``None``.
+    vector: NDArray[np.float64] | None = None
 
 
 def candidates(
@@ -112,7 +118,7 @@ def candidates(
         for hit, row in zip(hits, cuts, strict=True)
     ]
     lexical = _term_shares(query, texts)
-    similar = {} if embedder is None else _similarities(query, hits, cuts, embedder)
+    similar, vectors = ({}, {}) if embedder is None else _similarities(query, hits, cuts, embedder)
     found: list[list[Candidate]] = []
     for h, weight in enumerate(_weights(hits)):
         stored = {(p.start, p.end): p.score for p in hits[h].passages}
@@ -124,7 +130,8 @@ def candidates(
             if scored is not None:  # the store's own score of the passage (see the module)
                 match = (match + scored) / 2
             match = min(1.0, max(0.0, match))
-            row.append(Candidate(h, i, passage, weight * (FLOOR + (1 - FLOOR) * match), match))
+            score = weight * (FLOOR + (1 - FLOOR) * match)
+            row.append(Candidate(h, i, passage, score, match, vectors.get((h, i))))
         found.append(row)
     return found
 
@@ -165,9 +172,10 @@ def _terms(text: str) -> set[str]:
 
 def _similarities(
     query: str, hits: Sequence[HitLike], cuts: list[list[Passage]], embedder: QueryEmbedder
-) -> dict[tuple[int, int], float]:
+) -> tuple[dict[tuple[int, int], float], dict[tuple[int, int], NDArray[np.float64]]]:
     """The cosine of the query with each passage of the best hits (whole hits, up to
-    :data:`EMBEDDED_PASSAGES` passages), over the best passage's."""
+    :data:`EMBEDDED_PASSAGES` passages), over the best passage's; and each such passage's unit
+    vector."""
     import numpy as np
 
     keys: list[tuple[int, int]] = []
@@ -179,12 +187,13 @@ def _similarities(
             keys.append((h, i))
             texts.append(embedding_text(hit.memory.item, passage))
     if not texts:
-        return {}
+        return {}, {}
     vectors = np.asarray(embed(embedder, [query, *texts]), dtype=np.float64)
     norms = np.linalg.norm(vectors, axis=1)
     norms[norms == 0] = 1.0
     cosines = np.clip((vectors[1:] @ vectors[0]) / (norms[1:] * norms[0]), 0.0, 1.0)
     best = float(cosines.max())
+    units = dict(zip(keys, vectors[1:] / norms[1:, None], strict=True))
     if best <= 0:
-        return {}
-    return {key: float(c) / best for key, c in zip(keys, cosines, strict=True)}
+        return {}, units
+    return {key: float(c) / best for key, c in zip(keys, cosines, strict=True)}, units
