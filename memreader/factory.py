@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field, SerializeAsAny, ValidationError, model_va
 from memreader.config import BaseReaderConfig, cache_digest, interpolate_env, read_yaml_config
 from memreader.config_model import ConfigModel
 from memreader.errors import ConfigError, config_error_from
+from memreader.memos_shapes.config_shapes import looks_like_memos_config, translate_reader_config
 from memreader.readers import READERS, BaseMemReader
 
 __all__ = ["MemReaderConfigFactory", "MemReaderFactory"]
@@ -30,7 +31,8 @@ class MemReaderConfigFactory(ConfigModel):
     """A reader backend name and its validated config.
 
     A MemOS reader config (``llm: {backend, config: {model_name_or_path, ...}}``, ``chunker``...)
-    is accepted too: translated by :mod:`memreader.memos.config_shapes`, with MemOS's defaults
+    is accepted too: translated by :mod:`memreader.memos_shapes.config_shapes`, with MemOS's
+    defaults
     (filter and rewrite off), the report of what each setting became logged once.
 
     Dumps and reprs never show a secret: python-mode ``model_dump()`` keeps API keys, secret
@@ -57,9 +59,6 @@ class MemReaderConfigFactory(ConfigModel):
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
         raw = data.get("config") or {}
-        # Imported here: importing memreader.memos runs its __init__, whose factory imports this.
-        from memreader.memos.config_shapes import looks_like_memos_config, translate_reader_config
-
         if isinstance(raw, Mapping) and looks_like_memos_config(raw):
             # A MemOS config (its nested LLM and embedder shapes): translated, and the report
             # of what each setting became logged once (memreader.memos).

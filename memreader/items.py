@@ -7,7 +7,6 @@ caller holding the original input can always re-extract what an item used.
 
 from __future__ import annotations
 
-import sys
 from datetime import datetime, timezone
 from enum import Enum
 from typing import Any, Literal
@@ -21,6 +20,8 @@ from pydantic import (
     model_validator,
 )
 
+from memreader.memos_items.items_in import from_memos_dict, looks_like_memos
+from memreader.memos_items.items_out import memos_dict
 from memreader.scopes import DEFAULT_VISIBILITY, MAX_SCOPE_ID_CHARS, Visibility
 
 
@@ -236,30 +237,17 @@ class TextualMemoryItem(BaseModel):
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TextualMemoryItem:
         """Rebuild an item from :meth:`to_dict` output, or read a MemOS item's dict (see
-        :mod:`memreader.memos.items_in`: what memreader has no field for is kept in
+        :mod:`memreader.memos_items.items_in`: what memreader has no field for is kept in
         ``metadata.info["memos"]``, with the provenance that could not be recovered)."""
-        if isinstance(data, dict):
-            memos = _memos_items_in()
-            if memos.looks_like_memos(data):
-                data = memos.from_memos_dict(data, _METADATA_FIELDS, _SOURCE_FIELDS)
+        if isinstance(data, dict) and looks_like_memos(data):
+            data = from_memos_dict(data, _METADATA_FIELDS, _SOURCE_FIELDS)
         return cls.model_validate(data)
 
     def to_memos_dict(self, status: str | None = None) -> dict[str, Any]:
         """This item as the dict MemOS's ``TextualMemoryItem.from_dict`` accepts (see
-        :mod:`memreader.memos.items_out`); ``status`` (``activated``, ``archived``,
+        :mod:`memreader.memos_items.items_out`); ``status`` (``activated``, ``archived``,
         ``deleted``...) replaces the item's own. :meth:`from_dict` reads it back unchanged."""
-        from memreader.memos.items_out import memos_dict
-
         return memos_dict(self.to_dict(), status)
-
-
-def _memos_items_in() -> Any:
-    """:mod:`memreader.memos.items_in`, imported on first use: importing it at the top would
-    run ``memreader.memos``'s ``__init__``, whose readers import this module."""
-    module = sys.modules.get("memreader.memos.items_in")
-    if module is None:
-        import memreader.memos.items_in as module
-    return module
 
 
 _METADATA_FIELDS = frozenset(TextualMemoryItemMetadata.model_fields)

@@ -6,7 +6,8 @@
 Nothing is lost on the way: memreader's fields MemOS has no field for (``embedding_model``,
 ``importance``, ``valid_from``, ``refined_from``...) go to ``internal_info["memreader"]``; each
 source keeps its exact provenance as extra keys (``scene_index``, ``message_index``, ``span``...;
-MemOS sources allow extras) beside MemOS's ``index``; what :mod:`memreader.memos.items_in` kept of
+MemOS sources allow extras) beside MemOS's ``index``; what :mod:`memreader.memos_items.items_in`
+kept of
 a MemOS item comes back as it was. So ``TextualMemoryItem.from_dict(item.to_memos_dict())``
 gives ``item`` back.
 """
@@ -17,7 +18,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from memreader.memos.items_in import CONTEXT_FIELDS, MEMREADER_KEY
+from memreader.memos_items.items_in import CONTEXT_FIELDS, MEMREADER_KEY
 
 __all__ = ["MEMOS_STATUSES", "memos_dict"]
 

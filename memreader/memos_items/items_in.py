@@ -48,7 +48,8 @@ MEMOS_ONLY_FIELDS = frozenset(
         "score",
     }
 )
-#: Values at MemOS's defaults (or what :mod:`memreader.memos.items_out` writes): nothing to keep.
+#: Values at MemOS's defaults (or what :mod:`memreader.memos_items.items_out` writes): nothing to
+# keep.
 _UNINFORMATIVE: dict[str, Any] = {
     "type": "fact",
     "usage": [],
@@ -64,7 +65,8 @@ _UNINFORMATIVE: dict[str, Any] = {
 _MEMOS_MEANING = frozenset({"visibility"})
 #: ``info`` keys MemOS keeps as metadata fields (set from a ``user_context``).
 CONTEXT_FIELDS = ("manager_user_id", "project_id")
-#: The key of ``internal_info`` where :mod:`memreader.memos.items_out` keeps memreader's fields.
+#: The key of ``internal_info`` where :mod:`memreader.memos_items.items_out` keeps memreader's
+# fields.
 MEMREADER_KEY = "memreader"
 
 

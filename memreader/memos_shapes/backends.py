@@ -1,7 +1,8 @@
 """MemOS's LLM and embedder settings (``{backend, config: {model_name_or_path, api_base, ...}}``)
 translated to memreader's :class:`~memreader.llms.config.LLMConfig` and
 :class:`~memreader.embedders.config.EmbedderConfig` mappings, each setting noted in the
-:class:`~memreader.memos.notes.Translation`. A backend memreader cannot stand in for (Azure, an
+:class:`~memreader.memos_shapes.notes.Translation`. A backend memreader cannot stand in for (Azure,
+an
 in-process Hugging Face model, Ark embeddings) is a :class:`~memreader.errors.MemOSConfigError`:
 ignoring it would change every result."""
 
@@ -11,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from memreader.errors import MemOSConfigError
-from memreader.memos.notes import Translation
+from memreader.memos_shapes.notes import Translation
 
 __all__ = ["translate_embedder", "translate_llm"]
 

@@ -2,7 +2,8 @@
 
 :func:`looks_like_memos_config` tells a MemOS reader config from memreader's own, and
 :func:`translate_reader_config` makes memreader's mapping of it, with a note of what each
-setting became (:class:`~memreader.memos.notes.Translation`). memreader's own keys given beside
+setting became (:class:`~memreader.memos_shapes.notes.Translation`). memreader's own keys given
+beside
 MemOS's (``window``, ``fine``, ``store``...) are taken as they are.
 
 With ``memos_defaults`` (the default) the config behaves as MemOS does: its filter and rewrite
@@ -25,8 +26,8 @@ from typing import Any
 from memreader.config import BaseReaderConfig, FineConfig
 from memreader.errors import MemOSConfigError
 from memreader.llms.config import SLOT_NAMES
-from memreader.memos.backends import translate_embedder, translate_llm
-from memreader.memos.notes import Translation
+from memreader.memos_shapes.backends import translate_embedder, translate_llm
+from memreader.memos_shapes.notes import Translation
 
 __all__ = ["MEMOS_ONLY_SETTINGS", "looks_like_memos_config", "translate_reader_config"]
 
@@ -82,7 +83,8 @@ def translate_reader_config(
 
     Raises:
         MemOSConfigError: a setting memreader cannot honour and whose absence would change
-            results (see :mod:`memreader.memos.backends`, ``memory_version_switch: on`` without
+            results (see :mod:`memreader.memos_shapes.backends`, ``memory_version_switch: on``
+            without
             a ``store``), or a MemOS factory that is not ``{backend, config}``.
     """
     out = Translation()
