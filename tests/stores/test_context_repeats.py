@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from memreader.stores import MemoryStore
 from memreader.stores.context import pack_context
 from memreader.stores.context.repeats import REPEAT_COSINE, REPEAT_WORDS
-from tests.stores.test_context import TOKENIZER, chat_memory, hit
+from tests.stores.context_memories import TOKENIZER, chat_memory, hit
 
 SAID = "We are moving to Valencia in the end, the Lisbon flat fell through."
 
