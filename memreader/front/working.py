@@ -6,7 +6,8 @@ tier). Opt-in: ``Memory(working_memory=N)`` (``True``: :data:`DEFAULT_WORKING_IT
 process, the service and the CLI see it, and where it survives a crash. Items held here are seen
 by this object only, and are lost if the process dies before they are promoted: a trade a caller
 should choose (a chat agent whose sessions are short and whose last turns matter most), not one
-an upgrade should make for them.
+an upgrade should make for them. A promotion whose write fails holds its items again and
+raises (the store's typed error): nothing is lost between the tier and the store.
 
 **What is held.** Each ``(owner, session)`` keeps its last ``N`` items read by ``add()``. An
 item leaves the tier, promoted into the store (an ordinary write: deduplicated, embedded,
@@ -17,6 +18,8 @@ categorised, with history), exactly once, when:
 - it is **reinforced**: the same fact (same owner, type and content hash) is added again while
   held, or it is already in the store (the store then reinforces the stored memory);
 - the session holds more than ``N``: the oldest are promoted (nothing read is ever dropped);
+- more than :data:`MAX_OPEN_SESSIONS` sessions are held: the longest-open one is promoted whole
+  (so memory stays bounded when sessions are never ended);
 - a call changes its owner's stored memories by id or source (``update``, ``delete``,
   ``forget``): the owner's held items are promoted first, so the call sees them.
 
@@ -62,6 +65,9 @@ __all__ = ["DEFAULT_WORKING_ITEMS", "MAX_WORKING_ITEMS", "WorkingMemory", "check
 DEFAULT_WORKING_ITEMS = 20
 #: The most a session may keep (each search scores every held item of its owner).
 MAX_WORKING_ITEMS = 1000
+#: The most sessions held at once: past it, the longest-open session is promoted whole, so a
+#: long-running ``Memory`` whose sessions are never ended holds a bounded number of items.
+MAX_OPEN_SESSIONS = 1000
 
 
 def check_working_size(value: Any) -> int:
@@ -94,11 +100,28 @@ class WorkingMemory:
     """The held items of one ``Memory`` (see the module docstring), in front of ``store``;
     ``size``: items per session. Thread safe (one lock)."""
 
-    def __init__(self, store: MemoryStore, size: int) -> None:
+    def __init__(
+        self, store: MemoryStore, size: int, max_sessions: int = MAX_OPEN_SESSIONS
+    ) -> None:
         self.store = store
         self.size = size
+        self.max_sessions = max_sessions
         self._sessions: dict[tuple[str, str], list[_Held]] = {}
         self._lock = threading.Lock()
+
+    def _promote(self, held: list[_Held]) -> list[WriteEvent]:
+        """Write ``held`` to the store; if the write fails, hold them again (their sessions
+        keep them for the next promotion) and raise: a failed write never loses an item."""
+        if not held:
+            return []
+        try:
+            return self.store.write([h.item for h in held])
+        except BaseException:
+            with self._lock:
+                for entry in held:
+                    key = (entry.item.metadata.user_id or "", entry.item.metadata.session_id)
+                    self._sessions.setdefault(key, []).append(entry)
+            raise
 
     def remember(self, items: Sequence[TextualMemoryItem]) -> tuple[list[WriteEvent], list[str]]:
         """Hold ``items`` (one ``add()``'s), writing what must reach the store now: items it
@@ -107,21 +130,22 @@ class WorkingMemory:
         the ids now held."""
         found = self._already_stored(items)
         with self._lock:
-            promote: list[TextualMemoryItem] = []
+            promote: list[_Held] = []
             for item, stored in zip(items, found, strict=True):
                 key = (item.metadata.user_id or "", item.metadata.session_id)
-                digest = _digest(item)
-                twin = self._take_twin(key[0], digest)
+                entry = _Held(item, _digest(item), datetime.now(timezone.utc))
+                twin = self._take_twin(key[0], entry.hash)
                 if stored is not None or twin is not None:
-                    promote += ([twin.item] if twin is not None else []) + [item]
+                    promote += ([twin] if twin is not None else []) + [entry]
                     continue
                 held = self._sessions.setdefault(key, [])
-                held.append(_Held(item, digest, datetime.now(timezone.utc)))
+                held.append(entry)
                 while len(held) > self.size:
-                    promote.append(held.pop(0).item)
+                    promote.append(held.pop(0))
+            while len(self._sessions) > self.max_sessions:  # the longest-open session goes
+                promote += self._sessions.pop(next(iter(self._sessions)))
             kept = {h.item.id for held in self._sessions.values() for h in held}
-        events = self.store.write(promote) if promote else []
-        return events, [item.id for item in items if item.id in kept]
+        return self._promote(promote), [item.id for item in items if item.id in kept]
 
     def _already_stored(self, items: Sequence[TextualMemoryItem]) -> list[WriteEvent | None]:
         found: list[WriteEvent | None] = [None] * len(items)
@@ -145,22 +169,22 @@ class WorkingMemory:
         (one write); the events (none when nothing was held: a session ends once)."""
         with self._lock:
             held = self._sessions.pop((user_id, session_id), [])
-        return self.store.write([h.item for h in held]) if held else []
+        return self._promote(held)
 
     def end_all(self) -> list[WriteEvent]:
         """Promote every held item (what closing does); the events."""
         with self._lock:
-            held = [h.item for entries in self._sessions.values() for h in entries]
+            held = [h for entries in self._sessions.values() for h in entries]
             self._sessions.clear()
-        return self.store.write(held) if held else []
+        return self._promote(held)
 
     def settle(self, user_id: str) -> list[WriteEvent]:
         """Promote every item held for ``user_id``, before a call that changes stored memories
         by id or source (``update``, ``delete``, ``forget``) so it sees them; the events."""
         with self._lock:
             keys = [key for key in self._sessions if key[0] == user_id]
-            held = [h.item for key in keys for h in self._sessions.pop(key)]
-        return self.store.write(held) if held else []
+            held = [h for key in keys for h in self._sessions.pop(key)]
+        return self._promote(held)
 
     def get(self, user_id: str, memory_id: str) -> StoredMemory | None:
         """The held item ``memory_id`` of ``user_id`` as a memory, or ``None``."""

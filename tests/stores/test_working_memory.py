@@ -126,3 +126,33 @@ def test_async_memory_holds_and_promotes(url: str) -> None:
 
     ids = asyncio.run(main())
     assert len(ids) == 2 and ids[0] == ids[1]
+
+
+def test_the_longest_open_session_is_promoted_past_the_session_cap(memory: Memory) -> None:
+    assert memory.working is not None
+    memory.working.max_sessions = 2
+    memory.add("I live in Porto.", user_id="ana", session_id="s1")
+    memory.add("I play chess on Sundays.", user_id="ana", session_id="s2")
+    assert _stored(memory, "Porto chess") == []
+    result = memory.add("I drink green tea.", user_id="ana", session_id="s3")
+    assert result.counts == {"ADD": 1}  # s1, the longest open, went to the store whole
+    assert _stored(memory, "Porto chess tea") == ["user: I live in Porto."]
+    assert [h.tier for h in memory.search("chess", user_id="ana")][:1] == ["working"]
+
+
+def test_a_failed_promotion_keeps_the_items_held(memory: Memory) -> None:
+    from memreader.errors import StoreError
+
+    memory.add("I live in Porto.", user_id="ana", session_id="s1")
+    write = memory.store.write
+
+    def broken(*args: object, **kwargs: object) -> object:
+        raise StoreError("the disk is full")
+
+    memory.store.write = broken  # type: ignore[method-assign]
+    with pytest.raises(StoreError, match="the disk is full"):
+        memory.end_session("s1", user_id="ana")
+    memory.store.write = write  # type: ignore[method-assign]
+    assert [h.tier for h in memory.search("Porto", user_id="ana")] == ["working"]
+    assert [e.event for e in memory.end_session("s1", user_id="ana")] == ["ADD"]
+    assert _stored(memory, "Porto") == ["user: I live in Porto."]
