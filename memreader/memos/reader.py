@@ -191,10 +191,14 @@ class MemOSReader:
         key = (chosen["max_tokens"], chosen["overlap_tokens"])
         if key == (current.max_tokens, current.overlap_tokens):
             return self._reader
-        if key not in self._siblings:
+        reader = self._siblings.pop(key, None)
+        if reader is None:
             config = self._reader.config.model_copy(update={"window": WindowConfig(**chosen)})
-            self._siblings[key] = self._sibling(config)
-        return self._siblings[key]
+            reader = self._sibling(config)
+        self._siblings[key] = reader  # the most recently used last
+        while len(self._siblings) > MAX_WINDOW_READERS:  # windows come from each call's info
+            self._siblings.pop(next(iter(self._siblings)))
+        return reader
 
     def _sibling(self, config: BaseReaderConfig) -> BaseMemReader:
         """A reader like this one with ``config``: the same embedder and hooks."""
@@ -212,6 +216,11 @@ class MemOSReader:
         if name not in self._unused_said:
             self._unused_said.add(name)
             logger.warning("MemOS argument %s accepted and unused: %s", name, why)
+
+
+#: The most readers kept for windows a call's ``info`` asked for (the least recently used goes:
+#: a caller sending a new ``chunk_size`` with every call must not grow the reader without end).
+MAX_WINDOW_READERS = 8
 
 
 def _window(info: dict[str, Any], type: str) -> dict[str, int]:

@@ -17,6 +17,7 @@ from memreader.memos import (
     MemReaderConfigFactory,
     MemReaderFactory,
 )
+from memreader.memos.reader import MAX_WINDOW_READERS
 from memreader.steps.report import ReadReport
 from memreader.stores import open_store
 from memreader.testing import HashEmbedder
@@ -126,6 +127,11 @@ def test_info_chunk_size_and_overlap_set_the_calls_window(llm_server: LLMTestSer
     assert reader.reader.config.window.max_tokens == 256  # the reader itself is unchanged
     with pytest.raises(ConfigError, match="overlap_tokens"):
         windows({"chunk_size": 128, "chunk_overlap": 100})
+    # A window per call's info: the readers kept for them stay bounded, the same one reused.
+    counts = [windows({"chunk_size": 100 + n, "chunk_overlap": 0}) for n in range(12)]
+    assert len(reader._siblings) == MAX_WINDOW_READERS and all(c >= small for c in counts)
+    assert windows({"chunk_size": 111, "chunk_overlap": 0}) == counts[11]
+    assert len(reader._siblings) == MAX_WINDOW_READERS
 
 
 def test_bad_info_is_the_readers_typed_error(llm_server: LLMTestServer) -> None:
