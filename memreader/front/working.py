@@ -214,8 +214,7 @@ class WorkingMemory:
     def context(self, query: str, *, user_id: str, **options: Any) -> Context:
         """``MemoryStore.context`` over :meth:`search`: held items first; the use of the store's
         memories shown is recorded."""
-        embedder = getattr(self.store, "embedder", None)
-        block = search_context(self.search, query, user_id=user_id, embedder=embedder, **options)
+        block = search_context(self.search, query, user_id=user_id, **options)
         held = {item.id for item in self.held(user_id)}
         shown = [p.memory_id for p in block.parts if p.memory_id not in held]
         self.store.record_use(list(dict.fromkeys(shown)), user_id=user_id)

@@ -31,12 +31,13 @@ from memreader.items import TextualMemoryItem
 
 __all__ = [
     "DEFAULT_MAX_PASSAGE_CHARS",
+    "LineHead",
     "Passage",
     "PassageHit",
     "embedding_text",
+    "line_head",
     "passages_in",
     "passages_of",
-    "readers",
     "vector_text",
 ]
 
@@ -44,8 +45,11 @@ __all__ = [
 #: chat message or a paragraph's worth of sentences, short enough to be one point.
 DEFAULT_MAX_PASSAGE_CHARS = 800
 
-# A chat line's head as windows render it: ``role (Name): [time]: `` or ``role: [time]: ``.
-_CHAT_HEAD = re.compile(r"^(?:\w+ \(([^)\n]*)\)|(\w+)): (?:\[[^\]\n]*\]: )?")
+# A chat line's head as windows render it: ``role (Name): [time]: `` or ``role: [time]: ``
+# (:func:`memreader.windowing.parsers.line_prefix`), for the roles a chat message may have.
+_CHAT_HEAD = re.compile(
+    r"^(system|developer|user|assistant|tool|function)(?: \(([^)\n]*)\))?: (?:\[([^\]\n]*)\]: )?"
+)
 
 # A sentence ends at . ! ? (and their CJK forms) followed by space or the end, or at a newline.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])\s*|\n+")
@@ -215,7 +219,38 @@ def embedding_text(item: TextualMemoryItem, passage: Passage) -> str:
     sources = item.metadata.sources
     if passage.source_index is None or sources[passage.source_index].type == "doc":
         return text
-    return _CHAT_HEAD.sub(lambda m: f"{m.group(1) or m.group(2)}: ", text, count=1)
+    return _CHAT_HEAD.sub(lambda m: f"{m.group(2) or m.group(1)}: ", text, count=1)
+
+
+@dataclass(frozen=True)
+class LineHead:
+    """What a chat line's head says (``role (Name): [time]: ``, as windows render a message):
+    its ``role``, the speaker's ``name`` (``None`` when the message had none), its ``chat_time``
+    as given (``None`` when none) and where its content starts (``content``, an offset)."""
+
+    role: str
+    name: str | None
+    chat_time: str | None
+    content: int
+
+    @property
+    def speaker(self) -> str:
+        """Who said it: the name, else the role."""
+        return self.name or self.role
+
+
+def line_head(text: str) -> LineHead | None:
+    """The head of the chat line ``text`` starts with, ``None`` when it starts with none.
+
+    >>> line_head("user (Ana): [9:12 am on 8 May, 2023]: I moved to Porto.")
+    LineHead(role='user', name='Ana', chat_time='9:12 am on 8 May, 2023', content=38)
+    >>> line_head("Introduction: a document's text") is None
+    True
+    """
+    found = _CHAT_HEAD.match(text)
+    if found is None:
+        return None
+    return LineHead(found[1], found[2] or None, found[3], found.end())
 
 
 def _is_chat(item: TextualMemoryItem, passage: Passage) -> bool:
@@ -225,16 +260,13 @@ def _is_chat(item: TextualMemoryItem, passage: Passage) -> bool:
 
 
 def vector_text(item: TextualMemoryItem, passages: Sequence[Passage], index: int) -> str:
-    """The text a store embeds for ``passages[index]`` (the memory's passages, in order): a chat
-    message with the messages before and after it in the memory, each as
+    """The second text a store embeds for ``passages[index]`` (the memory's passages, in
+    order): a chat message with the chat messages before and after it in the memory, each as
     :func:`embedding_text` makes it (``Name: content``), one per line; anything else (a
     document's text, a fact) as it reads. Its neighbours say what a message answers ("Crux
     Hall, the one by the station." after "Which gym did you pick?") or what "it" is; the
-    passage still names its one message, and a store keeps, beside its own line's vector, the
-    mean over the texts that hold it (:func:`readers`).
-
-    Measured (benchmarks/RESULTS.md, "2026-12-02: recall, a message read with its
-    neighbours"): see :func:`readers`.
+    passage still names its one message. Search blends this text's match with the message's
+    own (:mod:`memreader.stores.passages.scoring`).
 
     >>> from memreader.items import TextualMemoryItem
     >>> item = TextualMemoryItem.model_validate({"id": "m",
@@ -249,38 +281,8 @@ def vector_text(item: TextualMemoryItem, passages: Sequence[Passage], index: int
     if not _is_chat(item, passage):
         return embedding_text(item, passage)
     around = range(max(0, index - 1), min(len(passages), index + 2))
-    return "\n".join(embedding_text(item, passages[i]) for i in around)
-
-
-def readers(item: TextualMemoryItem, passages: Sequence[Passage], index: int) -> list[int]:
-    """The passages whose :func:`vector_text` holds ``passages[index]``: itself and, for a chat
-    message, the chat messages next to it. A store keeps the mean of their unit vectors (the
-    mean of their cosines with a query) beside the passage's own, and search counts the better
-    of the two: a text that holds the answer beside its question scores the answer, not only
-    its neighbours, and a fact said out of the blue keeps its own match.
-
-    Measured on benchmarks/evidence_retrieval.py's synthetic-en (132 LoCoMo-like questions,
-    seeds 0/1/2; RESULTS.md, "2026-12-02: recall, a message read with its neighbours"): each
-    chat line embedded alone, time included (before): search recall@3 0.636/0.727/0.659, @10
-    0.955/0.902/0.879; each message's three-message text as its only vector: @3
-    0.773/0.742/0.735, but its best passage was the evidence for 0.02 of the questions (a
-    neighbour's text holds the answer too, and won); the better of the line and the mean over
-    the three texts (kept): @3 0.742/0.788/0.735, @10 0.977/0.947/0.955, best passage the
-    evidence 0.43-0.48 (0.41-0.42 before). The mean alone, or with the line as one more
-    reader (@3 0.780/0.795/0.788), cost planted facts with unrelated neighbours
-    (benchmarks/passage_scores.py) recall@3 0.775 -> 0.600 / 0.675; the kept rule costs them
-    nothing. Worse on synthetic-en: the message before only (@3 0.712/0.697/0.720), three
-    messages without names (0.348, seed 0), ``Name: content`` alone (0.598, seed 0).
-
-    >>> from memreader.items import TextualMemoryItem
-    >>> item = TextualMemoryItem.model_validate({"id": "m",
-    ...     "memory": "user: A.\\nuser: B.\\nuser: C.", "metadata": {"user_id": "u",
-    ...     "session_id": "s", "sources": [{"scene_index": 0, "message_index": i,
-    ...     "content": c, "span": [0, 2]} for i, c in enumerate(["A.", "B.", "C."])]}})
-    >>> [readers(item, passages_of(item), i) for i in range(3)]
-    [[0, 1], [0, 1, 2], [1, 2]]
-    """
-    if not _is_chat(item, passages[index]):
-        return [index]
-    around = range(max(0, index - 1), min(len(passages), index + 2))
-    return [i for i in around if i == index or _is_chat(item, passages[i])]
+    return "\n".join(
+        embedding_text(item, passages[i])
+        for i in around
+        if i == index or _is_chat(item, passages[i])
+    )

@@ -62,10 +62,15 @@ _CJK_RANGES = (
 )
 
 
+# One character class of every range: a word holding none of them is one term as it is.
+_CJK_CHAR = re.compile(
+    "[" + "".join(f"{chr(low)}-{chr(high)}" for low, high in _CJK_RANGES) + "]"
+)
+
+
 def is_cjk(char: str) -> bool:
     """Whether ``char`` belongs to a script written without spaces between words."""
-    code = ord(char)
-    return any(low <= code <= high for low, high in _CJK_RANGES)
+    return _CJK_CHAR.match(char) is not None
 
 
 def fold(text: str) -> str:
@@ -84,6 +89,8 @@ def _run_terms(word: str, *, tail: bool = False) -> list[str]:
     """The terms of one ``\\w+`` run: its Latin (etc.) pieces whole, its CJK pieces as
     overlapping bigrams (one character alone stays a term); ``tail``: each CJK piece of two or
     more characters also ends with its last character alone."""
+    if _CJK_CHAR.search(word) is None:
+        return [word]
     terms: list[str] = []
     piece: list[str] = []
     piece_cjk = False

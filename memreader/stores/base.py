@@ -394,7 +394,6 @@ class MemoryStore(
         are handed to an agent: their use is recorded in one statement
         (:meth:`~memreader.stores.usage.UseRecords.record_use`: a store that cannot write
         still answers, with a warning)."""
-        embedder = getattr(self, "embedder", None)  # both stores keep theirs there
-        found = search_context(self.search, query, user_id=user_id, embedder=embedder, **options)
+        found = search_context(self.search, query, user_id=user_id, **options)
         self.record_use(list(dict.fromkeys(p.memory_id for p in found.parts)), user_id=user_id)
         return found

@@ -4,11 +4,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from memreader.stores import MemoryStore
 from memreader.stores.context import pack_context
-from memreader.stores.context.repeats import REPEAT_COSINE, REPEAT_WORDS
+from memreader.stores.context.repeats import REPEAT_WORDS
 from tests.stores.context_memories import TOKENIZER, chat_memory, hit
 
 SAID = "We are moving to Valencia in the end, the Lisbon flat fell through."
@@ -24,52 +22,41 @@ def talk(day: int, first: int = 0) -> list[tuple[str, str]]:
     ]
 
 
-class Embedder:
-    """Vectors by keyword: the moving statement one way, anything else another."""
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        return [[1.0, 0.0] if "Valencia" in t else [0.0, 1.0] for t in texts]
-
-
 def test_a_statement_said_twice_is_shown_once_from_the_newer_memory() -> None:
     old = chat_memory("old", talk(1), session="s1", day=1)
     new = chat_memory("new", talk(9), session="s2", day=9)
     # The older saying is the better hit, and the budget fits both sayings.
     hits = [hit(old), hit(new, 0.8)]
-    context = pack_context("Where is the move to?", hits, TOKENIZER, 300, embedder=Embedder())
+    context = pack_context("Where is the move to?", hits, TOKENIZER, 300)
     assert context.text.count("Valencia") == 1
     (part,) = [part for part in context.parts if "Valencia" in part.text]
     assert part.memory_id == "new" and 2 in part.messages
-    # Without an embedder nothing is compared: both sayings are shown, the better hit's first.
-    plain = pack_context("Where is the move to?", hits, TOKENIZER, 300)
-    assert plain.text.count("Valencia") == 2
 
 
 def test_different_statements_are_not_repeats() -> None:
-    assert 0 < REPEAT_COSINE < 1
+    assert 0 < REPEAT_WORDS < 1
     old = chat_memory("old", [("user", "We are moving to Valencia.")], day=1)
-    new = chat_memory("new", [("user", "Lunch was nice.")], session="s2", day=9)
-    context = pack_context(
-        "Valencia lunch", [hit(old), hit(new)], TOKENIZER, 300, embedder=Embedder()
-    )
+    new = chat_memory("new", [("user", "We are moving to Lisbon.")], session="s2", day=9)
+    context = pack_context("moving", [hit(old), hit(new)], TOKENIZER, 300)
     assert {part.memory_id for part in context.parts} == {"old", "new"}
 
 
-class Blind:
-    """An embedder that cannot read the text: every text gets the same vector."""
+def test_the_same_line_by_two_speakers_is_not_a_repeat() -> None:
+    old = chat_memory("old", [("user", "Congrats on the new job!")], names=["Ana"], day=1)
+    new = chat_memory(
+        "new", [("user", "Congrats on the new job!")], names=["Bo"], session="s2", day=9
+    )
+    context = pack_context("new job", [hit(old), hit(new)], TOKENIZER, 300)
+    assert {part.speaker for part in context.parts} == {"Ana", "Bo"}
 
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        return [[1.0, 0.0] for _ in texts]
 
-
-def test_same_vectors_with_different_words_are_not_repeats() -> None:
-    assert 0 < REPEAT_WORDS < 1
+def test_chinese_lines_repeat_by_their_words() -> None:
     old = chat_memory("old", [("user", "我们下个月搬到瓦伦西亚。")], day=1)
     new = chat_memory("new", [("user", "午饭很好吃。")], session="s2", day=9)
     same = chat_memory("same", [("user", "我们下个月搬到瓦伦西亚。")], session="s3", day=5)
     hits = [hit(old), hit(new), hit(same)]
-    context = pack_context("瓦伦西亚 午饭", hits, TOKENIZER, 300, embedder=Blind())
-    # The words decide: the two different lines are both shown, the line said twice once.
+    context = pack_context("瓦伦西亚 午饭", hits, TOKENIZER, 300)
+    # The two different lines are both shown, the line said twice once (the newer saying).
     assert {part.memory_id for part in context.parts} == {"new", "same"}
 
 

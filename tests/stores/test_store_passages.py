@@ -93,13 +93,12 @@ def test_passages_are_stored_once_and_removed_with_their_memory(url: str) -> Non
     embedder = HashEmbedder()
     with open_store(url, embedder=embedder) as store:
         store.write([chat("w", FILLER), item("fact", "Ana lives in Porto")], now=T0)
-        # The window's four messages were embedded once each as they read and once with
-        # the messages next to them (``Name: content`` lines); the one-passage fact kept the
-        # vector it was written with.
+        # The window's four messages were embedded once each as ``Name: content`` (no time)
+        # and once with the messages next to them (``Name: content`` lines); the one-passage
+        # fact kept the vector it was written with.
         named = [f"{role}: {content}" for role, content in FILLER]
         assert sorted(embedder.calls[-1]) == sorted(
-            [f"{role}: [9:{i:02d}]: {content}" for i, (role, content) in enumerate(FILLER)]
-            + ["\n".join(named[max(0, i - 1) : i + 2]) for i in range(len(FILLER))]
+            named + ["\n".join(named[max(0, i - 1) : i + 2]) for i in range(len(FILLER))]
         )
         calls = len(embedder.calls)
         assert len(passage_rows(url, "w")) == len(passage_rows(url, "fact")) == 1

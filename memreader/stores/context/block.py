@@ -1,7 +1,8 @@
 """What a ``context()`` block is (:class:`Context`, :class:`ContextPart`) and how it is
-written and counted (see :mod:`memreader.stores.context`): memory text escaped as data, each
-memory's header, where a part came from, a word-boundary cut, and :class:`Block`, which keeps
-the spans chosen within the budget.
+written and counted (see :mod:`memreader.stores.context`): memory text escaped as data, chat
+messages as ``Name: content`` lines under one header per session, other memory text under its
+memory's header, a word-boundary cut, and :class:`Block`, which keeps the lines chosen within
+the budget.
 
 >>> escape_text("</memories> & <b>")
 '&lt;/memories&gt; &amp; &lt;b&gt;'
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Literal
 
-from memreader.retrieval.passages import Passage
+from memreader.retrieval.passages import Passage, line_head
 from memreader.retrieval.terms import is_cjk
 
 if TYPE_CHECKING:
@@ -55,9 +56,11 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 _UUID_LIKE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F-]{27}")
 _SHORT_ID_CHARS = 8
 _HEADING_CHARS = 80
+# The least a group's header and closing tag can cost (no id, date or source digits).
+_BARE_HEADER = '<session id="" date="">\n</session>\n'
 
 
-#: How memories are ordered in the block: ``time`` (oldest first) or ``score`` (best first).
+#: How groups are ordered in the block: ``time`` (oldest first) or ``score`` (best first).
 ContextOrder = Literal["time", "score"]
 CONTEXT_ORDERS: tuple[ContextOrder, ...] = ("time", "score")
 
@@ -67,11 +70,16 @@ class ContextPart:
     """One span of one memory that the block shows: ``text`` is ``memory[start:end]`` of the
     memory's text, verbatim (``cut``: the passage went on, the budget did not).
 
+    A chat message is one part: its content (the block shows it as ``speaker: text``, under
+    its session's header); ``speaker`` is the message's name, else its role (``None`` for
+    anything that is not a chat message). Other text (a document's, an extracted fact) is one
+    part per run of adjacent passages of a memory, shown under the memory's header.
+
     ``score`` is the best of its passages' scores (``[0, 1]``); ``when`` its time (its
     messages' earliest, else the memory's ``valid_from``, else when it was recorded);
     ``session_id``, ``messages`` (the message numbers it holds), ``doc_path`` and ``heading``
-    say where it came from, ``source`` says it in words, as the block does, and
-    ``source_indexes`` are the indexes of the memory's sources it holds."""
+    say where it came from, ``source`` says it in words, and ``source_indexes`` are the
+    indexes of the memory's sources it holds."""
 
     memory_id: str
     start: int
@@ -86,6 +94,7 @@ class ContextPart:
     heading: str | None = None
     source_indexes: tuple[int, ...] = ()
     cut: bool = False
+    speaker: str | None = None
 
 
 @dataclass(frozen=True)
@@ -194,183 +203,268 @@ def cut_point(tokenizer: Tokenizer, text: str, room: int) -> int | None:
     return best
 
 
-@dataclass(eq=False)
-class _Span:
-    """One passage taken (or the cut start of one), with the sources it holds."""
+def _speaker(text: str) -> str:
+    """A speaker as a line shows it: on one line, escaped."""
+    return escape_text(" ".join(text.split()))
 
+
+@dataclass(eq=False)
+class _Line:
+    """One passage taken (or the cut start of one): the span of the memory's text the block
+    shows (a chat message: its content, after the line's head), with what orders it."""
+
+    memory: StoredMemory
     start: int
     end: int
     score: float
     sources: frozenset[int]
+    speaker: str | None
+    when: datetime
     cut: bool = False
+
+    @property
+    def message(self) -> tuple[int, int]:
+        """Its message's number and part (``(-1, -1)`` when it holds no source)."""
+        if not self.sources:
+            return (-1, -1)
+        source = self.memory.item.metadata.sources[min(self.sources)]
+        return (source.message_index, source.part_index)
+
+    def key(self) -> tuple[object, ...]:
+        """Where it goes among its group's lines: as said (the call that added its memory,
+        then the scene and message numbers of that call), then where its memory's text holds
+        it."""
+        scene = -1
+        if self.sources:
+            scene = self.memory.item.metadata.sources[min(self.sources)].scene_index
+        recorded = _aware(self.memory.recorded_at)
+        return (recorded, scene, *self.message, self.when, self.memory.id, self.start)
+
+    def rendered(self) -> str:
+        text = escape_text(self.memory.item.memory[self.start : self.end])
+        head = f"{_speaker(self.speaker)}: " if self.speaker is not None else ""
+        return head + text + (_CUT if self.cut else "") + "\n"
+
+
+def _chat_span(memory: StoredMemory, passage: Passage) -> tuple[int, str] | None:
+    """Where the content of a chat message's passage starts and its speaker (its name, else
+    its role); ``None`` for any other passage (a document's text, an extracted fact)."""
+    index = passage.source_index
+    sources = memory.item.metadata.sources
+    if index is None or not 0 <= index < len(sources) or sources[index].type == "doc":
+        return None
+    head = line_head(memory.item.memory[passage.start : passage.end])
+    if head is None:
+        return None
+    return passage.start + head.content, head.speaker
+
+
+class _Group:
+    """The lines shown under one header: a chat session's messages (of any of its memories),
+    or the passages of one memory that are not chat messages."""
+
+    def __init__(self, key: tuple[str, str]) -> None:
+        self.key = key
+        self.lines: list[_Line] = []
+
+    @property
+    def chat(self) -> bool:
+        return self.key[0] == "session"
+
+    def ordered(self) -> list[_Line]:
+        return sorted(self.lines, key=_Line.key)
+
+    def runs(self) -> list[list[_Line]]:
+        """The lines in order, in runs shown together: adjacent messages of a session (the
+        next message number), adjacent spans of a memory's text (only spaces between them)."""
+        runs: list[list[_Line]] = []
+        for line in self.ordered():
+            last = runs[-1][-1] if runs else None
+            if last is not None and not last.cut and self._adjacent(last, line):
+                runs[-1].append(line)
+            else:
+                runs.append([line])
+        return runs
+
+    def _adjacent(self, last: _Line, line: _Line) -> bool:
+        if self.chat:
+            (a, _), (b, _) = last.message, line.message
+            return a >= 0 and b - a in (0, 1)
+        text = line.memory.item.memory
+        return last.memory.id == line.memory.id and not text[last.end : line.start].strip()
+
+    def header(self) -> str:
+        first = self.ordered()[0]
+        if self.chat:
+            days = sorted({_day(line.when) for line in self.lines})
+            date = days[0] if len(days) == 1 else f"{days[0]} to {days[-1]}"
+            session = escape_attr(short_id(first.memory.item.metadata.session_id))
+            return f'<session id="{session}" date="{date}">\n'
+        sources = frozenset().union(*(line.sources for line in self.lines))
+        where, _, _, _ = part_source(first.memory, sources)
+        return (
+            f'<memory id="{escape_attr(short_id(first.memory.id))}" '
+            f'date="{_day(part_when(first.memory, sources))}" from="{escape_attr(where)}">\n'
+        )
+
+    def closing(self) -> str:
+        return "</session>\n" if self.chat else "</memory>\n"
+
+    def render(self) -> str:
+        pieces = [self.header()]
+        for n, run in enumerate(self.runs()):
+            if n:
+                pieces.append(_GAP)
+            if self.chat:
+                pieces.extend(line.rendered() for line in run)
+            else:  # one memory's adjacent spans: its text from the first to the last
+                text = run[0].memory.item.memory[run[0].start : run[-1].end]
+                pieces.append(escape_text(text) + (_CUT if run[-1].cut else "") + "\n")
+        pieces.append(self.closing())
+        return "".join(pieces)
+
+    def parts(self) -> list[ContextPart]:
+        found = []
+        for run in self.runs():
+            pieces = [[line] for line in run] if self.chat else [run]
+            for piece in pieces:
+                found.append(_part(piece))
+        return found
+
+
+def _part(lines: Sequence[_Line]) -> ContextPart:
+    first, last = lines[0], lines[-1]
+    memory = first.memory
+    sources = frozenset().union(*(line.sources for line in lines))
+    where, messages, path, heading = part_source(memory, sources)
+    return ContextPart(
+        memory_id=memory.id,
+        start=first.start,
+        end=last.end,
+        text=memory.item.memory[first.start : last.end],
+        score=max(line.score for line in lines),
+        when=part_when(memory, sources),
+        source=where,
+        session_id=memory.item.metadata.session_id,
+        messages=messages,
+        doc_path=path,
+        heading=heading,
+        source_indexes=tuple(sorted(sources)),
+        cut=last.cut,
+        speaker=first.speaker,
+    )
+
+
+def _day(moment: datetime) -> str:
+    return f"{moment.astimezone(timezone.utc):%Y-%m-%d}"
 
 
 class Block:
-    """The spans chosen so far, by memory, and their token count (kept as a close estimate
-    while adding: each line counted alone; :meth:`finish` counts the block whole and drops the
-    last spans added while it is over)."""
+    """The lines chosen so far, grouped under their headers, and their token count (kept as a
+    close estimate while adding: each line counted alone; :meth:`finish` counts the block
+    whole and drops the last lines added while it is over)."""
 
     def __init__(self, tokenizer: Tokenizer, max_tokens: int, order: ContextOrder) -> None:
         self.tokenizer, self.max_tokens, self.order = tokenizer, max_tokens, order
-        self._memories: dict[str, StoredMemory] = {}
-        self._spans: dict[str, list[_Span]] = {}
-        self._added: list[tuple[str, _Span]] = []  # each span with its memory, as added
+        self._groups: dict[tuple[str, str], _Group] = {}
+        self._added: list[_Line] = []
         self._fixed = tokenizer.count(OPEN) + tokenizer.count(CLOSE)
-        self._costs: dict[str, int] = {}  # per memory: its header, lines and closing tag
-        # The least a memory's header and closing tag can cost (no id, source or date digits).
-        self._bare = tokenizer.count('<memory id="" date="" from="">\n</memory>\n')
-        self._lines: dict[tuple[str, int, int, bool], int] = {}  # each line's cost, by span
+        self._costs: dict[tuple[str, str], int] = {}  # per group: its header, lines and gaps
+        self._bare = tokenizer.count(_BARE_HEADER)
+        self._gap = tokenizer.count(_GAP)
+        self._lines: dict[tuple[str, int, int, bool, str | None], int] = {}
 
     def empty(self) -> bool:
-        """Whether no span was taken yet."""
+        """Whether no line was taken yet."""
         return not self._added
 
     def room(self) -> int:
         """Tokens left under the budget (by the running count)."""
         return self.max_tokens - self._fixed - sum(self._costs.values())
 
+    def _line(self, memory: StoredMemory, passage: Passage, score: float, cut: bool) -> _Line:
+        chat = _chat_span(memory, passage)
+        start, speaker = (passage.start, None) if chat is None else chat
+        sources = frozenset() if passage.source_index is None else {passage.source_index}
+        when = part_when(memory, sources)
+        return _Line(memory, start, passage.end, score, frozenset(sources), speaker, when, cut)
+
+    def _group_key(self, line: _Line) -> tuple[str, str]:
+        if line.speaker is not None:
+            return ("session", line.memory.item.metadata.session_id)
+        return ("memory", line.memory.id)
+
     def room_for(self, memory: StoredMemory, passage: Passage) -> int:
         """Tokens left for the text of ``passage`` of ``memory`` (and its ``…`` mark) once its
-        header and line breaks are paid."""
-        spans = self._spans.get(memory.id, [])
-        trial = [*spans, _Span(passage.start, passage.end, 0.0, _sources(passage))]
-        lines = sum(self._line_cost(memory, s) for s in spans)
-        return (
-            self.room()
-            + self._costs.get(memory.id, 0)
-            - self._frame_cost(memory, trial)
-            - lines
-            - 1
-        )
+        group's header, its speaker and its line break are paid."""
+        line = self._line(memory, passage, 0.0, True)
+        key = self._group_key(line)
+        trial = _Group(key)
+        trial.lines = [*self._groups[key].lines, line] if key in self._groups else [line]
+        frame = self.tokenizer.count(trial.header() + trial.closing()) + self._gap
+        head = self.tokenizer.count(f"{_speaker(line.speaker)}: ") if line.speaker else 0
+        lines = sum(self._line_cost(other) for other in trial.lines[:-1])
+        return self.room() + self._costs.get(key, 0) - frame - lines - head - 1
 
     def add(
         self, memory: StoredMemory, passage: Passage, score: float, *, cut: bool = False
     ) -> bool:
         """Take ``passage`` of ``memory`` (``cut``: its text goes on beyond it) if it fits;
         whether it did."""
-        span = _Span(passage.start, passage.end, score, _sources(passage), cut)
+        line = self._line(memory, passage, score, cut)
+        key = self._group_key(line)
         # A bound first: most candidates of a full block fail it without a header counted.
-        least = self._line_cost(memory, span) + (0 if memory.id in self._spans else self._bare)
-        if least > self.room():
+        if self._line_cost(line) + (0 if key in self._groups else self._bare) > self.room():
             return False
-        trial = sorted([*self._spans.get(memory.id, []), span], key=lambda s: s.start)
-        cost = self._frame_cost(memory, trial) + sum(self._line_cost(memory, s) for s in trial)
-        if self.room() + self._costs.get(memory.id, 0) - cost < 0:
+        group = self._groups.get(key) or _Group(key)
+        group.lines.append(line)
+        cost = self._group_cost(group)
+        if self.room() + self._costs.get(key, 0) - cost < 0:
+            group.lines.pop()
             return False
-        self._memories[memory.id] = memory
-        self._spans[memory.id] = trial
-        self._costs[memory.id] = cost
-        self._added.append((memory.id, span))
+        self._groups[key] = group
+        self._costs[key] = cost
+        self._added.append(line)
         return True
 
-    def _line_cost(self, memory: StoredMemory, span: _Span) -> int:
-        key = (memory.id, span.start, span.end, span.cut)
+    def _line_cost(self, line: _Line) -> int:
+        key = (line.memory.id, line.start, line.end, line.cut, line.speaker)
         cost = self._lines.get(key)
         if cost is None:
-            text = escape_text(memory.item.memory[span.start : span.end])
-            cost = self.tokenizer.count(text + (_CUT if span.cut else "") + "\n") + 1  # + gap
+            cost = self.tokenizer.count(line.rendered())
             self._lines[key] = cost
         return cost
 
-    def _frame_cost(self, memory: StoredMemory, spans: Sequence[_Span]) -> int:
-        sources = frozenset().union(*(s.sources for s in spans))
-        return self.tokenizer.count(_header(memory, sources) + "</memory>\n")
+    def _group_cost(self, group: _Group) -> int:
+        frame = self.tokenizer.count(group.header() + group.closing())
+        gaps = (len(group.runs()) - 1) * self._gap
+        return frame + gaps + sum(self._line_cost(line) for line in group.lines)
 
     def finish(self, searched: int) -> Context:
-        """The :class:`~memreader.stores.context.Context` of the spans taken, counted whole;
-        while over the budget, the last span added is dropped."""
+        """The :class:`~memreader.stores.context.Context` of the lines taken, counted whole;
+        while over the budget, the last line added is dropped."""
         while True:
-            groups = _ordered(self._parts(), self.order)
-            text = self._render(groups) if groups else ""
+            groups = self._ordered()
+            text = OPEN + "".join(g.render() for g in groups) + CLOSE if groups else ""
             tokens = self.tokenizer.count(text) if text else 0
             if tokens <= self.max_tokens or not self._added:
                 break
-            memory_id, span = self._added.pop()
-            self._spans[memory_id] = [s for s in self._spans[memory_id] if s is not span]
-            if not self._spans[memory_id]:
-                del self._spans[memory_id], self._memories[memory_id], self._costs[memory_id]
-        shown = tuple(part for group in groups for part in group)
-        return Context(text, tokens, self.max_tokens, self.tokenizer.name, shown, searched)
+            line = self._added.pop()
+            key = self._group_key(line)
+            group = self._groups[key]
+            group.lines = [other for other in group.lines if other is not line]
+            if not group.lines:
+                del self._groups[key], self._costs[key]
+        parts = tuple(part for group in groups for part in group.parts())
+        return Context(text, tokens, self.max_tokens, self.tokenizer.name, parts, searched)
 
-    def _render(self, groups: list[list[ContextPart]]) -> str:
-        lines = [OPEN]
-        for group in groups:
-            memory = self._memories[group[0].memory_id]
-            sources = frozenset().union(*(p.source_indexes for p in group))
-            lines.append(_header(memory, sources))
-            for n, part in enumerate(group):
-                if n:
-                    lines.append(_GAP)
-                lines.append(escape_text(part.text) + (_CUT if part.cut else "") + "\n")
-            lines.append("</memory>\n")
-        lines.append(CLOSE)
-        return "".join(lines)
+    def _ordered(self) -> list[_Group]:
+        """The groups, oldest first or best first (each group's lines in order)."""
 
-    def _parts(self) -> list[ContextPart]:
-        parts: list[ContextPart] = []
-        for memory_id, spans in self._spans.items():
-            memory = self._memories[memory_id]
-            for run in _runs(memory.item.memory, spans):
-                start, end = run[0].start, run[-1].end
-                sources = frozenset().union(*(s.sources for s in run))
-                where, messages, path, heading = part_source(memory, sources)
-                parts.append(
-                    ContextPart(
-                        memory_id=memory_id,
-                        start=start,
-                        end=end,
-                        text=memory.item.memory[start:end],
-                        score=max(s.score for s in run),
-                        when=part_when(memory, sources),
-                        source=where,
-                        session_id=memory.item.metadata.session_id,
-                        messages=messages,
-                        doc_path=path,
-                        heading=heading,
-                        source_indexes=tuple(sorted(sources)),
-                        cut=run[-1].cut,
-                    )
-                )
-        return parts
+        def key(group: _Group) -> tuple[object, ...]:
+            best = max(line.score for line in group.lines)
+            first = min(line.when for line in group.lines)
+            lead = (first, -best) if self.order == "time" else (-best, first)
+            return (*lead, group.key)
 
-
-def _sources(passage: Passage) -> frozenset[int]:
-    return frozenset() if passage.source_index is None else frozenset({passage.source_index})
-
-
-def _runs(text: str, spans: Sequence[_Span]) -> list[list[_Span]]:
-    """``spans`` (sorted) in runs of adjacent ones (only spaces between them)."""
-    runs: list[list[_Span]] = []
-    for span in sorted(spans, key=lambda s: s.start):
-        last = runs[-1][-1] if runs else None
-        if last is not None and not last.cut and not text[last.end : span.start].strip():
-            runs[-1].append(span)
-        else:
-            runs.append([span])
-    return runs
-
-
-def _header(memory: StoredMemory, sources: frozenset[int]) -> str:
-    where, _, _, _ = part_source(memory, sources)
-    moment = part_when(memory, sources).astimezone(timezone.utc)
-    return (
-        f'<memory id="{escape_attr(short_id(memory.id))}" '
-        f'date="{moment:%Y-%m-%d}" from="{escape_attr(where)}">\n'
-    )
-
-
-def _ordered(parts: list[ContextPart], order: ContextOrder) -> list[list[ContextPart]]:
-    """``parts`` by memory (each memory's in text order), memories oldest first or best first."""
-    groups: dict[str, list[ContextPart]] = {}
-    for part in parts:
-        groups.setdefault(part.memory_id, []).append(part)
-    for group in groups.values():
-        group.sort(key=lambda p: p.start)
-
-    def key(group: list[ContextPart]) -> tuple[object, ...]:
-        best = max(p.score for p in group)
-        first = min(p.when for p in group)
-        lead = (first, -best) if order == "time" else (-best, first)
-        return (*lead, group[0].memory_id)
-
-    return sorted(groups.values(), key=key)
+        return sorted((g for g in self._groups.values() if g.lines), key=key)

@@ -1,13 +1,14 @@
 """The passages a store keeps beside each memory it adds (both stores): the exact spans
 :func:`~memreader.retrieval.passages.passages_of` cuts the memory's text into, with one
 or two vectors per passage, so that search can score a memory's messages one by one
-(:mod:`memreader.stores.passages.scoring`) without embedding anything at search time. A
-passage's row holds its own text's unit vector and, beside it, the mean of the unit vectors of
-the texts that read it with its neighbours (a chat message with the messages before and after
-it: :func:`~memreader.retrieval.passages.vector_text` and
-:func:`~memreader.retrieval.passages.readers`; the dot product with a query's unit vector is
-the mean of their cosines); search counts the better of the two. Rows written before hold
-the first only, and score as they did.
+(:mod:`memreader.stores.passages.scoring`) without embedding anything at search time. A chat
+message's row holds two unit vectors side by side: its own text's as
+:func:`~memreader.retrieval.passages.embedding_text` makes it (``Name: content``, without the
+time, which a small model reads as noise), and that of the message read with its neighbours
+(:func:`~memreader.retrieval.passages.vector_text`: the messages before and after it, one
+``Name: content`` line each); search blends the two. Any other passage (a document's text, a
+fact) has one vector, its own text's. Rows written before hold what was embedded then (the
+line with its time; the mean over the neighbour texts) and are scored the same way.
 
 The memory itself stays the stored unit (its provenance, dedup and history do not change);
 its passages are one row beside it (spans and vectors as two blobs, read in one fetch per
@@ -34,7 +35,13 @@ from typing import Any
 import numpy as np
 
 from memreader.items import TextualMemoryItem
-from memreader.retrieval.passages import Passage, passages_in, passages_of, readers, vector_text
+from memreader.retrieval.passages import (
+    Passage,
+    embedding_text,
+    passages_in,
+    passages_of,
+    vector_text,
+)
 from memreader.stores.embedder_rules import QueryEmbedder
 from memreader.stores.embedding import embed
 
@@ -98,26 +105,19 @@ def passages_of_json(text: str, item_json: str) -> list[Passage]:
 
 
 def _passage_vectors(
-    item: TextualMemoryItem,
-    passages: Sequence[Passage],
-    own: list[str],
-    wider: list[str],
-    found: dict[str, list[float]],
+    own: list[str], wider: list[str], found: dict[str, list[float]]
 ) -> np.ndarray | None:
-    """Each passage's two vectors, side by side in one row: its ``own`` text's unit vector, and
-    the mean of the unit vectors of every ``wider`` text that holds it
-    (:func:`~memreader.retrieval.passages.readers`: its dot product with a query's unit
-    vector is the mean of their cosines, norm <= 1). Search counts the better of the two.
-    One vector a row when every passage reads alone (a document, a fact: no chat message).
-    ``None`` when there is no passage or one has no direction."""
-    alone = _unit_rows([found[t] for t in own]) if passages else None
-    if own == wider:
-        return alone
-    around = _unit_rows([found[t] for t in wider]) if passages else None
-    if alone is None or around is None:
+    """Each passage's vectors, one row each: its ``own`` text's unit vector and, where the
+    passages are chat messages read with their neighbours (``wider`` differs from ``own``),
+    that text's unit vector beside it. ``None`` when there is no passage or one has no
+    direction."""
+    if not own:
         return None
-    read = np.stack([around[readers(item, passages, i)].mean(axis=0) for i in range(len(passages))])
-    return np.hstack([alone, read]).astype("<f4")
+    alone = _unit_rows([found[t] for t in own])
+    if own == wider or alone is None:
+        return alone
+    around = _unit_rows([found[t] for t in wider])
+    return None if around is None else np.hstack([alone, around]).astype("<f4")
 
 
 def _unit_rows(vectors: list[list[float]]) -> np.ndarray | None:
@@ -143,9 +143,9 @@ def plan_passages(
         return {key: StoredPassages(spans_to_blob(ps)) for key, (_, ps) in cut.items()}
     name = getattr(embedder, "name", None)
     model = name if isinstance(name, str) else ""
-    # Each passage is read twice: as it reads, and as ``vector_text`` (a chat message with its
-    # neighbours); each distinct text is embedded once (overlapping windows share most).
-    own = {key: [item.memory[p.start : p.end] for p in ps] for key, (item, ps) in cut.items()}
+    # A chat message is read twice: as ``Name: content``, and with its neighbours; each
+    # distinct text is embedded once (overlapping windows share most of them).
+    own = {key: [embedding_text(item, p) for p in ps] for key, (item, ps) in cut.items()}
     wider = {
         key: [vector_text(item, ps, i) for i in range(len(ps))] for key, (item, ps) in cut.items()
     }
@@ -164,8 +164,8 @@ def plan_passages(
         batch = texts[start : start + EMBED_BATCH]
         found.update(zip(batch, embed(embedder, batch), strict=True))
     plan: PassagePlan = {}
-    for key, (item, passages) in cut.items():
-        matrix = _passage_vectors(item, passages, own[key], wider[key], found)
+    for key, (_, passages) in cut.items():
+        matrix = _passage_vectors(own[key], wider[key], found)
         blob = matrix.tobytes() if matrix is not None else None
         plan[key] = StoredPassages(spans_to_blob(passages), blob, model)
     return plan

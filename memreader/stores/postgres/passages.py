@@ -21,7 +21,7 @@ from memreader.stores.passages.rows import (
     spans_from_blob,
     vectors_from_blob,
 )
-from memreader.stores.passages.scoring import PassageSet, span_rows
+from memreader.stores.passages.scoring import PassageSet, passage_words, span_rows
 
 __all__ = ["PASSAGE_SCHEMA", "add_passages", "ensure_passages", "read_passages"]
 
@@ -85,5 +85,5 @@ def read_passages(
                 grid, matrix = span_rows(passages_of_json(text, item)), None
             except (ValueError, AttributeError):
                 continue  # a row that cannot be read has no passages to score
-        sets.append(PassageSet(rowid, text, grid, matrix, cosine[rowid]))
+        sets.append(PassageSet(rowid, text, grid, matrix, cosine[rowid], passage_words(text, grid)))
     return sets

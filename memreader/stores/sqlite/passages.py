@@ -19,7 +19,7 @@ from memreader.stores.passages.rows import (
     spans_from_blob,
     vectors_from_blob,
 )
-from memreader.stores.passages.scoring import PassageSet, span_rows
+from memreader.stores.passages.scoring import PassageSet, passage_words, span_rows
 
 __all__ = [
     "PASSAGE_CACHE",
@@ -97,7 +97,9 @@ def read_passages(
                     grid, matrix = span_rows(passages_of_json(text, item)), None
                 except (ValueError, AttributeError):
                     continue  # a row that cannot be read has no passages to score
-            sets.append(PassageSet(rowid, text, grid, matrix, cosine[rowid]))
+            sets.append(
+                PassageSet(rowid, text, grid, matrix, cosine[rowid], passage_words(text, grid))
+            )
     return sets
 
 
@@ -128,7 +130,7 @@ class PassageCache:
         # search, and replace looks the fields up each time (three times the cost).
         sets = self._sets
         return [
-            PassageSet(kept.rowid, kept.text, kept.spans, kept.vectors, cosine)
+            PassageSet(kept.rowid, kept.text, kept.spans, kept.vectors, cosine, kept.words)
             for rowid, cosine in candidates
             if (kept := sets.get(rowid)) is not None
         ]
