@@ -109,8 +109,8 @@ def notes(result: EvalResult) -> list[str]:
     convs = result.conversations
     unknown = [e for c in convs for e in c.unknown_evidence]
     lines = [
-        f"{result.name}: {len(convs)} conversations, {result.messages} messages, "
-        f"{len(result.questions)} questions; search mode {result.mode}"
+        f"{result.name}: conversations {len(convs)}, messages {result.messages}, "
+        f"questions {len(result.questions)}; search mode {result.mode}"
         + (f", config {result.config}" if result.config else ""),
         f"recall@k: a hit among the k best memories cites an evidence message; msg@k: an "
         f"evidence message among the first k messages named by the passages of the "

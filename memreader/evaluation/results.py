@@ -172,6 +172,17 @@ class Latency:
         }
 
 
+def _category_name(category: Category | None) -> str:
+    return "-" if category is None else str(category)
+
+
+def _category_order(name: str) -> tuple[int, int, str]:
+    """Numbers in order, then names, then ``-`` (no category)."""
+    if name == "-":
+        return (2, 0, name)
+    return (0, int(name), name) if name.isdigit() else (1, 0, name)
+
+
 @dataclass(frozen=True)
 class ConversationResult:
     """One conversation measured: its size (``memories``: what its adds stored, ``None`` for a
@@ -232,10 +243,10 @@ class EvalResult:
     def by_category(self, conversation: ConversationResult | None = None) -> dict[str, Scores]:
         """The rates of each category's questions (keys as text; ``-``: no category)."""
         asked = self.questions if conversation is None else conversation.questions
-        names = sorted({"-" if q.category is None else str(q.category) for q in asked})
+        names = sorted({_category_name(q.category) for q in asked}, key=_category_order)
         return {
             name: Scores.of(
-                [q for q in asked if ("-" if q.category is None else str(q.category)) == name],
+                [q for q in asked if _category_name(q.category) == name],
                 self.recall_at,
                 self.budgets,
             )
