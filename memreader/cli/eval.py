@@ -41,12 +41,19 @@ def add_eval_parser(commands: Any) -> None:
     command = commands.add_parser("eval", help=text, description=text)
     command.add_argument("file", help="the JSON file (see the README's memreader eval)")
     command.add_argument(
-        "--config", help="reader config YAML: the reader and embedder measured (as read's)"
+        "--config",
+        metavar="YAML",
+        help="reader config YAML: the reader and embedder measured (as read's)",
     )
     command.add_argument(
-        "--budgets", default="200,500,1000,2000", help="context budgets, in tokens, comma-separated"
+        "--budgets",
+        metavar="N,N",
+        default="200,500,1000,2000",
+        help="context budgets, in tokens, comma-separated",
     )
-    command.add_argument("--recall-at", default="1,3,10", help="the ranks recall is measured at")
+    command.add_argument(
+        "--recall-at", metavar="K,K", default="1,3,10", help="the ranks recall is measured at"
+    )
     command.add_argument(
         "--no-names",
         dest="names",
@@ -55,10 +62,13 @@ def add_eval_parser(commands: Any) -> None:
     )
     command.add_argument(
         "--categories",
+        metavar="C,C",
         help="the question categories asked, comma-separated (default: LoCoMo's 1,2,3,4, "
         "leaving out the adversarial 5; a simple-shape file: all)",
     )
-    command.add_argument("--conversations", help="only these conversations (ids, comma-separated)")
+    command.add_argument(
+        "--conversations", metavar="ID,ID", help="only these conversations (ids, comma-separated)"
+    )
     command.add_argument("--mode", choices=SEARCH_MODES, default="hybrid", help="the search mode")
     command.add_argument("--json", metavar="PATH", help="also write every result here as JSON")
     command.add_argument(
