@@ -1,29 +1,38 @@
-"""Evidence-labelled retrieval (issue 30): does ``search`` find, and does a prompt budget hold,
-the messages that answer each question?
+"""Evidence-labelled retrieval (issues 30 and 40): does ``search`` find, and does a prompt
+budget hold, the messages that answer each question? The measuring is
+:mod:`memreader.evaluation`'s (what ``memreader eval FILE`` runs); this script runs it over its
+own sets, a user's file, and several configs, and measures a simple baseline beside it.
 
 Every conversation of a set is read into a fresh store through the public API (``Memory(config)``
-on a temporary SQLite file, one ``m.add(session, user_id=..., session_id=...)`` per session, fast
-mode), then every question is asked of its conversation's owner:
+on a SQLite file, one ``m.add(session, user_id=conv, session_id=...)`` per session, fast mode),
+then every question is asked of its conversation's owner:
 
-- **recall@1/3/10** of ``m.search(question, user_id=..., k=K)``: a hit at k when one of the k best
-  hits has a source citing an evidence message (its ``message_id``, which every message carries,
-  or, failing that, a source whose text holds the whole evidence message);
-- **context recall at 200, 500, 1,000 and 2,000 tokens**: the share of questions whose packed
-  text holds an evidence message (its full text as a substring, whitespace collapsed). The text
-  is ``m.context(question, user_id=..., max_tokens=B).text`` when ``Memory`` has ``context``
-  (XML entities unescaped: the block escapes memory text);
-  else the **baseline packer**: the top hits' whole memory texts in rank order (``search`` with
-  k=50), joined by blank lines, counted in cl100k_base tokens, the last one cut at a token
-  boundary so the block never exceeds B (what a caller does today). The table names the packer;
-- **passage@1/3/k** (only when the store fills ``hit.passages``): as recall@k, but counting a
-  hit only when its best passage (``hit.passages[0]``) holds an evidence message's source;
+- **recall@1/3/10** (memory level) of ``m.search(question, user_id=..., k=K)``: one of the k
+  best hits has a source citing an evidence message (its ``message_id``, or a source whose text
+  holds the whole evidence message);
+- **msg@1/3/10** (message level): an evidence message among the first k of the messages the
+  passages of the 50 best hits name, best passage first (a hit is a window of ~15 messages, so
+  recall@k flatters memreader against systems returning single messages; this replaces the
+  earlier ``passage@k``);
+- **context recall at 200, 500, 1,000 and 2,000 tokens**: the share of questions whose
+  ``m.context(question, user_id=..., max_tokens=B).text`` holds an evidence message (its full
+  text as a substring, XML entities unescaped, whitespace collapsed);
 - **latency** p50/p95 of ``search`` and of ``context`` (per call), after a warm-up query.
+
+Beside each set, the **baseline** (:mod:`evidence_baselines`): BM25 + MiniLM over single
+messages, reciprocal-rank fused, packed whole as ``Name: content`` lines; its rows have
+``msg@k`` and ``ctx@B`` (no memories, so no memory-level recall). ``--no-baseline`` skips it;
+``--embedder`` swaps its embedder too.
 
 The sets (``--sets``; see :mod:`evidence_data` and :mod:`evidence_multilingual` for what each
 measures and its limits): ``synthetic-en`` (LoCoMo-like: two speakers, 16 dated sessions,
 paraphrased questions, updates, dates, names), ``memorybank-en`` (real chats, keyword queries),
 ``memorybank-cn`` (real Chinese chats, title and clause lookups), ``synthetic-zh`` and
-``synthetic-ja``. The held-out check is LoCoMo-like: synthetic-en is the closest stand-in.
+``synthetic-ja``. ``--eval-file PATH`` adds a file in LoCoMo's shape or the simple one
+(``--no-names``: without the speakers' names), e.g. LoCoMo itself (``data/locomo10.json`` of
+github.com/snap-research/LoCoMo; with ``--eval-file`` alone, only it is measured)::
+
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/evidence_retrieval.py --eval-file locomo10.json
 
 Variants (each flag takes a comma list; every combination runs): ``--windows 1024/200,128/32``
 (the reader's ``window.max_tokens/overlap_tokens``; ``default`` is the reader's default),
@@ -37,8 +46,8 @@ Run by hand (about 5 minutes per window size on 2 busy cores, all five sets)::
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/evidence_retrieval.py --quick   # ~1 minute a size
 
 A Markdown table goes to stdout, ``--json PATH`` writes every row (per-kind breakdowns too, and
-``per_question``: each question's rank, budgets held, and for one not at rank 1 where its
-evidence ranks among ``MISS_DEPTH`` hits, its passage score and the first hit's best passage).
+``per_question``: each question's ``memory_rank``, ``message_rank``, budgets held, and for one
+not at rank 1, ``deep_rank``: where its evidence ranks among 200 hits).
 ``--stores DIR`` keeps each store file there and reuses it on the next run (to try ranking or
 packing changes without reading the sets again; not for ingestion changes).
 """
@@ -46,16 +55,12 @@ packing changes without reading the sets again; not for ingestion changes).
 from __future__ import annotations
 
 import argparse
-import html
-import inspect
 import json
 import logging
 import re
-import statistics
 import sys
 import tempfile
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,6 +69,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
+from evidence_baselines import LABEL, baseline  # noqa: E402
 from evidence_data import Dataset, synthetic_english  # noqa: E402
 from evidence_multilingual import (  # noqa: E402
     memorybank_chinese,
@@ -71,12 +77,23 @@ from evidence_multilingual import (  # noqa: E402
     synthetic_cjk,
 )
 
+from memreader.evaluation import (  # noqa: E402
+    EvalConversation,
+    EvalMessage,
+    EvalQuestion,
+    EvalResult,
+    EvalSession,
+    EvalSet,
+    cites,
+    load_eval_file,
+)
+
+__all__ = ["cites", "eval_set", "main", "make_set", "row_of", "run", "table"]
+
 log = logging.getLogger("evidence_retrieval")
 
 BUDGETS = (200, 500, 1000, 2000)
 RECALL_AT = (1, 3, 10)
-MISS_DEPTH = 200  # hits searched for where a missed question's evidence ranks
-PACK_K = 50  # hits the baseline packer draws from (2,000 tokens of 128-token windows is ~16)
 SETS = ("synthetic-en", "memorybank-en", "memorybank-cn", "synthetic-zh", "synthetic-ja")
 
 
@@ -117,252 +134,118 @@ class Variant:
         return {"config": inner}
 
 
-def normalise(text: str) -> str:
-    """``text`` with every run of whitespace one space, stripped (how containment is checked)."""
-    return re.sub(r"\s+", " ", text).strip()
-
-
-def best_passage_cites(hit: Any, evidence: set[str]) -> bool | None:
-    """Whether a hit's best passage (``hit.passages[0]``) holds an evidence message's source;
-    ``None`` when the hit has no passages (the store scored the memory whole)."""
-    passages = getattr(hit, "passages", ())
-    if not passages or passages[0].source_index is None:
-        return None if not passages else False
-    sources = hit.memory.item.metadata.sources
-    index = passages[0].source_index
-    return 0 <= index < len(sources) and sources[index].message_id in evidence
-
-
-def cites(hit: Any, evidence: set[str], texts: Sequence[str]) -> bool:
-    """Whether a search hit's sources cite an evidence message (by id, else by whole text)."""
-    for source in hit.memory.item.metadata.sources:
-        if source.message_id in evidence:
-            return True
-        content = normalise(source.content)
-        if content and any(text in content for text in texts):
-            return True
-    return False
-
-
-def baseline_pack(hits: Sequence[Any], max_tokens: int) -> str:
-    """The top hits' memory texts in rank order, blank-line separated, within ``max_tokens``
-    cl100k_base tokens; the last text that does not fit is cut at a token boundary (never
-    inside a character).
-
-    >>> baseline_pack([], 100)
-    ''
-    """
-    from memreader.windowing.tokens import get_tokenizer
-
-    tokenizer = get_tokenizer()
-    block = ""
-    for hit in hits:
-        candidate = (block + "\n\n" if block else "") + hit.memory.item.memory
-        if tokenizer.count(candidate) <= max_tokens:
-            block = candidate
-            continue
-        tokens = tokenizer.encode(candidate)[:max_tokens]
-        while tokens and not _clean_cut(tokenizer, tokens):
-            tokens.pop()
-        block = tokenizer.decode(tokens)
-        break
-    return block
-
-
-def _clean_cut(tokenizer: Any, tokens: list[int]) -> bool:
-    text = tokenizer.decode(tokens)
-    return "\ufffd" not in text[-2:]
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """The ``q`` quantile (0-1) of ``values`` (nearest rank); 0 for none."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
-
-
-def _packer(memory: Any, mode: str) -> tuple[str, Callable[[str, str, Sequence[int]], list[Any]]]:
-    """The packer to use and a function (query, user, budgets) -> [(text, ms)] per budget:
-    ``Memory.context`` when it exists (one call per budget, given ``mode`` when it takes one),
-    else the baseline (one ``search`` for all budgets; each budget's time is that search's
-    plus its own packing)."""
-    context = getattr(memory, "context", None)
-    if context is None:
-
-        def baseline(query: str, user: str, budgets: Sequence[int]) -> list[Any]:
-            t0 = time.perf_counter()
-            hits = memory.search(query, user_id=user, k=PACK_K, mode=mode)
-            search_s = time.perf_counter() - t0
-            out = []
-            for budget in budgets:
-                t0 = time.perf_counter()
-                text = baseline_pack(hits, budget)
-                out.append((text, (search_s + time.perf_counter() - t0) * 1000))
-            return out
-
-        return f"baseline (top-{PACK_K} whole memories)", baseline
-    parameters = inspect.signature(context).parameters.values()
-    takes_mode = any(p.name == "mode" or p.kind is p.VAR_KEYWORD for p in parameters)
-    extra = {"mode": mode} if takes_mode else {}
-
-    def call(query: str, user: str, budgets: Sequence[int]) -> list[Any]:
-        out = []
-        for budget in budgets:
-            t0 = time.perf_counter()
-            # The block escapes memory text as XML character data (&amp; &lt; &gt;).
-            text = html.unescape(str(context(query, user_id=user, max_tokens=budget, **extra).text))
-            out.append((text, (time.perf_counter() - t0) * 1000))
-        return out
-
-    return "Memory.context" + ("" if takes_mode or mode == "hybrid" else " (its own mode)"), call
+def eval_set(data: Dataset) -> EvalSet:
+    """``data`` as :mod:`memreader.evaluation` measures it: each conversation one owner (its
+    ``conv_id``), each session ``s<i>``, each question's ``kind`` its category."""
+    convs = []
+    for conv in data.conversations:
+        sessions = tuple(
+            EvalSession(
+                f"s{i}",
+                tuple(
+                    EvalMessage(
+                        m["message_id"], m["role"], m["content"], m.get("name"), m.get("chat_time")
+                    )
+                    for m in session
+                ),
+            )
+            for i, session in enumerate(conv.sessions)
+        )
+        asked = [q for q in data.questions if q.conv_id == conv.conv_id]
+        questions = tuple(
+            EvalQuestion(f"{conv.conv_id}#q{n}", q.text, q.evidence, q.answer, q.kind)
+            for n, q in enumerate(asked, 1)
+        )
+        convs.append(EvalConversation(conv.conv_id, sessions, questions))
+    return EvalSet(data.name, tuple(convs))
 
 
 def run(
-    data: Dataset,
+    data: EvalSet,
     variant: Variant,
     budgets: Sequence[int] = BUDGETS,
     *,
     stores: Path | None = None,
     seed: int = 0,
+    lang: str = "",
 ) -> dict[str, Any]:
-    """Read ``data`` into a fresh store with ``variant`` and score every question (a row).
-    ``stores``: a folder that keeps the store files (one per set, seed and variant) and reuses
-    one already there instead of reading the set again: for trying ranking and packing
-    changes, not ingestion changes (a kept file holds what the code of its first run wrote)."""
+    """Read ``data`` into a fresh store with ``variant`` and score every question with
+    :func:`memreader.evaluation.evaluate` (a row). ``stores``: a folder that keeps the store
+    files (one per set, seed and variant) and reuses one already there instead of reading the
+    set again: for trying ranking and packing changes, not ingestion changes (a kept file holds
+    what the code of its first run wrote)."""
     from memreader import Memory
+    from memreader.evaluation import evaluate
 
     with tempfile.TemporaryDirectory(prefix="evidence-") as folder:
         path = Path(folder) / "memories.db"
         if stores is not None:
             stores.mkdir(parents=True, exist_ok=True)
-            name = f"{data.name}-seed{seed}-{variant.label}-{len(data.questions)}q"
+            name = f"{data.name}-seed{seed}-{variant.label}-{data.questions}q"
             path = stores / (re.sub(r"[^\w.-]+", "_", name) + ".db")
         reuse = path.exists()
-        memory = Memory(variant.config(), store=f"sqlite:///{path}")
-        try:
-            started = time.perf_counter()
-            stored = 0
-            for conv in data.conversations if not reuse else ():
-                for s, session in enumerate(conv.sessions):
-                    result = memory.add(
-                        list(session), user_id=conv.user_id, session_id=f"{conv.conv_id}/s{s}"
-                    )
-                    stored += result.counts.get("ADD", 0)
-            ingest_s = time.perf_counter() - started
-            return _score(data, variant, memory, budgets) | {
-                "memories": stored if not reuse else "reused",
-                "ingest_s": round(ingest_s, 2) if not reuse else "",
-            }
-        finally:
-            memory.close()
-
-
-def _score(data: Dataset, variant: Variant, memory: Any, budgets: Sequence[int]) -> dict[str, Any]:
-    owners = {conv.conv_id: conv.user_id for conv in data.conversations}
-    packer, pack = _packer(memory, variant.mode)
-    first = data.questions[0]
-    memory.search(first.text, user_id=owners[first.conv_id], k=variant.k, mode=variant.mode)
-    search_ms: list[float] = []
-    context_ms: list[float] = []
-    per_question: list[dict[str, Any]] = []
-    passage_ranks: list[int | None] = []  # only when the store fills hit.passages
-    for q in data.questions:
-        user = owners[q.conv_id]
-        evidence = set(q.evidence)
-        texts = [normalise(data.message(e)["content"]) for e in q.evidence]
-        t0 = time.perf_counter()
-        hits = memory.search(q.text, user_id=user, k=variant.k, mode=variant.mode)
-        search_ms.append((time.perf_counter() - t0) * 1000)
-        rank = next((i + 1 for i, h in enumerate(hits) if cites(h, evidence, texts)), None)
-        scored = [best_passage_cites(h, evidence) for h in hits]
-        if any(x is not None for x in scored):
-            passage_rank = next((i + 1 for i, x in enumerate(scored) if x), None)
-            passage_ranks.append(passage_rank)
-        held = {}
-        for budget, (block, ms) in zip(budgets, pack(q.text, user, budgets), strict=True):
-            context_ms.append(ms)
-            held[budget] = any(text in normalise(block) for text in texts)
-        per_question.append(
-            {"q": q.text, "kind": q.kind, "rank": rank, "held": held, "evidence": list(q.evidence)}
-            | _miss(memory, q.text, user, variant, evidence, texts, rank)
-        )
-    row: dict[str, Any] = {
-        "set": data.name,
-        "lang": data.lang,
-        "variant": variant.label,
-        "packer": packer,
-        "questions": len(data.questions),
-        "owners": len(data.conversations),
-    }
-    row.update(_rates(per_question, variant.k, budgets))
-    if passage_ranks:  # a hit at k: one of the k best hits' best passage is evidence
-        for at in (1, 3, variant.k):
-            found = sum(r is not None and r <= at for r in passage_ranks)
-            row[f"passage@{at}"] = round(found / len(data.questions), 3)
-    row["search_p50_ms"] = round(statistics.median(search_ms), 1)
-    row["search_p95_ms"] = round(percentile(search_ms, 0.95), 1)
-    row["context_p50_ms"] = round(statistics.median(context_ms), 1)
-    row["context_p95_ms"] = round(percentile(context_ms, 0.95), 1)
-    kinds = sorted({r["kind"] for r in per_question})
-    row["by_kind"] = {
-        kind: {"questions": sum(r["kind"] == kind for r in per_question)}
-        | _rates([r for r in per_question if r["kind"] == kind], variant.k, budgets)
-        for kind in kinds
-    }
-    row["missed"] = [r["q"] for r in per_question if r["rank"] is None]
-    # As JSON reads it back (budgets as string keys), so the --json file equals the rows.
-    row["per_question"] = [
-        r | {"held": {str(b): v for b, v in r["held"].items()}} for r in per_question
-    ]
+        with Memory(variant.config(), store=f"sqlite:///{path}") as memory:
+            result = evaluate(
+                data,
+                memory=memory,
+                ingest=not reuse,
+                budgets=budgets,
+                recall_at=sorted({*(a for a in RECALL_AT if a < variant.k), variant.k}),
+                mode=variant.mode,
+                miss_analysis=True,
+            )
+        size = path.stat().st_size
+    row = row_of(result, data, variant.label, "Memory.context", lang=lang)
+    if reuse:
+        row["memories"], row["ingest_s"] = "reused", ""
+    row["bytes_per_message"] = round(size / max(1, data.messages))
     return row
 
 
-def _miss(
-    memory: Any,
-    query: str,
-    user: str,
-    variant: Variant,
-    evidence: set[str],
-    texts: Sequence[str],
-    rank: int | None,
+def row_of(
+    result: EvalResult, data: EvalSet, variant: str, packer: str, *, lang: str = ""
 ) -> dict[str, Any]:
-    """Where a question's evidence ranks when it is not first (``--json`` rows): its rank among
-    ``MISS_DEPTH`` hits (``None``: not among them, so the candidate lists never reached it),
-    its own relevance and passage score against the first hit's, and the first hit's best
-    passage text (what beat it)."""
-    if rank == 1:
-        return {}
-    hits = memory.search(query, user_id=user, k=MISS_DEPTH, mode=variant.mode)
-    deep = next((i for i, h in enumerate(hits) if cites(h, evidence, texts)), None)
-    out: dict[str, Any] = {"deep_rank": None if deep is None else deep + 1}
-    if hits:
-        top = hits[0]
-        out["top_relevance"] = round(top.score.relevance, 3)
-        if top.passages:
-            best = top.passages[0]
-            out["top_passage"] = top.memory.item.memory[best.start : best.end][:160]
-    if deep is not None:
-        hit = hits[deep]
-        out["evidence_relevance"] = round(hit.score.relevance, 3)
-        sources = hit.memory.item.metadata.sources
-        for p in hit.passages:
-            if p.source_index is not None and sources[p.source_index].message_id in evidence:
-                out["evidence_passage_score"] = round(p.score, 3)
-                break
-    return out
+    """A table row of ``result``: the pooled rates (``recall@k``, ``msg@k``, ``ctx@B``),
+    latencies, and for ``--json`` the rates by kind, the questions missed and each question
+    (``memory_rank``, ``message_rank``, ``held`` per budget, ``deep_rank`` for one not at rank
+    1)."""
+    memories = [c.memories for c in result.conversations]
+    seconds = [c.ingest_s for c in result.conversations]
+    row: dict[str, Any] = {
+        "set": data.name,
+        "lang": lang,
+        "variant": variant,
+        "packer": packer,
+        "owners": len(data.conversations),
+        "memories": "" if None in memories else sum(m or 0 for m in memories),
+    }
+    row |= result.pooled().columns() | result.latency().columns()
+    row["ingest_s"] = "" if None in seconds else round(sum(s or 0.0 for s in seconds), 2)
+    row["by_kind"] = {kind: s.columns() for kind, s in result.by_category().items()}
+    row["missed"] = [q.question for q in result.questions if q.memory_rank is None]
+    row["per_question"] = [q.to_dict() for q in result.questions]
+    return row
 
 
-def _rates(rows: list[dict[str, Any]], k: int, budgets: Sequence[int]) -> dict[str, float]:
-    n = max(1, len(rows))
-    out = {}
-    for at in (*[a for a in RECALL_AT if a < k], k):
-        out[f"recall@{at}"] = round(
-            sum(r["rank"] is not None and r["rank"] <= at for r in rows) / n, 3
-        )
-    for budget in budgets:
-        out[f"ctx@{budget}"] = round(sum(r["held"][budget] for r in rows) / n, 3)
-    return out
+def baseline_row(data: EvalSet, embedder_name: str | None, lang: str = "") -> dict[str, Any]:
+    """The simple baseline's row on ``data`` (:mod:`evidence_baselines`): message-level rates
+    only (it has no memories, so no ``recall@k``)."""
+    from memreader.embedders.base import build_embedder
+
+    backend = embedder_name or "local"
+    embedder = build_embedder({"backend": backend})
+    try:
+        result = baseline(data, BUDGETS, RECALL_AT, embedder)
+    finally:
+        close = getattr(embedder, "close", None)
+        if callable(close):
+            close()
+    name = "MiniLM" if backend == "local" else backend
+    row = row_of(result, data, LABEL.format(embedder=name), "baseline: whole lines", lang=lang)
+    for key in [key for key in row if key.startswith("recall@")]:
+        del row[key]
+    row["memories"] = ""
+    return row
 
 
 def table(rows: Sequence[dict[str, Any]]) -> str:
@@ -372,16 +255,15 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
         found = {key for row in rows for key in row if key.startswith(prefix)}
         return sorted(found, key=lambda key: int(key.split("@")[1]))
 
-    recall, passage, ctx = keys("recall@"), keys("passage@"), keys("ctx@")
     columns = [
         "set",
         "variant",
         "questions",
         "owners",
         "memories",
-        *recall,
-        *passage,
-        *ctx,
+        *keys("recall@"),
+        *keys("msg@"),
+        *keys("ctx@"),
         "search_p50_ms",
         "search_p95_ms",
         "context_p50_ms",
@@ -391,7 +273,8 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
     ]
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for row in rows:
-        lines.append("| " + " | ".join(str(row.get(c, "")) for c in columns) + " |")
+        cells = ("" if row.get(c) is None else str(row.get(c, "")) for c in columns)
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -421,11 +304,18 @@ class _Once(logging.Filter):
 
 def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sets", default=",".join(SETS))
+    parser.add_argument(
+        "--sets", default=None, help=f"default: {','.join(SETS)} (none with --eval-file)"
+    )
+    parser.add_argument(
+        "--eval-file", type=Path, default=None, help="a LoCoMo-shaped or simple file"
+    )
+    parser.add_argument("--no-names", dest="names", action="store_false", help="with --eval-file")
     parser.add_argument("--windows", default="default", help="e.g. default,256/64,128/32")
     parser.add_argument("--modes", default="hybrid", help="hybrid,vector,text")
     parser.add_argument("--k", default="10")
     parser.add_argument("--embedder", default=None, help="hash or static (default: Memory()'s)")
+    parser.add_argument("--no-baseline", dest="baseline", action="store_false")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="small sets (about a minute)")
     parser.add_argument("--tiny", action="store_true", help="the smallest sets (tests)")
@@ -440,25 +330,37 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     # The embed step warns on every add() of CJK text to an English-only model: say it once.
     logging.getLogger("memreader.steps.embed").addFilter(_Once())
-    sets = [
-        make_set(name, seed=args.seed, quick=args.quick, tiny=args.tiny)
-        for name in args.sets.split(",")
-    ]
+    names = args.sets.split(",") if args.sets else [] if args.eval_file else list(SETS)
+    sets: list[tuple[EvalSet, str]] = []
+    for name in names:
+        made = make_set(name, seed=args.seed, quick=args.quick, tiny=args.tiny)
+        sets.append((eval_set(made), made.lang))
+    if args.eval_file is not None:
+        sets.append((load_eval_file(args.eval_file, names=args.names), ""))
     rows = []
     for window in _windows(args.windows):
         for mode in args.modes.split(","):
             for k in (int(x) for x in args.k.split(",")):
                 variant = Variant(window, mode, k, args.embedder)
-                for data in sets:
-                    row = run(data, variant, stores=args.stores, seed=args.seed)
-                    hidden = ("by_kind", "missed", "per_question")
-                    brief = {key: v for key, v in row.items() if key not in hidden}
-                    log.info("%s", json.dumps(brief, ensure_ascii=False))
-                    rows.append(row)
+                for data, lang in sets:
+                    rows.append(
+                        _said(run(data, variant, stores=args.stores, seed=args.seed, lang=lang))
+                    )
+    if args.baseline:
+        rows += [_said(baseline_row(data, args.embedder, lang)) for data, lang in sets]
     print(table(rows))
     if args.json is not None:
         args.json.write_text(json.dumps(rows, indent=1, ensure_ascii=False), encoding="utf-8")
     return rows
+
+
+def _said(row: dict[str, Any]) -> dict[str, Any]:
+    """``row``, logged without its long parts."""
+    hidden = ("by_kind", "missed", "per_question")
+    log.info(
+        "%s", json.dumps({k: v for k, v in row.items() if k not in hidden}, ensure_ascii=False)
+    )
+    return row
 
 
 if __name__ == "__main__":

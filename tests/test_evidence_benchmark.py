@@ -13,7 +13,6 @@ import json
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 import pytest
 
@@ -85,21 +84,31 @@ def test_memorybank_queries_leave_the_answer_out() -> None:
                 assert q.fact.lower() not in q.text.lower()
 
 
-def test_the_baseline_packer_never_exceeds_its_budget() -> None:
+def test_the_baseline_packs_whole_lines_within_its_budget() -> None:
     from memreader.windowing.tokens import get_tokenizer
 
-    class Hit:
-        def __init__(self, text: str) -> None:
-            item = type("Item", (), {"memory": text})()
-            self.memory = type("Stored", (), {"item": item})()
-
+    baselines = sys.modules["evidence_baselines"]  # loaded with the benchmark, from its folder
     tokenizer = get_tokenizer()
-    hits = [Hit("我们刚在成都签了房子的租约，下个月就搬过去。" * 5), Hit("I moved to Porto. " * 40)]
-    for budget in (10, 57, 200, 2000):
-        block = bench.baseline_pack(hits, budget)
+    lines = [
+        "Wen: 我们刚在成都签了房子的租约，下个月就搬过去。" * 3,
+        "Ana: I moved to Porto. " * 40,
+    ]
+    lines += ["Bo: ok", "Ana: see you"]
+    counts = [tokenizer.count(text) for text in lines]
+    for budget in (3, 10, 57, 200, 2000):
+        block = baselines.pack(lines, counts, budget, tokenizer)
         assert tokenizer.count(block) <= budget
-        assert "\ufffd" not in block
-        assert block.startswith("我们刚在成都")
+        assert all(part in lines for part in block.split("\n") if block)  # each line whole
+    assert baselines.pack(lines, counts, 100, tokenizer).startswith("Wen: 我们刚在成都")
+    assert baselines.pack(lines, counts, 10, tokenizer) == "Bo: ok\nAna: see you"  # skipped
+
+
+def test_the_baseline_fuses_bm25_and_vectors_by_rank() -> None:
+    baselines = sys.modules["evidence_baselines"]
+    words = [baselines.tokens(t) for t in ("Ana: I moved to Porto", "Bo: chess", "Ana: hi")]
+    scores = baselines.BM25(words).scores(baselines.tokens("Porto?"))
+    assert scores[0] > 0 and scores[1] == scores[2] == 0
+    assert baselines.fuse([[0], [1, 0, 2]]) == [0, 1, 2]  # in both lists beats first in one
 
 
 def test_the_scorer_runs_on_tiny_sets(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -112,47 +121,62 @@ def test_the_scorer_runs_on_tiny_sets(tmp_path: Path, capsys: pytest.CaptureFixt
         ("synthetic-ja", "window default, hybrid, k=10"),
         ("synthetic-en", "window 128/32, hybrid, k=10"),
         ("synthetic-ja", "window 128/32, hybrid, k=10"),
+        ("synthetic-en", "baseline: BM25 + hash lines, RRF"),
+        ("synthetic-ja", "baseline: BM25 + hash lines, RRF"),
     ]
     for row in rows:
-        rates = [row[f"recall@{k}"] for k in (1, 3, 10)] + [row[f"ctx@{b}"] for b in bench.BUDGETS]
-        assert all(0.0 <= r <= 1.0 for r in rates)
-        assert rates[0] <= rates[1] <= rates[2]
+        ranked = ["recall", "msg"] if row["packer"] == "Memory.context" else ["msg"]
+        for prefix in ranked:
+            rates = [row[f"{prefix}@{k}"] for k in (1, 3, 10)]
+            assert all(0.0 <= r <= 1.0 for r in rates) and rates == sorted(rates)
+        assert all(0.0 <= row[f"ctx@{b}"] <= 1.0 for b in bench.BUDGETS)
         assert row["questions"] == sum(v["questions"] for v in row["by_kind"].values())
         assert row["packer"].startswith(("baseline", "Memory.context"))
+    assert "recall@1" not in rows[4]  # the baseline has no memories: message level only
     assert rows[2]["memories"] > rows[0]["memories"]  # smaller windows, more memories
     assert "| synthetic-en | window 128/32" in capsys.readouterr().out
 
 
-def test_a_hit_cites_evidence_by_id_or_whole_text_and_by_its_best_passage() -> None:
+def test_a_user_file_runs_through_the_same_code(tmp_path: Path) -> None:
+    from tests.evaluation.eval_files import locomo_samples, write
+
+    path = write(tmp_path, "locomo.json", locomo_samples())
+    rows = bench.main(["--eval-file", str(path), "--embedder", "hash", "--no-names"])
+    assert [(r["set"], r["packer"]) for r in rows] == [
+        ("locomo.json", "Memory.context"),
+        ("locomo.json", "baseline: whole lines"),
+    ]
+    assert all(r["questions"] == 7 and r["owners"] == 2 for r in rows)
+    assert rows[1]["per_question"][0]["message_rank"] is not None
+
+
+def test_a_set_converts_to_what_the_library_measures() -> None:
+    data = bench.make_set("synthetic-en", tiny=True)
+    converted = bench.eval_set(data)
+    assert converted.name == "synthetic-en" and converted.questions == len(data.questions)
+    conv = converted.conversations[0]
+    first = data.conversations[0].sessions[0][0]
+    assert conv.message(first["message_id"]).as_message() == first
+    assert [q.category for q in conv.questions] == [q.kind for q in data.questions]
     from types import SimpleNamespace
 
-    from memreader.retrieval.passages import PassageHit
-
-    def hit(sources: list[tuple[str | None, str]], passages: tuple[PassageHit, ...] = ()) -> Any:
-        made = [SimpleNamespace(message_id=i, content=c) for i, c in sources]
-        metadata = SimpleNamespace(sources=made)
-        memory = SimpleNamespace(item=SimpleNamespace(metadata=metadata))
-        return SimpleNamespace(memory=memory, passages=passages)
-
-    evidence, texts = {"c/0/3"}, ["I adopted a dog."]
-    assert bench.cites(hit([("c/0/3", "other")]), evidence, texts)
-    assert bench.cites(hit([(None, "I  adopted a dog.  ")]), evidence, texts)  # whitespace
-    assert not bench.cites(hit([("c/0/4", "I adopted")]), evidence, texts)  # a part is not it
-    both = [("c/0/2", "hi"), ("c/0/3", "I adopted a dog.")]
-    assert bench.best_passage_cites(hit(both), evidence) is None  # scored whole
-    assert bench.best_passage_cites(hit(both, (PassageHit(0, 5, 0.9, 1),)), evidence)
-    assert bench.best_passage_cites(hit(both, (PassageHit(0, 5, 0.9, 0),)), evidence) is False
+    source = SimpleNamespace(message_id="x", content="I adopted a dog.")
+    hit = SimpleNamespace(
+        memory=SimpleNamespace(item=SimpleNamespace(metadata=SimpleNamespace(sources=[source])))
+    )
+    assert bench.cites(hit, {"y"}, ["I adopted a dog."])  # the library's check
 
 
 def test_kept_stores_are_reused_and_misses_say_where_the_evidence_ranked(tmp_path: Path) -> None:
     argv = ["--tiny", "--embedder", "hash", "--sets", "synthetic-en", "--stores", str(tmp_path)]
+    argv.append("--no-baseline")
     first, again = bench.main(argv), bench.main(argv)
     assert len(list(tmp_path.glob("synthetic-en-seed0-*.db"))) == 1
     assert first[0]["memories"] > 0 and again[0]["memories"] == "reused"
-    keys = ("recall@1", "recall@3", "recall@10", "ctx@500")
+    keys = ("recall@1", "recall@3", "recall@10", "msg@3", "ctx@500")
     assert [first[0][k] for k in keys] == [again[0][k] for k in keys]
     for row in first[0]["per_question"]:
         assert set(row["held"]) == {str(b) for b in bench.BUDGETS}
-        if row["rank"] != 1:  # where its evidence ranked among MISS_DEPTH hits, if at all
+        if row["memory_rank"] != 1:  # where its evidence ranked among 200 hits, if at all
             assert "deep_rank" in row
             assert row["deep_rank"] is None or row["deep_rank"] > 1

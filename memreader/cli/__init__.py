@@ -9,7 +9,8 @@ store), ``context`` (:mod:`memreader.cli.context`: the best memory text within a
 ``maintain``, ``pin``, ``unpin`` and ``restore`` (:mod:`memreader.cli.lifecycle`: purge, budgets,
 index repair),
 ``serve`` and ``key`` (:mod:`memreader.cli.serve`: the HTTP service), ``mcp``
-(:mod:`memreader.cli.mcp`: the MCP server, stdio or HTTP).
+(:mod:`memreader.cli.mcp`: the MCP server, stdio or HTTP), ``eval`` (:mod:`memreader.cli.eval`:
+retrieval measured on a file of conversations and questions with evidence).
 
 The global flags (``-v``/``--verbose``: ``-v`` info, ``-vv`` debug) go before or after the
 subcommand: ``memreader -v read chat.json`` and ``memreader read chat.json -v`` are the same.
@@ -35,7 +36,8 @@ By command: ``read`` 0, 1, 2; ``ingest`` and ``refine`` 0, 1, 2, 130 (``--dry-ru
 0 or 2; ``add``, ``update`` and ``delete`` 0 or 2 (2 also for a memory id the owner does not have);
 ``maintain``, ``pin``, ``unpin`` and ``restore`` 0 or 2;
 ``models build`` and ``models info`` 0 or 2 (an int8 check that fails is not a failure: fp32 is
-used); ``serve`` and ``mcp`` 0 once stopped, 2 for a bad config or a missing extra; ``key`` 0.
+used); ``serve`` and ``mcp`` 0 once stopped, 2 for a bad config or a missing extra; ``key`` 0;
+``eval`` 0 or 2 (2: a file or flag it cannot use, a kept store already there).
 Never a traceback, unless ``-v``.
 """
 
@@ -52,6 +54,7 @@ from typing import Any
 from memreader._version import __version__
 from memreader.cli.context import add_context_parser, run_context
 from memreader.cli.direct_writes import WRITE_COMMANDS, add_write_parsers, run_write_command
+from memreader.cli.eval import add_eval_parser, run_eval
 from memreader.cli.flags import HelpFormatter
 from memreader.cli.lifecycle import (
     LIFECYCLE_COMMANDS,
@@ -84,7 +87,7 @@ exit status (every command):
        output, a store that does not exist (one line on stderr)
   130  interrupted (Ctrl-C; ingest/refine: cancelled, run again for the rest)
 search, history, forget, export-md, add, update, delete, maintain, pin, unpin, restore, models,
-serve, mcp and key fail only with 2 (or 1 for an unexpected error; 2 also for a memory id the
+serve, mcp, key and eval fail only with 2 (or 1 for an unexpected error; 2 also for a memory id the
 owner does not have): a search that finds nothing, or a forget that matches nothing, exits 0.
 
 global flags (before or after the subcommand): -v info, -vv debug"""
@@ -145,6 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_lifecycle_parsers(commands)
     add_serve_parsers(commands)
     add_mcp_parser(commands)
+    add_eval_parser(commands)
     for name, sub in commands.choices.items():
         sub.epilog = _COMMAND_EXIT_CODES.get(name, _COMMAND_EXIT_CODES["*"])
     return parser
@@ -221,6 +225,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_key(args)
         if args.command == "mcp":
             return run_mcp(args)
+        if args.command == "eval":
+            return run_eval(args)
         return run_read(args)
     except MemReaderError as exc:
         _fail(f"error: {exc}")
