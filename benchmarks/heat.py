@@ -44,7 +44,10 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 from evidence_data import Dataset, Question  # noqa: E402
-from evidence_retrieval import Variant, cites, make_set, normalise  # noqa: E402
+from evidence_retrieval import Variant, make_set  # noqa: E402
+
+from memreader.evaluation import cites  # noqa: E402
+from memreader.evaluation import normalise_text as normalise  # noqa: E402
 
 log = logging.getLogger("heat")
 

@@ -264,4 +264,5 @@ def _passage_set(index: int, item: TextualMemoryItem, vector: np.ndarray | None)
     if vector is not None and own and len(own) == len(vector):
         mine = np.asarray(own, dtype=np.float64)
         cosine = float(mine @ vector / n) if (n := float(np.linalg.norm(mine))) > 0 else None
-    return PassageSet(index, item.memory, span_rows(passages_of(item)), None, cosine)
+    spans = span_rows(passages_of(item))
+    return PassageSet(index, item.memory, spans, None, cosine, session=item.metadata.session_id)

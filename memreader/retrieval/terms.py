@@ -63,9 +63,7 @@ _CJK_RANGES = (
 
 
 # One character class of every range: a word holding none of them is one term as it is.
-_CJK_CHAR = re.compile(
-    "[" + "".join(f"{chr(low)}-{chr(high)}" for low, high in _CJK_RANGES) + "]"
-)
+_CJK_CHAR = re.compile("[" + "".join(f"{chr(low)}-{chr(high)}" for low, high in _CJK_RANGES) + "]")
 
 
 def is_cjk(char: str) -> bool:

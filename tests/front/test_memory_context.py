@@ -61,7 +61,7 @@ def test_the_block_holds_the_answer_within_the_budget(local: Memory, question: s
     assert stored is not None and stored.item.memory[best.start : best.end] == best.text
     assert FACT in best.text and 18 in best.messages and best.session_id == "s1"
     assert best.when.year == 2023 and best.source.startswith("session s1, message")
-    assert f'<session id="s1" date="2023-05-08">' in context.text
+    assert '<session id="s1" date="2023-05-08">' in context.text
     assert f"\nuser: {FACT}\n" in context.text and best.speaker == "user"
 
 

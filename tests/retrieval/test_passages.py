@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from memreader.items import TextualMemoryItem
 from memreader.retrieval.passages import (
     embedding_text,
-    passages_in,
     line_head,
+    passages_in,
     passages_of,
     vector_text,
 )

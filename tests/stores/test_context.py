@@ -24,7 +24,7 @@ from memreader.stores.context import (
     check_context_args,
     pack_context,
 )
-from memreader.stores.context.block import CLOSE, OPEN
+from memreader.stores.context.text import CLOSE, OPEN
 from tests.stores.context_memories import TOKENIZER, chat_memory, fact_memory, hit
 
 UTC = timezone.utc
@@ -101,9 +101,10 @@ TALK = [
 
 
 def test_neighbours_come_with_leftover_budget_only() -> None:
-    messages = [*FILLER[:4], ("user", "We named the parrot Kiwi."), *FILLER[4:]]
+    said = [("assistant", f"{word} is what I had for {meal}.") for word, meal in TALK]
+    messages = [*said[:4], ("user", "We named the parrot Kiwi."), *said[4:]]
     memory = chat_memory("m1", messages)
-    small = pack("parrot name", [hit(memory)], 60)
+    small = pack("parrot name", [hit(memory)], 50)
     large = pack("parrot name", [hit(memory)], 400)
     assert [part.messages for part in small.parts] == [(4,)]
     assert {3, 4, 5} <= {n for part in large.parts for n in part.messages}

@@ -17,6 +17,7 @@ from memreader.retrieval.passages import Passage
 from memreader.stores import open_store
 from memreader.stores.passages.scoring import (
     OWN_VECTOR,
+    SESSION_WEIGHT,
     PassageSet,
     calibrated,
     rank_by_passages,
@@ -261,5 +262,9 @@ def test_a_passage_with_two_vectors_blends_them() -> None:
     one = PassageSet(2, "a b c", spans, np.stack([e[0], e[1], e[2]]), None)
     scored = score_passages("", e[0], [two, one], lexical_weight=0.0)
     blended = [calibrated(1 - OWN_VECTOR), calibrated(OWN_VECTOR), 0.0]
-    assert scored[1].scores.tolist() == pytest.approx(blended)
-    assert scored[2].scores.tolist() == [1.0, 0.0, 0.0]
+
+    def with_memorys_best(scores: list[float]) -> list[float]:  # no session: the memory's
+        return [(x + SESSION_WEIGHT * max(scores)) / (1 + SESSION_WEIGHT) for x in scores]
+
+    assert scored[1].scores.tolist() == pytest.approx(with_memorys_best(blended))
+    assert scored[2].scores.tolist() == pytest.approx(with_memorys_best([1.0, 0.0, 0.0]))

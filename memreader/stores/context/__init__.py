@@ -1,7 +1,10 @@
 """``context()``: the best memory text of a query within a token budget, as one block for a
 system prompt and as data (:mod:`~memreader.stores.context.packing` packs,
-:mod:`~memreader.stores.context.scores` weighs each passage, :mod:`~memreader.stores.context.block`
-writes and counts the block)."""
+:mod:`~memreader.stores.context.scores` weighs each passage,
+:mod:`~memreader.stores.context.repeats` finds what was said again,
+:mod:`~memreader.stores.context.groups` writes the lines under their headers,
+:mod:`~memreader.stores.context.text` escapes them, :mod:`~memreader.stores.context.block`
+counts the block, :mod:`~memreader.stores.context.parts` is what it returns)."""
 
 from memreader.stores.context.packing import (
     CONTEXT_ORDERS,

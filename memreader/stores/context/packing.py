@@ -62,16 +62,11 @@ from typing import TYPE_CHECKING, Any
 
 from memreader.errors import InputError
 from memreader.retrieval.passages import Passage
-from memreader.stores.context.block import (
-    CONTEXT_ORDERS,
-    Block,
-    Context,
-    ContextOrder,
-    ContextPart,
-    cut_point,
-)
+from memreader.stores.context.block import Block
+from memreader.stores.context.parts import CONTEXT_ORDERS, Context, ContextOrder, ContextPart
 from memreader.stores.context.repeats import older_repeats
 from memreader.stores.context.scores import Candidate, HitLike, candidates
+from memreader.stores.context.text import cut_point
 
 if TYPE_CHECKING:
     from memreader.windowing.tokens import Tokenizer

@@ -26,7 +26,7 @@ from datetime import datetime
 
 from memreader.retrieval.passages import Passage, embedding_text
 from memreader.retrieval.terms import text_terms
-from memreader.stores.context.block import part_when
+from memreader.stores.context.parts import part_when
 from memreader.stores.context.scores import Candidate, HitLike
 
 __all__ = ["REPEAT_POOL", "REPEAT_WORDS", "older_repeats"]

@@ -21,7 +21,8 @@ from memreader.stores.passages.rows import (
     spans_from_blob,
     vectors_from_blob,
 )
-from memreader.stores.passages.scoring import PassageSet, passage_words, span_rows
+from memreader.stores.passages.scoring import PassageSet, span_rows
+from memreader.stores.passages.words import passage_words
 
 __all__ = ["PASSAGE_SCHEMA", "add_passages", "ensure_passages", "read_passages"]
 
@@ -70,13 +71,13 @@ def read_passages(
     a memory stored before passages were (no row) has its passages cut from its item."""
     cosine = dict(candidates)
     rows = conn.execute(
-        "SELECT m.rowid, m.memory, p.spans, p.embeddings, "
+        "SELECT m.rowid, m.memory, m.session_id, p.spans, p.embeddings, "
         "CASE WHEN p.spans IS NULL THEN m.item END FROM memreader_memories m "
         "LEFT JOIN memreader_passages p ON p.memory_rowid = m.rowid WHERE m.rowid = ANY(%s)",
         (list(cosine),),
     ).fetchall()
     sets: list[PassageSet] = []
-    for rowid, text, spans, vectors, item in rows:
+    for rowid, text, session, spans, vectors, item in rows:
         if spans is not None:
             grid = spans_from_blob(bytes(spans))
             matrix = vectors_from_blob(bytes(vectors) if vectors else None, len(grid))
@@ -85,5 +86,7 @@ def read_passages(
                 grid, matrix = span_rows(passages_of_json(text, item)), None
             except (ValueError, AttributeError):
                 continue  # a row that cannot be read has no passages to score
-        sets.append(PassageSet(rowid, text, grid, matrix, cosine[rowid], passage_words(text, grid)))
+        sets.append(
+            PassageSet(rowid, text, grid, matrix, cosine[rowid], passage_words(text, grid), session)
+        )
     return sets

@@ -19,7 +19,8 @@ from memreader.stores.passages.rows import (
     spans_from_blob,
     vectors_from_blob,
 )
-from memreader.stores.passages.scoring import PassageSet, passage_words, span_rows
+from memreader.stores.passages.scoring import PassageSet, span_rows
+from memreader.stores.passages.words import passage_words
 
 __all__ = [
     "PASSAGE_CACHE",
@@ -82,13 +83,13 @@ def read_passages(
     for start in range(0, len(ids), CHUNK):
         chunk = ids[start : start + CHUNK]
         rows = conn.execute(
-            "SELECT m.rowid, m.memory, p.spans, p.embeddings, "
+            "SELECT m.rowid, m.memory, m.session_id, p.spans, p.embeddings, "
             "CASE WHEN p.spans IS NULL THEN m.item END FROM memories m "
             "LEFT JOIN memory_passages p ON p.memory_rowid = m.rowid "
             f"WHERE m.rowid IN ({', '.join('?' * len(chunk))})",
             chunk,
         )
-        for rowid, text, spans, vectors, item in rows:
+        for rowid, text, session, spans, vectors, item in rows:
             if spans is not None:
                 grid = spans_from_blob(spans)
                 matrix = vectors_from_blob(vectors, len(grid))
@@ -98,7 +99,9 @@ def read_passages(
                 except (ValueError, AttributeError):
                     continue  # a row that cannot be read has no passages to score
             sets.append(
-                PassageSet(rowid, text, grid, matrix, cosine[rowid], passage_words(text, grid))
+                PassageSet(
+                    rowid, text, grid, matrix, cosine[rowid], passage_words(text, grid), session
+                )
             )
     return sets
 
@@ -130,7 +133,15 @@ class PassageCache:
         # search, and replace looks the fields up each time (three times the cost).
         sets = self._sets
         return [
-            PassageSet(kept.rowid, kept.text, kept.spans, kept.vectors, cosine, kept.words)
+            PassageSet(
+                kept.rowid,
+                kept.text,
+                kept.spans,
+                kept.vectors,
+                cosine,
+                kept.words,
+                kept.session,
+            )
             for rowid, cosine in candidates
             if (kept := sets.get(rowid)) is not None
         ]
