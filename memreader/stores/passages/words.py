@@ -19,6 +19,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 
 import numpy as np
 
@@ -29,6 +30,7 @@ from memreader.scenes.chat_time import parse_chat_time
 
 __all__ = [
     "NEIGHBOUR_WORDS",
+    "WORDS_CACHE",
     "PassageWords",
     "WordPool",
     "named_speakers",
@@ -67,15 +69,27 @@ class PassageWords:
     times: tuple[datetime | None, ...]
 
 
+#: How many memories' words are kept between searches (a store that keeps no passage cache of
+#: its own, as PostgreSQL's, would otherwise cut and stem every candidate's text again).
+WORDS_CACHE = 4096
+
+
 def passage_words(text: str, spans: np.ndarray) -> PassageWords:
     """The :class:`PassageWords` of a memory's ``text`` cut at ``spans`` (rows of start, end,
-    source: :func:`span_rows`): a chat line's head (``role (Name): [time]: ``) names its
-    speaker and time and is not searched as words."""
+    source: :func:`~memreader.stores.passages.scoring.span_rows`): a chat line's head
+    (``role (Name): [time]: ``) names its speaker and time and is not searched as words.
+    Kept for the :data:`WORDS_CACHE` memories read last (the same text and spans give the
+    same words; nothing in them is changed by scoring)."""
+    return _words_of(text, np.ascontiguousarray(spans[:, :2], dtype=np.int64).tobytes())
+
+
+@lru_cache(maxsize=WORDS_CACHE)
+def _words_of(text: str, spans: bytes) -> PassageWords:
     counts: list[Counter[str]] = []
     speakers: list[str | None] = []
     times: list[datetime | None] = []
     chat: list[bool] = []
-    for start, end in spans[:, :2].tolist():
+    for start, end in np.frombuffer(spans, dtype=np.int64).reshape(-1, 2).tolist():
         line = text[start:end]
         head = line_head(line)
         if head is None:
