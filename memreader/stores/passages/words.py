@@ -69,9 +69,10 @@ class PassageWords:
     times: tuple[datetime | None, ...]
 
 
-#: How many memories' words are kept between searches (a store that keeps no passage cache of
-#: its own, as PostgreSQL's, would otherwise cut and stem every candidate's text again).
-WORDS_CACHE = 4096
+#: How many memories' words are kept between searches (~20 KiB each for a fast-mode window; a
+#: store that keeps no passage cache of its own, as PostgreSQL's, would otherwise cut and stem
+#: every candidate's text again).
+WORDS_CACHE = 1024
 
 
 def passage_words(text: str, spans: np.ndarray) -> PassageWords:
