@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 from memreader.retrieval.passages import Passage
 from memreader.stores import open_store
 from memreader.stores.passages.scoring import (
-    OWN_LOSS,
     OWN_VECTOR,
     SESSION_WEIGHT,
     PassageSet,
@@ -249,8 +248,8 @@ def test_an_answer_without_the_questions_words_is_read_with_its_question(
 
 def test_a_passage_with_two_vectors_blends_them() -> None:
     """A chat message's row holds two vectors side by side (the message alone, and read with
-    its neighbours); its cosine is their blend (OWN_VECTOR of its own), never more than OWN_LOSS
-    below its own, and a one-vector row scores by its one."""
+    its neighbours); its cosine is their blend (OWN_VECTOR of its own), and a one-vector row
+    scores by its one."""
     e = np.eye(4, dtype=np.float32)
     spans = span_rows([Passage(0, 1, 0), Passage(2, 3, 1), Passage(4, 5, 2)])
     two = PassageSet(
@@ -262,8 +261,7 @@ def test_a_passage_with_two_vectors_blends_them() -> None:
     )
     one = PassageSet(2, "a b c", spans, np.stack([e[0], e[1], e[2]]), None)
     scored = score_passages("", e[0], [two, one], lexical_weight=0.0)
-    # read with its neighbours only; alone only (never more than OWN_LOSS below that); neither
-    blended = [calibrated(1 - OWN_VECTOR), calibrated(max(OWN_VECTOR, 1 - OWN_LOSS)), 0.0]
+    blended = [calibrated(1 - OWN_VECTOR), calibrated(OWN_VECTOR), 0.0]
 
     def with_memorys_best(scores: list[float]) -> list[float]:  # no session: the memory's
         return [(x + SESSION_WEIGHT * max(scores)) / (1 + SESSION_WEIGHT) for x in scores]

@@ -10,9 +10,8 @@ A passage's score blends two matches and adds three hints:
 - **meaning**: the cosine of its stored vectors with the query's, calibrated onto [0, 1]
   (:func:`calibrated`); a chat message has two (``Name: content`` alone, and read with the
   messages next to it: :mod:`memreader.stores.passages.rows`), blended
-  :data:`OWN_VECTOR` : ``1 - OWN_VECTOR`` and never more than :data:`OWN_LOSS` below the
-  message's own; a passage without vectors takes its memory's cosine (a memory written before
-  passages were stored);
+  :data:`OWN_VECTOR` : ``1 - OWN_VECTOR``; a passage without vectors takes its memory's
+  cosine (a memory written before passages were stored);
 - **words**: BM25 over the candidates' passages, by their ranking terms
   (:func:`~memreader.retrieval.rank_terms.rank_terms`: stemmed, without English function
   words), a chat message's words counted alone and, at :data:`NEIGHBOUR_WORDS`, with its
@@ -78,7 +77,6 @@ __all__ = [
     "COSINE_FULL",
     "DATE_WEIGHT",
     "LEXICAL_WEIGHT",
-    "OWN_LOSS",
     "OWN_VECTOR",
     "SESSION_WEIGHT",
     "SPEAKER_WEIGHT",
@@ -109,13 +107,6 @@ LEXICAL_WEIGHT = 0.5
 #: it read with its neighbours (LoCoMo 4-10, ten best messages: 0.0 0.828, 0.3 0.833, 0.5 0.820
 #: before the date and session hints; with them 0.3 0.863, 0.5 0.851).
 OWN_VECTOR = 0.3
-
-#: ... but never more than this below the cosine of the message alone: a fact said out of the
-#: blue, between unrelated messages, keeps most of its own match (40 facts planted in MemoryBank
-#: chats, benchmarks/passage_scores.py: recall@10 0.775 without this limit, 0.825 at 0.1, 0.9
-#: at 0.05, 0.975 at 0; LoCoMo 4-10, ten best messages: 0.863 without, 0.858 at 0.1, 0.838 at
-#: 0.05, 0.827 at 0: real conversations read a message best with its neighbours).
-OWN_LOSS = 0.1
 
 #: What a message of the one speaker a query names gains (LoCoMo 4-10, ten best messages, the
 #: rest as kept: 0 0.832, 0.2 0.863; 0.1 / 0.2 / 0.3 before the date and session hints: 0.821
@@ -220,9 +211,7 @@ def _meaning(vector: np.ndarray, candidates: Sequence[PassageSet], bounds: list[
         ]
         if own:
             rows = np.concatenate([candidates[i].vectors for i in own])
-            each = rows.reshape(len(rows), width, len(vector)) @ vector
-            # Its neighbours may blur a message, not bury it: at most OWN_LOSS below its own.
-            read = np.maximum(each @ blend, each[:, 0] - OWN_LOSS)
+            read = (rows.reshape(len(rows), width, len(vector)) @ vector) @ blend
             at = np.concatenate([np.arange(bounds[i], bounds[i + 1]) for i in own])
             cosines[at] = read
     for i, c in enumerate(candidates):
