@@ -83,9 +83,8 @@ def test_an_async_close_that_fails_keeps_the_items_too(url: str) -> None:
     async def main() -> None:
         m = AsyncMemory(CONFIG, store=url, working_memory=5, store_options={"timeout": 0.2})
         await m.add("I live in Porto.", user_id="ana", session_id="s1")
-        with busy(url):
-            with pytest.raises(StoreError):
-                await m.aclose()
+        with busy(url), pytest.raises(StoreError):
+            await m.aclose()
         await m.aclose()
 
     asyncio.run(main())
@@ -99,7 +98,7 @@ def test_one_owners_failed_promotion_keeps_only_its_items(url: str) -> None:
     write = m.store.write
 
     def bob_fails(items: list[object], **kwargs: object) -> object:
-        if any(getattr(i, "metadata").user_id == "bob" for i in items):
+        if any(i.metadata.user_id == "bob" for i in items):
             raise StoreError("bob's disk is full")
         return write(items, **kwargs)  # type: ignore[arg-type]
 
@@ -172,9 +171,7 @@ def test_an_interpreter_exit_without_close_promotes_what_is_held(url: str) -> No
     assert stored(url) == ["user: I live in Porto."]
 
 
-def test_a_held_item_is_seen_by_pin_history_mark_used_and_export(
-    url: str, tmp_path: Path
-) -> None:
+def test_a_held_item_is_seen_by_pin_history_mark_used_and_export(url: str, tmp_path: Path) -> None:
     with Memory(CONFIG, store=url, working_memory=5) as m:
         first = m.add("I live in Porto.", user_id="ana", session_id="s1").working[0]
         entries = m.history(first, user_id="ana")
