@@ -6,7 +6,7 @@ its search scores (:func:`passage_set`). See :mod:`memreader.front.working`.
 >>> from datetime import timezone
 >>> from memreader.items import TextualMemoryItemMetadata
 >>> at = datetime(2026, 5, 1, tzinfo=timezone.utc)
->>> item = TextualMemoryItem(memory="I live in Porto.",
+>>> item = TextualMemoryItem(id="m1", memory="I live in Porto.",
 ...     metadata=TextualMemoryItemMetadata(user_id="ana", session_id="s1"))
 >>> held = Held.of(item, at)
 >>> kept_by(held, Filters(since=at)), kept_by(held, Filters(until=at.replace(month=4)))

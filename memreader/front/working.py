@@ -63,7 +63,7 @@ from memreader.errors import InputError, MemReaderError
 from memreader.front.held import Held, kept_by, passage_set
 from memreader.items import TextualMemoryItem
 from memreader.stores import MemoryStore, SearchHit, WriteEvent
-from memreader.stores.checks import check_k
+from memreader.stores.checks import check_k, moment
 from memreader.stores.context import Context, search_context
 from memreader.stores.embedding import embed
 from memreader.stores.events import HistoryEntry
@@ -304,6 +304,7 @@ class WorkingMemory:
             task_id=filters.get("task_id"),
             heat_weight=filters.get("heat_weight") or 0.0,
         )
+        moment(filters.get("now"))  # checked as the store checks it (decay only: no filter)
         held = [h for h in self.held_entries(owner) if kept_by(h, checked)]
         if not held or not query.strip():
             return []
