@@ -14,7 +14,8 @@ promotion fails raises and leaves the ``Memory`` open with its items held, so ``
 retries. A ``Memory`` dropped without ``close()`` (``del m``, garbage collection) or still open
 when the interpreter exits normally promotes what it holds then, retrying a busy store
 (:func:`~memreader.front.lifetime.promote_when_dropped`); if that still fails, an error is
-logged naming the count and ids of the items lost. Only a killed process loses held items.
+logged naming the count and ids of the items lost. Only a killed process (SIGKILL, a SIGTERM it
+does not handle, a crash) loses held items.
 
 **What is held.** Each ``(owner, session)`` keeps its last ``N`` items read by ``add()`` (checked
 as a store write checks them, so a held item can always be written). An item leaves the tier,
