@@ -314,6 +314,8 @@ class WorkingMemory:
         if embedder is not None and mode != "text":
             q = np.asarray(embed(embedder, [query])[0], dtype=np.float64)
             vector = q / norm if (norm := float(np.linalg.norm(q))) > 0 else None
+        if mode == "vector" and vector is None:
+            return []  # as the store: no query vector (a text-only store), no vector hits
         sets = [passage_set(i, h.item, vector) for i, h in enumerate(held)]
         scored = score_passages(query, vector, sets, lexical_weight=None)
         cut = RECOMMENDED_MIN_SCORE if checked.min_score is None else checked.min_score

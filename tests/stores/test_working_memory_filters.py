@@ -67,7 +67,7 @@ FILTERS = st.fixed_dictionaries(
         "task_id": st.sampled_from(["t1", "t2", "t9"]),
         "category": st.just("food"),
         "include_inactive": st.booleans(),
-        "mode": st.sampled_from(["hybrid", "text"]),
+        "mode": st.sampled_from(["hybrid", "text", "vector"]),
     },
 )
 
@@ -110,3 +110,11 @@ def test_a_bad_filter_is_refused_even_when_held_items_fill_k(url: str) -> None:
             m.search("tea", user_id="ana", k=1, mode="fuzzy")
         with pytest.raises(InputError, match="min_score"):
             m.context("tea", user_id="ana", k=1, min_score=2.0)
+
+
+def test_a_text_only_store_finds_no_held_item_by_vector(url: str) -> None:
+    text_only = {"backend": "simple_struct", "config": {"embedder": None}}
+    with Memory(text_only, store=url, working_memory=5) as m:
+        m.add("I drink green tea.", user_id="ana", session_id="s1")
+        assert m.search("tea", user_id="ana", mode="vector") == []  # as the store answers
+        assert [h.tier for h in m.search("tea", user_id="ana", mode="text")] == ["working"]
