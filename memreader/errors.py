@@ -188,7 +188,8 @@ class UnknownRoleError(InvalidMessageError):
 
 
 class InvalidChatTimeError(InvalidMessageError):
-    """A message's ``chat_time`` is not a string."""
+    """A message's ``chat_time`` is not a string, or names a time outside years 1 to 9999 in
+    UTC."""
 
 
 class InvalidInfoError(InputError):

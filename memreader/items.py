@@ -87,6 +87,11 @@ class SourceMessage(BaseModel):
     heading: str | None = None
     transformed_by: list[str] = Field(default_factory=list)
 
+    @field_validator("timestamp")
+    @classmethod
+    def _timestamp_in_range(cls, value: datetime | None) -> datetime | None:
+        return None if value is None else in_utc_range(value, "timestamp")
+
     @model_validator(mode="after")
     def _span_matches_content(self) -> SourceMessage:
         if self.span is not None:
@@ -125,6 +130,27 @@ class Reconciliation(BaseModel):
     event: ReconcileEvent
     target_id: str | None = None
     reason: str = ""
+
+
+def in_utc_range(value: datetime, what: str) -> datetime:
+    """``value`` when it has a time in UTC (years 1 to 9999: what a store converts it to);
+    a naive time is taken as UTC, so it always has one.
+
+    >>> in_utc_range(datetime(9999, 12, 31, 23, tzinfo=timezone.utc), "t").year
+    9999
+
+    Raises:
+        ValueError: an aware time whose UTC falls outside (``9999-12-31T23:00-05:00``).
+    """
+    if value.tzinfo is not None:
+        try:
+            value.astimezone(timezone.utc)
+        except OverflowError:
+            raise ValueError(
+                f"{what} {value.isoformat()} is out of range: in UTC it falls outside years 1 "
+                "to 9999"
+            ) from None
+    return value
 
 
 def _unset(value: object) -> bool:
@@ -204,7 +230,7 @@ class TextualMemoryItemMetadata(BaseModel):
     def _aware(cls, value: datetime | None, info: ValidationInfo) -> datetime | None:
         if value is not None and value.tzinfo is None:
             raise ValueError(f"{info.field_name} must be timezone-aware")
-        return value
+        return None if value is None else in_utc_range(value, str(info.field_name))
 
     @field_validator("importance_reason")
     @classmethod

@@ -250,19 +250,19 @@ class AsyncMemory:
 
     async def aclose(self) -> None:
         """Promote what working memory holds, close the store (in a thread) and the reader's
-        clients, async ones included."""
+        clients, async ones included. As :meth:`Memory.close
+        <memreader.front.memory.Memory.close>`, a promotion that fails raises and leaves it
+        open with its items held: ``aclose()`` again retries."""
         memory = self.memory
         if memory._closed:
             return
+        if memory.working is not None:  # failed: it stays open, its items held (retry)
+            await in_thread(memory.working.end_all, keep_result=True)
+        memory._mark_closed()
         try:
-            if memory.working is not None:
-                await in_thread(memory.working.end_all, keep_result=True)
+            await in_thread(memory.store.close)
         finally:
-            memory._closed = True
-            try:
-                await in_thread(memory.store.close)
-            finally:
-                await memory.reader.aclose()
+            await memory.reader.aclose()
 
     async def __aenter__(self) -> AsyncMemory:
         return self

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memreader.front.inputs import check_user
+from memreader.front.working import WorkingMemory
 from memreader.stores import MemoryStore, StoredCategory
 
 __all__ = ["CategoryCalls"]
@@ -18,6 +19,7 @@ class CategoryCalls:
     """Categories and Markdown on a ``Memory``'s store (owners checked by its ``_owner``)."""
 
     store: MemoryStore
+    working: WorkingMemory | None
 
     @abstractmethod
     def _owner(self, user_id: Any, call: str) -> str:
@@ -39,12 +41,16 @@ class CategoryCalls:
         allow_foreign_files: bool = False,
     ) -> list[str]:
         """Write each owner's memory as Markdown under ``folder/<user folder>/`` (see
-        :func:`memreader.categories.markdown.export_markdown`); the paths written, sorted."""
+        :func:`memreader.categories.markdown.export_markdown`); the paths written, sorted.
+        The owners' items held in working memory are promoted first, so the files hold them."""
         from memreader.categories.markdown import export_markdown
 
         self._check_open()
         users = [user_id] if isinstance(user_id, str) or user_id is None else list(user_id)
         owners = [check_user(user, "export_markdown()") for user in users]
+        for owner in owners:
+            if self.working is not None:  # the files hold what working memory holds too
+                self.working.settle(owner)
         return export_markdown(
             self.store, owners, os.fspath(folder), allow_foreign_files=allow_foreign_files
         )

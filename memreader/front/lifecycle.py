@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from memreader.front.working import WorkingMemory
 from memreader.stores import MaintainReport, MemoryStore, WriteEvent
 
 __all__ = ["LifecycleCalls"]
@@ -23,13 +24,16 @@ class LifecycleCalls:
     """Pins, restores and ``maintain`` on a ``Memory``'s store."""
 
     store: MemoryStore
+    working: WorkingMemory | None
 
     def _owner(self, user_id: Any, call: str) -> str:
         raise NotImplementedError  # Memory's
 
     def pin(self, ids: Sequence[str], *, user_id: str | None = None) -> int:
         """Pin ``user_id``'s memories ``ids`` (the budget never expires them); how many were
-        not pinned before. See :meth:`memreader.stores.MemoryStore.pin`.
+        not pinned before; a named item held in working memory is promoted first. See
+        :meth:`memreader.stores.MemoryStore.pin` (with a budget, at most its ``pin_limit``
+        active memories are pinned).
 
         >>> from memreader import Memory
         >>> m = Memory({"config": {"embedder": {"backend": "hash"}}}, store="sqlite://:memory:")
@@ -39,9 +43,12 @@ class LifecycleCalls:
 
         Raises:
             UnknownMemoryError: the owner has no memory of one of the ids (nothing pinned).
-            InputError: no ``user_id``, or bad ``ids``.
+            InputError: no ``user_id``, bad ``ids``, or past the budget's ``pin_limit``.
         """
-        return self.store.pin(ids, user_id=self._owner(user_id, "pin()"))
+        owner = self._owner(user_id, "pin()")
+        if self.working is not None:  # a held item named is promoted: the pin needs its row
+            self.working.promote_ids(owner, ids)
+        return self.store.pin(ids, user_id=owner)
 
     def unpin(self, ids: Sequence[str], *, user_id: str | None = None) -> int:
         """Unpin ``user_id``'s memories ``ids``; how many were pinned."""

@@ -36,6 +36,7 @@ from memreader.front.inputs import (
     source_selector,
 )
 from memreader.front.lifecycle import LifecycleCalls
+from memreader.front.lifetime import closer, promote_when_dropped
 from memreader.front.results import SEARCH_FILTERS, AddResult, add_result
 from memreader.front.use import UseCalls
 from memreader.front.working import WorkingMemory, check_working_size
@@ -108,6 +109,12 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls):
         )
         self.working = WorkingMemory(self.store, size) if size else None
         self._closed = False
+        # Held items are promoted if this object is dropped unclosed or open at exit.
+        self._on_drop = (
+            promote_when_dropped(self, self.working, closer(self.store, self.reader))
+            if self.working is not None
+            else None
+        )
 
     # -- reading and writing ----------------------------------------------------------------------
 
@@ -333,8 +340,11 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls):
         )
 
     def history(self, memory_id: str, *, user_id: str | None = None) -> list[HistoryEntry]:
-        """Every change of ``memory_id`` (of ``user_id``), oldest first."""
-        return self.store.history(memory_id, user_id=self._owner(user_id, "history()"))
+        """Every change of ``memory_id`` (of ``user_id``), oldest first; a memory held in
+        working memory ends with an ``ADD`` saying so."""
+        owner = self._owner(user_id, "history()")
+        entries = self.store.history(memory_id, user_id=owner)
+        return entries + (self.working.history(owner, memory_id) if self.working else [])
 
     def forget(self, source: Any, *, user_id: str | None = None) -> list[WriteEvent]:
         """Forget what ``source`` said (``session:ID``, ``doc:PATH``, ``message:ID``,
@@ -347,18 +357,20 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls):
     # -- lifetime ---------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the store and the reader's clients (again: nothing happens)."""
+        """Promote what working memory holds, then close the store and the reader's clients
+        (again: nothing happens). A promotion that fails raises the store's error and leaves
+        this ``Memory`` open with its items held: ``close()`` again retries."""
         if self._closed:
             return
-        try:
-            if self.working is not None:  # every open session ends: its items promoted
-                self.working.end_all()
-        finally:
-            self._closed = True
-            try:
-                self.store.close()
-            finally:
-                self.reader.close()
+        if self.working is not None:  # every open session ends: its items promoted
+            self.working.end_all()
+        self._mark_closed()
+        closer(self.store, self.reader)()
+
+    def _mark_closed(self) -> None:
+        self._closed = True
+        if self._on_drop is not None:
+            self._on_drop.detach()  # nothing is held: closing it again would do nothing
 
     def __enter__(self) -> Memory:
         return self

@@ -41,10 +41,10 @@ class UseCalls:
         Found, it is recorded as used (handed to the caller) unless ``used=False`` (an audit,
         a check). An item held in working memory is found there."""
         owner = self._owner(user_id, "get()")
+        held = self.working.get(owner, memory_id) if self.working is not None else None
+        if held is not None:  # the newest version: a stored one with its id is retired
+            return held if seen_in(held, scope) else None
         found = self.store.get(memory_id, user_id=owner)
-        if found is None and self.working is not None:
-            found = self.working.get(owner, memory_id)
-            return found if seen_in(found, scope) else None
         if not seen_in(found, scope) or found is None:  # seen_in checks the scope's names
             return None
         if used is not False:
@@ -54,12 +54,16 @@ class UseCalls:
     def mark_used(self, ids: Sequence[str], *, user_id: str | None = None) -> int:
         """Record that ``user_id``'s memories ``ids`` were handed to an agent (one use each):
         how many were marked (see :meth:`memreader.stores.MemoryStore.mark_used`).
-        ``context()`` and :meth:`get` record their own; a search never does.
+        ``context()`` and :meth:`get` record their own; a search never does. A named item
+        held in working memory is promoted first, so its use is recorded.
 
         Raises:
             InputError: no ``user_id``, or ``ids`` not a list of non-empty strings.
         """
-        return self.store.mark_used(ids, user_id=self._owner(user_id, "mark_used()"))
+        owner = self._owner(user_id, "mark_used()")
+        if self.working is not None:  # a held item named is promoted: its use is kept
+            self.working.promote_ids(owner, ids)
+        return self.store.mark_used(ids, user_id=owner)
 
     def end_session(self, session_id: str, *, user_id: str | None = None) -> list[WriteEvent]:
         """Promote the items working memory holds for ``user_id``'s session ``session_id``

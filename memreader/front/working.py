@@ -4,61 +4,82 @@ tier). Opt-in: ``Memory(working_memory=N)`` (``True``: :data:`DEFAULT_WORKING_IT
 
 **Why opt-in.** Without it, ``add()`` writes every item to the store at once, where every other
 process, the service and the CLI see it, and where it survives a crash. Items held here are seen
-by this object only, and are lost if the process dies before they are promoted: a trade a caller
-should choose (a chat agent whose sessions are short and whose last turns matter most), not one
-an upgrade should make for them. A promotion whose write fails holds its items again and
-raises (the store's typed error): nothing is lost between the tier and the store.
+by this object only, and are lost if the process is killed before they are promoted: a trade a
+caller should choose (a chat agent whose sessions are short and whose last turns matter most),
+not one an upgrade should make for them.
 
-**What is held.** Each ``(owner, session)`` keeps its last ``N`` items read by ``add()``. An
-item leaves the tier, promoted into the store (an ordinary write: deduplicated, embedded,
-categorised, with history), exactly once, when:
+**Nothing held is lost quietly.** A promotion whose write fails holds its items again and raises
+(the store's typed error): nothing is lost between the tier and the store. ``close()`` whose
+promotion fails raises and leaves the ``Memory`` open with its items held, so ``close()`` again
+retries. A ``Memory`` dropped without ``close()`` (``del m``, garbage collection) or still open
+when the interpreter exits normally promotes what it holds then, retrying a busy store
+(:func:`~memreader.front.lifetime.promote_when_dropped`); if that still fails, an error is
+logged naming the count and ids of the items lost. Only a killed process (SIGKILL, a SIGTERM it
+does not handle, a crash) loses held items.
+
+**What is held.** Each ``(owner, session)`` keeps its last ``N`` items read by ``add()`` (checked
+as a store write checks them, so a held item can always be written). An item leaves the tier,
+promoted into the store (an ordinary write: deduplicated, embedded, categorised, with history),
+exactly once, when:
 
 - its session ends: :meth:`WorkingMemory.end_session` (``Memory.end_session``), or the
-  ``Memory`` is closed (every open session ends);
-- it is **reinforced**: the same fact (same owner, type and content hash) is added again while
+  ``Memory`` is closed (every open session ends; owner by owner, so one owner's failed write
+  keeps only that owner's items);
+- it is **reinforced**: the same fact (same owner, type and dedup key) is added again while
   held, or it is already in the store (the store then reinforces the stored memory);
 - the session holds more than ``N``: the oldest are promoted (nothing read is ever dropped);
 - more than :data:`MAX_OPEN_SESSIONS` sessions are held: the longest-open one is promoted whole
   (so memory stays bounded when sessions are never ended);
 - a call changes its owner's stored memories by id or source (``update``, ``delete``,
-  ``forget``): the owner's held items are promoted first, so the call sees them.
+  ``forget``), or exports them (``export_markdown``): the owner's held items are promoted
+  first, so the call sees them;
+- a call names it by id to record something of it (``pin``, ``mark_used``): it is promoted
+  first (:meth:`WorkingMemory.promote_ids`), so the pin or the use is kept.
 
-``Memory.get`` finds a held item too (no use is recorded: it is not stored yet).
+``Memory.get`` finds a held item too (no use is recorded: it is not stored yet), and
+``Memory.history`` shows it (one ``ADD`` whose reason says it is held: :mod:`memreader.front.held`).
 
 **How it is searched.** ``search`` and ``context`` look here first: the held items of the owner
-(of the session when ``session_id`` filters, of the types when ``types`` does) are scored
-against the query as a store scores passages (their vectors' cosine and the query's words:
-:func:`~memreader.stores.passages.scoring.score_passages`), kept when their relevance reaches
-``min_score`` (:data:`~memreader.stores.scoring.RECOMMENDED_MIN_SCORE` when none is given), and
-come first, best first, each hit's ``tier`` ``"working"``; the store's hits follow
-(``tier`` ``"store"``) up to ``k``. A search with a ``category`` skips the tier (held items have
-no category yet). Use is recorded for the store's memories only.
+that the search's filters keep, by the store's rules (types, session, ``since``/``until`` on when
+the fact began to hold, else when it was held, the ``agent_id``/``task_id`` scope; a ``category``
+keeps none: a held item has none yet; :func:`~memreader.front.held.kept_by`), are scored against
+the query as a store scores passages (their vectors' cosine, unless ``mode="text"``, and the
+query's words: :func:`~memreader.stores.passages.scoring.score_passages`), kept when their
+relevance reaches ``min_score`` (:data:`~memreader.stores.scoring.RECOMMENDED_MIN_SCORE` when
+none is given), and come first, best first, each hit's ``tier`` ``"working"``; the store's hits
+follow (``tier`` ``"store"``) up to ``k``. Every filter is checked first, as the store checks it,
+even when the tier fills ``k``. Use is recorded for the store's memories only.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
 
-from memreader.errors import InputError
+from memreader.errors import InputError, MemReaderError
+from memreader.front.held import Held, kept_by, passage_set
 from memreader.items import TextualMemoryItem
-from memreader.retrieval.passages import passages_of
-from memreader.scopes import scope_columns, visible
 from memreader.stores import MemoryStore, SearchHit, WriteEvent
-from memreader.stores.checks import check_k
+from memreader.stores.checks import check_k, moment
 from memreader.stores.context import Context, search_context
 from memreader.stores.embedding import embed
-from memreader.stores.passages.scoring import PassageSet, score_passages, span_rows
+from memreader.stores.events import HistoryEntry
+from memreader.stores.passages.scoring import score_passages
 from memreader.stores.records import StoredMemory
 from memreader.stores.scoring import NEUTRAL_IMPORTANCE, RECOMMENDED_MIN_SCORE, ScoreParts
-from memreader.stores.write_decisions import content_hash
+from memreader.stores.search_filters import search_filters
+from memreader.stores.validation import validate_items
 
-__all__ = ["DEFAULT_WORKING_ITEMS", "MAX_WORKING_ITEMS", "WorkingMemory", "check_working_size"]
+__all__ = [
+    "DEFAULT_WORKING_ITEMS",
+    "MAX_WORKING_ITEMS",
+    "WorkingMemory",
+    "check_working_size",
+]
 
 #: How many items a session keeps in working memory when ``working_memory=True``: about ten
 #: exchanges of a chat, what an agent's next turn most often refers back to.
@@ -89,13 +110,6 @@ def check_working_size(value: Any) -> int:
     return value
 
 
-@dataclass
-class _Held:
-    item: TextualMemoryItem
-    hash: str
-    at: datetime
-
-
 class WorkingMemory:
     """The held items of one ``Memory`` (see the module docstring), in front of ``store``;
     ``size``: items per session. Thread safe (one lock)."""
@@ -106,10 +120,10 @@ class WorkingMemory:
         self.store = store
         self.size = size
         self.max_sessions = max_sessions
-        self._sessions: dict[tuple[str, str], list[_Held]] = {}
+        self._sessions: dict[tuple[str, str], list[Held]] = {}
         self._lock = threading.Lock()
 
-    def _promote(self, held: list[_Held]) -> list[WriteEvent]:
+    def _promote(self, held: list[Held]) -> list[WriteEvent]:
         """Write ``held`` to the store; if the write fails, hold them again (their sessions
         keep them for the next promotion) and raise: a failed write never loses an item."""
         if not held:
@@ -119,26 +133,29 @@ class WorkingMemory:
         except BaseException:
             with self._lock:
                 for entry in held:
-                    key = (entry.item.metadata.user_id or "", entry.item.metadata.session_id)
-                    self._sessions.setdefault(key, []).append(entry)
+                    self._sessions.setdefault(entry.key, []).append(entry)
             raise
 
     def remember(self, items: Sequence[TextualMemoryItem]) -> tuple[list[WriteEvent], list[str]]:
         """Hold ``items`` (one ``add()``'s), writing what must reach the store now: items it
         already has (reinforced there), held items added again (reinforced here: the held one
         and the new one), and what a session's size pushes out. Returns the write's events and
-        the ids now held."""
+        the ids now held.
+
+        Raises:
+            InputError: an item a store write would refuse (nothing of the call is held).
+        """
+        items = validate_items(items)
         found = self._already_stored(items)
         with self._lock:
-            promote: list[_Held] = []
+            promote: list[Held] = []
             for item, stored in zip(items, found, strict=True):
-                key = (item.metadata.user_id or "", item.metadata.session_id)
-                entry = _Held(item, _digest(item), datetime.now(timezone.utc))
-                twin = self._take_twin(key[0], entry.hash)
+                entry = Held.of(item, datetime.now(timezone.utc))
+                twin = self._take_twin(entry.key[0], entry.digest)
                 if stored is not None or twin is not None:
                     promote += ([twin] if twin is not None else []) + [entry]
                     continue
-                held = self._sessions.setdefault(key, [])
+                held = self._sessions.setdefault(entry.key, [])
                 held.append(entry)
                 while len(held) > self.size:
                     promote.append(held.pop(0))
@@ -156,58 +173,110 @@ class WorkingMemory:
                 found[i] = event
         return found
 
-    def _take_twin(self, owner: str, digest: str) -> _Held | None:
-        """The held item of ``owner`` with ``digest`` (type and content hash), removed."""
+    def _take_twin(self, owner: str, digest: str) -> Held | None:
+        """The held item of ``owner`` with ``digest`` (type and dedup key), removed."""
         for (holder, _), held in self._sessions.items():
             for i, entry in enumerate(held):
-                if holder == owner and entry.hash == digest:
+                if holder == owner and entry.digest == digest:
                     return held.pop(i)
         return None
+
+    def _take(self, keep: Callable[[Held], bool]) -> list[Held]:
+        """The held items ``keep`` selects, removed (sessions left empty go too)."""
+        with self._lock:
+            taken = [h for entries in self._sessions.values() for h in entries if keep(h)]
+            if taken:
+                chosen = {id(h) for h in taken}
+                for key in list(self._sessions):
+                    rest = [h for h in self._sessions[key] if id(h) not in chosen]
+                    if rest:
+                        self._sessions[key] = rest
+                    else:
+                        del self._sessions[key]
+        return taken
 
     def end_session(self, user_id: str, session_id: str) -> list[WriteEvent]:
         """Promote every item held for ``user_id``'s session ``session_id`` into the store
         (one write); the events (none when nothing was held: a session ends once)."""
-        with self._lock:
-            held = self._sessions.pop((user_id, session_id), [])
-        return self._promote(held)
+        return self._promote(self._take(lambda h: h.key == (user_id, session_id)))
 
     def end_all(self) -> list[WriteEvent]:
-        """Promote every held item (what closing does); the events."""
-        with self._lock:
-            held = [h for entries in self._sessions.values() for h in entries]
-            self._sessions.clear()
-        return self._promote(held)
+        """Promote every held item (what closing does), one write per owner, so one owner's
+        failure keeps that owner's items only; the events.
+
+        Raises:
+            MemReaderError: the first owner's write that failed, once every owner was tried
+                (its items are held again, as are those of any other owner that failed).
+        """
+        events: list[WriteEvent] = []
+        failed: MemReaderError | None = None
+        for owner in sorted({key[0] for key in self.sessions()}):
+            try:
+                events += self.settle(owner)
+            except MemReaderError as exc:
+                failed = failed or exc
+        if failed is not None:
+            raise failed
+        return events
 
     def settle(self, user_id: str) -> list[WriteEvent]:
-        """Promote every item held for ``user_id``, before a call that changes stored memories
-        by id or source (``update``, ``delete``, ``forget``) so it sees them; the events."""
+        """Promote every item held for ``user_id``, before a call that changes or exports
+        stored memories (``update``, ``delete``, ``forget``, ``export_markdown``) so it sees
+        them; the events."""
+        return self._promote(self._take(lambda h: h.key[0] == user_id))
+
+    def promote_ids(self, user_id: str, ids: Sequence[object]) -> list[WriteEvent]:
+        """Promote the items of ``user_id`` held with one of ``ids`` (before a call that
+        records something of them by id: ``pin``, ``mark_used``); the events (none when none
+        is held: the call then checks its arguments itself)."""
+        wanted = {i for i in ids if isinstance(i, str)} if isinstance(ids, (list, tuple)) else set()
+        return self._promote(self._take(lambda h: h.key[0] == user_id and h.item.id in wanted))
+
+    def sessions(self) -> list[tuple[str, str]]:
+        """The ``(owner, session)`` pairs holding items now, longest open first."""
         with self._lock:
-            keys = [key for key in self._sessions if key[0] == user_id]
-            held = [h for key in keys for h in self._sessions.pop(key)]
-        return self._promote(held)
+            return list(self._sessions)
+
+    def count(self) -> int:
+        """How many items are held now."""
+        with self._lock:
+            return sum(len(entries) for entries in self._sessions.values())
+
+    def held_entries(self, user_id: str | None = None) -> list[Held]:
+        """What is held for ``user_id`` (``None``: every owner), oldest first per session."""
+        with self._lock:
+            return [
+                h
+                for (o, _), hs in self._sessions.items()
+                if user_id is None or o == user_id
+                for h in hs
+            ]
 
     def get(self, user_id: str, memory_id: str) -> StoredMemory | None:
         """The held item ``memory_id`` of ``user_id`` as a memory, or ``None``."""
-        for item in self.held(user_id):
-            if item.id == memory_id:
-                return StoredMemory(item, "active", _digest(item), datetime.now(timezone.utc))
-        return None
+        found = next((h for h in self.held_entries(user_id) if h.item.id == memory_id), None)
+        return found.as_stored() if found is not None else None
+
+    def history(self, user_id: str, memory_id: str) -> list[HistoryEntry]:
+        """The history so far of ``user_id``'s held item ``memory_id`` (none when it is not
+        held): what follows the store's own entries of that id."""
+        found = next((h for h in self.held_entries(user_id) if h.item.id == memory_id), None)
+        return found.history() if found is not None else []
 
     def held(self, user_id: str) -> list[TextualMemoryItem]:
         """The items held for ``user_id``, oldest first per session."""
-        with self._lock:
-            return [h.item for (o, _), hs in self._sessions.items() if o == user_id for h in hs]
+        return [h.item for h in self.held_entries(user_id)]
 
     def search(self, query: str, *, user_id: str, k: int = 10, **filters: Any) -> list[SearchHit]:
         """The held items matching ``query`` first (tier ``working``), then the store's hits
         (tier ``store``), ``k`` in all (see the module docstring).
 
         Raises:
-            InputError: as ``MemoryStore.search`` (a bad ``k`` or query, checked first).
+            InputError: as ``MemoryStore.search`` (a bad ``k``, query or filter, checked
+                first, even when the held items fill ``k``).
         """
-        if not isinstance(query, str):
-            raise InputError(f"query must be a string, got {type(query).__name__}")
-        found = self._working_hits(query, user_id, filters)[: check_k(k)]
+        k = check_k(k)
+        found = self._working_hits(query, user_id, filters)[:k]
         rest = self.store.search(query, user_id=user_id, k=k, **filters) if len(found) < k else []
         return found + rest[: k - len(found)]
 
@@ -221,48 +290,40 @@ class WorkingMemory:
         return block
 
     def _working_hits(self, query: str, owner: str, filters: dict[str, Any]) -> list[SearchHit]:
-        items = self.held(owner)
-        session, types = filters.get("session_id"), filters.get("types")
-        items = [i for i in items if session is None or i.metadata.session_id == session]
-        items = [i for i in items if not types or i.metadata.memory_type.value in types]
-        agent, task = filters.get("agent_id"), filters.get("task_id")
-        items = [
-            i for i in items if visible(scope_columns(i.metadata), agent_id=agent, task_id=task)
-        ]
-        if not items or filters.get("category") is not None or not query.strip():
+        mode = filters.get("mode", "hybrid")
+        checked = search_filters(
+            query,
+            mode,
+            types=filters.get("types"),
+            since=filters.get("since"),
+            until=filters.get("until"),
+            session_id=filters.get("session_id"),
+            include_inactive=filters.get("include_inactive", False),
+            category=filters.get("category"),
+            min_score=filters.get("min_score"),
+            agent_id=filters.get("agent_id"),
+            task_id=filters.get("task_id"),
+            heat_weight=filters.get("heat_weight") or 0.0,
+        )
+        moment(filters.get("now"))  # checked as the store checks it (decay only: no filter)
+        held = [h for h in self.held_entries(owner) if kept_by(h, checked)]
+        if not held or not query.strip():
             return []
         embedder = getattr(self.store, "embedder", None)
         vector = None
-        if embedder is not None and filters.get("mode") != "text":
+        if embedder is not None and mode != "text":
             q = np.asarray(embed(embedder, [query])[0], dtype=np.float64)
             vector = q / norm if (norm := float(np.linalg.norm(q))) > 0 else None
-        sets = [_passage_set(i, item, vector) for i, item in enumerate(items)]
+        if mode == "vector" and vector is None:
+            return []  # as the store: no query vector (a text-only store), no vector hits
+        sets = [passage_set(i, h.item, vector) for i, h in enumerate(held)]
         scored = score_passages(query, vector, sets, lexical_weight=None)
-        cut = filters.get("min_score")
-        cut = RECOMMENDED_MIN_SCORE if cut is None else cut
+        cut = RECOMMENDED_MIN_SCORE if checked.min_score is None else checked.min_score
         hits = []
-        for i, item in enumerate(items):
+        for i, entry in enumerate(held):
             best = scored[i].best or 0.0
             if best >= cut:
-                parts = ScoreParts(
-                    best, 0.0, sets[i].window_cosine, None, NEUTRAL_IMPORTANCE, 1.0, best, best
-                )
-                memory = StoredMemory(item, "active", _digest(item), datetime.now(timezone.utc))
-                hits.append(SearchHit(memory, parts, scored[i].hits(), tier="working"))
+                window = sets[i].window_cosine
+                parts = ScoreParts(best, 0.0, window, None, NEUTRAL_IMPORTANCE, 1.0, best, best)
+                hits.append(SearchHit(entry.as_stored(), parts, scored[i].hits(), tier="working"))
         return sorted(hits, key=lambda h: -h.score.final)
-
-
-def _digest(item: TextualMemoryItem) -> str:
-    """What makes two items the same memory: type and content hash (the store's dedup key)."""
-    return f"{item.metadata.memory_type.value}:{content_hash(item.memory)}"
-
-
-def _passage_set(index: int, item: TextualMemoryItem, vector: np.ndarray | None) -> PassageSet:
-    """A held item as passage scoring reads a store's candidate (its own vector's cosine)."""
-    cosine = None
-    own = item.metadata.embedding
-    if vector is not None and own and len(own) == len(vector):
-        mine = np.asarray(own, dtype=np.float64)
-        cosine = float(mine @ vector / n) if (n := float(np.linalg.norm(mine))) > 0 else None
-    spans = span_rows(passages_of(item))
-    return PassageSet(index, item.memory, spans, None, cosine, session=item.metadata.session_id)

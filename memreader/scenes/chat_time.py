@@ -6,7 +6,7 @@ zone stay naive: memreader never invents a timezone or a time.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timezone
 from functools import lru_cache
 
 _FORMATS = (
@@ -52,3 +52,19 @@ def parse_chat_time(value: str) -> datetime | None:
             except ValueError:
                 continue
     return None
+
+
+def utc_in_range(value: datetime) -> bool:
+    """Whether ``value`` has a time in UTC (years 1 to 9999), what a store converts it to: a
+    naive time (taken as UTC) always has; ``9999-12-31T23:59:59-05:00`` has not.
+
+    >>> utc_in_range(parse_chat_time("9999-12-31T23:59:59-05:00"))
+    False
+    """
+    if value.tzinfo is None:
+        return True
+    try:
+        value.astimezone(timezone.utc)
+    except OverflowError:
+        return False
+    return True

@@ -24,7 +24,7 @@ from memreader.errors import (
     UnknownRoleError,
 )
 from memreader.scenes.api_parts import EMPTY_PART, Part, PartContext, content_parts, responses_item
-from memreader.scenes.chat_time import parse_chat_time
+from memreader.scenes.chat_time import parse_chat_time, utc_in_range
 from memreader.scenes.clipping import MAX_LABEL, clip
 from memreader.scenes.text_checks import check_nested_text, check_text
 from memreader.scopes import info_scope
@@ -213,12 +213,19 @@ def _message(raw: Any, scene: int, index: int) -> Message:
         # some item's sources), but there is no text a span could point into.
         parts.append(Part(type=EMPTY_PART, text="", exact=False))
     chat_time = _optional_str(raw, "chat_time", scene, index)
+    timestamp = parse_chat_time(chat_time) if chat_time else None
+    if timestamp is not None and not utc_in_range(timestamp):
+        raise InvalidChatTimeError(
+            f"chat_time {chat_time!r} is out of range: in UTC it falls outside years 1 to 9999",
+            scene_index=scene,
+            message_index=index,
+        )
     return Message(
         index=index,
         role=role,
         parts=tuple(parts),
         chat_time=chat_time,
-        timestamp=parse_chat_time(chat_time) if chat_time else None,
+        timestamp=timestamp,
         message_id=_optional_str(raw, "message_id", scene, index),
         name=_optional_str(raw, "name", scene, index),
         tool_call_id=_optional_str(

@@ -88,11 +88,17 @@ def aware(value: datetime, what: str) -> datetime:
     """``value`` in UTC.
 
     Raises:
-        InputError: ``value`` is not a timezone-aware datetime (``what`` names the argument).
+        InputError: ``value`` is not a timezone-aware datetime, or is outside years 1 to 9999
+            in UTC (``what`` names the argument).
     """
     if not isinstance(value, datetime) or value.tzinfo is None:
         raise InputError(f"{what} must be a timezone-aware datetime, got {value!r}")
-    return value.astimezone(timezone.utc)
+    try:
+        return value.astimezone(timezone.utc)
+    except OverflowError:  # 9999-12-31 23:00-05:00 is in year 10000 in UTC
+        raise InputError(
+            f"{what} ({value.isoformat()}) is out of range: in UTC it falls outside years 1 to 9999"
+        ) from None
 
 
 def moment(now: datetime | None) -> datetime:

@@ -36,7 +36,7 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from memreader.errors import ConfigError, InputError, MemReaderError, StoreError
@@ -47,6 +47,7 @@ __all__ = [
     "DEFAULT_HEAT_WEIGHT",
     "HEAT_CAP",
     "HEAT_HALF_LIFE_DAYS",
+    "MAX_CLOCK_SKEW",
     "MAX_HEAT_WEIGHT",
     "Usage",
     "UseRecords",
@@ -76,6 +77,11 @@ MAX_HEAT_WEIGHT = 1.0
 
 #: Ids per statement (well under SQLite's parameter limit).
 CHUNK = 500
+
+#: How far past the store's clock a use's ``at`` may be (clocks of two hosts differ a little):
+#: a use is something that happened, and one dated later would never decay (its heat and the
+#: budget's recency stay full until that date).
+MAX_CLOCK_SKEW = timedelta(minutes=5)
 
 _SECONDS_PER_DAY = 86_400.0
 
@@ -141,12 +147,19 @@ class UseRecords(ABC):
 
         Raises:
             InputError: ``ids`` is not a list of non-empty strings, ``user_id`` not a
-                non-empty string, ``at`` a naive time.
+                non-empty string, ``at`` a naive time or later than now (by more than
+                :data:`MAX_CLOCK_SKEW`).
             StoreError: the store failed (or cannot write: a read-only file or replica).
         """
         checked = check_used_ids(ids)
         owner = check_owner(user_id)
-        when = aware(at, "at") if at is not None else moment(None)
+        now = moment(None)
+        when = aware(at, "at") if at is not None else now
+        if when - now > MAX_CLOCK_SKEW:
+            raise InputError(
+                f"mark_used(): at ({when.isoformat()}) is later than now "
+                f"({now.isoformat(timespec='seconds')}): a use is recorded when it happened"
+            )
         return self._mark_used(checked, owner, when) if checked else 0
 
     @abstractmethod

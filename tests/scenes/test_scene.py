@@ -261,3 +261,20 @@ def test_office_files_convert_through_markitdown(tmp_path) -> None:  # type: ign
     assert part.type == "file" and "| Emily | oolong |" in part.text
     with pytest.raises(DocumentError, match="not supported"):
         normalize_doc([{"type": "file", "file": {"file_data": "AAAA", "filename": "talk.mp3"}}])
+
+
+@pytest.mark.parametrize("chat_time", ["9999-12-31T23:59:59-05:00", "0001-01-01T00:00:00+05:00"])
+def test_a_chat_time_outside_the_years_a_store_keeps_is_a_typed_error(chat_time: str) -> None:
+    data = [MSG, {"role": "user", "content": "later", "chat_time": chat_time}]
+    with pytest.raises(InvalidChatTimeError) as info:
+        normalize_chat(data)
+    assert str(info.value) == (
+        f"scene 0, message 1: chat_time {chat_time!r} is out of range: in UTC it falls "
+        "outside years 1 to 9999"
+    )
+
+
+def test_the_last_time_in_range_is_kept() -> None:
+    naive = normalize_chat([{**MSG, "chat_time": "9999-12-31 23:59:59"}])  # taken as UTC
+    assert naive[0].messages[0].timestamp is not None
+    assert naive[0].messages[0].timestamp.year == 9999

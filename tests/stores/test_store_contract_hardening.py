@@ -14,6 +14,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -235,3 +236,37 @@ def test_a_query_of_words_in_nearly_every_row_ranks_the_newest_rows(
     ) as store:  # within the default budget: every row
         store.write([item(f"r{n}", f"river and train number {n}") for n in range(12)], now=T0)
         assert len(store.search("river train", user_id="u1", k=50, mode="text")) == 12
+
+
+#: 9999-12-31 23:00 five hours west of UTC: year 10000 in UTC, past what a store keeps.
+PAST_9999 = datetime(9999, 12, 31, 23, tzinfo=timezone(timedelta(hours=-5)))
+
+
+def _dated(memory: TextualMemoryItem, at: datetime) -> TextualMemoryItem:
+    """``memory`` whose source's time was set after it was built (pydantic does not check an
+    assignment): the write's own check must refuse it."""
+    memory.metadata.sources[0].timestamp = at
+    return memory
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            lambda s: s.add_memory("x", user_id="u1", valid_from=PAST_9999),
+            "valid_from 9999-12-31T23:00:00-05:00 is out of range",
+        ),
+        (
+            lambda s: s.write([_dated(item("a", "Ana"), PAST_9999)]),
+            "item 0 .*timestamp 9999-12-31T23:00:00-05:00 is out of range",
+        ),
+        (lambda s: s.search("Ana", user_id="u1", since=PAST_9999), "since .* is out of range"),
+        (lambda s: s.search("Ana", user_id="u1", until=PAST_9999), "until .* is out of range"),
+        (lambda s: s.search("Ana", user_id="u1", now=PAST_9999), "now .* is out of range"),
+    ],
+)
+def test_a_time_past_year_9999_in_utc_is_an_input_error(
+    store: MemoryStore, call: object, message: str
+) -> None:
+    with pytest.raises(InputError, match=message):
+        call(store)  # type: ignore[operator]

@@ -48,7 +48,10 @@ def test_a_watermark_crossed_in_one_write(budgeted: MemoryStore, url: str) -> No
     items = [item(f"m{i}", f"fact {i} about the harbour {i * 3}") for i in range(12)]
     events = budgeted.write(items, now=T0)
     expired = [e for e in events if e.event == "EXPIRE"]
-    assert [e.event for e in events[:12]] == ["ADD"] * 12
+    # One event per item, saying what became of it: the six the same call expired say so.
+    assert len(events) == 12 and [e.item_id for e in events] == [i.id for i in items]
+    assert sorted(e.event for e in events) == ["ADD"] * 6 + ["EXPIRE"] * 6
+    assert {e.memory_id for e in expired} == set(i.id for i in items) - active(budgeted, url)
     assert len(expired) == 6 and len(active(budgeted, url)) == 6
     assert all(e.reason.startswith(BUDGET_REASON) for e in expired)
     assert len(expiries(url)) == 6  # one history row each

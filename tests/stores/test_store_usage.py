@@ -5,7 +5,7 @@ what does (``context``)."""
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -75,6 +75,17 @@ def test_an_older_store_gains_the_use_table_on_open(url: str) -> None:
         assert store.usage(["a"], user_id="u1") == {"a": Usage(1, T0)}
 
 
+FAR = datetime(9999, 12, 31, tzinfo=timezone.utc)  # a use dated there would never decay
+SOON = datetime.now(timezone.utc) + timedelta(hours=1)
+PAST_9999 = datetime(9999, 12, 31, 23, tzinfo=timezone(timedelta(hours=-5)))
+
+
+def test_a_use_a_little_ahead_of_the_stores_clock_is_recorded(store: MemoryStore) -> None:
+    store.write([item("a", "Ana lives in Porto")])
+    ahead = datetime.now(timezone.utc) + timedelta(minutes=1)  # another host's clock
+    assert store.mark_used(["a"], user_id="u1", at=ahead) == 1
+
+
 @pytest.mark.parametrize(
     ("call", "message"),
     [
@@ -84,6 +95,12 @@ def test_an_older_store_gains_the_use_table_on_open(url: str) -> None:
         (lambda s: s.usage(None, user_id="u1"), "ids must be a list of memory ids, got NoneType"),
         (lambda s: s.mark_used(["a"], user_id=""), "user_id must be a non-empty string"),
         (lambda s: s.mark_used(["a"], user_id="u1", at="now"), "at must be a timezone-aware"),
+        (
+            lambda s: s.mark_used(["a"], user_id="u1", at=FAR),
+            r"at \(9999-12-31T00:00:00\+00:00\) is later than now",
+        ),
+        (lambda s: s.mark_used(["a"], user_id="u1", at=SOON), "at .* is later than now"),
+        (lambda s: s.mark_used(["a"], user_id="u1", at=PAST_9999), "at .* is out of range"),
     ],
 )
 def test_bad_use_arguments_are_input_errors(store: MemoryStore, call: object, message: str) -> None:

@@ -12,6 +12,21 @@ transaction, each with an ``EXPIRE`` history row whose reason starts with
 :data:`BUDGET_REASON`: nothing is deleted, and :meth:`LifecycleStorage.restore` brings one back
 until ``maintain`` purges it. Each batch counts the owner's active rows again inside its
 transaction, so two processes enforcing at once never expire more than the target asks.
+
+**Events say what became of a memory.** A memory a call added and the same call's budget
+expired (a write past the watermark whose new memory is among the lowest) is reported once, as
+``EXPIRE`` (its ``item_id`` the item written), never as ``ADD``.
+
+**Pins never starve new memories.** Pinned memories count in the budget but never expire, so
+an owner may pin at most :attr:`~memreader.stores.lifecycle.config.LifecycleConfig.pin_limit`
+active memories (below the target): :meth:`LifecycleStorage.pin` past it is refused. Pins
+beyond it (made before a budget was set, or under a larger one) raise the owner's watermark and
+target by their excess, so the unpinned memories always keep ``target - pin_limit`` places.
+
+**A restore sticks.** The restored memory is active when :meth:`LifecycleStorage.restore`
+returns: if the owner is then past the watermark, the budget expires others (never it) down to
+the target, and the restore counts as a use of it (:mod:`~memreader.stores.usage`), so the next
+enforcement weighs it as a memory used now.
 """
 
 from __future__ import annotations
@@ -39,6 +54,7 @@ __all__ = [
     "RESTORED_REASON",
     "LifecycleStorage",
     "check_ids",
+    "check_pin_limit",
     "check_restorable",
 ]
 
@@ -82,16 +98,19 @@ class LifecycleStorage:
 
         Raises:
             UnknownMemoryError: the owner has no memory of one of the ids (nothing is pinned).
-            InputError: bad ``ids`` or ``user_id``.
+            InputError: bad ``ids`` or ``user_id``; with a budget, the owner would have more
+                pinned active memories than its ``pin_limit`` (nothing is pinned; the message
+                says how many and the limit).
         """
         owner, checked = check_owner(user_id), check_ids(ids, "pin()")
-        return self._set_pins(owner, checked, True, moment(now))
+        limit = self.lifecycle.pin_limit if self.lifecycle is not None else None
+        return self._set_pins(owner, checked, True, moment(now), limit)
 
     def unpin(self, ids: Sequence[str], *, user_id: str) -> int:
         """Unpin ``user_id``'s memories ``ids`` (ids not pinned are passed over); returns how
         many were pinned."""
         owner, checked = check_owner(user_id), check_ids(ids, "unpin()")
-        return self._set_pins(owner, checked, False, moment(None))
+        return self._set_pins(owner, checked, False, moment(None), None)
 
     def pinned(self, *, user_id: str) -> list[str]:
         """The ids of ``user_id``'s pinned memories, sorted."""
@@ -100,7 +119,9 @@ class LifecycleStorage:
     def restore(self, memory_id: str, *, user_id: str, now: datetime | None = None) -> WriteEvent:
         """Bring back ``user_id``'s memory ``memory_id`` that the budget expired (its last
         change an ``EXPIRE`` for :data:`BUDGET_REASON`): it is active again (an ``ADD`` history
-        row says it was restored). Pin it, or it may expire again at the next enforcement.
+        row says it was restored) and stays so: past the watermark, the budget expires others
+        (the event's reason says how many), and the restore counts as a use. A later
+        enforcement may still take it when it is again among the lowest: pin what must stay.
 
         Raises:
             UnknownMemoryError: the owner has no such memory (or it was purged).
@@ -108,8 +129,15 @@ class LifecycleStorage:
                 owner has its text now (the message names it).
         """
         owner, checked = check_owner(user_id), check_memory_id(memory_id)
-        event = self._restore(owner, checked, moment(now))
-        return self._after_change([event], [])[0]
+        at = moment(now)
+        event = self._restore(owner, checked, at)
+        self.record_use([checked], user_id=owner)
+        events = self._after_change([event], [], keep=frozenset({checked}), now=at)
+        others = sum(1 for e in events if e.event == "EXPIRE")
+        if others:
+            why = f"{event.reason}; {others} other memories expired over the budget to make room"
+            return replace(events[0], reason=why)
+        return events[0]
 
     def enforce_budget(
         self,
@@ -132,19 +160,25 @@ class LifecycleStorage:
     # -- the rules ---------------------------------------------------------------------------
 
     def _after_change(
-        self, events: list[WriteEvent], items: Sequence[TextualMemoryItem]
+        self,
+        events: list[WriteEvent],
+        items: Sequence[TextualMemoryItem],
+        *,
+        keep: Collection[str] = (),
+        now: datetime | None = None,
     ) -> list[WriteEvent]:
-        """``events``, with the budget's ``EXPIRE`` events after them when the change added
-        memories to an owner now past the watermark (then the next class's hook: the
-        category keeper sees them all)."""
+        """``events``, with the budget's ``EXPIRE`` events when the change added memories to
+        an owner now past the watermark: a memory of ``events`` that expired is reported by its
+        ``EXPIRE`` in its place (never ``ADD``), the others' follow; ``keep``: ids the budget
+        spares (a restore's). Then the next class's hook: the category keeper sees them all."""
         config = self.lifecycle
         budget = config is not None and config.max_active is not None
         if budget and any(e.event == "ADD" for e in events):
             owners = {i.metadata.user_id for i in items}
             owners |= {e.user_id for e in events if e.user_id}
             if owners:
-                found = self._enforce(sorted(owners), moment(None), False, config)
-                events = events + found[1]
+                found = self._enforce(sorted(owners), moment(now), False, config, keep)
+                events = _in_place(events, found[1])
         after: Any = super()._after_change  # type: ignore[misc]  # the store's next class
         return list(after(events, items))
 
@@ -154,16 +188,23 @@ class LifecycleStorage:
         now: datetime,
         dry_run: bool,
         config: LifecycleConfig | None,
+        keep: Collection[str] = (),
     ) -> tuple[dict[str, int], list[WriteEvent]]:
         if config is None or config.watermark is None or config.target is None:
             return {}, []
-        watermark, target = config.watermark, config.target
         done: dict[str, int] = {}
         events: list[WriteEvent] = []
         for owner, count in sorted(self._active_counts(owners).items()):
+            if count <= config.watermark:
+                continue
+            # Pins past the limit (made before this budget) raise the owner's marks by their
+            # excess: the unpinned memories keep their places (see the module docstring).
+            excess = max(0, self._pinned_active(owner) - (config.pin_limit or 0))
+            watermark, target = config.watermark + excess, config.target + excess
             if count <= watermark:
                 continue
             facts = self._with_usage(owner, self._budget_facts(owner))
+            facts = [f for f in facts if f.memory_id not in keep]
             chosen = lowest(facts, count - target, now)
             if dry_run:
                 done[owner] = len(chosen)
@@ -171,7 +212,7 @@ class LifecycleStorage:
             expired: list[WriteEvent] = []
             for start in range(0, len(chosen), EXPIRE_BATCH):
                 batch = chosen[start : start + EXPIRE_BATCH]
-                why = [(f.memory_id, _reason(owner, count, config, f, now)) for f in batch]
+                why = [(f.memory_id, _reason(owner, count, config, f, now, excess)) for f in batch]
                 expired += self._expire_for_budget(owner, why, target, now)
             done[owner] = len(expired)
             events += expired
@@ -197,8 +238,18 @@ class LifecycleStorage:
 
         def usage(self, ids: Sequence[str], *, user_id: str) -> dict[str, Usage]: ...
 
-    def _set_pins(self, owner: str, ids: list[str], on: bool, now: datetime) -> int:
-        """Pin (``on``) or unpin ``owner``'s ``ids`` in one transaction; how many changed."""
+        def record_use(self, ids: Sequence[str], *, user_id: str) -> int: ...
+
+    def _set_pins(
+        self, owner: str, ids: list[str], on: bool, now: datetime, limit: int | None
+    ) -> int:
+        """Pin (``on``) or unpin ``owner``'s ``ids`` in one transaction; how many changed.
+        Pinning checks the owner's pinned active memories against ``limit`` in that
+        transaction (:func:`check_pin_limit`, which raises: nothing is pinned)."""
+        raise StoreError(f"{type(self).__name__} cannot pin memories")
+
+    def _pinned_active(self, owner: str) -> int:
+        """How many of ``owner``'s active memories are pinned."""
         raise StoreError(f"{type(self).__name__} cannot pin memories")
 
     def _pinned(self, owner: str) -> list[str]:
@@ -259,12 +310,52 @@ def check_restorable(
         )
 
 
+def check_pin_limit(owner: str, before: int, after: int, limit: int | None) -> None:
+    """Refuse a pin that took ``owner`` from ``before`` to ``after`` pinned active memories
+    past ``limit`` (``None``: no budget, no limit); the backend raises it inside the pin's
+    transaction, so nothing is pinned.
+
+    >>> check_pin_limit("ana", 2, 3, 3)
+    >>> check_pin_limit("ana", 3, 4, 3)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    memreader.errors.InputError: pin(): 'ana' would have 4 pinned active memories, past ...
+
+    Raises:
+        InputError: the pin adds pinned active memories past ``limit``.
+    """
+    if limit is not None and after > limit and after > before:
+        raise InputError(
+            f"pin(): {owner!r} would have {after} pinned active memories, past the budget's "
+            f"pin_limit {limit} (max_pinned, else half the target): pins would starve new "
+            "memories; unpin some, or raise max_pinned or max_active"
+        )
+
+
+def _in_place(events: list[WriteEvent], expired: list[WriteEvent]) -> list[WriteEvent]:
+    """``events`` with each ``ADD`` whose memory ``expired`` holds replaced by that ``EXPIRE``
+    (keeping the item it wrote), then the other expiries: one event per memory, saying what
+    became of it."""
+    gone = {e.memory_id: e for e in expired}
+    out = []
+    for event in events:
+        after = gone.pop(event.memory_id, None) if event.event == "ADD" else None
+        out.append(event if after is None else replace(after, item_id=event.item_id))
+    return out + list(gone.values())
+
+
 def _reason(
-    owner: str, count: int, config: LifecycleConfig, facts: PriorityFacts, now: datetime
+    owner: str,
+    count: int,
+    config: LifecycleConfig,
+    facts: PriorityFacts,
+    now: datetime,
+    excess: int,
 ) -> str:
+    pins = f", raised by {excess} pins past pin_limit {config.pin_limit}" if excess else ""
+    assert config.watermark is not None and config.target is not None  # a budget is set
     return (
         f"{BUDGET_REASON}: {owner!r} had {count} active memories, past the watermark "
-        f"{config.watermark} (max_active {config.max_active} x trigger_ratio "
-        f"{config.trigger_ratio:g}); among the lowest by priority "
-        f"({priority(facts, now):.3f}), expired down to {config.target}"
+        f"{config.watermark + excess} (max_active {config.max_active} x trigger_ratio "
+        f"{config.trigger_ratio:g}{pins}); among the lowest by priority "
+        f"({priority(facts, now):.3f}), expired down to {config.target + excess}"
     )

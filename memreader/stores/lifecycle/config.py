@@ -1,8 +1,10 @@
 """A store's life-cycle settings (:class:`LifecycleConfig`): the budget of active memories each
-owner keeps, and how long a retired memory waits before ``maintain`` purges it.
+owner keeps, how many of them may be pinned, and how long a retired memory waits before
+``maintain`` purges it.
 
->>> LifecycleConfig(max_active=1000).watermark, LifecycleConfig(max_active=1000).target
-(800, 600)
+>>> budget = LifecycleConfig(max_active=1000)
+>>> budget.watermark, budget.target, budget.pin_limit
+(800, 600, 300)
 """
 
 from __future__ import annotations
@@ -16,7 +18,11 @@ from pydantic import Field, model_validator
 from memreader.config_model import ConfigModel
 from memreader.errors import ConfigError
 
-__all__ = ["LifecycleConfig", "check_lifecycle"]
+__all__ = ["MAX_PURGE_AFTER_DAYS", "LifecycleConfig", "check_lifecycle"]
+
+#: The longest ``purge_after_days`` (100 years): a longer delay is ``null`` (never), said so, not
+#: a date before year 1 that every ``maintain`` would fail to compute.
+MAX_PURGE_AFTER_DAYS = 36_500.0
 
 
 class LifecycleConfig(ConfigModel):
@@ -26,20 +32,30 @@ class LifecycleConfig(ConfigModel):
     - ``trigger_ratio`` (0.8): an owner whose active memories pass ``max_active *
       trigger_ratio`` (the *watermark*) is brought back down.
     - ``expire_fraction`` (0.2): how far down: to ``max_active * (trigger_ratio -
-      expire_fraction)`` (the *target*), the lowest by priority
+      expire_fraction)`` (the *target*, at least 1), the lowest by priority
       (:mod:`~memreader.stores.lifecycle.priority`) expiring first; pinned memories never do.
       It must be below ``trigger_ratio``.
-    - ``purge_after_days`` (30; ``None``: never): ``maintain`` removes the rows of memories
-      expired or superseded more than this long ago (until then they can be read, traced and
-      restored).
+    - ``max_pinned`` (``None``: half the target, rounded down): the active memories one owner
+      may pin while a budget is set, below the target, so pins never take every place and a
+      new memory always has one (:attr:`pin_limit`).
+    - ``purge_after_days`` (30; ``None``: never; at most :data:`MAX_PURGE_AFTER_DAYS`):
+      ``maintain`` removes the rows of memories expired or superseded more than this long ago
+      (until then they can be read, traced and restored).
     - ``repair_batch`` (256): memories ``maintain`` embeds again per transaction.
+
+    Numbers are taken as numbers only: ``true`` or ``"10"`` for ``max_active`` is an error, not
+    a budget of 1 or 10.
     """
 
-    max_active: int | None = Field(default=None, ge=1)
-    trigger_ratio: float = Field(default=0.8, gt=0.0, le=1.0)
-    expire_fraction: float = Field(default=0.2, gt=0.0, lt=1.0)
-    purge_after_days: float | None = Field(default=30.0, ge=0.0)
-    repair_batch: int = Field(default=256, ge=1, le=10_000)
+    # strict: a YAML `max_active: true` would otherwise be a budget of 1, and "10" a silent 10.
+    max_active: int | None = Field(default=None, ge=1, strict=True)
+    trigger_ratio: float = Field(default=0.8, gt=0.0, le=1.0, strict=True)
+    expire_fraction: float = Field(default=0.2, gt=0.0, lt=1.0, strict=True)
+    max_pinned: int | None = Field(default=None, ge=0, strict=True)
+    purge_after_days: float | None = Field(
+        default=30.0, ge=0.0, le=MAX_PURGE_AFTER_DAYS, strict=True
+    )
+    repair_batch: int = Field(default=256, ge=1, le=10_000, strict=True)
 
     @model_validator(mode="after")
     def _fraction_below_trigger(self) -> LifecycleConfig:
@@ -47,6 +63,18 @@ class LifecycleConfig(ConfigModel):
             raise ValueError(
                 f"expire_fraction ({self.expire_fraction}) must be below trigger_ratio "
                 f"({self.trigger_ratio}): the budget would expire every memory"
+            )
+        target = self.target
+        if target is not None and target < 1:
+            raise ValueError(
+                f"max_active {self.max_active} x (trigger_ratio {self.trigger_ratio:g} - "
+                f"expire_fraction {self.expire_fraction:g}) leaves a target of 0 active "
+                "memories: the budget would expire every new memory; raise max_active"
+            )
+        if target is not None and self.max_pinned is not None and self.max_pinned >= target:
+            raise ValueError(
+                f"max_pinned ({self.max_pinned}) must be below the target ({target}): pins "
+                "would take every place a new memory needs"
             )
         return self
 
@@ -63,6 +91,15 @@ class LifecycleConfig(ConfigModel):
         if self.max_active is None:
             return None
         return math.floor(self.max_active * (self.trigger_ratio - self.expire_fraction))
+
+    @property
+    def pin_limit(self) -> int | None:
+        """The most active memories an owner may pin (``None``: no budget, no limit):
+        ``max_pinned``, else half the target."""
+        target = self.target
+        if target is None:
+            return None
+        return self.max_pinned if self.max_pinned is not None else target // 2
 
 
 def check_lifecycle(value: Any) -> LifecycleConfig | None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from memreader.errors import InputError, StoreError
@@ -30,7 +30,7 @@ from memreader.items import TextualMemoryItem
 from memreader.stores.checks import moment
 from memreader.stores.embedder_rules import QueryEmbedder, foreign_models
 from memreader.stores.embedding import embed
-from memreader.stores.lifecycle.config import LifecycleConfig
+from memreader.stores.lifecycle.config import LifecycleConfig, check_lifecycle
 from memreader.stores.passages.rows import PassagePlan, plan_passages
 from memreader.stores.records import StoredMemory
 
@@ -97,13 +97,13 @@ class Maintenance:
         """
         if not isinstance(dry_run, bool):
             raise InputError(f"dry_run must be true or false, got {dry_run!r}")
-        config = lifecycle or self.lifecycle or LifecycleConfig()
+        config = check_lifecycle(lifecycle) or self.lifecycle or LifecycleConfig()
         at = moment(now)
         report = MaintainReport(dry_run)
         if config.purge_after_days is None:
             report.notes.append("purge: off (purge_after_days is null)")
         else:
-            cutoff = at - timedelta(days=config.purge_after_days)
+            cutoff = _cutoff(at, config.purge_after_days)
             report.purged = self._retired_counts(cutoff)
             if not dry_run and report.purged:
                 self.purge(older_than=cutoff)
@@ -179,6 +179,15 @@ class Maintenance:
         unindexed gets the item's vector and the passages ``plan`` holds for it; returns the
         owner of each row changed."""
         raise StoreError(f"{type(self).__name__} cannot repair its index")
+
+
+def _cutoff(at: datetime, days: float) -> datetime:
+    """``days`` before ``at``; the earliest time there is when that is before year 1 (a
+    ``now`` given near year 1: nothing retired that long ago)."""
+    try:
+        return at - timedelta(days=days)
+    except OverflowError:
+        return datetime.min.replace(tzinfo=timezone.utc)
 
 
 def _with_vector(

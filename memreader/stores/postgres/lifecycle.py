@@ -14,7 +14,7 @@ from typing import Any
 from memreader.items import TextualMemoryItem
 from memreader.stores.direct_writes import UnknownMemoryError
 from memreader.stores.events import WriteEvent
-from memreader.stores.lifecycle.api import RESTORED_REASON, check_restorable
+from memreader.stores.lifecycle.api import RESTORED_REASON, check_pin_limit, check_restorable
 from memreader.stores.lifecycle.priority import PriorityFacts
 from memreader.stores.passages.rows import PassagePlan
 from memreader.stores.postgres.categories import PostgresCategories
@@ -29,6 +29,10 @@ from memreader.stores.write_decisions import keys_of, load_supports
 __all__ = ["PostgresLifecycle"]
 
 _UNINDEXED = "status = 'active' AND (embedding IS NULL OR COALESCE(embedding_model, '') = ANY(%s))"
+_PINNED_ACTIVE = (
+    "SELECT count(*) FROM memreader_memory_pins p JOIN memreader_memories m ON m.user_id = "
+    "p.user_id AND m.id = p.memory_id WHERE p.user_id = %s AND m.status = 'active'"
+)
 #: :data:`_UNINDEXED` over the alias ``m`` (in an ``UPDATE ... FROM`` its columns are ambiguous).
 _UNINDEXED_M = _UNINDEXED.replace("status", "m.status").replace("embedding", "m.embedding")
 
@@ -39,7 +43,13 @@ class PostgresLifecycle(PostgresCategories):
     near_duplicate: float
     _dimension: int | None
 
-    def _set_pins(self, owner: str, ids: list[str], on: bool, now: datetime) -> int:
+    def _set_pins(
+        self, owner: str, ids: list[str], on: bool, now: datetime, limit: int | None
+    ) -> int:
+        def count(conn: Connection) -> int:
+            row = conn.execute(_PINNED_ACTIVE, (owner,)).fetchone()
+            return int(row[0]) if row else 0
+
         def work(conn: Connection) -> int:
             lock_owners(conn, [owner])
             if not on:
@@ -58,14 +68,22 @@ class PostgresLifecycle(PostgresCategories):
             missing = [i for i in ids if i not in found]
             if missing:
                 raise UnknownMemoryError(f"user {owner!r} has no memory {missing[0]!r}")
+            before = count(conn)
             cursor = conn.execute(
                 "INSERT INTO memreader_memory_pins (user_id, memory_id, pinned_at) "
                 "SELECT %s, unnest(%s::text[]), %s ON CONFLICT DO NOTHING",
                 (owner, ids, now),
             )
+            check_pin_limit(owner, before, count(conn), limit)  # raised: rolled back
             return max(cursor.rowcount, 0)
 
         return self._session.run(work, write=True)
+
+    def _pinned_active(self, owner: str) -> int:
+        row = self._session.run(
+            lambda c: c.execute(_PINNED_ACTIVE, (owner,)).fetchone(), write=False
+        )
+        return int(row[0]) if row else 0
 
     def _pinned(self, owner: str) -> list[str]:
         rows = self._session.run(

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from memreader.items import TextualMemoryItem
 from memreader.stores.direct_writes import UnknownMemoryError
 from memreader.stores.events import WriteEvent
-from memreader.stores.lifecycle.api import RESTORED_REASON, check_restorable
+from memreader.stores.lifecycle.api import RESTORED_REASON, check_pin_limit, check_restorable
 from memreader.stores.lifecycle.priority import PriorityFacts
 from memreader.stores.passages.rows import PassagePlan
 from memreader.stores.records import StoredMemory
@@ -32,6 +32,11 @@ __all__ = ["SQLiteLifecycle"]
 
 #: Ids per ``IN (...)`` (well under SQLite's parameter limit).
 _CHUNK = 500
+
+_PINNED_ACTIVE = (
+    "SELECT count(*) FROM memory_pins p JOIN memories m ON m.user_id = p.user_id "
+    "AND m.id = p.memory_id WHERE p.user_id = ? AND m.status = 'active'"
+)
 
 
 def _unindexed_where(foreign: list[str]) -> tuple[str, list[Any]]:
@@ -50,7 +55,9 @@ class SQLiteLifecycle(SQLiteCategories):
         vectors: Any = self._ops.vectors
         return Changes(conn, now, vectors, self.near_duplicate)
 
-    def _set_pins(self, owner: str, ids: list[str], on: bool, now: datetime) -> int:
+    def _set_pins(
+        self, owner: str, ids: list[str], on: bool, now: datetime, limit: int | None
+    ) -> int:
         with self._transaction() as conn:
             if not on:
                 return sum(
@@ -66,7 +73,8 @@ class SQLiteLifecycle(SQLiteCategories):
                 ).fetchone()
                 if found is None:  # raised inside the transaction: nothing is pinned
                     raise UnknownMemoryError(f"user {owner!r} has no memory {memory_id!r}")
-            return sum(
+            before = conn.execute(_PINNED_ACTIVE, (owner,)).fetchone()[0]
+            added = sum(
                 conn.execute(
                     "INSERT OR IGNORE INTO memory_pins (user_id, memory_id, pinned_at) "
                     "VALUES (?, ?, ?)",
@@ -74,6 +82,13 @@ class SQLiteLifecycle(SQLiteCategories):
                 ).rowcount
                 for i in ids
             )
+            after = conn.execute(_PINNED_ACTIVE, (owner,)).fetchone()[0]
+            check_pin_limit(owner, before, after, limit)  # raised: rolled back
+            return added
+
+    def _pinned_active(self, owner: str) -> int:
+        with self._transaction(write=False) as conn:
+            return int(conn.execute(_PINNED_ACTIVE, (owner,)).fetchone()[0])
 
     def _pinned(self, owner: str) -> list[str]:
         with self._transaction(write=False) as conn:
