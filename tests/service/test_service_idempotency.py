@@ -88,9 +88,7 @@ def test_a_retry_after_its_worker_died_past_the_commit_is_answered_as_done(
     )
 
 
-def test_an_erase_withdraws_the_kept_answers_holding_its_text(
-    start: Start, tmp_path: Path
-) -> None:
+def test_an_erase_withdraws_the_kept_answers_holding_its_text(start: Start, tmp_path: Path) -> None:
     url = start()
     keyed = {"Idempotency-Key": "read-1"}
     first = read(url, store=True, headers=keyed)

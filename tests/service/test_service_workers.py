@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ import httpx
 import pytest
 
 from memreader.service.accept_share import DECLINE_S, ConnectionShares, SharedListener
+from memreader.service.shared.tables import WORKERS
 from tests.common import HASH_EMBEDDER, ROOT
 from tests.service.http_client import CHAT, auth, key_entries, problem, read, wait_for_job
 from tests.service.worker_apps import Workers, until
@@ -249,3 +251,48 @@ def test_a_worker_ahead_of_the_others_leaves_a_new_connection_to_them_for_a_mome
         client.close()
         for listener in (ahead, behind, parent):
             listener.close()
+
+
+def test_a_job_taken_back_from_a_paused_worker_stops_there(
+    workers: Workers, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    for n in range(40):
+        (data / f"chat{n:02d}.json").write_text(json.dumps([CHAT] * 20))
+    (a, state_a), (b, _) = workers(2, jobs={"input_roots": ["data"]})
+    # Worker A's job thread is paused at its next look at the shared state, and A's
+    # heartbeat with it: the whole worker is silent (as under SIGSTOP).
+    paused, resume = threading.Event(), threading.Event()
+    looked = state_a.shared.job_should_stop
+
+    def should_stop(job_id: str) -> Any:
+        if not resume.is_set():
+            paused.set()
+            resume.wait(60)
+        return looked(job_id)
+
+    state_a.shared.job_should_stop = should_stop  # type: ignore[method-assign]
+    spec = {"inputs": [{"path": "."}], "scenes_per_call": 2}
+    started = httpx.post(f"{a}/v1/jobs", json=spec, headers=auth("alice"))
+    assert started.status_code == 202, started.text
+    job_id = started.json()["id"]
+    assert paused.wait(60)
+    state_a.shared._stop.set()  # its heartbeat stops too
+    with state_a.shared.transaction() as run:
+        run(f"UPDATE {WORKERS} SET seen = 0 WHERE id = ?", (state_a.shared.worker,))
+    # Past A's heartbeat: another job of alice is accepted, and the first is failed.
+    second = httpx.post(f"{b}/v1/jobs", json=spec, headers=auth("alice"))
+    assert second.status_code == 202, second.text
+    lost = httpx.get(f"{b}/v1/jobs/{job_id}", headers=auth("alice")).json()
+    assert lost["status"] == "failed" and lost["problem"]["type"].endswith("worker-lost")
+    done_when_taken = lost["progress"]["inputs_done"]
+    resume.set()  # A resumes: its job stops at once, failed, and writes nothing more
+    state_a.shared.beat()
+    job = wait_for_job(a, job_id, "alice")
+    assert job["status"] == "failed" and job["problem"]["type"].endswith("worker-lost"), job
+    assert job["progress"]["inputs_done"] == done_when_taken
+    seen = httpx.get(f"{b}/v1/jobs/{job_id}", headers=auth("alice")).json()
+    assert seen["status"] == "failed" and seen["progress"]["inputs_done"] == done_when_taken
+    httpx.delete(f"{b}/v1/jobs/{second.json()['id']}", headers=auth("alice"))
+    wait_for_job(b, second.json()["id"], "alice")
