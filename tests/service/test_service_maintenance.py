@@ -11,9 +11,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from memreader.errors import DeadlineExceeded
 from memreader.factory import MemReaderConfigFactory
 from memreader.service import ServiceConfig, ServiceSettings
-from memreader.errors import DeadlineExceeded
 from memreader.service.maintenance import LEASE_KEY, LeaseDeadline
 from memreader.service.shared.tables import WORKERS
 from memreader.service.state import ServiceState
