@@ -34,7 +34,7 @@ WORKERS, SLOTS, IDEM, JOBS, RATES = (
 )
 
 #: The problem of a job whose worker stopped answering (its work was taken back).
-LOST_PROBLEM = {
+LOST_PROBLEM: dict[str, Any] = {
     "type": "urn:memreader:problem:worker-lost",
     "title": "Worker lost",
     "status": 500,
