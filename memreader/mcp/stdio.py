@@ -60,7 +60,9 @@ def bad_line_answer(exc: Exception) -> SessionMessage:
         error = types.ErrorData(code=types.PARSE_ERROR, message="Parse error: not JSON")
         return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=None, error=error))
     # The line as parsed is the input of some error (one per message shape tried).
-    given = next((e["input"] for e in errors if isinstance(e.get("input"), dict)), {})
+    given: dict[str, Any] = next(
+        (e["input"] for e in errors if isinstance(e.get("input"), dict)), {}
+    )
     found = given.get("id")
     request_id = found if isinstance(found, (int, str)) and not isinstance(found, bool) else None
     message = "Invalid request: not a JSON-RPC 2.0 message"
