@@ -160,6 +160,42 @@ def test_serve_with_two_workers(tmp_path: Path, store: str | None) -> None:
     assert not _children(server.pid)
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="counts workers in /proc")
+def test_workers_stop_when_their_supervisor_is_killed(tmp_path: Path) -> None:
+    config = {"config": {"embedder": HASH_EMBEDDER, "store": "sqlite:///m.db"}, "service": {}}
+    (tmp_path / "service.yaml").write_text(json.dumps(config))
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    command = [sys.executable, "-m", "memreader.cli", "serve", "--config", "service.yaml"]
+    command += ["--port", str(port), "--workers", "2", "--log-level", "warning"]
+    server = subprocess.Popen(command, cwd=tmp_path, env=env)
+    url = f"http://127.0.0.1:{port}"
+    workers: list[int] = []
+    try:
+        until(lambda: _answers(url), "the service answers", tries=3000)
+        until(lambda: len(_children(server.pid)) == 2, "two workers")
+        workers = _children(server.pid)
+        server.kill()  # SIGKILL: the supervisor runs no handler of its own
+        server.wait(30)
+        until(lambda: not any(_alive(pid) for pid in workers), "the orphans stop", tries=3000)
+        assert not _answers(url)
+    finally:
+        if server.poll() is None:
+            server.kill()
+        for pid in workers:  # never leave an orphan behind, whatever failed
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, reaped by init soon, does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
 def _answers(url: str) -> bool:
     try:
         return httpx.get(f"{url}/healthz", timeout=1).status_code == 200
