@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 import os
-import select
+import queue
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -284,7 +285,7 @@ def test_a_line_that_is_not_a_message_gets_an_error_answer(tmp_path: Path, home:
         server.stdin.write(b"this is not json\n")
         server.stdin.write(b'{"jsonrpc": "2.0", "id": 7, "method": 5}\n')
         server.stdin.flush()
-        answers = [json.loads(_line(server.stdout)) for _ in range(2)]
+        answers = [json.loads(line) for line in _lines(server.stdout, 2)]
     finally:
         server.stdin.close()
         assert server.wait(60) == 0
@@ -302,9 +303,9 @@ def test_a_line_that_is_not_a_message_gets_an_error_answer(tmp_path: Path, home:
     ]
 
 
-def _line(stream: Any, timeout_s: float = 60.0) -> bytes:
-    """One line the server wrote, waited for within ``timeout_s``."""
-    ready, _, _ = select.select([stream], [], [], timeout_s)
-    assert ready, "the server answered nothing"
-    line: bytes = stream.readline()
-    return line
+def _lines(stream: Any, n: int, timeout_s: float = 60.0) -> list[bytes]:
+    """The first ``n`` lines the server wrote, each waited for within ``timeout_s`` (read in
+    a thread: a buffered read may take several lines at once)."""
+    lines: queue.Queue[bytes] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in stream], daemon=True).start()
+    return [lines.get(timeout=timeout_s) for _ in range(n)]
