@@ -242,3 +242,18 @@ def test_a_fresh_state_file_opens_while_another_worker_holds_its_lock(tmp_path: 
     token = opened[0].lease_take("maintain")
     assert token is not None
     opened[0].close()
+
+
+def test_an_erase_withdraws_kept_answers_on_every_worker(pair: Callable[[], SharedState]) -> None:
+    one, two = pair(), pair()
+    for key, said in (("k1", "Ana plays the cello"), ("k2", "Bob plays chess")):
+        slot = ("alice-app", "request", key)
+        assert one.idem_begin(slot, "d", 3600, 100).kind == "new"
+        one.idem_finish(slot, StoredAnswer(200, f'{{"memory": "{said}"}}'.encode(), "a/json"))
+    assert two.idem_withdraw([b"cello", b"nothing kept says this"]) == 1
+    gone = one.idem_begin(("alice-app", "request", "k1"), "d", 3600, 100)
+    assert gone.kind == "done" and gone.answer is not None
+    assert gone.answer.status == 410 and b"cello" not in gone.answer.body
+    kept = one.idem_begin(("alice-app", "request", "k2"), "d", 3600, 100)
+    assert kept.answer is not None and b"chess" in kept.answer.body
+    assert two.idem_withdraw([b"cello"]) == 0  # withdrawn once

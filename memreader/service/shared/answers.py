@@ -57,6 +57,9 @@ WITHDRAWN = StoredAnswer(
 class AnswerTable(Tables):
     """The ``Idempotency-Key`` methods of the shared state."""
 
+    #: SQL: whether a kept answer's ``body`` holds the bytes of one parameter.
+    body_holds = "instr(body, ?) > 0"
+
     def idem_begin(
         self, slot: tuple[str, str, str], digest: str, ttl_s: float, max_entries: int
     ) -> IdemVerdict:
@@ -122,12 +125,16 @@ class AnswerTable(Tables):
         if not wanted:
             return 0
         with self.transaction("idem:withdraw") as run:
-            rows = run(
-                f"SELECT principal, route, key, body FROM {IDEM} "
-                "WHERE status IS NOT NULL AND status <> ?",
-                (WITHDRAWN_STATUS,),
-            )
-            hit = [row[:3] for row in rows if any(n in bytes(row[3] or b"") for n in wanted)]
+            # Searched by the database (kept answers may be large: never all loaded here).
+            hit: set[tuple[str, str, str]] = set()
+            for needle in wanted:
+                hit.update(
+                    run(
+                        f"SELECT principal, route, key FROM {IDEM} WHERE status IS NOT NULL "
+                        f"AND status <> ? AND {self.body_holds}",
+                        (WITHDRAWN_STATUS, needle),
+                    )
+                )
             for principal, route, key in hit:
                 run(
                     f"UPDATE {IDEM} SET status = ?, body = ?, media_type = ? "

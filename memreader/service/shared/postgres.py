@@ -51,6 +51,8 @@ class PostgresSharedState(SharedState):
         StoreError: the database cannot be reached or its tables cannot be made.
     """
 
+    body_holds = "position(? in body) > 0"
+
     def __init__(self, url: str, timeout_s: float = 10.0) -> None:
         super().__init__()
         self.url = url
