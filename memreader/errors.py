@@ -40,7 +40,8 @@ drawing to the classes)::
     │   └── LLMEmptyResponseError
     ├── EmbeddingError
     ├── StoreError
-    │   └── UnknownMemoryError (KeyError)
+    │   ├── UnknownMemoryError (KeyError)
+    │   └── ConflictError
     ├── SinkError
     │   └── ForeignFilesError                 categories/markdown_files.py
     ├── SkillWriteError
@@ -256,6 +257,12 @@ class UnknownMemoryError(StoreError, KeyError):
     def __str__(self) -> str:
         # KeyError's str() quotes its argument; this error's message is a sentence.
         return str(self.args[0]) if self.args else ""
+
+
+class ConflictError(StoreError):
+    """A change lost to another made meanwhile: an update of a memory that another update (or
+    a delete) retired after it was read. Nothing of the losing change was stored; read the
+    memory again (its ``superseded_by`` names the version that won) and decide anew."""
 
 
 class UnsupportedModeError(MemReaderError, ValueError):

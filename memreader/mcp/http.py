@@ -12,7 +12,11 @@ the keys of ``memreader serve``.
   headers and bodies are cut off, connections per client and in all are bounded. Bodies over
   ``service.max_request_bytes`` are refused by the SDK (413).
 - Stateless JSON answers: each POST is one call, answered with one JSON body; no session
-  outlives its request (so no key's session can be reused by another key).
+  outlives its request (so no key's session can be reused by another key). A ``GET`` (the
+  SDK's event stream, which would stay open for ever) or ``DELETE`` is 405.
+- The keys' limits of the config's ``service:`` section hold per key as in ``memreader
+  serve``: ``requests_per_minute_per_key`` and ``max_concurrent_per_key`` (429 with
+  ``Retry-After``).
 """
 
 from __future__ import annotations
@@ -26,6 +30,9 @@ from memreader.mcp.server import CallerOf, MemoryServer
 from memreader.mcp.users import UnauthorizedError, http_caller
 from memreader.service.config import ServiceSettings
 from memreader.service.keys import KeyRing, Principal
+from memreader.service.limits import KeyRates, KeySlots
+from memreader.service.problems import ProblemError
+from memreader.service.shared import open_shared_state
 
 __all__ = ["MCP_PATH", "KeyWall", "callers", "http_app", "serve_http"]
 
@@ -35,43 +42,77 @@ MCP_PATH = "/mcp"
 
 class KeyWall:
     """ASGI middleware: every HTTP request carries a key of ``keys`` (when there are keys),
-    or is answered 401 before anything reads its body."""
+    or is answered 401 before anything reads its body; then the key's limits of
+    ``settings`` hold as in ``memreader serve`` (``requests_per_minute_per_key``, and
+    ``max_concurrent_per_key`` requests in flight, held until the answer has gone): past
+    them, 429 with ``Retry-After``. Only ``POST`` reaches the endpoint: a stateless server
+    has no stream to open (``GET``) and no session to end (``DELETE``): 405."""
 
-    def __init__(self, app: ASGIApp, keys: KeyRing) -> None:
+    def __init__(self, app: ASGIApp, keys: KeyRing, settings: ServiceSettings) -> None:
         self.app = app
         self.keys = keys
+        shared = open_shared_state("memory")  # one process: its own slots and buckets
+        self.rates = KeyRates(settings.requests_per_minute_per_key, shared)
+        self.slots = KeySlots(settings.max_concurrent_per_key, shared)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and self.keys:
-            headers = {
-                name.decode("latin-1").lower(): value.decode("latin-1")
-                for name, value in scope.get("headers", [])
-            }
-            try:
-                http_caller(self.keys, headers, None)
-            except UnauthorizedError as exc:
-                await _refuse(send, str(exc))
-                return
-        await self.app(scope, receive, send)
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {
+            name.decode("latin-1").lower(): value.decode("latin-1")
+            for name, value in scope.get("headers", [])
+        }
+        try:
+            caller = http_caller(self.keys, headers, None)
+        except UnauthorizedError as exc:
+            await _refuse(send, 401, "unauthorized", "Unauthorized", str(exc), _BEARER)
+            return
+        if scope.get("method") != "POST":
+            detail = "this MCP server is stateless: send each call as a POST (no GET stream)"
+            await _refuse(send, 405, "method-not-allowed", "Method not allowed", detail, _POST)
+            return
+        try:
+            self.rates.take(caller.name)
+            release = self.slots.acquire(caller.name)
+        except ProblemError as problem:
+            retry = [(b"retry-after", str(problem.headers.get("Retry-After", "1")).encode())]
+            await _refuse(send, problem.status, problem.kind, problem.title, problem.detail, retry)
+            return
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            release()
 
 
-async def _refuse(send: Send, detail: str) -> None:
+_BEARER = [(b"www-authenticate", b'Bearer realm="memreader"')]
+_POST = [(b"allow", b"POST")]
+
+
+async def _refuse(
+    send: Send,
+    status: int,
+    kind: str,
+    title: str,
+    detail: str,
+    headers: list[tuple[bytes, bytes]],
+) -> None:
     body = json.dumps(
         {
-            "type": "urn:memreader:problem:unauthorized",
-            "title": "Unauthorized",
-            "status": 401,
+            "type": f"urn:memreader:problem:{kind}",
+            "title": title,
+            "status": status,
             "detail": detail,
         }
     ).encode()
     await send(
         {
             "type": "http.response.start",
-            "status": 401,
+            "status": status,
             "headers": [
                 (b"content-type", b"application/problem+json"),
                 (b"content-length", str(len(body)).encode()),
-                (b"www-authenticate", b'Bearer realm="memreader"'),
+                *headers,
             ],
         }
     )
@@ -87,7 +128,7 @@ def http_app(mcp: MemoryServer, keys: KeyRing, settings: ServiceSettings, *, hos
         max_request_body_size=settings.max_request_bytes,
         host=host,
     )
-    return KeyWall(app, keys)
+    return KeyWall(app, keys, settings)
 
 
 def callers(keys: KeyRing, fixed_user: str | None) -> CallerOf:

@@ -35,6 +35,7 @@ from memreader.service.models import RequestBody
 from memreader.service.problems import ProblemError, problem_for, shown
 from memreader.service.redact import PathScrub
 from memreader.service.shared import JobRecord, SharedState
+from memreader.service.shared.tables import LOST_PROBLEM
 
 __all__ = ["JobInput", "JobManager", "JobRequest", "JobState", "resolve_inside"]
 
@@ -199,7 +200,7 @@ class JobManager:
         job_id = uuid.uuid4().hex
         config = self._job_config(principal, request, job_id)
         state = JobState(job_id, principal.name, self._scrub(job_id))
-        state.cancel = SharedCancel(lambda: self.shared.job_cancel_asked(job_id))
+        state.cancel = SharedCancel(lambda: self.shared.job_should_stop(job_id))
         record = JobRecord(job_id, principal.name, state.to_dict(), False, self.shared.worker)
         running = self.shared.job_add(record, self.max_running_per_key)
         if running is not None:
@@ -279,6 +280,9 @@ class JobManager:
         except Exception as exc:  # a bug: the job fails with a problem, the service goes on
             state.problem = problem_for(exc)
         finally:
+            if getattr(state.cancel, "lost", False):
+                # Taken back while this worker was silent: failed, as every worker shows it.
+                outcome, state.problem = "failed", _lost_problem()
             with state._lock:
                 state.status = outcome  # type: ignore[assignment]
                 state.finished_at = datetime.now(timezone.utc)
@@ -289,11 +293,19 @@ class JobManager:
 
     def _save(self, job_id: str, shown: dict[str, Any]) -> None:
         """Save the job as shown for the other workers; a failure is logged (this worker
-        still shows it; the next change saves it again)."""
+        still shows it; the next change saves it again). A job taken back from this worker
+        saves nothing: it is told to stop."""
         try:
-            self.shared.job_save(job_id, shown)
+            saved = self.shared.job_save(job_id, shown)
         except MemReaderError as exc:
             logger.warning("job %s: could not save its progress for other workers: %s", job_id, exc)
+            return
+        with self._lock:
+            state = self._jobs.get(job_id)
+        if not saved and state is not None and isinstance(state.cancel, SharedCancel):
+            if not state.cancel.lost:
+                logger.error("job %s was taken back from this worker; stopping it", job_id)
+            state.cancel.set_lost()
 
     def _scrub(self, job_id: str) -> PathScrub:
         """Paths under the input roots become relative, the job's state folder ``job``, the
@@ -360,3 +372,13 @@ class JobManager:
             problem = problem_for(exc)
             problem.detail = f"{where}: {problem.detail}"
             raise problem from None
+
+
+def _lost_problem() -> ProblemError:
+    """The problem of a job taken back from its worker (as the shared state shows it)."""
+    return ProblemError(
+        int(LOST_PROBLEM["status"]),
+        str(LOST_PROBLEM["type"]).rsplit(":", 1)[1],
+        str(LOST_PROBLEM["title"]),
+        str(LOST_PROBLEM["detail"]),
+    )

@@ -29,6 +29,7 @@ from starlette.responses import Response
 
 from memreader.errors import (
     ConfigError,
+    ConflictError,
     DeadlineExceeded,
     EmbeddingError,
     InputError,
@@ -144,6 +145,8 @@ def problem_for(error: BaseException) -> ProblemError:
     name = type(error).__name__
     if isinstance(error, UnknownMemoryError):
         return ProblemError(404, "not-found", "No such memory", _said(error), extra={"error": name})
+    if isinstance(error, ConflictError):  # another change won: read again, decide anew
+        return ProblemError(409, "conflict", "Conflict", _said(error), extra={"error": name})
     if isinstance(error, ForbiddenScopeError):
         return ProblemError(
             403, "forbidden-scope", "Scope not allowed", _said(error), extra={"error": name}

@@ -14,6 +14,7 @@ from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
 from memreader.scopes import seen_in
+from memreader.service.erasure import erased_texts, forgotten_texts
 from memreader.service.keys import Principal
 from memreader.service.models import (
     AddMemoryRequest,
@@ -169,12 +170,12 @@ async def forget(body: ForgetRequest, request: Request) -> Response:
 
     async def answer() -> Response:
         # A forget that committed is answered with its events, however late.
-        events = await state.blocking(
-            lambda: state.store.forget(source, user_id=user_id),
-            "forgetting",
-            state.deadline(request),
-            writes=True,
-        )
+        def work() -> list[WriteEvent]:
+            events = state.store.forget(source, user_id=user_id)
+            state.erased(forgotten_texts(state.store, events, user_id))
+            return events
+
+        events = await state.blocking(work, "forgetting", state.deadline(request), writes=True)
         return json_response({"events": [event_json(event) for event in events]})
 
     return await state.idempotent(request, principal, "forget", answer)
@@ -237,7 +238,10 @@ async def delete_memory(
 
     def work() -> WriteEvent:
         _changeable(state, principal, memory_id, owner)
-        return state.store.delete(memory_id, user_id=owner, erase=erase)
+        texts = erased_texts(state.store, memory_id, owner) if erase else []
+        event = state.store.delete(memory_id, user_id=owner, erase=erase)
+        state.erased(texts)  # kept answers holding its text are withdrawn
+        return event
 
     return await _write(request, principal, "delete", work)
 

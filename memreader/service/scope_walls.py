@@ -11,7 +11,8 @@ of the HTTP service and the MCP server.
   agents), the same way.
 - A change of a stored memory (update, delete) needs the memory to be of one of the key's
   tasks and agents (:func:`check_change`): an untasked memory or another task's shared one is
-  the owner's, seen but not changed.
+  the owner's, seen but not changed (403); another task's private one is not seen, so it is
+  "not found" (404), word for word as an id the owner does not have.
 - What spans every task of the owner (forgetting a source, categories and their summaries,
   refining stored items, batch jobs) is refused (:func:`check_whole_owner`).
 
@@ -23,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from memreader.errors import InputError
+from memreader.errors import InputError, UnknownMemoryError
 from memreader.scopes import check_scope_id, scope_columns
 from memreader.service.keys import Principal
 
@@ -65,11 +66,19 @@ def _one(wall: Collection[str] | None, given: Any, what: str, plural: str) -> st
 
 
 def check_change(principal: Principal, memory: Any) -> None:
-    """Refuse a change of the stored ``memory`` outside the key's agents and tasks.
+    """Refuse a change of the stored ``memory`` outside the key's agents and tasks. A memory
+    the key does not even see (another task's private one) is refused exactly as an unknown
+    id is: ids derive from text, and a different answer would confirm a guessed memory.
 
     Raises:
-        ForbiddenScopeError: the memory's agent or task (none counts) is not the key's.
+        UnknownMemoryError: the key does not see the memory (as the store says of an id the
+            owner does not have).
+        ForbiddenScopeError: the key sees the memory (untasked, or shared by another task)
+            but its agent or task (none counts) is not the key's.
     """
+    if not key_sees(principal, memory):
+        owner = memory.item.metadata.user_id
+        raise UnknownMemoryError(f"user {owner!r} has no memory {memory.id!r}")
     agent, task, _ = scope_columns(memory.item.metadata)
     for wall, mine, what in ((principal.agents, agent, "agent"), (principal.tasks, task, "task")):
         if wall is not None and mine not in wall:

@@ -7,7 +7,7 @@ import asyncio
 import json
 import logging
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
@@ -20,7 +20,7 @@ from memreader.categories.maintainer import maintainer_for
 from memreader.errors import StoreError
 from memreader.readers.base import BaseMemReader
 from memreader.service.config import ServiceConfig
-from memreader.service.idempotency import IdempotencyCache, StoredAnswer
+from memreader.service.idempotency import IdempotencyCache, KeyedRequest, StoredAnswer
 from memreader.service.jobs import JobManager
 from memreader.service.keys import LOCAL_PRINCIPAL, KeyRing, Principal
 from memreader.service.limits import KeyRates, KeySlots, deadline_problem
@@ -246,13 +246,17 @@ class ServiceState:
         route: str,
         answer: Callable[[], Awaitable[Response]],
     ) -> Response:
-        """``answer()``, or the first answer of a retried ``Idempotency-Key`` request."""
+        """``answer()``, or the first answer of a retried ``Idempotency-Key`` request (the
+        key names the request's method, path, query and body; ``route`` names it in logs)."""
         key = request.headers.get("idempotency-key")
         if key is None:
             return await answer()
-        body = await request.body()
-        kept = self.idempotency.begin(principal.name, route, key, body)
+        keyed = KeyedRequest(
+            request.method, request.url.path, request.url.query, await request.body()
+        )
+        kept = self.idempotency.begin(principal.name, key, keyed)
         if kept is not None:
+            logger.debug("%s: replayed the answer of Idempotency-Key %r", route, key)
             return Response(
                 kept.body,
                 status_code=kept.status,
@@ -262,16 +266,27 @@ class ServiceState:
         try:
             response = await answer()
         except BaseException:
-            self.idempotency.abandon(principal.name, route, key)
+            self.idempotency.abandon(principal.name, key)
             raise
         if response.status_code >= 500 or response.status_code == 429:
-            self.idempotency.abandon(principal.name, route, key)
+            self.idempotency.abandon(principal.name, key)
         else:
             stored = StoredAnswer(
                 response.status_code, bytes(response.body), response.media_type or ""
             )
-            self.idempotency.finish(principal.name, route, key, stored)
+            self.idempotency.finish(principal.name, key, stored)
         return response
+
+    def erased(self, texts: Sequence[str]) -> None:
+        """Withdraw the kept answers holding ``texts`` (what an erase removed: ids, words);
+        a failure is logged as an error (the erase itself is done and answered)."""
+        try:
+            withdrawn = self.idempotency.withdraw(texts)
+        except StoreError as exc:
+            logger.error("erase: kept answers holding erased text were not withdrawn: %s", exc)
+            return
+        if withdrawn:
+            logger.info("erase: withdrew %d kept answer(s) holding erased text", withdrawn)
 
     def maintenance(self) -> MaintainTask | None:
         """The background ``maintain`` of ``maintain_every_s`` (``None``: off, or no store)."""

@@ -11,12 +11,15 @@ worker. Per-key slots, ``Idempotency-Key`` answers and jobs live in the shared s
 
 A worker that dies is replaced (at most :data:`MAX_RESTARTS` times in a row without a minute
 of calm, then the service stops). SIGINT or SIGTERM stops every worker gracefully (uvicorn's
-shutdown: answers in flight end, jobs are cancelled).
+shutdown: answers in flight end, jobs are cancelled). A supervisor killed outright (SIGKILL,
+the OOM killer) takes its workers with it: each stops gracefully when its parent is gone
+(:func:`die_with_parent`), never serving on as an orphan.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import functools
 import logging
 import os
@@ -24,6 +27,7 @@ import signal
 import socket
 import sys
 import tempfile
+import threading
 import time
 from types import FrameType
 
@@ -32,7 +36,14 @@ from memreader.service.accept_share import ConnectionShares, SharedListener
 from memreader.service.config import ServiceConfig
 from memreader.service.shared import STATE_ENV
 
-__all__ = ["WORKERS_ENV", "core_share", "default_workers", "run_worker", "serve_workers"]
+__all__ = [
+    "WORKERS_ENV",
+    "core_share",
+    "default_workers",
+    "die_with_parent",
+    "run_worker",
+    "serve_workers",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +51,9 @@ logger = logging.getLogger(__name__)
 #: its share of the cores, :func:`memreader.embedders.local.session_threads`).
 WORKERS_ENV = "MEMREADER_WORKER_PROCESSES"
 MAX_RESTARTS = 5
+#: Seconds between two looks of a worker at its supervisor (where the kernel cannot tell it).
+PARENT_CHECK_S = 1.0
+_PR_SET_PDEATHSIG = 1
 
 
 def default_workers() -> int:
@@ -181,6 +195,7 @@ def _fork(
 ) -> int:
     shares, index = place
     shares.publish(index, 0)  # a new worker (or one replacing a dead one) holds none yet
+    parent = os.getpid()
     pid = os.fork()
     if pid:
         return pid
@@ -188,6 +203,7 @@ def _fork(
     try:
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, signal.SIG_DFL)
+        die_with_parent(parent)
         run_worker(config, sock, host=host, port=port, log_level=level, shares=shares, index=index)
         code = 0
     except BaseException:  # the worker must never return into the parent's code
@@ -196,6 +212,37 @@ def _fork(
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
+
+
+def die_with_parent(parent: int) -> None:
+    """Make this worker stop (SIGTERM: uvicorn's graceful shutdown) when its supervisor
+    ``parent`` is gone, even killed with SIGKILL (no handler of its own runs then): an
+    orphan would go on serving the socket, and nothing would stop or replace it. On Linux
+    the kernel sends the signal (``PR_SET_PDEATHSIG``); elsewhere a daemon thread looks at
+    the parent every :data:`PARENT_CHECK_S` seconds."""
+    if _parent_death_signal(signal.SIGTERM):
+        if os.getppid() != parent:  # it died before the signal was asked for
+            os.kill(os.getpid(), signal.SIGTERM)
+        return
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_CHECK_S)
+        logger.error("memreader serve: the supervisor %d is gone; this worker stops", parent)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="memreader-parent-watch", daemon=True).start()
+
+
+def _parent_death_signal(sig: int) -> bool:
+    """Ask the kernel for ``sig`` when the parent dies (Linux); whether it was set."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0)
+    except (OSError, AttributeError):
+        return False
 
 
 def run_worker(

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
+from memreader.errors import ConflictError
 from memreader.items import TextualMemoryItem
 from memreader.modes import is_verbatim
 from memreader.stores.events import EventKind, WriteEvent
@@ -34,7 +37,38 @@ from memreader.stores.write_decisions import (
     valid_from_of,
 )
 
-__all__ = ["ChangeRules", "Prepared", "item_json", "prepared", "with_sources"]
+__all__ = [
+    "ChangeRules",
+    "Prepared",
+    "item_json",
+    "prepared",
+    "reconcile_exactly",
+    "with_sources",
+]
+
+#: Ids of the items whose reconcile decision must apply, in this thread's write: see
+#: :func:`reconcile_exactly`.
+_EXACT: ContextVar[frozenset[str]] = ContextVar("memreader_exact", default=frozenset())
+
+
+@contextmanager
+def reconcile_exactly(item_id: str) -> Iterator[None]:
+    """In the block, the write of item ``item_id`` applies its reconcile decision or fails
+    with :class:`~memreader.errors.ConflictError` (rolled back), instead of falling back to
+    the dedup rules (an ``ADD`` beside a target retired meanwhile). A direct update needs it:
+    decided on the version it read, it must supersede that version, which the write's
+    transaction (the owner's lock) sees as it is.
+
+    >>> with reconcile_exactly("m2"):
+    ...     "m2" in _EXACT.get()
+    True
+    """
+    token = _EXACT.set(_EXACT.get() | {item_id})
+    try:
+        yield
+    finally:
+        _EXACT.reset(token)
+
 
 #: The form a store compares vectors in (a unit numpy vector, pgvector text).
 V = TypeVar("V")
@@ -131,6 +165,16 @@ class ChangeRules(ABC, Generic[V]):
             reconcile=meta.reconcile,
             target=self._target(p, meta.reconcile.target_id) if meta.reconcile else None,
         )
+        if (
+            meta.reconcile is not None
+            and decision.previous_id is None
+            and decision.event != "NONE"
+            and p.item.id in _EXACT.get()
+        ):
+            raise ConflictError(
+                f"memory {meta.reconcile.target_id!r} changed before this change of it was "
+                f"written ({decision.reason}); nothing was stored: read it again"
+            )
         own_row = int(by_id[0]) if by_id is not None else None
         if decision.event == "NONE":
             assert own_row is not None  # NONE: the item's own row is stored and active

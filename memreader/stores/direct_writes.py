@@ -23,10 +23,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from memreader.calls.deadlines import Deadline
-from memreader.errors import InputError, UnknownMemoryError
+from memreader.errors import ConflictError, InputError, UnknownMemoryError
 from memreader.items import MEMORY_TYPES, MemoryType, Reconciliation, TextualMemoryItem
 from memreader.items import TextualMemoryItemMetadata as Metadata
 from memreader.scopes import info_scope, scope_columns, scoped_hash
+from memreader.stores.change_rules import reconcile_exactly
 from memreader.stores.checks import SourceSelector, check_memory_id, check_owner, moment
 from memreader.stores.events import WriteEvent
 from memreader.stores.records import StoredMemory
@@ -187,18 +188,32 @@ class DirectWrites(ABC):
             new = store.update(event.memory_id, "Ana is vegan", user_id="u1")
             store.get(event.memory_id, user_id="u1").status  # 'superseded'
 
+        Concurrent updates of one memory give it one successor: the first to commit wins,
+        each other raises :class:`~memreader.errors.ConflictError` (nothing of it stored). The
+        same update made again once applied (a retry whose answer was lost) is ``NONE``,
+        naming the version it made.
+
         Raises:
             UnknownMemoryError: ``user_id`` has no memory ``memory_id``.
-            InputError: the memory is not active (superseded or expired), or ``text`` is empty
-                or already another active memory of the owner (delete this one instead).
+            ConflictError: another change superseded (or expired) the memory first.
+            InputError: the memory is expired, or ``text`` is empty or already another active
+                memory of the owner (delete this one instead).
             StoreError: the store failed.
         """
         owner, body = check_owner(user_id), _text(text)
         old = self._stored(memory_id, owner)
-        if old.status != "active":
-            where = f" (superseded by {old.superseded_by})" if old.superseded_by else ""
-            raise InputError(f"memory {memory_id!r} is {old.status}{where}; update an active one")
         digest = scoped_hash(content_hash(body), scope_columns(old.item.metadata))
+        new_id = direct_id(owner, old.id, digest)
+        if old.status != "active":
+            if old.superseded_by == new_id:  # this very update, applied before: a retry
+                why = f"this update of {old.id} was applied already"
+                return WriteEvent("NONE", new_id, new_id, why, old.id)
+            if old.superseded_by:
+                raise ConflictError(
+                    f"memory {memory_id!r} was superseded by {old.superseded_by!r} (another "
+                    "change); nothing was stored: read that version and update it instead"
+                )
+            raise InputError(f"memory {memory_id!r} is {old.status}; update an active one")
         if digest == old.content_hash:
             return WriteEvent("NONE", old.id, old.id, "the text is unchanged")
         why = reason or "updated by the caller"
@@ -210,14 +225,18 @@ class DirectWrites(ABC):
                 "reconcile": Reconciliation(event="UPDATE", target_id=old.id, reason=why),
             }
         )
-        item = TextualMemoryItem(id=direct_id(owner, old.id, digest), memory=body, metadata=meta)
+        item = TextualMemoryItem(id=new_id, memory=body, metadata=meta)
         found = self.lookup([item], user_id=owner)[0]
         if found is not None and found.event == "REINFORCE":
             raise InputError(
                 f"{body!r} is already stored as memory {found.memory_id!r}; delete "
                 f"{memory_id!r} instead of updating it"
             )
-        return self.write([item], user_id=owner, now=now)[0]
+        # The old version may change between the look above and the write's transaction (an
+        # update or a delete racing this one): inside it, this one must supersede the old
+        # version or fail, never be added beside it (one successor per version).
+        with reconcile_exactly(new_id):
+            return self.write([item], user_id=owner, now=now)[0]
 
     def delete(
         self,

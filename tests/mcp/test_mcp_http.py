@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import httpx2
@@ -83,3 +84,48 @@ def test_a_key_of_one_user_cannot_reach_another(url: str) -> None:
     memory_id = run(as_alice())
     run(as_bob(memory_id))
     run(as_ops(memory_id))
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"},
+    },
+}
+ACCEPT = {"Accept": "application/json, text/event-stream"}
+
+
+def _post(url: str, who: str) -> httpx2.Response:
+    headers = {**ACCEPT, "Authorization": f"Bearer mr_test_{who}"}
+    return httpx2.post(url, json=INITIALIZE, headers=headers, timeout=30)
+
+
+def test_the_keys_limits_hold_and_no_stream_stays_open(tmp_path: Path) -> None:
+    keys = keys_file(tmp_path, {name: [name] for name in ("alice", "bob", "carol")})
+    limits = {"keys_file": str(keys), "requests_per_minute_per_key": 3}
+    config = hash_config(tmp_path, {**limits, "max_concurrent_per_key": 1})
+    with http_server(tmp_path / "home", "--config", str(config)) as url:
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+        # GET would open the SDK's event stream for ever: a stateless server refuses it.
+        stream = httpx2.get(url, headers={**ACCEPT, "Authorization": "Bearer mr_test_bob"})
+        assert stream.status_code == 405 and stream.headers["allow"] == "POST"
+        # A call of alice whose body never comes holds her one slot: her next is 429.
+        with socket.create_connection(("127.0.0.1", port)) as held:
+            held.sendall(
+                b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                b"Accept: application/json, text/event-stream\r\n"
+                b"Authorization: Bearer mr_test_alice\r\nContent-Length: 100\r\n\r\n{"
+            )
+            busy = _post(url, "alice")
+            assert busy.status_code == 429 and busy.headers["retry-after"] == "1"
+            assert "max_concurrent_per_key is 1" in busy.json()["detail"]
+            assert _post(url, "bob").status_code == 200  # another key has its own
+        # carol sends her 3 requests of the minute; the 4th is 429, saying when to retry.
+        assert [_post(url, "carol").status_code for _ in range(3)] == [200, 200, 200]
+        limited = _post(url, "carol")
+        assert limited.status_code == 429 and int(limited.headers["retry-after"]) >= 1
+        assert limited.json()["type"].endswith("rate-limited")

@@ -70,8 +70,11 @@ def test_tools_filter_by_scope_and_a_task_key_stays_in_its_task(url: str) -> Non
             )
             text = error(await client.call_tool("get_memory", {"memory_id": ids["b"]}))
             assert text.startswith("UnknownMemoryError: ")
-            text = error(await client.call_tool("delete_memory", {"memory_id": ids["b"]}))
-            assert text.startswith("ForbiddenScopeError: this key may not change memory")
+            # Another task's private memory: refused word for word as an unknown id.
+            for tool, extra in (("delete_memory", {}), ("update_memory", {"text": "changed"})):
+                for memory_id in (ids["b"], "no-such-memory"):
+                    text = error(await client.call_tool(tool, {"memory_id": memory_id, **extra}))
+                    assert text == f"UnknownMemoryError: user 'alice' has no memory '{memory_id}'"
             text = error(await client.call_tool("remember", {"fact": "x", "task_id": "B"}))
             assert text.startswith("ForbiddenScopeError: ")
             stored = answer(await client.call_tool("remember", {"fact": "A's build is green."}))

@@ -3,12 +3,18 @@ SDK's own client (issue 32)."""
 
 from __future__ import annotations
 
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.mcp.mcp_servers import answer, error, hash_config, run, stdio_client
+from tests.mcp.mcp_servers import answer, environment, error, hash_config, run, stdio_client
 
 TOOLS = {
     "remember",
@@ -261,3 +267,45 @@ def test_the_default_config_serves_the_local_embedder(tmp_path: Path, home: Path
 
     run(talk(), timeout=240)
     assert (home / "memories.db").exists()
+
+
+@pytest.mark.timeout(120)
+def test_a_line_that_is_not_a_message_gets_an_error_answer(tmp_path: Path, home: Path) -> None:
+    config = hash_config(tmp_path)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "memreader.cli", "mcp", "--user-id", "u1", "--config", str(config)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, **environment(home)},
+        cwd=str(tmp_path),
+    )
+    assert server.stdin is not None and server.stdout is not None
+    try:
+        server.stdin.write(b"this is not json\n")
+        server.stdin.write(b'{"jsonrpc": "2.0", "id": 7, "method": 5}\n')
+        server.stdin.flush()
+        answers = [json.loads(line) for line in _lines(server.stdout, 2)]
+    finally:
+        server.stdin.close()
+        assert server.wait(60) == 0
+    assert answers == [
+        {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {"code": -32700, "message": "Parse error: not JSON"},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "error": {"code": -32600, "message": "Invalid request: not a JSON-RPC 2.0 message"},
+        },
+    ]
+
+
+def _lines(stream: Any, n: int, timeout_s: float = 60.0) -> list[bytes]:
+    """The first ``n`` lines the server wrote, each waited for within ``timeout_s`` (read in
+    a thread: a buffered read may take several lines at once)."""
+    lines: queue.Queue[bytes] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in stream], daemon=True).start()
+    return [lines.get(timeout=timeout_s) for _ in range(n)]

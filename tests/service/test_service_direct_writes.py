@@ -76,10 +76,11 @@ def test_direct_writes_are_walled_and_typed(start: Start) -> None:
     # The admin key may use many users: it must name one.
     no_user = problem(httpx.post(f"{url}/v1/memories", json=text, headers=auth("admin")), 422)
     assert "user_id is required" in no_user["detail"]
-    # A superseded memory cannot be updated again: 422 saying what replaced it.
+    # A superseded memory cannot be updated to another text: 409 saying what replaced it.
     new = httpx.patch(f"{url}/v1/memories/{bob_id}", json=text, headers=bob).json()["event"]
-    twice = problem(httpx.patch(f"{url}/v1/memories/{bob_id}", json=text, headers=bob), 422)
-    assert f"superseded by {new['memory_id']}" in twice["detail"]
+    other = {"text": "Bob plays shogi."}
+    twice = problem(httpx.patch(f"{url}/v1/memories/{bob_id}", json=other, headers=bob), 409)
+    assert f"superseded by '{new['memory_id']}'" in twice["detail"]
 
 
 def test_search_filters_by_category(start: Start) -> None:
@@ -129,5 +130,16 @@ def test_a_retried_update_with_its_idempotency_key_is_replayed(start: Start) -> 
     second = httpx.patch(f"{url}/v1/memories/{memory_id}", json=text, headers=retry)
     assert first.status_code == second.status_code == 200
     assert second.headers["idempotent-replayed"] == "true" and first.content == second.content
-    # Without the key, the same request meets a superseded memory.
-    problem(httpx.patch(f"{url}/v1/memories/{memory_id}", json=text, headers=alice), 422)
+    # Without the key (a retry whose kept answer is gone) the same update is found applied:
+    # 200, naming the version it made; another text for that old version is a conflict.
+    again = httpx.patch(f"{url}/v1/memories/{memory_id}", json=text, headers=alice)
+    assert again.status_code == 200, again.text
+    made = first.json()["event"]["memory_id"]
+    assert again.json()["event"] | {"reason": ""} == {
+        **first.json()["event"],
+        "event": "NONE",
+        "reason": "",
+    }
+    assert again.json()["event"]["memory_id"] == made
+    other = httpx.patch(f"{url}/v1/memories/{memory_id}", json={"text": "x y"}, headers=alice)
+    assert problem(other, 409)["error"] == "ConflictError"

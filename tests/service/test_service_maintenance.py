@@ -9,10 +9,13 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import httpx
+import pytest
 
+from memreader.errors import DeadlineExceeded
 from memreader.factory import MemReaderConfigFactory
 from memreader.service import ServiceConfig, ServiceSettings
-from memreader.service.maintenance import LEASE_KEY
+from memreader.service.maintenance import LEASE_KEY, LeaseDeadline
+from memreader.service.shared.tables import WORKERS
 from memreader.service.state import ServiceState
 from memreader.stores import open_store
 from memreader.testing import HashEmbedder
@@ -63,6 +66,33 @@ def test_one_worker_at_a_time_runs_maintain(tmp_path: Path) -> None:
         assert state.shared.slots_held(LEASE_KEY) == 0  # the lease was given back
     finally:
         state.close()
+
+
+def test_a_maintainer_paused_past_its_heartbeat_stops_once_its_lease_is_taken(
+    tmp_path: Path,
+) -> None:
+    url = _store_with_an_old_expiry(tmp_path / "m.db")
+    paused, other = (_state(tmp_path, url, maintain_every_s=3600) for _ in range(2))
+    try:
+        token = paused.shared.lease_take(LEASE_KEY)
+        assert token is not None
+        lease = LeaseDeadline(paused.shared, token, every_s=0.0)
+        task = other.maintenance()
+        assert task is not None and asyncio.run(task.run_once()) is None  # held: skipped
+        # The holder is paused (no beats) past its heartbeat: the other worker takes over.
+        paused.shared._stop.set()
+        with paused.shared.transaction() as run:
+            run(f"UPDATE {WORKERS} SET seen = 0 WHERE id = ?", (paused.shared.worker,))
+        report = asyncio.run(task.run_once())
+        assert report is not None and report.purged == {"ana": 1}
+        # It resumes: its run stops at its first check, before doing anything.
+        paused.shared.beat()
+        with pytest.raises(DeadlineExceeded, match="whose lease was lost, was cancelled"):
+            paused.store.maintain(deadline=lease)
+        assert not paused.shared.lease_held(token)  # its token is useless for good
+    finally:
+        paused.close()
+        other.close()
 
 
 def test_background_maintain_is_off_by_default(tmp_path: Path) -> None:

@@ -142,17 +142,30 @@ def test_a_task_key_never_writes_or_changes_outside_its_task(url: str) -> None:
     read_a = post(url, "/v1/read", "task-a", scenes=chat, info=info, store=True)
     assert read_a.status_code == 200, read_a.text
     assert {i["metadata"]["task_id"] for i in read_a.json()["items"][0]} == {"A"}
-    for memory_id in (b, untasked):
+    # Another task's private memory is not seen: its change is the very 404 of an unknown
+    # id (ids derive from text: another answer would confirm a guessed memory). An untasked
+    # one is seen: 403.
+    unknown = "0" * 8 + "-0000-5000-8000-" + "0" * 12
+    for memory_id, status in ((b, 404), (unknown, 404), (untasked, 403)):
         changed = httpx.patch(
             f"{url}/v1/memories/{memory_id}",
             json={"user_id": "alice", "text": "changed"},
             headers=_auth("task-a"),
         )
-        assert problem(changed, 403)["type"].endswith("forbidden-scope")
         deleted = httpx.delete(
             f"{url}/v1/memories/{memory_id}", params={"user_id": "alice"}, headers=_auth("task-a")
         )
-        assert problem(deleted, 403)["type"].endswith("forbidden-scope")
+        for answer in (changed, deleted):
+            body = problem(answer, status)
+            if status == 404:
+                assert body == {
+                    **body,
+                    "detail": f"user 'alice' has no memory '{memory_id}'",
+                    "error": "UnknownMemoryError",
+                }
+                assert "task" not in answer.text
+            else:
+                assert body["type"].endswith("forbidden-scope")
     assert get(url, f"/v1/memories/{b}", "alice", user_id="alice").json()["status"] == "active"
     mine = httpx.delete(
         f"{url}/v1/memories/{written}", params={"user_id": "alice"}, headers=_auth("task-a")

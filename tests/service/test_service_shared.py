@@ -5,6 +5,7 @@ decided by one are seen by the other; a worker that stops beating frees what it 
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -183,3 +184,76 @@ def test_the_state_follows_the_store() -> None:
         open_shared_state("redis://cache")
     # The workers' count reaches the embedder under the name it reads.
     assert WORKERS_ENV == PROCESSES_ENV
+
+
+def _pause(state: SharedState) -> None:
+    """``state``'s worker stops beating (paused) and its last beat is long past."""
+    state._stop.set()
+    if state._beats is not None:
+        state._beats.join(10)
+    with state.transaction() as run:
+        run(f"UPDATE {WORKERS} SET seen = 0 WHERE id = ?", (state.worker,))
+
+
+def test_a_paused_workers_jobs_and_lease_are_taken_back_for_good(
+    pair: Callable[[], SharedState],
+) -> None:
+    one, two = pair(), pair()
+    data = {"id": "j1", "status": "running", "progress": {"inputs_done": 0}}
+    assert one.job_add(JobRecord("j1", "alice-app", data, False, one.worker), limit=1) is None
+    token = one.lease_take("maintain")
+    assert token is not None and one.lease_held(token)
+    assert two.lease_take("maintain") is None  # one holder at a time
+    second = JobRecord("j2", "alice-app", {**data, "id": "j2"}, False, two.worker)
+    assert two.job_add(second, limit=1) == 1
+    _pause(one)
+    # Another worker takes the job's place and the lease: both are taken back from one.
+    assert two.job_add(second, limit=1) is None
+    lost = two.job_load("j1")
+    assert lost is not None and lost.data["status"] == "failed"
+    assert lost.data["problem"]["type"].endswith("worker-lost")
+    taken = two.lease_take("maintain")
+    assert taken is not None and two.lease_held(taken)
+    # The paused worker resumes: its tokens are useless, its job refuses its saves.
+    one.beat()
+    assert not one.lease_held(token) and one.lease_take("maintain") is None
+    assert one.job_should_stop("j1") == "lost"
+    assert not one.job_save("j1", {**data, "status": "succeeded"})
+    after = two.job_load("j1")
+    assert after is not None and after.data["status"] == "failed"
+    assert two.job_should_stop("j2") is None and two.job_save("j2", {**data, "id": "j2"})
+
+
+def test_a_fresh_state_file_opens_while_another_worker_holds_its_lock(tmp_path: Path) -> None:
+    # Another worker starting on the same fresh file holds its write lock (no WAL yet):
+    # SQLite answers "database is locked" at once; the opening waits its turn instead.
+    path = tmp_path / "fresh.service-state"
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+    other.execute("CREATE TABLE starting (x)")
+    opened: list[SharedState] = []
+    opener = threading.Thread(target=lambda: opened.append(open_shared_state(f"sqlite:///{path}")))
+    opener.start()
+    opener.join(0.3)  # it waits for the lock meanwhile
+    other.execute("COMMIT")
+    other.close()
+    opener.join(30)
+    assert len(opened) == 1
+    token = opened[0].lease_take("maintain")
+    assert token is not None
+    opened[0].close()
+
+
+def test_an_erase_withdraws_kept_answers_on_every_worker(pair: Callable[[], SharedState]) -> None:
+    one, two = pair(), pair()
+    for key, said in (("k1", "Ana plays the cello"), ("k2", "Bob plays chess")):
+        slot = ("alice-app", "request", key)
+        assert one.idem_begin(slot, "d", 3600, 100).kind == "new"
+        one.idem_finish(slot, StoredAnswer(200, f'{{"memory": "{said}"}}'.encode(), "a/json"))
+    assert two.idem_withdraw([b"cello", b"nothing kept says this"]) == 1
+    gone = one.idem_begin(("alice-app", "request", "k1"), "d", 3600, 100)
+    assert gone.kind == "done" and gone.answer is not None
+    assert gone.answer.status == 410 and b"cello" not in gone.answer.body
+    kept = one.idem_begin(("alice-app", "request", "k2"), "d", 3600, 100)
+    assert kept.answer is not None and b"chess" in kept.answer.body
+    assert two.idem_withdraw([b"cello"]) == 0  # withdrawn once

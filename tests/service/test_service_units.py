@@ -5,6 +5,7 @@ real service)."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import httpx
@@ -22,7 +23,7 @@ from memreader.errors import (
 from memreader.factory import MemReaderConfigFactory
 from memreader.service import ServiceConfig, create_app, load_service_config
 from memreader.service.config import ContentAccess
-from memreader.service.idempotency import IdempotencyCache, StoredAnswer
+from memreader.service.idempotency import IdempotencyCache, KeyedRequest, StoredAnswer
 from memreader.service.keys import ApiKey, KeyRing, hash_key
 from memreader.service.limits import KeySlots
 from memreader.service.problems import ProblemError, problem_for
@@ -46,30 +47,54 @@ def test_keys_match_by_hash_only() -> None:
 
 def test_idempotency_replays_refuses_and_expires() -> None:
     cache = IdempotencyCache(ttl_s=3600, max_entries=2)
-    assert cache.begin("key", "read", "k1", b"body") is None
+    body = KeyedRequest("POST", "/v1/read", "", b"body")
+    assert cache.begin("key", "k1", body) is None
     with pytest.raises(ProblemError) as running_:
-        cache.begin("key", "read", "k1", b"body")
+        cache.begin("key", "k1", body)
     assert running_.value.status == 409
-    cache.finish("key", "read", "k1", StoredAnswer(200, b"{}", "application/json"))
-    assert cache.begin("key", "read", "k1", b"body") == StoredAnswer(200, b"{}", "application/json")
-    with pytest.raises(ProblemError) as other:
-        cache.begin("key", "read", "k1", b"other body")
-    assert other.value.status == 422
-    # Another API key or route with the same Idempotency-Key is another request.
-    assert cache.begin("key2", "read", "k1", b"body") is None
-    assert cache.begin("key", "forget", "k1", b"body") is None
+    cache.finish("key", "k1", StoredAnswer(200, b"{}", "application/json"))
+    assert cache.begin("key", "k1", body) == StoredAnswer(200, b"{}", "application/json")
+    # A key names one request: another body, path, query, method or route is 422.
+    for other in (
+        KeyedRequest("POST", "/v1/read", "", b"other body"),
+        KeyedRequest("POST", "/v1/memories:forget", "", b"body"),
+        KeyedRequest("POST", "/v1/read", "erase=true", b"body"),
+        KeyedRequest("PUT", "/v1/read", "", b"body"),
+    ):
+        with pytest.raises(ProblemError) as reused:
+            cache.begin("key", "k1", other)
+        assert reused.value.status == 422 and "method, path, query or body" in reused.value.detail
+    # Another API key with the same Idempotency-Key is another request.
+    assert cache.begin("key2", "k1", body) is None
     # At most max_entries answers: the oldest went.
-    assert cache.begin("key", "read", "k1", b"body") is None
+    assert cache.begin("key", "k2", body) is None
+    assert cache.begin("key", "k1", body) is None
     with pytest.raises(ProblemError) as bad:
-        cache.begin("key", "read", "x" * 300, b"")
+        cache.begin("key", "x" * 300, body)
     assert bad.value.status == 400
     # A failed first request is forgotten: the retry runs.
-    cache.abandon("key", "read", "k1")
-    assert cache.begin("key", "read", "k1", b"body") is None
+    cache.abandon("key", "k1")
+    assert cache.begin("key", "k1", body) is None
     expired = IdempotencyCache(ttl_s=1e-9, max_entries=10)
-    expired.begin("key", "read", "k", b"")
-    expired.finish("key", "read", "k", StoredAnswer(200, b"", ""))
-    assert expired.begin("key", "read", "k", b"") is None
+    expired.begin("key", "k", body)
+    expired.finish("key", "k", StoredAnswer(200, b"", ""))
+    assert expired.begin("key", "k", body) is None
+
+
+def test_an_erase_withdraws_the_kept_answers_holding_its_text() -> None:
+    cache = IdempotencyCache(ttl_s=3600, max_entries=10)
+    said = 'Ana said "I\'m pregnant" — tell nobody'
+    for key, text in (("k1", said), ("k2", "Bob plays chess")):
+        cache.begin("key", key, KeyedRequest("POST", "/v1/read", "", key.encode()))
+        body = json.dumps({"items": [{"memory": text}]}, ensure_ascii=False).encode()
+        cache.finish("key", key, StoredAnswer(200, body, "application/json"))
+    assert cache.withdraw([said]) == 1  # found as the answer spells it (JSON-escaped)
+    gone = cache.begin("key", "k1", KeyedRequest("POST", "/v1/read", "", b"k1"))
+    assert gone is not None and gone.status == 410 and b"pregnant" not in gone.body
+    assert json.loads(gone.body)["type"].endswith("answer-withdrawn")
+    kept = cache.begin("key", "k2", KeyedRequest("POST", "/v1/read", "", b"k2"))
+    assert kept is not None and kept.status == 200 and b"chess" in kept.body
+    assert cache.withdraw([said]) == 0 and cache.withdraw([""]) == 0
 
 
 def test_key_slots_limit_and_release() -> None:

@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ import httpx
 import pytest
 
 from memreader.service.accept_share import DECLINE_S, ConnectionShares, SharedListener
+from memreader.service.shared.tables import WORKERS
 from tests.common import HASH_EMBEDDER, ROOT
 from tests.service.http_client import CHAT, auth, key_entries, problem, read, wait_for_job
 from tests.service.worker_apps import Workers, until
@@ -158,6 +160,42 @@ def test_serve_with_two_workers(tmp_path: Path, store: str | None) -> None:
     assert not _children(server.pid)
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="counts workers in /proc")
+def test_workers_stop_when_their_supervisor_is_killed(tmp_path: Path) -> None:
+    config = {"config": {"embedder": HASH_EMBEDDER, "store": "sqlite:///m.db"}, "service": {}}
+    (tmp_path / "service.yaml").write_text(json.dumps(config))
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    command = [sys.executable, "-m", "memreader.cli", "serve", "--config", "service.yaml"]
+    command += ["--port", str(port), "--workers", "2", "--log-level", "warning"]
+    server = subprocess.Popen(command, cwd=tmp_path, env=env)
+    url = f"http://127.0.0.1:{port}"
+    workers: list[int] = []
+    try:
+        until(lambda: _answers(url), "the service answers", tries=3000)
+        until(lambda: len(_children(server.pid)) == 2, "two workers")
+        workers = _children(server.pid)
+        server.kill()  # SIGKILL: the supervisor runs no handler of its own
+        server.wait(30)
+        until(lambda: not any(_alive(pid) for pid in workers), "the orphans stop", tries=3000)
+        assert not _answers(url)
+    finally:
+        if server.poll() is None:
+            server.kill()
+        for pid in workers:  # never leave an orphan behind, whatever failed
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, reaped by init soon, does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
 def _answers(url: str) -> bool:
     try:
         return httpx.get(f"{url}/healthz", timeout=1).status_code == 200
@@ -249,3 +287,48 @@ def test_a_worker_ahead_of_the_others_leaves_a_new_connection_to_them_for_a_mome
         client.close()
         for listener in (ahead, behind, parent):
             listener.close()
+
+
+def test_a_job_taken_back_from_a_paused_worker_stops_there(
+    workers: Workers, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    for n in range(40):
+        (data / f"chat{n:02d}.json").write_text(json.dumps([CHAT] * 20))
+    (a, state_a), (b, _) = workers(2, jobs={"input_roots": ["data"]})
+    # Worker A's job thread is paused at its next look at the shared state, and A's
+    # heartbeat with it: the whole worker is silent (as under SIGSTOP).
+    paused, resume = threading.Event(), threading.Event()
+    looked = state_a.shared.job_should_stop
+
+    def should_stop(job_id: str) -> Any:
+        if not resume.is_set():
+            paused.set()
+            resume.wait(60)
+        return looked(job_id)
+
+    state_a.shared.job_should_stop = should_stop  # type: ignore[method-assign]
+    spec = {"inputs": [{"path": "."}], "scenes_per_call": 2}
+    started = httpx.post(f"{a}/v1/jobs", json=spec, headers=auth("alice"))
+    assert started.status_code == 202, started.text
+    job_id = started.json()["id"]
+    assert paused.wait(60)
+    state_a.shared._stop.set()  # its heartbeat stops too
+    with state_a.shared.transaction() as run:
+        run(f"UPDATE {WORKERS} SET seen = 0 WHERE id = ?", (state_a.shared.worker,))
+    # Past A's heartbeat: another job of alice is accepted, and the first is failed.
+    second = httpx.post(f"{b}/v1/jobs", json=spec, headers=auth("alice"))
+    assert second.status_code == 202, second.text
+    lost = httpx.get(f"{b}/v1/jobs/{job_id}", headers=auth("alice")).json()
+    assert lost["status"] == "failed" and lost["problem"]["type"].endswith("worker-lost")
+    done_when_taken = lost["progress"]["inputs_done"]
+    resume.set()  # A resumes: its job stops at once, failed, and writes nothing more
+    state_a.shared.beat()
+    job = wait_for_job(a, job_id, "alice")
+    assert job["status"] == "failed" and job["problem"]["type"].endswith("worker-lost"), job
+    assert job["progress"]["inputs_done"] == done_when_taken
+    seen = httpx.get(f"{b}/v1/jobs/{job_id}", headers=auth("alice")).json()
+    assert seen["status"] == "failed" and seen["progress"]["inputs_done"] == done_when_taken
+    httpx.delete(f"{b}/v1/jobs/{second.json()['id']}", headers=auth("alice"))
+    wait_for_job(b, second.json()["id"], "alice")

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from memreader.errors import InputError, StoreError
+from memreader.errors import ConflictError, InputError, StoreError
 from memreader.items import TextualMemoryItem
 from memreader.stores import (
     CategoryDef,
@@ -138,7 +138,7 @@ def test_update_refuses_retired_unknown_and_taken_text(store: MemoryStore) -> No
         store.update("a", "Ana likes tea", user_id="u1", now=T0)
     new = store.update("a", "Ana lives in Lisbon.", user_id="u1", now=T0)
     with pytest.raises(
-        InputError, match=f"memory 'a' is superseded \\(superseded by {new.memory_id}\\)"
+        ConflictError, match=f"memory 'a' was superseded by '{new.memory_id}' \\(another change"
     ):
         store.update("a", "Ana lives in Braga.", user_id="u1", now=T0)
     with pytest.raises(UnknownMemoryError, match="user 'u1' has no memory 'zzz'"):

@@ -6,16 +6,20 @@ two replicas never both take the last slot.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from memreader.errors import StoreError
-from memreader.service.shared.base import IDEM, JOBS, RATES, SLOTS, WORKERS, Run, SharedState
+from memreader.service.shared.base import SharedState
+from memreader.service.shared.tables import IDEM, JOBS, RATES, SLOTS, WORKERS, Run
 from memreader.stores.urls import public_url
 
 __all__ = ["PostgresSharedState"]
+
+logger = logging.getLogger(__name__)
 
 SCHEMA = (
     f"CREATE TABLE IF NOT EXISTS {WORKERS} (id TEXT PRIMARY KEY, seen DOUBLE PRECISION NOT NULL)",
@@ -46,6 +50,8 @@ class PostgresSharedState(SharedState):
     Raises:
         StoreError: the database cannot be reached or its tables cannot be made.
     """
+
+    body_holds = "position(? in body) > 0"
 
     def __init__(self, url: str, timeout_s: float = 10.0) -> None:
         super().__init__()
@@ -93,6 +99,19 @@ class PostgresSharedState(SharedState):
                     f"service state in {public_url(self.url)}: {type(exc).__name__}: "
                     f"{str(exc).splitlines()[0] if str(exc) else ''}"
                 ) from None
+
+    def scrub(self) -> None:
+        """``VACUUM`` the answers' table: the old row versions of replaced answers are
+        removed from its pages (the server's write-ahead log keeps them until it is recycled,
+        and a base backup taken meanwhile keeps them: PostgreSQL gives no stronger erase).
+        A failure is logged: the answers are replaced already."""
+        import psycopg
+
+        with self._lock:
+            try:
+                self._conn.execute(f"VACUUM {IDEM}")
+            except psycopg.Error as exc:
+                logger.warning("service state: VACUUM of the answers failed: %s", exc)
 
     def _close_connections(self) -> None:
         with self._lock:

@@ -13,18 +13,23 @@ back in one statement each, every request), or in memory for one process.
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import threading
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from memreader.errors import StoreError
-from memreader.service.shared.base import IDEM, JOBS, RATES, SLOTS, WORKERS, Run, SharedState
+from memreader.service.shared.base import SharedState
+from memreader.service.shared.tables import IDEM, JOBS, RATES, SLOTS, WORKERS, Run
 
 __all__ = ["SqliteSharedState"]
+
+logger = logging.getLogger(__name__)
 
 #: Seconds a transaction waits for another worker's to end before failing.
 BUSY_TIMEOUT_S = 10.0
@@ -48,6 +53,54 @@ CREATE TABLE IF NOT EXISTS {RATES} (
 """
 
 
+def _opened(path: str) -> sqlite3.Connection:
+    """A connection to the state file ``path`` with its tables, in WAL mode.
+
+    Several workers start at once on a fresh file: switching it to WAL or creating its tables
+    while another worker does the same can fail at once with "database is locked" (SQLite
+    skips the busy wait where waiting could deadlock). The whole opening is tried again
+    until :data:`BUSY_TIMEOUT_S` has passed; the tables are created in one ``BEGIN
+    IMMEDIATE`` transaction (the write lock first: no read that must then become a write).
+
+    Raises:
+        sqlite3.Error: the file cannot be opened, or stayed locked past the timeout.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    pause = 0.01
+    while True:
+        conn = sqlite3.connect(
+            path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+        )
+        try:
+            # Erased text in a replaced answer must not stay in free pages (idem_withdraw).
+            conn.execute("PRAGMA secure_delete=ON")
+            if path != ":memory:":
+                conn.execute("PRAGMA journal_mode=WAL")
+                # Durable enough: a power cut may lose the last answers, not corrupt the file.
+                conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("BEGIN IMMEDIATE")
+            for statement in SCHEMA.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute("COMMIT")
+            return conn
+        except sqlite3.OperationalError as exc:
+            conn.close()
+            if not _busy(exc) or time.monotonic() + pause > deadline:
+                raise
+            logger.info("service state file %s busy while opening (%s); trying again", path, exc)
+            time.sleep(pause)
+            pause = min(pause * 2, 0.2)
+        except BaseException:
+            conn.close()
+            raise
+
+
+def _busy(exc: sqlite3.OperationalError) -> bool:
+    message = str(exc).lower()
+    return "locked" in message or "busy" in message
+
+
 class SqliteSharedState(SharedState):
     """The shared state in the SQLite file ``path`` (``":memory:"``: this process only).
 
@@ -66,14 +119,7 @@ class SqliteSharedState(SharedState):
         try:
             if self.shared and os.path.dirname(path):
                 os.makedirs(os.path.dirname(path), exist_ok=True)  # a new store's folder
-            self._conn = sqlite3.connect(
-                path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
-            )
-            if path != ":memory:":
-                self._conn.execute("PRAGMA journal_mode=WAL")
-                # Durable enough: a power cut may lose the last answers, not corrupt the file.
-                self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.executescript(SCHEMA)
+            self._conn = _opened(path)
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot open the service state file {path}: {exc}") from None
 
@@ -135,6 +181,22 @@ class SqliteSharedState(SharedState):
             return self._conn.execute(sql, tuple(params))
         except sqlite3.Error as exc:
             raise StoreError(f"service state file {self.path}: {exc}") from None
+
+    def scrub(self) -> None:
+        """Checkpoint the write-ahead log into the file and truncate it: the old pages of
+        replaced answers leave the log (the file zeroes freed space: ``secure_delete``). A
+        checkpoint that other workers' readers keep from finishing is logged; the next one
+        finishes it."""
+        with self._lock:
+            try:
+                busy, _, _ = self._alone("PRAGMA wal_checkpoint(TRUNCATE)", ()).fetchone()
+            except StoreError as exc:
+                logger.warning("service state file %s: checkpoint failed: %s", self.path, exc)
+                return
+        if busy:
+            logger.warning(
+                "service state file %s: the log could not be truncated yet (readers)", self.path
+            )
 
     def _close_connections(self) -> None:
         with self._lock:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
+from memreader.calls.deadlines import Deadline, check_deadline
 from memreader.errors import InputError, StoreError
 from memreader.items import TextualMemoryItem
 from memreader.stores.checks import moment
@@ -87,19 +88,24 @@ class Maintenance:
         dry_run: bool = False,
         now: datetime | None = None,
         lifecycle: LifecycleConfig | None = None,
+        deadline: Deadline | None = None,
     ) -> MaintainReport:
         """Purge, enforce the budgets and repair the index (see the module docstring), with
-        ``lifecycle`` (default: the store's, else the defaults).
+        ``lifecycle`` (default: the store's, else the defaults). ``deadline`` is checked
+        before each step and each repair batch (the service's: its maintain lease, lost when
+        another worker took it back); past it the run stops there, what it committed stays.
 
         Raises:
             InputError: ``dry_run`` is not true or false.
             StoreError: the store or its embedder failed (the batches committed before stay).
+            DeadlineExceeded: ``deadline`` passed (or was cancelled) before the run ended.
         """
         if not isinstance(dry_run, bool):
             raise InputError(f"dry_run must be true or false, got {dry_run!r}")
         config = check_lifecycle(lifecycle) or self.lifecycle or LifecycleConfig()
         at = moment(now)
         report = MaintainReport(dry_run)
+        check_deadline(deadline, "before the purge")
         if config.purge_after_days is None:
             report.notes.append("purge: off (purge_after_days is null)")
         else:
@@ -107,14 +113,18 @@ class Maintenance:
             report.purged = self._retired_counts(cutoff)
             if not dry_run and report.purged:
                 self.purge(older_than=cutoff)
+        check_deadline(deadline, "before the budget")
         if config.max_active is None:
             report.notes.append("budget: off (no max_active)")
         else:
             report.expired = self.enforce_budget(now=at, dry_run=dry_run, lifecycle=config)
-        report.repaired = self._repair(config.repair_batch, dry_run, report.notes)
+        check_deadline(deadline, "before the repair")
+        report.repaired = self._repair(config.repair_batch, dry_run, report.notes, deadline)
         return report
 
-    def _repair(self, batch: int, dry_run: bool, notes: list[str]) -> dict[str, int]:
+    def _repair(
+        self, batch: int, dry_run: bool, notes: list[str], deadline: Deadline | None = None
+    ) -> dict[str, int]:
         embedder = self.embedder
         if embedder is None:
             notes.append("repair: off (the store is open text only: no embedder)")
@@ -129,6 +139,7 @@ class Maintenance:
         done: Counter[str] = Counter()
         after = 0
         while rows := self._unindexed(foreign, after, batch):
+            check_deadline(deadline, "before a repair batch")
             after = rows[-1][0]
             vectors = embed(embedder, [m.item.memory for _, m in rows])
             items = [
