@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from memreader.memos_items.items_in import CONTEXT_FIELDS, MEMREADER_KEY
+from memreader.memos_items.items_in import CARRIED_FIELDS, CONTEXT_FIELDS, MEMREADER_KEY
 
 __all__ = ["MEMOS_STATUSES", "memos_dict"]
 
@@ -27,30 +27,15 @@ MEMOS_STATUSES = frozenset({"activated", "resolving", "archived", "deleted"})
 #: MemOS's source roles; memreader's others are written as the nearest and kept beside.
 _ROLES = {"developer": "system", "function": "tool"}
 _MEMOS_ROLES = frozenset({"user", "assistant", "system", "tool"})
-#: memreader metadata fields MemOS has no field for, and the value that means "unset".
-_OURS: dict[str, Any] = {
-    "embedding_model": None,
-    "importance": None,
-    "importance_reason": None,
-    "valid_from": None,
-    "preceding_id": None,
-    "following_id": None,
-    "summary_ids": [],
-    "refined_from": None,
-    "reconcile": None,
-    "categories": [],
-    # Scopes (memreader.scopes): MemOS has no task or agent, and its ``visibility`` means
-    # another thing (items_in's _MEMOS_MEANING), so memreader's travel here.
-    "agent_id": None,
-    "task_id": None,
-    "visibility": None,
-}
 #: MemOS fields of a stored item that say where it is in its own lifecycle: a refined item is
 #: a new memory, so it does not inherit them from the item it was refined from.
 _LIFECYCLE_FIELDS = frozenset(
     {"version", "history", "evolve_to", "usage", "updated_at", "is_fast", "working_binding"}
 )
 _SOURCE_CORE = ("type", "role", "chat_time", "message_id", "content", "doc_path")
+#: Kept MemOS fields that are not memreader's: :mod:`~memreader.memos_items.items_in` keeps only
+#: these in ``info["memos"]["fields"]`` (``visibility`` in MemOS's meaning among them).
+_MEMOS_MEANING = frozenset({"visibility"})
 
 
 def memos_dict(data: Mapping[str, Any], status: str | None = None) -> dict[str, Any]:
@@ -58,11 +43,14 @@ def memos_dict(data: Mapping[str, Any], status: str | None = None) -> dict[str, 
     ``status`` (a MemOS status) replaces the item's own."""
     meta = dict(data["metadata"])
     info = dict(meta.get("info") or {})
-    memos = dict(info.pop("memos", None) or {})
-    kept = dict(memos.get("fields") or {})
+    memos = _kept(info)
+    # Only MemOS's own fields come back from what was kept: never one memreader writes from the
+    # item itself (the owner, the session, the sources...), whoever put it in ``info``.
+    own = {*meta, *CARRIED_FIELDS, *CONTEXT_FIELDS} - _MEMOS_MEANING
+    kept = {k: v for k, v in memos.get("fields", {}).items() if k not in own}
     if meta.get("refined_from") is not None:
         kept = {k: v for k, v in kept.items() if k not in _LIFECYCLE_FIELDS}
-    ours = {k: meta[k] for k, unset in _OURS.items() if meta.get(k, unset) != unset}
+    ours = {k: meta[k] for k, unset in CARRIED_FIELDS.items() if meta.get(k, unset) != unset}
     if memos.get("unrecovered"):
         ours["unrecovered"] = memos["unrecovered"]
     own_status = meta.get("status", "activated")
@@ -75,7 +63,8 @@ def memos_dict(data: Mapping[str, Any], status: str | None = None) -> dict[str, 
     except ValueError:  # MemOS ids are UUIDs: a stable one stands in, the original is kept
         ours["id"] = item_id
         item_id = str(uuid.uuid5(uuid.NAMESPACE_URL, "memreader:" + item_id))
-    internal = dict(kept.pop("internal_info", None) or {})
+    internal = kept.pop("internal_info", None)
+    internal = dict(internal) if isinstance(internal, Mapping) else {}
     internal[MEMREADER_KEY] = ours  # also marks the item as memreader's (items_in reads it so)
     leftovers = list(memos.get("sources") or [])
     out: dict[str, Any] = {
@@ -106,6 +95,31 @@ def memos_dict(data: Mapping[str, Any], status: str | None = None) -> dict[str, 
     return {"id": item_id, "memory": data["memory"], "metadata": out}
 
 
+def _kept(info: dict[str, Any]) -> dict[str, Any]:
+    """What :mod:`~memreader.memos_items.items_in` kept of a MemOS item (``info["memos"]``:
+    ``fields``, a mapping; ``sources``, a list of mappings; ``unrecovered``, a list of strings),
+    taken out of ``info``. A ``memos`` value of another shape is not that: it stays in ``info``,
+    the caller's own, and is written as it is."""
+    value = info.get("memos")
+    if not isinstance(value, Mapping) or not set(value) <= {"fields", "sources", "unrecovered"}:
+        return {}
+    fields, sources, notes = (
+        value.get("fields", {}),
+        value.get("sources", []),
+        value.get("unrecovered", []),
+    )
+    if not (
+        isinstance(fields, Mapping)
+        and isinstance(sources, list)
+        and all(isinstance(s, Mapping) for s in sources)
+        and isinstance(notes, list)
+        and all(isinstance(n, str) for n in notes)
+    ):
+        return {}
+    del info["memos"]
+    return {"fields": dict(fields), "sources": sources, "unrecovered": notes}
+
+
 def _source(source: Mapping[str, Any], leftover: Mapping[str, Any]) -> dict[str, Any]:
     """A MemOS source: its own fields, ``index`` (the message), and memreader's provenance
     and whatever a MemOS item had beside them as extra keys."""
@@ -118,5 +132,7 @@ def _source(source: Mapping[str, Any], leftover: Mapping[str, Any]) -> dict[str,
     for key, value in source.items():
         if key not in _SOURCE_CORE and value not in (None, []):
             out[key] = value
-    out.update({k: v for k, v in leftover.items() if k not in out})
+    # A kept key never stands in for memreader's provenance (items_in keeps none of those).
+    taken = {*source, "index", "memreader_role"}
+    out.update({k: v for k, v in leftover.items() if k not in out and k not in taken})
     return out
