@@ -203,7 +203,7 @@ class MemOSReader:
             chosen = WindowConfig(**(current.model_dump() | window))
         except ConfigError as exc:  # the caller's info asked for it: say so
             asked = ", ".join(f"{k}={v!r:.40}" for k, v in window.items())
-            raise InputError(f"the window the call's info asks for ({asked}): {exc}") from None
+            raise ConfigError(f"the window the call's info asks for ({asked}): {exc}") from None
         key = (chosen.max_tokens, chosen.overlap_tokens)
         if key == (current.max_tokens, current.overlap_tokens):
             return self._reader

@@ -15,7 +15,7 @@ gives ``item`` back.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from typing import Any
 
 from memreader.memos_items.items_in import CARRIED_FIELDS, CONTEXT_FIELDS, MEMREADER_KEY
@@ -43,11 +43,12 @@ def memos_dict(data: Mapping[str, Any], status: str | None = None) -> dict[str, 
     ``status`` (a MemOS status) replaces the item's own."""
     meta = dict(data["metadata"])
     info = dict(meta.get("info") or {})
-    memos = _kept(info)
     # Only MemOS's own fields come back from what was kept: never one memreader writes from the
     # item itself (the owner, the session, the sources...), whoever put it in ``info``.
     own = {*meta, *CARRIED_FIELDS, *CONTEXT_FIELDS} - _MEMOS_MEANING
-    kept = {k: v for k, v in memos.get("fields", {}).items() if k not in own}
+    provenance = {"index", "memreader_role", *(k for s in meta.get("sources", []) for k in s)}
+    memos = _kept(info, own, provenance)
+    kept = dict(memos.get("fields", {}))
     if meta.get("refined_from") is not None:
         kept = {k: v for k, v in kept.items() if k not in _LIFECYCLE_FIELDS}
     ours = {k: meta[k] for k, unset in CARRIED_FIELDS.items() if meta.get(k, unset) != unset}
@@ -63,8 +64,7 @@ def memos_dict(data: Mapping[str, Any], status: str | None = None) -> dict[str, 
     except ValueError:  # MemOS ids are UUIDs: a stable one stands in, the original is kept
         ours["id"] = item_id
         item_id = str(uuid.uuid5(uuid.NAMESPACE_URL, "memreader:" + item_id))
-    internal = kept.pop("internal_info", None)
-    internal = dict(internal) if isinstance(internal, Mapping) else {}
+    internal = dict(kept.pop("internal_info", None) or {})
     internal[MEMREADER_KEY] = ours  # also marks the item as memreader's (items_in reads it so)
     leftovers = list(memos.get("sources") or [])
     out: dict[str, Any] = {
@@ -95,26 +95,29 @@ def memos_dict(data: Mapping[str, Any], status: str | None = None) -> dict[str, 
     return {"id": item_id, "memory": data["memory"], "metadata": out}
 
 
-def _kept(info: dict[str, Any]) -> dict[str, Any]:
-    """What :mod:`~memreader.memos_items.items_in` kept of a MemOS item (``info["memos"]``:
-    ``fields``, a mapping; ``sources``, a list of mappings; ``unrecovered``, a list of strings),
-    taken out of ``info``. A ``memos`` value of another shape is not that: it stays in ``info``,
-    the caller's own, and is written as it is."""
+def _kept(info: dict[str, Any], own: Set[str], provenance: Set[str]) -> dict[str, Any]:
+    """What :mod:`~memreader.memos_items.items_in` kept of a MemOS item, taken out of ``info``:
+    ``info["memos"]`` when it has the shape that module writes (``fields``: MemOS's fields, none
+    of ``own``, memreader's, with ``internal_info`` a mapping; ``sources``: mappings naming none
+    of ``provenance``; ``unrecovered``: strings). A value of any other shape is not that (a
+    caller's ``metadata={"memos": ...}``): it stays in ``info``, the caller's own, written as it
+    is and read back so, and stands in for nothing of the item's."""
     value = info.get("memos")
     if not isinstance(value, Mapping) or not set(value) <= {"fields", "sources", "unrecovered"}:
         return {}
-    fields, sources, notes = (
-        value.get("fields", {}),
-        value.get("sources", []),
-        value.get("unrecovered", []),
-    )
-    if not (
+    fields = value.get("fields", {})
+    sources = value.get("sources", [])
+    notes = value.get("unrecovered", [])
+    ours = (
         isinstance(fields, Mapping)
+        and own.isdisjoint(fields)
+        and isinstance(fields.get("internal_info", {}), Mapping)
         and isinstance(sources, list)
-        and all(isinstance(s, Mapping) for s in sources)
+        and all(isinstance(s, Mapping) and provenance.isdisjoint(s) for s in sources)
         and isinstance(notes, list)
         and all(isinstance(n, str) for n in notes)
-    ):
+    )
+    if not ours:
         return {}
     del info["memos"]
     return {"fields": dict(fields), "sources": sources, "unrecovered": notes}
@@ -132,7 +135,5 @@ def _source(source: Mapping[str, Any], leftover: Mapping[str, Any]) -> dict[str,
     for key, value in source.items():
         if key not in _SOURCE_CORE and value not in (None, []):
             out[key] = value
-    # A kept key never stands in for memreader's provenance (items_in keeps none of those).
-    taken = {*source, "index", "memreader_role"}
-    out.update({k: v for k, v in leftover.items() if k not in out and k not in taken})
+    out.update({k: v for k, v in leftover.items() if k not in out})
     return out
