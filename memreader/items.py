@@ -7,6 +7,7 @@ caller holding the original input can always re-extract what an item used.
 
 from __future__ import annotations
 
+import math
 from datetime import datetime, timezone
 from enum import Enum
 from typing import Any, Literal
@@ -15,11 +16,13 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
 )
 
+from memreader.errors import MemOSItemError
 from memreader.memos_items.items_in import from_memos_dict, looks_like_memos
 from memreader.memos_items.items_out import memos_dict
 from memreader.scopes import DEFAULT_VISIBILITY, MAX_SCOPE_ID_CHARS, Visibility
@@ -211,7 +214,7 @@ class TextualMemoryItemMetadata(BaseModel):
     embedding: list[float] | None = None
     embedding_model: str | None = None
     background: str = ""
-    confidence: float | None = None
+    confidence: float | None = Field(default=None, allow_inf_nan=False)
     info: dict[str, Any] = Field(default_factory=dict)
     file_ids: list[str] = Field(default_factory=list)
     preceding_id: str | None = None
@@ -231,6 +234,16 @@ class TextualMemoryItemMetadata(BaseModel):
         if value is not None and value.tzinfo is None:
             raise ValueError(f"{info.field_name} must be timezone-aware")
         return None if value is None else in_utc_range(value, str(info.field_name))
+
+    @field_validator("embedding")
+    @classmethod
+    def _finite(cls, value: list[float] | None) -> list[float] | None:
+        # A NaN or an infinity poisons every cosine it enters. The sum first: one C loop
+        # (checking each float in Python costs more than the rest of the item).
+        finite = value is None or math.isfinite(sum(value))
+        if not finite and not all(math.isfinite(x) for x in value or ()):
+            raise ValueError("embedding holds a NaN or an infinity")
+        return value
 
     @field_validator("importance_reason")
     @classmethod
@@ -265,9 +278,15 @@ class TextualMemoryItem(BaseModel):
         """Rebuild an item from :meth:`to_dict` output, or read a MemOS item's dict (see
         :mod:`memreader.memos_items.items_in`: what memreader has no field for is kept in
         ``metadata.info["memos"]``, with the provenance that could not be recovered)."""
-        if isinstance(data, dict) and looks_like_memos(data):
-            data = from_memos_dict(data, _METADATA_FIELDS, _SOURCE_FIELDS)
-        return cls.model_validate(data)
+        if not (isinstance(data, dict) and looks_like_memos(data)):
+            return cls.model_validate(data)
+        data = from_memos_dict(data, _METADATA_FIELDS, _SOURCE_FIELDS)
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:  # a MemOS item's field memreader cannot hold, named
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "item"
+            raise MemOSItemError(f"a MemOS item's {where}: {first['msg']}") from None
 
     def to_memos_dict(self, status: str | None = None) -> dict[str, Any]:
         """This item as the dict MemOS's ``TextualMemoryItem.from_dict`` accepts (see

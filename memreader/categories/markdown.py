@@ -52,7 +52,7 @@ from memreader.categories.markdown_files import (
     user_folder,
 )
 from memreader.categories.summaries import newest_first, parse, without_refs
-from memreader.errors import InputError, StoreError
+from memreader.errors import InputError, SinkError, StoreError
 from memreader.scenes.clipping import one_line
 
 if TYPE_CHECKING:
@@ -336,6 +336,11 @@ def export_report(
     users = sorted(set(user_ids))
     if not users or any(not user.strip() for user in users):
         raise InputError("export-md needs at least one user id, none of them empty")
+    if os.path.lexists(out_dir) and not os.path.isdir(out_dir):
+        raise SinkError(
+            f"cannot write into {out_dir}: it is a file, not a folder (the owners' folders go "
+            "in the folder --output names)"
+        )
     plans = [
         plan_folder(
             os.path.join(out_dir, user_folder(user)),

@@ -209,7 +209,7 @@ def _read_manifest(folder: str) -> dict[str, set[str]]:
     path = os.path.join(folder, MANIFEST)
     try:
         data = json.loads(read_regular_file(path, _MANIFEST_MAX_BYTES, nofollow=True))
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # no folder, or a file where one goes
         return {}
     except (OSError, FileRefused, ValueError) as exc:
         logger.warning("%s is not a readable export manifest (%s): ignored", path, exc)

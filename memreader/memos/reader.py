@@ -34,9 +34,11 @@ from typing import Any
 from pydantic import SecretStr
 
 from memreader.config import BaseReaderConfig, WindowConfig
+from memreader.errors import ConfigError, InputError, MemOSConfigError
 from memreader.items import TextualMemoryItem
 from memreader.modes import ReadMode
 from memreader.readers import BaseMemReader
+from memreader.stores import STORES
 
 __all__ = ["MEMOS_CALL_DEFAULTS", "MEMREADER_CALL_DEFAULTS", "CallDefaults", "MemOSReader"]
 
@@ -105,7 +107,14 @@ class MemOSReader:
         return getattr(self._reader, name)
 
     def set_graph_db(self, graph_db: Any) -> None:
-        """A store URL becomes the reader's ``store``; anything else is kept, unused."""
+        """A store URL becomes the reader's ``store``; anything else is kept, unused.
+
+        Raises:
+            MemOSConfigError: a string that is not a store URL (``sqlite:///memories.db``,
+                ``postgresql://...``): read as one, it would fail at the first write.
+        """
+        if isinstance(graph_db, str):
+            _check_store_url(graph_db)
         self.graph_db = graph_db
         if isinstance(graph_db, str):
             config = self._reader.config.model_copy(update={"store": SecretStr(graph_db)})
@@ -134,13 +143,14 @@ class MemOSReader:
         if user_name is not None:
             self._say_unused("user_name", "a store keeps memories by info['user_id']")
         own = {k: kwargs.pop(k) for k in _MEMREADER_KEYWORDS if k in kwargs}
-        tags = list(kwargs.pop("custom_tags", None) or [])
-        context = kwargs.pop("user_context", None)
+        tags = _tags(kwargs.pop("custom_tags", None), "custom_tags")
+        context = _context_fields(kwargs.pop("user_context", None))
         reader = self._reader
         if isinstance(info, Mapping):
             info = dict(info)
-            tags += [t for t in info.pop("custom_tags", None) or [] if t not in tags]
-            info.update(_context_fields(context))
+            more = _tags(info.pop("custom_tags", None), "info['custom_tags']")
+            tags += [t for t in more if t not in tags]
+            info.update(context)
             reader = self._reader_for(_window(info, type))
         self._unused_keywords(kwargs)
         items = reader.get_memory(scene_data, type, info, mode, custom_tags=tags or None, **own)
@@ -161,6 +171,8 @@ class MemOSReader:
         refined; one list per input item."""
         own = {k: kwargs.pop(k) for k in _MEMREADER_KEYWORDS if k in kwargs}
         context = _context_fields(kwargs.pop("user_context", None))
+        if custom_tags is not None:
+            custom_tags = _tags(custom_tags, "custom_tags")
         self._unused_keywords(kwargs)
         items = (
             [_plain(item) for item in input_memories]
@@ -187,13 +199,17 @@ class MemOSReader:
         if not window:
             return self._reader
         current = self._reader.config.window
-        chosen = current.model_dump() | window
-        key = (chosen["max_tokens"], chosen["overlap_tokens"])
+        try:
+            chosen = WindowConfig(**(current.model_dump() | window))
+        except ConfigError as exc:  # the caller's info asked for it: say so
+            asked = ", ".join(f"{k}={v!r:.40}" for k, v in window.items())
+            raise ConfigError(f"the window the call's info asks for ({asked}): {exc}") from None
+        key = (chosen.max_tokens, chosen.overlap_tokens)
         if key == (current.max_tokens, current.overlap_tokens):
             return self._reader
         reader = self._siblings.pop(key, None)
         if reader is None:
-            config = self._reader.config.model_copy(update={"window": WindowConfig(**chosen)})
+            config = self._reader.config.model_copy(update={"window": chosen})
             reader = self._sibling(config)
         self._siblings[key] = reader  # the most recently used last
         while len(self._siblings) > MAX_WINDOW_READERS:  # windows come from each call's info
@@ -234,15 +250,53 @@ def _window(info: dict[str, Any], type: str) -> dict[str, int]:
 
 
 def _context_fields(context: Any) -> dict[str, Any]:
-    """``manager_user_id`` and ``project_id`` of a MemOS ``UserContext`` (or mapping)."""
+    """``manager_user_id`` and ``project_id`` of a MemOS ``UserContext`` (or mapping).
+
+    Raises:
+        InputError: ``context`` is neither (a number, a string...), or one of the two is not
+            a string.
+    """
     if context is None:
         return {}
+    if isinstance(context, str | bytes | int | float | Sequence) or not (
+        isinstance(context, Mapping) or hasattr(context, "__dict__")
+    ):
+        raise InputError(
+            f"user_context must be a MemOS UserContext or a mapping, got {type(context).__name__}"
+        )
     found: dict[str, Any] = {}
     for name in _CONTEXT_FIELDS:
         value = context.get(name) if isinstance(context, Mapping) else getattr(context, name, None)
-        if isinstance(value, str) and value:
+        if value is not None and not isinstance(value, str):
+            raise InputError(f"user_context.{name} must be a string, got {type(value).__name__}")
+        if value:
             found[name] = value
     return found
+
+
+def _tags(value: Any, where: str) -> list[str]:
+    """``custom_tags`` as a list (``None``: none).
+
+    Raises:
+        InputError: not a list of strings (a single string would be read letter by letter).
+    """
+    if value is None:
+        return []
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+        raise InputError(f"{where} must be a list of strings, got {type(value).__name__}")
+    if not all(isinstance(tag, str) for tag in value):
+        raise InputError(f"{where} must be a list of strings")
+    return list(value)
+
+
+def _check_store_url(url: str) -> None:
+    """Refuse a ``graph_db`` string that no memory store opens."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme not in STORES.names() or not rest:
+        raise MemOSConfigError(
+            f"graph_db {url[:80]!r} is not a store URL: give sqlite:///memories.db or a "
+            f"postgresql:// URL ({', '.join(STORES.names())}), or a MemOS graph DB object"
+        )
 
 
 def _is_list(value: Any) -> bool:

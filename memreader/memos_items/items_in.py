@@ -20,7 +20,7 @@ from typing import Any
 
 from memreader.errors import MemOSItemError
 
-__all__ = ["MEMOS_ONLY_FIELDS", "from_memos_dict", "looks_like_memos"]
+__all__ = ["CARRIED_FIELDS", "MEMOS_ONLY_FIELDS", "from_memos_dict", "looks_like_memos"]
 
 #: Metadata fields of MemOS's item models that memreader's metadata does not have.
 MEMOS_ONLY_FIELDS = frozenset(
@@ -68,6 +68,28 @@ CONTEXT_FIELDS = ("manager_user_id", "project_id")
 #: The key of ``internal_info`` where :mod:`memreader.memos_items.items_out` keeps memreader's
 # fields.
 MEMREADER_KEY = "memreader"
+#: memreader metadata fields MemOS has no field for, which travel in ``internal_info["memreader"]``,
+#: and the value that means "unset". Only these (and ``id``, the item's own ``status`` and the
+#: ``unrecovered`` notes) are read back from there: never the owner or the session, which are
+#: MemOS's own fields (a dict naming another owner there is refused, not believed).
+CARRIED_FIELDS: dict[str, Any] = {
+    "embedding_model": None,
+    "importance": None,
+    "importance_reason": None,
+    "valid_from": None,
+    "preceding_id": None,
+    "following_id": None,
+    "summary_ids": [],
+    "refined_from": None,
+    "reconcile": None,
+    "categories": [],
+    # Scopes (memreader.scopes): MemOS has no task or agent, and its ``visibility`` means
+    # another thing (_MEMOS_MEANING), so memreader's travel here.
+    "agent_id": None,
+    "task_id": None,
+    "visibility": None,
+}
+_CARRIED_NAMES = frozenset({*CARRIED_FIELDS, "id", "status", "unrecovered"})
 
 
 def looks_like_memos(data: Mapping[str, Any]) -> bool:
@@ -105,17 +127,20 @@ def from_memos_dict(
     memory = data.get("memory")
     if not isinstance(memory, str):
         raise MemOSItemError(f"a MemOS item's memory must be a string, got {_kind(memory)}")
+    if data.get("id") is not None and not isinstance(data.get("id"), str):
+        raise MemOSItemError(f"a MemOS item's id must be a string, got {_kind(data.get('id'))}")
     raw = data.get("metadata") or {}
     if not isinstance(raw, Mapping):
         raise MemOSItemError(f"a MemOS item's metadata must be a mapping, got {_kind(raw)}")
     meta = dict(raw)
+    _check_shapes(meta)
     internal = meta.pop("internal_info", None)
     ours: dict[str, Any] = {}
     ours_marked = False
-    if isinstance(internal, Mapping):
+    if internal is not None:
         internal = dict(internal)
-        ours_marked = isinstance(internal.get(MEMREADER_KEY), Mapping)
-        ours = dict(internal.pop(MEMREADER_KEY, None) or {})
+        ours_marked = MEMREADER_KEY in internal
+        ours = _carried(internal.pop(MEMREADER_KEY, None))
     unrecovered: list[str] = list(ours.pop("unrecovered", None) or [])
     info = dict(meta.get("info") or {})
     for name in CONTEXT_FIELDS:
@@ -157,6 +182,8 @@ def from_memos_dict(
         memos["fields"] = fields
     if any(leftovers):
         memos["sources"] = leftovers
+    if memos and "memos" in info:  # the item's own info["memos"], of another shape
+        unrecovered.append("info.memos: the item's own value gave way to what MemOS kept")
     if unrecovered:
         memos["unrecovered"] = list(dict.fromkeys(unrecovered))
     if memos:
@@ -164,6 +191,62 @@ def from_memos_dict(
     out["info"] = info
     item_id = ours.get("id", data.get("id"))
     return {"id": str(item_id) if item_id is not None else "", "memory": memory, "metadata": out}
+
+
+#: Metadata fields whose shape is checked before reading: a mapping, or a list (``None``: unset).
+_MAPPINGS = ("info", "internal_info")
+_LISTS = ("tags", "file_ids")
+
+
+def _check_shapes(meta: Mapping[str, Any]) -> None:
+    """Refuse the fields this module reads whose shape is not MemOS's (a typed error naming
+    the field, not a ``TypeError`` from deep inside)."""
+    for name in _MAPPINGS:
+        if meta.get(name) is not None and not isinstance(meta[name], Mapping):
+            raise MemOSItemError(
+                f"a MemOS item's {name} must be a mapping, got {_kind(meta[name])}"
+            )
+    for name in _LISTS:
+        value = meta.get(name)
+        if value is not None and not (
+            isinstance(value, list) and all(isinstance(v, str) for v in value)
+        ):
+            raise MemOSItemError(f"a MemOS item's {name} must be a list of strings")
+    if meta.get("background") is not None and not isinstance(meta["background"], str):
+        raise MemOSItemError(
+            f"a MemOS item's background must be a string, got {_kind(meta['background'])}"
+        )
+
+
+def _carried(value: Any) -> dict[str, Any]:
+    """What ``internal_info["memreader"]`` carries (:data:`CARRIED_FIELDS`), checked: a field
+    it cannot carry (the owner, the session...) is refused, never read as the item's."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise MemOSItemError(
+            f"a MemOS item's internal_info.{MEMREADER_KEY} must be a mapping, got {_kind(value)}"
+        )
+    stray = sorted(str(name) for name in value if name not in _CARRIED_NAMES)
+    if stray:
+        raise MemOSItemError(
+            f"a MemOS item's internal_info.{MEMREADER_KEY} holds {stray[0][:60]!r}, which is "
+            "not a field memreader carries there (the owner and session are the item's own "
+            "user_id and session_id)"
+        )
+    notes = value.get("unrecovered")
+    if notes is not None and not (
+        isinstance(notes, list) and all(isinstance(n, str) for n in notes)
+    ):
+        raise MemOSItemError(
+            f"a MemOS item's internal_info.{MEMREADER_KEY}.unrecovered must be a list of strings"
+        )
+    if value.get("id") is not None and not isinstance(value["id"], str):
+        raise MemOSItemError(
+            f"a MemOS item's internal_info.{MEMREADER_KEY}.id must be a string, got "
+            f"{_kind(value['id'])}"
+        )
+    return dict(value)
 
 
 def _uninformative(name: str, value: Any, meta: Mapping[str, Any]) -> bool:
@@ -232,7 +315,12 @@ def _sources(
             notes.add("span: a MemOS source has no character span")
         if ours.get("type") is None:
             ours["type"] = "chat" if source.get("role") else "doc"
-        ours["content"] = str(source.get("content") or "")
+        content = source.get("content")
+        if content is not None and not isinstance(content, str):
+            raise MemOSItemError(
+                f"source {position} of a MemOS item: content must be a string, got {_kind(content)}"
+            )
+        ours["content"] = content or ""
         sources.append(ours)
         leftovers.append(
             {

@@ -15,10 +15,10 @@ gives ``item`` back.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from typing import Any
 
-from memreader.memos_items.items_in import CONTEXT_FIELDS, MEMREADER_KEY
+from memreader.memos_items.items_in import CARRIED_FIELDS, CONTEXT_FIELDS, MEMREADER_KEY
 
 __all__ = ["MEMOS_STATUSES", "memos_dict"]
 
@@ -27,30 +27,15 @@ MEMOS_STATUSES = frozenset({"activated", "resolving", "archived", "deleted"})
 #: MemOS's source roles; memreader's others are written as the nearest and kept beside.
 _ROLES = {"developer": "system", "function": "tool"}
 _MEMOS_ROLES = frozenset({"user", "assistant", "system", "tool"})
-#: memreader metadata fields MemOS has no field for, and the value that means "unset".
-_OURS: dict[str, Any] = {
-    "embedding_model": None,
-    "importance": None,
-    "importance_reason": None,
-    "valid_from": None,
-    "preceding_id": None,
-    "following_id": None,
-    "summary_ids": [],
-    "refined_from": None,
-    "reconcile": None,
-    "categories": [],
-    # Scopes (memreader.scopes): MemOS has no task or agent, and its ``visibility`` means
-    # another thing (items_in's _MEMOS_MEANING), so memreader's travel here.
-    "agent_id": None,
-    "task_id": None,
-    "visibility": None,
-}
 #: MemOS fields of a stored item that say where it is in its own lifecycle: a refined item is
 #: a new memory, so it does not inherit them from the item it was refined from.
 _LIFECYCLE_FIELDS = frozenset(
     {"version", "history", "evolve_to", "usage", "updated_at", "is_fast", "working_binding"}
 )
 _SOURCE_CORE = ("type", "role", "chat_time", "message_id", "content", "doc_path")
+#: Kept MemOS fields that are not memreader's: :mod:`~memreader.memos_items.items_in` keeps only
+#: these in ``info["memos"]["fields"]`` (``visibility`` in MemOS's meaning among them).
+_MEMOS_MEANING = frozenset({"visibility"})
 
 
 def memos_dict(data: Mapping[str, Any], status: str | None = None) -> dict[str, Any]:
@@ -58,11 +43,15 @@ def memos_dict(data: Mapping[str, Any], status: str | None = None) -> dict[str, 
     ``status`` (a MemOS status) replaces the item's own."""
     meta = dict(data["metadata"])
     info = dict(meta.get("info") or {})
-    memos = dict(info.pop("memos", None) or {})
-    kept = dict(memos.get("fields") or {})
+    # Only MemOS's own fields come back from what was kept: never one memreader writes from the
+    # item itself (the owner, the session, the sources...), whoever put it in ``info``.
+    own = {*meta, *CARRIED_FIELDS, *CONTEXT_FIELDS} - _MEMOS_MEANING
+    provenance = {"index", "memreader_role", *(k for s in meta.get("sources", []) for k in s)}
+    memos = _kept(info, own, provenance)
+    kept = dict(memos.get("fields", {}))
     if meta.get("refined_from") is not None:
         kept = {k: v for k, v in kept.items() if k not in _LIFECYCLE_FIELDS}
-    ours = {k: meta[k] for k, unset in _OURS.items() if meta.get(k, unset) != unset}
+    ours = {k: meta[k] for k, unset in CARRIED_FIELDS.items() if meta.get(k, unset) != unset}
     if memos.get("unrecovered"):
         ours["unrecovered"] = memos["unrecovered"]
     own_status = meta.get("status", "activated")
@@ -104,6 +93,34 @@ def memos_dict(data: Mapping[str, Any], status: str | None = None) -> dict[str, 
     }
     out["internal_info"] = internal
     return {"id": item_id, "memory": data["memory"], "metadata": out}
+
+
+def _kept(info: dict[str, Any], own: Set[str], provenance: Set[str]) -> dict[str, Any]:
+    """What :mod:`~memreader.memos_items.items_in` kept of a MemOS item, taken out of ``info``:
+    ``info["memos"]`` when it has the shape that module writes (``fields``: MemOS's fields, none
+    of ``own``, memreader's, with ``internal_info`` a mapping; ``sources``: mappings naming none
+    of ``provenance``; ``unrecovered``: strings). A value of any other shape is not that (a
+    caller's ``metadata={"memos": ...}``): it stays in ``info``, the caller's own, written as it
+    is and read back so, and stands in for nothing of the item's."""
+    value = info.get("memos")
+    if not isinstance(value, Mapping) or not set(value) <= {"fields", "sources", "unrecovered"}:
+        return {}
+    fields = value.get("fields", {})
+    sources = value.get("sources", [])
+    notes = value.get("unrecovered", [])
+    ours = (
+        isinstance(fields, Mapping)
+        and own.isdisjoint(fields)
+        and isinstance(fields.get("internal_info", {}), Mapping)
+        and isinstance(sources, list)
+        and all(isinstance(s, Mapping) and provenance.isdisjoint(s) for s in sources)
+        and isinstance(notes, list)
+        and all(isinstance(n, str) for n in notes)
+    )
+    if not ours:
+        return {}
+    del info["memos"]
+    return {"fields": dict(fields), "sources": sources, "unrecovered": notes}
 
 
 def _source(source: Mapping[str, Any], leftover: Mapping[str, Any]) -> dict[str, Any]:

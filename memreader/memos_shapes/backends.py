@@ -53,6 +53,27 @@ _LLM_UNUSED = {
     "do_sample": "no in-process model",
     "add_generation_prompt": "no in-process model",
 }
+#: The settings of MemOS's embedder configs (``src/memos/configs/embedder.py``), per backend:
+#: any other is a misspelling, an error as for the LLMs (``extra_params``: older MemOS).
+_EMBEDDER_BASE = frozenset(
+    {"model_name_or_path", "embedding_dims", "max_tokens", "headers_extra", "model_schema"}
+)
+_EMBEDDER_KEYS = {
+    "ollama": _EMBEDDER_BASE | {"api_base"},
+    "sentence_transformer": _EMBEDDER_BASE | {"trust_remote_code"},
+    "universal_api": _EMBEDDER_BASE
+    | {
+        "provider",
+        "api_key",
+        "base_url",
+        "backup_client",
+        "backup_base_url",
+        "backup_api_key",
+        "backup_headers_extra",
+        "backup_model_name_or_path",
+        "extra_params",
+    },
+}
 #: MemOS embedder models that are the one memreader bundles.
 _BUNDLED_MODELS = frozenset({"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"})
 
@@ -125,6 +146,17 @@ def translate_llm(value: Any, where: str, out: Translation) -> dict[str, Any]:
 def translate_embedder(value: Any, out: Translation) -> dict[str, Any] | None:
     """memreader's embedder config for MemOS's ``embedder`` factory ``value``."""
     backend, config = _parts(value, "embedder")
+    known = _EMBEDDER_KEYS.get(backend)
+    stray = sorted(k for k in config if known is not None and k not in known)
+    if stray:
+        raise MemOSConfigError(
+            f"embedder.config.{stray[0]} is not a setting of MemOS's {backend} embedder backend"
+        )
+    if backend == "universal_api" and config.get("provider", "openai") != "openai":
+        raise MemOSConfigError(
+            f"embedder.config.provider {config['provider']!r}: memreader's embedders speak the "
+            "OpenAI API (provider openai); an Azure deployment needs an OpenAI-compatible URL"
+        )
     if "model_name_or_path" not in config:
         raise MemOSConfigError("embedder.config.model_name_or_path is required")
     model = config.pop("model_name_or_path")
@@ -167,7 +199,9 @@ def translate_embedder(value: Any, out: Translation) -> dict[str, Any] | None:
             out.note(at, "translated", "embedder.backend: openai")
         elif key in ("embedding_dims", "max_tokens"):
             out.note(at, "unused", detail=f"the {ours} backend takes the model's own")
-        else:
+        elif key.startswith("backup_"):
+            out.note(at, "unused", detail="memreader retries the same endpoint (max_retries)")
+        else:  # MemOS's own reads it only for another backend, or not at all
             out.note(at, "unused", detail=f"no counterpart in memreader's {ours} embedder")
     return {"backend": ours, "config": settings}
 

@@ -28,6 +28,11 @@ from memreader.errors import MemOSConfigError
 from memreader.llms.config import SLOT_NAMES
 from memreader.memos_shapes.backends import translate_embedder, translate_llm
 from memreader.memos_shapes.notes import Translation
+from memreader.memos_shapes.reader_settings import (
+    chat_chunker,
+    direct_markdown_hostnames,
+    skills_dir_config,
+)
 
 __all__ = ["MEMOS_ONLY_SETTINGS", "looks_like_memos_config", "translate_reader_config"]
 
@@ -35,15 +40,15 @@ __all__ = ["MEMOS_ONLY_SETTINGS", "looks_like_memos_config", "translate_reader_c
 #: result; ``memory_version_switch`` and the chunker are translated, not listed here).
 MEMOS_ONLY_SETTINGS = {
     "remove_prompt_example": "memreader's extraction prompt is its own; nothing to remove",
-    "chat_chunker": "memreader windows chats by tokens (window.max_tokens)",
-    "direct_markdown_hostnames": "memreader converts every fetched document itself",
     "oss_config": "memreader uploads nothing to object storage",
-    "skills_dir_config": "skills bundles go where fine.skills.output says",
     "created_at": "MemOS's timestamp of the config object",
     "model_schema": "MemOS's own class marker",
     "qwen_llm": "no counterpart slot",
 }
-_TRANSLATED = {*SLOT_NAMES, "embedder", "chunker", "chat_window_max_tokens"}
+#: Reader settings of MemOS's that change results: translated (or refused) by
+#: :mod:`memreader.memos_shapes.reader_settings`.
+_READER_SETTINGS = ("chat_chunker", "direct_markdown_hostnames", "skills_dir_config")
+_TRANSLATED = {*SLOT_NAMES, "embedder", "chunker", "chat_window_max_tokens", *_READER_SETTINGS}
 _CHUNKER_UNUSED = {
     "min_sentences_per_chunk": "memreader's splitter prefers sentence ends, with no minimum",
     "save_rawfile": "the multimodal reader keeps each document chunk as a RawFileMemory item",
@@ -62,7 +67,7 @@ def looks_like_memos_config(config: Mapping[str, Any]) -> bool:
         return False
     if {"chunker", "chat_window_max_tokens", "memory_version_switch"} & set(config):
         return True
-    if set(MEMOS_ONLY_SETTINGS) & set(config):
+    if {*MEMOS_ONLY_SETTINGS, *_READER_SETTINGS} & set(config):
         return True
     for name in (*SLOT_NAMES, "embedder"):
         value = config.get(name)
@@ -117,8 +122,67 @@ def translate_reader_config(
             out.note(name, "unused", detail="not a setting memreader knows")
     if window:
         ours["window"] = window
+    _reader_settings(config, ours, native, out)
     _fine(config, ours, out, memos_defaults)
+    _skills(config, ours, out)
     return out
+
+
+def _reader_settings(
+    config: Mapping[str, Any], ours: dict[str, Any], native: Collection[str], out: Translation
+) -> None:
+    """``chat_chunker`` -> ``strategy``, ``direct_markdown_hostnames`` -> ``fetch``."""
+    if "chat_chunker" in config:
+        if "strategy" in ours:
+            raise MemOSConfigError(
+                "chat_chunker and strategy both say how chats are grouped: keep one"
+            )
+        strategy = chat_chunker(config["chat_chunker"], native, out)
+        if strategy is not None:
+            ours["strategy"] = strategy
+    if "direct_markdown_hostnames" in config:
+        hosts = direct_markdown_hostnames(config["direct_markdown_hostnames"], native, out)
+        if hosts is not None:
+            fetch = _section(ours, "fetch")
+            known = list(fetch.get("direct_markdown_hostnames") or [])
+            fetch["direct_markdown_hostnames"] = [*known, *(h for h in hosts if h not in known)]
+
+
+def _skills(config: Mapping[str, Any], ours: dict[str, Any], out: Translation) -> None:
+    """``skills_dir_config.skills_local_dir`` -> ``fine.skills.output``."""
+    if "skills_dir_config" not in config:
+        return
+    output = skills_dir_config(config["skills_dir_config"], out)
+    if output is None:
+        return
+    fine = _section(ours, "fine")
+    skills = _section(fine, "skills")
+    if skills.get("output") not in (None, "", output):
+        raise MemOSConfigError(
+            f"skills_dir_config.skills_local_dir ({output!r}) and fine.skills.output "
+            f"({skills['output']!r}) name different folders: keep one"
+        )
+    skills["output"] = output
+
+
+def _section(ours: dict[str, Any], name: str) -> dict[str, Any]:
+    """``ours[name]`` as a mapping of its own, made when missing (a model given as it is is
+    dumped: a MemOS setting is merged into it).
+
+    Raises:
+        MemOSConfigError: it is neither a mapping nor a config model.
+    """
+    value = ours.get(name)
+    if value is None:
+        value = {}
+    elif hasattr(value, "model_dump"):
+        value = value.model_dump()
+    elif isinstance(value, Mapping):
+        value = dict(value)
+    else:
+        raise MemOSConfigError(f"{name} must be a mapping, got {type(value).__name__}")
+    ours[name] = value
+    return value
 
 
 def _memos_llm(value: Any) -> bool:

@@ -4,11 +4,13 @@ The middleware runs before anything reads a body. A request to ``/v1/`` without 
 401 at once (a 7 MB body is never read, a malformed one never parsed); a valid one gets its
 principal and its deadline (``request_timeout_s``, counted from here) in the ASGI scope, where
 the routes read them. A request to a route that does heavy work (reads, refinements, the store
-routes) takes one of its key's slots here and holds it until its ASGI call ends: a body still
-arriving counts, and so does a streamed answer until its last line is sent or the client went
-away (and the routes never end their call before their work has stopped, so the slot is held
-until then). All slots taken, or the key's ``requests_per_minute_per_key`` used: 429 with
-``Retry-After``.
+routes) takes one of its key's slots here and holds it until its answer's last part is handed
+to the server (then its work has ended: the routes never answer before their work has
+stopped), or its ASGI call ends without one: a body still arriving counts (until
+``body_timeout_s`` or the request's deadline, whichever comes first), and so does a streamed
+answer until its last line or the client went away. The slot is free before the last bytes go
+out, so a client that sends its next request the moment it reads an answer finds it free.
+All slots taken, or the key's ``requests_per_minute_per_key`` used: 429 with ``Retry-After``.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from starlette.datastructures import Headers
 from starlette.routing import BaseRoute, Match
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memreader.calls.deadlines import Deadline
 from memreader.service.problems import ProblemError, problem_response
@@ -79,8 +81,17 @@ class Admission:
         except ProblemError as problem:
             await _refuse(problem, route, scope, receive, send)
             return
+
+        async def send_releasing(message: Message) -> None:
+            # The slot is given back before the answer's last bytes go out: the work has ended
+            # by then, and a client that sends its next request the moment it reads this answer
+            # must find its slot free (were it given back after, that request could be 429).
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                release()
+            await send(message)
+
         try:
-            await self.app(scope, receive, send)
+            await self.app(scope, receive, send_releasing)
         finally:
             release()
 

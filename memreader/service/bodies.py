@@ -1,17 +1,21 @@
 """What a request body may be: at most ``max_request_bytes`` (413), and whole within
-``body_timeout_s`` of the app starting to read it (408, and the connection is closed: a client
-trickling a body must not hold a connection, nor a slot, for ever)."""
+``body_timeout_s`` of the app starting to read it (408) and within the request's own deadline
+(``request_timeout_s`` from its first byte: 504); either way the connection is closed. A client
+trickling a body must not hold a connection, nor its key's slot, past either."""
 
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from memreader.calls.deadlines import Deadline
 from memreader.service.problems import ProblemError, problem_response
+from memreader.service.request_scope import DEADLINE
 
-__all__ = ["BodyLimit", "too_large", "too_slow"]
+__all__ = ["BodyLimit", "too_large", "too_late", "too_slow"]
 
 
 class _Refused(Exception):
@@ -38,6 +42,20 @@ def too_slow(seconds: float) -> ProblemError:
         "Request body too slow",
         f"the request body did not arrive within the service's body_timeout_s ({seconds:g} s)",
         extra={"body_timeout_s": seconds},
+        headers={"Connection": "close"},
+    )
+
+
+def too_late(deadline: Deadline) -> ProblemError:
+    """The 504 problem of a body still arriving when the request's ``deadline`` passed; the
+    connection is closed after it (the rest of the body is never read)."""
+    limit = f" ({deadline.seconds:g} s)" if deadline.seconds is not None else ""
+    return ProblemError(
+        504,
+        "deadline",
+        "Deadline exceeded",
+        f"the request body did not arrive within the service's request_timeout_s{limit}; "
+        "nothing was read or stored",
         headers={"Connection": "close"},
     )
 
@@ -70,21 +88,29 @@ class BodyLimit:
         if _declared_length(scope) > self.limit:
             await problem_response(too_large(self.limit))(scope, receive, send)
             return
-        deadline = None if self.timeout_s is None else time.monotonic() + self.timeout_s
+        deadline = math.inf if self.timeout_s is None else time.monotonic() + self.timeout_s
+        # The request's own deadline (admission's, from its first byte) bounds the body too.
+        request = scope.get(DEADLINE)
+        request = request if isinstance(request, Deadline) else None
         seen = 0
         whole = False
         failure: ProblemError | None = None
 
         async def counted_receive() -> Message:
             nonlocal seen, whole, failure
-            if whole or deadline is None:
+            request_at = math.inf if request is None else time.monotonic() + request.remaining
+            until = min(deadline, request_at)
+            if whole or until == math.inf:
                 # Past the body, receive waits for a disconnect: no deadline on that.
                 return await receive()
             try:
-                message = await asyncio.wait_for(receive(), max(0.0, deadline - time.monotonic()))
+                message = await asyncio.wait_for(receive(), max(0.0, until - time.monotonic()))
             except TimeoutError:
-                assert self.timeout_s is not None
-                failure = too_slow(self.timeout_s)
+                if request is not None and request_at <= deadline:
+                    failure = too_late(request)
+                else:
+                    assert self.timeout_s is not None  # the body's own limit came first
+                    failure = too_slow(self.timeout_s)
                 raise _Refused from None
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))

@@ -34,8 +34,10 @@ class ScoreImportance(Step):
     modes = frozenset({"fast"})
 
     def run(self, state: ReadState, runtime: ReaderRuntime) -> None:
-        for items in state.items:
-            for item in items:
+        for scene, items in enumerate(state.items):
+            for position, item in enumerate(items):
+                # Scoring reads every source's text: a 6 MB chat's items take seconds.
+                state.check_deadline(f"before scoring item {position} of scene {scene}")
                 metadata = item.metadata
                 if metadata.importance is None:
                     scored = source_importance(metadata.sources)

@@ -32,7 +32,7 @@ from memreader.steps.state import ReadState, WindowedScene
 from memreader.windowing.grouping import GroupingConfig, group_windows
 from memreader.windowing.parsers import part_notes, scene_units
 from memreader.windowing.provenance import chunk_positions, heading_indexes, scene_digest
-from memreader.windowing.windows import Unit, Window
+from memreader.windowing.windows import Check, Unit, Window, no_check
 
 __all__ = ["Normalize", "Parse", "StrategySettings", "StrategyWindow", "WindowStep"]
 
@@ -85,7 +85,7 @@ class WindowStep(Step):
         windowed = []
         for scene, units in zip(state.scenes, state.units, strict=True):
             state.check_deadline(f"before cutting scene {scene.index} into windows")
-            windows = self.windows_of(scene, units, runtime)
+            windows = self.windows_of(scene, units, runtime, check=state.check_deadline)
             reports = [
                 WindowReport(scene.index, w.index, notes=part_notes(w, units)) for w in windows
             ]
@@ -106,9 +106,13 @@ class WindowStep(Step):
             "%d scenes, %d windows", len(windowed), sum(len(ws.windows) for ws in windowed)
         )
 
-    def windows_of(self, scene: Scene, units: list[Unit], runtime: ReaderRuntime) -> list[Window]:
-        """The windows of one scene (a reader with another splitter overrides this)."""
-        return runtime.windower.windows(units)
+    def windows_of(
+        self, scene: Scene, units: list[Unit], runtime: ReaderRuntime, check: Check = no_check
+    ) -> list[Window]:
+        """The windows of one scene (a reader with another splitter overrides this); ``check``
+        is the read's deadline, checked per message and per window inside one scene (one
+        6 MB chat is one scene)."""
+        return runtime.windower.windows(units, check)
 
 
 class StrategySettings(ConfigModel):
@@ -124,8 +128,10 @@ class StrategyWindow(WindowStep):
     """Chats in groups of whole messages (see :mod:`memreader.windowing.grouping`), documents by
     tokens as in the simple reader; one report entry per window."""
 
-    def windows_of(self, scene: Scene, units: list[Unit], runtime: ReaderRuntime) -> list[Window]:
+    def windows_of(
+        self, scene: Scene, units: list[Unit], runtime: ReaderRuntime, check: Check = no_check
+    ) -> list[Window]:
         if scene.type != "chat":
-            return runtime.windower.windows(units)
+            return runtime.windower.windows(units, check)
         settings = runtime.settings(StrategySettings, "strategy_window")
-        return group_windows(units, settings.strategy, runtime.windower)
+        return group_windows(units, settings.strategy, runtime.windower, check)

@@ -124,7 +124,7 @@ def _windows_of(
     """The fine windows of one checked stored item."""
     sources = list(item.metadata.sources)
     units = [Unit(s.content, line_prefix(s.role, s.chat_time, s.name)) for s in sources]
-    windows = cutter.windows(units)
+    windows = cutter.windows(units, state.check_deadline)
     kept = windows[:MAX_REQUESTS_PER_ITEM]
     info = {
         **item.metadata.info,

@@ -44,7 +44,15 @@ from pydantic import Field, model_validator
 from memreader.config_model import ConfigModel
 from memreader.errors import ConfigError
 from memreader.windowing.parsers import PartRef
-from memreader.windowing.windows import SEPARATOR, Segment, Unit, Window, Windower
+from memreader.windowing.windows import (
+    SEPARATOR,
+    Check,
+    Segment,
+    Unit,
+    Window,
+    Windower,
+    no_check,
+)
 
 __all__ = [
     "GroupBy",
@@ -268,47 +276,55 @@ def _cut(text: str, start: int, limit: int, room: int) -> int:
 
 
 def windows_by_group(
-    units: Sequence[Unit], config: GroupingConfig, windower: Windower
+    units: Sequence[Unit],
+    config: GroupingConfig,
+    windower: Windower,
+    check: Check = no_check,
 ) -> list[list[Window]]:
     """The windows of each group of :func:`plan_groups`, numbered in order across groups.
 
     ``windower`` gives the token budget, tokenizer and splitter; its token overlap is not used
-    (consecutive groups already share whole messages).
+    (consecutive groups already share whole messages). ``check`` is called between groups and
+    inside each (a read's deadline).
     """
     cutter = Windower(windower.max_tokens, 0, windower.tokenizer, windower.splitter)
     out: list[list[Window]] = []
     index = 0
-    for group in plan_groups(units, config):
-        windows = _group_windows(units, group, cutter, index)
+    for number, group in enumerate(plan_groups(units, config)):
+        check(f"while grouping, before group {number}")
+        windows = _group_windows(units, group, cutter, index, check)
         index += len(windows)
         out.append(windows)
     return out
 
 
 def group_windows(
-    units: Sequence[Unit], config: GroupingConfig, windower: Windower
+    units: Sequence[Unit],
+    config: GroupingConfig,
+    windower: Windower,
+    check: Check = no_check,
 ) -> list[Window]:
     """Windows of ``units``, grouped by ``config`` and within ``windower.max_tokens`` tokens.
 
     Each window's segments are exact spans of ``units``; the first window of a group carries
     the segments of the overlap messages it repeats from the previous group.
     """
-    return [w for windows in windows_by_group(units, config, windower) for w in windows]
+    return [w for windows in windows_by_group(units, config, windower, check) for w in windows]
 
 
 def _group_windows(
-    units: Sequence[Unit], group: MessageGroup, cutter: Windower, index: int
+    units: Sequence[Unit], group: MessageGroup, cutter: Windower, index: int, check: Check
 ) -> list[Window]:
     """One window for a group within the budget; otherwise the cutter's windows. Either way the
     cutter's segmentation, so an overlap message's segments match the previous group's."""
     parts = [Unit(units[s.unit].text[s.start : s.end], s.prefix) for s in group.slices]
-    segments = cutter.segments(parts)
+    segments = cutter.segments(parts, check)
     text = SEPARATOR.join(s.line for s in segments)
     count = cutter.tokenizer.count(text)
     if count <= cutter.max_tokens:
         local = [Window(0, tuple(segments), count)]
     else:
-        local = cutter.windows(parts)
+        local = cutter.windows(parts, check)
 
     def back(segment: Segment) -> Segment:
         source = group.slices[segment.unit]

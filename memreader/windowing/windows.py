@@ -26,7 +26,7 @@ tokenises a few times ``overlap_tokens`` of text.
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import NamedTuple, Protocol
@@ -93,6 +93,15 @@ class Splitter(Protocol):
     def __call__(self, text: str, budget: int) -> list[int]: ...
 
 
+#: Called with where the work is, between its pieces (a message, a piece of one, a window):
+#: raises to stop it (a read's deadline: ``ReadState.check_deadline``).
+Check = Callable[[str], None]
+
+
+def no_check(where: str) -> None:
+    """No deadline: the work goes on."""
+
+
 def _is_punctuation(char: str) -> bool:
     """cl100k's ``[^\\s\\p{L}\\p{N}]``: neither white space, nor a letter, nor a number."""
     return not char.isspace() and unicodedata.category(char)[0] not in "LN"
@@ -138,17 +147,20 @@ class Windower:
 
     # -- segmentation -------------------------------------------------------------------------
 
-    def segments(self, units: Sequence[Unit]) -> list[Segment]:
-        """Render each unit as one line, or as several pieces when it is too long."""
+    def segments(self, units: Sequence[Unit], check: Check = no_check) -> list[Segment]:
+        """Render each unit as one line, or as several pieces when it is too long; ``check``
+        is called before each unit and each piece of a long one (a deadline stops a 6 MB chat
+        within a message, not after it)."""
         out: list[Segment] = []
         for index, unit in enumerate(units):
+            check(f"while windowing, before message part {index}")
             prefix = self._usable_prefix(unit.prefix)
             line = prefix + unit.text
             count = self.tokenizer.count(line + SEPARATOR)
             if count <= self.max_line_tokens:
                 out.append(Segment(index, 0, len(unit.text), line, count))
             else:
-                out.extend(self._split(index, unit.text, prefix))
+                out.extend(self._split(index, unit.text, prefix, check))
         return out
 
     def _usable_prefix(self, prefix: str) -> str:
@@ -165,28 +177,29 @@ class Windower:
                 self._prefix_tokens[prefix] = count
         return count
 
-    def _split(self, unit: int, text: str, prefix: str) -> list[Segment]:
+    def _split(self, unit: int, text: str, prefix: str, check: Check) -> list[Segment]:
         """Pieces of an oversize unit: the splitter's cuts where it has one (each piece checked
         against the budget, and cut by tokens where it does not fit), else token cuts."""
         if self.splitter is None:
-            return self._token_split(unit, text, prefix, 0, len(text))
+            return self._token_split(unit, text, prefix, 0, len(text), check)
         budget = self.max_line_tokens - self._count_prefix(prefix) - 1
         pieces: list[Segment] = []
         start = 0
         for end in [*self.splitter(text, budget), len(text)]:
             if not start < end <= len(text):
                 continue
+            check(f"while windowing, in message part {unit} at character {start}")
             line = prefix + text[start:end]
             count = self.tokenizer.count(line + SEPARATOR)
             if count <= self.max_line_tokens:
                 pieces.append(Segment(unit, start, end, line, count))
             else:
-                pieces.extend(self._token_split(unit, text, prefix, start, end))
+                pieces.extend(self._token_split(unit, text, prefix, start, end, check))
             start = end
         return pieces
 
     def _token_split(
-        self, unit: int, whole: str, prefix: str, offset: int, stop: int
+        self, unit: int, whole: str, prefix: str, offset: int, stop: int, check: Check
     ) -> list[Segment]:
         """Cut ``whole[offset:stop]`` at token boundaries that are character boundaries."""
         tok = self.tokenizer
@@ -203,6 +216,7 @@ class Windower:
         i = 0
         n = len(tokens)
         while i < n:
+            check(f"while windowing, in message part {unit} at character {offset}")
             j = self._cut(raw, boundary, i, min(n, i + budget))
             while True:
                 start, end = chars_before[i], chars_before[j]
@@ -240,13 +254,15 @@ class Windower:
 
     # -- windows ------------------------------------------------------------------------------
 
-    def windows(self, units: Sequence[Unit]) -> list[Window]:
-        """Cut ``units`` into windows; an empty input gives no windows."""
-        segments = self.segments(units)
+    def windows(self, units: Sequence[Unit], check: Check = no_check) -> list[Window]:
+        """Cut ``units`` into windows; an empty input gives no windows. ``check`` is called
+        between units, pieces and windows (see :meth:`segments`)."""
+        segments = self.segments(units, check)
         windows: list[Window] = []
         carry: list[Segment] = []
         pos = 0
         while pos < len(segments):
+            check(f"while windowing, before window {len(windows)}")
             window = list(carry)
             used = _cost(window)
             while pos < len(segments) and used + segments[pos].tokens <= self.max_tokens:

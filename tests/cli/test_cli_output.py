@@ -4,6 +4,9 @@ machine form with ``--json`` / ``-o``, and whose the items are when ``--user-id`
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +14,7 @@ import yaml
 
 from memreader.cli import main
 from memreader.cli.read import DEFAULT_USER
+from tests.common import ROOT
 
 CHAT = [
     [
@@ -128,3 +132,23 @@ def test_sources_are_grouped_by_scene_and_documents_named() -> None:
         "session s: message m0; message m1; message m2; message m3 (+2 more)"
     )
     assert sources_text(meta()) == "session s: no source"
+
+
+@pytest.mark.parametrize("where", ["out.txt", "out.txt/sub"])
+def test_export_md_to_a_file_prints_its_one_error_line(tmp_path: Path, where: str) -> None:
+    # A subprocess: the warning that came before the error went through the command's logging.
+    from memreader import Memory
+
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    with Memory({"config": {"embedder": {"backend": "hash"}}}, store=url) as memory:
+        memory.add("I live in Porto.", user_id="alice")
+    (tmp_path / "out.txt").write_text("mine", encoding="utf-8")
+    argv = [sys.executable, "-m", "memreader.cli", "export-md", "--store", url]
+    argv += ["--user-id", "alice", "-o", str(tmp_path / where)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout) == (2, "")
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, lines  # the exit-code table's one line, no warning before it
+    assert lines[0].startswith("memreader: error: cannot ")
+    assert (tmp_path / "out.txt").read_text(encoding="utf-8") == "mine"

@@ -72,7 +72,7 @@ def test_every_slot_and_the_multimodal_settings_are_read() -> None:
         chat_window_max_tokens=512,
         direct_markdown_hostnames=["docs.example.com"],
         oss_config={"bucket": "b"},
-        skills_dir_config={"dir": "/tmp/skills"},
+        skills_dir_config={"skills_local_dir": "/tmp/skills", "skills_oss_dir": "skills/"},
         memory_version_switch="off",
     )
     raw["backend"] = "multimodal_struct"
@@ -88,13 +88,11 @@ def test_every_slot_and_the_multimodal_settings_are_read() -> None:
     ]
     assert models == ["general", "vision", "docs", "prefs"]
     assert cfg.config.window.max_tokens == 512  # the chat window; chunk_size is noted unused
+    assert cfg.config.fetch.direct_markdown_hostnames == ["docs.example.com"]
+    assert cfg.config.fine.skills.output == "/tmp/skills"
     unused = {n.setting for n in cfg.translation.of_kind("unused")}
-    assert {
-        "direct_markdown_hostnames",
-        "oss_config",
-        "skills_dir_config",
-        "chunker.config.chunk_size",
-    } <= unused
+    assert {"oss_config", "skills_dir_config.skills_oss_dir", "chunker.config.chunk_size"} <= unused
+    assert not {"direct_markdown_hostnames", "skills_dir_config"} & unused
 
 
 def test_unknown_settings_are_reported_once(caplog: pytest.LogCaptureFixture) -> None:

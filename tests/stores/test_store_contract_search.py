@@ -213,8 +213,10 @@ def test_bad_items_are_typed_errors_naming_the_item(store: MemoryStore) -> None:
         store.write([good])
         store.write([item("z", "fine"), item("a", "Ana lives in Lisbon")])
     assert store.get("z", user_id="u1") is None  # the failed write left nothing behind
+    poisoned = item("v", "text")
+    poisoned.metadata.embedding = [math.nan, 1.0]  # set after validation, as an embedder's is
     with pytest.raises(InputError, match=r"item 0 \(id 'v'\): the embedding has non-finite"):
-        store.write([item("v", "text", vector=[math.nan, 1.0])])
+        store.write([poisoned])
     with pytest.raises(InputError, match="items must be a list"):
         store.write("Ana")  # type: ignore[arg-type]
     with pytest.raises(InputError, match="now must be a timezone-aware datetime"):
