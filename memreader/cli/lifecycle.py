@@ -124,4 +124,4 @@ def _maintain(args: argparse.Namespace, url: str) -> int:
         print(json.dumps(report.to_dict(), ensure_ascii=False, indent=1))
     else:
         print("\n".join(report.lines()))
-    return 0
+    return 0 if report.complete else 1  # rows left unrepaired are not a success
