@@ -104,11 +104,15 @@ def load_pg(url: str, start: int, stop: int) -> None:
     import psycopg
 
     from memreader.stores import open_store
+    from memreader.stores.postgres.schema import index_sql
 
     open_store(url, dimension=DIM, text_only=True).close()
     columns = "id, user_id, session_id, memory_type, memory, content_hash, status, "
     columns += "recorded_at, embedding, embedding_model, supports, item"
     with psycopg.connect(url, autocommit=True) as conn:
+        # Rows copied into an HNSW index go in one by one (~8 ms each here): built afterwards
+        # in one pass instead.
+        conn.execute("DROP INDEX IF EXISTS memreader_memories_hnsw")
         with conn.cursor().copy(f"COPY memreader_memories ({columns}) FROM STDIN") as copy:
             for mid, text, digest, vector, item in rows(start, stop):
                 vec = "[" + ",".join(f"{x:.6f}" for x in vector) + "]"
@@ -119,6 +123,8 @@ def load_pg(url: str, start: int, stop: int) -> None:
         conn.execute(
             "UPDATE memreader_memories SET fts = to_tsvector('simple', memory) WHERE fts IS NULL"
         )
+        for statement in index_sql(DIM):
+            conn.execute(statement)
         conn.execute("VACUUM ANALYZE memreader_memories")
 
 
