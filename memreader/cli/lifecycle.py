@@ -42,8 +42,9 @@ def add_lifecycle_parsers(commands: Any) -> None:
         "maintain",
         help="purge old expired memories, enforce the budgets, repair the vector index",
         description="purge what expired more than purge_after_days ago, bring owners past "
-        "the watermark down to the target, embed again what has no vector or another "
-        "model's (see the README's 'The life of a memory')",
+        "the watermark down to the target, embed again what has no usable vector, none named "
+        "or another model's (see the README's 'The life of a memory'); exits 1 when rows "
+        "could not be read or repaired (the report names them)",
     )
     maintain.add_argument(
         "--config",
@@ -124,4 +125,4 @@ def _maintain(args: argparse.Namespace, url: str) -> int:
         print(json.dumps(report.to_dict(), ensure_ascii=False, indent=1))
     else:
         print("\n".join(report.lines()))
-    return 0
+    return 0 if report.complete else 1  # rows left unrepaired are not a success

@@ -117,5 +117,6 @@ class MaintainTask:
             return None
         finally:
             self._shared.slot_free(token)
-        logger.info("maintain: %s", ", ".join(report.lines()))
+        level = logging.INFO if report.complete else logging.WARNING
+        logger.log(level, "maintain: %s", ", ".join(report.lines()))
         return report

@@ -1,15 +1,30 @@
 """How a store embeds what it is given without a vector, shared by both stores: the new items
-written without one (:func:`embed_missing`), through the store's embedder (:func:`embed`)."""
+written without one (:func:`embed_missing`), through the store's embedder (:func:`embed`), and
+which vectors are usable at all (:func:`usable_vector`).
+
+>>> usable_vector([0.6, 0.8]), usable_vector([0.0, 0.0]), usable_vector([float("nan"), 1.0])
+(True, False, False)
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+import math
+from collections.abc import Callable, Sequence
 
 from memreader.errors import MemReaderError, StoreError
 from memreader.items import TextualMemoryItem
 from memreader.stores.embedder_rules import QueryEmbedder
 
-__all__ = ["embed", "embed_missing"]
+__all__ = ["embed", "embed_missing", "usable_vector"]
+
+logger = logging.getLogger(__name__)
+
+
+def usable_vector(vector: Sequence[float]) -> bool:
+    """Whether ``vector`` has a direction: not empty, every value finite, not all zeros (a
+    vector without one matches nothing, and PostgreSQL refuses NaN and infinities)."""
+    return bool(vector) and all(math.isfinite(x) for x in vector) and any(vector)
 
 
 def embed(embedder: QueryEmbedder, texts: list[str]) -> list[list[float]]:
@@ -37,7 +52,10 @@ def embed_missing(
 ) -> list[TextualMemoryItem]:
     """``items``, the new ones that came without a vector given one by ``embedder`` (stored
     ones are skipped: ``unstored`` gives the positions of those not stored, read before
-    anything is embedded); the vectors' ``embedding_model`` is the embedder's ``name``."""
+    anything is embedded); the vectors' ``embedding_model`` is the embedder's ``name``. An item
+    the embedder gives a vector without a direction (NaN, infinite, all zeros) stays without
+    one (a warning names it): it is stored and found by its words, and ``maintain`` embeds it
+    again."""
     bare = [i for i, item in enumerate(items) if item.metadata.embedding is None]
     if embedder is None or not bare:
         return items
@@ -49,6 +67,14 @@ def embed_missing(
     model = name if isinstance(name, str) else None
     out = list(items)
     for i, vector in zip(todo, vectors, strict=True):
+        if not usable_vector(vector):
+            logger.warning(
+                "the store's embedder gave item %d (id %r) a vector without a direction (NaN, "
+                "infinite or all zeros): stored without one; maintain embeds it again",
+                i,
+                items[i].id,
+            )
+            continue
         meta = items[i].metadata.model_copy(
             update={"embedding": [float(x) for x in vector], "embedding_model": model}
         )

@@ -5,6 +5,7 @@ exit 2 with one line for a bad setting."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -71,6 +72,25 @@ def test_maintain_dry_run_then_run(
     assert "  expired ana: 5" in out.splitlines()
     code, out, _ = run(capsys, "maintain", "--store", url, "--config", config, "--json")
     assert json.loads(out)["totals"] == {"purged": 0, "expired": 0, "repaired": 0}
+
+
+def test_maintain_exits_1_naming_the_rows_it_could_not_repair(
+    where: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    url, config = where
+    assert run(capsys, "maintain", "--store", url, "--config", config)[0] == 0
+    with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
+        broken = conn.execute("SELECT id FROM memories WHERE status = 'active'").fetchone()[0]
+        conn.execute("UPDATE memories SET item = '{', embedding = NULL WHERE id = ?", (broken,))
+    code, out, _ = run(capsys, "maintain", "--store", url, "--config", config)
+    assert code == 1
+    assert (
+        f"unreadable ana: 1 memories whose rows cannot be read (fix or delete them): {broken}"
+        in out
+    )
+    code, out, _ = run(capsys, "maintain", "--store", url, "--config", config, "--json")
+    report = json.loads(out)
+    assert code == 1 and report["complete"] is False and report["unreadable"] == {"ana": [broken]}
 
 
 def test_pin_unpin_and_restore(where: tuple[str, str], capsys: pytest.CaptureFixture[str]) -> None:

@@ -9,9 +9,13 @@ One run, in this order, each step in bounded transactions:
 2. **budget**: every owner past the watermark is brought down to the target
    (:meth:`~memreader.stores.lifecycle.api.LifecycleStorage.enforce_budget`, a few hundred
    memories per transaction);
-3. **repair**: active memories without a vector, or with a vector of another model than the
-   store's embedder (:func:`~memreader.stores.embedder_rules.foreign_models`), are embedded
-   again with it, their passages too, ``repair_batch`` per transaction.
+3. **repair**: active memories without a vector, with a vector that has no direction (a NaN,
+   an infinity, all zeros: what a broken embedder gives), with a vector stored without a model
+   name, or of another model than the store's embedder
+   (:func:`~memreader.stores.embedder_rules.foreign_models`), are embedded again with it,
+   their passages too, ``repair_batch`` per transaction. A row that cannot be read is passed
+   over and named in the report (``unreadable``), as is one the embedder gave no usable vector
+   for (``unrepaired``): the run goes on, and :attr:`MaintainReport.complete` is false.
 
 Every step acts on what the rows say now, so a run killed between (or inside) transactions
 leaves a consistent store and the next run does the rest: running twice does nothing more
@@ -23,19 +27,19 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from memreader.calls.deadlines import Deadline, check_deadline
 from memreader.errors import InputError, StoreError
 from memreader.items import TextualMemoryItem
 from memreader.stores.checks import moment
 from memreader.stores.embedder_rules import QueryEmbedder, foreign_models
-from memreader.stores.embedding import embed
+from memreader.stores.embedding import embed, usable_vector
 from memreader.stores.lifecycle.config import LifecycleConfig, check_lifecycle
 from memreader.stores.passages.rows import PassagePlan, plan_passages
 from memreader.stores.records import StoredMemory
 
-__all__ = ["MaintainReport", "Maintenance"]
+__all__ = ["MaintainReport", "Maintenance", "Unindexed"]
 
 #: The steps of a run, in order (a report's keys).
 STEPS = ("purged", "expired", "repaired")
@@ -44,13 +48,22 @@ STEPS = ("purged", "expired", "repaired")
 @dataclass
 class MaintainReport:
     """What one run did (``dry_run``: would do): per step (:data:`STEPS`), how many memories
-    of each owner; ``notes`` say what was skipped and why."""
+    of each owner; what the repair could not do, per owner, by memory id: rows it could not
+    read (``unreadable``) and memories the embedder gave no usable vector for
+    (``unrepaired``); ``notes`` say what was skipped and why."""
 
     dry_run: bool
     purged: dict[str, int] = field(default_factory=dict)
     expired: dict[str, int] = field(default_factory=dict)
     repaired: dict[str, int] = field(default_factory=dict)
+    unreadable: dict[str, list[str]] = field(default_factory=dict)
+    unrepaired: dict[str, list[str]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        """Whether the run did all it found to do (nothing unreadable or unrepaired)."""
+        return not self.unreadable and not self.unrepaired
 
     def totals(self) -> dict[str, int]:
         """Each step's count over every owner."""
@@ -60,19 +73,49 @@ class MaintainReport:
         """The report as JSON-ready data."""
         return {
             "dry_run": self.dry_run,
+            "complete": self.complete,
             "totals": self.totals(),
             **{step: dict(sorted(getattr(self, step).items())) for step in STEPS},
+            **{kind: _by_owner(getattr(self, kind)) for kind in _LEFT},
             "notes": list(self.notes),
         }
 
     def lines(self) -> list[str]:
-        """The report as text: one line per step, then one per owner and step."""
+        """The report as text: one line per step, then one per owner and step, then what the
+        repair could not do."""
         verb = "would be " if self.dry_run else ""
         out = [f"{step}: {n} memories {verb}{step}" for step, n in self.totals().items()]
         for step in STEPS:
             for owner, n in sorted(getattr(self, step).items()):
                 out.append(f"  {step} {owner}: {n}")
+        for kind, why in _LEFT.items():
+            for owner, ids in _by_owner(getattr(self, kind)).items():
+                shown = ", ".join(ids[:10]) + (
+                    f" and {len(ids) - 10} more" if len(ids) > 10 else ""
+                )
+                out.append(f"{kind} {owner}: {len(ids)} memories {why}: {shown}")
         return out + [f"note: {note}" for note in self.notes]
+
+
+#: What the repair could not do, and why (the report's fields).
+_LEFT = {
+    "unreadable": "whose rows cannot be read (fix or delete them)",
+    "unrepaired": "the embedder gave no usable vector for (NaN, infinite or all zeros)",
+}
+
+
+def _by_owner(found: dict[str, list[str]]) -> dict[str, list[str]]:
+    return {owner: sorted(ids) for owner, ids in sorted(found.items())}
+
+
+class Unindexed(NamedTuple):
+    """A row the repair reads: its rowid, owner and id, and the memory (read without its
+    vector, which is replaced), ``None`` when the row cannot be read."""
+
+    rowid: int
+    owner: str
+    memory_id: str
+    memory: StoredMemory | None
 
 
 class Maintenance:
@@ -119,36 +162,48 @@ class Maintenance:
         else:
             report.expired = self.enforce_budget(now=at, dry_run=dry_run, lifecycle=config)
         check_deadline(deadline, "before the repair")
-        report.repaired = self._repair(config.repair_batch, dry_run, report.notes, deadline)
+        report.repaired = self._repair(config.repair_batch, report, deadline)
         return report
 
     def _repair(
-        self, batch: int, dry_run: bool, notes: list[str], deadline: Deadline | None = None
+        self, batch: int, report: MaintainReport, deadline: Deadline | None = None
     ) -> dict[str, int]:
         embedder = self.embedder
         if embedder is None:
-            notes.append("repair: off (the store is open text only: no embedder)")
+            report.notes.append("repair: off (the store is open text only: no embedder)")
             return {}
         name = getattr(embedder, "name", None)
         model = name if isinstance(name, str) else None
-        foreign = sorted(foreign_models(model, self.embedding_models())) if model else []
+        foreign: list[str] = []
         if model is None:
-            notes.append("repair: the embedder has no name; only missing vectors are repaired")
-        if dry_run:
+            report.notes.append(
+                "repair: the embedder has no name; only missing vectors and vectors without a "
+                "direction are repaired"
+            )
+        else:  # "": vectors stored without a model name, whatever made them
+            found = self.embedding_models()
+            foreign = sorted(set(foreign_models(model, found)) | ({""} & set(found)))
+        if report.dry_run:
             return self._unindexed_counts(foreign)
         done: Counter[str] = Counter()
         after = 0
         while rows := self._unindexed(foreign, after, batch):
             check_deadline(deadline, "before a repair batch")
-            after = rows[-1][0]
-            vectors = embed(embedder, [m.item.memory for _, m in rows])
-            items = [
-                _with_vector(m.item, vector, model)
-                for (_, m), vector in zip(rows, vectors, strict=True)
-            ]
-            found = [(rowid, item) for (rowid, _), item in zip(rows, items, strict=True)]
-            fixed = self._reindex(found, foreign, plan_passages(items, embedder))
-            done.update(owner for owner in fixed)
+            after = rows[-1].rowid
+            for row in rows:
+                if row.memory is None:
+                    report.unreadable.setdefault(row.owner, []).append(row.memory_id)
+            readable = [(row.rowid, row.memory) for row in rows if row.memory is not None]
+            vectors = embed(embedder, [m.item.memory for _, m in readable]) if readable else []
+            fixed: list[tuple[int, TextualMemoryItem]] = []
+            for (rowid, memory), vector in zip(readable, vectors, strict=True):
+                if usable_vector(vector):
+                    fixed.append((rowid, _with_vector(memory.item, vector, model)))
+                else:
+                    report.unrepaired.setdefault(memory.item.metadata.user_id, []).append(memory.id)
+            if fixed:
+                plan = plan_passages([item for _, item in fixed], embedder)
+                done.update(self._reindex(fixed, foreign, plan))
         return dict(done)
 
     # -- each backend's ----------------------------------------------------------------------
@@ -173,14 +228,14 @@ class Maintenance:
         raise StoreError(f"{type(self).__name__} cannot purge")
 
     def _unindexed_counts(self, foreign: list[str]) -> dict[str, int]:
-        """Per owner, the active memories without a vector or with one of ``foreign``."""
+        """Per owner, the active memories without a usable vector (none, or one without a
+        direction: a NaN, an infinity, all zeros) or with one of ``foreign`` models (``""``:
+        stored without a model name)."""
         raise StoreError(f"{type(self).__name__} cannot repair its index")
 
-    def _unindexed(
-        self, foreign: list[str], after: int, limit: int
-    ) -> list[tuple[int, StoredMemory]]:
-        """Up to ``limit`` active memories past rowid ``after`` without a vector or with one
-        of ``foreign`` models, by rowid (rowid, memory)."""
+    def _unindexed(self, foreign: list[str], after: int, limit: int) -> list[Unindexed]:
+        """Up to ``limit`` of the memories :meth:`_unindexed_counts` counts, past rowid
+        ``after``, by rowid, each read without its vector (unreadable ones too)."""
         raise StoreError(f"{type(self).__name__} cannot repair its index")
 
     def _reindex(

@@ -15,6 +15,7 @@ from memreader.items import TextualMemoryItem
 from memreader.stores.direct_writes import UnknownMemoryError
 from memreader.stores.events import WriteEvent
 from memreader.stores.lifecycle.api import RESTORED_REASON, check_pin_limit, check_restorable
+from memreader.stores.lifecycle.maintain import Unindexed
 from memreader.stores.lifecycle.priority import PriorityFacts
 from memreader.stores.passages.rows import PassagePlan
 from memreader.stores.postgres.categories import PostgresCategories
@@ -23,12 +24,18 @@ from memreader.stores.postgres.passages import add_passages
 from memreader.stores.postgres.schema import MEMORY_COLUMNS, memory_from_row, vector_text
 from memreader.stores.postgres.session import check_dimensions
 from memreader.stores.postgres.writes import Changes
-from memreader.stores.records import StoredMemory
 from memreader.stores.write_decisions import keys_of, load_supports
 
 __all__ = ["PostgresLifecycle"]
 
-_UNINDEXED = "status = 'active' AND (embedding IS NULL OR COALESCE(embedding_model, '') = ANY(%s))"
+#: What ``maintain`` repairs: no vector, one without a direction (all zeros: pgvector refuses NaN
+#: and infinities, but a norm past float8 is infinite), or a foreign model's (``""``: unnamed).
+_UNINDEXED = (
+    "status = 'active' AND (embedding IS NULL OR COALESCE(embedding_model, '') = ANY(%s) "
+    "OR NOT (vector_norm(embedding) > 0 AND vector_norm(embedding) < 'Infinity'::float8))"
+)
+#: The columns of :data:`MEMORY_COLUMNS` with the vector left out (it is being replaced).
+_WITHOUT_VECTOR = MEMORY_COLUMNS.replace("embedding::text", "NULL", 1)
 _PINNED_ACTIVE = (
     "SELECT count(*) FROM memreader_memory_pins p JOIN memreader_memories m ON m.user_id = "
     "p.user_id AND m.id = p.memory_id WHERE p.user_id = %s AND m.status = 'active'"
@@ -220,18 +227,16 @@ class PostgresLifecycle(PostgresCategories):
         )
         return {str(owner): int(n) for owner, n in rows}
 
-    def _unindexed(
-        self, foreign: list[str], after: int, limit: int
-    ) -> list[tuple[int, StoredMemory]]:
+    def _unindexed(self, foreign: list[str], after: int, limit: int) -> list[Unindexed]:
         rows = self._session.run(
             lambda c: c.execute(
-                f"SELECT {MEMORY_COLUMNS} FROM memreader_memories WHERE rowid > %s AND "
+                f"SELECT {_WITHOUT_VECTOR} FROM memreader_memories WHERE rowid > %s AND "
                 f"{_UNINDEXED} ORDER BY rowid LIMIT %s",
                 (after, foreign, limit),
             ).fetchall(),
             write=False,
         )
-        return [(int(r[0]), m) for r in rows if (m := memory_from_row(r)) is not None]
+        return [Unindexed(int(r[0]), r[14], r[13], memory_from_row(r)) for r in rows]
 
     def _reindex(
         self, rows: list[tuple[int, TextualMemoryItem]], foreign: list[str], plan: PassagePlan

@@ -1,6 +1,7 @@
 """The PostgreSQL store's reads and bulk operations inside an open transaction: owner locks,
-nearest vectors (HNSW, with an exact fallback), which items are not stored yet, hybrid search
-and purge. Ranking is :mod:`memreader.stores.scoring`'s, exactly as the embedded store ranks.
+nearest vectors (HNSW, with an exact fallback), hybrid search and purge (which items are
+stored already: :mod:`~memreader.stores.postgres.known`). Ranking is
+:mod:`memreader.stores.scoring`'s, exactly as the embedded store ranks.
 """
 
 from __future__ import annotations
@@ -15,33 +16,27 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from memreader.items import TextualMemoryItem
 from memreader.stores.base import ScoreParts, SearchHit
 from memreader.stores.checks import Filters
-from memreader.stores.events import WriteEvent
 from memreader.stores.passages.scoring import ScoredPassages, rank_by_passages
 from memreader.stores.postgres.passages import read_passages
 from memreader.stores.postgres.schema import MEMORY_COLUMNS, memory_from_row
 from memreader.stores.postgres.text_search import WordRows, text_list
 from memreader.stores.postgres.usage import read_heat
 from memreader.stores.scoring import Candidate
-from memreader.stores.write_decisions import looked_up, memory_hash
 
 __all__ = [
     "CANDIDATES",
     "LARGE_CATEGORY",
-    "LOOKUP_CHUNK",
     "SMALL_CATEGORY",
     "Ranking",
     "filter_sql",
     "lock_owners",
-    "lookup",
     "nearest",
     "owners_of",
     "purge",
     "search",
     "seen_rows",
-    "unstored",
 ]
 
 #: How many candidates each list gives the fusion, at least (and 5 per hit asked for): the
@@ -64,9 +59,6 @@ MAX_EF_SEARCH = 1000
 #: candidates; a larger one is filtered from the usual list.
 SMALL_CATEGORY = 2_000
 LARGE_CATEGORY = 20_000
-
-#: Items per query of :func:`lookup`.
-LOOKUP_CHUNK = 1000
 
 Connection = psycopg.Connection[Any]
 
@@ -129,9 +121,13 @@ def nearest(
     query: str,
     n: int,
     category: tuple[str, tuple[str, list[Any]]] | None = None,
+    *,
+    index_first: bool = False,
 ) -> list[tuple[int, str, float]]:
     """The ``n`` memories of ``owner`` (passing ``where``/``params``) whose vectors are most
-    similar to ``query`` (pgvector text): (rowid, id, cosine), best first.
+    similar to ``query`` (pgvector text): (rowid, id, cosine), best first. ``index_first``:
+    the HNSW index is asked first whatever the planner's statistics say (a write's check per
+    item, see below).
 
     The HNSW index answers when the planner picks it (``ef_search`` at least ``n``); when it
     returns fewer than ``n`` rows (the filters threw its candidates away), the search is rerun
@@ -150,9 +146,19 @@ def nearest(
             # The index hands over at most ef_search rows and the category keeps its share of
             # them: the most it may give (at 50k, a tenth of them then fills k=10 at once).
             ef_search = MAX_EF_SEARCH
-    conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef_search),))
+    # index_first: sorting is the planner's last resort for the index's statement. Without
+    # statistics (a young table: rows written since autovacuum last analysed it) it guessed an
+    # owner holds a few rows and sorted every active row of the owner, for each item written.
+    sort = conn.execute(
+        "SELECT current_setting('enable_sort'), set_config('hnsw.ef_search', %s, true), "
+        "set_config('enable_sort', CASE WHEN %s THEN 'off' ELSE current_setting('enable_sort') "
+        "END, true)",
+        (str(ef_search), index_first),
+    ).fetchone()
     first, values = category[1] if category is not None else (where, list(params))
     rows = _ordered(conn, owner, first, values, query, n, "m.embedding <=> %s::vector")
+    if index_first:
+        conn.execute("SELECT set_config('enable_sort', %s, true)", (sort[0] if sort else "on",))
     if len(rows) < n:  # the filters threw the index's candidates away: search exactly
         if category is not None:
             rows = _category_exact(conn, owner, where, params, query, n, category[0])
@@ -217,42 +223,6 @@ def _category_exact(
         "WHERE l.user_id = %s AND l.name = %s ORDER BY x.distance LIMIT %s",
         (query, *params, owner, category, n),
     ).fetchall()
-
-
-def unstored(conn: Connection, items: Sequence[TextualMemoryItem]) -> list[int]:
-    """The positions of ``items`` whose id is not stored active and whose content is not
-    active for their owner and type: the ones worth embedding (a retired memory written again
-    comes back as written now, with a vector)."""
-    todo = []
-    for position, item in enumerate(items):
-        meta = item.metadata
-        found = conn.execute(
-            "SELECT 1 FROM memreader_memories WHERE user_id = %s AND status = 'active' AND "
-            "(id = %s OR (memory_type = %s AND content_hash = %s)) LIMIT 1",
-            (meta.user_id, item.id, meta.memory_type.value, memory_hash(item)),
-        ).fetchone()
-        if found is None:
-            todo.append(position)
-    return todo
-
-
-def lookup(
-    conn: Connection, owner: str, items: Sequence[TextualMemoryItem]
-) -> list[WriteEvent | None]:
-    """What writing each of ``owner``'s ``items`` would find stored (see
-    :meth:`MemoryStore.lookup`): one query per :data:`LOOKUP_CHUNK` items."""
-    found: list[WriteEvent | None] = []
-    for start in range(0, len(items), LOOKUP_CHUNK):
-        chunk = items[start : start + LOOKUP_CHUNK]
-        hashes = [memory_hash(item) for item in chunk]
-        rows = conn.execute(
-            "SELECT id, memory_type, content_hash, status FROM memreader_memories "
-            "WHERE user_id = %s AND (id = ANY(%s) OR "
-            "(status = 'active' AND content_hash = ANY(%s))) ORDER BY rowid",
-            (owner, sorted({item.id for item in chunk}), sorted(set(hashes))),
-        ).fetchall()
-        found += looked_up(start, chunk, hashes, rows)
-    return found
 
 
 def owners_of(conn: Connection, key: str) -> list[str]:

@@ -51,17 +51,16 @@ from memreader.stores.embedder_rules import store_embedder
 from memreader.stores.embedding import embed, embed_missing
 from memreader.stores.events import WriteEvent
 from memreader.stores.passages.rows import plan_passages
+from memreader.stores.postgres.known import lookup, unstored
 from memreader.stores.postgres.lifecycle import PostgresLifecycle
 from memreader.stores.postgres.operations import (
     Connection,
     Ranking,
     lock_owners,
-    lookup,
     owners_of,
     purge,
     search,
     seen_rows,
-    unstored,
 )
 from memreader.stores.postgres.passages import add_passages
 from memreader.stores.postgres.schema import (

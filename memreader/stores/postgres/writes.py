@@ -83,7 +83,7 @@ class Changes(ChangeRules[str]):
         where += "AND COALESCE(m.embedding_model, '') = %s "
         where += "AND m.agent_id = %s AND m.task_id = %s AND m.visibility = %s"
         params = (p.item.metadata.memory_type.value, p.model, *scope_columns(p.item.metadata))
-        found = nearest(self.conn, p.user_id, where, params, p.vector, 1)
+        found = nearest(self.conn, p.user_id, where, params, p.vector, 1, index_first=True)
         return (found[0][1], found[0][2]) if found else None
 
     def _target(self, p: Prepared, memory_id: str | None) -> Found | None:

@@ -16,9 +16,9 @@ from memreader.items import TextualMemoryItem
 from memreader.stores.direct_writes import UnknownMemoryError
 from memreader.stores.events import WriteEvent
 from memreader.stores.lifecycle.api import RESTORED_REASON, check_pin_limit, check_restorable
+from memreader.stores.lifecycle.maintain import Unindexed
 from memreader.stores.lifecycle.priority import PriorityFacts
 from memreader.stores.passages.rows import PassagePlan
-from memreader.stores.records import StoredMemory
 from memreader.stores.sqlite.categories import SQLiteCategories
 from memreader.stores.sqlite.passages import add_passages
 from memreader.stores.sqlite.schema import MEMORY_COLUMNS, iso, memory_from_row, parse_time
@@ -40,9 +40,16 @@ _PINNED_ACTIVE = (
 
 
 def _unindexed_where(foreign: list[str]) -> tuple[str, list[Any]]:
+    """What ``maintain`` repairs: no vector, one without a direction, or a ``foreign`` model's
+    (``memreader_unusable_vector``: :func:`~memreader.stores.sqlite.vectors.unusable_blob`)."""
     marks = ", ".join("?" * len(foreign))
     model = f" OR COALESCE(embedding_model, '') IN ({marks})" if foreign else ""
-    return f"status = 'active' AND (embedding IS NULL{model})", list(foreign)
+    bad = " OR memreader_unusable_vector(embedding)"
+    return f"status = 'active' AND (embedding IS NULL{model}{bad})", list(foreign)
+
+
+#: The columns of :data:`MEMORY_COLUMNS` with the vector left out (it is being replaced).
+_WITHOUT_VECTOR = MEMORY_COLUMNS.replace("embedding,", "NULL,", 1)
 
 
 class SQLiteLifecycle(SQLiteCategories):
@@ -199,17 +206,15 @@ class SQLiteLifecycle(SQLiteCategories):
             ).fetchall()
         return {str(owner): int(n) for owner, n in rows}
 
-    def _unindexed(
-        self, foreign: list[str], after: int, limit: int
-    ) -> list[tuple[int, StoredMemory]]:
+    def _unindexed(self, foreign: list[str], after: int, limit: int) -> list[Unindexed]:
         where, params = _unindexed_where(foreign)
         with self._transaction(write=False) as conn:
             rows = conn.execute(
-                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE rowid > ? AND {where} "
+                f"SELECT {_WITHOUT_VECTOR} FROM memories WHERE rowid > ? AND {where} "
                 "ORDER BY rowid LIMIT ?",
                 (after, *params, limit),
             ).fetchall()
-        return [(r[0], m) for r in rows if (m := memory_from_row(r)) is not None]
+        return [Unindexed(r[0], r[14], r[13], memory_from_row(r)) for r in rows]
 
     def _reindex(
         self, rows: list[tuple[int, TextualMemoryItem]], foreign: list[str], plan: PassagePlan

@@ -18,6 +18,7 @@ from memreader.items import TextualMemoryItem
 from memreader.stores.base import ScoreParts, SearchHit
 from memreader.stores.checks import Filters
 from memreader.stores.events import WriteEvent
+from memreader.stores.known import known_rows, unstored_positions
 from memreader.stores.passages.scoring import ScoredPassages, rank_by_passages
 from memreader.stores.scoring import Candidate
 from memreader.stores.sqlite.categories import category_rowids, drop_links
@@ -40,8 +41,8 @@ __all__ = ["StoreOps", "filter_sql"]
 
 #: How many candidates each list gives the fusion, at least (and 5 per hit asked for).
 CANDIDATES = 50
-#: Items per query of :meth:`StoreOps.lookup` (two parameters each, well under SQLite's limit).
-LOOKUP_CHUNK = 400
+#: Ids (or hashes) per index lookup of what a write finds stored (well under SQLite's limit).
+LOOKUP_CHUNK = 500
 #: The most full-text index entries one search ranks over all the rows holding a word (see
 #: :func:`~memreader.stores.scoring.affordable_words`): ranking costs about 1.3 ms per 1,000
 #: entries here, so a word in more rows than this is not ranked over all of them (at 100k
@@ -195,35 +196,35 @@ class StoreOps:
     def unstored(self, items: Sequence[TextualMemoryItem]) -> list[int]:
         """The positions of ``items`` whose id is not stored active and whose content is not
         active for their owner and type: the ones worth embedding (a retired memory written
-        again comes back as written now, with a vector)."""
-        todo = []
-        for position, item in enumerate(items):
-            meta = item.metadata
-            found = self.conn.execute(
-                "SELECT 1 FROM memories WHERE user_id = ? AND status = 'active' AND (id = ? "
-                "OR (memory_type = ? AND content_hash = ?)) LIMIT 1",
-                (meta.user_id, item.id, meta.memory_type.value, memory_hash(item)),
-            ).fetchone()
-            if found is None:
-                todo.append(position)
-        return todo
+        again comes back as written now, with a vector). Index lookups only
+        (:mod:`~memreader.stores.known`)."""
+        hashes = [memory_hash(item) for item in items]
+        return unstored_positions(items, hashes, self._known(items, hashes))
 
     def lookup(self, owner: str, items: Sequence[TextualMemoryItem]) -> list[WriteEvent | None]:
         """What writing each of ``owner``'s ``items`` would find stored (see
-        :meth:`MemoryStore.lookup`): one query per :data:`LOOKUP_CHUNK` items."""
-        found: list[WriteEvent | None] = []
-        for start in range(0, len(items), LOOKUP_CHUNK):
-            chunk = items[start : start + LOOKUP_CHUNK]
-            hashes = [memory_hash(item) for item in chunk]
-            ids = sorted({item.id for item in chunk})
-            rows = self.conn.execute(
-                "SELECT id, memory_type, content_hash, status FROM memories WHERE user_id = ? "
-                f"AND (id IN ({', '.join('?' * len(ids))}) OR (status = 'active' AND "
-                f"content_hash IN ({', '.join('?' * len(set(hashes)))})))",
-                (owner, *ids, *sorted(set(hashes))),
-            )
-            found += looked_up(start, chunk, hashes, rows)
-        return found
+        :meth:`MemoryStore.lookup`): two index lookups per :data:`LOOKUP_CHUNK` items (and
+        memory type)."""
+        hashes = [memory_hash(item) for item in items]
+        rows = [row[1:] for row in self._known(items, hashes)]
+        return looked_up(0, items, hashes, rows)
+
+    def _known(self, items: Sequence[TextualMemoryItem], hashes: list[str]) -> list[Any]:
+        # The indexes named: without statistics the planner guesses a list of values costs
+        # more than the owner's (user_id, status) range, which is every active row.
+        columns = "SELECT user_id, id, memory_type, content_hash, status FROM memories INDEXED BY"
+
+        def by_ids(owner: str, ids: list[str]) -> list[Any]:
+            sql = f"{columns} sqlite_autoindex_memories_1 WHERE user_id = ? AND id IN "
+            sql += f"({', '.join('?' * len(ids))})"
+            return self.conn.execute(sql, (owner, *ids)).fetchall()
+
+        def by_hashes(owner: str, memory_type: str, digests: list[str]) -> list[Any]:
+            sql = f"{columns} memories_active_hash WHERE user_id = ? AND memory_type = ? AND "
+            sql += f"content_hash IN ({', '.join('?' * len(digests))}) AND status = 'active'"
+            return self.conn.execute(sql, (owner, memory_type, *digests)).fetchall()
+
+        return known_rows(items, hashes, by_ids, by_hashes, LOOKUP_CHUNK)
 
     def owners_of(self, key: str) -> list[str]:
         """The owners of active memories that the support key ``key`` supports, sorted."""

@@ -65,6 +65,7 @@ from memreader.stores.sqlite.schema import (
     schema_is_current,
 )
 from memreader.stores.sqlite.usage import USE_SCHEMA, SQLiteUse, use_current
+from memreader.stores.sqlite.vectors import unusable_blob
 from memreader.stores.sqlite.writes import Changes, prepare
 from memreader.stores.usage import DEFAULT_HEAT_WEIGHT, check_heat_weight
 from memreader.stores.validation import retired_owners, validate_items
@@ -175,6 +176,7 @@ class SQLiteStore(SQLiteLifecycle, SQLiteUse):
             conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+            conn.create_function("memreader_unusable_vector", 1, unusable_blob, deterministic=True)
             if not (schema_is_current(conn) and passages_current(conn) and use_current(conn)):
                 if self.path != ":memory:" and not is_wal(conn):
                     conn.execute("PRAGMA journal_mode = WAL")

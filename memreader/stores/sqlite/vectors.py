@@ -30,6 +30,7 @@ __all__ = [
     "from_blob",
     "to_blob",
     "unit",
+    "unusable_blob",
 ]
 
 #: One stored vector and what searches filter it by: rowid, the float32 blob, status, memory
@@ -77,6 +78,17 @@ def unit(vector: Sequence[float] | bytes) -> np.ndarray | None:
     if not np.isfinite(norm) or norm == 0.0:
         return None
     return array / norm
+
+
+def unusable_blob(blob: bytes | None) -> bool:
+    """Whether a stored vector has no direction (:func:`unit` finds none) or is not float32
+    bytes at all: what ``maintain`` embeds again (SQL function ``memreader_unusable_vector``)."""
+    if blob is None:
+        return False
+    try:
+        return unit(bytes(blob)) is None
+    except ValueError:  # not a whole number of float32 values
+        return True
 
 
 class VectorGroup:
