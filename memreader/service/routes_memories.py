@@ -25,7 +25,13 @@ from memreader.service.models import (
 from memreader.service.problems import ProblemError, shown
 from memreader.service.scope_walls import check_change, check_whole_owner, key_sees, scope_of
 from memreader.service.state import ServiceState, json_response
-from memreader.stores import HistoryEntry, SourceSelector, StoredMemory, WriteEvent
+from memreader.stores import (
+    EraseReceipt,
+    HistoryEntry,
+    SourceSelector,
+    StoredMemory,
+    WriteEvent,
+)
 from memreader.stores.shapes import entry_json, event_json, hit_json, memory_json
 
 __all__ = ["router"]
@@ -154,8 +160,8 @@ async def history(
 
 @router.post("/v1/memories:forget")
 async def forget(body: ForgetRequest, request: Request) -> Response:
-    """Forget what one source said: memories it alone supported expire, the others lose its
-    sources. Returns the events."""
+    """Forget what one source said: memories it alone supported expire (with ``erase``: are
+    erased), the others lose its sources. Returns the events and the erase ``receipt``."""
     state = _state(request)
     principal = state.principal(request)
     user_id = state.check_user(principal, body.user_id)
@@ -169,13 +175,14 @@ async def forget(body: ForgetRequest, request: Request) -> Response:
 
     async def answer() -> Response:
         # A forget that committed is answered with its events, however late.
-        events = await state.blocking(
-            lambda: state.store.forget(source, user_id=user_id),
+        receipt = await state.blocking(
+            lambda: state.store.forget(source, user_id=user_id, erase=body.erase),
             "forgetting",
             state.deadline(request),
             writes=True,
         )
-        return json_response({"events": [event_json(event) for event in events]})
+        events = [event_json(event) for event in receipt]
+        return json_response({"events": events, "receipt": receipt.to_dict()})
 
     return await state.idempotent(request, principal, "forget", answer)
 
@@ -229,13 +236,14 @@ async def delete_memory(
     user_id: str | None = Query(default=None),
     erase: bool = Query(default=False),
 ) -> Response:
-    """Expire a memory now (its row and history stay), or with ``?erase=true`` remove it and
-    its history for good (irreversible)."""
+    """Expire a memory now (its row and history stay), or with ``?erase=true`` remove it from
+    every place its text lives, for good (irreversible): the answer then holds the erase
+    ``receipt`` beside the ``event``."""
     state = _state(request)
     principal = state.principal(request)
     owner = _owner(state, principal, user_id)
 
-    def work() -> WriteEvent:
+    def work() -> WriteEvent | EraseReceipt:
         _changeable(state, principal, memory_id, owner)
         return state.store.delete(memory_id, user_id=owner, erase=erase)
 
@@ -243,16 +251,21 @@ async def delete_memory(
 
 
 async def _write(
-    request: Request, principal: Principal, route: str, work: Callable[[], WriteEvent]
+    request: Request,
+    principal: Principal,
+    route: str,
+    work: Callable[[], WriteEvent | EraseReceipt],
 ) -> Response:
     """Run one direct write on the store threads (idempotent with an ``Idempotency-Key``);
-    answer its event, 201 for an ``ADD``."""
+    answer its event, 201 for an ``ADD``, and an erasure's ``receipt``."""
     state = _state(request)
 
     async def answer() -> Response:
-        event = await state.blocking(work, route, state.deadline(request), writes=True)
-        status = 201 if event.event == "ADD" else 200
-        return json_response({"event": event_json(event)}, status)
+        done = await state.blocking(work, route, state.deadline(request), writes=True)
+        if isinstance(done, EraseReceipt):
+            body = {"event": event_json(done[0]), "receipt": done.to_dict()}
+            return json_response(body)
+        return json_response({"event": event_json(done)}, 201 if done.event == "ADD" else 200)
 
     return await state.idempotent(request, principal, route, answer)
 
