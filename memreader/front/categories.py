@@ -8,6 +8,7 @@ from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
+from memreader.errors import MemReaderError
 from memreader.front.inputs import check_user
 from memreader.stores import MemoryStore, StoredCategory
 
@@ -45,6 +46,27 @@ class CategoryCalls:
         self._check_open()
         users = [user_id] if isinstance(user_id, str) or user_id is None else list(user_id)
         owners = [check_user(user, "export_markdown()") for user in users]
-        return export_markdown(
-            self.store, owners, os.fspath(folder), allow_foreign_files=allow_foreign_files
-        )
+        where = os.fspath(folder)
+        paths = export_markdown(self.store, owners, where, allow_foreign_files=allow_foreign_files)
+        for owner in owners:  # a later delete or forget of theirs rewrites this folder
+            self.__dict__.setdefault("_exported", {}).setdefault(owner, {})[where] = (
+                allow_foreign_files
+            )
+        return paths
+
+    def _refresh_exports(self, owner: str) -> tuple[int, list[str]]:
+        """Rewrite ``owner``'s Markdown in every folder this Memory exported it to (a removal
+        changed what it shows): how many folders were rewritten, and why each other one
+        could not be (it still holds what it held)."""
+        from memreader.categories.markdown import export_report
+
+        done, failed = 0, []
+        folders: dict[str, bool] = self.__dict__.get("_exported", {}).get(owner, {})
+        for folder, allow in sorted(folders.items()):
+            try:
+                export_report(self.store, [owner], folder, allow_foreign_files=allow)
+            except MemReaderError as exc:
+                failed.append(f"markdown export {folder} not rewritten: {exc}")
+                continue
+            done += 1
+        return done, failed

@@ -55,7 +55,7 @@ from memreader.stores.context import (
 __all__ = ["SEARCH_FILTERS", "AddResult", "Memory"]  # the first two from front.results
 
 
-class Memory(RemovalCalls, LifecycleCalls, UseCalls, CategoryCalls):
+class Memory(LifecycleCalls, UseCalls, CategoryCalls, RemovalCalls):
     """A reader, its store and its category keeper as one object (see the module docstring);
     pins, restores and ``maintain`` are :class:`~memreader.front.lifecycle.LifecycleCalls`'.
 

@@ -2,11 +2,15 @@
 ``delete`` one memory by id and ``forget`` what a source said, each an erasure with
 ``erase=True`` that returns the store's :class:`~memreader.stores.erasure.EraseReceipt`
 (:mod:`memreader.stores.erasure`). The owner's held working-memory items are promoted first,
-so a removal reaches them too."""
+so a removal reaches them too; the Markdown this ``Memory`` exported for the owner
+(:meth:`~memreader.front.categories.CategoryCalls.export_markdown`) is written again after it,
+so its files no longer show what was removed (``rewritten["markdown_exports"]``; a folder
+that cannot be rewritten is named in the receipt's ``residue``)."""
 
 from __future__ import annotations
 
 from abc import abstractmethod
+from dataclasses import replace
 from typing import Any, Literal, overload
 
 from memreader.front.inputs import source_selector
@@ -27,6 +31,20 @@ class RemovalCalls:
     @abstractmethod
     def _settle(self, owner: str) -> None:
         """Promote ``owner``'s held working-memory items (a removal must see them)."""
+
+    @abstractmethod
+    def _refresh_exports(self, owner: str) -> tuple[int, list[str]]:
+        """Rewrite ``owner``'s Markdown exports of this Memory: the folders rewritten, and
+        why each other could not be."""
+
+    def _with_exports(self, owner: str, receipt: EraseReceipt) -> EraseReceipt:
+        """``receipt`` with this Memory's Markdown exports of ``owner`` rewritten (they showed
+        what the removal took), counted; a folder that cannot be is named in ``residue``."""
+        done, failed = self._refresh_exports(owner)
+        if not done and not failed:
+            return receipt
+        rewritten = {**receipt.rewritten, "markdown_exports": done} if done else receipt.rewritten
+        return replace(receipt, rewritten=rewritten, residue=(*receipt.residue, *failed))
 
     @overload
     def delete(
@@ -65,7 +83,11 @@ class RemovalCalls:
         """
         owner = self._owner(user_id, "delete()")
         self._settle(owner)
-        return self.store.delete(memory_id, user_id=owner, erase=erase)
+        done = self.store.delete(memory_id, user_id=owner, erase=erase)
+        if isinstance(done, EraseReceipt):
+            return self._with_exports(owner, done)
+        self._refresh_exports(owner)
+        return done
 
     def forget(
         self, source: Any, *, user_id: str | None = None, erase: bool = False
@@ -82,4 +104,5 @@ class RemovalCalls:
         """
         owner = self._owner(user_id, "forget()")
         self._settle(owner)
-        return self.store.forget(source_selector(source), user_id=owner, erase=erase)
+        receipt = self.store.forget(source_selector(source), user_id=owner, erase=erase)
+        return self._with_exports(owner, receipt)

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, overload
 
 from memreader.stores.events import WriteEvent
@@ -64,20 +64,22 @@ ERASED_PLACES = (
     "pins",
 )
 #: Where other rows that quote an erased memory's text are rewritten (counted in
-#: ``rewritten``); ``sources`` and ``session_moved`` are a forget's.
+#: ``rewritten``); ``sources`` and ``session_moved`` are a forget's; ``markdown_exports`` the
+#: user folders a ``Memory`` exported and wrote again (:mod:`memreader.front.removal`).
 REWRITTEN_PLACES = (
     "neighbour_history",
     "successor_sources",
     "category_summaries",
     "sources",
     "session_moved",
+    "markdown_exports",
 )
 
 #: The shortest text a summary line is checked to quote (shorter: a citation only).
 _QUOTE_CHARS = 12
 
 
-@dataclass(frozen=True, eq=True)
+@dataclass(frozen=True, eq=False)
 class EraseReceipt(Sequence[WriteEvent]):
     """What an erasure (``delete(erase=True)``) or a forget removed, from where, and what may
     remain: one value from the store, the same on every surface (:meth:`to_dict` is its JSON
@@ -96,8 +98,8 @@ class EraseReceipt(Sequence[WriteEvent]):
       iterates over them, so code written for a list of events reads it unchanged.
 
     >>> r = EraseReceipt(user_id="u1", target="memory:a", erased=("a",))
-    >>> r.to_dict()["erased"], len(r)
-    (['a'], 0)
+    >>> r.to_dict()["erased"], len(r), r == []
+    (['a'], 0, True)
     """
 
     user_id: str
@@ -111,6 +113,19 @@ class EraseReceipt(Sequence[WriteEvent]):
     file_steps: tuple[str, ...] = ()
     residue: tuple[str, ...] = ()
     events: tuple[WriteEvent, ...] = ()
+
+    def __eq__(self, other: object) -> bool:
+        # A list or tuple of events equals the receipt holding them (code written when forget
+        # returned a list compares it so); another receipt, field by field.
+        if isinstance(other, (list, tuple)):
+            return list(self.events) == list(other)
+        if not isinstance(other, EraseReceipt):
+            return NotImplemented
+        return [getattr(self, f.name) for f in fields(self)] == [
+            getattr(other, f.name) for f in fields(other)
+        ]
+
+    __hash__ = None  # type: ignore[assignment]  # it holds dicts
 
     def __iter__(self) -> Iterator[WriteEvent]:
         return iter(self.events)
