@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import glob
 import sqlite3
+import tempfile
 from collections.abc import Iterator
 from contextlib import closing
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memreader.categories.config import CategoriesConfig, SummarySettings
 from memreader.categories.maintainer import CategoryMaintainer
@@ -212,3 +215,54 @@ def test_a_reader_holding_the_wal_is_named_in_the_receipt(tmp_path: object) -> N
     assert any("blocked" in step for step in receipt.file_steps)
     after = _file_bytes(path)  # the last connection's close checkpointed the WAL
     assert SECRET.encode() not in after and SECRET.lower().encode() not in after
+
+
+_WORDS = ["alpha", "bravo", "carmine", "delta", "ember", "fjord", "garnet", "harbor"]
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    said_in=st.lists(
+        st.sets(st.sampled_from(["s1", "s2", "s3"]), min_size=1, max_size=3),
+        min_size=1,
+        max_size=6,
+    ),
+    updated=st.sets(st.integers(0, 5), max_size=3),
+    forgotten=st.sampled_from(["s1", "s2", "s3"]),
+    by_id=st.sets(st.integers(0, 5), max_size=2),
+)
+def test_erasure_removes_exactly_what_only_it_covers(
+    said_in: list[set[str]], updated: set[int], forgotten: str, by_id: set[int]
+) -> None:
+    """Memories said in some sessions (one word of their own each), some updated: erasing a few
+    by id, then forgetting a session with ``erase``, leaves none of the erased memories' words in
+    any table, erases exactly the memories that session alone supported, and keeps the rest."""
+    with tempfile.TemporaryDirectory() as folder:
+        url = f"sqlite:///{folder}/m.db"
+        with open_store(url, embedder=HashEmbedder()) as store:
+            word = {}
+            for n, sessions in enumerate(said_in):
+                word[f"m{n}"] = f"{_WORDS[n]}{n}qx"
+                for k, session in enumerate(sorted(sessions)):  # the same text: reinforced
+                    text = f"I keep a {word[f'm{n}']} in the shed."
+                    item_id = f"m{n}" if k == 0 else f"m{n}-{session}"
+                    store.write([said(item_id, text, session=session, message=f"{n}-{k}")])
+            for n in sorted(updated & set(range(len(said_in)))):
+                store.update(f"m{n}", f"I sold the thing {n}.", user_id="u1")
+            erased = set()
+            for n in sorted(by_id & set(range(len(said_in)))):
+                erased |= set(store.delete(f"m{n}", user_id="u1", erase=True).erased)
+            only_there = {
+                f"m{n}"
+                for n, sessions in enumerate(said_in)
+                if sessions == {forgotten} and f"m{n}" not in erased
+            }
+            receipt = store.forget(SourceSelector(session_id=forgotten), user_id="u1", erase=True)
+            originals = {i for i in receipt.erased if i in word}
+            assert originals == only_there
+            erased |= originals
+            dump = everything(url).lower()
+            for memory_id in erased:
+                assert word[memory_id] not in dump, memory_id
+            for memory_id in set(word) - erased:
+                assert store.get(memory_id, user_id="u1") is not None
