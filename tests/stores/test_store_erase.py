@@ -110,6 +110,8 @@ def test_erase_takes_its_lines_out_of_every_category_summary(kept: MemoryStore, 
     (other,) = kept.categories("u1")
     assert SECRET not in other.summary and "[ref:b]" in other.summary
     assert other.item_ids == ("b",)
+    # The keeper wrote it again after the erasure (the store's scrub note is gone).
+    assert (other.summary_kind, other.summary_note) == ("deterministic", None)
     assert receipt.categories == ("other",) and receipt.rewritten["category_summaries"] == 1
     table = "categories" if url.startswith("sqlite") else "memreader_categories"
     rows = sql(url, f"SELECT summary FROM {table}")
