@@ -3,6 +3,7 @@ owner's categories and the Markdown export of their memory (see :mod:`memreader.
 
 from __future__ import annotations
 
+import logging
 import os
 from abc import abstractmethod
 from collections.abc import Sequence
@@ -13,6 +14,8 @@ from memreader.front.inputs import check_user
 from memreader.stores import MemoryStore, StoredCategory
 
 __all__ = ["CategoryCalls"]
+
+logger = logging.getLogger(__name__)
 
 
 class CategoryCalls:
@@ -67,6 +70,7 @@ class CategoryCalls:
                 export_report(self.store, [owner], folder, allow_foreign_files=allow)
             except MemReaderError as exc:
                 failed.append(f"markdown export {folder} not rewritten: {exc}")
+                logger.warning("%s", failed[-1])
                 continue
             done += 1
         return done, failed

@@ -10,6 +10,8 @@ import glob
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from memreader import AsyncMemory, Memory
 from memreader.stores import EraseReceipt
 
@@ -81,3 +83,16 @@ def test_the_async_memory_hands_back_the_receipt(
 
     receipt = asyncio.run(run())
     assert len(receipt.erased) == 1 and receipt.removed["memories"] == 1
+
+
+def test_an_export_that_cannot_be_rewritten_is_named_in_the_receipt(
+    memory: Memory, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    added = memory.add(f"My locker code word is {SECRET}.", user_id="ana", session_id="s1")
+    out = tmp_path / "md"
+    memory.export_markdown(out, user_id="ana")
+    (out / "ana" / "notes.txt").write_text("mine")  # a foreign file: the export refuses it
+    receipt = memory.delete(added.items[0].id, user_id="ana", erase=True)
+    assert "markdown_exports" not in receipt.rewritten
+    assert any(f"markdown export {out} not rewritten" in place for place in receipt.residue)
+    assert any("not rewritten" in r.message for r in caplog.records)
