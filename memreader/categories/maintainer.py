@@ -28,6 +28,7 @@ from memreader.errors import MemReaderError
 from memreader.items import TextualMemoryItem
 from memreader.stores.base import MemoryStore
 from memreader.stores.category_types import StoredCategory
+from memreader.stores.erase_rules import SCRUB_NOTE
 from memreader.stores.events import WriteEvent
 from memreader.stores.records import StoredMemory
 
@@ -130,7 +131,11 @@ class CategoryMaintainer:
         changed: set[str] = set()
         for memory_id in memory_ids:
             memory = store.get(memory_id, user_id=owner)
-            if memory is None:
+            if memory is None:  # erased: the store took its lines out of the summaries, which
+                # are written again so they hold what fits (read only after an erasure)
+                changed.update(
+                    c.name for c in store.categories(owner) if c.summary_note == SCRUB_NOTE
+                )
                 continue
             if memory.status != "active":
                 changed.update(linked.get(memory_id, []))  # its citations must leave

@@ -8,8 +8,9 @@ replaced or deleted from the command line (:mod:`memreader.stores.direct_writes`
 - ``update ID TEXT --store URL --user-id U [--reason R] [--json]``: a new version of memory
   ``ID`` (a new id; the old one ``superseded``, its history kept);
 - ``delete ID --store URL --user-id U [--erase] [--json]``: the memory expires (history
-  kept); ``--erase`` removes its row, history and text for good (irreversible, for
-  erasure requests).
+  kept); ``--erase`` erases it from every place its text lives, for good (irreversible,
+  for erasure requests), and prints the erase receipt after the event
+  (:mod:`memreader.cli.receipts`; with ``--json``, the event's ``receipt``).
 
 Each prints the write event: one line (``EVENT MEMORY_ID  REASON``), or with ``--json`` the
 JSON object the service answers (:func:`~memreader.stores.shapes.event_json`). The text is
@@ -31,6 +32,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from memreader.cli.flags import add_alias, add_scope_flags, scope_args
+from memreader.cli.receipts import print_receipt
 from memreader.cli.store_access import (
     add_store_flag,
     cli_embedder,
@@ -40,6 +42,7 @@ from memreader.cli.store_access import (
 )
 from memreader.errors import InputError
 from memreader.items import MEMORY_TYPES, MemoryType
+from memreader.stores import EraseReceipt
 from memreader.stores.shapes import event_json
 
 if TYPE_CHECKING:
@@ -80,8 +83,9 @@ def add_write_parsers(commands: Any) -> None:
     delete.add_argument(
         "--erase",
         action="store_true",
-        help="remove its row, its history and its category links, and its text from the "
-        "history of the memories it replaced or that replaced it: IRREVERSIBLE (without it "
+        help="erase it from every place its text lives (its row, history, text index, "
+        "passages, links, use record; its text in its neighbours' history, its later versions' "
+        "sources and its category summaries) and print the receipt: IRREVERSIBLE (without it "
         "the memory only expires and its history is kept)",
     )
     for command in (add, update, delete):
@@ -123,20 +127,29 @@ def run_write_command(args: argparse.Namespace) -> int:
         cli_embedder(config, off=off) as embedder,
         open_cli_store(url, embedder, create=create) as store,
     ):
-        event = _write(args, store, fields)
+        done = _write(args, store, fields)
+    event = done[0] if isinstance(done, EraseReceipt) else done
     if args.json:
-        print(json.dumps(event_json(event), ensure_ascii=False, indent=1))
-    else:
-        print(f"{event.event:<9} {event.memory_id}  {event.reason}")
+        shown = event_json(event)
+        if isinstance(done, EraseReceipt):
+            shown["receipt"] = done.to_dict(events=False)
+        print(json.dumps(shown, ensure_ascii=False, indent=1))
+        return 0
+    print(f"{event.event:<9} {event.memory_id}  {event.reason}")
+    if isinstance(done, EraseReceipt):
+        print_receipt(done)
     return 0
 
 
-def _write(args: argparse.Namespace, store: MemoryStore, fields: dict[str, Any]) -> WriteEvent:
+def _write(
+    args: argparse.Namespace, store: MemoryStore, fields: dict[str, Any]
+) -> WriteEvent | EraseReceipt:
     if args.command == "add":
         return store.add_memory(args.text, user_id=args.user_id, **fields)
     if args.command == "update":
         return store.update(args.memory_id, args.text, user_id=args.user_id, reason=args.reason)
-    return store.delete(args.memory_id, user_id=args.user_id, erase=args.erase)
+    erase: bool = args.erase
+    return store.delete(args.memory_id, user_id=args.user_id, erase=erase)
 
 
 def _add_fields(args: argparse.Namespace) -> dict[str, Any]:

@@ -7,7 +7,8 @@ command line (see :mod:`memreader.stores`); and what ``memreader read --store`` 
   (:mod:`memreader.cli.summary`);
 - ``history ID --store URL --user-id U [--json]``: every change of one memory;
 - ``forget --store URL --user-id U --source doc:PATH|session:ID|message:ID|input:KEY
-  [--json]``: what came only from that source expires; the events are printed;
+  [--erase] [--json]``: what came only from that source expires (``--erase``: is erased, for
+  good); the events and the receipt are printed (:mod:`memreader.cli.receipts`);
 - ``export-md --store URL --user-id U [--user-id U2 ...] --output DIR
   [--allow-foreign-files]``: each owner's memory as Markdown files an agent can read
   (``DIR/<user folder>/index.md`` and one file per category: see
@@ -31,6 +32,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from memreader.cli.flags import add_alias, add_scope_flags, scope_args
+from memreader.cli.receipts import print_receipt
 from memreader.cli.store_access import (
     add_store_flag,
     cli_embedder,
@@ -114,6 +116,12 @@ def add_store_parsers(commands: Any) -> None:
         "--source",
         required=True,
         help="doc:PATH, session:ID, message:ID or input:KEY (a batch job's input)",
+    )
+    forget.add_argument(
+        "--erase",
+        action="store_true",
+        help="erase what came only from the source from every place its text lives, and "
+        "print the receipt: IRREVERSIBLE (without it, it expires and its history is kept)",
     )
     for command in (search, history, forget):
         add_store_flag(command, env=True)
@@ -275,13 +283,17 @@ def parse_source(text: str) -> Any:
 
 
 def _forget(store: MemoryStore, args: argparse.Namespace) -> int:
-    events = store.forget(parse_source(args.source), user_id=args.user_id)
+    erase: bool = args.erase
+    receipt = store.forget(parse_source(args.source), user_id=args.user_id, erase=erase)
     if args.json:
-        _print_json({"source": args.source, "events": [event_json(e) for e in events]})
+        events = [event_json(e) for e in receipt]
+        shown = receipt.to_dict(events=False)
+        _print_json({"source": args.source, "events": events, "receipt": shown})
         return 0
-    for event in events:
+    for event in receipt:
         print(f"{event.event:<7} {event.memory_id}  {event.reason}")
-    print(f"memreader: {args.source}: {_counts(events)}", file=sys.stderr)
+    print_receipt(receipt)
+    print(f"memreader: {args.source}: {_counts(receipt)}", file=sys.stderr)
     return 0
 
 

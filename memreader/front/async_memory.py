@@ -18,7 +18,7 @@ import functools
 import os
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal, overload
 
 from memreader.calls.deadlines import in_thread
 from memreader.front.config import ConfigLike
@@ -27,6 +27,7 @@ from memreader.front.results import AddResult, add_result
 from memreader.modes import ReadMode
 from memreader.steps.report import ReadReport
 from memreader.stores import (
+    EraseReceipt,
     HistoryEntry,
     MaintainReport,
     SearchHit,
@@ -137,10 +138,26 @@ class AsyncMemory:
         )
         return await in_thread(call, keep_result=True)
 
+    @overload
+    async def delete(
+        self, memory_id: str, *, user_id: str | None = None, erase: Literal[False] = False
+    ) -> WriteEvent: ...
+
+    @overload
+    async def delete(
+        self, memory_id: str, *, user_id: str | None = None, erase: Literal[True]
+    ) -> EraseReceipt: ...
+
+    @overload
+    async def delete(
+        self, memory_id: str, *, user_id: str | None = None, erase: bool
+    ) -> WriteEvent | EraseReceipt: ...
+
     async def delete(
         self, memory_id: str, *, user_id: str | None = None, erase: bool = False
-    ) -> WriteEvent:
-        """:meth:`Memory.delete <memreader.front.memory.Memory.delete>`, awaited."""
+    ) -> WriteEvent | EraseReceipt:
+        """:meth:`Memory.delete <memreader.front.removal.RemovalCalls.delete>`, awaited (with
+        ``erase``: the receipt)."""
         call = functools.partial(self.memory.delete, memory_id, user_id=user_id, erase=erase)
         return await in_thread(call, keep_result=True)
 
@@ -196,10 +213,12 @@ class AsyncMemory:
         call = functools.partial(self.memory.history, memory_id, user_id=user_id)
         return await in_thread(call)
 
-    async def forget(self, source: Any, *, user_id: str | None = None) -> list[WriteEvent]:
-        """:meth:`Memory.forget <memreader.front.memory.Memory.forget>`, awaited (a forget
-        that committed is returned even if the caller was cancelled)."""
-        call = functools.partial(self.memory.forget, source, user_id=user_id)
+    async def forget(
+        self, source: Any, *, user_id: str | None = None, erase: bool = False
+    ) -> EraseReceipt:
+        """:meth:`Memory.forget <memreader.front.removal.RemovalCalls.forget>`, awaited (a
+        forget that committed is returned even if the caller was cancelled)."""
+        call = functools.partial(self.memory.forget, source, user_id=user_id, erase=erase)
         return await in_thread(call, keep_result=True)
 
     async def pin(self, ids: Sequence[str], *, user_id: str | None = None) -> int:

@@ -3,16 +3,20 @@ owner's categories and the Markdown export of their memory (see :mod:`memreader.
 
 from __future__ import annotations
 
+import logging
 import os
 from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
+from memreader.errors import MemReaderError
 from memreader.front.inputs import check_user
 from memreader.front.working import WorkingMemory
 from memreader.stores import MemoryStore, StoredCategory
 
 __all__ = ["CategoryCalls"]
+
+logger = logging.getLogger(__name__)
 
 
 class CategoryCalls:
@@ -51,6 +55,28 @@ class CategoryCalls:
         for owner in owners:
             if self.working is not None:  # the files hold what working memory holds too
                 self.working.settle(owner)
-        return export_markdown(
-            self.store, owners, os.fspath(folder), allow_foreign_files=allow_foreign_files
-        )
+        where = os.fspath(folder)
+        paths = export_markdown(self.store, owners, where, allow_foreign_files=allow_foreign_files)
+        for owner in owners:  # a later delete or forget of theirs rewrites this folder
+            self.__dict__.setdefault("_exported", {}).setdefault(owner, {})[where] = (
+                allow_foreign_files
+            )
+        return paths
+
+    def _refresh_exports(self, owner: str) -> tuple[int, list[str]]:
+        """Rewrite ``owner``'s Markdown in every folder this Memory exported it to (a removal
+        changed what it shows): how many folders were rewritten, and why each other one
+        could not be (it still holds what it held)."""
+        from memreader.categories.markdown import export_report
+
+        done, failed = 0, []
+        folders: dict[str, bool] = self.__dict__.get("_exported", {}).get(owner, {})
+        for folder, allow in sorted(folders.items()):
+            try:
+                export_report(self.store, [owner], folder, allow_foreign_files=allow)
+            except MemReaderError as exc:
+                failed.append(f"markdown export {folder} not rewritten: {exc}")
+                logger.warning("%s", failed[-1])
+                continue
+            done += 1
+        return done, failed

@@ -33,10 +33,10 @@ from memreader.front.inputs import (
     make_info,
     session_digest,
     shape_input,
-    source_selector,
 )
 from memreader.front.lifecycle import LifecycleCalls
 from memreader.front.lifetime import closer, promote_when_dropped
+from memreader.front.removal import RemovalCalls
 from memreader.front.results import SEARCH_FILTERS, AddResult, add_result
 from memreader.front.use import UseCalls
 from memreader.front.working import WorkingMemory, check_working_size
@@ -56,7 +56,7 @@ from memreader.stores.context import (
 __all__ = ["SEARCH_FILTERS", "AddResult", "Memory"]  # the first two from front.results
 
 
-class Memory(LifecycleCalls, UseCalls, CategoryCalls):
+class Memory(LifecycleCalls, UseCalls, CategoryCalls, RemovalCalls):
     """A reader, its store and its category keeper as one object (see the module docstring);
     pins, restores and ``maintain`` are :class:`~memreader.front.lifecycle.LifecycleCalls`'.
 
@@ -243,21 +243,6 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls):
         self._settle(owner)
         return self.store.update(memory_id, text, user_id=owner, reason=reason)
 
-    def delete(
-        self, memory_id: str, *, user_id: str | None = None, erase: bool = False
-    ) -> WriteEvent:
-        """Expire the memory ``memory_id`` now (its row and history stay). ``erase=True``
-        removes its row, its history and its category links instead: **irreversible**, for
-        erasure requests. See :meth:`memreader.stores.MemoryStore.delete`.
-
-        Raises:
-            UnknownMemoryError: ``user_id`` has no memory ``memory_id``.
-            InputError: no ``user_id``; ``erase`` is not true or false.
-        """
-        owner = self._owner(user_id, "delete()")
-        self._settle(owner)
-        return self.store.delete(memory_id, user_id=owner, erase=erase)
-
     # -- the store's abilities ---------------------------------------------------------------------
 
     def search(
@@ -345,14 +330,6 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls):
         owner = self._owner(user_id, "history()")
         entries = self.store.history(memory_id, user_id=owner)
         return entries + (self.working.history(owner, memory_id) if self.working else [])
-
-    def forget(self, source: Any, *, user_id: str | None = None) -> list[WriteEvent]:
-        """Forget what ``source`` said (``session:ID``, ``doc:PATH``, ``message:ID``,
-        ``input:KEY`` or a :class:`~memreader.stores.SourceSelector`): memories only it
-        supports expire (their history stays). The events."""
-        owner = self._owner(user_id, "forget()")
-        self._settle(owner)
-        return self.store.forget(source_selector(source), user_id=owner)
 
     # -- lifetime ---------------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from memreader.mcp.limits import (
     MAX_CONTENT_CHARS,
@@ -235,6 +235,12 @@ class Forget(ToolArguments):
     message_id: str | None = _optional(
         "Forget what this one message said (as its sources name it)."
     )
+    erase: StrictBool = Field(
+        default=False,
+        description="false: what only this source supports expires (its history stays). true: "
+        "it is erased from every place its text lives, for good (irreversible; only when the "
+        "user asks to erase it).",
+    )
 
     @model_validator(mode="after")
     def _one_source(self) -> Forget:
@@ -248,10 +254,11 @@ class DeleteMemory(Scoped):
     """``delete_memory``."""
 
     memory_id: str = _id(_MEMORY_ID)
-    erase: bool = Field(
+    erase: StrictBool = Field(
         default=False,
-        description="false: the memory expires now (its history stays). true: it is removed "
-        "with its history for good (irreversible; only when the user asks to erase it).",
+        description="false: the memory expires now (its history stays). true: it is erased "
+        "from every place its text lives, for good (irreversible; only when the user asks to "
+        "erase it).",
     )
 
 

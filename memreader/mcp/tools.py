@@ -38,7 +38,7 @@ from memreader.mcp.shapes import (
     memory_json,
     problems_json,
 )
-from memreader.stores import SourceSelector
+from memreader.stores import EraseReceipt, SourceSelector
 
 __all__ = ["TOOLS", "Tool", "Workbench"]
 
@@ -197,13 +197,16 @@ async def _forget(bench: Workbench, owner: str, args: a.Forget) -> dict[str, Any
     source = SourceSelector(
         session_id=args.session_id, doc_path=args.doc_path, message_id=args.message_id
     )
-    events = await bench.memory.forget(source, user_id=owner)
-    return listed("events", [event_json(event) for event in events])
+    receipt = await bench.memory.forget(source, user_id=owner, erase=args.erase)
+    shown = listed("events", [event_json(event) for event in receipt])
+    return {**shown, "receipt": receipt.to_dict(events=False, limit=MAX_LISTED)}
 
 
 async def _delete(bench: Workbench, owner: str, args: a.DeleteMemory) -> dict[str, Any]:
-    event = await bench.memory.delete(args.memory_id, user_id=owner, erase=args.erase)
-    return {"event": event_json(event)}
+    done = await bench.memory.delete(args.memory_id, user_id=owner, erase=args.erase)
+    if isinstance(done, EraseReceipt):
+        return {"event": event_json(done[0]), "receipt": done.to_dict(events=False)}
+    return {"event": event_json(done)}
 
 
 async def _update(bench: Workbench, owner: str, args: a.UpdateMemory) -> dict[str, Any]:
@@ -292,7 +295,9 @@ TOOLS: dict[str, Tool] = {
             "Forget a source",
             "Forget what one conversation (`session_id`), document (`doc_path`) or message "
             "(`message_id`) said: memories that only it supports expire; memories other sources "
-            "also support stay. History is kept. Returns the events.",
+            "also support stay. History is kept. With `erase: true` what only it supports is "
+            "erased for good (only when the user asks for it). Returns the events and the "
+            "receipt (what was removed, from where).",
             a.Forget,
             _forget,
             read_only=False,
@@ -302,8 +307,9 @@ TOOLS: dict[str, Tool] = {
             "delete_memory",
             "Delete a memory",
             "Expire one memory now (it stops being recalled; its history stays). With "
-            "`erase: true` it is removed with its history for good: only when the user asks "
-            "for it to be erased.",
+            "`erase: true` it is erased from every place its text lives, for good: only when "
+            "the user asks for it to be erased. An erasure answers its receipt (what was "
+            "removed, from where, and what the backend cannot reach).",
             a.DeleteMemory,
             _delete,
             read_only=False,

@@ -16,7 +16,7 @@ import re
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from memreader.modes import ReadMode
 from memreader.stores.base import SearchMode
@@ -170,13 +170,15 @@ class UpdateMemoryRequest(_Body):
 
 class ForgetRequest(_Body):
     """``POST /v1/memories:forget``: forget what one source said (exactly one of
-    ``doc_path``, ``session_id``, ``message_id``, ``input_key``)."""
+    ``doc_path``, ``session_id``, ``message_id``, ``input_key``); ``erase``: erase what only it
+    supports (irreversible) instead of expiring it."""
 
     user_id: str = Field(min_length=1)
     doc_path: str | None = None
     session_id: str | None = None
     message_id: str | None = None
     input_key: str | None = None
+    erase: StrictBool = False
 
     @model_validator(mode="after")
     def _one_source(self) -> ForgetRequest:

@@ -26,7 +26,13 @@ from memreader.service.models import (
 from memreader.service.problems import ProblemError, shown
 from memreader.service.scope_walls import check_change, check_whole_owner, key_sees, scope_of
 from memreader.service.state import ServiceState, json_response
-from memreader.stores import HistoryEntry, SourceSelector, StoredMemory, WriteEvent
+from memreader.stores import (
+    EraseReceipt,
+    HistoryEntry,
+    SourceSelector,
+    StoredMemory,
+    WriteEvent,
+)
 from memreader.stores.shapes import entry_json, event_json, hit_json, memory_json
 
 __all__ = ["router"]
@@ -155,8 +161,8 @@ async def history(
 
 @router.post("/v1/memories:forget")
 async def forget(body: ForgetRequest, request: Request) -> Response:
-    """Forget what one source said: memories it alone supported expire, the others lose its
-    sources. Returns the events."""
+    """Forget what one source said: memories it alone supported expire (with ``erase``: are
+    erased), the others lose its sources. Returns the events and the erase ``receipt``."""
     state = _state(request)
     principal = state.principal(request)
     user_id = state.check_user(principal, body.user_id)
@@ -170,13 +176,16 @@ async def forget(body: ForgetRequest, request: Request) -> Response:
 
     async def answer() -> Response:
         # A forget that committed is answered with its events, however late.
-        def work() -> list[WriteEvent]:
-            events = state.store.forget(source, user_id=user_id)
-            state.erased(forgotten_texts(state.store, events, user_id))
-            return events
+        def work() -> EraseReceipt:
+            receipt = state.store.forget(source, user_id=user_id, erase=body.erase)
+            # Kept answers naming a forgotten memory are withdrawn: by its id (every answer
+            # holding a memory names it), and by its text while it is still readable.
+            state.erased(forgotten_texts(state.store, list(receipt), user_id))
+            return receipt
 
-        events = await state.blocking(work, "forgetting", state.deadline(request), writes=True)
-        return json_response({"events": [event_json(event) for event in events]})
+        receipt = await state.blocking(work, "forgetting", state.deadline(request), writes=True)
+        events = [event_json(event) for event in receipt]
+        return json_response({"events": events, "receipt": receipt.to_dict()})
 
     return await state.idempotent(request, principal, "forget", answer)
 
@@ -230,13 +239,14 @@ async def delete_memory(
     user_id: str | None = Query(default=None),
     erase: bool = Query(default=False),
 ) -> Response:
-    """Expire a memory now (its row and history stay), or with ``?erase=true`` remove it and
-    its history for good (irreversible)."""
+    """Expire a memory now (its row and history stay), or with ``?erase=true`` remove it from
+    every place its text lives, for good (irreversible): the answer then holds the erase
+    ``receipt`` beside the ``event``."""
     state = _state(request)
     principal = state.principal(request)
     owner = _owner(state, principal, user_id)
 
-    def work() -> WriteEvent:
+    def work() -> WriteEvent | EraseReceipt:
         _changeable(state, principal, memory_id, owner)
         texts = erased_texts(state.store, memory_id, owner) if erase else []
         event = state.store.delete(memory_id, user_id=owner, erase=erase)
@@ -247,16 +257,21 @@ async def delete_memory(
 
 
 async def _write(
-    request: Request, principal: Principal, route: str, work: Callable[[], WriteEvent]
+    request: Request,
+    principal: Principal,
+    route: str,
+    work: Callable[[], WriteEvent | EraseReceipt],
 ) -> Response:
     """Run one direct write on the store threads (idempotent with an ``Idempotency-Key``);
-    answer its event, 201 for an ``ADD``."""
+    answer its event, 201 for an ``ADD``, and an erasure's ``receipt``."""
     state = _state(request)
 
     async def answer() -> Response:
-        event = await state.blocking(work, route, state.deadline(request), writes=True)
-        status = 201 if event.event == "ADD" else 200
-        return json_response({"event": event_json(event)}, status)
+        done = await state.blocking(work, route, state.deadline(request), writes=True)
+        if isinstance(done, EraseReceipt):
+            body = {"event": event_json(done[0]), "receipt": done.to_dict()}
+            return json_response(body)
+        return json_response({"event": event_json(done)}, 201 if done.event == "ADD" else 200)
 
     return await state.idempotent(request, principal, route, answer)
 

@@ -41,6 +41,7 @@ from memreader.stores.category_types import CategoryDef, CategoryKeeper, StoredC
 from memreader.stores.checks import check_url
 from memreader.stores.context import Context, ContextPart
 from memreader.stores.embedder_rules import store_embedder
+from memreader.stores.erasure import EraseReceipt
 from memreader.stores.events import EventKind, WriteEvent
 from memreader.stores.lifecycle import LifecycleConfig, MaintainReport, check_lifecycle
 from memreader.stores.records import MemoryStatus, StoredMemory
@@ -54,6 +55,7 @@ __all__ = [
     "CategoryStorage",
     "Context",
     "ContextPart",
+    "EraseReceipt",
     "EventKind",
     "HistoryEntry",
     "LifecycleConfig",

@@ -266,21 +266,6 @@ class MemoryStore(
     def _history(self, memory_id: str, owner: str) -> list[HistoryEntry]:
         """What :meth:`history` does, its arguments checked."""
 
-    def forget(
-        self, source: SourceSelector, *, user_id: str, now: datetime | None = None
-    ) -> list[WriteEvent]:
-        """Forget what ``source`` said (one transaction): memories supported only by it
-        become ``expired``; memories also supported by other sources only lose its sources."""
-        if not isinstance(source, SourceSelector):
-            raise InputError(f"source must be a SourceSelector, got {type(source).__name__}")
-        return self._after_change(self._forget(source, check_owner(user_id), now), [])
-
-    @abstractmethod
-    def _forget(
-        self, source: SourceSelector, user_id: str, now: datetime | None
-    ) -> list[WriteEvent]:
-        """What :meth:`forget` does, ``source`` checked."""
-
     def lookup(
         self, items: Sequence[TextualMemoryItem], *, user_id: str
     ) -> list[WriteEvent | None]:

@@ -9,7 +9,7 @@ the rows read and the rows written.
 from __future__ import annotations
 
 import json
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -20,6 +20,8 @@ from typing import Any, Generic, TypeVar
 from memreader.errors import ConflictError
 from memreader.items import TextualMemoryItem
 from memreader.modes import is_verbatim
+from memreader.stores.erase_rules import EraseRules, with_session
+from memreader.stores.erasure import session_after
 from memreader.stores.events import EventKind, WriteEvent
 from memreader.stores.records import MemoryStatus
 from memreader.stores.write_decisions import (
@@ -38,6 +40,7 @@ from memreader.stores.write_decisions import (
 )
 
 __all__ = [
+    "ERASED_REASON",
     "ChangeRules",
     "Prepared",
     "item_json",
@@ -136,7 +139,15 @@ def with_sources(item_text: str, supports: Sequence[Support]) -> str:
     return json.dumps(data, ensure_ascii=False)
 
 
-class ChangeRules(ABC, Generic[V]):
+#: The reason of an erasure's event (it starts with ``erased``).
+ERASED_REASON = (
+    "erased: its row, history, text index entry, passages, links and use record were removed, "
+    "and its text from its neighbours' history, its successors' sources and its categories' "
+    "summaries"
+)
+
+
+class ChangeRules(EraseRules, Generic[V]):
     """The decisions of one write transaction at time ``now``; subclasses read and write the
     rows. ``touched``: the rowids this transaction wrote or confirmed (a source's removal
     passes them by)."""
@@ -211,26 +222,59 @@ class ChangeRules(ABC, Generic[V]):
         return merge_supports(supports, p.supports)
 
     def drop_source(
-        self, owner: str, key: str, *, retire_as: MemoryStatus, event: EventKind, reason: str
+        self,
+        owner: str,
+        key: str,
+        *,
+        retire_as: MemoryStatus,
+        event: EventKind,
+        reason: str,
+        erase: bool = False,
     ) -> list[WriteEvent]:
         """Remove the supports ``key`` names from the active memories of ``owner`` not touched
         in this transaction: those left with none become ``retire_as`` (``event``), the others
-        lose those sources (``UPDATE``)."""
+        lose those sources (``UPDATE``; filed under a session they still have when theirs was
+        ``key``'s). With ``erase``, retired memories are walked too, and those left with none
+        are erased (:meth:`~memreader.stores.erase_rules.EraseRules.erase_one`)."""
         events: list[WriteEvent] = []
-        for rowid, memory_id, memory, supports_text, item_text in self._keyed(owner, key):
+        for rowid, memory_id, memory, supports_text, item_text in self._keyed(owner, key, erase):
             if rowid in self.touched:
                 continue
+            if erase:  # an erasure earlier in this loop may have stripped this row's sources
+                fresh = self._successor(owner, memory_id)
+                if fresh is None:
+                    continue
+                supports_text, item_text = fresh[1], fresh[2]
             kept, dropped = drop_key(load_supports(supports_text), key)
             if kept:
                 why = f"{reason}; still supported by {len(kept)} other source(s)"
-                self._update_supports(rowid, item_text, kept)
+                self._keep(rowid, item_text, kept)
                 self.history(owner, memory_id, "UPDATE", memory, memory, why, dropped)
+                self.tally.rewritten["sources"] += len(dropped)
+                self.tally.reduced.append(memory_id)
                 events.append(WriteEvent("UPDATE", memory_id, "", why, user_id=owner))
                 continue
+            if erase:
+                self.erase_one(rowid, owner, memory_id)
+                why = f"erased: {reason}, its only source"
+                events.append(WriteEvent("EXPIRE", memory_id, "", why, user_id=owner))
+                continue
             self._retire(rowid, retire_as)
+            self.scrub(owner, memory_id, memory)
             self.history(owner, memory_id, event, memory, None, reason, dropped)
+            self.tally.expired.append(memory_id)
             events.append(WriteEvent(event, memory_id, "", reason, user_id=owner))
         return events
+
+    def _keep(self, rowid: int, item_text: str, kept: list[Support]) -> None:
+        """The memory ``rowid`` keeps only ``kept``, filed under a session they name."""
+        session = json.loads(item_text)["metadata"]["session_id"]
+        moved = session_after(session, kept)
+        if moved != session:
+            item_text = with_session(item_text, moved)
+            self._set_session(rowid, moved)
+            self.tally.rewritten["session_moved"] += 1
+        self._update_supports(rowid, item_text, kept)
 
     def supersede_from(self, owner: str, key: str) -> list[WriteEvent]:
         """:meth:`drop_source` for a source written again (``replaces``, ``retire_unseen``):
@@ -240,28 +284,33 @@ class ChangeRules(ABC, Generic[V]):
             owner, key, retire_as="superseded", event="SUPERSEDE", reason=reason
         )
 
-    def expire_from(self, owner: str, key: str) -> list[WriteEvent]:
-        """:meth:`drop_source` for a forgotten source: a memory left with none is ``expired``."""
+    def expire_from(self, owner: str, key: str, *, erase: bool = False) -> list[WriteEvent]:
+        """:meth:`drop_source` for a forgotten source: a memory left with none is ``expired``
+        (with ``erase``: erased)."""
         reason = f"{key} was forgotten"
-        return self.drop_source(owner, key, retire_as="expired", event="EXPIRE", reason=reason)
+        return self.drop_source(
+            owner, key, retire_as="expired", event="EXPIRE", reason=reason, erase=erase
+        )
 
     def delete_one(
         self, owner: str, memory_id: str, *, erase: bool, reason: str = "deleted by the caller"
     ) -> WriteEvent | None:
         """A direct delete: ``owner``'s memory ``memory_id`` becomes ``expired`` (``EXPIRE``,
-        for ``reason``; ``NONE`` when already retired), or with ``erase`` its row, history and
-        category links are removed; ``None`` when ``owner`` has no such memory."""
+        for ``reason``; ``NONE`` when already retired), or with ``erase`` it is removed from
+        every place its text lives (:meth:`~memreader.stores.erase_rules.EraseRules.erase_one`);
+        ``None`` when ``owner`` has no such memory."""
         row = self._one(owner, memory_id)
         if row is None:
             return None
         rowid, status, memory, supports_text = row
         if erase:
-            self._erase(rowid, owner, memory_id)
-            why = "erased: its row, history and category links were removed"
-            return WriteEvent("EXPIRE", memory_id, "", why, user_id=owner)
+            self.erase_one(rowid, owner, memory_id)
+            return WriteEvent("EXPIRE", memory_id, "", ERASED_REASON, user_id=owner)
         if status != "active":
             return WriteEvent("NONE", memory_id, "", f"already {status}", user_id=owner)
         self._retire(rowid, "expired")
+        self.scrub(owner, memory_id, memory)
+        self.tally.expired.append(memory_id)
         supports = load_supports(supports_text)
         self.history(owner, memory_id, "EXPIRE", memory, None, reason, supports)
         return WriteEvent("EXPIRE", memory_id, "", reason, user_id=owner)
@@ -269,11 +318,6 @@ class ChangeRules(ABC, Generic[V]):
     @abstractmethod
     def _one(self, owner: str, memory_id: str) -> tuple[Any, ...] | None:
         """``owner``'s memory ``memory_id`` (rowid, status, memory, supports), if stored."""
-
-    @abstractmethod
-    def _erase(self, rowid: int, owner: str, memory_id: str) -> None:
-        """Remove the memory ``rowid`` with its keys, text index row, links and history, and
-        its text from the history of the memories it replaced and of its successor."""
 
     @abstractmethod
     def _same(self, p: Prepared[V]) -> tuple[tuple[Any, ...] | None, tuple[Any, ...] | None]:
@@ -303,13 +347,14 @@ class ChangeRules(ABC, Generic[V]):
         ``False`` when nothing changed."""
 
     @abstractmethod
-    def _keyed(self, owner: str, key: str) -> list[tuple[Any, ...]]:
-        """``owner``'s active memories under ``key``, by rowid: (rowid, id, memory,
-        supports, item)."""
+    def _keyed(self, owner: str, key: str, every: bool = False) -> list[tuple[Any, ...]]:
+        """``owner``'s active memories under ``key`` (``every``: whatever their status), by
+        rowid: (rowid, id, memory, supports, item)."""
 
     @abstractmethod
-    def _update_supports(self, rowid: int, item_text: str, supports: list[Support]) -> None:
-        """Give the memory ``rowid`` (stored item ``item_text``) the supports ``supports``."""
+    def _set_session(self, rowid: int, session_id: str) -> None:
+        """File the memory ``rowid`` under ``session_id`` (its column; the caller writes its
+        item)."""
 
     @abstractmethod
     def _retire(self, rowid: int, status: MemoryStatus) -> None:

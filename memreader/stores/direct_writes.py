@@ -1,11 +1,13 @@
 """Direct writes, the same in every store: a memory given as text (:meth:`DirectWrites.add_memory`),
-replaced by a new version (:meth:`DirectWrites.update`) or deleted (:meth:`DirectWrites.delete`).
+replaced by a new version (:meth:`DirectWrites.update`) or deleted (:meth:`DirectWrites.delete`),
+and what a source said forgotten (:meth:`DirectWrites.forget`); ``erase=True`` makes a delete or
+a forget an erasure, which returns an :class:`~memreader.stores.erasure.EraseReceipt`.
 
 ``add_memory`` and ``update`` build a :class:`~memreader.items.TextualMemoryItem` and write it
 through :meth:`~memreader.stores.base.MemoryStore.write`, so a direct write is embedded,
 deduplicated, categorised (the store's keeper) and traced exactly as a read item is. ``update``
-is a reconcile ``UPDATE`` (the old row ``superseded``, never edited); only ``delete`` needs SQL
-of its own (each backend's ``_delete``).
+is a reconcile ``UPDATE`` (the old row ``superseded``, never edited); only ``delete`` and
+``forget`` need SQL of their own (each backend's ``_delete`` and ``_forget``).
 
 An id that the owner does not have (unknown, or another owner's: the two are not told apart)
 raises :class:`UnknownMemoryError`, never a silent no-op.
@@ -18,7 +20,7 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal, overload
 
 from pydantic import ValidationError
 
@@ -29,9 +31,10 @@ from memreader.items import TextualMemoryItemMetadata as Metadata
 from memreader.scopes import info_scope, scope_columns, scoped_hash
 from memreader.stores.change_rules import reconcile_exactly
 from memreader.stores.checks import SourceSelector, check_memory_id, check_owner, moment
+from memreader.stores.erasure import EraseReceipt, Tally
 from memreader.stores.events import WriteEvent
 from memreader.stores.records import StoredMemory
-from memreader.stores.write_decisions import content_hash
+from memreader.stores.write_decisions import content_hash, selector_key
 
 __all__ = ["DIRECT_SESSION", "DirectWrites", "UnknownMemoryError", "direct_id"]
 
@@ -101,12 +104,16 @@ class DirectWrites(ABC):
     ) -> list[WriteEvent]:
         """See :class:`memreader.stores.category_api.CategoryStorage`."""
 
+    #: Where an erasure's bytes may remain that the store cannot reach (the receipt's
+    #: ``residue``; each backend says its own).
+    erase_residue: tuple[str, ...] = ()
+
     @abstractmethod
     def _delete(
         self, memory_id: str, owner: str, *, erase: bool, now: datetime
-    ) -> WriteEvent | None:
-        """What :meth:`delete` does, its arguments checked: ``None`` when ``owner`` has no
-        ``memory_id``."""
+    ) -> tuple[WriteEvent, Tally] | None:
+        """What :meth:`delete` does, its arguments checked: its event and what it removed;
+        ``None`` when ``owner`` has no ``memory_id``."""
 
     def add_memory(
         self,
@@ -238,6 +245,26 @@ class DirectWrites(ABC):
         with reconcile_exactly(new_id):
             return self.write([item], user_id=owner, now=now)[0]
 
+    @overload
+    def delete(
+        self,
+        memory_id: str,
+        *,
+        user_id: str,
+        erase: Literal[False] = False,
+        now: datetime | None = None,
+    ) -> WriteEvent: ...
+
+    @overload
+    def delete(
+        self, memory_id: str, *, user_id: str, erase: Literal[True], now: datetime | None = None
+    ) -> EraseReceipt: ...
+
+    @overload
+    def delete(
+        self, memory_id: str, *, user_id: str, erase: bool, now: datetime | None = None
+    ) -> WriteEvent | EraseReceipt: ...
+
     def delete(
         self,
         memory_id: str,
@@ -245,17 +272,23 @@ class DirectWrites(ABC):
         user_id: str,
         erase: bool = False,
         now: datetime | None = None,
-    ) -> WriteEvent:
+    ) -> WriteEvent | EraseReceipt:
         """Delete the memory ``memory_id`` of ``user_id``: it becomes ``expired`` now (event
         ``EXPIRE``, a history row; its row stays, as every retired memory's does; one already
-        retired: ``NONE``). ``erase=True`` removes its row, its history and its category links
-        instead (event ``EXPIRE``, reason ``erased``): **irreversible**, for erasure requests.
-        The memories it superseded, or that superseded it, keep their rows, with its text
-        removed from their history (``new_memory`` / ``old_memory`` become ``None``; a
-        ``superseded_by`` naming it stays). Example::
+        retired: ``NONE``); the lines of its category summaries that cite it are taken out.
+
+        ``erase=True`` removes it from every place its text lives instead
+        (:mod:`memreader.stores.erasure`: its row, text index entry, passages, history,
+        category links and use record; its text from its neighbours' history, the sources its
+        later versions inherited from it and its categories' summaries; then the backend's
+        file-level steps) in one transaction, and returns the
+        :class:`~memreader.stores.erasure.EraseReceipt` (its event: ``EXPIRE``, reason
+        ``erased: ...``): **irreversible**, for erasure requests. A ``superseded_by`` naming
+        it stays. Example::
 
             store.delete(event.memory_id, user_id="u1")  # expired, history kept
-            store.delete(event.memory_id, user_id="u1", erase=True)  # gone
+            receipt = store.delete(event.memory_id, user_id="u1", erase=True)  # gone
+            receipt.removed  # {'memories': 1, 'text_index': 1, 'history': 2, ...}
 
         Raises:
             UnknownMemoryError: ``user_id`` has no memory ``memory_id``.
@@ -265,10 +298,57 @@ class DirectWrites(ABC):
         if not isinstance(erase, bool):
             raise InputError(f"erase must be true or false, got {erase!r}")
         owner, checked = check_owner(user_id), check_memory_id(memory_id)
-        event = self._delete(checked, owner, erase=erase, now=moment(now))
-        if event is None:
+        done = self._delete(checked, owner, erase=erase, now=moment(now))
+        if done is None:
             raise _unknown(checked, owner)
-        return self._after_change([event], [])[0]
+        event, tally = done
+        self._after_change([event], [])
+        if not erase:
+            return event
+        return tally.receipt(owner, f"memory:{checked}", [event], self.erase_residue)
+
+    def forget(
+        self,
+        source: SourceSelector,
+        *,
+        user_id: str,
+        now: datetime | None = None,
+        erase: bool = False,
+    ) -> EraseReceipt:
+        """Forget what ``source`` said (one transaction): memories supported only by it
+        become ``expired`` (their rows and history stay); memories also supported by other
+        sources lose its sources (the messages it said leave their provenance) and, when they
+        were filed under its session, are filed under one they still have.
+
+        ``erase=True`` makes it an erasure: the memories only ``source`` supports, whatever
+        their status, are removed from every place their text lives, as
+        :meth:`~memreader.stores.direct_writes.DirectWrites.delete` with ``erase`` removes
+        one (:mod:`memreader.stores.erasure`); **irreversible**. Example::
+
+            receipt = store.forget(SourceSelector(session_id="s1"), user_id="u1", erase=True)
+            receipt.erased, receipt.removed  # ('m1',), {'memories': 1, 'history': 2, ...}
+
+        Returns the :class:`~memreader.stores.erasure.EraseReceipt` (it iterates over the
+        events, one per memory changed).
+
+        Raises:
+            InputError: ``source`` is not a :class:`SourceSelector`, ``erase`` not a bool.
+            StoreError: the store failed.
+        """
+        if not isinstance(source, SourceSelector):
+            raise InputError(f"source must be a SourceSelector, got {type(source).__name__}")
+        if not isinstance(erase, bool):
+            raise InputError(f"erase must be true or false, got {erase!r}")
+        owner = check_owner(user_id)
+        events, tally = self._forget(source, owner, now, erase)
+        self._after_change(events, [])
+        return tally.receipt(owner, selector_key(source), events, self.erase_residue)
+
+    @abstractmethod
+    def _forget(
+        self, source: SourceSelector, user_id: str, now: datetime | None, erase: bool
+    ) -> tuple[list[WriteEvent], Tally]:
+        """What :meth:`forget` does, ``source`` checked: its events and what it removed."""
 
     def _stored(self, memory_id: str, owner: str) -> StoredMemory:
         stored = self.get(memory_id, user_id=owner)

@@ -42,7 +42,7 @@ def test_update_supersedes_and_delete_expires_or_erases(memory: Memory) -> None:
     assert memory.delete(new.memory_id, user_id="ana").event == "EXPIRE"
     expired = memory.get(new.memory_id, user_id="ana")
     assert expired is not None and expired.status == "expired"
-    assert memory.delete(new.memory_id, user_id="ana", erase=True).event == "EXPIRE"
+    assert memory.delete(new.memory_id, user_id="ana", erase=True)[0].event == "EXPIRE"
     assert memory.get(new.memory_id, user_id="ana") is None
     assert memory.history(new.memory_id, user_id="ana") == []
 
@@ -105,7 +105,7 @@ def test_async_direct_writes(tmp_path: Path, fast_config: dict[str, Any], home: 
         async with AsyncMemory(fast_config, store=f"sqlite:///{tmp_path / 'a.db'}") as m:
             first = await m.add_memory("Ana is vegetarian.", user_id="ana")
             new = await m.update(first.memory_id, "Ana is vegan.", user_id="ana")
-            assert (await m.delete(new.memory_id, user_id="ana", erase=True)).event == "EXPIRE"
+            assert (await m.delete(new.memory_id, user_id="ana", erase=True))[0].event == "EXPIRE"
             assert await m.get(new.memory_id, user_id="ana") is None
             with pytest.raises(InputError, match=r"^add_memory\(\) needs user_id="):
                 await m.add_memory("x")

@@ -17,7 +17,7 @@ def test_memory_on_postgresql(pg_url: str, fast_config: dict[str, Any], home: Pa
         hits = m.search("Porto", user_id="ana", mode="vector")
         assert [h.memory.id for h in hits] == [result.items[0].id]
         event = m.add_memory("Ana is vegetarian.", user_id="ana")
-        assert m.delete(event.memory_id, user_id="ana", erase=True).event == "EXPIRE"
+        assert m.delete(event.memory_id, user_id="ana", erase=True).erased == (event.memory_id,)
         assert m.categories("ana")
         assert [e.event for e in m.forget(f"session:{result.session_id}", user_id="ana")] == [
             "EXPIRE"

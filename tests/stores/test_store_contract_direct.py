@@ -175,8 +175,9 @@ def test_delete_with_erase_removes_the_row_and_its_history(store: MemoryStore, u
     store.link_categories("u1", {"a": ["home"]})
     assert store.categories_of("u1", ["a"]) == {"a": ["home"]}
     new = store.update("a", "Ana lives in Lisbon.", user_id="u1", now=T0)
-    erased = store.delete("a", user_id="u1", erase=True)
-    assert (erased.event, erased.memory_id) == ("EXPIRE", "a")
+    receipt = store.delete("a", user_id="u1", erase=True)
+    (erased,) = receipt
+    assert (erased.event, erased.memory_id, receipt.erased) == ("EXPIRE", "a", ("a",))
     assert erased.reason.startswith("erased")
     assert store.get("a", user_id="u1") is None and store.history("a", user_id="u1") == []
     assert sql(url, "SELECT count(*) FROM memreader_history WHERE memory_id = 'a'") == [(0,)]

@@ -49,8 +49,10 @@ from memreader.stores.checks import (
 )
 from memreader.stores.embedder_rules import store_embedder
 from memreader.stores.embedding import embed, embed_missing
+from memreader.stores.erasure import Tally
 from memreader.stores.events import WriteEvent
 from memreader.stores.passages.rows import plan_passages
+from memreader.stores.postgres.erase import POSTGRES_RESIDUE
 from memreader.stores.postgres.known import lookup, unstored
 from memreader.stores.postgres.lifecycle import PostgresLifecycle
 from memreader.stores.postgres.operations import (
@@ -120,6 +122,9 @@ class PostgresStore(PostgresLifecycle, PostgresUse):
         StoreError: the server cannot be reached, refuses the schema, or holds another
             schema version.
     """
+
+    #: What an erasure cannot reach (the receipt's ``residue``).
+    erase_residue = POSTGRES_RESIDUE
 
     def __init__(
         self,
@@ -309,24 +314,26 @@ class PostgresStore(PostgresLifecycle, PostgresUse):
         return readable(history_from_row(row) for row in rows)
 
     def _forget(
-        self, source: SourceSelector, user_id: str, now: datetime | None
-    ) -> list[WriteEvent]:
+        self, source: SourceSelector, user_id: str, now: datetime | None, erase: bool
+    ) -> tuple[list[WriteEvent], Tally]:
         at = moment(now)
         key = selector_key(source)
 
-        def work(conn: Connection) -> list[WriteEvent]:
+        def work(conn: Connection) -> tuple[list[WriteEvent], Tally]:
             lock_owners(conn, [user_id])
             changes = Changes(conn, at, self.near_duplicate)
-            return changes.expire_from(user_id, key)
+            return changes.expire_from(user_id, key, erase=erase), changes.tally
 
         return self._session.run(work, write=True)
 
     def _delete(
         self, memory_id: str, owner: str, *, erase: bool, now: datetime
-    ) -> WriteEvent | None:
-        def work(conn: Connection) -> WriteEvent | None:
+    ) -> tuple[WriteEvent, Tally] | None:
+        def work(conn: Connection) -> tuple[WriteEvent, Tally] | None:
             lock_owners(conn, [owner])
-            return Changes(conn, now, self.near_duplicate).delete_one(owner, memory_id, erase=erase)
+            changes = Changes(conn, now, self.near_duplicate)
+            event = changes.delete_one(owner, memory_id, erase=erase)
+            return None if event is None else (event, changes.tally)
 
         return self._session.run(work, write=True)
 

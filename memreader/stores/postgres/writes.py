@@ -18,7 +18,9 @@ from memreader.retrieval.terms import index_text
 from memreader.scopes import scope_columns
 from memreader.stores.change_rules import ChangeRules, item_json, prepared, with_sources
 from memreader.stores.change_rules import Prepared as SharedPrepared
+from memreader.stores.erasure import Tally
 from memreader.stores.events import EventKind
+from memreader.stores.postgres.erase import PostgresEraseSteps
 from memreader.stores.postgres.operations import Connection, nearest
 from memreader.stores.postgres.schema import vector_text
 from memreader.stores.records import MemoryStatus
@@ -48,7 +50,7 @@ def prepare(index: int, item: TextualMemoryItem, replace_key: str | None) -> Pre
 
 
 @dataclass
-class Changes(ChangeRules[str]):
+class Changes(PostgresEraseSteps, ChangeRules[str]):
     """The changes of one transaction on ``conn`` at time ``now`` (see :class:`ChangeRules`)."""
 
     conn: Connection
@@ -59,6 +61,7 @@ class Changes(ChangeRules[str]):
     #: ``replace_key`` gave it, since an earlier part of the same run may have written them.
     in_parts: bool = False
     touched: set[int] = field(default_factory=set)
+    tally: Tally = field(default_factory=Tally)
 
     def _same(self, p: Prepared) -> tuple[tuple[Any, ...] | None, tuple[Any, ...] | None]:
         meta = p.item.metadata
@@ -211,37 +214,12 @@ class Changes(ChangeRules[str]):
         ).fetchone()
         return row
 
-    def _erase(self, rowid: int, owner: str, memory_id: str) -> None:
-        # Its text also sits in the history of the memories it replaced (new_memory) and of
-        # the one that replaced it (old_memory): an erasure removes it there too.
-        row = self.conn.execute(
-            "SELECT memory, superseded_by FROM memreader_memories WHERE rowid = %s", (rowid,)
-        ).fetchone()
-        assert row is not None  # _one() found it in this transaction, under the owner's lock
-        text, successor = row
-        self.conn.execute(
-            "UPDATE memreader_history SET new_memory = NULL WHERE user_id = %s "
-            "AND new_memory = %s AND memory_id IN (SELECT id FROM memreader_memories "
-            "WHERE user_id = %s AND superseded_by = %s)",
-            (owner, text, owner, memory_id),
-        )
-        self.conn.execute(
-            "UPDATE memreader_history SET old_memory = NULL "
-            "WHERE user_id = %s AND memory_id = %s AND old_memory = %s",
-            (owner, successor, text),
-        )
-        # Its keys and category links go with the row (ON DELETE CASCADE); history by hand.
-        self.conn.execute("DELETE FROM memreader_memories WHERE rowid = %s", (rowid,))
-        self.conn.execute(
-            "DELETE FROM memreader_history WHERE user_id = %s AND memory_id = %s",
-            (owner, memory_id),
-        )
-
-    def _keyed(self, owner: str, key: str) -> list[tuple[Any, ...]]:
+    def _keyed(self, owner: str, key: str, every: bool = False) -> list[tuple[Any, ...]]:
+        status = "" if every else " AND m.status = 'active'"
         return self.conn.execute(
             "SELECT m.rowid, m.id, m.memory, m.supports, m.item FROM memreader_keys k "
             "JOIN memreader_memories m ON m.rowid = k.memory_rowid "
-            "WHERE k.key = %s AND m.user_id = %s AND m.status = 'active' ORDER BY m.rowid",
+            f"WHERE k.key = %s AND m.user_id = %s{status} ORDER BY m.rowid",
             (key, owner),
         ).fetchall()
 

@@ -50,6 +50,7 @@ from memreader.stores.scoring import (
     DEFAULT_IMPORTANCE_WEIGHT,
     check_importance_weight,
 )
+from memreader.stores.sqlite.erasing import SQLiteErasing
 from memreader.stores.sqlite.lifecycle import SQLiteLifecycle
 from memreader.stores.sqlite.operations import StoreOps
 from memreader.stores.sqlite.passages import PASSAGE_SCHEMA, add_passages, passages_current
@@ -85,7 +86,7 @@ CACHE_KIB = 65_536
 
 
 @register_store("sqlite")
-class SQLiteStore(SQLiteLifecycle, SQLiteUse):
+class SQLiteStore(SQLiteLifecycle, SQLiteUse, SQLiteErasing):
     """The embedded store (see the module docstring).
 
     Args:
@@ -175,6 +176,8 @@ class SQLiteStore(SQLiteLifecycle, SQLiteUse):
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
             conn.execute("PRAGMA synchronous = NORMAL")
+            # What a delete frees is overwritten with zeros (erase: memreader.stores.sqlite.erase).
+            conn.execute("PRAGMA secure_delete = ON")
             conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
             conn.create_function("memreader_unusable_vector", 1, unusable_blob, deterministic=True)
             if not (schema_is_current(conn) and passages_current(conn) and use_current(conn)):
@@ -332,26 +335,6 @@ class SQLiteStore(SQLiteLifecycle, SQLiteUse):
                 (owner, memory_id),
             ).fetchall()
         return readable(history_from_row(row) for row in rows)
-
-    def _forget(
-        self, source: SourceSelector, user_id: str, now: datetime | None
-    ) -> list[WriteEvent]:
-        at = moment(now)
-        key = selector_key(source)
-        with self._transaction() as conn:
-            changes = Changes(conn, at, self._ops.vectors, self.near_duplicate)
-            events = changes.expire_from(user_id, key)
-            changes.bump_versions()
-        return events
-
-    def _delete(
-        self, memory_id: str, owner: str, *, erase: bool, now: datetime
-    ) -> WriteEvent | None:
-        with self._transaction() as conn:
-            changes = Changes(conn, now, self._ops.vectors, self.near_duplicate)
-            event = changes.delete_one(owner, memory_id, erase=erase)
-            changes.bump_versions()
-        return event
 
     def _retire_unseen(
         self, source: SourceSelector, seen: Mapping[str, Collection[str]], now: datetime | None

@@ -22,9 +22,10 @@ from memreader.retrieval.terms import index_text
 from memreader.scopes import scope_columns
 from memreader.stores.change_rules import ChangeRules, item_json, prepared, with_sources
 from memreader.stores.change_rules import Prepared as SharedPrepared
+from memreader.stores.erasure import Tally
 from memreader.stores.events import EventKind
 from memreader.stores.records import MemoryStatus
-from memreader.stores.sqlite.categories import drop_links
+from memreader.stores.sqlite.erase import SQLiteEraseSteps
 from memreader.stores.sqlite.pending import PendingVectors
 from memreader.stores.sqlite.schema import iso, parse_time
 from memreader.stores.sqlite.vectors import OwnerVectors, to_blob, unit
@@ -52,7 +53,7 @@ def prepare(index: int, item: TextualMemoryItem, replace_key: str | None) -> Pre
 
 
 @dataclass
-class Changes(ChangeRules[np.ndarray]):
+class Changes(SQLiteEraseSteps, ChangeRules[np.ndarray]):
     """The changes of one transaction on ``conn`` at time ``now`` (see :class:`ChangeRules`)."""
 
     conn: sqlite3.Connection
@@ -65,6 +66,7 @@ class Changes(ChangeRules[np.ndarray]):
     in_parts: bool = False
     touched: set[int] = field(default_factory=set)
     owners: set[str] = field(default_factory=set)
+    tally: Tally = field(default_factory=Tally)
     # Vectors added in this transaction (not in the cached matrix yet).
     _pending: PendingVectors = field(default_factory=PendingVectors)
     # The items this transaction will apply (by index), and the stored rows nearest to them.
@@ -255,37 +257,12 @@ class Changes(ChangeRules[np.ndarray]):
         ).fetchone()
         return row
 
-    def _erase(self, rowid: int, owner: str, memory_id: str) -> None:
-        # Its text also sits in the history of the memories it replaced (new_memory) and of
-        # the one that replaced it (old_memory): an erasure removes it there too.
-        text, successor = self.conn.execute(
-            "SELECT memory, superseded_by FROM memories WHERE rowid = ?", (rowid,)
-        ).fetchone()
-        self.conn.execute(
-            "UPDATE history SET new_memory = NULL WHERE user_id = ? AND new_memory = ? AND "
-            "memory_id IN (SELECT id FROM memories WHERE user_id = ? AND superseded_by = ?)",
-            (owner, text, owner, memory_id),
-        )
-        self.conn.execute(
-            "UPDATE history SET old_memory = NULL "
-            "WHERE user_id = ? AND memory_id = ? AND old_memory = ?",
-            (owner, successor, text),
-        )
-        # What purge removes of one memory: SQLite has no cascade here.
-        self.conn.execute("DELETE FROM memory_keys WHERE memory_rowid = ?", (rowid,))
-        self.conn.execute("DELETE FROM memories_terms WHERE rowid = ?", (rowid,))
-        drop_links(self.conn, owner, memory_id)
-        self.conn.execute(
-            "DELETE FROM history WHERE user_id = ? AND memory_id = ?", (owner, memory_id)
-        )
-        self.conn.execute("DELETE FROM memories WHERE rowid = ?", (rowid,))
-        self.owners.add(owner)
-
-    def _keyed(self, owner: str, key: str) -> list[tuple[Any, ...]]:
+    def _keyed(self, owner: str, key: str, every: bool = False) -> list[tuple[Any, ...]]:
+        status = "" if every else " AND m.status = 'active'"
         return self.conn.execute(
             "SELECT m.rowid, m.id, m.memory, m.supports, m.item FROM memory_keys k "
             "JOIN memories m ON m.rowid = k.memory_rowid "
-            "WHERE k.key = ? AND m.user_id = ? AND m.status = 'active' ORDER BY m.rowid",
+            f"WHERE k.key = ? AND m.user_id = ?{status} ORDER BY m.rowid",
             (key, owner),
         ).fetchall()
 
