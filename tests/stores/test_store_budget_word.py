@@ -165,3 +165,27 @@ def test_the_pin_limit_is_max_pinned_else_half_the_target() -> None:
     assert check_lifecycle({"max_active": 10, "max_pinned": 5}).pin_limit == 5  # type: ignore[union-attr]
     assert check_lifecycle({"max_active": 2, "trigger_ratio": 1.0}).pin_limit == 0  # type: ignore[union-attr]
     assert check_lifecycle({}).pin_limit is None  # type: ignore[union-attr]  # no budget: none
+
+
+def test_a_tasks_write_never_expires_another_tasks_private_memories(url: str) -> None:
+    with open_store(url, embedder=HashEmbedder()) as plain:  # task b's, before the budget
+        b_private = add(plain, 8, importance=0.0, task_id="b")
+        shared = add(plain, 1, start=10, importance=0.0, task_id="b", visibility="shared")
+    with open_store(url, embedder=HashEmbedder(), lifecycle=BUDGET) as store:
+        # Task a writes past the watermark: b's private memories are the least important of
+        # the owner's, yet a may expire only its own and the shared one.
+        event = store.add_memory("a's note on the harbour", user_id="u1", task_id="a")
+        kept = active(url)
+        assert set(b_private) <= kept and shared[0] not in kept
+        assert event.event == "EXPIRE" and event.memory_id not in kept  # a paid for its write
+        # A write of no task (the owner's own) weighs all of the owner's memories.
+        store.add_memory("the owner's own note", user_id="u1", importance=1.0)
+        assert len(active(url)) == 6 and len(set(b_private) & active(url)) == 5
+
+
+def test_maintain_is_the_owners_and_weighs_every_task(url: str) -> None:
+    with open_store(url, embedder=HashEmbedder()) as plain:
+        b_private = add(plain, 9, importance=0.0, task_id="b")
+    with open_store(url, embedder=HashEmbedder(), lifecycle=BUDGET) as store:
+        store.maintain()
+    assert len(set(b_private) & active(url)) == 6

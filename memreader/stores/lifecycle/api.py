@@ -23,6 +23,12 @@ active memories (below the target): :meth:`LifecycleStorage.pin` past it is refu
 beyond it (made before a budget was set, or under a larger one) raise the owner's watermark and
 target by their excess, so the unpinned memories always keep ``target - pin_limit`` places.
 
+**A task's write stays in its task.** A write whose memories all belong to tasks (a key or
+call limited to task ``a``) may expire, over the budget, only memories of those tasks, of no
+task, or shared: never another task's private memories, which that task cannot even see. The
+owner may then stay past the watermark until a write of no task, or ``maintain`` (the owner's
+own call, over all of their memories), brings them down.
+
 **A restore sticks.** The restored memory is active when :meth:`LifecycleStorage.restore`
 returns: if the owner is then past the watermark, the budget expires others (never it) down to
 the target, and the restore counts as a use of it (:mod:`~memreader.stores.usage`), so the next
@@ -176,8 +182,11 @@ class LifecycleStorage:
         if budget and any(e.event == "ADD" for e in events):
             owners = {i.metadata.user_id for i in items}
             owners |= {e.user_id for e in events if e.user_id}
+            tasks = {i.metadata.task_id or "" for i in items}
+            # A write of tasks only never expires another task's private memories.
+            within = frozenset(tasks) if tasks and "" not in tasks else None
             if owners:
-                found = self._enforce(sorted(owners), moment(now), False, config, keep)
+                found = self._enforce(sorted(owners), moment(now), False, config, keep, within)
                 events = _in_place(events, found[1])
         after: Any = super()._after_change  # type: ignore[misc]  # the store's next class
         return list(after(events, items))
@@ -189,7 +198,12 @@ class LifecycleStorage:
         dry_run: bool,
         config: LifecycleConfig | None,
         keep: Collection[str] = (),
+        within: frozenset[str] | None = None,
     ) -> tuple[dict[str, int], list[WriteEvent]]:
+        """Expire each owner's lowest-priority memories past the watermark down to the target
+        (``keep``: ids spared; ``within``: the tasks a write was made in, whose change may
+        expire only their own memories and those of no task or shared, never another task's
+        private ones); how many per owner, and the events."""
         if config is None or config.watermark is None or config.target is None:
             return {}, []
         done: dict[str, int] = {}
@@ -204,7 +218,7 @@ class LifecycleStorage:
             if count <= watermark:
                 continue
             facts = self._with_usage(owner, self._budget_facts(owner))
-            facts = [f for f in facts if f.memory_id not in keep]
+            facts = [f for f in facts if f.memory_id not in keep and _may_expire(f, within)]
             chosen = lowest(facts, count - target, now)
             if dry_run:
                 done[owner] = len(chosen)
@@ -359,3 +373,16 @@ def _reason(
         f"{config.trigger_ratio:g}{pins}); among the lowest by priority "
         f"({priority(facts, now):.3f}), expired down to {config.target + excess}"
     )
+
+
+def _may_expire(facts: PriorityFacts, within: frozenset[str] | None) -> bool:
+    """Whether a change made in the tasks ``within`` (``None``: not limited to tasks) may
+    expire the memory of ``facts``: not when it is another task's private memory.
+
+    >>> f = PriorityFacts("m", None, 0, datetime(2026, 1, 1), task_id="b")
+    >>> _may_expire(f, frozenset({"a"})), _may_expire(f, frozenset({"b"})), _may_expire(f, None)
+    (False, True, True)
+    """
+    if within is None or facts.visibility != "private" or not facts.task_id:
+        return True
+    return facts.task_id in within

@@ -54,6 +54,10 @@ class PriorityFacts:
     recorded_at: datetime
     access_count: int = 0
     last_used_at: datetime | None = None
+    #: Its task ("" for none) and visibility: a task's write never expires another task's
+    #: private memories (:mod:`memreader.stores.lifecycle.api`).
+    task_id: str = ""
+    visibility: str = "private"
 
 
 def priority(facts: PriorityFacts, now: datetime) -> float:

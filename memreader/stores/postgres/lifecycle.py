@@ -115,14 +115,18 @@ class PostgresLifecycle(PostgresCategories):
     def _budget_facts(self, owner: str) -> list[PriorityFacts]:
         rows = self._session.run(
             lambda c: c.execute(
-                "SELECT id, importance, reinforced, recorded_at FROM memreader_memories m "
-                "WHERE user_id = %s AND status = 'active' AND NOT EXISTS (SELECT 1 FROM "
-                "memreader_memory_pins p WHERE p.user_id = m.user_id AND p.memory_id = m.id)",
+                "SELECT id, importance, reinforced, recorded_at, task_id, visibility "
+                "FROM memreader_memories m WHERE user_id = %s AND status = 'active' AND NOT "
+                "EXISTS (SELECT 1 FROM memreader_memory_pins p WHERE p.user_id = m.user_id "
+                "AND p.memory_id = m.id)",
                 (owner,),
             ).fetchall(),
             write=False,
         )
-        return [PriorityFacts(i, imp, n, at) for i, imp, n, at in rows]
+        return [
+            PriorityFacts(i, imp, n, at, task_id=task, visibility=seen)
+            for i, imp, n, at, task, seen in rows
+        ]
 
     def _expire_for_budget(
         self, owner: str, chosen: list[tuple[str, str]], target: int, now: datetime

@@ -119,16 +119,20 @@ class SQLiteLifecycle(SQLiteCategories):
     def _budget_facts(self, owner: str) -> list[PriorityFacts]:
         with self._transaction(write=False) as conn:
             rows = conn.execute(
-                "SELECT id, importance, reinforced, recorded_at FROM memories m "
-                "WHERE user_id = ? AND status = 'active' AND NOT EXISTS (SELECT 1 FROM "
-                "memory_pins p WHERE p.user_id = m.user_id AND p.memory_id = m.id)",
+                "SELECT id, importance, reinforced, recorded_at, task_id, visibility "
+                "FROM memories m WHERE user_id = ? AND status = 'active' AND NOT EXISTS "
+                "(SELECT 1 FROM memory_pins p WHERE p.user_id = m.user_id AND p.memory_id = m.id)",
                 (owner,),
             ).fetchall()
         out = []
-        for memory_id, importance, reinforced, recorded in rows:
+        for memory_id, importance, reinforced, recorded, task, visibility in rows:
             at = parse_time(recorded)
             if at is not None:
-                out.append(PriorityFacts(memory_id, importance, reinforced, at))
+                out.append(
+                    PriorityFacts(
+                        memory_id, importance, reinforced, at, task_id=task, visibility=visibility
+                    )
+                )
         return out
 
     def _expire_for_budget(
