@@ -12,28 +12,83 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from functools import partial
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from pydantic import BaseModel, Field, SerializeAsAny, ValidationError, model_validator
 
 from memreader.config import BaseReaderConfig, cache_digest, interpolate_env, read_yaml_config
 from memreader.config_model import ConfigModel
 from memreader.errors import ConfigError, config_error_from
-from memreader.memos_shapes.config_shapes import looks_like_memos_config, translate_reader_config
 from memreader.readers import READERS, BaseMemReader
+from memreader.registry import Registry
 
-__all__ = ["MemReaderConfigFactory", "MemReaderFactory"]
+__all__ = [
+    "CONFIG_FORMATS",
+    "ConfigFormat",
+    "ConfigTranslation",
+    "MemReaderConfigFactory",
+    "MemReaderFactory",
+]
+
+
+class ConfigTranslation(Protocol):
+    """Another library's reader config made memreader's, with a report of each setting."""
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """memreader's reader config mapping."""
+        ...
+
+    def log(self) -> None:
+        """Log once what each setting became."""
+        ...
+
+
+class ConfigFormat(Protocol):
+    """Another library's reader config shape, recognized and translated into memreader's.
+
+    A format registers itself in :data:`CONFIG_FORMATS`; MemOS's
+    (:mod:`memreader.memos.formats`) is loaded by name when a config is first validated, so
+    this module never imports the package that knows MemOS.
+    """
+
+    def recognizes(self, config: Mapping[str, Any]) -> bool:
+        """Whether the reader config ``config`` is in this format's shape."""
+        ...
+
+    def translate(self, config: Mapping[str, Any], *, fields: Collection[str]) -> ConfigTranslation:
+        """memreader's config for ``config``; ``fields``: the reader config class's settings,
+        taken as they are.
+
+        Raises:
+            MemReaderError: a setting memreader cannot honour (a typed error naming it).
+        """
+        ...
+
+
+#: Reader config formats by name; the built-in ``memos`` is imported on first lookup.
+CONFIG_FORMATS: Registry[ConfigFormat] = Registry(
+    "reader config format", lazy={"memos": "memreader.memos.formats"}
+)
+
+
+def _format_of(config: Mapping[str, Any]) -> ConfigFormat | None:
+    for name in CONFIG_FORMATS.names():
+        fmt = CONFIG_FORMATS.get(name)
+        if fmt.recognizes(config):
+            return fmt
+    return None
 
 
 class MemReaderConfigFactory(ConfigModel):
     """A reader backend name and its validated config.
 
     A MemOS reader config (``llm: {backend, config: {model_name_or_path, ...}}``, ``chunker``...)
-    is accepted too: translated by :mod:`memreader.memos_shapes.config_shapes`, with MemOS's
-    defaults
-    (filter and rewrite off), the report of what each setting became logged once.
+    is accepted too: translated by its :data:`CONFIG_FORMATS` entry
+    (:mod:`memreader.memos.config_shapes`), with MemOS's defaults (filter and rewrite off),
+    the report of what each setting became logged once.
 
     Dumps and reprs never show a secret: python-mode ``model_dump()`` keeps API keys, secret
     header values and a ``base_url`` with a password as ``SecretStr`` (validating such a dump
@@ -59,10 +114,11 @@ class MemReaderConfigFactory(ConfigModel):
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
         raw = data.get("config") or {}
-        if isinstance(raw, Mapping) and looks_like_memos_config(raw):
-            # A MemOS config (its nested LLM and embedder shapes): translated, and the report
-            # of what each setting became logged once (memreader.memos).
-            translation = translate_reader_config(raw, fields=config_class.model_fields)
+        fmt = _format_of(raw) if isinstance(raw, Mapping) else None
+        if fmt is not None:
+            # Another library's config (MemOS's nested LLM and embedder shapes): translated,
+            # and the report of what each setting became logged once.
+            translation = fmt.translate(raw, fields=config_class.model_fields)
             translation.log()
             raw = translation.config
         if isinstance(raw, BaseModel) and not isinstance(raw, config_class):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from datetime import datetime, timezone
 from enum import Enum
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import (
     BaseModel,
@@ -23,8 +23,7 @@ from pydantic import (
 )
 
 from memreader.errors import MemOSItemError
-from memreader.memos_items.items_in import from_memos_dict, looks_like_memos
-from memreader.memos_items.items_out import memos_dict
+from memreader.registry import Registry
 from memreader.scopes import DEFAULT_VISIBILITY, MAX_SCOPE_ID_CHARS, Visibility
 
 
@@ -275,12 +274,19 @@ class TextualMemoryItem(BaseModel):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TextualMemoryItem:
-        """Rebuild an item from :meth:`to_dict` output, or read a MemOS item's dict (see
-        :mod:`memreader.memos_items.items_in`: what memreader has no field for is kept in
+        """Rebuild an item from :meth:`to_dict` output, or read another library's item dict
+        through the :data:`ITEM_FORMATS` that recognizes it (a MemOS item: see
+        :mod:`memreader.memos.items_in`; what memreader has no field for is kept in
         ``metadata.info["memos"]``, with the provenance that could not be recovered)."""
-        if not (isinstance(data, dict) and looks_like_memos(data)):
+        try:
             return cls.model_validate(data)
-        data = from_memos_dict(data, _METADATA_FIELDS, _SOURCE_FIELDS)
+        except ValidationError:
+            # A dict memreader's own model accepts is memreader's; only one it refuses is
+            # offered to the other formats, so reading memreader's items costs nothing more.
+            fmt = _format_of(data)
+            if fmt is None:
+                raise
+        data = fmt.read(data, _METADATA_FIELDS, _SOURCE_FIELDS)
         try:
             return cls.model_validate(data)
         except ValidationError as exc:  # a MemOS item's field memreader cannot hold, named
@@ -290,9 +296,55 @@ class TextualMemoryItem(BaseModel):
 
     def to_memos_dict(self, status: str | None = None) -> dict[str, Any]:
         """This item as the dict MemOS's ``TextualMemoryItem.from_dict`` accepts (see
-        :mod:`memreader.memos_items.items_out`); ``status`` (``activated``, ``archived``,
+        :mod:`memreader.memos.items_out`); ``status`` (``activated``, ``archived``,
         ``deleted``...) replaces the item's own. :meth:`from_dict` reads it back unchanged."""
-        return memos_dict(self.to_dict(), status)
+        return ITEM_FORMATS.get("memos").write(self.to_dict(), status)
+
+
+class ItemFormat(Protocol):
+    """Another library's memory item dicts, read as memreader's and written from them.
+
+    A format registers itself in :data:`ITEM_FORMATS`; MemOS's
+    (:mod:`memreader.memos.formats`) is loaded by name the first time an item dict needs it,
+    so this module never imports the package that knows MemOS.
+    """
+
+    def recognizes(self, data: dict[str, Any]) -> bool:
+        """Whether ``data`` is an item dict of this format."""
+        ...
+
+    def read(
+        self, data: dict[str, Any], metadata_fields: frozenset[str], source_fields: frozenset[str]
+    ) -> dict[str, Any]:
+        """The memreader item dict for ``data``, given the field names of memreader's metadata
+        and sources (what has no field is kept in ``info``, never dropped).
+
+        Raises:
+            MemReaderError: ``data`` is of this format but cannot be read (a typed error
+                naming the field).
+        """
+        ...
+
+    def write(self, data: dict[str, Any], status: str | None) -> dict[str, Any]:
+        """This format's item dict for the memreader item dict ``data`` (``item.to_dict()``),
+        ``status`` replacing the item's own."""
+        ...
+
+
+#: Item formats by name; the built-in ``memos`` is imported on first lookup.
+ITEM_FORMATS: Registry[ItemFormat] = Registry(
+    "item format", lazy={"memos": "memreader.memos.formats"}
+)
+
+
+def _format_of(data: object) -> ItemFormat | None:
+    if not isinstance(data, dict):
+        return None
+    for name in ITEM_FORMATS.names():
+        fmt = ITEM_FORMATS.get(name)
+        if fmt.recognizes(data):
+            return fmt
+    return None
 
 
 _METADATA_FIELDS = frozenset(TextualMemoryItemMetadata.model_fields)

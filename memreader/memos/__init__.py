@@ -4,13 +4,18 @@ Switching is a change of import lines::
 
     from memreader.memos import MemReaderConfigFactory, MemReaderFactory, TextualMemoryItem
 
-- :mod:`~memreader.memos_shapes.config_shapes` (with :mod:`~memreader.memos_shapes.backends` and
-  :mod:`~memreader.memos_shapes.notes`): MemOS's nested reader configs translated, with a report;
+- :mod:`~memreader.memos.config_shapes` (with :mod:`~memreader.memos.config_backends`,
+  :mod:`~memreader.memos.reader_settings` and :mod:`~memreader.memos.translation`): MemOS's
+  nested reader configs translated, with a report;
 - :mod:`~memreader.memos.reader`: MemOS's call shapes and defaults (:class:`MemOSReader`);
 - :mod:`~memreader.memos.factory`: MemOS's factory names;
-- :mod:`~memreader.memos_items.items_in` and :mod:`~memreader.memos_items.items_out`: MemOS's
-  items read,
-  and memreader's written in MemOS's shape (``item.to_memos_dict()``).
+- :mod:`~memreader.memos.items_in` and :mod:`~memreader.memos.items_out`: MemOS's items read,
+  and memreader's written in MemOS's shape (``item.to_memos_dict()``);
+- :mod:`~memreader.memos.stored`: a stored memory, its lifecycle as MemOS's ``status``;
+- :mod:`~memreader.memos.formats`: the item and config shapes registered with the core
+  (:data:`memreader.items.ITEM_FORMATS`, :data:`memreader.factory.CONFIG_FORMATS`), which
+  loads that module by name, so ``TextualMemoryItem.from_dict`` and ``MemReaderConfigFactory``
+  take MemOS's dicts without importing this package.
 
 memreader's own API is unchanged; see the README's "Coming from MemOS".
 """
@@ -18,6 +23,7 @@ memreader's own API is unchanged; see the README's "Coming from MemOS".
 from __future__ import annotations
 
 from memreader.items import SourceMessage, TextualMemoryItem
+from memreader.memos.config_shapes import looks_like_memos_config, translate_reader_config
 from memreader.memos.factory import MemReaderConfigFactory, MemReaderFactory
 from memreader.memos.reader import (
     MEMOS_CALL_DEFAULTS,
@@ -26,8 +32,7 @@ from memreader.memos.reader import (
     MemOSReader,
 )
 from memreader.memos.stored import LIFECYCLE_STATUS, stored_to_memos_dict
-from memreader.memos_shapes.config_shapes import looks_like_memos_config, translate_reader_config
-from memreader.memos_shapes.notes import Translation, TranslationNote
+from memreader.memos.translation import Translation, TranslationNote
 
 __all__ = [
     "LIFECYCLE_STATUS",

@@ -13,9 +13,9 @@ from typing_extensions import Self
 
 from memreader import factory as core
 from memreader.config import read_yaml_config
+from memreader.memos.config_shapes import looks_like_memos_config, translate_reader_config
 from memreader.memos.reader import MEMOS_CALL_DEFAULTS, CallDefaults, MemOSReader
-from memreader.memos_shapes.config_shapes import looks_like_memos_config, translate_reader_config
-from memreader.memos_shapes.notes import Translation
+from memreader.memos.translation import Translation
 from memreader.readers import READERS
 
 __all__ = ["MemReaderConfigFactory", "MemReaderFactory"]

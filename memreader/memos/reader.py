@@ -12,7 +12,7 @@ reader unchanged:
   logged once as unused. ``user_name`` (MemOS scopes its graph recall by it) is unused: a store
   keeps memories by ``info["user_id"]``.
 - ``fine_transfer_simple_mem(input_memories, type, custom_tags=None, **kwargs)``: memreader items,
-  MemOS items or their dicts (:mod:`memreader.memos_items.items_in`).
+  MemOS items or their dicts (:mod:`memreader.memos.items_in`).
 - ``set_graph_db``: a store URL (``sqlite:///...``, ``postgresql://...``) becomes the reader's
   ``store`` (the one ``dedup`` and ``reconcile`` look memories up in); any other object (a MemOS
   graph DB) is kept as ``graph_db`` and unused. ``set_searcher``: kept as ``searcher``, unused.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memreader.memos_items.items_out import memos_dict
+from memreader.memos.items_out import memos_dict
 from memreader.stores.records import StoredMemory
 
 __all__ = ["LIFECYCLE_STATUS", "stored_to_memos_dict"]

@@ -2,9 +2,8 @@
 
 :func:`looks_like_memos_config` tells a MemOS reader config from memreader's own, and
 :func:`translate_reader_config` makes memreader's mapping of it, with a note of what each
-setting became (:class:`~memreader.memos_shapes.notes.Translation`). memreader's own keys given
-beside
-MemOS's (``window``, ``fine``, ``store``...) are taken as they are.
+setting became (:class:`~memreader.memos.translation.Translation`). memreader's own keys
+given beside MemOS's (``window``, ``fine``, ``store``...) are taken as they are.
 
 With ``memos_defaults`` (the default) the config behaves as MemOS does: its filter and rewrite
 are off (MemOS runs a hallucination filter only with ``SIMPLE_STRUCT_ADD_FILTER=true`` and no
@@ -26,13 +25,13 @@ from typing import Any
 from memreader.config import BaseReaderConfig, FineConfig
 from memreader.errors import MemOSConfigError
 from memreader.llms.config import SLOT_NAMES
-from memreader.memos_shapes.backends import translate_embedder, translate_llm
-from memreader.memos_shapes.notes import Translation
-from memreader.memos_shapes.reader_settings import (
+from memreader.memos.config_backends import translate_embedder, translate_llm
+from memreader.memos.reader_settings import (
     chat_chunker,
     direct_markdown_hostnames,
     skills_dir_config,
 )
+from memreader.memos.translation import Translation
 
 __all__ = ["MEMOS_ONLY_SETTINGS", "looks_like_memos_config", "translate_reader_config"]
 
@@ -46,7 +45,7 @@ MEMOS_ONLY_SETTINGS = {
     "qwen_llm": "no counterpart slot",
 }
 #: Reader settings of MemOS's that change results: translated (or refused) by
-#: :mod:`memreader.memos_shapes.reader_settings`.
+#: :mod:`memreader.memos.reader_settings`.
 _READER_SETTINGS = ("chat_chunker", "direct_markdown_hostnames", "skills_dir_config")
 _TRANSLATED = {*SLOT_NAMES, "embedder", "chunker", "chat_window_max_tokens", *_READER_SETTINGS}
 _CHUNKER_UNUSED = {
@@ -88,9 +87,8 @@ def translate_reader_config(
 
     Raises:
         MemOSConfigError: a setting memreader cannot honour and whose absence would change
-            results (see :mod:`memreader.memos_shapes.backends`, ``memory_version_switch: on``
-            without
-            a ``store``), or a MemOS factory that is not ``{backend, config}``.
+            results (see :mod:`memreader.memos.config_backends`, ``memory_version_switch: on``
+            without a ``store``), or a MemOS factory that is not ``{backend, config}``.
     """
     out = Translation()
     ours: dict[str, Any] = out.config

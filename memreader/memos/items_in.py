@@ -1,7 +1,7 @@
 """MemOS memory items read as memreader's: a MemOS ``TextualMemoryItem`` dict (its ``to_dict()``
 or ``model_dump()``) becomes the dict memreader's :class:`~memreader.items.TextualMemoryItem`
-validates. Pure dict work, so :mod:`memreader.items` can call it without importing this package's
-readers.
+validates. Pure dict work over :mod:`memreader.errors`, reached by
+:meth:`~memreader.items.TextualMemoryItem.from_dict` through :mod:`memreader.memos.formats`.
 
 What MemOS has and memreader has no field for is kept, never dropped: the item's other metadata
 fields (``version``, ``history``, ``usage``, ``visibility``...) under ``metadata.info["memos"]
@@ -48,7 +48,7 @@ MEMOS_ONLY_FIELDS = frozenset(
         "score",
     }
 )
-#: Values at MemOS's defaults (or what :mod:`memreader.memos_items.items_out` writes): nothing to
+#: Values at MemOS's defaults (or what :mod:`memreader.memos.items_out` writes): nothing to
 # keep.
 _UNINFORMATIVE: dict[str, Any] = {
     "type": "fact",
@@ -65,7 +65,7 @@ _UNINFORMATIVE: dict[str, Any] = {
 _MEMOS_MEANING = frozenset({"visibility"})
 #: ``info`` keys MemOS keeps as metadata fields (set from a ``user_context``).
 CONTEXT_FIELDS = ("manager_user_id", "project_id")
-#: The key of ``internal_info`` where :mod:`memreader.memos_items.items_out` keeps memreader's
+#: The key of ``internal_info`` where :mod:`memreader.memos.items_out` keeps memreader's
 # fields.
 MEMREADER_KEY = "memreader"
 #: memreader metadata fields MemOS has no field for, which travel in ``internal_info["memreader"]``,

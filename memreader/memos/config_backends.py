@@ -1,10 +1,9 @@
 """MemOS's LLM and embedder settings (``{backend, config: {model_name_or_path, api_base, ...}}``)
 translated to memreader's :class:`~memreader.llms.config.LLMConfig` and
 :class:`~memreader.embedders.config.EmbedderConfig` mappings, each setting noted in the
-:class:`~memreader.memos_shapes.notes.Translation`. A backend memreader cannot stand in for (Azure,
-an
-in-process Hugging Face model, Ark embeddings) is a :class:`~memreader.errors.MemOSConfigError`:
-ignoring it would change every result."""
+:class:`~memreader.memos.translation.Translation`. A backend memreader cannot stand in for
+(Azure, an in-process Hugging Face model, Ark embeddings) is a
+:class:`~memreader.errors.MemOSConfigError`: ignoring it would change every result."""
 
 from __future__ import annotations
 
@@ -12,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from memreader.errors import MemOSConfigError
-from memreader.memos_shapes.notes import Translation
+from memreader.memos.translation import Translation
 
 __all__ = ["translate_embedder", "translate_llm"]
 

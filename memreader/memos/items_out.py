@@ -6,9 +6,8 @@
 Nothing is lost on the way: memreader's fields MemOS has no field for (``embedding_model``,
 ``importance``, ``valid_from``, ``refined_from``...) go to ``internal_info["memreader"]``; each
 source keeps its exact provenance as extra keys (``scene_index``, ``message_index``, ``span``...;
-MemOS sources allow extras) beside MemOS's ``index``; what :mod:`memreader.memos_items.items_in`
-kept of
-a MemOS item comes back as it was. So ``TextualMemoryItem.from_dict(item.to_memos_dict())``
+MemOS sources allow extras) beside MemOS's ``index``; what :mod:`memreader.memos.items_in` kept
+of a MemOS item comes back as it was. So ``TextualMemoryItem.from_dict(item.to_memos_dict())``
 gives ``item`` back.
 """
 
@@ -18,7 +17,7 @@ import uuid
 from collections.abc import Mapping, Set
 from typing import Any
 
-from memreader.memos_items.items_in import CARRIED_FIELDS, CONTEXT_FIELDS, MEMREADER_KEY
+from memreader.memos.items_in import CARRIED_FIELDS, CONTEXT_FIELDS, MEMREADER_KEY
 
 __all__ = ["MEMOS_STATUSES", "memos_dict"]
 
@@ -33,7 +32,7 @@ _LIFECYCLE_FIELDS = frozenset(
     {"version", "history", "evolve_to", "usage", "updated_at", "is_fast", "working_binding"}
 )
 _SOURCE_CORE = ("type", "role", "chat_time", "message_id", "content", "doc_path")
-#: Kept MemOS fields that are not memreader's: :mod:`~memreader.memos_items.items_in` keeps only
+#: Kept MemOS fields that are not memreader's: :mod:`~memreader.memos.items_in` keeps only
 #: these in ``info["memos"]["fields"]`` (``visibility`` in MemOS's meaning among them).
 _MEMOS_MEANING = frozenset({"visibility"})
 
@@ -96,7 +95,7 @@ def memos_dict(data: Mapping[str, Any], status: str | None = None) -> dict[str, 
 
 
 def _kept(info: dict[str, Any], own: Set[str], provenance: Set[str]) -> dict[str, Any]:
-    """What :mod:`~memreader.memos_items.items_in` kept of a MemOS item, taken out of ``info``:
+    """What :mod:`~memreader.memos.items_in` kept of a MemOS item, taken out of ``info``:
     ``info["memos"]`` when it has the shape that module writes (``fields``: MemOS's fields, none
     of ``own``, memreader's, with ``internal_info`` a mapping; ``sources``: mappings naming none
     of ``provenance``; ``unrecovered``: strings). A value of any other shape is not that (a

@@ -16,7 +16,7 @@ unchanged" when they would change.
   bundles. With ``SKILLS_REPO_BACKEND=OSS`` MemOS uploads them instead: a
   :class:`~memreader.errors.MemOSConfigError` (say ``fine.skills.output: s3://bucket/prefix``).
 
->>> from memreader.memos_shapes.notes import Translation
+>>> from memreader.memos.translation import Translation
 >>> out = Translation()
 >>> chat_chunker({"backend": "x", "config": {"chunk_type": "default", "chunk_session": 5,
 ...     "chunk_overlap": 1}}, {"strategy"}, out)
@@ -34,7 +34,7 @@ from pydantic import ValidationError
 from memreader.errors import ConfigError, MemOSConfigError
 from memreader.extraction.skills import SkillsConfig
 from memreader.fetch.settings import FetchConfig
-from memreader.memos_shapes.notes import Translation
+from memreader.memos.translation import Translation
 from memreader.windowing.grouping import GroupingConfig
 
 __all__ = ["chat_chunker", "direct_markdown_hostnames", "skills_dir_config"]
