@@ -22,7 +22,7 @@ from pydantic import (
     model_validator,
 )
 
-from memreader.errors import MemOSItemError
+from memreader.errors import InputError
 from memreader.registry import Registry
 from memreader.scopes import DEFAULT_VISIBILITY, MAX_SCOPE_ID_CHARS, Visibility
 
@@ -289,10 +289,10 @@ class TextualMemoryItem(BaseModel):
         data = fmt.read(data, _METADATA_FIELDS, _SOURCE_FIELDS)
         try:
             return cls.model_validate(data)
-        except ValidationError as exc:  # a MemOS item's field memreader cannot hold, named
+        except ValidationError as exc:  # a field of that format memreader cannot hold, named
             first = exc.errors()[0]
             where = ".".join(str(part) for part in first["loc"]) or "item"
-            raise MemOSItemError(f"a MemOS item's {where}: {first['msg']}") from None
+            raise fmt.invalid(where, first["msg"]) from None
 
     def to_memos_dict(self, status: str | None = None) -> dict[str, Any]:
         """This item as the dict MemOS's ``TextualMemoryItem.from_dict`` accepts (see
@@ -328,6 +328,11 @@ class ItemFormat(Protocol):
     def write(self, data: dict[str, Any], status: str | None) -> dict[str, Any]:
         """This format's item dict for the memreader item dict ``data`` (``item.to_dict()``),
         ``status`` replacing the item's own."""
+        ...
+
+    def invalid(self, where: str, why: str) -> InputError:
+        """The typed error for an item of this format whose field ``where`` (``metadata.
+        confidence``) memreader cannot hold, and ``why``."""
         ...
 
 

@@ -21,6 +21,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from memreader.errors import MemOSItemError
 from memreader.factory import CONFIG_FORMATS
 from memreader.items import ITEM_FORMATS
 from memreader.memos.config_shapes import looks_like_memos_config, translate_reader_config
@@ -45,6 +46,9 @@ class MemOSItemFormat:
 
     def write(self, data: dict[str, Any], status: str | None) -> dict[str, Any]:
         return memos_dict(data, status)
+
+    def invalid(self, where: str, why: str) -> MemOSItemError:
+        return MemOSItemError(f"a MemOS item's {where}: {why}")
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ import pytest
 from pydantic import ValidationError
 
 import memreader
+from memreader.errors import InputError
 from memreader.factory import CONFIG_FORMATS, MemReaderConfigFactory
 from memreader.items import ITEM_FORMATS, TextualMemoryItem
 from memreader.memos.formats import MEMOS_CONFIGS, MEMOS_ITEMS
@@ -39,6 +40,9 @@ class ToyItemFormat:
 
     def write(self, data: dict[str, Any], status: str | None) -> dict[str, Any]:
         return {"toy": data["memory"], "owner": data["metadata"]["user_id"]}
+
+    def invalid(self, where: str, why: str) -> InputError:
+        return InputError(f"a toy item's {where}: {why}")
 
 
 @dataclass
@@ -114,6 +118,13 @@ def test_a_plugin_item_format_is_read_and_written(toy_items: ToyItemFormat) -> N
     item = TextualMemoryItem.from_dict({"toy": "I like tea", "owner": "u7"})
     assert (item.id, item.memory, item.metadata.user_id) == ("toy-I like tea", "I like tea", "u7")
     assert toy_items.write(item.to_dict(), None) == {"toy": "I like tea", "owner": "u7"}
+
+
+def test_a_plugin_item_memreader_cannot_hold_raises_the_formats_typed_error(
+    toy_items: ToyItemFormat,
+) -> None:
+    with pytest.raises(InputError, match=r"a toy item's metadata\.user_id: Input should be"):
+        TextualMemoryItem.from_dict({"toy": "I like tea", "owner": 7})
 
 
 def test_a_dict_no_format_recognizes_keeps_the_models_own_error(
