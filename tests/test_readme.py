@@ -1,6 +1,8 @@
-"""Every code block in README.md runs as written (issue 22).
+"""Every code block in README.md and in the docs site's pages (``docs/**/*.md``) runs as written
+(issues 22 and 42).
 
-Blocks are read from the README's fences (indented ones too). An HTML comment on the line before a
+Blocks are read from each file's fences (indented ones too); ``docs/incoming/`` (pages waiting to
+be placed) is left out. An HTML comment on the line before a
 block says how to treat it, ``<!-- readme-test: KIND ARG -->``:
 
 - ``python``: run, each block in its own process (``continue`` joins a block to the one before);
@@ -48,12 +50,24 @@ __all__ = ["moto_s3"]
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+#: Pages other branches drop in for the integrator to place: not part of the site yet.
+NOT_PUBLISHED = ("docs/incoming/",)
+#: Pages the site's build writes from the code (docs/hooks/reference_pages.py): links may name
+#: them, and they hold no block to run.
+GENERATED = {
+    "docs/reference/configuration.md",
+    "docs/reference/cli.md",
+    "docs/reference/http.md",
+    "docs/reference/openapi.json",
+    "docs/measurements.md",
+}
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
 BIN = Path(sys.executable).parent
 FENCE = re.compile(r"^(\s*)```(\S*)\s*$")
 MARKER = re.compile(r"^\s*<!--\s*readme-test:\s*(\S+)\s*(.*?)\s*-->\s*$")
 NOT_RUN = ("make", "export", "pip", "llama-server", "ollama")
-MAX_SKIPS = 4
+MAX_SKIPS = 4  # over README and every page together
 EXTRACTION = json.dumps(
     {
         "memory_list": [
@@ -77,13 +91,29 @@ class Block:
     line: int
     kind: str = ""
     arg: str = ""
+    source: str = "README.md"
 
     @property
     def id(self) -> str:
-        return f"{self.lang}-line{self.line}"
+        return f"{self.source}:{self.lang}-line{self.line}"
+
+    @property
+    def where(self) -> str:
+        return f"{self.source} line {self.line}"
 
 
-def parse_blocks(text: str) -> list[Block]:
+def documents() -> list[Path]:
+    """README.md and the site's pages, in a stable order."""
+    pages = sorted(DOCS.rglob("*.md"))
+    published = [p for p in pages if not _relative(p).startswith(NOT_PUBLISHED)]
+    return [README, *published]
+
+
+def _relative(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix()
+
+
+def parse_blocks(text: str, source: str = "README.md") -> list[Block]:
     """The fenced blocks of ``text``, each with the marker on the line before it."""
     lines, blocks, i = text.splitlines(), [], 0
     while i < len(lines):
@@ -97,12 +127,16 @@ def parse_blocks(text: str) -> list[Block]:
         before = next((line for line in reversed(lines[:i]) if line.strip()), "")
         marker = MARKER.match(before)
         kind, arg = marker.groups() if marker else ("", "")
-        blocks.append(Block(lang, body, i + 1, kind, arg))
+        blocks.append(Block(lang, body, i + 1, kind, arg, source))
         i = end + 1
     return blocks
 
 
-BLOCKS = parse_blocks(README.read_text(encoding="utf-8"))
+BLOCKS = [
+    block
+    for path in documents()
+    for block in parse_blocks(path.read_text(encoding="utf-8"), _relative(path))
+]
 
 
 def runnable(lang: str) -> list[list[Block]]:
@@ -205,9 +239,9 @@ def _run(workspace: Workspace, argv: list[str], name: str) -> None:
 
 def _skip_marked(block: Block) -> None:
     if block.kind == "skip":
-        pytest.skip(f"README line {block.line}: {block.arg}")
+        pytest.skip(f"{block.where}: {block.arg}")
     if block.kind == "needs" and not (ROOT / block.arg).exists():
-        pytest.skip(f"README line {block.line}: {block.arg} is not in the repository yet")
+        pytest.skip(f"{block.where}: {block.arg} is not in the repository yet")
 
 
 @pytest.mark.slow
@@ -215,9 +249,10 @@ def _skip_marked(block: Block) -> None:
 @pytest.mark.parametrize("group", runnable("python"), ids=lambda g: g[0].id)
 def test_python_block_runs(group: list[Block], workspace: Workspace) -> None:
     _skip_marked(group[0])
-    script = workspace.repo / f"readme_block_{group[0].line}.py"
+    name = re.sub(r"\W", "_", group[0].source.removesuffix(".md"))
+    script = workspace.repo / f"block_{name}_{group[0].line}.py"
     script.write_text(workspace.adapt("".join(b.text for b in group)), encoding="utf-8")
-    _run(workspace, [sys.executable, str(script)], f"README line {group[0].line}")
+    _run(workspace, [sys.executable, str(script)], group[0].where)
 
 
 def shell_script(text: str) -> str:
@@ -275,7 +310,7 @@ def test_shell_block_runs(
     text = workspace.adapt(block.text)
     if served is not None:
         text = text.replace("localhost:8765", served)
-    _run(workspace, ["bash", "-c", shell_script(text)], f"README line {block.line}")
+    _run(workspace, ["bash", "-c", shell_script(text)], block.where)
 
 
 def _reader_config(data: dict[str, Any], all_fields: bool) -> None:
@@ -294,12 +329,12 @@ def _in_file(block: Block) -> None:
     in order."""
     content = (ROOT / block.arg).read_text(encoding="utf-8")
     if block.kind == "file":
-        assert block.text == content, f"README line {block.line} differs from {block.arg}"
+        assert block.text == content, f"{block.where} differs from {block.arg}"
         return
     lines = iter(content.splitlines())
     for wanted in block.text.splitlines():
         if wanted.strip() not in ("…", "> …"):
-            assert wanted in lines, f"README line {block.line}: {wanted!r} not in {block.arg}"
+            assert wanted in lines, f"{block.where}: {wanted!r} not in {block.arg}"
 
 
 def check_yaml(block: Block) -> None:
@@ -320,7 +355,7 @@ def check_yaml(block: Block) -> None:
     elif block.kind == "keys":
         assert [ApiKey.model_validate(entry) for entry in data["keys"]]
     else:
-        raise AssertionError(f"README line {block.line}: a YAML block needs a readme-test marker")
+        raise AssertionError(f"{block.where}: a YAML block needs a readme-test marker")
 
 
 def check_text(block: Block) -> None:
@@ -350,9 +385,9 @@ def test_data_block_is_valid(block: Block, monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_every_block_is_covered() -> None:
     known = {"python", "sh", "bash", "yaml", "json", "text", "markdown"}
-    unknown = [(b.line, b.lang) for b in BLOCKS if b.lang not in known]
-    assert not unknown, f"blocks of no known language (line, language): {unknown}"
-    skips = [(b.line, b.arg) for b in BLOCKS if b.kind == "skip"]
+    unknown = [(b.where, b.lang) for b in BLOCKS if b.lang not in known]
+    assert not unknown, f"blocks of no known language (where, language): {unknown}"
+    skips = [(b.where, b.arg) for b in BLOCKS if b.kind == "skip"]
     assert all(reason for _, reason in skips), "every skip states its reason"
     assert len(skips) <= MAX_SKIPS, f"skips should stay rare: {skips}"
 
@@ -374,15 +409,34 @@ def slugs(path: Path) -> set[str]:
     return found
 
 
-def test_links_resolve() -> None:
-    text = re.sub(r"(?ms)^\s*```.*?^\s*```\s*$", "", README.read_text(encoding="utf-8"))
-    anchors = {"": slugs(README), "benchmarks/RESULTS.md": slugs(RESULTS)}
+def _links(path: Path) -> list[str]:
+    text = re.sub(r"(?ms)^\s*```.*?^\s*```\s*$", "", path.read_text(encoding="utf-8"))
+    return [t for t in re.findall(r"\]\(([^)\s]+)\)", text) if "://" not in t]
+
+
+def _broken(path: Path) -> list[str]:
+    """The links of ``path`` to a file that is not there, or to a heading its target lacks
+    (paths relative to the file, as GitHub and the site read them)."""
     broken = []
-    for target in re.findall(r"\]\(([^)\s]+)\)", text):
-        if "://" in target:
+    for target in _links(path):
+        link, _, anchor = target.partition("#")
+        file = (path.parent / link).resolve() if link else path
+        name = file.relative_to(ROOT).as_posix() if file.is_relative_to(ROOT) else str(file)
+        if name in GENERATED:
             continue
-        path, _, anchor = target.partition("#")
-        missing_file = bool(path) and not (ROOT / path).exists()
-        if missing_file or (anchor and anchor not in anchors.get(path, {anchor})):
+        if not file.exists() or (anchor and file.suffix == ".md" and anchor not in slugs(file)):
             broken.append(target)
+    return broken
+
+
+@pytest.mark.parametrize("path", documents(), ids=_relative)
+def test_links_resolve(path: Path) -> None:
+    broken = _broken(path)
     assert not broken, f"links that lead nowhere: {broken}"
+
+
+def test_readme_is_a_front_door() -> None:
+    """README stays short (the rest is the site) and says what memreader is first."""
+    lines = README.read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 300
+    assert "memory items" in " ".join(lines[:5])
