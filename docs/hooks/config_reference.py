@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import ast
 import enum
+import functools
 import inspect
 import re
-import textwrap
 import types
 import typing
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from docstring_markdown import plain  # a module beside this one (docs/hooks/)
@@ -139,28 +140,48 @@ def _summary(model: type) -> str:
 
 
 def _field_notes(model: type) -> dict[str, str]:
-    """Each field's comment lines above it, or the string below it, in the classes' source."""
+    """Each field's comment lines above it, or the string below it, in the source of the
+    model and of the memreader classes it inherits from (pydantic's own are not read)."""
     notes: dict[str, str] = {}
     for cls in reversed(model.__mro__):
-        try:
-            tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
-            source = textwrap.dedent(inspect.getsource(cls)).splitlines()
-        except (OSError, TypeError, SyntaxError):
+        if cls.__module__.split(".")[0] == "memreader":
+            notes.update(_class_notes(cls))
+    return notes
+
+
+@functools.cache
+def _module_source(filename: str) -> tuple[ast.Module, list[str]]:
+    """A module's syntax tree and lines, read once however many of its classes are shown."""
+    source = Path(filename).read_text(encoding="utf-8")
+    return ast.parse(source), source.splitlines()
+
+
+@functools.cache
+def _class_notes(cls: type) -> dict[str, str]:
+    try:
+        tree, lines = _module_source(inspect.getfile(cls))
+    except (OSError, TypeError, SyntaxError):
+        return {}
+    found = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef) and node.name == cls.__name__
+    ]
+    body = found[0].body if found else []
+    notes: dict[str, str] = {}
+    for index, node in enumerate(body):
+        if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)):
             continue
-        body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
-        for index, node in enumerate(body):
-            if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)):
-                continue
-            after = body[index + 1] if index + 1 < len(body) else None
-            if isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant):
-                notes[node.target.id] = str(after.value.value)
-                continue
-            comments, line = [], node.lineno - 2
-            while line >= 0 and source[line].strip().startswith("#"):
-                comments.insert(0, source[line].strip().lstrip("#").strip())
-                line -= 1
-            if comments:
-                notes[node.target.id] = " ".join(comments)
+        after = body[index + 1] if index + 1 < len(body) else None
+        if isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant):
+            notes[node.target.id] = str(after.value.value)
+            continue
+        comments, line = [], node.lineno - 2
+        while line >= 0 and lines[line].strip().startswith("#"):
+            comments.insert(0, lines[line].strip().lstrip("#").strip())
+            line -= 1
+        if comments:
+            notes[node.target.id] = " ".join(comments)
     return notes
 
 

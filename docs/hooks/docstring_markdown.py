@@ -14,21 +14,26 @@ import griffe
 
 __all__ = ["DocstringMarkdown", "fence_doctests", "plain"]
 
-_ROLE = re.compile(r":\w+:`~?(?:[\w.]+\.)?(\w+)`")
+_ROLE = re.compile(r":\w+:`([^`]+)`")
+
+
+def _role(match: re.Match[str]) -> str:
+    """A role's text as Sphinx shows it: the title of ``Title <target>``, the last name of
+    ``~a.b.c``, else the target as written (on one line)."""
+    text = " ".join(match.group(1).split())
+    titled = re.fullmatch(r"(.+?)\s*<[^>]+>", text)
+    if titled:
+        return f"`{titled.group(1)}`"
+    if text.startswith("~"):
+        return f"`{text.rsplit('.', 1)[-1]}`"
+    return f"`{text}`"
 
 
 def fence_doctests(text: str) -> str:
     """Each run of ``>>>`` lines and their output in a fenced block.
 
-    >>> print(fence_doctests("Say:\\n\\n>>> 1 + 1\\n2\\n\\nDone."))
-    Say:
-    <BLANKLINE>
-    ```pycon
-    >>> 1 + 1
-    2
-    ```
-    <BLANKLINE>
-    Done.
+    >>> fence_doctests("Say:\\n\\n>>> 1 + 1\\n2\\n\\nDone.").splitlines()
+    ['Say:', '', '```pycon', '>>> 1 + 1', '2', '```', '', 'Done.']
     """
     out: list[str] = []
     inside = False
@@ -51,11 +56,13 @@ def plain(text: str) -> str:
 
     >>> plain("see :class:`~memreader.config.WindowConfig` and ``max_tokens``")
     'see `WindowConfig` and `max_tokens`'
+    >>> plain(":meth:`Memory.add <memreader.front.memory.Memory.add>`, :func:`a.b`")
+    '`Memory.add`, `a.b`'
     """
     parts = fence_doctests(text).split("```")
     # Odd parts are inside fences: doctest text stays as written.
     return "```".join(
-        part if index % 2 else _ROLE.sub(r"`\1`", part).replace("``", "`")
+        part if index % 2 else _ROLE.sub(_role, part).replace("``", "`")
         for index, part in enumerate(parts)
     )
 
