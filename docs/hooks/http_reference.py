@@ -8,11 +8,16 @@ body and answers, and the document itself for tools that read OpenAPI. Rebuilt o
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from typing import Any
 
 from docstring_markdown import plain
 
 __all__ = ["http_reference", "openapi_document", "openapi_json"]
+
+#: The variable naming memreader's home (its default store); see memreader.front.home.
+HOME_ENV = "MEMREADER_HOME"
 
 _INTRO = """# HTTP reference
 
@@ -24,12 +29,22 @@ keys and its limits are in [Service](../guides/service.md).
 
 
 def openapi_document() -> dict[str, Any]:
-    """The OpenAPI document of an app built from the default config (nothing is opened: the
-    store opens on first use, and no request is made)."""
+    """The OpenAPI document of an app built from the default config. No request is made, and
+    whatever the app would open by default lives in a temporary home, never the user's data
+    folder (the build may run anywhere)."""
     from memreader.service.app import create_app
     from memreader.service.config import ServiceConfig
 
-    document: dict[str, Any] = create_app(ServiceConfig.from_dict({})).openapi()
+    before = os.environ.get(HOME_ENV)
+    with tempfile.TemporaryDirectory() as home:
+        os.environ[HOME_ENV] = home
+        try:
+            document: dict[str, Any] = create_app(ServiceConfig.from_dict({})).openapi()
+        finally:
+            if before is None:
+                del os.environ[HOME_ENV]
+            else:
+                os.environ[HOME_ENV] = before
     return document
 
 
