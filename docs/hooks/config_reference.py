@@ -176,7 +176,8 @@ def _class_notes(cls: type) -> dict[str, str]:
         if isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant):
             notes[node.target.id] = str(after.value.value)
             continue
-        comments, line = [], node.lineno - 2
+        comments: list[str] = []
+        line = node.lineno - 2
         while line >= 0 and lines[line].strip().startswith("#"):
             comments.insert(0, lines[line].strip().lstrip("#").strip())
             line -= 1

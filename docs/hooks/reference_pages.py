@@ -10,6 +10,7 @@ and ``mkdocs build --strict`` checks their links.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +21,14 @@ from cli_reference import cli_reference  # noqa: E402
 from config_reference import config_reference  # noqa: E402
 from http_reference import http_reference, openapi_json  # noqa: E402
 
-GENERATED = {
+RESULTS = HOOKS.parents[1] / "benchmarks" / "RESULTS.md"
+
+GENERATED: dict[str, Callable[[], str]] = {
     "reference/configuration.md": config_reference,
     "reference/cli.md": cli_reference,
     "reference/http.md": http_reference,
     "reference/openapi.json": openapi_json,
-    "measurements.md": lambda: (HOOKS.parents[1] / "benchmarks" / "RESULTS.md").read_text("utf-8"),
+    "measurements.md": lambda: RESULTS.read_text(encoding="utf-8"),
 }
 
 
