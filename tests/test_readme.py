@@ -1,6 +1,8 @@
-"""Every code block in README.md runs as written (issue 22).
+"""Every code block in README.md and in the docs site's pages (``docs/**/*.md``) runs as written
+(issues 22 and 42), and the site's generated reference pages say what the code does.
 
-Blocks are read from the README's fences (indented ones too). An HTML comment on the line before a
+Blocks are read from each file's fences (indented ones too); ``docs/incoming/`` (pages waiting to
+be placed) is left out. An HTML comment on the line before a
 block says how to treat it, ``<!-- readme-test: KIND ARG -->``:
 
 - ``python``: run, each block in its own process (``continue`` joins a block to the one before);
@@ -16,6 +18,12 @@ block says how to treat it, ``<!-- readme-test: KIND ARG -->``:
 - ``json`` parses; ``text``/``markdown`` are shown output, checked with ``pipeline`` (the default
   reader's steps), ``file`` or ``excerpt``.
 
+The reference pages (configuration, command line, HTTP) are written from the code by
+``docs/hooks/`` on every ``mkdocs build`` (``make docs-build``, part of ``make test``, builds the
+whole site with ``--strict``); the last tests hold those generators to the code without building
+the site: every field, command and route appears, and the site's layout keeps what the build
+relies on.
+
 Everything runs in a temporary copy of ``configs/``, ``examples/`` and a small part of MemoryBank,
 with ``HF_HUB_OFFLINE=1``, against the scripted LLM server (for llama.cpp at 127.0.0.1:8080, Ollama
 at 127.0.0.1:11434 and ``MEMREADER_LLM_BASE_URL``) and moto (``MEMREADER_S3_ENDPOINT``).
@@ -23,6 +31,7 @@ at 127.0.0.1:11434 and ``MEMREADER_LLM_BASE_URL``) and moto (``MEMREADER_S3_ENDP
 
 from __future__ import annotations
 
+import doctest
 import json
 import os
 import re
@@ -48,12 +57,24 @@ __all__ = ["moto_s3"]
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+#: Pages other branches drop in for the integrator to place: not part of the site yet.
+NOT_PUBLISHED = ("docs/incoming/",)
+#: Pages the site's build writes from the code (docs/hooks/reference_pages.py): links may name
+#: them, and they hold no block to run.
+GENERATED = {
+    "docs/reference/configuration.md",
+    "docs/reference/cli.md",
+    "docs/reference/http.md",
+    "docs/reference/openapi.json",
+    "docs/measurements.md",
+}
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
 BIN = Path(sys.executable).parent
 FENCE = re.compile(r"^(\s*)```(\S*)\s*$")
 MARKER = re.compile(r"^\s*<!--\s*readme-test:\s*(\S+)\s*(.*?)\s*-->\s*$")
 NOT_RUN = ("make", "export", "pip", "llama-server", "ollama")
-MAX_SKIPS = 4
+MAX_SKIPS = 4  # over README and every page together
 EXTRACTION = json.dumps(
     {
         "memory_list": [
@@ -77,13 +98,29 @@ class Block:
     line: int
     kind: str = ""
     arg: str = ""
+    source: str = "README.md"
 
     @property
     def id(self) -> str:
-        return f"{self.lang}-line{self.line}"
+        return f"{self.source}:{self.lang}-line{self.line}"
+
+    @property
+    def where(self) -> str:
+        return f"{self.source} line {self.line}"
 
 
-def parse_blocks(text: str) -> list[Block]:
+def documents() -> list[Path]:
+    """README.md and the site's pages, in a stable order."""
+    pages = sorted(DOCS.rglob("*.md"))
+    published = [p for p in pages if not _relative(p).startswith(NOT_PUBLISHED)]
+    return [README, *published]
+
+
+def _relative(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix()
+
+
+def parse_blocks(text: str, source: str = "README.md") -> list[Block]:
     """The fenced blocks of ``text``, each with the marker on the line before it."""
     lines, blocks, i = text.splitlines(), [], 0
     while i < len(lines):
@@ -97,12 +134,16 @@ def parse_blocks(text: str) -> list[Block]:
         before = next((line for line in reversed(lines[:i]) if line.strip()), "")
         marker = MARKER.match(before)
         kind, arg = marker.groups() if marker else ("", "")
-        blocks.append(Block(lang, body, i + 1, kind, arg))
+        blocks.append(Block(lang, body, i + 1, kind, arg, source))
         i = end + 1
     return blocks
 
 
-BLOCKS = parse_blocks(README.read_text(encoding="utf-8"))
+BLOCKS = [
+    block
+    for path in documents()
+    for block in parse_blocks(path.read_text(encoding="utf-8"), _relative(path))
+]
 
 
 def runnable(lang: str) -> list[list[Block]]:
@@ -205,9 +246,9 @@ def _run(workspace: Workspace, argv: list[str], name: str) -> None:
 
 def _skip_marked(block: Block) -> None:
     if block.kind == "skip":
-        pytest.skip(f"README line {block.line}: {block.arg}")
+        pytest.skip(f"{block.where}: {block.arg}")
     if block.kind == "needs" and not (ROOT / block.arg).exists():
-        pytest.skip(f"README line {block.line}: {block.arg} is not in the repository yet")
+        pytest.skip(f"{block.where}: {block.arg} is not in the repository yet")
 
 
 @pytest.mark.slow
@@ -215,9 +256,10 @@ def _skip_marked(block: Block) -> None:
 @pytest.mark.parametrize("group", runnable("python"), ids=lambda g: g[0].id)
 def test_python_block_runs(group: list[Block], workspace: Workspace) -> None:
     _skip_marked(group[0])
-    script = workspace.repo / f"readme_block_{group[0].line}.py"
+    name = re.sub(r"\W", "_", group[0].source.removesuffix(".md"))
+    script = workspace.repo / f"block_{name}_{group[0].line}.py"
     script.write_text(workspace.adapt("".join(b.text for b in group)), encoding="utf-8")
-    _run(workspace, [sys.executable, str(script)], f"README line {group[0].line}")
+    _run(workspace, [sys.executable, str(script)], group[0].where)
 
 
 def shell_script(text: str) -> str:
@@ -275,7 +317,7 @@ def test_shell_block_runs(
     text = workspace.adapt(block.text)
     if served is not None:
         text = text.replace("localhost:8765", served)
-    _run(workspace, ["bash", "-c", shell_script(text)], f"README line {block.line}")
+    _run(workspace, ["bash", "-c", shell_script(text)], block.where)
 
 
 def _reader_config(data: dict[str, Any], all_fields: bool) -> None:
@@ -294,12 +336,12 @@ def _in_file(block: Block) -> None:
     in order."""
     content = (ROOT / block.arg).read_text(encoding="utf-8")
     if block.kind == "file":
-        assert block.text == content, f"README line {block.line} differs from {block.arg}"
+        assert block.text == content, f"{block.where} differs from {block.arg}"
         return
     lines = iter(content.splitlines())
     for wanted in block.text.splitlines():
         if wanted.strip() not in ("…", "> …"):
-            assert wanted in lines, f"README line {block.line}: {wanted!r} not in {block.arg}"
+            assert wanted in lines, f"{block.where}: {wanted!r} not in {block.arg}"
 
 
 def check_yaml(block: Block) -> None:
@@ -320,7 +362,7 @@ def check_yaml(block: Block) -> None:
     elif block.kind == "keys":
         assert [ApiKey.model_validate(entry) for entry in data["keys"]]
     else:
-        raise AssertionError(f"README line {block.line}: a YAML block needs a readme-test marker")
+        raise AssertionError(f"{block.where}: a YAML block needs a readme-test marker")
 
 
 def check_text(block: Block) -> None:
@@ -350,9 +392,9 @@ def test_data_block_is_valid(block: Block, monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_every_block_is_covered() -> None:
     known = {"python", "sh", "bash", "yaml", "json", "text", "markdown"}
-    unknown = [(b.line, b.lang) for b in BLOCKS if b.lang not in known]
-    assert not unknown, f"blocks of no known language (line, language): {unknown}"
-    skips = [(b.line, b.arg) for b in BLOCKS if b.kind == "skip"]
+    unknown = [(b.where, b.lang) for b in BLOCKS if b.lang not in known]
+    assert not unknown, f"blocks of no known language (where, language): {unknown}"
+    skips = [(b.where, b.arg) for b in BLOCKS if b.kind == "skip"]
     assert all(reason for _, reason in skips), "every skip states its reason"
     assert len(skips) <= MAX_SKIPS, f"skips should stay rare: {skips}"
 
@@ -374,15 +416,142 @@ def slugs(path: Path) -> set[str]:
     return found
 
 
-def test_links_resolve() -> None:
-    text = re.sub(r"(?ms)^\s*```.*?^\s*```\s*$", "", README.read_text(encoding="utf-8"))
-    anchors = {"": slugs(README), "benchmarks/RESULTS.md": slugs(RESULTS)}
+def _links(path: Path) -> list[str]:
+    text = re.sub(r"(?ms)^\s*```.*?^\s*```\s*$", "", path.read_text(encoding="utf-8"))
+    return [t for t in re.findall(r"\]\(([^)\s]+)\)", text) if "://" not in t]
+
+
+def _broken(path: Path) -> list[str]:
+    """The links of ``path`` to a file that is not there, or to a heading its target lacks
+    (paths relative to the file, as GitHub and the site read them)."""
     broken = []
-    for target in re.findall(r"\]\(([^)\s]+)\)", text):
-        if "://" in target:
+    for target in _links(path):
+        link, _, anchor = target.partition("#")
+        file = (path.parent / link).resolve() if link else path
+        name = file.relative_to(ROOT).as_posix() if file.is_relative_to(ROOT) else str(file)
+        if name in GENERATED:
             continue
-        path, _, anchor = target.partition("#")
-        missing_file = bool(path) and not (ROOT / path).exists()
-        if missing_file or (anchor and anchor not in anchors.get(path, {anchor})):
+        if not file.exists() or (anchor and file.suffix == ".md" and anchor not in slugs(file)):
             broken.append(target)
+    return broken
+
+
+@pytest.mark.parametrize("path", documents(), ids=_relative)
+def test_links_resolve(path: Path) -> None:
+    broken = _broken(path)
     assert not broken, f"links that lead nowhere: {broken}"
+
+
+def test_readme_is_a_front_door() -> None:
+    """README stays short (the rest is the site) and says what memreader is first."""
+    lines = README.read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 300
+    assert "memory items" in " ".join(lines[:5])
+
+
+# -- the site's generated reference pages -------------------------------------------------------
+
+HOOKS = ROOT / "docs" / "hooks"
+sys.path.insert(0, str(HOOKS))
+
+import cli_reference  # noqa: E402  (docs/hooks/, beside the site's build hook)
+import config_reference  # noqa: E402
+import docstring_markdown  # noqa: E402
+
+
+class _Loader(yaml.SafeLoader):
+    """mkdocs.yml as data: its ``!!python/...`` tags (the slugify function) read as nothing."""
+
+
+_Loader.add_multi_constructor("tag:yaml.org,2002:python/", lambda *_: None)
+
+
+def _mkdocs() -> dict[str, object]:
+    data = yaml.load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader=_Loader)
+    assert isinstance(data, dict)
+    return data
+
+
+def _nav_pages(nav: object) -> list[str]:
+    if isinstance(nav, str):
+        return [nav]
+    if isinstance(nav, list):
+        return [page for entry in nav for page in _nav_pages(entry)]
+    if isinstance(nav, dict):
+        return [page for value in nav.values() for page in _nav_pages(value)]
+    return []
+
+
+@pytest.fixture(scope="module")
+def config_page() -> str:
+    return config_reference.config_reference()
+
+
+def test_the_docstring_converter_examples_hold() -> None:
+    assert doctest.testmod(docstring_markdown).failed == 0
+
+
+def test_every_field_of_every_reader_config_is_in_the_configuration_reference(
+    config_page: str,
+) -> None:
+    from memreader.readers import READERS
+
+    page = config_page
+    for name in READERS.names():
+        model = READERS.get(name).config_class
+        assert f"### {model.__name__} " in page
+        for field in model.model_fields:
+            assert f"| `{field}` |" in page, f"{model.__name__}.{field}"
+
+
+def test_nested_models_are_documented_and_linked(config_page: str) -> None:
+    from memreader.config import FineConfig
+
+    page = config_page
+    assert "[FineConfig](#model-fineconfig)" in page
+    assert "{#model-fineconfig}" in page
+    for field in FineConfig.model_fields:
+        assert f"| `{field}` |" in page
+
+
+def test_every_command_is_in_the_cli_reference() -> None:
+    from memreader.cli import build_parser
+
+    page = cli_reference.cli_reference()
+    for name in cli_reference._subcommands(build_parser()):
+        assert f"## `memreader {name}`" in page
+    assert "usage: memreader search" in page
+
+
+def test_every_route_is_in_the_http_reference() -> None:
+    pytest.importorskip("fastapi")
+    import http_reference
+
+    document = http_reference.openapi_document()
+    page = http_reference.http_reference()
+    for path, methods in document["paths"].items():
+        for method in methods:
+            assert f"### `{method.upper()} {path}`" in page
+
+
+def test_every_page_is_in_the_nav_and_incoming_pages_stay_out() -> None:
+    config = _mkdocs()
+    listed = set(_nav_pages(config["nav"]))
+    generated = {"reference/configuration.md", "reference/cli.md", "reference/http.md"}
+    generated.add("measurements.md")
+    written = {p.relative_to(ROOT / "docs").as_posix() for p in (ROOT / "docs").rglob("*.md")}
+    hidden = {"moved_modules.md"}
+    excluded = tuple(str(config["exclude_docs"]).split())
+    in_build = {p for p in written if not p.startswith(excluded)}
+    assert not in_build - hidden - listed, "pages missing from the nav"
+    assert generated <= listed
+    assert "incoming/" in str(config["exclude_docs"])
+
+
+def test_the_site_fetches_nothing_when_read() -> None:
+    """No web fonts (Material loads Google's by default) and no plugin that downloads."""
+    config = _mkdocs()
+    theme = config["theme"]
+    assert isinstance(theme, dict) and theme["font"] is False
+    plugins = [next(iter(p)) if isinstance(p, dict) else p for p in config["plugins"]]  # type: ignore[attr-defined]
+    assert not {"social", "privacy", "optimize"} & set(plugins)

@@ -168,7 +168,7 @@ def _add_job_parsers(commands: Any) -> None:
         ("refine", "run a refinement job: fine items from JSONL of fast items (resumable)"),
     ):
         job = commands.add_parser(name, help=text, description=text)
-        job.add_argument("job", help="the job file (YAML; see the README's Batch ingestion)")
+        job.add_argument("job", help="the job file (YAML; see the docs' Batch ingestion)")
         job.add_argument(
             "--restart", action="store_true", help="ignore the manifest: read every input again"
         )

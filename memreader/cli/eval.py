@@ -39,7 +39,7 @@ def add_eval_parser(commands: Any) -> None:
         "shape or a simple one): recall@k and context recall per budget, offline"
     )
     command = commands.add_parser("eval", help=text, description=text)
-    command.add_argument("file", help="the JSON file (see the README's memreader eval)")
+    command.add_argument("file", help="the JSON file (see the docs' Measuring retrieval)")
     command.add_argument(
         "--config",
         metavar="YAML",

@@ -43,7 +43,7 @@ def add_lifecycle_parsers(commands: Any) -> None:
         help="purge old expired memories, enforce the budgets, repair the vector index",
         description="purge what expired more than purge_after_days ago, bring owners past "
         "the watermark down to the target, embed again what has no usable vector, none named "
-        "or another model's (see the README's 'The life of a memory'); exits 1 when rows "
+        "or another model's (see the docs' 'The life of a memory'); exits 1 when rows "
         "could not be read or repaired (the report names them)",
     )
     maintain.add_argument(

@@ -65,7 +65,7 @@ def run_mcp(args: argparse.Namespace) -> int:
     except ImportError as exc:
         raise ConfigError(
             f"memreader mcp needs the mcp extra ({exc.name} is missing): "
-            "pip install 'memreader[mcp]'"
+            "pip install 'memreader-ai[mcp]'"
         ) from None
     from memreader.factory import MemReaderConfigFactory
     from memreader.service.config import ServiceConfig, load_service_config

@@ -76,7 +76,7 @@ def run_serve(args: argparse.Namespace) -> int:
     except ImportError as exc:
         raise ConfigError(
             f"memreader serve needs the service extra ({exc.name} is missing): "
-            "pip install 'memreader[service]'"
+            "pip install 'memreader-ai[service]'"
         ) from None
     from memreader.factory import MemReaderConfigFactory
 

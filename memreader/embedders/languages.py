@@ -69,7 +69,7 @@ __all__ = [
 #: ("mostly" unreadable).
 UNREADABLE_THRESHOLD = 0.5
 
-#: The README section the note points to.
+#: The section of the docs the note points to (on the page ``docs/guides/fast-mode.md``).
 README_SECTION = "Choosing an embedding model for other languages"
 
 #: Code point blocks of the scripts an embedder may declare it reads (inclusive ranges; only
@@ -182,7 +182,7 @@ def unreadable_note(share: float, embedder: str) -> str:
     return (
         f"{int(share * 100)}% of this window's letters are text the embedder {embedder} cannot "
         "read (a script it was not trained on, or characters it has no token for); its vector "
-        f"says little about this window: see the README section '{README_SECTION}'"
+        f"says little about this window: see '{README_SECTION}' in the docs (Fast mode)"
     )
 
 

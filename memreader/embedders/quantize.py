@@ -15,7 +15,7 @@ __all__ = ["INT8_SCHEME", "check_weight_range", "quantize_int8"]
 
 _DEPENDENCY_HINT = (
     "building the ONNX model needs the `onnx` and `onnxruntime` packages: "
-    "pip install 'memreader[local]'"
+    "pip install 'memreader-ai[local]'"
 )
 
 #: The int8 quantisation scheme, part of the int8 file's name (see :func:`_quantize`): a file

@@ -58,7 +58,7 @@ def load_tokenizer(path: str) -> Any:
         from tokenizers import Tokenizer
     except ImportError as e:
         raise EmbeddingError(
-            "the local embedders need the `tokenizers` package: pip install 'memreader[local]'"
+            "the local embedders need the `tokenizers` package: pip install 'memreader-ai[local]'"
         ) from e
     data = read_model_bytes(Path(path), MAX_JSON_BYTES)
     try:

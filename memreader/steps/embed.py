@@ -159,7 +159,7 @@ def _note_unreadable(
         logger.warning(
             "%d of %d windows are mostly text the embedder %s cannot read (%s of their "
             "letters); their vectors say little about them (see the windows' report notes, "
-            "and the README section '%s')",
+            "and '%s' in the docs' Fast mode)",
             len(noted),
             len(windows),
             name,

@@ -425,7 +425,7 @@ def test_parquet_without_pyarrow_is_a_config_error(
 ) -> None:
     monkeypatch.setitem(sys.modules, "pyarrow", None)
     monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
-    with pytest.raises(ConfigError, match=r"pip install memreader\[parquet\]"):
+    with pytest.raises(ConfigError, match=r"pip install 'memreader-ai\[parquet\]'"):
         _sink(tmp_path, format="parquet")
     _sink(tmp_path)  # jsonl needs no pyarrow
 

@@ -315,16 +315,17 @@ def test_a_failing_check_costs_no_window_and_is_logged(caplog: pytest.LogCapture
     assert "2 of 4 windows" in noted.getMessage() and "broken:2" in noted.getMessage()
 
 
-# -- the README section the note points to ----------------------------------------------------
+# -- the docs section the note points to ------------------------------------------------------
 
 
-def test_the_readme_section_exists_and_its_configs_are_valid(
+def test_the_docs_section_exists_and_its_configs_are_valid(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    heading = f"### {README_SECTION}\n"
+    page = Path(__file__).resolve().parents[2] / "docs" / "guides" / "fast-mode.md"
+    readme = page.read_text(encoding="utf-8")
+    heading = f"## {README_SECTION}\n"
     assert readme.count(heading) == 1
-    section = readme.split(heading)[1].split("\n## ")[0].split("\n### ")[0]
+    section = readme.split(heading)[1].split("\n# ")[0].split("\n## ")[0]
     blocks = re.findall(r"```yaml\n(.*?)```", section, re.S)
     assert len(blocks) == 2
     monkeypatch.delenv("OLLAMA_HOST", raising=False)
@@ -341,4 +342,4 @@ def test_the_readme_section_exists_and_its_configs_are_valid(
         models.append((embedder.backend, model, built.max_input_tokens))
     assert models == [("ollama", "bge-m3", 2048), ("openai", "intfloat/multilingual-e5-large", 400)]
     [python] = re.findall(r"```python\n(.*?)```", section, re.S)
-    exec(compile(python, "README.md", "exec"), {})  # builds readers; nothing is sent
+    exec(compile(python, str(page), "exec"), {})  # builds readers; nothing is sent

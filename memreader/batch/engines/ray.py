@@ -64,7 +64,9 @@ def _import_ray() -> Any:
     try:
         return importlib.import_module("ray")
     except ImportError as exc:
-        raise ConfigError("engine: ray needs the ray package: pip install memreader[ray]") from exc
+        raise ConfigError(
+            "engine: ray needs the ray package: pip install 'memreader-ai[ray]'"
+        ) from exc
 
 
 class _RayWorker:

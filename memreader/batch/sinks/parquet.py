@@ -1,4 +1,4 @@
-"""``output.format: parquet`` (needs ``pyarrow``: ``pip install memreader[parquet]``): one row
+"""``output.format: parquet`` (needs ``pyarrow``: ``pip install 'memreader-ai[parquet]'``): one row
 per item, the often-filtered fields as columns (``id``, ``memory``, ``user_id``,
 ``session_id``, ``memory_type``), the whole metadata as JSON (without the embedding), and the
 embedding as a ``list<float32>`` column. Rows are written in row groups of at most 10,000
@@ -94,7 +94,7 @@ class ParquetEncoder(Encoder):
             _parquet()
         except ImportError:
             raise ConfigError(
-                "parquet output needs pyarrow: pip install memreader[parquet]"
+                "parquet output needs pyarrow: pip install 'memreader-ai[parquet]'"
             ) from None
 
     def prepare(self, item: dict[str, Any], line: bytes) -> Any:
