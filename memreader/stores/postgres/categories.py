@@ -1,6 +1,6 @@
 """The PostgreSQL store's categories (tables ``memreader_categories`` and
 ``memreader_category_links`` of :mod:`memreader.stores.postgres.schema`):
-:class:`PostgresCategories`, the :class:`~memreader.stores.category_api.CategoryStorage` methods
+:class:`PostgresCategories`, the :class:`~memreader.stores.base.MemoryStore` methods
 of :class:`~memreader.stores.postgres.store.PostgresStore`. Each call is one transaction; a change
 takes the owner's advisory lock first, as a memory write does, so two keepers of one owner
 take turns."""
@@ -38,7 +38,7 @@ ON CONFLICT (user_id, name) DO UPDATE SET
 
 class PostgresCategories(MemoryStore):
     """The category methods of the PostgreSQL store (see
-    :class:`~memreader.stores.category_api.CategoryStorage`)."""
+    :class:`~memreader.stores.base.MemoryStore`)."""
 
     _session: Session
 

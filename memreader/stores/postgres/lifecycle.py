@@ -1,7 +1,7 @@
 """The PostgreSQL store's life cycle (:class:`PostgresLifecycle`): the SQL behind
-:class:`~memreader.stores.lifecycle.api.LifecycleStorage` (pins in ``memreader_memory_pins``,
+:class:`~memreader.stores.base.MemoryStore` (pins in ``memreader_memory_pins``,
 the budget's counts, facts and expiries, restores) and behind ``maintain``
-(:class:`~memreader.stores.lifecycle.maintain.Maintenance`). Each method is one transaction; a
+(:class:`~memreader.stores.base.MemoryStore`). Each method is one transaction; a
 change takes the owners' advisory locks first, as a memory write does."""
 
 from __future__ import annotations

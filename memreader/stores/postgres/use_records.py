@@ -1,5 +1,5 @@
 """The use records of the PostgreSQL store (:mod:`memreader.stores.usage`):
-:class:`PostgresUse`, the :class:`~memreader.stores.usage.UseRecords` methods of
+:class:`PostgresUse`, the :class:`~memreader.stores.base.MemoryStore` methods of
 :class:`~memreader.stores.postgres.store.PostgresStore` (the table and its statements:
 :mod:`memreader.stores.postgres.usage`)."""
 

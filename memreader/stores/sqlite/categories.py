@@ -1,6 +1,6 @@
 """The embedded store's categories (tables ``categories`` and ``category_links`` of
 :mod:`memreader.stores.sqlite.schema`): :class:`SQLiteCategories`, the
-:class:`~memreader.stores.category_api.CategoryStorage` methods of
+:class:`~memreader.stores.base.MemoryStore` methods of
 :class:`~memreader.stores.sqlite.store.SQLiteStore`, each one transaction under the store's lock."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ ON CONFLICT (user_id, name) DO UPDATE SET
 
 class SQLiteCategories(MemoryStore):
     """The category methods of the embedded store (see
-    :class:`~memreader.stores.category_api.CategoryStorage`)."""
+    :class:`~memreader.stores.base.MemoryStore`)."""
 
     @abstractmethod
     def _transaction(

@@ -1,7 +1,7 @@
 """The embedded store's life cycle (:class:`SQLiteLifecycle`): the SQL behind
-:class:`~memreader.stores.lifecycle.api.LifecycleStorage` (pins in ``memory_pins``, the budget's
+:class:`~memreader.stores.base.MemoryStore` (pins in ``memory_pins``, the budget's
 counts, facts and expiries, restores) and behind ``maintain``
-(:class:`~memreader.stores.lifecycle.maintain.Maintenance`: what purge would take, and the
+(:class:`~memreader.stores.base.MemoryStore`: what purge would take, and the
 memories whose vector is missing or another model's, embedded again). Each method is one
 transaction under the store's lock."""
 

@@ -88,7 +88,7 @@ def read_heat(
 
 
 class SQLiteUse(MemoryStore):
-    """The use records of the embedded store (see :class:`~memreader.stores.usage.UseRecords`),
+    """The use records of the embedded store (see :class:`~memreader.stores.base.MemoryStore`),
     each call one transaction under the store's lock."""
 
     @abstractmethod
