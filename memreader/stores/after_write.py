@@ -16,42 +16,30 @@ A new step is one entry of :data:`AFTER_WRITE`, not a class in a chain.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, TypeAlias
 
 from memreader.items import TextualMemoryItem
 from memreader.stores.category_api import tell_category_keeper
-from memreader.stores.events import WriteEvent
+from memreader.stores.events import Change, WriteEvent
 from memreader.stores.lifecycle.api import expire_over_budget
 
 if TYPE_CHECKING:
-    from memreader.stores.base import MemoryStore
+    from memreader.stores.contract import StoreBackend
 
 __all__ = ["AFTER_WRITE", "AfterWrite", "Change", "after_change"]
 
 
-@dataclass(frozen=True)
-class Change:
-    """One committed change: its events (in the order the call reports them), the items it
-    wrote (``()``: a retirement), the ids the budget must spare (a restore's) and the time
-    the budget measures to (``None``: now)."""
-
-    events: list[WriteEvent]
-    items: Sequence[TextualMemoryItem] = ()
-    keep: Collection[str] = ()
-    now: datetime | None = None
-
-
 #: A step of the list: the events after it.
-AfterWrite: TypeAlias = "Callable[[MemoryStore, Change], list[WriteEvent]]"
+AfterWrite: TypeAlias = "Callable[[StoreBackend, Change], list[WriteEvent]]"
 
 #: The steps, in order: the budget first, so the keeper sees what it expired.
 AFTER_WRITE: tuple[AfterWrite, ...] = (expire_over_budget, tell_category_keeper)
 
 
 def after_change(
-    store: MemoryStore,
+    store: StoreBackend,
     events: list[WriteEvent],
     items: Sequence[TextualMemoryItem],
     *,

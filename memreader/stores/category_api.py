@@ -37,9 +37,8 @@ from memreader.stores.category_types import (
 from memreader.stores.records import StoredMemory
 
 if TYPE_CHECKING:
-    from memreader.stores.after_write import Change
-    from memreader.stores.base import MemoryStore
-    from memreader.stores.events import WriteEvent
+    from memreader.stores.contract import StoreBackend
+    from memreader.stores.events import Change, WriteEvent
 
 __all__ = [
     "SUMMARY_KINDS",
@@ -66,7 +65,7 @@ SUMMARY_KINDS: tuple[str, ...] = get_args(SummaryKind)
 
 
 def upsert_categories(
-    store: MemoryStore,
+    store: StoreBackend,
     user_id: str,
     defs: Sequence[CategoryDef],
     embeddings: Sequence[Sequence[float] | None] | None = None,
@@ -87,7 +86,7 @@ def upsert_categories(
     store._upsert_categories(owner, check_defs(defs, embeddings))
 
 
-def link_categories(store: MemoryStore, user_id: str, links: Mapping[str, Sequence[str]]) -> None:
+def link_categories(store: StoreBackend, user_id: str, links: Mapping[str, Sequence[str]]) -> None:
     """For each memory id of ``links``, make its categories exactly the names given (an
     empty list unlinks it), in one transaction: nothing changes when one is refused.
 
@@ -100,13 +99,13 @@ def link_categories(store: MemoryStore, user_id: str, links: Mapping[str, Sequen
     store._link_categories(owner, check_links(links))
 
 
-def categories(store: MemoryStore, user_id: str) -> list[StoredCategory]:
+def categories(store: StoreBackend, user_id: str) -> list[StoredCategory]:
     """Every category of ``user_id``, sorted by name, each with the sorted ids of its
     active memories (``item_ids``), its summary and its embedding."""
     return store._categories(check_owner(user_id), None)
 
 
-def category(store: MemoryStore, user_id: str, name: str) -> StoredCategory | None:
+def category(store: StoreBackend, user_id: str, name: str) -> StoredCategory | None:
     """The category ``name`` of ``user_id`` (as :meth:`categories` gives it), ``None`` if
     that owner has none of that name."""
     found = store._categories(check_owner(user_id), check_category(name, "name"))
@@ -114,7 +113,7 @@ def category(store: MemoryStore, user_id: str, name: str) -> StoredCategory | No
 
 
 def category_memories(
-    store: MemoryStore, user_id: str, name: str, *, limit: int
+    store: StoreBackend, user_id: str, name: str, *, limit: int
 ) -> list[StoredMemory]:
     """The newest ``limit`` active memories of ``user_id``'s category ``name``, newest
     first (by the time each began to hold, else was recorded; ties by id): what a summary
@@ -131,7 +130,7 @@ def category_memories(
 
 
 def categories_of(
-    store: MemoryStore, user_id: str, memory_ids: Sequence[str]
+    store: StoreBackend, user_id: str, memory_ids: Sequence[str]
 ) -> dict[str, list[str]]:
     """The sorted category names each of ``memory_ids`` is linked to, whatever the
     memory's status (a retired memory keeps its links: which summaries cited it); every id
@@ -141,7 +140,7 @@ def categories_of(
 
 
 def save_summary(
-    store: MemoryStore,
+    store: StoreBackend,
     user_id: str,
     name: str,
     *,
@@ -170,7 +169,7 @@ def save_summary(
     store._save_summary(owner, name, summary, kind, note, at)
 
 
-def tell_category_keeper(store: MemoryStore, change: Change) -> list[WriteEvent]:
+def tell_category_keeper(store: StoreBackend, change: Change) -> list[WriteEvent]:
     """The last step of the after-write list (:mod:`memreader.stores.after_write`):
     ``change.events``, once the store's keeper (if any) has seen them and ``change.items``
     (the call's committed change: see the module docstring for its errors)."""

@@ -47,9 +47,10 @@ from memreader.stores.checks import check_memory_id, check_owner
 from memreader.stores.events import WriteEvent
 
 if TYPE_CHECKING:
+    from typing_extensions import Self
+
     from memreader.calls.deadlines import Deadline
     from memreader.items import TextualMemoryItem
-    from memreader.stores.base import MemoryStore
     from memreader.stores.category_types import (
         CategoryDef,
         CategoryKeeper,
@@ -57,16 +58,14 @@ if TYPE_CHECKING:
         SummaryKind,
     )
     from memreader.stores.checks import Filters, SourceSelector
-    from memreader.stores.embedder_rules import QueryEmbedder
+    from memreader.stores.embedding import QueryEmbedder
     from memreader.stores.erasure import Tally
     from memreader.stores.events import HistoryEntry
     from memreader.stores.hits import SearchHit, SearchMode
     from memreader.stores.lifecycle.config import LifecycleConfig
-    from memreader.stores.lifecycle.maintain import Unindexed
     from memreader.stores.lifecycle.priority import PriorityFacts
     from memreader.stores.passages.rows import PassagePlan
-    from memreader.stores.records import StoredMemory
-    from memreader.stores.usage import Usage
+    from memreader.stores.records import StoredMemory, Unindexed, Usage
 
 __all__ = ["HOOKS", "StoreBackend"]
 
@@ -94,6 +93,29 @@ class StoreBackend(ABC):
     #: ``residue``; each backend says its own).
     erase_residue: tuple[str, ...] = ()
 
+    if TYPE_CHECKING:  # MemoryStore's own calls, which the shared rules call back (not hooks)
+
+        def write(
+            self,
+            items: Sequence[TextualMemoryItem],
+            *,
+            replaces: SourceSelector | None = None,
+            user_id: str | None = None,
+            now: datetime | None = None,
+            deadline: Deadline | None = None,
+        ) -> list[WriteEvent]: ...
+
+        def get(self, memory_id: str, *, user_id: str) -> StoredMemory | None: ...
+
+        def _after_change(
+            self,
+            events: list[WriteEvent],
+            items: Sequence[TextualMemoryItem],
+            *,
+            keep: Collection[str] = (),
+            now: datetime | None = None,
+        ) -> list[WriteEvent]: ...
+
     # -- opening and closing -----------------------------------------------------------------
 
     @classmethod
@@ -105,7 +127,7 @@ class StoreBackend(ABC):
         embedder: QueryEmbedder | None = None,
         text_only: bool = False,
         **options: Any,
-    ) -> MemoryStore:
+    ) -> Self:
         """Open the store ``url`` names (what :func:`~memreader.stores.open_store` calls), with
         ``embedder``, or with none when ``text_only``
         (:func:`~memreader.stores.embedder_rules.store_embedder`).

@@ -36,7 +36,7 @@ from memreader.stores.records import StoredMemory
 from memreader.stores.write_decisions import content_hash, selector_key
 
 if TYPE_CHECKING:
-    from memreader.stores.base import MemoryStore
+    from memreader.stores.contract import StoreBackend
 
 __all__ = [
     "DIRECT_SESSION",
@@ -83,7 +83,7 @@ def _metadata(fields: dict[str, Any]) -> Metadata:
 
 
 def add_memory(
-    store: MemoryStore,
+    store: StoreBackend,
     text: str,
     *,
     user_id: str,
@@ -145,7 +145,7 @@ def add_memory(
 
 
 def update(
-    store: MemoryStore,
+    store: StoreBackend,
     memory_id: str,
     text: str,
     *,
@@ -216,7 +216,7 @@ def update(
 
 @overload
 def delete(
-    store: MemoryStore,
+    store: StoreBackend,
     memory_id: str,
     *,
     user_id: str,
@@ -227,7 +227,7 @@ def delete(
 
 @overload
 def delete(
-    store: MemoryStore,
+    store: StoreBackend,
     memory_id: str,
     *,
     user_id: str,
@@ -238,12 +238,12 @@ def delete(
 
 @overload
 def delete(
-    store: MemoryStore, memory_id: str, *, user_id: str, erase: bool, now: datetime | None = None
+    store: StoreBackend, memory_id: str, *, user_id: str, erase: bool, now: datetime | None = None
 ) -> WriteEvent | EraseReceipt: ...
 
 
 def delete(
-    store: MemoryStore,
+    store: StoreBackend,
     memory_id: str,
     *,
     user_id: str,
@@ -286,7 +286,7 @@ def delete(
 
 
 def forget(
-    store: MemoryStore,
+    store: StoreBackend,
     source: SourceSelector,
     *,
     user_id: str,
@@ -323,7 +323,7 @@ def forget(
     return tally.receipt(owner, selector_key(source), events, store.erase_residue)
 
 
-def _stored(store: MemoryStore, memory_id: str, owner: str) -> StoredMemory:
+def _stored(store: StoreBackend, memory_id: str, owner: str) -> StoredMemory:
     stored = store.get(memory_id, user_id=owner)
     if stored is None:
         raise _unknown(memory_id, owner)

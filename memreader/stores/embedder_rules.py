@@ -22,14 +22,15 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from memreader.errors import ConfigError, MissingEmbedderError
 from memreader.stores.checks import check_owner
+from memreader.stores.embedding import QueryEmbedder
 
 if TYPE_CHECKING:
-    from memreader.stores.base import MemoryStore
+    from memreader.stores.contract import StoreBackend
 
 __all__ = [
     "QueryEmbedder",
@@ -49,17 +50,6 @@ SAME_SPACE = frozenset({"int8", "fp32", "unnormalized"})
 WATCHED_OWNERS = 100_000
 
 _LOCK = threading.Lock()
-
-
-@runtime_checkable
-class QueryEmbedder(Protocol):
-    """What a store needs of an embedder (any :class:`memreader.embedders.Embedder` fits): one
-    vector per text. Its ``name``, when it has one, is recorded as the ``embedding_model`` of
-    the items the store embeds itself, and compared with the stored models'."""
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """One vector per text, in input order."""
-        ...
 
 
 def store_embedder(
@@ -126,7 +116,7 @@ def foreign_models(embedder_name: str, found: Mapping[str, int]) -> dict[str, in
     return {m: n for m, n in found.items() if m and model_family(m) != family}
 
 
-def embedding_models(store: MemoryStore, *, user_id: str | None = None) -> dict[str, int]:
+def embedding_models(store: StoreBackend, *, user_id: str | None = None) -> dict[str, int]:
     """The models that embedded the active memories of ``user_id`` (every owner when
     ``None``: that reads every active row, for a report, not per search) that have a
     vector: model name -> how many, by name; ``""`` counts vectors stored without a name.
@@ -139,7 +129,7 @@ def embedding_models(store: MemoryStore, *, user_id: str | None = None) -> dict[
     return dict(sorted(store._embedding_models(owner).items()))
 
 
-def watch_models(store: MemoryStore, owner: str) -> None:
+def watch_models(store: StoreBackend, owner: str) -> None:
     """At ``owner``'s first search with vectors on this store: log one warning when the
     store's embedder is not the model of some of the owner's active vectors."""
     name = getattr(store.embedder, "name", None)

@@ -33,15 +33,15 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from memreader.errors import ConfigError, InputError, MemReaderError, StoreError
 from memreader.stores.checks import aware, check_memory_id, check_owner, moment
+from memreader.stores.records import Usage
 
 if TYPE_CHECKING:
-    from memreader.stores.base import MemoryStore
+    from memreader.stores.contract import StoreBackend
 
 __all__ = [
     "CHUNK",
@@ -89,15 +89,6 @@ MAX_CLOCK_SKEW = timedelta(minutes=5)
 _SECONDS_PER_DAY = 86_400.0
 
 
-@dataclass(frozen=True)
-class Usage:
-    """How often a memory was handed to an agent (``access_count``) and when last
-    (``last_accessed_at``; ``None`` when never)."""
-
-    access_count: int
-    last_accessed_at: datetime | None
-
-
 def heat(usage: Usage | None, now: datetime) -> float:
     """A memory's heat at ``now``, in [0, 1] (see the module docstring); 0 without use."""
     if usage is None or usage.access_count <= 0 or usage.last_accessed_at is None:
@@ -137,7 +128,7 @@ def check_used_ids(ids: Any) -> list[str]:
 
 
 def mark_used(
-    store: MemoryStore, ids: Sequence[str], *, user_id: str, at: datetime | None = None
+    store: StoreBackend, ids: Sequence[str], *, user_id: str, at: datetime | None = None
 ) -> int:
     """Record that ``user_id``'s memories ``ids`` were handed to an agent at ``at`` (now
     when ``None``): each one's ``access_count`` grows by one, its ``last_accessed_at``
@@ -162,7 +153,7 @@ def mark_used(
     return store._mark_used(checked, owner, when) if checked else 0
 
 
-def usage(store: MemoryStore, ids: Sequence[str], *, user_id: str) -> dict[str, Usage]:
+def usage(store: StoreBackend, ids: Sequence[str], *, user_id: str) -> dict[str, Usage]:
     """The recorded use of ``user_id``'s memories ``ids``: a memory never used, or not
     that owner's, is absent.
 
@@ -174,12 +165,12 @@ def usage(store: MemoryStore, ids: Sequence[str], *, user_id: str) -> dict[str, 
     return store._usage(checked, owner) if checked else {}
 
 
-def record_use(store: MemoryStore, ids: Sequence[str], *, user_id: str) -> int:
+def record_use(store: StoreBackend, ids: Sequence[str], *, user_id: str) -> int:
     """:meth:`mark_used` as reads call it (``context()``, ``get``): a store that cannot
     write (a read-only file, a replica) still answers the read; the failure is logged as
     a warning naming the store, and 0 returned."""
     try:
-        return store.mark_used(ids, user_id=user_id)
+        return mark_used(store, ids, user_id=user_id)
     except StoreError as exc:
         _log.warning("%r could not record the use of %d memories: %s", store, len(ids), exc)
         return 0

@@ -49,10 +49,11 @@ from memreader.stores.direct_writes import UnknownMemoryError
 from memreader.stores.events import WriteEvent
 from memreader.stores.lifecycle.config import LifecycleConfig
 from memreader.stores.lifecycle.priority import PriorityFacts, lowest, priority
+from memreader.stores.usage import record_use, usage
 
 if TYPE_CHECKING:
-    from memreader.stores.after_write import Change
-    from memreader.stores.base import MemoryStore
+    from memreader.stores.contract import StoreBackend
+    from memreader.stores.events import Change
 
 __all__ = [
     "BUDGET_REASON",
@@ -95,7 +96,7 @@ def check_ids(ids: Any, call: str) -> list[str]:
 
 
 def pin(
-    store: MemoryStore, ids: Sequence[str], *, user_id: str, now: datetime | None = None
+    store: StoreBackend, ids: Sequence[str], *, user_id: str, now: datetime | None = None
 ) -> int:
     """Pin ``user_id``'s memories ``ids``: the budget never expires them (a forget, a
     newer memory or a delete still retire them). One transaction; returns how many were
@@ -112,20 +113,20 @@ def pin(
     return store._set_pins(owner, checked, True, moment(now), limit)
 
 
-def unpin(store: MemoryStore, ids: Sequence[str], *, user_id: str) -> int:
+def unpin(store: StoreBackend, ids: Sequence[str], *, user_id: str) -> int:
     """Unpin ``user_id``'s memories ``ids`` (ids not pinned are passed over); returns how
     many were pinned."""
     owner, checked = check_owner(user_id), check_ids(ids, "unpin()")
     return store._set_pins(owner, checked, False, moment(None), None)
 
 
-def pinned(store: MemoryStore, *, user_id: str) -> list[str]:
+def pinned(store: StoreBackend, *, user_id: str) -> list[str]:
     """The ids of ``user_id``'s pinned memories, sorted."""
     return store._pinned(check_owner(user_id))
 
 
 def restore(
-    store: MemoryStore, memory_id: str, *, user_id: str, now: datetime | None = None
+    store: StoreBackend, memory_id: str, *, user_id: str, now: datetime | None = None
 ) -> WriteEvent:
     """Bring back ``user_id``'s memory ``memory_id`` that the budget expired (its last
     change an ``EXPIRE`` for :data:`BUDGET_REASON`): it is active again (an ``ADD`` history
@@ -141,7 +142,7 @@ def restore(
     owner, checked = check_owner(user_id), check_memory_id(memory_id)
     at = moment(now)
     event = store._restore(owner, checked, at)
-    store.record_use([checked], user_id=owner)
+    record_use(store, [checked], user_id=owner)
     events = store._after_change([event], [], keep=frozenset({checked}), now=at)
     others = sum(1 for e in events if e.event == "EXPIRE")
     if others:
@@ -151,7 +152,7 @@ def restore(
 
 
 def enforce_budget(
-    store: MemoryStore,
+    store: StoreBackend,
     *,
     user_id: str | None = None,
     now: datetime | None = None,
@@ -169,7 +170,7 @@ def enforce_budget(
     return counts
 
 
-def expire_over_budget(store: MemoryStore, change: Change) -> list[WriteEvent]:
+def expire_over_budget(store: StoreBackend, change: Change) -> list[WriteEvent]:
     """The first step of the after-write list (:mod:`memreader.stores.after_write`):
     ``change.events``, with the budget's ``EXPIRE`` events when the change added memories to
     an owner now past the watermark: a memory of the change that expired is reported by its
@@ -192,7 +193,7 @@ def expire_over_budget(store: MemoryStore, change: Change) -> list[WriteEvent]:
 
 
 def _enforce(
-    store: MemoryStore,
+    store: StoreBackend,
     owners: Collection[str] | None,
     now: datetime,
     dry_run: bool,
@@ -233,12 +234,12 @@ def _enforce(
     return done, events
 
 
-def _with_usage(store: MemoryStore, owner: str, facts: list[PriorityFacts]) -> list[PriorityFacts]:
+def _with_usage(store: StoreBackend, owner: str, facts: list[PriorityFacts]) -> list[PriorityFacts]:
     """``facts`` with each memory's recorded use
     (:meth:`~memreader.stores.base.MemoryStore.usage`)."""
     if not facts:
         return facts
-    found = store.usage([f.memory_id for f in facts], user_id=owner)
+    found = usage(store, [f.memory_id for f in facts], user_id=owner)
     out = []
     for f in facts:
         used = found.get(f.memory_id)

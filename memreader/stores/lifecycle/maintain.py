@@ -27,20 +27,21 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from memreader.calls.deadlines import Deadline, check_deadline
 from memreader.errors import InputError
 from memreader.items import TextualMemoryItem
 from memreader.stores.checks import moment
-from memreader.stores.embedder_rules import foreign_models
+from memreader.stores.embedder_rules import embedding_models, foreign_models
 from memreader.stores.embedding import embed, usable_vector
+from memreader.stores.lifecycle.api import enforce_budget
 from memreader.stores.lifecycle.config import LifecycleConfig, check_lifecycle
 from memreader.stores.passages.rows import plan_passages
-from memreader.stores.records import StoredMemory
+from memreader.stores.records import Unindexed
 
 if TYPE_CHECKING:
-    from memreader.stores.base import MemoryStore
+    from memreader.stores.contract import StoreBackend
 
 __all__ = ["MaintainReport", "Unindexed", "maintain"]
 
@@ -111,18 +112,8 @@ def _by_owner(found: dict[str, list[str]]) -> dict[str, list[str]]:
     return {owner: sorted(ids) for owner, ids in sorted(found.items())}
 
 
-class Unindexed(NamedTuple):
-    """A row the repair reads: its rowid, owner and id, and the memory (read without its
-    vector, which is replaced), ``None`` when the row cannot be read."""
-
-    rowid: int
-    owner: str
-    memory_id: str
-    memory: StoredMemory | None
-
-
 def maintain(
-    store: MemoryStore,
+    store: StoreBackend,
     *,
     dry_run: bool = False,
     now: datetime | None = None,
@@ -156,14 +147,14 @@ def maintain(
     if config.max_active is None:
         report.notes.append("budget: off (no max_active)")
     else:
-        report.expired = store.enforce_budget(now=at, dry_run=dry_run, lifecycle=config)
+        report.expired = enforce_budget(store, now=at, dry_run=dry_run, lifecycle=config)
     check_deadline(deadline, "before the repair")
     report.repaired = _repair(store, config.repair_batch, report, deadline)
     return report
 
 
 def _repair(
-    store: MemoryStore, batch: int, report: MaintainReport, deadline: Deadline | None = None
+    store: StoreBackend, batch: int, report: MaintainReport, deadline: Deadline | None = None
 ) -> dict[str, int]:
     embedder = store.embedder
     if embedder is None:
@@ -178,7 +169,7 @@ def _repair(
             "direction are repaired"
         )
     else:  # "": vectors stored without a model name, whatever made them
-        found = store.embedding_models()
+        found = embedding_models(store)
         foreign = sorted(set(foreign_models(model, found)) | ({""} & set(found)))
     if report.dry_run:
         return store._unindexed_counts(foreign)
