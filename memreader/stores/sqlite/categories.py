@@ -1,6 +1,5 @@
 """The embedded store's categories (tables ``categories`` and ``category_links`` of
-:mod:`memreader.stores.sqlite.schema`): :class:`SQLiteCategories`, the
-:mod:`~memreader.stores.category_api` hooks of
+:mod:`memreader.stores.sqlite.schema`): the :mod:`~memreader.stores.category_api` hooks of
 :class:`~memreader.stores.sqlite.store.SQLiteStore` (bound there by name), each one transaction
 under the store's lock."""
 
