@@ -86,8 +86,8 @@ class StoreBackend(ABC):
     #: The store's life-cycle settings (``open_store(url, lifecycle=...)``, or set on the open
     #: store); ``None``: no budget, and ``maintain`` purges after the default delay.
     lifecycle: LifecycleConfig | None = None
-    #: The store's heat weight (option ``heat_weight``, :mod:`~memreader.stores.usage`); a
-    #: search may name another.
+    #: The store's heat weight (option ``heat_weight``, set by the backend's constructor; by
+    #: default :data:`~memreader.stores.usage.DEFAULT_HEAT_WEIGHT`); a search may name another.
     heat_weight: float = 0.0
     #: Where an erasure's bytes may remain that the store cannot reach (the receipt's
     #: ``residue``; each backend says its own).
