@@ -36,16 +36,21 @@ from memreader.stores.base import (
     SourceSelector,
     UnknownMemoryError,
 )
-from memreader.stores.category_api import CategoryStorage, check_keeper
+from memreader.stores.category_api import check_keeper
 from memreader.stores.category_types import CategoryDef, CategoryKeeper, StoredCategory
 from memreader.stores.checks import check_url
 from memreader.stores.context import Context, ContextPart
+from memreader.stores.contract import StoreBackend
 from memreader.stores.embedder_rules import store_embedder
 from memreader.stores.erasure import EraseReceipt
 from memreader.stores.events import EventKind, WriteEvent
 from memreader.stores.lifecycle import LifecycleConfig, MaintainReport, check_lifecycle
 from memreader.stores.records import MemoryStatus, StoredMemory
 from memreader.stores.urls import public_url
+
+#: The categories were a mixin of :class:`MemoryStore`; they are its own methods now. The
+#: name stays for code that annotated a store with it.
+CategoryStorage = MemoryStore
 
 __all__ = [
     "SEARCH_MODES",
@@ -68,6 +73,7 @@ __all__ = [
     "SearchHit",
     "SearchMode",
     "SourceSelector",
+    "StoreBackend",
     "StoredCategory",
     "StoredMemory",
     "UnknownMemoryError",
@@ -123,11 +129,11 @@ def open_store(
             written without a vector are stored without one (a reader config's
             ``embedder: null``; a command that never searches).
         category_keeper: called after each change (the store's
-            :attr:`~memreader.stores.category_api.CategoryStorage.category_keeper`, which may
+            :attr:`~memreader.stores.contract.StoreBackend.category_keeper`, which may
             also be set on the open store); ``None``: categories change only when asked.
         lifecycle: the budget and purge settings (a
             :class:`~memreader.stores.lifecycle.config.LifecycleConfig` or its mapping; the
-            store's :attr:`~memreader.stores.lifecycle.api.LifecycleStorage.lifecycle`);
+            store's :attr:`~memreader.stores.contract.StoreBackend.lifecycle`);
             ``None``: no budget.
         options: the store's own options (for ``sqlite``: ``near_duplicate``, ``gamma``,
             ``importance_weight``, ``timeout``).

@@ -30,17 +30,17 @@ Forgetting a source removes the supports it keyed; a memory left with none is ``
 
 from __future__ import annotations
 
-from abc import abstractmethod
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from memreader.calls.deadlines import Deadline, check_deadline, checked_deadline
-from memreader.errors import InputError, StoreError
+from memreader.errors import InputError
 from memreader.items import TextualMemoryItem
-from memreader.stores.category_api import CategoryStorage
+from memreader.stores import category_api, direct_writes, embedder_rules
+from memreader.stores import usage as use_records
+from memreader.stores.after_write import after_change
 from memreader.stores.checks import (
-    Filters,
     SourceSelector,
     check_k,
     check_memory_id,
@@ -49,15 +49,16 @@ from memreader.stores.checks import (
     moment,
 )
 from memreader.stores.context import Context, search_context
-from memreader.stores.direct_writes import DirectWrites, UnknownMemoryError
-from memreader.stores.embedder_rules import EmbeddingModels, QueryEmbedder
+from memreader.stores.contract import StoreBackend
+from memreader.stores.direct_writes import UnknownMemoryError
+from memreader.stores.embedder_rules import QueryEmbedder
 from memreader.stores.events import HistoryEntry, WriteEvent
 from memreader.stores.hits import SEARCH_MODES, SearchHit, SearchMode
-from memreader.stores.lifecycle import LifecycleStorage, Maintenance
+from memreader.stores.lifecycle import api as lifecycle_api
+from memreader.stores.lifecycle import maintain as lifecycle_maintain
 from memreader.stores.records import StoredMemory
 from memreader.stores.scoring import ScoreParts
 from memreader.stores.search_filters import search_filters
-from memreader.stores.usage import UseRecords
 
 __all__ = [
     "SEARCH_MODES",
@@ -72,44 +73,49 @@ __all__ = [
 ]
 
 
-class MemoryStore(
-    LifecycleStorage, Maintenance, CategoryStorage, DirectWrites, EmbeddingModels, UseRecords
-):
-    """Where memories are written, searched, traced and forgotten (see the module docstring),
-    and where their categories are kept (:class:`~memreader.stores.category_api.CategoryStorage`:
-    its keeper is called after each ``write``, ``write_part``, ``forget`` and ``retire_unseen``,
-    once the change is committed), and where memories given as text are added, updated and
-    deleted (:class:`~memreader.stores.direct_writes.DirectWrites`); it says which models its
-    vectors came from (:class:`~memreader.stores.embedder_rules.EmbeddingModels`) and how
-    often each memory was used (:class:`~memreader.stores.usage.UseRecords`); it keeps each
-    owner within a budget, with pins and restores
-    (:class:`~memreader.stores.lifecycle.api.LifecycleStorage`), and ``maintain`` purges,
-    enforces the budgets and repairs its index
-    (:class:`~memreader.stores.lifecycle.maintain.Maintenance`).
+class MemoryStore(StoreBackend):
+    """Where memories are written, searched, traced and forgotten (see the module docstring).
+
+    The public API, written once over the backend's hooks
+    (:class:`~memreader.stores.contract.StoreBackend`): the core calls below; categories
+    (:mod:`~memreader.stores.category_api`), memories given as text added, updated and
+    deleted (:mod:`~memreader.stores.direct_writes`), the models its vectors came from
+    (:mod:`~memreader.stores.embedder_rules`), how often each memory was used
+    (:mod:`~memreader.stores.usage`), each owner's budget, pins and restores
+    (:mod:`~memreader.stores.lifecycle.api`) and ``maintain``
+    (:mod:`~memreader.stores.lifecycle.maintain`) are plain functions of those modules, each
+    bound here by name. After each committed change, the store runs the after-write list
+    (:mod:`~memreader.stores.after_write`: the budget, then the category keeper).
 
     Stores are registered by URL scheme and opened with
     :func:`memreader.stores.open_store` (``sqlite:///memories.db``, ``postgresql://...``).
     """
 
-    @classmethod
-    @abstractmethod
-    def from_url(
-        cls,
-        url: str,
-        *,
-        embedder: QueryEmbedder | None = None,
-        text_only: bool = False,
-        **options: Any,
-    ) -> MemoryStore:
-        """Open the store ``url`` names (what :func:`~memreader.stores.open_store` calls), with
-        ``embedder``, or with none when ``text_only``
-        (:func:`~memreader.stores.embedder_rules.store_embedder`).
-
-        Raises:
-            MissingEmbedderError: no ``embedder`` and not ``text_only``.
-            ConfigError: the URL or an option is invalid (the message names it).
-            StoreError: the store cannot be opened.
-        """
+    # -- categories ---------------------------------------------------------------------------
+    upsert_categories = category_api.upsert_categories
+    link_categories = category_api.link_categories
+    categories = category_api.categories
+    category = category_api.category
+    category_memories = category_api.category_memories
+    categories_of = category_api.categories_of
+    save_summary = category_api.save_summary
+    # -- memories given as text -----------------------------------------------------------------
+    add_memory = direct_writes.add_memory
+    update = direct_writes.update
+    delete = direct_writes.delete
+    forget = direct_writes.forget
+    # -- what its vectors are and how memories are used ---------------------------------------
+    embedding_models = embedder_rules.embedding_models
+    mark_used = use_records.mark_used
+    usage = use_records.usage
+    record_use = use_records.record_use
+    # -- budgets, pins, restores and maintenance ----------------------------------------------
+    pin = lifecycle_api.pin
+    unpin = lifecycle_api.unpin
+    pinned = lifecycle_api.pinned
+    restore = lifecycle_api.restore
+    enforce_budget = lifecycle_api.enforce_budget
+    maintain = lifecycle_maintain.maintain
 
     def write(
         self,
@@ -152,21 +158,6 @@ class MemoryStore(
         events = self._write(items, replaces, user_id, now, in_parts=False, deadline=checked)
         return self._after_change(events, items)
 
-    @abstractmethod
-    def _write(
-        self,
-        items: Sequence[TextualMemoryItem],
-        source: SourceSelector | None,
-        user_id: str | None,
-        now: datetime | None,
-        *,
-        in_parts: bool,
-        deadline: Deadline | None = None,
-    ) -> list[WriteEvent]:
-        """What :meth:`write` (``in_parts=False``: ``source`` is ``replaces``) and
-        :meth:`write_part` (``in_parts=True``) do, their arguments checked; ``deadline`` is
-        checked right before the commit (past it, the transaction rolls back)."""
-
     def get(self, memory_id: str, *, user_id: str) -> StoredMemory | None:
         """The memory ``memory_id`` of ``user_id``, whatever its status; ``None`` if that owner
         has no such memory (or its row cannot be read: a warning names it).
@@ -175,10 +166,6 @@ class MemoryStore(
             InputError: ``memory_id`` or ``user_id`` is not a non-empty string.
         """
         return self._get(check_memory_id(memory_id), check_owner(user_id))
-
-    @abstractmethod
-    def _get(self, memory_id: str, owner: str) -> StoredMemory | None:
-        """What :meth:`get` does, its arguments checked."""
 
     def search(
         self,
@@ -244,15 +231,8 @@ class MemoryStore(
         )
         owner, k = check_owner(user_id), check_k(k)
         if mode != "text":
-            self._watch_models(owner)
+            embedder_rules.watch_models(self, owner)
         return self._search(query, owner, k, filters, moment(now), mode)
-
-    @abstractmethod
-    def _search(
-        self, query: str, user_id: str, k: int, filters: Filters, now: datetime, mode: SearchMode
-    ) -> list[SearchHit]:
-        """What :meth:`search` does, its arguments checked (all but ``user_id``) and ``now``
-        given."""
 
     def history(self, memory_id: str, *, user_id: str) -> list[HistoryEntry]:
         """Every change of ``memory_id`` (of ``user_id``), oldest first.
@@ -261,39 +241,6 @@ class MemoryStore(
             InputError: ``memory_id`` or ``user_id`` is not a non-empty string.
         """
         return self._history(check_memory_id(memory_id), check_owner(user_id))
-
-    @abstractmethod
-    def _history(self, memory_id: str, owner: str) -> list[HistoryEntry]:
-        """What :meth:`history` does, its arguments checked."""
-
-    def lookup(
-        self, items: Sequence[TextualMemoryItem], *, user_id: str
-    ) -> list[WriteEvent | None]:
-        """What writing each of ``items`` (all of ``user_id``) would find already stored,
-        without writing anything: ``NONE`` (``memory_id`` = the item's id) when the item's id
-        is stored active with its content hash; ``REINFORCE`` (``memory_id`` = the stored one)
-        when another active memory of the item's type has its content hash; else ``None``
-        (writing it adds it, reactivates it, or reinforces a near duplicate, which needs its
-        vector; an id stored with other text is ``None`` too: :meth:`write` refuses it).
-
-        An item with an event here may be written without a vector: the store keeps the one
-        it has. Stores answer in one query per call (or per few hundred items); this default
-        asks :meth:`get` per item and finds only ``NONE`` (the same id with the same text).
-
-        Raises:
-            InputError: ``items`` are not memory items of ``user_id``.
-            StoreError: the store failed.
-        """
-        found: list[WriteEvent | None] = []
-        for item in items:
-            stored = self.get(item.id, user_id=user_id)
-            same = (
-                stored is not None
-                and stored.status == "active"
-                and stored.item.memory == item.memory
-            )
-            found.append(WriteEvent("NONE", item.id, item.id, "already stored") if same else None)
-        return found
 
     def write_part(
         self,
@@ -350,21 +297,6 @@ class MemoryStore(
             raise InputError(f"source must be a SourceSelector, got {type(source).__name__}")
         return self._after_change(self._retire_unseen(source, check_seen(seen), now), [])
 
-    def _retire_unseen(
-        self, source: SourceSelector, seen: Mapping[str, Collection[str]], now: datetime | None
-    ) -> list[WriteEvent]:
-        """What :meth:`retire_unseen` does, its arguments checked (by default: refused)."""
-        raise StoreError(f"{type(self).__name__} cannot write a source in parts")
-
-    @abstractmethod
-    def purge(self, *, older_than: datetime) -> int:
-        """Remove expired and superseded rows retired before ``older_than`` (with their
-        history, category links and pins); returns how many memories were removed."""
-
-    @abstractmethod
-    def close(self) -> None:
-        """Close the store's connections."""
-
     def __enter__(self) -> MemoryStore:
         return self
 
@@ -377,8 +309,20 @@ class MemoryStore(
         :func:`memreader.stores.context.search_context` (``options``: ``max_tokens``,
         ``tokenizer``, ``k``, ``order`` and :meth:`search`'s filters). The memories it shows
         are handed to an agent: their use is recorded in one statement
-        (:meth:`~memreader.stores.usage.UseRecords.record_use`: a store that cannot write
+        (:func:`~memreader.stores.usage.record_use`: a store that cannot write
         still answers, with a warning)."""
         found = search_context(self.search, query, user_id=user_id, **options)
         self.record_use(list(dict.fromkeys(p.memory_id for p in found.parts)), user_id=user_id)
         return found
+
+    def _after_change(
+        self,
+        events: list[WriteEvent],
+        items: Sequence[TextualMemoryItem],
+        *,
+        keep: Collection[str] = (),
+        now: datetime | None = None,
+    ) -> list[WriteEvent]:
+        """``events`` of a committed change once the after-write list ran over it
+        (:func:`~memreader.stores.after_write.after_change`)."""
+        return after_change(self, events, items, keep=keep, now=now)

@@ -1,17 +1,18 @@
 """What every memory store keeps of categories (:mod:`memreader.stores.category_types`): the
-:class:`CategoryStorage` half of :class:`~memreader.stores.base.MemoryStore`, and the checks
-both built-in stores run on its arguments.
+category methods of :class:`~memreader.stores.base.MemoryStore` (plain functions over the
+store, each bound there by name), and the checks both built-in stores run on its arguments.
 
 The promises, beside the memory store's own:
 
 - **Owners are walls**: every call names one ``user_id``; no call reads or changes another
   owner's categories or links, and a link joins a category and a memory of the same owner.
 - **Links keep history**: a memory that is superseded or expires keeps its links
-  (:meth:`CategoryStorage.categories_of` still names its categories, so a keeper can tell which
-  summaries cited it), but a category's ``item_ids`` lists its active memories only.
+  (:func:`categories_of` still names its categories, so a keeper can tell which summaries
+  cited it), but a category's ``item_ids`` lists its active memories only.
   :meth:`~memreader.stores.base.MemoryStore.purge` removes the links of what it removes.
-- **The keeper runs after the commit.** A store with a :attr:`CategoryStorage.category_keeper`
-  calls it once per ``write``, ``write_part``, ``forget`` and ``retire_unseen``, after that
+- **The keeper runs after the commit.** A store with a ``category_keeper``
+  (:attr:`~memreader.stores.contract.StoreBackend.category_keeper`) calls it once per
+  ``write``, ``write_part``, ``forget`` and ``retire_unseen``, after that
   call's transaction committed (a keeper may take seconds: it may ask an LLM). The memories
   stay committed when the keeper fails; the call then raises the keeper's error (a
   :class:`~memreader.errors.MemReaderError` as it is, anything else as an
@@ -21,7 +22,6 @@ The promises, beside the memory store's own:
 from __future__ import annotations
 
 import math
-from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, cast, get_args
@@ -37,12 +37,15 @@ from memreader.stores.category_types import (
 from memreader.stores.records import StoredMemory
 
 if TYPE_CHECKING:
-    from memreader.items import TextualMemoryItem
-    from memreader.stores.events import WriteEvent
+    from memreader.stores.contract import StoreBackend
+    from memreader.stores.events import Change, WriteEvent
 
 __all__ = [
     "SUMMARY_KINDS",
-    "CategoryStorage",
+    "categories",
+    "categories_of",
+    "category",
+    "category_memories",
     "check_category",
     "check_defs",
     "check_keeper",
@@ -51,177 +54,144 @@ __all__ = [
     "check_memory_ids",
     "check_owner",
     "check_summary",
+    "link_categories",
+    "save_summary",
     "stored_category",
+    "tell_category_keeper",
+    "upsert_categories",
 ]
 
 SUMMARY_KINDS: tuple[str, ...] = get_args(SummaryKind)
 
 
-class CategoryStorage(ABC):
-    """The categories of a memory store (see the module docstring): definitions
-    (:meth:`upsert_categories`), links to memories (:meth:`link_categories`), summaries
-    (:meth:`save_summary`), reads (:meth:`categories`, :meth:`category`,
-    :meth:`categories_of`), and the keeper called after each change."""
+def upsert_categories(
+    store: StoreBackend,
+    user_id: str,
+    defs: Sequence[CategoryDef],
+    embeddings: Sequence[Sequence[float] | None] | None = None,
+) -> None:
+    """Define ``user_id``'s categories ``defs`` (one transaction): a new one is added with
+    an empty summary; a known one gets its description. ``embeddings`` (one per def, in
+    order; ``None`` where there is none) are the descriptions' vectors: a def given none
+    keeps its stored vector while its description is unchanged, and loses it when the
+    description changed (the vector was of the old text). Summaries and links are left
+    alone, so calling it again with the same arguments changes nothing.
 
-    #: Called after each change (see the module docstring); ``None``: nobody is. Set it with
-    #: ``open_store(url, category_keeper=...)`` or on an open store.
-    category_keeper: CategoryKeeper | None = None
+    Raises:
+        InputError: a def is not a :class:`CategoryDef`, two share a name, ``embeddings``
+            has another length, or a vector is empty or not finite (the message names it).
+        StoreError: the store failed.
+    """
+    owner = check_owner(user_id)
+    store._upsert_categories(owner, check_defs(defs, embeddings))
 
-    def upsert_categories(
-        self,
-        user_id: str,
-        defs: Sequence[CategoryDef],
-        embeddings: Sequence[Sequence[float] | None] | None = None,
-    ) -> None:
-        """Define ``user_id``'s categories ``defs`` (one transaction): a new one is added with
-        an empty summary; a known one gets its description. ``embeddings`` (one per def, in
-        order; ``None`` where there is none) are the descriptions' vectors: a def given none
-        keeps its stored vector while its description is unchanged, and loses it when the
-        description changed (the vector was of the old text). Summaries and links are left
-        alone, so calling it again with the same arguments changes nothing.
 
-        Raises:
-            InputError: a def is not a :class:`CategoryDef`, two share a name, ``embeddings``
-                has another length, or a vector is empty or not finite (the message names it).
-            StoreError: the store failed.
-        """
-        owner = check_owner(user_id)
-        self._upsert_categories(owner, check_defs(defs, embeddings))
+def link_categories(store: StoreBackend, user_id: str, links: Mapping[str, Sequence[str]]) -> None:
+    """For each memory id of ``links``, make its categories exactly the names given (an
+    empty list unlinks it), in one transaction: nothing changes when one is refused.
 
-    @abstractmethod
-    def _upsert_categories(
-        self, owner: str, pairs: list[tuple[CategoryDef, list[float] | None]]
-    ) -> None:
-        """What :meth:`upsert_categories` does, its arguments checked (each def with its
-        vector)."""
+    Raises:
+        InputError: a name is not a category of ``user_id`` (:meth:`upsert_categories`
+            first), or a memory id is not a memory of ``user_id`` (whatever its status).
+        StoreError: the store failed.
+    """
+    owner = check_owner(user_id)
+    store._link_categories(owner, check_links(links))
 
-    def link_categories(self, user_id: str, links: Mapping[str, Sequence[str]]) -> None:
-        """For each memory id of ``links``, make its categories exactly the names given (an
-        empty list unlinks it), in one transaction: nothing changes when one is refused.
 
-        Raises:
-            InputError: a name is not a category of ``user_id`` (:meth:`upsert_categories`
-                first), or a memory id is not a memory of ``user_id`` (whatever its status).
-            StoreError: the store failed.
-        """
-        owner = check_owner(user_id)
-        self._link_categories(owner, check_links(links))
+def categories(store: StoreBackend, user_id: str) -> list[StoredCategory]:
+    """Every category of ``user_id``, sorted by name, each with the sorted ids of its
+    active memories (``item_ids``), its summary and its embedding."""
+    return store._categories(check_owner(user_id), None)
 
-    @abstractmethod
-    def _link_categories(self, owner: str, wanted: dict[str, list[str]]) -> None:
-        """What :meth:`link_categories` does, its arguments checked (memory id -> distinct
-        category names); it raises the :class:`InputError` of an unknown name or memory."""
 
-    def categories(self, user_id: str) -> list[StoredCategory]:
-        """Every category of ``user_id``, sorted by name, each with the sorted ids of its
-        active memories (``item_ids``), its summary and its embedding."""
-        return self._categories(check_owner(user_id), None)
+def category(store: StoreBackend, user_id: str, name: str) -> StoredCategory | None:
+    """The category ``name`` of ``user_id`` (as :meth:`categories` gives it), ``None`` if
+    that owner has none of that name."""
+    found = store._categories(check_owner(user_id), check_category(name, "name"))
+    return found[0] if found else None
 
-    def category(self, user_id: str, name: str) -> StoredCategory | None:
-        """The category ``name`` of ``user_id`` (as :meth:`categories` gives it), ``None`` if
-        that owner has none of that name."""
-        found = self._categories(check_owner(user_id), check_category(name, "name"))
-        return found[0] if found else None
 
-    @abstractmethod
-    def _categories(self, owner: str, name: str | None) -> list[StoredCategory]:
-        """``owner``'s categories as :meth:`categories` gives them, only the one named ``name``
-        (if it exists) when ``name`` is not ``None``; the arguments are checked."""
+def category_memories(
+    store: StoreBackend, user_id: str, name: str, *, limit: int
+) -> list[StoredMemory]:
+    """The newest ``limit`` active memories of ``user_id``'s category ``name``, newest
+    first (by the time each began to hold, else was recorded; ties by id): what a summary
+    is rebuilt from, in one bounded query however large the category grows.
 
-    def category_memories(self, user_id: str, name: str, *, limit: int) -> list[StoredMemory]:
-        """The newest ``limit`` active memories of ``user_id``'s category ``name``, newest
-        first (by the time each began to hold, else was recorded; ties by id): what a summary
-        is rebuilt from, in one bounded query however large the category grows.
+    Raises:
+        InputError: a bad owner, name or ``limit``.
+    """
+    owner = check_owner(user_id)
+    checked = check_category(name, "name")
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise InputError(f"limit must be a positive integer, got {limit!r}")
+    return store._category_memories(owner, checked, limit)
 
-        Raises:
-            InputError: a bad owner, name or ``limit``.
-        """
-        owner = check_owner(user_id)
-        checked = check_category(name, "name")
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise InputError(f"limit must be a positive integer, got {limit!r}")
-        return self._category_memories(owner, checked, limit)
 
-    @abstractmethod
-    def _category_memories(self, owner: str, name: str, limit: int) -> list[StoredMemory]:
-        """What :meth:`category_memories` returns, its arguments checked."""
+def categories_of(
+    store: StoreBackend, user_id: str, memory_ids: Sequence[str]
+) -> dict[str, list[str]]:
+    """The sorted category names each of ``memory_ids`` is linked to, whatever the
+    memory's status (a retired memory keeps its links: which summaries cited it); every id
+    asked for is a key, with ``[]`` when it has none (or is not ``user_id``'s)."""
+    owner = check_owner(user_id)
+    return store._categories_of(owner, check_memory_ids(memory_ids))
 
-    def categories_of(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, list[str]]:
-        """The sorted category names each of ``memory_ids`` is linked to, whatever the
-        memory's status (a retired memory keeps its links: which summaries cited it); every id
-        asked for is a key, with ``[]`` when it has none (or is not ``user_id``'s)."""
-        owner = check_owner(user_id)
-        return self._categories_of(owner, check_memory_ids(memory_ids))
 
-    @abstractmethod
-    def _categories_of(self, owner: str, ids: list[str]) -> dict[str, list[str]]:
-        """What :meth:`categories_of` returns, its arguments checked (``ids`` distinct)."""
+def save_summary(
+    store: StoreBackend,
+    user_id: str,
+    name: str,
+    *,
+    summary: str,
+    kind: SummaryKind,
+    note: str | None,
+    now: datetime | None = None,
+) -> None:
+    """Store the summary of ``user_id``'s category ``name``: its text (sentences citing
+    ``[ref:ITEM_ID]``), how it was made (``kind``), why an LLM answer was refused
+    (``note``), and ``now`` (default: the current time) as its ``updated_at``.
 
-    def save_summary(
-        self,
-        user_id: str,
-        name: str,
-        *,
-        summary: str,
-        kind: SummaryKind,
-        note: str | None,
-        now: datetime | None = None,
-    ) -> None:
-        """Store the summary of ``user_id``'s category ``name``: its text (sentences citing
-        ``[ref:ITEM_ID]``), how it was made (``kind``), why an LLM answer was refused
-        (``note``), and ``now`` (default: the current time) as its ``updated_at``.
+    Raises:
+        InputError: no such category, or a bad ``kind``/``summary``/``note``/``now``.
+        StoreError: the store failed.
+    """
+    owner = check_owner(user_id)
+    check_category(name, "name")
+    check_summary(summary, kind, note)
+    if now is None:
+        at = datetime.now(timezone.utc)
+    elif not isinstance(now, datetime) or now.tzinfo is None:
+        raise InputError(f"now must be a timezone-aware datetime, got {now!r}")
+    else:
+        at = now.astimezone(timezone.utc)
+    store._save_summary(owner, name, summary, kind, note, at)
 
-        Raises:
-            InputError: no such category, or a bad ``kind``/``summary``/``note``/``now``.
-            StoreError: the store failed.
-        """
-        owner = check_owner(user_id)
-        check_category(name, "name")
-        check_summary(summary, kind, note)
-        if now is None:
-            at = datetime.now(timezone.utc)
-        elif not isinstance(now, datetime) or now.tzinfo is None:
-            raise InputError(f"now must be a timezone-aware datetime, got {now!r}")
-        else:
-            at = now.astimezone(timezone.utc)
-        self._save_summary(owner, name, summary, kind, note, at)
 
-    @abstractmethod
-    def _save_summary(
-        self,
-        owner: str,
-        name: str,
-        summary: str,
-        kind: SummaryKind,
-        note: str | None,
-        at: datetime,
-    ) -> None:
-        """What :meth:`save_summary` does, its arguments checked (``at`` in UTC); it raises
-        the :class:`InputError` of a missing category."""
-
-    def _after_change(
-        self, events: list[WriteEvent], items: Sequence[TextualMemoryItem]
-    ) -> list[WriteEvent]:
-        """``events``, once the keeper (if any) has seen them and ``items`` (the call's
-        committed change: see the module docstring for its errors)."""
-        keeper = self.category_keeper
-        if keeper is None:
-            return events
-        try:
-            # ``self`` is a MemoryStore (CategoryStorage's one user): what the keeper expects.
-            keeper.after_change(self, tuple(events), tuple(items))
-        except MemReaderError:
-            raise
-        except Exception as exc:
-            raise InternalError(
-                f"the category keeper {type(keeper).__name__} failed after the memories were "
-                f"committed: {type(exc).__name__}: {exc}"
-            ) from exc
+def tell_category_keeper(store: StoreBackend, change: Change) -> list[WriteEvent]:
+    """The last step of the after-write list (:mod:`memreader.stores.after_write`):
+    ``change.events``, once the store's keeper (if any) has seen them and ``change.items``
+    (the call's committed change: see the module docstring for its errors)."""
+    events = change.events
+    keeper = store.category_keeper
+    if keeper is None:
         return events
+    try:
+        keeper.after_change(store, tuple(events), tuple(change.items))
+    except MemReaderError:
+        raise
+    except Exception as exc:
+        raise InternalError(
+            f"the category keeper {type(keeper).__name__} failed after the memories were "
+            f"committed: {type(exc).__name__}: {exc}"
+        ) from exc
+    return events
 
 
 def check_keeper(keeper: Any) -> CategoryKeeper | None:
-    """``keeper`` if it can be a store's :attr:`~CategoryStorage.category_keeper`.
+    """``keeper`` if it can be a store's ``category_keeper``
+    (:attr:`~memreader.stores.contract.StoreBackend.category_keeper`).
 
     Raises:
         ConfigError: it is neither ``None`` nor has a callable ``after_change``.
@@ -262,7 +232,7 @@ def check_defs(
     defs: Sequence[CategoryDef], embeddings: Sequence[Sequence[float] | None] | None
 ) -> list[tuple[CategoryDef, list[float] | None]]:
     """``defs`` paired with their vectors (see
-    :meth:`CategoryStorage.upsert_categories` for what is refused)."""
+    :meth:`~memreader.stores.base.MemoryStore.upsert_categories` for what is refused)."""
     if isinstance(defs, (str, bytes)) or not isinstance(defs, Sequence):
         raise InputError(f"defs must be a list of CategoryDef, got {type(defs).__name__}")
     vectors: Sequence[Sequence[float] | None] = (
@@ -320,7 +290,7 @@ def check_linkable(
     not in ``known`` or a memory not in ``present`` (``owner``'s category names and memory ids).
 
     Raises:
-        InputError: such a link (see :meth:`CategoryStorage.link_categories`).
+        InputError: such a link (see :meth:`~memreader.stores.base.MemoryStore.link_categories`).
     """
     for memory_id, names in wanted.items():
         unknown = [n for n in names if n not in known]
@@ -347,7 +317,7 @@ def check_memory_ids(memory_ids: Sequence[str]) -> list[str]:
 
 
 def check_summary(summary: Any, kind: Any, note: Any) -> None:
-    """Check :meth:`CategoryStorage.save_summary`'s fields.
+    """Check :meth:`~memreader.stores.base.MemoryStore.save_summary`'s fields.
 
     Raises:
         InputError: ``summary`` is not a string, ``kind`` not a

@@ -20,7 +20,7 @@ from typing import Any, Generic, TypeVar
 from memreader.errors import ConflictError
 from memreader.items import TextualMemoryItem
 from memreader.modes import is_verbatim
-from memreader.stores.erase_rules import EraseRules, with_session
+from memreader.stores.erase_rules import EraseSteps, erase_one, scrub, with_session
 from memreader.stores.erasure import session_after
 from memreader.stores.events import EventKind, WriteEvent
 from memreader.stores.records import MemoryStatus
@@ -147,7 +147,7 @@ ERASED_REASON = (
 )
 
 
-class ChangeRules(EraseRules, Generic[V]):
+class ChangeRules(EraseSteps, Generic[V]):
     """The decisions of one write transaction at time ``now``; subclasses read and write the
     rows. ``touched``: the rowids this transaction wrote or confirmed (a source's removal
     passes them by)."""
@@ -235,7 +235,7 @@ class ChangeRules(EraseRules, Generic[V]):
         in this transaction: those left with none become ``retire_as`` (``event``), the others
         lose those sources (``UPDATE``; filed under a session they still have when theirs was
         ``key``'s). With ``erase``, retired memories are walked too, and those left with none
-        are erased (:meth:`~memreader.stores.erase_rules.EraseRules.erase_one`)."""
+        are erased (:func:`~memreader.stores.erase_rules.erase_one`)."""
         events: list[WriteEvent] = []
         for rowid, memory_id, memory, supports_text, item_text in self._keyed(owner, key, erase):
             if rowid in self.touched:
@@ -255,12 +255,12 @@ class ChangeRules(EraseRules, Generic[V]):
                 events.append(WriteEvent("UPDATE", memory_id, "", why, user_id=owner))
                 continue
             if erase:
-                self.erase_one(rowid, owner, memory_id)
+                erase_one(self, rowid, owner, memory_id)
                 why = f"erased: {reason}, its only source"
                 events.append(WriteEvent("EXPIRE", memory_id, "", why, user_id=owner))
                 continue
             self._retire(rowid, retire_as)
-            self.scrub(owner, memory_id, memory)
+            scrub(self, owner, memory_id, memory)
             self.history(owner, memory_id, event, memory, None, reason, dropped)
             self.tally.expired.append(memory_id)
             events.append(WriteEvent(event, memory_id, "", reason, user_id=owner))
@@ -297,19 +297,19 @@ class ChangeRules(EraseRules, Generic[V]):
     ) -> WriteEvent | None:
         """A direct delete: ``owner``'s memory ``memory_id`` becomes ``expired`` (``EXPIRE``,
         for ``reason``; ``NONE`` when already retired), or with ``erase`` it is removed from
-        every place its text lives (:meth:`~memreader.stores.erase_rules.EraseRules.erase_one`);
+        every place its text lives (:func:`~memreader.stores.erase_rules.erase_one`);
         ``None`` when ``owner`` has no such memory."""
         row = self._one(owner, memory_id)
         if row is None:
             return None
         rowid, status, memory, supports_text = row
         if erase:
-            self.erase_one(rowid, owner, memory_id)
+            erase_one(self, rowid, owner, memory_id)
             return WriteEvent("EXPIRE", memory_id, "", ERASED_REASON, user_id=owner)
         if status != "active":
             return WriteEvent("NONE", memory_id, "", f"already {status}", user_id=owner)
         self._retire(rowid, "expired")
-        self.scrub(owner, memory_id, memory)
+        scrub(self, owner, memory_id, memory)
         self.tally.expired.append(memory_id)
         supports = load_supports(supports_text)
         self.history(owner, memory_id, "EXPIRE", memory, None, reason, supports)

@@ -6,12 +6,12 @@ with; both backends follow these rules, each with its own query.
   (:class:`~memreader.errors.MissingEmbedderError`) unless the caller passes ``text_only=True``.
 - **Another model is said once.** At an owner's first search that uses vectors, the store
   compares its embedder's ``name`` with the models of the owner's active vectors, once per owner
-  and open store (:meth:`EmbeddingModels._watch_models`: PostgreSQL runs one aggregate query
+  and open store (:func:`watch_models`: PostgreSQL runs one aggregate query
   over the owner's rows; the embedded store counts the vectors its search loads anyway), and
   logs one warning naming the models and how many memories each embedded. A warning, not an
   error: a user who switches models on purpose still searches (full text finds every memory,
   and the new model's vectors are compared with the query) while re-adding the old memories,
-  and :meth:`EmbeddingModels.embedding_models` shows the mix.
+  and :meth:`~memreader.stores.base.MemoryStore.embedding_models` shows the mix.
 - **Same vectors, other names are one model** (:func:`model_family`): memreader's embedders add
   ``:int8`` (int8 weights, used only where the CPU passes the check against fp32: cosine 0.97
   or more) and ``:unnormalized`` (the same direction: both stores compare by cosine) to a
@@ -22,18 +22,23 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping, Sequence
-from typing import Protocol, runtime_checkable
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from memreader.errors import ConfigError, MissingEmbedderError, StoreError
+from memreader.errors import ConfigError, MissingEmbedderError
 from memreader.stores.checks import check_owner
+from memreader.stores.embedding import QueryEmbedder
+
+if TYPE_CHECKING:
+    from memreader.stores.contract import StoreBackend
 
 __all__ = [
-    "EmbeddingModels",
     "QueryEmbedder",
+    "embedding_models",
     "foreign_models",
     "model_family",
     "store_embedder",
+    "watch_models",
 ]
 
 logger = logging.getLogger(__name__)
@@ -45,17 +50,6 @@ SAME_SPACE = frozenset({"int8", "fp32", "unnormalized"})
 WATCHED_OWNERS = 100_000
 
 _LOCK = threading.Lock()
-
-
-@runtime_checkable
-class QueryEmbedder(Protocol):
-    """What a store needs of an embedder (any :class:`memreader.embedders.Embedder` fits): one
-    vector per text. Its ``name``, when it has one, is recorded as the ``embedding_model`` of
-    the items the store embeds itself, and compared with the stored models'."""
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """One vector per text, in input order."""
-        ...
 
 
 def store_embedder(
@@ -111,7 +105,7 @@ def model_family(name: str) -> str:
 
 def foreign_models(embedder_name: str, found: Mapping[str, int]) -> dict[str, int]:
     """The models of ``found`` (model -> how many memories, as
-    :meth:`EmbeddingModels.embedding_models` gives them) that are not ``embedder_name``'s
+    :func:`embedding_models` gives them) that are not ``embedder_name``'s
     (:func:`model_family`); vectors stored without a model name (``""``) cannot be told apart
     and are left out.
 
@@ -122,61 +116,46 @@ def foreign_models(embedder_name: str, found: Mapping[str, int]) -> dict[str, in
     return {m: n for m, n in found.items() if m and model_family(m) != family}
 
 
-class EmbeddingModels:
-    """What a store knows of the models its vectors came from (mixed into
-    :class:`~memreader.stores.base.MemoryStore`; each backend answers :meth:`_embedding_models`
-    with one aggregate query)."""
+def embedding_models(store: StoreBackend, *, user_id: str | None = None) -> dict[str, int]:
+    """The models that embedded the active memories of ``user_id`` (every owner when
+    ``None``: that reads every active row, for a report, not per search) that have a
+    vector: model name -> how many, by name; ``""`` counts vectors stored without a name.
 
-    embedder: QueryEmbedder | None
+    Raises:
+        InputError: ``user_id`` is not a non-empty string.
+        StoreError: the store failed.
+    """
+    owner = check_owner(user_id) if user_id is not None else None
+    return dict(sorted(store._embedding_models(owner).items()))
 
-    def embedding_models(self, *, user_id: str | None = None) -> dict[str, int]:
-        """The models that embedded the active memories of ``user_id`` (every owner when
-        ``None``: that reads every active row, for a report, not per search) that have a
-        vector: model name -> how many, by name; ``""`` counts vectors stored without a name.
 
-        Raises:
-            InputError: ``user_id`` is not a non-empty string.
-            StoreError: the store failed.
-        """
-        owner = check_owner(user_id) if user_id is not None else None
-        return dict(sorted(self._embedding_models(owner).items()))
-
-    def _embedding_models(self, owner: str | None) -> Mapping[str, int]:
-        """What :meth:`embedding_models` does, ``owner`` checked (by default: refused)."""
-        raise StoreError(f"{type(self).__name__} cannot list the models of its vectors")
-
-    def _watched_models(self, owner: str) -> Mapping[str, int]:
-        """What :meth:`_watch_models` compares: by default :meth:`_embedding_models`; a store
-        that holds the owner's vectors anyway may count them there instead."""
-        return self._embedding_models(owner)
-
-    def _watch_models(self, owner: str) -> None:
-        """At ``owner``'s first search with vectors on this store: log one warning when the
-        store's embedder is not the model of some of the owner's active vectors."""
-        name = getattr(self.embedder, "name", None)
-        if not isinstance(name, str):
-            return  # text only, or an embedder without a name: nothing to compare
-        with _LOCK:
-            seen: set[str] = self.__dict__.setdefault("_models_watched", set())
-            if owner in seen:
-                return
-            if len(seen) >= WATCHED_OWNERS:
-                seen.clear()
-            seen.add(owner)
-        found = self._watched_models(owner)
-        foreign = foreign_models(name, found)
-        if not foreign:
+def watch_models(store: StoreBackend, owner: str) -> None:
+    """At ``owner``'s first search with vectors on this store: log one warning when the
+    store's embedder is not the model of some of the owner's active vectors."""
+    name = getattr(store.embedder, "name", None)
+    if not isinstance(name, str):
+        return  # text only, or an embedder without a name: nothing to compare
+    with _LOCK:
+        seen: set[str] = store.__dict__.setdefault("_models_watched", set())
+        if owner in seen:
             return
-        models = ", ".join(f"{model!r} ({n})" for model, n in sorted(foreign.items()))
-        logger.warning(
-            "%r: owner %r has %d active memories with a vector, %d of them embedded with "
-            "another model than this store's embedder %r: %s. Their vector scores mean nothing "
-            "(full text still finds them): open the store with the embedder they were embedded "
-            "with, or add them again with this one (store.embedding_models() shows the mix)",
-            self,
-            owner,
-            sum(found.values()),
-            sum(foreign.values()),
-            name,
-            models,
-        )
+        if len(seen) >= WATCHED_OWNERS:
+            seen.clear()
+        seen.add(owner)
+    found = store._watched_models(owner)
+    foreign = foreign_models(name, found)
+    if not foreign:
+        return
+    models = ", ".join(f"{model!r} ({n})" for model, n in sorted(foreign.items()))
+    logger.warning(
+        "%r: owner %r has %d active memories with a vector, %d of them embedded with "
+        "another model than this store's embedder %r: %s. Their vector scores mean nothing "
+        "(full text still finds them): open the store with the embedder they were embedded "
+        "with, or add them again with this one (store.embedding_models() shows the mix)",
+        store,
+        owner,
+        sum(found.values()),
+        sum(foreign.values()),
+        name,
+        models,
+    )

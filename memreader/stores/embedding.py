@@ -11,14 +11,25 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Sequence
+from typing import Protocol, runtime_checkable
 
 from memreader.errors import MemReaderError, StoreError
 from memreader.items import TextualMemoryItem
-from memreader.stores.embedder_rules import QueryEmbedder
 
-__all__ = ["embed", "embed_missing", "usable_vector"]
+__all__ = ["QueryEmbedder", "embed", "embed_missing", "usable_vector"]
 
 logger = logging.getLogger(__name__)
+
+
+@runtime_checkable
+class QueryEmbedder(Protocol):
+    """What a store needs of an embedder (any :class:`memreader.embedders.Embedder` fits): one
+    vector per text. Its ``name``, when it has one, is recorded as the ``embedding_model`` of
+    the items the store embeds itself, and compared with the stored models'."""
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, in input order."""
+        ...
 
 
 def usable_vector(vector: Sequence[float]) -> bool:

@@ -1,14 +1,19 @@
 """What a write or a forget did: one :class:`WriteEvent` per memory, and one
 :class:`HistoryEntry` per change a memory's history keeps (a leaf: the stores, the category
-keeper and the CLI all take them from here)."""
+keeper and the CLI all take them from here), and the :class:`Change` a committed call hands to
+the after-write list (:mod:`memreader.stores.after_write`)."""
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-__all__ = ["EventKind", "HistoryEntry", "WriteEvent"]
+if TYPE_CHECKING:
+    from memreader.items import TextualMemoryItem
+
+__all__ = ["Change", "EventKind", "HistoryEntry", "WriteEvent"]
 
 #: What a write or a forget did to one memory: ``ADD`` (a new row), ``UPDATE`` (the old memory
 #: superseded by a merged one), ``SUPERSEDE`` (a contradiction: the old one's ``valid_to`` set
@@ -48,3 +53,15 @@ class HistoryEntry:
     at: datetime
     reason: str
     source_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Change:
+    """One committed change: its events (in the order the call reports them), the items it
+    wrote (``()``: a retirement), the ids the budget must spare (a restore's) and the time
+    the budget measures to (``None``: now)."""
+
+    events: list[WriteEvent]
+    items: Sequence[TextualMemoryItem] = ()
+    keep: Collection[str] = ()
+    now: datetime | None = None

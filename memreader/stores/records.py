@@ -8,11 +8,19 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, NamedTuple, TypeVar
 
 from memreader.items import TextualMemoryItem
 
-__all__ = ["MemoryStatus", "StoredMemory", "item_with_vector", "readable", "unless_broken"]
+__all__ = [
+    "MemoryStatus",
+    "StoredMemory",
+    "Unindexed",
+    "Usage",
+    "item_with_vector",
+    "readable",
+    "unless_broken",
+]
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -98,3 +106,22 @@ def unless_broken(what: str, owner: object, memory_id: object, build: Callable[[
 def readable(rows: Iterable[T | None]) -> list[T]:
     """The rows :func:`unless_broken` could read, in order."""
     return [row for row in rows if row is not None]
+
+
+@dataclass(frozen=True)
+class Usage:
+    """How often a memory was handed to an agent (``access_count``) and when last
+    (``last_accessed_at``; ``None`` when never)."""
+
+    access_count: int
+    last_accessed_at: datetime | None
+
+
+class Unindexed(NamedTuple):
+    """A row the repair reads: its rowid, owner and id, and the memory (read without its
+    vector, which is replaced), ``None`` when the row cannot be read."""
+
+    rowid: int
+    owner: str
+    memory_id: str
+    memory: StoredMemory | None

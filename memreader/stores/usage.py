@@ -1,7 +1,6 @@
 """What a store records of a memory's use: :class:`Usage` (how often it was handed to an agent,
-and when last), the :class:`UseRecords` half of :class:`~memreader.stores.base.MemoryStore`
-(:meth:`UseRecords.mark_used`, :meth:`UseRecords.usage`) and the bounded :func:`heat` a search
-may weigh.
+and when last), the use-record methods of :class:`~memreader.stores.base.MemoryStore`
+(:func:`mark_used`, :func:`usage`) and the bounded :func:`heat` a search may weigh.
 
 **Use is recorded, not guessed.** A memory is *used* when it is handed to an agent: shown by
 ``context()``, read by ``Memory.get`` (and the HTTP and MCP equivalents), or named by an
@@ -33,14 +32,16 @@ from __future__ import annotations
 
 import logging
 import math
-from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memreader.errors import ConfigError, InputError, MemReaderError, StoreError
 from memreader.stores.checks import aware, check_memory_id, check_owner, moment
+from memreader.stores.records import Usage
+
+if TYPE_CHECKING:
+    from memreader.stores.contract import StoreBackend
 
 __all__ = [
     "CHUNK",
@@ -50,10 +51,12 @@ __all__ = [
     "MAX_CLOCK_SKEW",
     "MAX_HEAT_WEIGHT",
     "Usage",
-    "UseRecords",
     "check_heat_weight",
     "check_used_ids",
     "heat",
+    "mark_used",
+    "record_use",
+    "usage",
 ]
 
 _log = logging.getLogger(__name__)
@@ -84,15 +87,6 @@ CHUNK = 500
 MAX_CLOCK_SKEW = timedelta(minutes=5)
 
 _SECONDS_PER_DAY = 86_400.0
-
-
-@dataclass(frozen=True)
-class Usage:
-    """How often a memory was handed to an agent (``access_count``) and when last
-    (``last_accessed_at``; ``None`` when never)."""
-
-    access_count: int
-    last_accessed_at: datetime | None
 
 
 def heat(usage: Usage | None, now: datetime) -> float:
@@ -133,60 +127,50 @@ def check_used_ids(ids: Any) -> list[str]:
     return list(dict.fromkeys(check_memory_id(i, "mark_used(): each id") for i in ids))
 
 
-class UseRecords(ABC):
-    """The use records of a memory store (see the module docstring)."""
+def mark_used(
+    store: StoreBackend, ids: Sequence[str], *, user_id: str, at: datetime | None = None
+) -> int:
+    """Record that ``user_id``'s memories ``ids`` were handed to an agent at ``at`` (now
+    when ``None``): each one's ``access_count`` grows by one, its ``last_accessed_at``
+    becomes ``at`` unless it is later already. Ids that owner has no memory of are
+    ignored; returns how many memories were marked. One statement per :data:`CHUNK` ids.
 
-    #: The store's heat weight (option ``heat_weight``); a search may name another.
-    heat_weight: float = DEFAULT_HEAT_WEIGHT
+    Raises:
+        InputError: ``ids`` is not a list of non-empty strings, ``user_id`` not a
+            non-empty string, ``at`` a naive time or later than now (by more than
+            :data:`MAX_CLOCK_SKEW`).
+        StoreError: the store failed (or cannot write: a read-only file or replica).
+    """
+    checked = check_used_ids(ids)
+    owner = check_owner(user_id)
+    now = moment(None)
+    when = aware(at, "at") if at is not None else now
+    if when - now > MAX_CLOCK_SKEW:
+        raise InputError(
+            f"mark_used(): at ({when.isoformat()}) is later than now "
+            f"({now.isoformat(timespec='seconds')}): a use is recorded when it happened"
+        )
+    return store._mark_used(checked, owner, when) if checked else 0
 
-    def mark_used(self, ids: Sequence[str], *, user_id: str, at: datetime | None = None) -> int:
-        """Record that ``user_id``'s memories ``ids`` were handed to an agent at ``at`` (now
-        when ``None``): each one's ``access_count`` grows by one, its ``last_accessed_at``
-        becomes ``at`` unless it is later already. Ids that owner has no memory of are
-        ignored; returns how many memories were marked. One statement per :data:`CHUNK` ids.
 
-        Raises:
-            InputError: ``ids`` is not a list of non-empty strings, ``user_id`` not a
-                non-empty string, ``at`` a naive time or later than now (by more than
-                :data:`MAX_CLOCK_SKEW`).
-            StoreError: the store failed (or cannot write: a read-only file or replica).
-        """
-        checked = check_used_ids(ids)
-        owner = check_owner(user_id)
-        now = moment(None)
-        when = aware(at, "at") if at is not None else now
-        if when - now > MAX_CLOCK_SKEW:
-            raise InputError(
-                f"mark_used(): at ({when.isoformat()}) is later than now "
-                f"({now.isoformat(timespec='seconds')}): a use is recorded when it happened"
-            )
-        return self._mark_used(checked, owner, when) if checked else 0
+def usage(store: StoreBackend, ids: Sequence[str], *, user_id: str) -> dict[str, Usage]:
+    """The recorded use of ``user_id``'s memories ``ids``: a memory never used, or not
+    that owner's, is absent.
 
-    @abstractmethod
-    def _mark_used(self, ids: list[str], owner: str, at: datetime) -> int:
-        """What :meth:`mark_used` does, its arguments checked."""
+    Raises:
+        InputError: ``ids`` is not a list of non-empty strings, or ``user_id`` is bad.
+    """
+    checked = check_used_ids(ids)
+    owner = check_owner(user_id)
+    return store._usage(checked, owner) if checked else {}
 
-    def usage(self, ids: Sequence[str], *, user_id: str) -> dict[str, Usage]:
-        """The recorded use of ``user_id``'s memories ``ids``: a memory never used, or not
-        that owner's, is absent.
 
-        Raises:
-            InputError: ``ids`` is not a list of non-empty strings, or ``user_id`` is bad.
-        """
-        checked = check_used_ids(ids)
-        owner = check_owner(user_id)
-        return self._usage(checked, owner) if checked else {}
-
-    @abstractmethod
-    def _usage(self, ids: list[str], owner: str) -> dict[str, Usage]:
-        """What :meth:`usage` does, its arguments checked."""
-
-    def record_use(self, ids: Sequence[str], *, user_id: str) -> int:
-        """:meth:`mark_used` as reads call it (``context()``, ``get``): a store that cannot
-        write (a read-only file, a replica) still answers the read; the failure is logged as
-        a warning naming the store, and 0 returned."""
-        try:
-            return self.mark_used(ids, user_id=user_id)
-        except StoreError as exc:
-            _log.warning("%r could not record the use of %d memories: %s", self, len(ids), exc)
-            return 0
+def record_use(store: StoreBackend, ids: Sequence[str], *, user_id: str) -> int:
+    """:meth:`mark_used` as reads call it (``context()``, ``get``): a store that cannot
+    write (a read-only file, a replica) still answers the read; the failure is logged as
+    a warning naming the store, and 0 returned."""
+    try:
+        return mark_used(store, ids, user_id=user_id)
+    except StoreError as exc:
+        _log.warning("%r could not record the use of %d memories: %s", store, len(ids), exc)
+        return 0

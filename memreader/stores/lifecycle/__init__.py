@@ -6,17 +6,15 @@ and the index's repair (:mod:`~memreader.stores.lifecycle.maintain`)."""
 
 from __future__ import annotations
 
-from memreader.stores.lifecycle.api import BUDGET_REASON, LifecycleStorage
+from memreader.stores.lifecycle.api import BUDGET_REASON
 from memreader.stores.lifecycle.config import LifecycleConfig, check_lifecycle
-from memreader.stores.lifecycle.maintain import MaintainReport, Maintenance
+from memreader.stores.lifecycle.maintain import MaintainReport
 from memreader.stores.lifecycle.priority import PriorityFacts, lowest, priority
 
 __all__ = [
     "BUDGET_REASON",
     "LifecycleConfig",
-    "LifecycleStorage",
     "MaintainReport",
-    "Maintenance",
     "PriorityFacts",
     "check_lifecycle",
     "lowest",

@@ -1,4 +1,4 @@
-"""Forgetting's second step and the index's repair: :meth:`Maintenance.maintain`, what
+"""Forgetting's second step and the index's repair: :func:`maintain` (the store's method), what
 ``memreader maintain`` and the service's background task run.
 
 One run, in this order, each step in bounded transactions:
@@ -7,7 +7,7 @@ One run, in this order, each step in bounded transactions:
    are removed, with their history, keys, text index, passages, category links and pins
    (:meth:`~memreader.stores.base.MemoryStore.purge`, one transaction);
 2. **budget**: every owner past the watermark is brought down to the target
-   (:meth:`~memreader.stores.lifecycle.api.LifecycleStorage.enforce_budget`, a few hundred
+   (:meth:`~memreader.stores.base.MemoryStore.enforce_budget`, a few hundred
    memories per transaction);
 3. **repair**: active memories without a vector, with a vector that has no direction (a NaN,
    an infinity, all zeros: what a broken embedder gives), with a vector stored without a model
@@ -27,19 +27,23 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from memreader.calls.deadlines import Deadline, check_deadline
-from memreader.errors import InputError, StoreError
+from memreader.errors import InputError
 from memreader.items import TextualMemoryItem
 from memreader.stores.checks import moment
-from memreader.stores.embedder_rules import QueryEmbedder, foreign_models
+from memreader.stores.embedder_rules import embedding_models, foreign_models
 from memreader.stores.embedding import embed, usable_vector
+from memreader.stores.lifecycle.api import enforce_budget
 from memreader.stores.lifecycle.config import LifecycleConfig, check_lifecycle
-from memreader.stores.passages.rows import PassagePlan, plan_passages
-from memreader.stores.records import StoredMemory
+from memreader.stores.passages.rows import plan_passages
+from memreader.stores.records import Unindexed
 
-__all__ = ["MaintainReport", "Maintenance", "Unindexed"]
+if TYPE_CHECKING:
+    from memreader.stores.contract import StoreBackend
+
+__all__ = ["MaintainReport", "Unindexed", "maintain"]
 
 #: The steps of a run, in order (a report's keys).
 STEPS = ("purged", "expired", "repaired")
@@ -108,143 +112,87 @@ def _by_owner(found: dict[str, list[str]]) -> dict[str, list[str]]:
     return {owner: sorted(ids) for owner, ids in sorted(found.items())}
 
 
-class Unindexed(NamedTuple):
-    """A row the repair reads: its rowid, owner and id, and the memory (read without its
-    vector, which is replaced), ``None`` when the row cannot be read."""
+def maintain(
+    store: StoreBackend,
+    *,
+    dry_run: bool = False,
+    now: datetime | None = None,
+    lifecycle: LifecycleConfig | None = None,
+    deadline: Deadline | None = None,
+) -> MaintainReport:
+    """Purge, enforce the budgets and repair the index (see the module docstring), with
+    ``lifecycle`` (default: the store's, else the defaults). ``deadline`` is checked
+    before each step and each repair batch (the service's: its maintain lease, lost when
+    another worker took it back); past it the run stops there, what it committed stays.
 
-    rowid: int
-    owner: str
-    memory_id: str
-    memory: StoredMemory | None
+    Raises:
+        InputError: ``dry_run`` is not true or false.
+        StoreError: the store or its embedder failed (the batches committed before stay).
+        DeadlineExceeded: ``deadline`` passed (or was cancelled) before the run ended.
+    """
+    if not isinstance(dry_run, bool):
+        raise InputError(f"dry_run must be true or false, got {dry_run!r}")
+    config = check_lifecycle(lifecycle) or store.lifecycle or LifecycleConfig()
+    at = moment(now)
+    report = MaintainReport(dry_run)
+    check_deadline(deadline, "before the purge")
+    if config.purge_after_days is None:
+        report.notes.append("purge: off (purge_after_days is null)")
+    else:
+        cutoff = _cutoff(at, config.purge_after_days)
+        report.purged = store._retired_counts(cutoff)
+        if not dry_run and report.purged:
+            store.purge(older_than=cutoff)
+    check_deadline(deadline, "before the budget")
+    if config.max_active is None:
+        report.notes.append("budget: off (no max_active)")
+    else:
+        report.expired = enforce_budget(store, now=at, dry_run=dry_run, lifecycle=config)
+    check_deadline(deadline, "before the repair")
+    report.repaired = _repair(store, config.repair_batch, report, deadline)
+    return report
 
 
-class Maintenance:
-    """The ``maintain`` method of :class:`~memreader.stores.base.MemoryStore` and the hooks
-    each backend answers for it."""
-
-    embedder: QueryEmbedder | None
-    lifecycle: LifecycleConfig | None
-
-    def maintain(
-        self,
-        *,
-        dry_run: bool = False,
-        now: datetime | None = None,
-        lifecycle: LifecycleConfig | None = None,
-        deadline: Deadline | None = None,
-    ) -> MaintainReport:
-        """Purge, enforce the budgets and repair the index (see the module docstring), with
-        ``lifecycle`` (default: the store's, else the defaults). ``deadline`` is checked
-        before each step and each repair batch (the service's: its maintain lease, lost when
-        another worker took it back); past it the run stops there, what it committed stays.
-
-        Raises:
-            InputError: ``dry_run`` is not true or false.
-            StoreError: the store or its embedder failed (the batches committed before stay).
-            DeadlineExceeded: ``deadline`` passed (or was cancelled) before the run ended.
-        """
-        if not isinstance(dry_run, bool):
-            raise InputError(f"dry_run must be true or false, got {dry_run!r}")
-        config = check_lifecycle(lifecycle) or self.lifecycle or LifecycleConfig()
-        at = moment(now)
-        report = MaintainReport(dry_run)
-        check_deadline(deadline, "before the purge")
-        if config.purge_after_days is None:
-            report.notes.append("purge: off (purge_after_days is null)")
-        else:
-            cutoff = _cutoff(at, config.purge_after_days)
-            report.purged = self._retired_counts(cutoff)
-            if not dry_run and report.purged:
-                self.purge(older_than=cutoff)
-        check_deadline(deadline, "before the budget")
-        if config.max_active is None:
-            report.notes.append("budget: off (no max_active)")
-        else:
-            report.expired = self.enforce_budget(now=at, dry_run=dry_run, lifecycle=config)
-        check_deadline(deadline, "before the repair")
-        report.repaired = self._repair(config.repair_batch, report, deadline)
-        return report
-
-    def _repair(
-        self, batch: int, report: MaintainReport, deadline: Deadline | None = None
-    ) -> dict[str, int]:
-        embedder = self.embedder
-        if embedder is None:
-            report.notes.append("repair: off (the store is open text only: no embedder)")
-            return {}
-        name = getattr(embedder, "name", None)
-        model = name if isinstance(name, str) else None
-        foreign: list[str] = []
-        if model is None:
-            report.notes.append(
-                "repair: the embedder has no name; only missing vectors and vectors without a "
-                "direction are repaired"
-            )
-        else:  # "": vectors stored without a model name, whatever made them
-            found = self.embedding_models()
-            foreign = sorted(set(foreign_models(model, found)) | ({""} & set(found)))
-        if report.dry_run:
-            return self._unindexed_counts(foreign)
-        done: Counter[str] = Counter()
-        after = 0
-        while rows := self._unindexed(foreign, after, batch):
-            check_deadline(deadline, "before a repair batch")
-            after = rows[-1].rowid
-            for row in rows:
-                if row.memory is None:
-                    report.unreadable.setdefault(row.owner, []).append(row.memory_id)
-            readable = [(row.rowid, row.memory) for row in rows if row.memory is not None]
-            vectors = embed(embedder, [m.item.memory for _, m in readable]) if readable else []
-            fixed: list[tuple[int, TextualMemoryItem]] = []
-            for (rowid, memory), vector in zip(readable, vectors, strict=True):
-                if usable_vector(vector):
-                    fixed.append((rowid, _with_vector(memory.item, vector, model)))
-                else:
-                    report.unrepaired.setdefault(memory.item.metadata.user_id, []).append(memory.id)
-            if fixed:
-                plan = plan_passages([item for _, item in fixed], embedder)
-                done.update(self._reindex(fixed, foreign, plan))
-        return dict(done)
-
-    # -- each backend's ----------------------------------------------------------------------
-
-    if TYPE_CHECKING:  # the store's own methods (MemoryStore and its other classes)
-
-        def purge(self, *, older_than: datetime) -> int: ...
-
-        def embedding_models(self, *, user_id: str | None = None) -> dict[str, int]: ...
-
-        def enforce_budget(
-            self,
-            *,
-            user_id: str | None = None,
-            now: datetime | None = None,
-            dry_run: bool = False,
-            lifecycle: LifecycleConfig | None = None,
-        ) -> dict[str, int]: ...
-
-    def _retired_counts(self, cutoff: datetime) -> dict[str, int]:
-        """Per owner, the memories expired or superseded before ``cutoff`` (what purge takes)."""
-        raise StoreError(f"{type(self).__name__} cannot purge")
-
-    def _unindexed_counts(self, foreign: list[str]) -> dict[str, int]:
-        """Per owner, the active memories without a usable vector (none, or one without a
-        direction: a NaN, an infinity, all zeros) or with one of ``foreign`` models (``""``:
-        stored without a model name)."""
-        raise StoreError(f"{type(self).__name__} cannot repair its index")
-
-    def _unindexed(self, foreign: list[str], after: int, limit: int) -> list[Unindexed]:
-        """Up to ``limit`` of the memories :meth:`_unindexed_counts` counts, past rowid
-        ``after``, by rowid, each read without its vector (unreadable ones too)."""
-        raise StoreError(f"{type(self).__name__} cannot repair its index")
-
-    def _reindex(
-        self, rows: list[tuple[int, TextualMemoryItem]], foreign: list[str], plan: PassagePlan
-    ) -> list[str]:
-        """One transaction: each row (rowid, item with its new vector) still active and still
-        unindexed gets the item's vector and the passages ``plan`` holds for it; returns the
-        owner of each row changed."""
-        raise StoreError(f"{type(self).__name__} cannot repair its index")
+def _repair(
+    store: StoreBackend, batch: int, report: MaintainReport, deadline: Deadline | None = None
+) -> dict[str, int]:
+    embedder = store.embedder
+    if embedder is None:
+        report.notes.append("repair: off (the store is open text only: no embedder)")
+        return {}
+    name = getattr(embedder, "name", None)
+    model = name if isinstance(name, str) else None
+    foreign: list[str] = []
+    if model is None:
+        report.notes.append(
+            "repair: the embedder has no name; only missing vectors and vectors without a "
+            "direction are repaired"
+        )
+    else:  # "": vectors stored without a model name, whatever made them
+        found = embedding_models(store)
+        foreign = sorted(set(foreign_models(model, found)) | ({""} & set(found)))
+    if report.dry_run:
+        return store._unindexed_counts(foreign)
+    done: Counter[str] = Counter()
+    after = 0
+    while rows := store._unindexed(foreign, after, batch):
+        check_deadline(deadline, "before a repair batch")
+        after = rows[-1].rowid
+        for row in rows:
+            if row.memory is None:
+                report.unreadable.setdefault(row.owner, []).append(row.memory_id)
+        readable = [(row.rowid, row.memory) for row in rows if row.memory is not None]
+        vectors = embed(embedder, [m.item.memory for _, m in readable]) if readable else []
+        fixed: list[tuple[int, TextualMemoryItem]] = []
+        for (rowid, memory), vector in zip(readable, vectors, strict=True):
+            if usable_vector(vector):
+                fixed.append((rowid, _with_vector(memory.item, vector, model)))
+            else:
+                report.unrepaired.setdefault(memory.item.metadata.user_id, []).append(memory.id)
+        if fixed:
+            plan = plan_passages([item for _, item in fixed], embedder)
+            done.update(store._reindex(fixed, foreign, plan))
+    return dict(done)
 
 
 def _cutoff(at: datetime, days: float) -> datetime:

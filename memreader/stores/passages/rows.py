@@ -42,8 +42,7 @@ from memreader.retrieval.passages import (
     passages_of,
     vector_text,
 )
-from memreader.stores.embedder_rules import QueryEmbedder
-from memreader.stores.embedding import embed
+from memreader.stores.embedding import QueryEmbedder, embed
 
 __all__ = [
     "EMBED_BATCH",

@@ -14,13 +14,22 @@ these places as ``residue`` and the README says what an operator runs to reach t
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from memreader.stores.erase_rules import SCRUB_NOTE
 from memreader.stores.erasure import Tally
 from memreader.stores.postgres.operations import Connection
 
-__all__ = ["POSTGRES_RESIDUE", "PostgresEraseSteps"]
+__all__ = [
+    "POSTGRES_RESIDUE",
+    "EraseTransaction",
+    "erase",
+    "facts",
+    "put_summary",
+    "set_session",
+    "successor",
+    "summaries",
+]
 
 #: What an erasure of the PostgreSQL store cannot reach (the receipt's ``residue``).
 POSTGRES_RESIDUE = (
@@ -31,100 +40,106 @@ POSTGRES_RESIDUE = (
 )
 
 
-class PostgresEraseSteps:
-    """The erase steps of the PostgreSQL store's ``Changes`` (see
-    :class:`~memreader.stores.erase_rules.EraseRules`)."""
+class EraseTransaction(Protocol):
+    """What the erase steps use of the store's ``Changes`` (one write transaction): its
+    connection, its tally, and the time it writes at."""
 
     conn: Connection
     tally: Tally
     now: Any
 
-    def _facts(self, rowid: int) -> tuple[str, str | None, str]:
-        row = self.conn.execute(
-            "SELECT memory, superseded_by, supports FROM memreader_memories WHERE rowid = %s",
-            (rowid,),
-        ).fetchone()
-        assert row is not None  # found in this transaction, under the owner's lock
-        return str(row[0]), row[1], str(row[2])
 
-    def _successor(self, owner: str, memory_id: str) -> tuple[Any, ...] | None:
-        row: tuple[Any, ...] | None = self.conn.execute(
-            "SELECT rowid, supports, item, superseded_by FROM memreader_memories "
-            "WHERE user_id = %s AND id = %s",
-            (owner, memory_id),
-        ).fetchone()
-        return row
+def facts(tx: EraseTransaction, rowid: int) -> tuple[str, str | None, str]:
+    row = tx.conn.execute(
+        "SELECT memory, superseded_by, supports FROM memreader_memories WHERE rowid = %s",
+        (rowid,),
+    ).fetchone()
+    assert row is not None  # found in this transaction, under the owner's lock
+    return str(row[0]), row[1], str(row[2])
 
-    def _erase(
-        self, rowid: int, owner: str, memory_id: str, text: str, successor: str | None
-    ) -> None:
-        # Its text also sits in the history of the memories it replaced (new_memory) and of
-        # the one that replaced it (old_memory): an erasure removes it there too.
-        rewritten = self.conn.execute(
-            "UPDATE memreader_history SET new_memory = NULL WHERE user_id = %s "
-            "AND new_memory = %s AND memory_id IN (SELECT id FROM memreader_memories "
-            "WHERE user_id = %s AND superseded_by = %s)",
-            (owner, text, owner, memory_id),
-        ).rowcount
-        rewritten += self.conn.execute(
-            "UPDATE memreader_history SET old_memory = NULL "
-            "WHERE user_id = %s AND memory_id = %s AND old_memory = %s",
-            (owner, successor, text),
-        ).rowcount
-        self.tally.rewritten["neighbour_history"] += rewritten
-        # Each place by hand, counted (ON DELETE CASCADE then finds nothing left); the text
-        # index is the row's own tsvector column, so it goes with the row.
-        by_rowid = (rowid,)
-        by_id = (owner, memory_id)
-        steps: tuple[tuple[str, str, tuple[Any, ...]], ...] = (
-            ("keys", "DELETE FROM memreader_keys WHERE memory_rowid = %s", by_rowid),
-            ("passages", "DELETE FROM memreader_passages WHERE memory_rowid = %s", by_rowid),
-            (
-                "category_links",
-                "DELETE FROM memreader_category_links WHERE user_id = %s AND memory_id = %s",
-                by_id,
-            ),
-            (
-                "use_records",
-                "DELETE FROM memreader_memory_use WHERE user_id = %s AND memory_id = %s",
-                by_id,
-            ),
-            (
-                "pins",
-                "DELETE FROM memreader_memory_pins WHERE user_id = %s AND memory_id = %s",
-                by_id,
-            ),
-            (
-                "history",
-                "DELETE FROM memreader_history WHERE user_id = %s AND memory_id = %s",
-                by_id,
-            ),
-        )
-        for place, sql, args in steps:
-            self.tally.count(place, self.conn.execute(sql, args).rowcount)
-        removed = self.conn.execute(
-            "DELETE FROM memreader_memories WHERE rowid = %s RETURNING fts IS NOT NULL", by_rowid
-        ).fetchall()
-        self.tally.count("memories", len(removed))
-        self.tally.count("text_index", sum(1 for (indexed,) in removed if indexed))
 
-    def _summaries(self, owner: str) -> list[tuple[str, str]]:
-        rows = self.conn.execute(
-            "SELECT name, summary FROM memreader_categories WHERE user_id = %s "
-            "AND summary <> '' ORDER BY name",
-            (owner,),
-        ).fetchall()
-        return [(str(name), str(summary)) for name, summary in rows]
+def successor(tx: EraseTransaction, owner: str, memory_id: str) -> tuple[Any, ...] | None:
+    row: tuple[Any, ...] | None = tx.conn.execute(
+        "SELECT rowid, supports, item, superseded_by FROM memreader_memories "
+        "WHERE user_id = %s AND id = %s",
+        (owner, memory_id),
+    ).fetchone()
+    return row
 
-    def _put_summary(self, owner: str, name: str, summary: str) -> None:
-        self.conn.execute(
-            "UPDATE memreader_categories SET summary = %s, summary_note = %s, updated_at = %s, "
-            "summary_kind = CASE WHEN %s THEN 'empty' ELSE summary_kind END "
-            "WHERE user_id = %s AND name = %s",
-            (summary, SCRUB_NOTE, self.now, not summary.strip(), owner, name),
-        )
 
-    def _set_session(self, rowid: int, session_id: str) -> None:
-        self.conn.execute(
-            "UPDATE memreader_memories SET session_id = %s WHERE rowid = %s", (session_id, rowid)
-        )
+def erase(
+    tx: EraseTransaction, rowid: int, owner: str, memory_id: str, text: str, successor: str | None
+) -> None:
+    # Its text also sits in the history of the memories it replaced (new_memory) and of
+    # the one that replaced it (old_memory): an erasure removes it there too.
+    rewritten = tx.conn.execute(
+        "UPDATE memreader_history SET new_memory = NULL WHERE user_id = %s "
+        "AND new_memory = %s AND memory_id IN (SELECT id FROM memreader_memories "
+        "WHERE user_id = %s AND superseded_by = %s)",
+        (owner, text, owner, memory_id),
+    ).rowcount
+    rewritten += tx.conn.execute(
+        "UPDATE memreader_history SET old_memory = NULL "
+        "WHERE user_id = %s AND memory_id = %s AND old_memory = %s",
+        (owner, successor, text),
+    ).rowcount
+    tx.tally.rewritten["neighbour_history"] += rewritten
+    # Each place by hand, counted (ON DELETE CASCADE then finds nothing left); the text
+    # index is the row's own tsvector column, so it goes with the row.
+    by_rowid = (rowid,)
+    by_id = (owner, memory_id)
+    steps: tuple[tuple[str, str, tuple[Any, ...]], ...] = (
+        ("keys", "DELETE FROM memreader_keys WHERE memory_rowid = %s", by_rowid),
+        ("passages", "DELETE FROM memreader_passages WHERE memory_rowid = %s", by_rowid),
+        (
+            "category_links",
+            "DELETE FROM memreader_category_links WHERE user_id = %s AND memory_id = %s",
+            by_id,
+        ),
+        (
+            "use_records",
+            "DELETE FROM memreader_memory_use WHERE user_id = %s AND memory_id = %s",
+            by_id,
+        ),
+        (
+            "pins",
+            "DELETE FROM memreader_memory_pins WHERE user_id = %s AND memory_id = %s",
+            by_id,
+        ),
+        (
+            "history",
+            "DELETE FROM memreader_history WHERE user_id = %s AND memory_id = %s",
+            by_id,
+        ),
+    )
+    for place, sql, args in steps:
+        tx.tally.count(place, tx.conn.execute(sql, args).rowcount)
+    removed = tx.conn.execute(
+        "DELETE FROM memreader_memories WHERE rowid = %s RETURNING fts IS NOT NULL", by_rowid
+    ).fetchall()
+    tx.tally.count("memories", len(removed))
+    tx.tally.count("text_index", sum(1 for (indexed,) in removed if indexed))
+
+
+def summaries(tx: EraseTransaction, owner: str) -> list[tuple[str, str]]:
+    rows = tx.conn.execute(
+        "SELECT name, summary FROM memreader_categories WHERE user_id = %s "
+        "AND summary <> '' ORDER BY name",
+        (owner,),
+    ).fetchall()
+    return [(str(name), str(summary)) for name, summary in rows]
+
+
+def put_summary(tx: EraseTransaction, owner: str, name: str, summary: str) -> None:
+    tx.conn.execute(
+        "UPDATE memreader_categories SET summary = %s, summary_note = %s, updated_at = %s, "
+        "summary_kind = CASE WHEN %s THEN 'empty' ELSE summary_kind END "
+        "WHERE user_id = %s AND name = %s",
+        (summary, SCRUB_NOTE, tx.now, not summary.strip(), owner, name),
+    )
+
+
+def set_session(tx: EraseTransaction, rowid: int, session_id: str) -> None:
+    tx.conn.execute(
+        "UPDATE memreader_memories SET session_id = %s WHERE rowid = %s", (session_id, rowid)
+    )

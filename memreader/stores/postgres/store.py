@@ -33,6 +33,7 @@ from memreader.items import TextualMemoryItem
 from memreader.stores import register_store
 from memreader.stores.base import (
     HistoryEntry,
+    MemoryStore,
     QueryEmbedder,
     SearchHit,
     SearchMode,
@@ -52,9 +53,9 @@ from memreader.stores.embedding import embed, embed_missing
 from memreader.stores.erasure import Tally
 from memreader.stores.events import WriteEvent
 from memreader.stores.passages.rows import plan_passages
+from memreader.stores.postgres import categories, lifecycle, use_records
 from memreader.stores.postgres.erase import POSTGRES_RESIDUE
 from memreader.stores.postgres.known import lookup, unstored
-from memreader.stores.postgres.lifecycle import PostgresLifecycle
 from memreader.stores.postgres.operations import (
     Connection,
     Ranking,
@@ -75,7 +76,6 @@ from memreader.stores.postgres.schema import (
 )
 from memreader.stores.postgres.session import Session, check_dimensions, stored_dimension
 from memreader.stores.postgres.text_search import WordRows
-from memreader.stores.postgres.use_records import PostgresUse
 from memreader.stores.postgres.writes import Changes, prepare
 from memreader.stores.records import StoredMemory, readable
 from memreader.stores.scoring import (
@@ -97,7 +97,7 @@ _OPTIONS.add("heat_weight")
 
 
 @register_store("postgresql")
-class PostgresStore(PostgresLifecycle, PostgresUse):
+class PostgresStore(MemoryStore):
     """The PostgreSQL store (see the module docstring).
 
     Args:
@@ -125,6 +125,27 @@ class PostgresStore(PostgresLifecycle, PostgresUse):
 
     #: What an erasure cannot reach (the receipt's ``residue``).
     erase_residue = POSTGRES_RESIDUE
+
+    # -- hooks of the contract, written in the helper modules (memreader.stores.contract) ----
+    _upsert_categories = categories.upsert_categories
+    _link_categories = categories.link_categories
+    _categories = categories.categories
+    _category_memories = categories.category_memories
+    _categories_of = categories.categories_of
+    _save_summary = categories.save_summary
+    _mark_used = use_records.record_uses
+    _usage = use_records.usage_of
+    _set_pins = lifecycle.set_pins
+    _pinned_active = lifecycle.pinned_active
+    _pinned = lifecycle.pinned
+    _active_counts = lifecycle.active_counts
+    _budget_facts = lifecycle.budget_facts
+    _expire_for_budget = lifecycle.expire_for_budget
+    _restore = lifecycle.restore
+    _retired_counts = lifecycle.retired_counts
+    _unindexed_counts = lifecycle.unindexed_counts
+    _unindexed = lifecycle.unindexed
+    _reindex = lifecycle.reindex
 
     def __init__(
         self,

@@ -2,7 +2,7 @@
 ``memreader_memory_use`` table, its own schema step (:func:`ensure_use`, on open when it is
 missing: an older database gains it without a schema version change), each row removed with its
 memory (``ON DELETE CASCADE``: purge, erase), and the statements that mark, read and weigh
-use (:class:`~memreader.stores.postgres.use_records.PostgresUse` runs them)."""
+use (:mod:`~memreader.stores.postgres.use_records` runs them)."""
 
 from __future__ import annotations
 

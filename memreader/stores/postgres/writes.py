@@ -20,7 +20,7 @@ from memreader.stores.change_rules import ChangeRules, item_json, prepared, with
 from memreader.stores.change_rules import Prepared as SharedPrepared
 from memreader.stores.erasure import Tally
 from memreader.stores.events import EventKind
-from memreader.stores.postgres.erase import PostgresEraseSteps
+from memreader.stores.postgres import erase as erase_steps
 from memreader.stores.postgres.operations import Connection, nearest
 from memreader.stores.postgres.schema import vector_text
 from memreader.stores.records import MemoryStatus
@@ -50,8 +50,16 @@ def prepare(index: int, item: TextualMemoryItem, replace_key: str | None) -> Pre
 
 
 @dataclass
-class Changes(PostgresEraseSteps, ChangeRules[str]):
+class Changes(ChangeRules[str]):
     """The changes of one transaction on ``conn`` at time ``now`` (see :class:`ChangeRules`)."""
+
+    # -- the erase steps (memreader.stores.erase_rules.EraseSteps), in erase_steps's SQL --
+    _facts = erase_steps.facts
+    _successor = erase_steps.successor
+    _erase = erase_steps.erase
+    _summaries = erase_steps.summaries
+    _put_summary = erase_steps.put_summary
+    _set_session = erase_steps.set_session
 
     conn: Connection
     now: datetime

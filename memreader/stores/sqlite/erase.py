@@ -16,13 +16,23 @@ an old snapshot open blocks the truncation: the receipt then says so.
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
+from typing import Any, Protocol
 
 from memreader.stores.erase_rules import SCRUB_NOTE
 from memreader.stores.erasure import Tally
 from memreader.stores.sqlite.schema import iso
 
-__all__ = ["SQLiteEraseSteps", "optimize_text_index", "settle_file"]
+__all__ = [
+    "EraseTransaction",
+    "erase",
+    "facts",
+    "optimize_text_index",
+    "put_summary",
+    "set_session",
+    "settle_file",
+    "successor",
+    "summaries",
+]
 
 
 def optimize_text_index(conn: sqlite3.Connection, tally: Tally) -> None:
@@ -50,91 +60,95 @@ def settle_file(conn: sqlite3.Connection, path: str, tally: Tally) -> None:
         tally.file_steps.append("sqlite: WAL checkpointed and truncated")
 
 
-class SQLiteEraseSteps:
-    """The erase steps of the embedded store's ``Changes`` (see
-    :class:`~memreader.stores.erase_rules.EraseRules`)."""
+class EraseTransaction(Protocol):
+    """What the erase steps use of the store's ``Changes`` (one write transaction): its
+    connection, its tally, and the time it writes at."""
 
     conn: sqlite3.Connection
     tally: Tally
     owners: set[str]
     now: Any
 
-    def _facts(self, rowid: int) -> tuple[str, str | None, str]:
-        text, successor, supports = self.conn.execute(
-            "SELECT memory, superseded_by, supports FROM memories WHERE rowid = ?", (rowid,)
-        ).fetchone()
-        return str(text), successor, str(supports)
 
-    def _successor(self, owner: str, memory_id: str) -> tuple[Any, ...] | None:
-        row: tuple[Any, ...] | None = self.conn.execute(
-            "SELECT rowid, supports, item, superseded_by FROM memories "
-            "WHERE user_id = ? AND id = ?",
+def facts(tx: EraseTransaction, rowid: int) -> tuple[str, str | None, str]:
+    text, successor, supports = tx.conn.execute(
+        "SELECT memory, superseded_by, supports FROM memories WHERE rowid = ?", (rowid,)
+    ).fetchone()
+    return str(text), successor, str(supports)
+
+
+def successor(tx: EraseTransaction, owner: str, memory_id: str) -> tuple[Any, ...] | None:
+    row: tuple[Any, ...] | None = tx.conn.execute(
+        "SELECT rowid, supports, item, superseded_by FROM memories WHERE user_id = ? AND id = ?",
+        (owner, memory_id),
+    ).fetchone()
+    return row
+
+
+def erase(
+    tx: EraseTransaction, rowid: int, owner: str, memory_id: str, text: str, successor: str | None
+) -> None:
+    # Its text also sits in the history of the memories it replaced (new_memory) and of
+    # the one that replaced it (old_memory): an erasure removes it there too.
+    rewritten = tx.conn.execute(
+        "UPDATE history SET new_memory = NULL WHERE user_id = ? AND new_memory = ? AND "
+        "memory_id IN (SELECT id FROM memories WHERE user_id = ? AND superseded_by = ?)",
+        (owner, text, owner, memory_id),
+    ).rowcount
+    rewritten += tx.conn.execute(
+        "UPDATE history SET old_memory = NULL "
+        "WHERE user_id = ? AND memory_id = ? AND old_memory = ?",
+        (owner, successor, text),
+    ).rowcount
+    tx.tally.rewritten["neighbour_history"] += rewritten
+    # Each place by hand, counted (the triggers on memories then find nothing left).
+    steps = (
+        ("keys", "DELETE FROM memory_keys WHERE memory_rowid = ?", (rowid,)),
+        ("text_index", "DELETE FROM memories_terms WHERE rowid = ?", (rowid,)),
+        ("passages", "DELETE FROM memory_passages WHERE memory_rowid = ?", (rowid,)),
+        (
+            "category_links",
+            "DELETE FROM category_links WHERE user_id = ? AND memory_id = ?",
             (owner, memory_id),
-        ).fetchone()
-        return row
+        ),
+        (
+            "use_records",
+            "DELETE FROM memory_use WHERE user_id = ? AND memory_id = ?",
+            (owner, memory_id),
+        ),
+        (
+            "pins",
+            "DELETE FROM memory_pins WHERE user_id = ? AND memory_id = ?",
+            (owner, memory_id),
+        ),
+        (
+            "history",
+            "DELETE FROM history WHERE user_id = ? AND memory_id = ?",
+            (owner, memory_id),
+        ),
+        ("memories", "DELETE FROM memories WHERE rowid = ?", (rowid,)),
+    )
+    for place, sql, args in steps:
+        tx.tally.count(place, tx.conn.execute(sql, args).rowcount)
+    tx.owners.add(owner)
 
-    def _erase(
-        self, rowid: int, owner: str, memory_id: str, text: str, successor: str | None
-    ) -> None:
-        # Its text also sits in the history of the memories it replaced (new_memory) and of
-        # the one that replaced it (old_memory): an erasure removes it there too.
-        rewritten = self.conn.execute(
-            "UPDATE history SET new_memory = NULL WHERE user_id = ? AND new_memory = ? AND "
-            "memory_id IN (SELECT id FROM memories WHERE user_id = ? AND superseded_by = ?)",
-            (owner, text, owner, memory_id),
-        ).rowcount
-        rewritten += self.conn.execute(
-            "UPDATE history SET old_memory = NULL "
-            "WHERE user_id = ? AND memory_id = ? AND old_memory = ?",
-            (owner, successor, text),
-        ).rowcount
-        self.tally.rewritten["neighbour_history"] += rewritten
-        # Each place by hand, counted (the triggers on memories then find nothing left).
-        steps = (
-            ("keys", "DELETE FROM memory_keys WHERE memory_rowid = ?", (rowid,)),
-            ("text_index", "DELETE FROM memories_terms WHERE rowid = ?", (rowid,)),
-            ("passages", "DELETE FROM memory_passages WHERE memory_rowid = ?", (rowid,)),
-            (
-                "category_links",
-                "DELETE FROM category_links WHERE user_id = ? AND memory_id = ?",
-                (owner, memory_id),
-            ),
-            (
-                "use_records",
-                "DELETE FROM memory_use WHERE user_id = ? AND memory_id = ?",
-                (owner, memory_id),
-            ),
-            (
-                "pins",
-                "DELETE FROM memory_pins WHERE user_id = ? AND memory_id = ?",
-                (owner, memory_id),
-            ),
-            (
-                "history",
-                "DELETE FROM history WHERE user_id = ? AND memory_id = ?",
-                (owner, memory_id),
-            ),
-            ("memories", "DELETE FROM memories WHERE rowid = ?", (rowid,)),
-        )
-        for place, sql, args in steps:
-            self.tally.count(place, self.conn.execute(sql, args).rowcount)
-        self.owners.add(owner)
 
-    def _summaries(self, owner: str) -> list[tuple[str, str]]:
-        rows = self.conn.execute(
-            "SELECT name, summary FROM categories WHERE user_id = ? AND summary != '' "
-            "ORDER BY name",
-            (owner,),
-        )
-        return [(str(name), str(summary)) for name, summary in rows]
+def summaries(tx: EraseTransaction, owner: str) -> list[tuple[str, str]]:
+    rows = tx.conn.execute(
+        "SELECT name, summary FROM categories WHERE user_id = ? AND summary != '' ORDER BY name",
+        (owner,),
+    )
+    return [(str(name), str(summary)) for name, summary in rows]
 
-    def _put_summary(self, owner: str, name: str, summary: str) -> None:
-        self.conn.execute(
-            "UPDATE categories SET summary = ?, summary_note = ?, updated_at = ?, "
-            "summary_kind = CASE WHEN ? THEN 'empty' ELSE summary_kind END "
-            "WHERE user_id = ? AND name = ?",
-            (summary, SCRUB_NOTE, iso(self.now), not summary.strip(), owner, name),
-        )
 
-    def _set_session(self, rowid: int, session_id: str) -> None:
-        self.conn.execute("UPDATE memories SET session_id = ? WHERE rowid = ?", (session_id, rowid))
+def put_summary(tx: EraseTransaction, owner: str, name: str, summary: str) -> None:
+    tx.conn.execute(
+        "UPDATE categories SET summary = ?, summary_note = ?, updated_at = ?, "
+        "summary_kind = CASE WHEN ? THEN 'empty' ELSE summary_kind END "
+        "WHERE user_id = ? AND name = ?",
+        (summary, SCRUB_NOTE, iso(tx.now), not summary.strip(), owner, name),
+    )
+
+
+def set_session(tx: EraseTransaction, rowid: int, session_id: str) -> None:
+    tx.conn.execute("UPDATE memories SET session_id = ? WHERE rowid = ?", (session_id, rowid))

@@ -26,6 +26,7 @@ from memreader.items import TextualMemoryItem
 from memreader.stores import register_store
 from memreader.stores.base import (
     HistoryEntry,
+    MemoryStore,
     QueryEmbedder,
     SearchHit,
     SearchMode,
@@ -50,23 +51,18 @@ from memreader.stores.scoring import (
     DEFAULT_IMPORTANCE_WEIGHT,
     check_importance_weight,
 )
-from memreader.stores.sqlite.erasing import SQLiteErasing
-from memreader.stores.sqlite.lifecycle import SQLiteLifecycle
+from memreader.stores.sqlite import categories, erasing, lifecycle, usage
+from memreader.stores.sqlite.erasing import SQLITE_RESIDUE
+from memreader.stores.sqlite.opening import connect
 from memreader.stores.sqlite.operations import StoreOps
-from memreader.stores.sqlite.passages import PASSAGE_SCHEMA, add_passages, passages_current
+from memreader.stores.sqlite.passages import add_passages
 from memreader.stores.sqlite.schema import (
     MEMORY_COLUMNS,
-    SCHEMA_VERSION,
-    create_or_upgrade,
     history_from_row,
     is_busy,
-    is_wal,
     memory_from_row,
     path_of_url,
-    schema_is_current,
 )
-from memreader.stores.sqlite.usage import USE_SCHEMA, SQLiteUse, use_current
-from memreader.stores.sqlite.vectors import unusable_blob
 from memreader.stores.sqlite.writes import Changes, prepare
 from memreader.stores.usage import DEFAULT_HEAT_WEIGHT, check_heat_weight
 from memreader.stores.validation import retired_owners, validate_items
@@ -77,16 +73,9 @@ __all__ = ["SQLiteStore"]
 #: Seconds a call waits for another process's write lock before it fails.
 DEFAULT_TIMEOUT = 30.0
 
-#: The connection's page cache, KiB (SQLite's default is 2 MB). A row of the memories table
-#: (its item and vector) fills most of a 4 KB page, so a search joining a few hundred
-#: full-text matches to their rows read that many pages: with the default cache, again from
-#: the file each time (0.96 ms of a 3.4 ms search of 2,000 memories; 0.61 ms with the file's
-#: pages kept, issue 31). Pages are held only as they are read, up to this bound.
-CACHE_KIB = 65_536
-
 
 @register_store("sqlite")
-class SQLiteStore(SQLiteLifecycle, SQLiteUse, SQLiteErasing):
+class SQLiteStore(MemoryStore):
     """The embedded store (see the module docstring).
 
     Args:
@@ -113,6 +102,31 @@ class SQLiteStore(SQLiteLifecycle, SQLiteUse, SQLiteErasing):
         StoreError: the file cannot be opened or is not a memreader store.
     """
 
+    erase_residue = SQLITE_RESIDUE
+
+    # -- hooks of the contract, written in the helper modules (memreader.stores.contract) ----
+    _upsert_categories = categories.upsert_categories
+    _link_categories = categories.link_categories
+    _categories = categories.categories
+    _category_memories = categories.category_memories
+    _categories_of = categories.categories_of
+    _save_summary = categories.save_summary
+    _delete = erasing.delete
+    _forget = erasing.forget
+    _mark_used = usage.record_uses
+    _usage = usage.usage_of
+    _set_pins = lifecycle.set_pins
+    _pinned_active = lifecycle.pinned_active
+    _pinned = lifecycle.pinned
+    _active_counts = lifecycle.active_counts
+    _budget_facts = lifecycle.budget_facts
+    _expire_for_budget = lifecycle.expire_for_budget
+    _restore = lifecycle.restore
+    _retired_counts = lifecycle.retired_counts
+    _unindexed_counts = lifecycle.unindexed_counts
+    _unindexed = lifecycle.unindexed
+    _reindex = lifecycle.reindex
+
     def __init__(
         self,
         path: str,
@@ -136,7 +150,7 @@ class SQLiteStore(SQLiteLifecycle, SQLiteUse, SQLiteErasing):
         self.heat_weight = check_heat_weight(heat_weight, "store option heat_weight")
         self.timeout = check_option("timeout", timeout, 0.0, 86_400.0)
         self._lock = threading.RLock()
-        self._conn = self._connect()
+        self._conn = connect(path, self.timeout, self._error)
         self._ops = StoreOps(
             self._conn, self.gamma, self.importance_weight, check_text_budget(text_budget)
         )
@@ -162,47 +176,6 @@ class SQLiteStore(SQLiteLifecycle, SQLiteUse, SQLiteErasing):
             )
         path = path_of_url(check_url(url))
         return cls(path, embedder=embedder, text_only=text_only, **options)
-
-    def _connect(self) -> sqlite3.Connection:
-        """Open the file; write only when it needs it (a new file, a table or index added
-        since it was made): opening a current store reads its schema, so it never waits for
-        another process's write lock (readers never wait for the writer)."""
-        try:
-            conn = sqlite3.connect(
-                self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
-            )
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot open the sqlite store {self.path}: {exc}") from exc
-        try:
-            conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            # What a delete frees is overwritten with zeros (erase: memreader.stores.sqlite.erase).
-            conn.execute("PRAGMA secure_delete = ON")
-            conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
-            conn.create_function("memreader_unusable_vector", 1, unusable_blob, deterministic=True)
-            if not (schema_is_current(conn) and passages_current(conn) and use_current(conn)):
-                if self.path != ":memory:" and not is_wal(conn):
-                    conn.execute("PRAGMA journal_mode = WAL")
-                # One immediate transaction: two processes opening a new (or older) file
-                # create (or upgrade) it once; the passage index and the use records are
-                # their own steps (an older file gains them here).
-                create_or_upgrade(conn, also=PASSAGE_SCHEMA + USE_SCHEMA)
-            self._check_version(conn)
-        except sqlite3.Error as exc:
-            conn.close()
-            raise self._error(exc, opening=True) from exc
-        except BaseException:
-            conn.close()
-            raise
-        return conn
-
-    def _check_version(self, conn: sqlite3.Connection) -> None:
-        row = conn.execute("SELECT value FROM memreader_meta WHERE key = 'schema'").fetchone()
-        if row is None or row[0] != SCHEMA_VERSION:
-            found = row[0] if row else "(none)"
-            raise StoreError(
-                f"{self.path} has store schema {found}; this memreader reads {SCHEMA_VERSION}"
-            )
 
     def _error(self, exc: sqlite3.Error, *, opening: bool = False) -> StoreError:
         """``exc`` as a :class:`StoreError`: a lock held past the timeout says so (the file is

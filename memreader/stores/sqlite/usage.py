@@ -6,16 +6,22 @@ gains it without a schema version change), a trigger that removes a memory's row
 from __future__ import annotations
 
 import sqlite3
-from abc import abstractmethod
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
 from datetime import datetime
 
-from memreader.stores.base import MemoryStore
+from memreader.stores.sqlite.handle import SQLiteHandle
 from memreader.stores.sqlite.schema import iso, parse_time
 from memreader.stores.usage import CHUNK, Usage, heat
 
-__all__ = ["USE_SCHEMA", "SQLiteUse", "mark_used", "read_heat", "read_usage", "use_current"]
+__all__ = [
+    "USE_SCHEMA",
+    "mark_used",
+    "read_heat",
+    "read_usage",
+    "record_uses",
+    "usage_of",
+    "use_current",
+]
 
 USE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS memory_use (
@@ -87,25 +93,13 @@ def read_heat(
     return {r[0]: heat(Usage(int(r[1]), parse_time(r[2])), now) for r in rows}
 
 
-class SQLiteUse(MemoryStore):
-    """The use records of the embedded store (see :class:`~memreader.stores.usage.UseRecords`),
-    each call one transaction under the store's lock."""
+def record_uses(store: SQLiteHandle, ids: list[str], owner: str, at: datetime) -> int:
+    # The store's connection named: a write that stages nothing and does not count as a
+    # change of the memories, so the search caches (vectors, word counts, passages) stay.
+    with store._transaction(store._conn) as conn:
+        return mark_used(conn, ids, owner, at)
 
-    @abstractmethod
-    def _transaction(
-        self, conn: sqlite3.Connection | None = None, *, write: bool = True
-    ) -> AbstractContextManager[sqlite3.Connection]:
-        """One transaction under the store's lock (see
-        :class:`~memreader.stores.sqlite.store.SQLiteStore`)."""
 
-    _conn: sqlite3.Connection
-
-    def _mark_used(self, ids: list[str], owner: str, at: datetime) -> int:
-        # The store's connection named: a write that stages nothing and does not count as a
-        # change of the memories, so the search caches (vectors, word counts, passages) stay.
-        with self._transaction(self._conn) as conn:
-            return mark_used(conn, ids, owner, at)
-
-    def _usage(self, ids: list[str], owner: str) -> dict[str, Usage]:
-        with self._transaction(write=False) as conn:
-            return read_usage(conn, ids, owner)
+def usage_of(store: SQLiteHandle, ids: list[str], owner: str) -> dict[str, Usage]:
+    with store._transaction(write=False) as conn:
+        return read_usage(conn, ids, owner)

@@ -25,7 +25,7 @@ from memreader.stores.change_rules import Prepared as SharedPrepared
 from memreader.stores.erasure import Tally
 from memreader.stores.events import EventKind
 from memreader.stores.records import MemoryStatus
-from memreader.stores.sqlite.erase import SQLiteEraseSteps
+from memreader.stores.sqlite import erase as erase_steps
 from memreader.stores.sqlite.pending import PendingVectors
 from memreader.stores.sqlite.schema import iso, parse_time
 from memreader.stores.sqlite.vectors import OwnerVectors, to_blob, unit
@@ -53,8 +53,16 @@ def prepare(index: int, item: TextualMemoryItem, replace_key: str | None) -> Pre
 
 
 @dataclass
-class Changes(SQLiteEraseSteps, ChangeRules[np.ndarray]):
+class Changes(ChangeRules[np.ndarray]):
     """The changes of one transaction on ``conn`` at time ``now`` (see :class:`ChangeRules`)."""
+
+    # -- the erase steps (memreader.stores.erase_rules.EraseSteps), in erase_steps's SQL --
+    _facts = erase_steps.facts
+    _successor = erase_steps.successor
+    _erase = erase_steps.erase
+    _summaries = erase_steps.summaries
+    _put_summary = erase_steps.put_summary
+    _set_session = erase_steps.set_session
 
     conn: sqlite3.Connection
     now: datetime
