@@ -35,7 +35,6 @@ from memreader.stores.context import DEFAULT_CONTEXT_TOKENS, MIN_CONTEXT_TOKENS
 __all__ = [
     "MCP_FILTERS",
     "Context",
-    "DeleteMemory",
     "Filtered",
     "Forget",
     "GetMemory",
@@ -45,6 +44,7 @@ __all__ = [
     "Recall",
     "Remember",
     "Scoped",
+    "TimeFiltered",
     "ToolArguments",
     "UpdateMemory",
 ]
@@ -88,8 +88,8 @@ class Message(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     role: Literal["user", "assistant", "system", "tool"]
-    content: str | list[dict[str, Any]] = Field(description="Text, or chat API content parts.")
-    chat_time: str | None = Field(default=None, max_length=100, description="e.g. '3 May 2026'")
+    content: str | list[dict[str, Any]]
+    chat_time: str | None = Field(default=None, max_length=100)
     name: str | None = Field(default=None, max_length=200)
 
 
@@ -97,10 +97,7 @@ class Remember(Scoped):
     """``remember``: exactly one of ``fact``, ``message`` or ``messages``."""
 
     fact: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=MAX_TEXT_CHARS,
-        description="Kept as written, e.g. 'Emily is vegetarian.'",
+        default=None, min_length=1, max_length=MAX_TEXT_CHARS, description="Kept as written."
     )
     message: str | None = Field(
         default=None, min_length=1, max_length=MAX_TEXT_CHARS, description="One user message."
@@ -108,13 +105,11 @@ class Remember(Scoped):
     messages: list[Message] | None = Field(
         default=None, min_length=1, max_length=MAX_MESSAGES, description="A conversation."
     )
-    session_id: str | None = _optional("The conversation's id (for forget).")
+    session_id: str | None = _optional()
     mode: Literal["fast", "fine"] | None = Field(
-        default=None, description="fine: a model extracts memories (default when there is one)."
+        default=None, description="fine: a model extracts (default when the server has one)."
     )
-    visibility: Literal["private", "shared"] | None = Field(
-        default=None, description="shared: every task sees it (default: private)."
-    )
+    visibility: Literal["private", "shared"] | None = None
 
     @model_validator(mode="after")
     def _one_input(self) -> Remember:
@@ -139,34 +134,37 @@ def _chars(content: str | list[dict[str, Any]]) -> int:
 
 
 class Filtered(Scoped):
-    """The search filters MCP declares (a subset of
-    :class:`~memreader.stores.filters.SearchFilters`: :data:`MCP_FILTERS`)."""
+    """The search filters a ``context`` call may give: the scope, a conversation, a category
+    (:class:`~memreader.stores.filters.SearchFilters`' fields, a subset)."""
 
-    session_id: str | None = _optional("Only this conversation.")
+    session_id: str | None = _optional()
     category: str | None = _optional()
-    since: datetime | None = None
-    until: datetime | None = None
 
     def filters(self) -> dict[str, Any]:
         """The filters given, as ``Memory.search`` takes them."""
-        given = {name: getattr(self, name) for name in MCP_FILTERS}
+        given = {name: getattr(self, name, None) for name in MCP_FILTERS}
         return {name: value for name, value in given.items() if value is not None}
+
+
+class TimeFiltered(Filtered):
+    """And a time range: what ``recall`` may give (:data:`MCP_FILTERS`)."""
+
+    since: datetime | None = None
+    until: datetime | None = None
 
 
 #: The filters of :class:`~memreader.stores.filters.SearchFilters` an MCP call may give.
 MCP_FILTERS = ("session_id", "category", "since", "until", "agent_id", "task_id")
 
 
-class Recall(Filtered):
+class Recall(TimeFiltered):
     """``recall``: a search, or with no ``query`` the newest memories (``Memory.get_all``)."""
 
     query: str | None = Field(
         default=None, min_length=1, max_length=MAX_QUERY_CHARS, description="Omit to list newest."
     )
     k: int = Field(default=5, ge=1, le=MAX_K)
-    cursor: str | None = Field(
-        default=None, max_length=64, description="A listing's next_cursor, for its next page."
-    )
+    cursor: str | None = Field(default=None, max_length=64, description="A listing's next_cursor.")
 
 
 class Context(Filtered):
@@ -180,7 +178,7 @@ class GetMemory(Scoped):
     """``get_memory``: one memory, and with ``history`` its changes."""
 
     memory_id: str = _id(_MEMORY_ID)
-    history: StrictBool = Field(default=False, description="Also its changes (not a use).")
+    history: StrictBool = Field(default=False, description="Also its changes.")
 
 
 class MarkUsed(ToolArguments):
@@ -191,9 +189,11 @@ class MarkUsed(ToolArguments):
     )
 
 
-class Forget(ToolArguments):
-    """``forget``: exactly one source."""
+class Forget(Scoped):
+    """``forget``: exactly one of a memory (``memory_id``: it expires, as ``Memory.delete``) or
+    a source (what only it supports expires, as ``Memory.forget``)."""
 
+    memory_id: str | None = _optional(_MEMORY_ID)
     session_id: str | None = _optional()
     doc_path: str | None = _optional()
     message_id: str | None = _optional()
@@ -201,24 +201,20 @@ class Forget(ToolArguments):
 
     @model_validator(mode="after")
     def _one_source(self) -> Forget:
-        given = [n for n in ("session_id", "doc_path", "message_id") if getattr(self, n)]
+        given = [n for n in _FORGETTABLE if getattr(self, n)]
         if len(given) != 1:
-            raise ValueError("give exactly one of session_id, doc_path or message_id")
+            raise ValueError("give exactly one of memory_id, session_id, doc_path or message_id")
         return self
 
 
-class DeleteMemory(Scoped):
-    """``delete_memory``."""
-
-    memory_id: str = _id(_MEMORY_ID)
-    erase: StrictBool = Field(default=False, description=_ERASE)
+_FORGETTABLE = ("memory_id", "session_id", "doc_path", "message_id")
 
 
 class UpdateMemory(Scoped):
     """``update_memory``."""
 
     memory_id: str = _id(_MEMORY_ID)
-    text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, description="The new text, whole.")
+    text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
     reason: str | None = _optional()
 
 

@@ -6,7 +6,8 @@ tool right: each field's type, its description, its allowed values and numeric b
 
 Left out: pydantic's generated titles (the field's name again), the model's docstring, the
 ``null`` branch and ``null`` default of an optional field (leaving it out is how a model says
-null), and string lengths (a call over them is refused with a message naming the field).
+null), ``additionalProperties: true`` (the default), a nested model's docstring, and string
+lengths (a call over them is refused with a message naming the field).
 
 >>> from pydantic import BaseModel, Field
 >>> class Args(BaseModel):
@@ -33,6 +34,8 @@ def compact_schema(model: type[BaseModel]) -> dict[str, Any]:
     """``model``'s JSON schema as a client lists it (see the module docstring)."""
     schema = model.model_json_schema()
     schema.pop("description", None)
+    for nested in schema.get("$defs", {}).values():  # a nested model's docstring too
+        nested.pop("description", None)
     compacted = _compact(schema)
     assert isinstance(compacted, dict)
     return compacted
@@ -54,6 +57,6 @@ def _compact(node: Any) -> Any:
     for key, value in node.items():
         if key == "properties":  # field names, never dropped: each field's schema compacted
             compacted[key] = {name: _compact(field) for name, field in value.items()}
-        elif key not in _DROPPED:
-            compacted[key] = _compact(value)
+        elif key not in _DROPPED and not (key == "additionalProperties" and value is True):
+            compacted[key] = _compact(value)  # (additionalProperties: true is the default)
     return compacted

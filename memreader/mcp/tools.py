@@ -7,7 +7,7 @@ call's deadline and turns a library error into an MCP tool error.
 
 >>> list(TOOLS)[:3]
 ['remember', 'recall', 'context']
->>> hints = TOOLS["delete_memory"].listing().annotations  # MCP's defaults are left out
+>>> hints = TOOLS["forget"].listing().annotations  # MCP's defaults are left out
 >>> hints.read_only_hint, hints.destructive_hint, TOOLS["recall"].hints().read_only_hint
 (None, None, True)
 """
@@ -96,13 +96,13 @@ class Tool:
 
     def hints(self) -> types.ToolAnnotations:
         """The tool's hints, only those that differ from MCP's defaults (not read only,
-        destructive, not idempotent, open world): the same meaning in fewer tokens."""
+        destructive, not idempotent): the same meaning in fewer tokens. (``openWorldHint`` is
+        left at its default, the cautious one: a reader may fetch a URL its operator allows.)"""
         idempotent = self.read_only or not self.destructive
         return types.ToolAnnotations(
             read_only_hint=True if self.read_only else None,
             destructive_hint=False if not self.read_only and not self.destructive else None,
             idempotent_hint=True if idempotent and not self.read_only else None,
-            open_world_hint=False,
         )
 
 
@@ -194,19 +194,17 @@ async def _mark_used(bench: Workbench, owner: str, args: a.MarkUsed) -> dict[str
 
 
 async def _forget(bench: Workbench, owner: str, args: a.Forget) -> dict[str, Any]:
+    if args.memory_id is not None:  # one memory
+        done = await bench.memory.delete(args.memory_id, user_id=owner, erase=args.erase)
+        if isinstance(done, EraseReceipt):
+            return {"event": event_json(done[0]), "receipt": done.to_dict(events=False)}
+        return {"event": event_json(done)}
     source = SourceSelector(
         session_id=args.session_id, doc_path=args.doc_path, message_id=args.message_id
     )
     receipt = await bench.memory.forget(source, user_id=owner, erase=args.erase)
     shown = listed("events", [event_json(event) for event in receipt])
     return {**shown, "receipt": receipt.to_dict(events=False, limit=MAX_LISTED)}
-
-
-async def _delete(bench: Workbench, owner: str, args: a.DeleteMemory) -> dict[str, Any]:
-    done = await bench.memory.delete(args.memory_id, user_id=owner, erase=args.erase)
-    if isinstance(done, EraseReceipt):
-        return {"event": event_json(done[0]), "receipt": done.to_dict(events=False)}
-    return {"event": event_json(done)}
 
 
 async def _update(bench: Workbench, owner: str, args: a.UpdateMemory) -> dict[str, Any]:
@@ -234,8 +232,8 @@ TOOLS: dict[str, Tool] = {
         Tool(
             "remember",
             "Remember",
-            "Keep what the user tells you that is worth keeping. Give one of fact, message or "
-            "messages. Answers each change: ADD, REINFORCE/NONE (known), UPDATE/SUPERSEDE.",
+            "Keep what the user tells you that is worth keeping: one of fact, message or "
+            "messages. Answers each change (ADD, NONE, REINFORCE, SUPERSEDE...).",
             a.Remember,
             _remember,
             read_only=False,
@@ -273,20 +271,12 @@ TOOLS: dict[str, Tool] = {
         ),
         Tool(
             "forget",
-            "Forget a source",
-            "Forget what one session, document or message said: memories only it supports "
-            "expire. Answers events and a receipt.",
+            "Forget",
+            "Forget one memory (memory_id: it expires, its history stays) or what one session, "
+            "document or message said (memories only it supports expire). Answers the events "
+            "and, with erase, a receipt.",
             a.Forget,
             _forget,
-            read_only=False,
-            destructive=True,
-        ),
-        Tool(
-            "delete_memory",
-            "Delete a memory",
-            "Expire one memory (it is no longer recalled; history stays).",
-            a.DeleteMemory,
-            _delete,
             read_only=False,
             destructive=True,
         ),
@@ -301,7 +291,7 @@ TOOLS: dict[str, Tool] = {
         Tool(
             "list_categories",
             "List categories",
-            "The user's memory categories, each with its summary and Markdown resource URI.",
+            "The user's memory categories, with summaries and Markdown resource URIs.",
             a.ListCategories,
             _categories,
         ),

@@ -23,7 +23,6 @@ TOOLS = {
     "get_memory",
     "mark_used",
     "forget",
-    "delete_memory",
     "update_memory",
     "list_categories",
 }
@@ -56,7 +55,7 @@ def test_tools_and_resources_are_listed_with_schemas(tmp_path: Path, home: Path)
             assert tools["context"].input_schema["required"] == ["query"]
             assert tools["recall"].annotations.read_only_hint is True
             # MCP's defaults are left out: not read only, destructive.
-            hints = tools["delete_memory"].annotations
+            hints = tools["forget"].annotations
             assert hints.read_only_hint is None and hints.destructive_hint is None
             templates = (await client.list_resource_templates()).resource_templates
             assert {t.uri_template for t in templates} == {
@@ -155,7 +154,7 @@ def test_facts_update_delete_history_categories_and_markdown(tmp_path: Path, hom
             page = (await client.read_resource(filed[0]["resource"])).contents[0]
             assert "Emily is vegan." in page.text
 
-            deleted = answer(await client.call_tool("delete_memory", {"memory_id": second}))
+            deleted = answer(await client.call_tool("forget", {"memory_id": second}))
             assert deleted["event"]["event"] == "EXPIRE"
             hits = answer(await client.call_tool("recall", {"query": "vegan"}))
             assert hits["memories"] == []
@@ -179,7 +178,7 @@ def test_bad_arguments_are_tool_errors_with_the_typed_message(tmp_path: Path, ho
             assert "exactly one of fact, message or messages" in text
             text = error(await client.call_tool("get_memory", {"memory_id": "nope"}))
             assert text == "UnknownMemoryError: user 'emily' has no memory 'nope'"
-            text = error(await client.call_tool("delete_memory", {"memory_id": "nope"}))
+            text = error(await client.call_tool("forget", {"memory_id": "nope"}))
             assert text.startswith("UnknownMemoryError: ")
             text = error(await client.call_tool("no_such_tool", {}))
             assert text.startswith("InputError: no tool 'no_such_tool'")
