@@ -8,6 +8,7 @@ from __future__ import annotations
 import httpx
 
 from memreader.service.models import FilterFields, ListQuery, SearchRequest
+from memreader.service.routes_context import ContextRequest
 from memreader.stores.filters import DEFAULT_MIN_SCORE, FILTER_NAMES
 from memreader.stores.scoring import RECOMMENDED_MIN_SCORE
 from tests.service.http_client import Start, auth, problem
@@ -18,6 +19,7 @@ def test_the_search_body_holds_the_filters_of_searchfilters() -> None:
     assert set(SearchRequest.model_fields) == set(FILTER_NAMES) | {"user_id", "query", "k"}
     assert set(ListQuery.model_fields) == set(FILTER_NAMES) | {"user_id", "limit", "cursor"}
     assert SearchRequest.model_fields["min_score"].default is DEFAULT_MIN_SCORE
+    assert set(FILTER_NAMES) <= set(ContextRequest.model_fields)
 
 
 def _add(url: str, text: str, **extra: str) -> str:
@@ -64,3 +66,18 @@ def test_a_search_without_min_score_finds_what_python_finds(start: Start) -> Non
         "I moved to Lisbon and want piano lessons."
     ]
     assert hits["hits"][0]["score"]["relevance"] < RECOMMENDED_MIN_SCORE  # what a cut drops
+
+
+def test_context_takes_the_search_filters_but_include_inactive(start: Start) -> None:
+    url = start()
+    alice = auth("alice")
+    _add(url, "Alice lives in Lisbon.", session_id="s1")
+    body = {"user_id": "alice", "query": "Lisbon", "session_id": "s2"}
+    empty = httpx.post(f"{url}/v1/context", json=body, headers=alice).json()
+    assert empty["parts"] == []
+    body["session_id"] = "s1"
+    found = httpx.post(f"{url}/v1/context", json=body, headers=alice).json()
+    assert [p["text"] for p in found["parts"]] == ["Alice lives in Lisbon."]
+    body["include_inactive"] = True
+    refused = problem(httpx.post(f"{url}/v1/context", json=body, headers=alice), 422)
+    assert [e["loc"] for e in refused["errors"]] == ["body.include_inactive"]
