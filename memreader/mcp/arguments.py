@@ -204,6 +204,9 @@ class Forget(Scoped):
         given = [n for n in _FORGETTABLE if getattr(self, n)]
         if len(given) != 1:
             raise ValueError("give exactly one of memory_id, session_id, doc_path or message_id")
+        if self.memory_id is None and (self.agent_id or self.task_id):
+            # Not ignored: forgetting a source spans every agent and task of the user.
+            raise ValueError("agent_id and task_id scope a forget of one memory_id, not a source")
         return self
 
 

@@ -104,3 +104,20 @@ def test_get_memory_with_history_answers_its_changes(bench: Workbench) -> None:
             assert "history" not in plain and plain["id"] == first
 
     run(talk())
+
+
+def test_forget_takes_a_memory_or_a_source_never_a_scoped_source(bench: Workbench) -> None:
+    async def talk() -> None:
+        async with Client(MemoryServer(bench, lambda ctx: stdio_caller("ana")).server) as client:
+            added = answer(await client.call_tool("remember", {"fact": "Ana is vegetarian."}))
+            memory_id = added["changes"][0]["memory_id"]
+            both = {"memory_id": memory_id, "session_id": "s1"}
+            text = error(await client.call_tool("forget", both))
+            assert "give exactly one of memory_id, session_id, doc_path or message_id" in text
+            scoped = {"session_id": "s1", "task_id": "t1"}
+            text = error(await client.call_tool("forget", scoped))
+            assert "agent_id and task_id scope a forget of one memory_id, not a source" in text
+            gone = answer(await client.call_tool("forget", {"memory_id": memory_id}))
+            assert gone["event"]["event"] == "EXPIRE"
+
+    run(talk())

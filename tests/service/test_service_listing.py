@@ -45,6 +45,11 @@ def test_memories_are_listed_newest_first_a_page_at_a_time(start: Start) -> None
     scoped = {"user_id": "alice", "task_id": "other"}
     seen = httpx.get(f"{url}/v1/memories", params=scoped, headers=alice).json()["memories"]
     assert [m["id"] for m in seen] == [ids[1], ids[0]]  # another task's private one is not
+    typed = {"user_id": "alice", "types": ["UserMemory", "WorkingMemory"]}
+    assert httpx.get(f"{url}/v1/memories", params=typed, headers=alice).json()["memories"] == []
+    typed["types"] = ["LongTermMemory"]
+    listed = httpx.get(f"{url}/v1/memories", params=typed, headers=alice).json()["memories"]
+    assert len(listed) == 3
     bad = {"user_id": "alice", "cursor": "not-a-cursor"}
     refused = problem(httpx.get(f"{url}/v1/memories", params=bad, headers=alice), 422)
     assert "cursor 'not-a-cursor' is not one a listing gave" in refused["detail"]
