@@ -18,6 +18,7 @@ drawing to the classes)::
     │   │   ├── UnknownRoleError
     │   │   └── InvalidChatTimeError
     │   ├── InvalidInfoError
+    │   ├── InvalidCursorError
     │   ├── MemOSItemError
     │   ├── ForbiddenUserError                mcp/users.py
     │   ├── ForbiddenScopeError               service/scope_walls.py
@@ -169,6 +170,11 @@ def _location(scene: int | None, message: int | None, part: int | None) -> str:
     if part is not None:
         bits.append(f"part {part}")
     return ", ".join(bits)
+
+
+class InvalidCursorError(InputError):
+    """A listing's ``cursor`` is not one a listing gave (``Memory.get_all``, ``GET
+    /v1/memories``, ``memreader list``): pass the ``next_cursor`` of the page before."""
 
 
 class MemOSItemError(InputError):

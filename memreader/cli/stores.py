@@ -1,10 +1,15 @@
-"""``memreader search``, ``memreader history`` and ``memreader forget``: a memory store from the
-command line (see :mod:`memreader.stores`); and what ``memreader read --store`` writes with.
+"""``memreader search``, ``memreader list``, ``memreader history`` and ``memreader forget``: a
+memory store from the command line (see :mod:`memreader.stores`); and what ``memreader read
+--store`` writes with.
 
-- ``search QUERY --store URL --user-id U [-k N] [--memory-type T ...] [--since ISO]
-  [--until ISO] [--session-id S] [--category NAME] [--min-score S] [--all] [--json]``: the
-  best memories (at least S relevant), each with its score's parts, text and sources
-  (:mod:`memreader.cli.summary`);
+- ``search QUERY --store URL --user-id U [-k N] [filters] [--min-score S] [--heat-weight W]
+  [--mode M] [--json]``: the best memories (at least S relevant; no cut by default), each with
+  its score's parts, text and sources (:mod:`memreader.cli.summary`); the filters are
+  :mod:`memreader.cli.filter_flags`' (``--memory-type``, ``--since``, ``--until``,
+  ``--session-id``, ``--agent-id``, ``--task-id``, ``--category``, ``--all``);
+- ``list --store URL --user-id U [filters] [--limit N] [--cursor C] [--json]``: the owner's
+  memories without a query, the most recently stored first, a page at a time (the next page's
+  cursor is printed);
 - ``history ID --store URL --user-id U [--json]``: every change of one memory;
 - ``forget --store URL --user-id U --source doc:PATH|session:ID|message:ID|input:KEY
   [--erase] [--json]``: what came only from that source expires (``--erase``: is erased, for
@@ -31,20 +36,20 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from memreader.cli.flags import add_alias, add_scope_flags, scope_args
+from memreader.cli.filter_flags import add_filter_flags, filters_of
+from memreader.cli.flags import add_alias
 from memreader.cli.receipts import print_receipt
 from memreader.cli.store_access import (
     add_store_flag,
     cli_embedder,
     open_cli_store,
-    parse_time,
     store_url,
 )
 from memreader.cli.summary import sources_text
 from memreader.errors import InputError
 from memreader.scenes.clipping import one_line
-from memreader.stores.base import SEARCH_MODES
-from memreader.stores.shapes import entry_json, event_json, iso, score_json
+from memreader.stores.paging import DEFAULT_PAGE
+from memreader.stores.shapes import entry_json, event_json, iso, memory_json, score_json
 
 if TYPE_CHECKING:
     from memreader.items import TextualMemoryItem
@@ -58,7 +63,7 @@ __all__ = [
 ]
 
 #: The subcommands :func:`run_store_command` runs.
-STORE_COMMANDS = ("search", "history", "forget", "export-md")
+STORE_COMMANDS = ("search", "list", "history", "forget", "export-md")
 _SOURCES = {
     "doc": "doc_path",
     "session": "session_id",
@@ -73,25 +78,7 @@ def add_store_parsers(commands: Any) -> None:
     search = commands.add_parser("search", help="search a memory store (hybrid: text + vectors)")
     search.add_argument("query", help="what to look for")
     search.add_argument("-k", type=int, default=10, help="how many hits")
-    search.add_argument(
-        "--memory-type",
-        action="append",
-        metavar="TYPE",
-        dest="types",
-        help="memory type to keep (repeatable; default: every type)",
-    )
-    add_alias(search, "--type", dest="types", action="append")
-    search.add_argument("--since", help="memories from this time on (ISO 8601; UTC if no zone)")
-    search.add_argument("--until", help="memories up to this time (ISO 8601; UTC if no zone)")
-    search.add_argument("--session-id", help="memories of this session only")
-    add_alias(search, "--session", dest="session_id")
-    add_scope_flags(search)
-    search.add_argument(
-        "--category", metavar="NAME", help="memories linked to this category of the owner only"
-    )
-    search.add_argument(
-        "--all", action="store_true", help="superseded and expired memories too (default: active)"
-    )
+    add_filter_flags(search, ranking=True)
     search.add_argument(
         "--config",
         help="reader config YAML whose `embedder` embeds the query (default: the built-in "
@@ -100,13 +87,10 @@ def add_store_parsers(commands: Any) -> None:
     search.add_argument(
         "--no-embedding", action="store_true", help="full-text search only (no query vector)"
     )
-    search.add_argument("--min-score", type=float, help="least relevance, 0-1 (README)")
-    search.add_argument(
-        "--mode",
-        choices=SEARCH_MODES,
-        default="hybrid",
-        help="which rankings are fused: hybrid (default: text and vectors), vector or text",
-    )
+    listing = commands.add_parser("list", help="list an owner's memories, newest first")
+    add_filter_flags(listing, ranking=False)
+    listing.add_argument("--limit", type=int, default=DEFAULT_PAGE, help="memories per page")
+    listing.add_argument("--cursor", help="the next page: the cursor the page before printed")
     history = commands.add_parser("history", help="every change of one stored memory")
     history.add_argument("memory_id", metavar="ID", help="the memory's id")
     forget = commands.add_parser(
@@ -123,7 +107,7 @@ def add_store_parsers(commands: Any) -> None:
         help="erase what came only from the source from every place its text lives, and "
         "print the receipt: IRREVERSIBLE (without it, it expires and its history is kept)",
     )
-    for command in (search, history, forget):
+    for command in (search, listing, history, forget):
         add_store_flag(command, env=True)
         command.add_argument("--user-id", help="the owner whose memories this reads (required)")
         command.add_argument("--json", action="store_true", help="print one JSON object")
@@ -171,6 +155,8 @@ def run_store_command(args: argparse.Namespace) -> int:
         raise InputError(f"{args.command} needs --user-id (every memory has an owner)")
     if args.command == "search":
         return _search(args, url)
+    if args.command == "list":
+        return _list(args, url)
     with open_cli_store(url) as store:  # history and forget never search: text only
         if args.command == "history":
             return _history(store, args)
@@ -180,25 +166,12 @@ def run_store_command(args: argparse.Namespace) -> int:
 def _search(args: argparse.Namespace, url: str) -> int:
     if args.k < 1:
         raise InputError(f"-k must be at least 1, got {args.k}")
-    since, until = parse_time(args.since, "--since"), parse_time(args.until, "--until")
-    if args.no_embedding and args.mode == "vector":
+    filters = filters_of(args)
+    if args.no_embedding and filters.mode == "vector":
         raise InputError("--mode vector needs a query vector: drop --no-embedding")
-    off = args.no_embedding or args.mode == "text"
+    off = args.no_embedding or filters.mode == "text"
     with cli_embedder(args.config, off=off) as embedder, open_cli_store(url, embedder) as store:
-        hits = store.search(
-            args.query,
-            user_id=args.user_id,
-            k=args.k,
-            types=args.types,
-            since=since,
-            until=until,
-            session_id=args.session_id,
-            include_inactive=args.all,
-            mode=args.mode,
-            category=args.category,
-            min_score=args.min_score,
-            **scope_args(args),
-        )
+        hits = store.search(args.query, user_id=args.user_id, k=args.k, filters=filters)
     if args.json:
         _print_json({"query": args.query, "hits": [_hit_json(hit) for hit in hits]})
         return 0
@@ -207,6 +180,28 @@ def _search(args: argparse.Namespace, url: str) -> int:
         print(f"   {one_line(hit.text, 200)}")
         print(f"   {sources_text(hit.memory.item.metadata)}")
     if not hits:
+        print("memreader: no memory found", file=sys.stderr)
+    return 0
+
+
+def _list(args: argparse.Namespace, url: str) -> int:
+    filters = filters_of(args)
+    with open_cli_store(url) as store:  # a listing never searches: text only
+        page = store.get_all(
+            user_id=args.user_id, filters=filters, limit=args.limit, cursor=args.cursor
+        )
+    if args.json:
+        memories = [memory_json(memory) for memory in page]
+        _print_json({"memories": memories, "next_cursor": page.next_cursor})
+        return 0
+    for memory in page:
+        status = "" if memory.status == "active" else f" [{memory.status}]"
+        print(
+            f"{memory.id}{status}  {iso(memory.recorded_at)}  {one_line(memory.item.memory, 160)}"
+        )
+    if page.next_cursor is not None:
+        print(f"memreader: more: --cursor {page.next_cursor}", file=sys.stderr)
+    elif not page:
         print("memreader: no memory found", file=sys.stderr)
     return 0
 

@@ -41,6 +41,8 @@ from memreader.stores.context import (
     Context,
     ContextOrder,
 )
+from memreader.stores.filters import SearchFilters
+from memreader.stores.paging import DEFAULT_PAGE, MemoryPage
 from memreader.stores.records import StoredMemory
 
 __all__ = ["AsyncMemory"]
@@ -162,10 +164,38 @@ class AsyncMemory:
         return await in_thread(call, keep_result=True)
 
     async def search(
-        self, query: str, *, user_id: str | None = None, k: int = 10, **filters: Any
+        self,
+        query: str,
+        *,
+        user_id: str | None = None,
+        k: int = 10,
+        filters: SearchFilters | Mapping[str, Any] | None = None,
+        **keywords: Any,
     ) -> list[SearchHit]:
         """:meth:`Memory.search <memreader.front.memory.Memory.search>`, awaited."""
-        call = functools.partial(self.memory.search, query, user_id=user_id, k=k, **filters)
+        call = functools.partial(
+            self.memory.search, query, user_id=user_id, k=k, filters=filters, **keywords
+        )
+        return await in_thread(call)
+
+    async def get_all(
+        self,
+        *,
+        user_id: str | None = None,
+        filters: SearchFilters | Mapping[str, Any] | None = None,
+        limit: int = DEFAULT_PAGE,
+        cursor: str | None = None,
+        **keywords: Any,
+    ) -> MemoryPage:
+        """:meth:`Memory.get_all <memreader.front.memory.Memory.get_all>`, awaited."""
+        call = functools.partial(
+            self.memory.get_all,
+            user_id=user_id,
+            filters=filters,
+            limit=limit,
+            cursor=cursor,
+            **keywords,
+        )
         return await in_thread(call)
 
     async def context(

@@ -1,7 +1,9 @@
 """One item held in working memory (:class:`Held`) and what working memory shows of it: the
 memory a store would hold (:func:`Held.as_stored`), its history so far
-(:func:`Held.history`), whether a search's filters keep it (:func:`kept_by`), and the passages
-its search scores (:func:`passage_set`). See :mod:`memreader.front.working`.
+(:func:`Held.history`), and the passages
+its search scores (:func:`passage_set`); whether a search keeps it is
+:meth:`SearchFilters.matches <memreader.stores.filters.SearchFilters.matches>` of
+:meth:`Held.as_stored`. See :mod:`memreader.front.working`.
 
 >>> from datetime import timezone
 >>> from memreader.items import TextualMemoryItemMetadata
@@ -9,7 +11,9 @@ its search scores (:func:`passage_set`). See :mod:`memreader.front.working`.
 >>> item = TextualMemoryItem(id="m1", memory="I live in Porto.",
 ...     metadata=TextualMemoryItemMetadata(user_id="ana", session_id="s1"))
 >>> held = Held.of(item, at)
->>> kept_by(held, Filters(since=at)), kept_by(held, Filters(until=at.replace(month=4)))
+>>> from memreader.stores.filters import SearchFilters
+>>> keeps = lambda **f: SearchFilters(**f).matches(held.as_stored())
+>>> keeps(since=at), keeps(until=at.replace(month=4))
 (True, False)
 >>> [(e.event, e.reason) for e in held.history()]
 [('ADD', 'held in working memory (session s1): not in the store yet')]
@@ -24,14 +28,12 @@ import numpy as np
 
 from memreader.items import TextualMemoryItem
 from memreader.retrieval.passages import passages_of
-from memreader.scopes import scope_columns, visible
-from memreader.stores.checks import Filters
 from memreader.stores.events import HistoryEntry
 from memreader.stores.passages.scoring import PassageSet, span_rows
 from memreader.stores.records import StoredMemory
 from memreader.stores.write_decisions import memory_hash, valid_from_of
 
-__all__ = ["Held", "kept_by", "passage_set"]
+__all__ = ["Held", "passage_set"]
 
 
 @dataclass(frozen=True)
@@ -78,25 +80,6 @@ class Held:
             "not in the store yet"
         )
         return [HistoryEntry(self.item.id, "ADD", None, self.item.memory, self.at, reason, sources)]
-
-
-def kept_by(held: Held, filters: Filters) -> bool:
-    """Whether a search with ``filters`` (checked: :func:`~memreader.stores.search_filters.
-    search_filters`) keeps ``held``, by the store's rules: its types, session, scope and time
-    range (an active memory, so ``include_inactive`` changes nothing); a ``category`` keeps
-    none (a held item is categorised when it is promoted)."""
-    meta = held.item.metadata
-    if filters.category is not None:
-        return False
-    if filters.types is not None and meta.memory_type.value not in filters.types:
-        return False
-    if filters.session_id is not None and meta.session_id != filters.session_id:
-        return False
-    if filters.since is not None and held.time < filters.since:
-        return False
-    if filters.until is not None and held.time > filters.until:
-        return False
-    return visible(scope_columns(meta), agent_id=filters.agent_id, task_id=filters.task_id)
 
 
 def passage_set(index: int, item: TextualMemoryItem, vector: np.ndarray | None) -> PassageSet:

@@ -52,6 +52,8 @@ from memreader.stores.context import (
     Context,
     ContextOrder,
 )
+from memreader.stores.filters import SearchFilters
+from memreader.stores.paging import DEFAULT_PAGE, MemoryPage
 
 __all__ = ["SEARCH_FILTERS", "AddResult", "Memory"]  # the first two from front.results
 
@@ -246,18 +248,23 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls, RemovalCalls):
     # -- the store's abilities ---------------------------------------------------------------------
 
     def search(
-        self, query: str, *, user_id: str | None = None, k: int = 10, **filters: Any
+        self,
+        query: str,
+        *,
+        user_id: str | None = None,
+        k: int = 10,
+        filters: SearchFilters | Mapping[str, Any] | None = None,
+        now: datetime | None = None,
+        **keywords: Any,
     ) -> list[SearchHit]:
         """The ``k`` best memories of ``user_id`` for ``query``, best first: each hit's
         ``text``, ``id``, ``memory_type`` and ``session_id``, its ``score`` in parts, the
-        ``passages`` of its text that matched and the whole stored ``memory``. ``filters``:
-        ``types``, ``since``, ``until``, ``session_id``, ``include_inactive``, ``now``,
-        ``mode``, ``category``, ``agent_id`` and ``task_id`` (hard scope filters:
-        :mod:`memreader.scopes`) and ``min_score`` (the least relevance a hit keeps, in [0, 1]:
-        :data:`~memreader.stores.scoring.RECOMMENDED_MIN_SCORE` drops hits about something
-        else) and ``heat_weight`` (how much recorded use lifts a hit), as
-        :meth:`memreader.stores.MemoryStore.search` takes them. With working memory, held
-        items come first (``hit.tier == "working"``). A search never records use.
+        ``passages`` of its text that matched and the whole stored ``memory``. ``filters``: a
+        :class:`~memreader.stores.filters.SearchFilters` or a dict of its fields (as mem0
+        takes them), and keywords of the same names, as the store's ``search`` takes them
+        (``min_score``: no cut by default); ``now``: the time decay is measured to. With
+        working memory, held items are ranked with the store's (``hit.tier == "working"``).
+        A search never records use.
 
         >>> m = Memory({"config": {"embedder": {"backend": "hash"}}}, store="sqlite://:memory:")
         >>> _ = m.add("I live in Porto.", user_id="ana")
@@ -268,12 +275,38 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls, RemovalCalls):
             InputError: no ``user_id``, an unknown filter, or a bad value (the store's checks).
         """
         owner = self._owner(user_id, "search()")
-        unknown = sorted(set(filters) - SEARCH_FILTERS)
-        if unknown:
-            raise InputError(
-                f"search() has no filter {unknown[0]!r}; known: {', '.join(sorted(SEARCH_FILTERS))}"
-            )
-        return (self.working or self.store).search(query, user_id=owner, k=k, **filters)
+        checked = SearchFilters.of(filters, **keywords)
+        searched = self.working or self.store
+        return searched.search(query, user_id=owner, k=k, filters=checked, now=now)
+
+    def get_all(
+        self,
+        *,
+        user_id: str | None = None,
+        filters: SearchFilters | Mapping[str, Any] | None = None,
+        limit: int = DEFAULT_PAGE,
+        cursor: str | None = None,
+        **keywords: Any,
+    ) -> MemoryPage:
+        """``user_id``'s memories without a query (mem0's ``get_all``), the most recently
+        stored first, a page of at most ``limit`` (iterate it); its ``next_cursor`` is the
+        ``cursor`` of the next (``None``: the last). ``filters``: :meth:`search`'s, but those
+        that rank. Held items of working memory are stored first, so the listing shows them.
+
+        >>> m = Memory({"config": {"embedder": {"backend": "hash"}}}, store="sqlite://:memory:")
+        >>> _ = m.add("I live in Porto.", user_id="ana"), m.add("I play chess.", user_id="ana")
+        >>> page = m.get_all(user_id="ana", limit=1)
+        >>> [s.item.memory for s in page], page.next_cursor is not None
+        (['user: I play chess.'], True)
+
+        Raises:
+            InputError: no ``user_id``, a bad filter or ``limit``, a bad cursor
+                (:class:`~memreader.errors.InvalidCursorError`).
+        """
+        owner = self._owner(user_id, "get_all()")
+        checked = SearchFilters.of(filters, call="get_all()", **keywords).listing("get_all()")
+        self._settle(owner)
+        return self.store.get_all(user_id=owner, filters=checked, limit=limit, cursor=cursor)
 
     def context(
         self,
@@ -284,7 +317,8 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls, RemovalCalls):
         tokenizer: str = DEFAULT_TOKENIZER,
         k: int = DEFAULT_CONTEXT_K,
         order: ContextOrder = "time",
-        **filters: Any,
+        filters: SearchFilters | Mapping[str, Any] | None = None,
+        **keywords: Any,
     ) -> Context:
         """The best text of ``user_id``'s active memories for ``query`` that fits
         ``max_tokens`` (counted with ``tokenizer``), as one block for a system prompt (its
@@ -310,19 +344,11 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls, RemovalCalls):
                 unknown tokenizer, order or filter (the message names it).
         """
         owner = self._owner(user_id, "context()")
-        unknown = sorted(set(filters) - SEARCH_FILTERS - {"include_inactive"})
-        if unknown:
-            known = ", ".join(sorted(SEARCH_FILTERS - {"include_inactive"}))
-            raise InputError(f"context() has no filter {unknown[0]!r}; known: {known}")
-        return (self.working or self.store).context(
-            query,
-            user_id=owner,
-            max_tokens=max_tokens,
-            tokenizer=tokenizer,
-            k=k,
-            order=order,
-            **filters,
-        )
+        checked = SearchFilters.of(filters, call="context()", **keywords)
+        if checked.include_inactive or "include_inactive" in keywords:
+            raise InputError("context() has no filter 'include_inactive': it shows active memories")
+        budget = {"max_tokens": max_tokens, "tokenizer": tokenizer, "k": k, "order": order}
+        return (self.working or self.store).context(query, user_id=owner, filters=checked, **budget)
 
     def history(self, memory_id: str, *, user_id: str | None = None) -> list[HistoryEntry]:
         """Every change of ``memory_id`` (of ``user_id``), oldest first; a memory held in

@@ -8,26 +8,13 @@ from dataclasses import dataclass, field
 from memreader.items import TextualMemoryItem
 from memreader.steps.report import ReadReport
 from memreader.stores import WriteEvent
+from memreader.stores.filters import FILTER_NAMES
 
 __all__ = ["SEARCH_FILTERS", "AddResult", "add_result"]
 
-#: The keyword filters :meth:`Memory.search` passes to the store's ``search``.
-SEARCH_FILTERS = frozenset(
-    {
-        "types",
-        "since",
-        "until",
-        "session_id",
-        "include_inactive",
-        "now",
-        "mode",
-        "category",
-        "min_score",
-        "agent_id",
-        "task_id",
-        "heat_weight",
-    }
-)
+#: The keyword filters :meth:`Memory.search` passes to the store's ``search``: the fields of
+#: :class:`~memreader.stores.filters.SearchFilters` (``now`` is a keyword of its own).
+SEARCH_FILTERS = frozenset(FILTER_NAMES)
 
 
 @dataclass(frozen=True)

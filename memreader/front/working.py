@@ -39,39 +39,40 @@ exactly once, when:
 ``Memory.get`` finds a held item too (no use is recorded: it is not stored yet), and
 ``Memory.history`` shows it (one ``ADD`` whose reason says it is held: :mod:`memreader.front.held`).
 
-**How it is searched.** ``search`` and ``context`` look here first: the held items of the owner
-that the search's filters keep, by the store's rules (types, session, ``since``/``until`` on when
-the fact began to hold, else when it was held, the ``agent_id``/``task_id`` scope; a ``category``
-keeps none: a held item has none yet; :func:`~memreader.front.held.kept_by`), are scored against
-the query as a store scores passages (their vectors' cosine, unless ``mode="text"``, and the
-query's words: :func:`~memreader.stores.passages.scoring.score_passages`), kept when their
-relevance reaches ``min_score`` (:data:`~memreader.stores.scoring.RECOMMENDED_MIN_SCORE` when
-none is given), and come first, best first, each hit's ``tier`` ``"working"``; the store's hits
-follow (``tier`` ``"store"``) up to ``k``. Every filter is checked first, as the store checks it,
-even when the tier fills ``k``. Use is recorded for the store's memories only.
+**How it is searched.** ``search`` and ``context`` look here and in the store: the held items
+of the owner that the search's filters keep, by the store's rules
+(:meth:`~memreader.stores.filters.SearchFilters.matches`: types, session, ``since``/``until`` on
+when the fact began to hold, else when it was held, the ``agent_id``/``task_id`` scope; a
+``category`` keeps none: a held item has none yet), are scored against the query as a store
+scores passages (their vectors' cosine, unless ``mode="text"``, and the query's words:
+:func:`~memreader.stores.passages.scoring.score_passages`), kept when their relevance reaches
+``min_score`` (the same default as the store's: none, no cut), and ranked together with the
+store's hits by final score (a held item is new: its final is its relevance; first on a tie),
+``k`` in all; each hit's ``tier`` says where it is (``"working"`` or ``"store"``). Every filter is
+checked first, as the store checks it. Use is recorded for the store's memories only.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
 
 from memreader.errors import InputError, MemReaderError
-from memreader.front.held import Held, kept_by, passage_set
+from memreader.front.held import Held, passage_set
 from memreader.items import TextualMemoryItem
 from memreader.stores import MemoryStore, SearchHit, WriteEvent
 from memreader.stores.checks import check_k, moment
 from memreader.stores.context import Context, search_context
 from memreader.stores.embedding import embed
 from memreader.stores.events import HistoryEntry
+from memreader.stores.filters import SearchFilters
 from memreader.stores.passages.scoring import score_passages
 from memreader.stores.records import StoredMemory
-from memreader.stores.scoring import NEUTRAL_IMPORTANCE, RECOMMENDED_MIN_SCORE, ScoreParts
-from memreader.stores.search_filters import search_filters
+from memreader.stores.scoring import NEUTRAL_IMPORTANCE, ScoreParts
 from memreader.stores.validation import validate_items
 
 __all__ = [
@@ -267,18 +268,32 @@ class WorkingMemory:
         """The items held for ``user_id``, oldest first per session."""
         return [h.item for h in self.held_entries(user_id)]
 
-    def search(self, query: str, *, user_id: str, k: int = 10, **filters: Any) -> list[SearchHit]:
-        """The held items matching ``query`` first (tier ``working``), then the store's hits
-        (tier ``store``), ``k`` in all (see the module docstring).
+    def search(
+        self,
+        query: str,
+        *,
+        user_id: str,
+        k: int = 10,
+        filters: SearchFilters | Mapping[str, Any] | None = None,
+        now: datetime | None = None,
+        **keywords: Any,
+    ) -> list[SearchHit]:
+        """The held items and the store's memories matching ``query``, ranked together, ``k``
+        in all (see the module docstring); ``filters`` and ``keywords`` as
+        ``MemoryStore.search`` takes them.
 
         Raises:
             InputError: as ``MemoryStore.search`` (a bad ``k``, query or filter, checked
                 first, even when the held items fill ``k``).
         """
+        checked = SearchFilters.of(filters, **keywords)
         k = check_k(k)
-        found = self._working_hits(query, user_id, filters)[:k]
-        rest = self.store.search(query, user_id=user_id, k=k, **filters) if len(found) < k else []
-        return found + rest[: k - len(found)]
+        moment(now)  # checked as the store checks it (decay only: no filter)
+        found = self._working_hits(query, user_id, checked)[:k]
+        stored = self.store.search(query, user_id=user_id, k=k, filters=checked, now=now)
+        # Ranked together by final score (a held item is new: its final is its relevance); a
+        # held item first on a tie. sorted() is stable.
+        return sorted(found + stored, key=lambda h: -h.score.final)[:k]
 
     def context(self, query: str, *, user_id: str, **options: Any) -> Context:
         """``MemoryStore.context`` over :meth:`search`: held items first; the use of the store's
@@ -289,24 +304,11 @@ class WorkingMemory:
         self.store.record_use(list(dict.fromkeys(shown)), user_id=user_id)
         return block
 
-    def _working_hits(self, query: str, owner: str, filters: dict[str, Any]) -> list[SearchHit]:
-        mode = filters.get("mode", "hybrid")
-        checked = search_filters(
-            query,
-            mode,
-            types=filters.get("types"),
-            since=filters.get("since"),
-            until=filters.get("until"),
-            session_id=filters.get("session_id"),
-            include_inactive=filters.get("include_inactive", False),
-            category=filters.get("category"),
-            min_score=filters.get("min_score"),
-            agent_id=filters.get("agent_id"),
-            task_id=filters.get("task_id"),
-            heat_weight=filters.get("heat_weight") or 0.0,
-        )
-        moment(filters.get("now"))  # checked as the store checks it (decay only: no filter)
-        held = [h for h in self.held_entries(owner) if kept_by(h, checked)]
+    def _working_hits(self, query: str, owner: str, checked: SearchFilters) -> list[SearchHit]:
+        if not isinstance(query, str):
+            raise InputError(f"query must be a string, got {type(query).__name__}")
+        mode = checked.mode
+        held = [h for h in self.held_entries(owner) if checked.matches(h.as_stored())]
         if not held or not query.strip():
             return []
         embedder = getattr(self.store, "embedder", None)
@@ -318,7 +320,7 @@ class WorkingMemory:
             return []  # as the store: no query vector (a text-only store), no vector hits
         sets = [passage_set(i, h.item, vector) for i, h in enumerate(held)]
         scored = score_passages(query, vector, sets, lexical_weight=None)
-        cut = RECOMMENDED_MIN_SCORE if checked.min_score is None else checked.min_score
+        cut = checked.min_score or 0.0
         hits = []
         for i, entry in enumerate(held):
             best = scored[i].best or 0.0

@@ -2,8 +2,9 @@
 lists (every field described for a model to read), and the same models check what a call sends
 (sizes from :mod:`memreader.mcp.limits`; an unknown field is refused, never ignored).
 
->>> sorted(Recall.model_json_schema()["properties"])
-['agent_id', 'category', 'k', 'query', 'session_id', 'task_id', 'user_id']
+>>> sorted(Recall.model_json_schema()["properties"])  # doctest: +NORMALIZE_WHITESPACE
+['agent_id', 'category', 'cursor', 'k', 'query', 'session_id', 'since', 'task_id', 'until',
+ 'user_id']
 >>> from pydantic import ValidationError
 >>> try:
 ...     Recall.model_validate({"query": "tea", "k": 0})
@@ -15,6 +16,7 @@ lists (every field described for a model to read), and the same models check wha
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
@@ -31,29 +33,30 @@ from memreader.mcp.limits import (
 from memreader.stores.context import DEFAULT_CONTEXT_TOKENS, MIN_CONTEXT_TOKENS
 
 __all__ = [
+    "MCP_FILTERS",
     "Context",
-    "DeleteMemory",
+    "Filtered",
     "Forget",
     "GetMemory",
     "ListCategories",
     "MarkUsed",
-    "MemoryHistory",
     "Message",
     "Recall",
     "Remember",
     "Scoped",
+    "TimeFiltered",
     "ToolArguments",
     "UpdateMemory",
 ]
 
-_USER = (
-    "Leave this out: the server knows whose memory it serves. Only a client whose key may "
-    "use several users names one of them here; any other user is refused."
-)
-_MEMORY_ID = "The memory's id, as recall, remember or get_memory gave it."
+# user_id (only for a key serving several users) and the scope (agent_id, task_id) are
+# described once, in the server's instructions (memreader.mcp.server.INSTRUCTIONS), not in
+# every tool: a client loads the tool list into its model's context every session.
+_MEMORY_ID = "As recall or remember gave it."
+_ERASE = "true: erased for good, irreversible: only when the user asks to erase."
 
 
-def _optional(description: str) -> Any:
+def _optional(description: str | None = None) -> Any:
     """An optional name-like argument (a session, category, document, reason): absent, or
     1 to :data:`~memreader.mcp.limits.MAX_ID_CHARS` characters."""
     return Field(default=None, min_length=1, max_length=MAX_ID_CHARS, description=description)
@@ -68,24 +71,15 @@ class ToolArguments(BaseModel):
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
 
-    user_id: str | None = Field(
-        default=None, min_length=1, max_length=MAX_ID_CHARS, description=_USER
-    )
+    user_id: str | None = Field(default=None, min_length=1, max_length=MAX_ID_CHARS)
 
 
 class Scoped(ToolArguments):
     """What a tool that reads or writes memories of one scope takes (:mod:`memreader.scopes`;
     a key limited to agents or tasks: :mod:`memreader.service.scope_walls`)."""
 
-    agent_id: str | None = _optional(
-        "The agent acting, e.g. 'planner': it sees its own memories, those of no agent and the "
-        "shared ones. Left out: every agent (or the key's one agent)."
-    )
-    task_id: str | None = _optional(
-        "The task at hand, e.g. 'trip-2026': it sees its own memories, those of no task and "
-        "the shared ones, never another task's private ones. Left out: every task (or the "
-        "key's one task)."
-    )
+    agent_id: str | None = _optional()
+    task_id: str | None = _optional()
 
 
 class Message(BaseModel):
@@ -93,62 +87,29 @@ class Message(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    role: Literal["user", "assistant", "system", "tool"] = Field(
-        description="Who said it: user, assistant, system or tool."
-    )
-    content: str | list[dict[str, Any]] = Field(
-        description="What was said: text, or content parts as the chat APIs send them "
-        "(files, images and URLs are read only when the server's operator allows them).",
-    )
-    chat_time: str | None = Field(
-        default=None,
-        max_length=100,
-        description="When it was said, as text (e.g. '09:12 AM on 3 May, 2026'); optional.",
-    )
-    name: str | None = Field(
-        default=None, max_length=200, description="The speaker's name, when there are several."
-    )
+    role: Literal["user", "assistant", "system", "tool"]
+    content: str | list[dict[str, Any]]
+    chat_time: str | None = Field(default=None, max_length=100)
+    name: str | None = Field(default=None, max_length=200)
 
 
 class Remember(Scoped):
     """``remember``: exactly one of ``fact``, ``message`` or ``messages``."""
 
     fact: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=MAX_TEXT_CHARS,
-        description="A fact to keep exactly as written, e.g. 'Emily is vegetarian.' "
-        "(stored as one memory, not read by a model).",
+        default=None, min_length=1, max_length=MAX_TEXT_CHARS, description="Kept as written."
     )
     message: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=MAX_TEXT_CHARS,
-        description="One thing the user said, e.g. 'I moved to Lisbon.' (read into memories).",
+        default=None, min_length=1, max_length=MAX_TEXT_CHARS, description="One user message."
     )
     messages: list[Message] | None = Field(
-        default=None,
-        min_length=1,
-        max_length=MAX_MESSAGES,
-        description="A conversation (user and assistant turns, in order), read into memories.",
+        default=None, min_length=1, max_length=MAX_MESSAGES, description="A conversation."
     )
-    session_id: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=MAX_ID_CHARS,
-        description="The conversation these come from, so forget(session_id=...) can remove "
-        "them later. Left out: an id derived from the content (the same content, the same id).",
-    )
+    session_id: str | None = _optional()
     mode: Literal["fast", "fine"] | None = Field(
-        default=None,
-        description="fast: keep the text as memories; fine: a model extracts memories (only "
-        "when the server has one). Left out: fine when the server has a model, else fast.",
+        default=None, description="fine: a model extracts (default when the server has one)."
     )
-    visibility: Literal["private", "shared"] | None = Field(
-        default=None,
-        description="private (the default): only its task and agent recall it; shared: every "
-        "task and agent of the user does.",
-    )
+    visibility: Literal["private", "shared"] | None = None
 
     @model_validator(mode="after")
     def _one_input(self) -> Remember:
@@ -172,108 +133,92 @@ def _chars(content: str | list[dict[str, Any]]) -> int:
     return sum(len(str(part)) for part in content)
 
 
-class Recall(Scoped):
-    """``recall``."""
+class Filtered(Scoped):
+    """The search filters a ``context`` call may give: the scope, a conversation, a category
+    (:class:`~memreader.stores.filters.SearchFilters`' fields, a subset)."""
 
-    query: str = Field(
-        min_length=1,
-        max_length=MAX_QUERY_CHARS,
-        description="What to look for, in words (e.g. 'where does she live?').",
+    session_id: str | None = _optional()
+    category: str | None = _optional()
+
+    def filters(self) -> dict[str, Any]:
+        """The filters given, as ``Memory.search`` takes them."""
+        given = {name: getattr(self, name, None) for name in MCP_FILTERS}
+        return {name: value for name, value in given.items() if value is not None}
+
+
+class TimeFiltered(Filtered):
+    """And a time range: what ``recall`` may give (:data:`MCP_FILTERS`)."""
+
+    since: datetime | None = None
+    until: datetime | None = None
+
+
+#: The filters of :class:`~memreader.stores.filters.SearchFilters` an MCP call may give.
+MCP_FILTERS = ("session_id", "category", "since", "until", "agent_id", "task_id")
+
+
+class Recall(TimeFiltered):
+    """``recall``: a search, or with no ``query`` the newest memories (``Memory.get_all``)."""
+
+    query: str | None = Field(
+        default=None, min_length=1, max_length=MAX_QUERY_CHARS, description="Omit to list newest."
     )
-    k: int = Field(default=5, ge=1, le=MAX_K, description="How many memories, best first.")
-    category: str | None = _optional("Only memories of this category (list_categories names them).")
-    session_id: str | None = _optional("Only memories of this conversation.")
+    k: int = Field(default=5, ge=1, le=MAX_K)
+    cursor: str | None = Field(default=None, max_length=64, description="A listing's next_cursor.")
 
 
-class Context(Scoped):
+class Context(Filtered):
     """``context``."""
 
-    query: str = Field(
-        min_length=1,
-        max_length=MAX_QUERY_CHARS,
-        description="What the coming answer is about (e.g. the user's question).",
-    )
-    max_tokens: int = Field(
-        default=DEFAULT_CONTEXT_TOKENS,
-        ge=MIN_CONTEXT_TOKENS,
-        le=MAX_TOKENS,
-        description="The most tokens the block may take in your prompt.",
-    )
-    category: str | None = _optional("Only memories of this category (list_categories names them).")
-    session_id: str | None = _optional("Only memories of this conversation.")
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    max_tokens: int = Field(default=DEFAULT_CONTEXT_TOKENS, ge=MIN_CONTEXT_TOKENS, le=MAX_TOKENS)
 
 
 class GetMemory(Scoped):
-    """``get_memory``."""
+    """``get_memory``: one memory, and with ``history`` its changes."""
 
     memory_id: str = _id(_MEMORY_ID)
+    history: StrictBool = Field(default=False, description="Also its changes.")
 
 
 class MarkUsed(ToolArguments):
     """``mark_used``."""
 
     memory_ids: list[Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]] = Field(
-        min_length=1,
-        max_length=MAX_K,
-        description="The ids of the memories you used, as recall or context gave them.",
+        min_length=1, max_length=MAX_K
     )
 
 
-class MemoryHistory(Scoped):
-    """``memory_history``."""
+class Forget(Scoped):
+    """``forget``: exactly one of a memory (``memory_id``: it expires, as ``Memory.delete``) or
+    a source (what only it supports expires, as ``Memory.forget``)."""
 
-    memory_id: str = _id(_MEMORY_ID)
-
-
-class Forget(ToolArguments):
-    """``forget``: exactly one source."""
-
-    session_id: str | None = _optional(
-        "Forget what this conversation said (remember's session_id)."
-    )
-    doc_path: str | None = _optional("Forget what this document said (as its sources name it).")
-    message_id: str | None = _optional(
-        "Forget what this one message said (as its sources name it)."
-    )
-    erase: StrictBool = Field(
-        default=False,
-        description="false: what only this source supports expires (its history stays). true: "
-        "it is erased from every place its text lives, for good (irreversible; only when the "
-        "user asks to erase it).",
-    )
+    memory_id: str | None = _optional(_MEMORY_ID)
+    session_id: str | None = _optional()
+    doc_path: str | None = _optional()
+    message_id: str | None = _optional()
+    erase: StrictBool = Field(default=False, description=_ERASE)
 
     @model_validator(mode="after")
     def _one_source(self) -> Forget:
-        given = [n for n in ("session_id", "doc_path", "message_id") if getattr(self, n)]
+        given = [n for n in _FORGETTABLE if getattr(self, n)]
         if len(given) != 1:
-            raise ValueError("give exactly one of session_id, doc_path or message_id")
+            raise ValueError("give exactly one of memory_id, session_id, doc_path or message_id")
+        if self.memory_id is None and (self.agent_id or self.task_id):
+            # Not ignored: forgetting a source spans every agent and task of the user.
+            raise ValueError("agent_id and task_id scope a forget of one memory_id, not a source")
         return self
 
 
-class DeleteMemory(Scoped):
-    """``delete_memory``."""
-
-    memory_id: str = _id(_MEMORY_ID)
-    erase: StrictBool = Field(
-        default=False,
-        description="false: the memory expires now (its history stays). true: it is erased "
-        "from every place its text lives, for good (irreversible; only when the user asks to "
-        "erase it).",
-    )
+_FORGETTABLE = ("memory_id", "session_id", "doc_path", "message_id")
 
 
 class UpdateMemory(Scoped):
     """``update_memory``."""
 
     memory_id: str = _id(_MEMORY_ID)
-    text: str = Field(
-        min_length=1,
-        max_length=MAX_TEXT_CHARS,
-        description="The memory's new text, whole (e.g. 'Emily is vegan.').",
-    )
-    reason: str | None = _optional(
-        "Why it changed, kept in its history (e.g. 'she said so on 4 May')."
-    )
+    text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
+    reason: str | None = _optional()
 
 
 class ListCategories(ToolArguments):

@@ -25,7 +25,8 @@ async def scoped(bench: Any, caller: Principal, owner: str, tool: str, args: Any
         InputError: a bad scope, or none given to a key limited to several.
         ForbiddenScopeError: a scope, a change or a tool the caller's key is not allowed.
     """
-    if tool in WHOLE_OWNER:
+    one_memory = isinstance(args, a.Forget) and args.memory_id is not None
+    if tool in WHOLE_OWNER and not one_memory:  # forgetting a source spans the user's tasks
         check_whole_owner(caller, WHOLE_OWNER[tool])
     if isinstance(args, a.MarkUsed) and (caller.agents is not None or caller.tasks is not None):
         # A limited key marks only what it may see: no probing another task's memories.
@@ -38,7 +39,7 @@ async def scoped(bench: Any, caller: Principal, owner: str, tool: str, args: Any
     if not isinstance(args, a.Scoped):
         return args
     agent_id, task_id = scope_of(caller, args.agent_id, args.task_id)
-    if isinstance(args, (a.DeleteMemory, a.UpdateMemory)):
+    if isinstance(args, (a.Forget, a.UpdateMemory)) and args.memory_id is not None:
         found = await bench.memory.get(args.memory_id, user_id=owner, used=False)
         if found is not None:
             check_change(caller, found)

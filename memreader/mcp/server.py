@@ -54,7 +54,11 @@ INSTRUCTIONS = (
     "Long-term memory of the user. Call `recall` (or `context`) before answering anything that "
     "may depend on what the user said before; call `remember` when the user tells you something "
     "worth keeping (a preference, a fact about their life, a decision). Memories come with "
-    "their sources. The user's memory is also readable as Markdown resources (index.md first)."
+    "their sources. The user's memory is also readable as Markdown resources (index.md first). "
+    "Every tool takes user_id only when your key serves several users (leave it out "
+    "otherwise). agent_id and task_id scope a call: an agent or task sees its own memories, "
+    "those of none and the shared ones, never another task's private ones. erase: true erases "
+    "for good, only when the user asks for it."
 )
 _ERROR_CHARS = 2_000
 #: JSON-RPC's "resource not found" (the MCP specification's code for resources/read).

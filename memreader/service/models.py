@@ -20,10 +20,14 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from memreader.modes import ReadMode
 from memreader.stores.base import SearchMode
+from memreader.stores.filters import DEFAULT_MIN_SCORE, FILTER_NAMES, SearchFilters
+from memreader.stores.paging import DEFAULT_PAGE, MAX_PAGE
 
 __all__ = [
     "AddMemoryRequest",
+    "FilterFields",
     "ForgetRequest",
+    "ListQuery",
     "PinRequest",
     "ReadRequest",
     "RefineRequest",
@@ -104,27 +108,54 @@ class ReadRequest(_Body):
     include_embeddings: bool = True
 
 
-class SearchRequest(_Body):
+class FilterFields(_Body):
+    """A search's filters over HTTP: the fields of
+    :class:`~memreader.stores.filters.SearchFilters`, with its defaults (a test keeps the two
+    lists the same); checked again by ``SearchFilters`` itself, so a bad one is a 422 that
+    names it."""
+
+    types: list[str] | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    session_id: str | None = None
+    category: str | None = Field(default=None, min_length=1)
+    #: The scope searched (memreader.scopes); a limited key's own scope wins (scope_walls).
+    agent_id: str | None = None
+    task_id: str | None = None
+    include_inactive: bool = False
+    #: The least relevance a hit keeps: none by default, on every surface.
+    min_score: float | None = Field(default=DEFAULT_MIN_SCORE, ge=0.0, le=1.0)
+    #: How much use lifts a hit (``null``: the store's).
+    heat_weight: float | None = Field(default=None, ge=0.0, le=1.0)
+    mode: SearchMode = "hybrid"
+
+    def search_filters(self, agent_id: str | None, task_id: str | None) -> SearchFilters:
+        """These filters as the store takes them, in the scope the key may see.
+
+        Raises:
+            InputError: a bad value (the store's checks).
+        """
+        given = self.model_dump(include=set(FILTER_NAMES))
+        return SearchFilters(**{**given, "agent_id": agent_id, "task_id": task_id})
+
+
+class SearchRequest(FilterFields):
     """``POST /v1/memories/search``: as ``MemoryStore.search``."""
 
     user_id: str = Field(min_length=1)
     query: str = Field(min_length=1, max_length=10_000)
     k: int = Field(default=10, ge=1, le=1000)
-    mode: SearchMode = "hybrid"
-    types: list[str] | None = None
-    session_id: str | None = None
-    since: datetime | None = None
-    until: datetime | None = None
-    include_inactive: bool = False
-    category: str | None = Field(default=None, min_length=1)
-    #: The least relevance a hit keeps (``null``: no cut); see the README's search section.
-    min_score: float | None = Field(default=None, ge=0.0, le=1.0)
-    #: The scope searched (memreader.scopes); checked by the store, so a bad one is a 422
-    #: that names it.
-    agent_id: str | None = None
-    task_id: str | None = None
-    #: How much use lifts a hit (``null``: the store's); see the README's "Use and heat".
-    heat_weight: float | None = Field(default=None, ge=0.0, le=1.0)
+
+
+class ListQuery(FilterFields):
+    """``GET /v1/memories``'s query: ``user_id`` (left out when the key has one user), a
+    page's ``limit`` and the ``cursor`` the page before gave, and the filters that do not
+    rank (``min_score``, ``heat_weight`` and ``mode`` are refused: a listing scores
+    nothing)."""
+
+    user_id: str | None = Field(default=None, min_length=1)
+    limit: int = Field(default=DEFAULT_PAGE, ge=1, le=MAX_PAGE)
+    cursor: str | None = Field(default=None, max_length=64)
 
 
 class UsedRequest(_Body):

@@ -6,16 +6,15 @@ threads within the request's deadline."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from typing import Literal
 
 from fastapi import APIRouter, Request
 from pydantic import Field
 from starlette.responses import Response
 
-from memreader.service.models import RequestBody
+from memreader.service.models import FilterFields
 from memreader.service.scope_walls import scope_of
 from memreader.service.state import ServiceState, json_response
-from memreader.stores.base import SearchMode
 from memreader.stores.context import (
     DEFAULT_CONTEXT_K,
     DEFAULT_CONTEXT_TOKENS,
@@ -31,8 +30,9 @@ __all__ = ["ContextRequest", "router"]
 router = APIRouter(tags=["memories"])
 
 
-class ContextRequest(RequestBody):
-    """``POST /v1/context``: as ``MemoryStore.context`` (active memories only)."""
+class ContextRequest(FilterFields):
+    """``POST /v1/context``: as ``MemoryStore.context`` (active memories only: an
+    ``include_inactive`` of true is refused), with a search's filters."""
 
     user_id: str = Field(min_length=1)
     query: str = Field(min_length=1, max_length=10_000)
@@ -42,15 +42,8 @@ class ContextRequest(RequestBody):
     tokenizer: str = Field(default=DEFAULT_TOKENIZER, min_length=1, max_length=100)
     k: int = Field(default=DEFAULT_CONTEXT_K, ge=1, le=200)
     order: ContextOrder = "time"
-    mode: SearchMode = "hybrid"
-    types: list[str] | None = None
-    session_id: str | None = None
-    since: datetime | None = None
-    until: datetime | None = None
-    category: str | None = Field(default=None, min_length=1)
-    agent_id: str | None = None
-    task_id: str | None = None
-    heat_weight: float | None = Field(default=None, ge=0.0, le=1.0)
+    #: A context shows active memories only: true is refused as a bad field.
+    include_inactive: Literal[False] = False
 
 
 @router.post("/v1/context")
@@ -63,6 +56,7 @@ async def context(body: ContextRequest, request: Request) -> Response:
     principal = state.principal(request)
     user_id = state.check_user(principal, body.user_id)
     agent_id, task_id = scope_of(principal, body.agent_id, body.task_id)
+    filters = body.search_filters(agent_id, task_id)
     found = await state.blocking(
         lambda: state.store.context(
             body.query,
@@ -71,15 +65,7 @@ async def context(body: ContextRequest, request: Request) -> Response:
             tokenizer=body.tokenizer,
             k=body.k,
             order=body.order,
-            mode=body.mode,
-            types=body.types,
-            session_id=body.session_id,
-            since=body.since,
-            until=body.until,
-            category=body.category,
-            agent_id=agent_id,
-            task_id=task_id,
-            heat_weight=body.heat_weight,
+            filters=filters,
         ),
         "the context",
         state.deadline(request),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
@@ -19,6 +20,7 @@ from memreader.service.keys import Principal
 from memreader.service.models import (
     AddMemoryRequest,
     ForgetRequest,
+    ListQuery,
     SearchRequest,
     UpdateMemoryRequest,
     UsedRequest,
@@ -78,29 +80,37 @@ async def search(body: SearchRequest, request: Request) -> Response:
         return Response(kept, media_type="application/json")
     # Read before the search runs: a write committed meanwhile makes this answer a miss.
     version, began = cache.version(), time.monotonic()
+    filters = body.search_filters(agent_id, task_id)
     hits = await state.blocking(
-        lambda: state.store.search(
-            body.query,
-            user_id=user_id,
-            k=body.k,
-            types=body.types,
-            since=body.since,
-            until=body.until,
-            session_id=body.session_id,
-            include_inactive=body.include_inactive,
-            mode=body.mode,
-            category=body.category,
-            min_score=body.min_score,
-            agent_id=agent_id,
-            task_id=task_id,
-            heat_weight=body.heat_weight,
-        ),
+        lambda: state.store.search(body.query, user_id=user_id, k=body.k, filters=filters),
         "the search",
         state.deadline(request),
     )
     response = json_response({"hits": [hit_json(hit) for hit in hits]})
     cache.put(key, version, bytes(response.body), began)
     return response
+
+
+@router.get("/v1/memories")
+async def list_memories(request: Request, query: Annotated[ListQuery, Query()]) -> Response:
+    """``user_id``'s memories without a query (``Memory.get_all``), the most recently stored
+    first, a page of at most ``limit``: ``{"memories": [...], "next_cursor": ...}``; pass
+    ``next_cursor`` as ``cursor`` for the next page (``null``: the last). Filters as a
+    search's, but those that rank."""
+    state = _state(request)
+    principal = state.principal(request)
+    user_id = _owner(state, principal, query.user_id)
+    agent_id, task_id = scope_of(principal, query.agent_id, query.task_id)
+    filters = query.search_filters(agent_id, task_id)
+    page = await state.blocking(
+        lambda: state.store.get_all(
+            user_id=user_id, filters=filters, limit=query.limit, cursor=query.cursor
+        ),
+        "the listing",
+        state.deadline(request),
+    )
+    memories = [memory_json(memory) for memory in page]
+    return json_response({"memories": memories, "next_cursor": page.next_cursor})
 
 
 @router.get("/v1/memories/{memory_id}")

@@ -53,19 +53,28 @@ from memreader.stores.contract import StoreBackend
 from memreader.stores.direct_writes import UnknownMemoryError
 from memreader.stores.embedder_rules import QueryEmbedder
 from memreader.stores.events import HistoryEntry, WriteEvent
+from memreader.stores.filters import SearchFilters
 from memreader.stores.hits import SEARCH_MODES, SearchHit, SearchMode
 from memreader.stores.lifecycle import api as lifecycle_api
 from memreader.stores.lifecycle import maintain as lifecycle_maintain
+from memreader.stores.paging import (
+    DEFAULT_PAGE,
+    MemoryPage,
+    check_page_limit,
+    page_of,
+    read_cursor,
+)
 from memreader.stores.records import StoredMemory
 from memreader.stores.scoring import ScoreParts
-from memreader.stores.search_filters import search_filters
 
 __all__ = [
     "SEARCH_MODES",
     "HistoryEntry",
+    "MemoryPage",
     "MemoryStore",
     "QueryEmbedder",
     "ScoreParts",
+    "SearchFilters",
     "SearchHit",
     "SearchMode",
     "SourceSelector",
@@ -173,66 +182,62 @@ class MemoryStore(StoreBackend):
         *,
         user_id: str,
         k: int = 10,
-        types: Sequence[str] | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        session_id: str | None = None,
-        include_inactive: bool = False,
+        filters: SearchFilters | Mapping[str, Any] | None = None,
         now: datetime | None = None,
-        mode: SearchMode = "hybrid",
-        category: str | None = None,
-        min_score: float | None = None,
-        agent_id: str | None = None,
-        task_id: str | None = None,
-        heat_weight: float | None = None,
+        **keywords: Any,
     ) -> list[SearchHit]:
         """The ``k`` best memories of ``user_id`` for ``query``, best first.
 
-        ``agent_id`` and ``task_id`` are hard filters on the memories' scope
-        (:mod:`memreader.scopes`): with ``task_id=T``, the memories of no task, of ``T``, and
-        the shared ones of the owner's other tasks (never another task's private ones); the
-        same over agents; ``None``: every memory of the owner.
-
-        ``types``, ``session_id``, ``since`` and ``until`` filter (the time of a memory is its
-        ``valid_from``, else its ``recorded_at``); ``now`` is the time decay is measured to;
-        ``mode`` (:data:`SearchMode`) which lists are fused; ``category`` keeps the memories
-        linked to that category of the owner only (:meth:`link_categories`). The owner's first
-        search with vectors on this store logs a warning when its vectors came from another
-        model than the store's embedder (:mod:`~memreader.stores.embedder_rules`).
+        ``filters`` (a :class:`~memreader.stores.filters.SearchFilters`, or a dict of its
+        fields) and ``keywords`` of the same names say what the search keeps and how it ranks
+        (see :class:`~memreader.stores.filters.SearchFilters`): ``agent_id``/``task_id`` are hard
+        scope filters (:mod:`memreader.scopes`: a task never sees another task's private
+        memories); ``category`` keeps the memories linked to that category of the owner
+        (:meth:`link_categories`); ``min_score`` (``None``, the default on every surface: no
+        cut) drops hits less relevant than it. ``now``: the time decay is measured to. The
+        owner's first vector search warns when its vectors came from another model
+        (:mod:`~memreader.stores.embedder_rules`).
 
         Each hit's ``score`` (:class:`ScoreParts`) says why it ranked: ``relevance`` is how
         well its best passage matches the query (0: nothing of it, 1: a near paraphrase),
-        ``final`` (what hits are sorted by, in [0, 1]) that times a small importance factor
-        and the memory's age decay; ``passages`` name the spans of its text that matched,
-        best first. ``min_score`` (in [0, 1]; ``None``: no cut) drops the hits whose
-        relevance is below it, so a query about nothing stored returns few or none:
-        :data:`~memreader.stores.scoring.RECOMMENDED_MIN_SCORE` is the measured cut.
-        ``heat_weight`` (in [0, 1]; ``None``: the store's) lifts memories used lately
-        (:mod:`~memreader.stores.usage`); a search never records use.
+        ``final`` (what hits are sorted by, in [0, 1]) that times a small importance factor,
+        the age decay and recent use (``heat_weight``); ``passages`` name the spans of its
+        text that matched, best first. A search never records use.
 
         Raises:
-            InputError: a bad argument (``mode`` not one of :data:`SEARCH_MODES`, ``k`` not in
-                ``[1, MAX_K]`` (:data:`~memreader.stores.checks.MAX_K`), a type that is not a
-                memory type's name, a ``session_id`` that is not a string, ...).
+            InputError: a bad argument (``k`` not in [1, MAX_K]; an unknown filter; a bad value).
         """
-        filters = search_filters(
-            query,
-            mode,
-            types=types,
-            since=since,
-            until=until,
-            session_id=session_id,
-            include_inactive=include_inactive,
-            category=category,
-            min_score=min_score,
-            agent_id=agent_id,
-            task_id=task_id,
-            heat_weight=self.heat_weight if heat_weight is None else heat_weight,
-        )
+        checked = SearchFilters.of(filters, **keywords)
+        if not isinstance(query, str):
+            raise InputError(f"query must be a string, got {type(query).__name__}")
+        if checked.heat_weight is None:  # the store's own
+            checked = SearchFilters.of(checked, heat_weight=self.heat_weight)
         owner, k = check_owner(user_id), check_k(k)
-        if mode != "text":
+        if checked.mode != "text":
             embedder_rules.watch_models(self, owner)
-        return self._search(query, owner, k, filters, moment(now), mode)
+        return self._search(query, owner, k, checked, moment(now), checked.mode)
+
+    def get_all(
+        self,
+        *,
+        user_id: str,
+        filters: SearchFilters | Mapping[str, Any] | None = None,
+        limit: int = DEFAULT_PAGE,
+        cursor: str | None = None,
+        **keywords: Any,
+    ) -> MemoryPage:
+        """``user_id``'s memories that ``filters`` keep (:meth:`search`'s, but those that rank),
+        without a query: a page of at most ``limit``, the most recently stored first, whose
+        ``next_cursor`` is the ``cursor`` of the next page (``None``: the last); walls hold.
+
+        Raises:
+            InputError: a bad filter, ``limit`` or cursor (``InvalidCursorError``).
+        """
+        checked = SearchFilters.of(filters, call="get_all()", **keywords).listing("get_all()")
+        owner, limit = check_owner(user_id), check_page_limit(limit)
+        after = read_cursor(cursor)
+        rows = self._list_memories(owner, checked, limit + 1, after)
+        return page_of(rows, limit)
 
     def history(self, memory_id: str, *, user_id: str) -> list[HistoryEntry]:
         """Every change of ``memory_id`` (of ``user_id``), oldest first.

@@ -28,11 +28,11 @@ from typing import TYPE_CHECKING, Any, cast, get_args
 
 from memreader.errors import ConfigError, InputError, InternalError, MemReaderError
 from memreader.stores.category_types import (
-    CATEGORY_NAME,
     CategoryDef,
     CategoryKeeper,
     StoredCategory,
     SummaryKind,
+    check_category,
 )
 from memreader.stores.records import StoredMemory
 
@@ -213,19 +213,6 @@ def check_owner(user_id: Any) -> str:
     if not isinstance(user_id, str) or not user_id.strip():
         raise InputError(f"user_id must be a non-empty string, got {user_id!r}")
     return user_id
-
-
-def check_category(name: Any, what: str = "category") -> str:
-    """``name``, a valid category name (:data:`~memreader.stores.category_types.CATEGORY_NAME`).
-
-    Raises:
-        InputError: it is not one (``what`` names the argument).
-    """
-    if not isinstance(name, str) or not CATEGORY_NAME.fullmatch(name):
-        raise InputError(
-            f"{what} must be a category name (lower-case letters, digits, '_'), got {name!r}"
-        )
-    return name
 
 
 def check_defs(

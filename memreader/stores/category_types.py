@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from pydantic import Field, field_validator
 
 from memreader.config_model import ConfigModel
+from memreader.errors import InputError
 
 if TYPE_CHECKING:
     from memreader.items import TextualMemoryItem
@@ -30,6 +31,7 @@ __all__ = [
     "CategoryKeeper",
     "StoredCategory",
     "SummaryKind",
+    "check_category",
 ]
 
 #: How a summary was made: by the LLM, by the deterministic list (fast mode, or the LLM's answer
@@ -101,3 +103,16 @@ class CategoryDef(ConfigModel):
                 f"letter (got {value!r})"
             )
         return value
+
+
+def check_category(name: Any, what: str = "category") -> str:
+    """``name``, a valid category name (:data:`~memreader.stores.category_types.CATEGORY_NAME`).
+
+    Raises:
+        InputError: it is not one (``what`` names the argument).
+    """
+    if not isinstance(name, str) or not CATEGORY_NAME.fullmatch(name):
+        raise InputError(
+            f"{what} must be a category name (lower-case letters, digits, '_'), got {name!r}"
+        )
+    return name

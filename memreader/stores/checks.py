@@ -1,6 +1,6 @@
-"""The argument checks both stores share, and what they check into (the search filters, the
-source a forget names): a leaf module (no store module imported), so
-:mod:`memreader.stores.base` and each backend can use it.
+"""The argument checks both stores share, and what they check into (the source a forget
+names; a search's filters are :mod:`memreader.stores.filters`): a leaf module (no store module
+imported), so :mod:`memreader.stores.base` and each backend can use it.
 """
 
 from __future__ import annotations
@@ -10,12 +10,11 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from memreader.errors import ConfigError, InputError
+from memreader.errors import ConfigError, InputError, MemReaderError
 from memreader.items import MEMORY_TYPES
 
 __all__ = [
     "MAX_K",
-    "Filters",
     "SourceSelector",
     "aware",
     "check_k",
@@ -35,33 +34,6 @@ __all__ = [
 #: unbounded ``k`` (10**6 took 16-26 s and 1.3 GB) is refused rather than served; the service's
 #: ``k`` has the same cap.
 MAX_K = 1000
-
-
-@dataclass(frozen=True)
-class Filters:
-    """What a search keeps: memory types, a session, a time range (on ``valid_from``, else
-    ``recorded_at``), whether retired memories count, and a category the memories are linked
-    to. Each store turns it into its own SQL. ``min_score``: the least relevance a hit
-    keeps (:func:`check_min_score`; ``None``: no cut), applied after scoring. ``agent_id``
-    and ``task_id``: the scope a search sees (:func:`memreader.scopes.visible`; ``None``:
-    the owner's every memory). ``heat_weight``: how much use moves the scores
-    (:mod:`memreader.stores.usage`; 0: use is not read)."""
-
-    types: tuple[str, ...] | None = None
-    session_id: str | None = None
-    since: datetime | None = None
-    until: datetime | None = None
-    include_inactive: bool = False
-    category: str | None = None
-    min_score: float | None = None
-    agent_id: str | None = None
-    task_id: str | None = None
-    heat_weight: float = 0.0
-
-    def scope(self) -> list[tuple[str, str]]:
-        """The scope columns a search filters on, with the value asked for."""
-        pairs = (("agent_id", self.agent_id), ("task_id", self.task_id))
-        return [(column, value) for column, value in pairs if value is not None]
 
 
 def check_min_score(value: object) -> float | None:
@@ -278,3 +250,25 @@ def check_text_budget(value: Any) -> int | None:
             f"store option text_budget must be an integer in [1, 10000000], got {value!r}"
         )
     return value
+
+
+#: The largest heat weight: a memory at full heat then scores at most twice its relevance.
+MAX_HEAT_WEIGHT = 1.0
+
+
+def check_heat_weight(
+    value: Any, what: str = "heat_weight", error: type[MemReaderError] = ConfigError
+) -> float:
+    """``value`` as a heat weight, a number in ``[0, MAX_HEAT_WEIGHT]``.
+
+    Raises:
+        ConfigError: it is not (the message names ``what``), or ``error`` when given (a
+            search's argument is an :class:`~memreader.errors.InputError`).
+    """
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not 0.0 <= value <= MAX_HEAT_WEIGHT
+    ):
+        raise error(f"{what} must be a number in [0, {MAX_HEAT_WEIGHT:g}], got {value!r}")
+    return float(value)

@@ -15,24 +15,12 @@ The rules every hook keeps:
 - **One transaction per hook** unless it says otherwise: a hook that changes rows commits all
   of its change or none of it; a hook that only reads may read a snapshot.
 - **Owners are walls**: a hook given ``owner`` reads and changes that owner's rows only.
-- **Errors**: a failure of the database is a :class:`~memreader.errors.StoreError` (naming
-  the store and what failed; a lock held past the store's timeout too); a refusal the caller
-  can act on (an unknown category, a pin over the limit, a memory that cannot be restored) is
-  the :class:`~memreader.errors.InputError` (or
-  :class:`~memreader.stores.direct_writes.UnknownMemoryError`) the hook's docstring names.
-  A hook never returns an empty answer for a failure.
+- **Errors**: a database failure (a lock held past the timeout too) is a
+  :class:`~memreader.errors.StoreError` naming the store and what failed; a refusal the caller
+  can act on is the :class:`~memreader.errors.InputError` the hook's docstring names. A hook
+  never returns an empty answer for a failure.
 - **Nothing runs after the commit here**: the budget and the category keeper are the
   after-write list's, which the store runs; a hook never calls them itself.
-
-Example: a hook's view of a store (``_pinned`` answers
-:meth:`~memreader.stores.base.MemoryStore.pinned`, its owner checked)::
-
-    >>> from memreader.stores import open_store
-    >>> store = open_store("sqlite://:memory:", text_only=True)
-    >>> store._pinned("u1")
-    []
-    >>> sorted(HOOKS)[:3]
-    ['_active_counts', '_budget_facts', '_categories']
 """
 
 from __future__ import annotations
@@ -57,10 +45,11 @@ if TYPE_CHECKING:
         StoredCategory,
         SummaryKind,
     )
-    from memreader.stores.checks import Filters, SourceSelector
+    from memreader.stores.checks import SourceSelector
     from memreader.stores.embedding import QueryEmbedder
     from memreader.stores.erasure import Tally
     from memreader.stores.events import HistoryEntry
+    from memreader.stores.filters import SearchFilters
     from memreader.stores.hits import SearchHit, SearchMode
     from memreader.stores.lifecycle.config import LifecycleConfig
     from memreader.stores.lifecycle.priority import PriorityFacts
@@ -89,8 +78,7 @@ class StoreBackend(ABC):
     #: The store's heat weight (option ``heat_weight``, set by the backend's constructor; by
     #: default :data:`~memreader.stores.usage.DEFAULT_HEAT_WEIGHT`); a search may name another.
     heat_weight: float = 0.0
-    #: Where an erasure's bytes may remain that the store cannot reach (the receipt's
-    #: ``residue``; each backend says its own).
+    #: Where an erasure's bytes may remain out of the store's reach (the receipt's ``residue``).
     erase_residue: tuple[str, ...] = ()
 
     if TYPE_CHECKING:  # MemoryStore's own calls, which the shared rules call back (not hooks)
@@ -178,9 +166,8 @@ class StoreBackend(ABC):
         (writing it adds it, reactivates it, or reinforces a near duplicate, which needs its
         vector; an id stored with other text is ``None`` too: ``write`` refuses it).
 
-        An item with an event here may be written without a vector: the store keeps the one
-        it has. Backends answer in one query per call (or per few hundred items); this default
-        reads each item's id and finds only ``NONE`` (the same id with the same text).
+        An item with an event here may be written without a vector (the store keeps its own).
+        Backends answer in one query per few hundred items; this default finds only ``NONE``.
 
         Raises:
             InputError: ``items`` are not memory items of ``user_id``.
@@ -205,10 +192,23 @@ class StoreBackend(ABC):
 
     @abstractmethod
     def _search(
-        self, query: str, user_id: str, k: int, filters: Filters, now: datetime, mode: SearchMode
+        self,
+        query: str,
+        user_id: str,
+        k: int,
+        filters: SearchFilters,
+        now: datetime,
+        mode: SearchMode,
     ) -> list[SearchHit]:
         """The ``k`` best hits of ``user_id`` for ``query`` (see ``search``), its arguments
         checked and ``now`` given; a read, never a write (a search records no use)."""
+
+    @abstractmethod
+    def _list_memories(
+        self, owner: str, filters: SearchFilters, limit: int, before: int | None
+    ) -> list[tuple[int, StoredMemory | None]]:
+        """At most ``limit`` (rowid, memory or ``None`` if unreadable) of ``owner`` that
+        ``filters`` keep, rowid descending, each below ``before`` when given; a read."""
 
     @abstractmethod
     def _history(self, memory_id: str, owner: str) -> list[HistoryEntry]:

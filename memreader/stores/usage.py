@@ -36,8 +36,15 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from memreader.errors import ConfigError, InputError, MemReaderError, StoreError
-from memreader.stores.checks import aware, check_memory_id, check_owner, moment
+from memreader.errors import InputError, StoreError
+from memreader.stores.checks import (
+    MAX_HEAT_WEIGHT,
+    aware,
+    check_heat_weight,
+    check_memory_id,
+    check_owner,
+    moment,
+)
 from memreader.stores.records import Usage
 
 if TYPE_CHECKING:
@@ -75,8 +82,6 @@ HEAT_HALF_LIFE_DAYS = 30.0
 #: 0.05 costs recall@1. So 0: use is recorded, and weighed only where a caller sets a weight.
 DEFAULT_HEAT_WEIGHT = 0.0
 
-#: The largest heat weight: a memory at full heat then scores at most twice its relevance.
-MAX_HEAT_WEIGHT = 1.0
 
 #: Ids per statement (well under SQLite's parameter limit).
 CHUNK = 500
@@ -96,24 +101,6 @@ def heat(usage: Usage | None, now: datetime) -> float:
     count = min(1.0, math.log1p(usage.access_count) / math.log1p(HEAT_CAP))
     days = max(0.0, (now - usage.last_accessed_at).total_seconds() / _SECONDS_PER_DAY)
     return float(count * 0.5 ** (days / HEAT_HALF_LIFE_DAYS))
-
-
-def check_heat_weight(
-    value: Any, what: str = "heat_weight", error: type[MemReaderError] = ConfigError
-) -> float:
-    """``value`` as a heat weight, a number in ``[0, MAX_HEAT_WEIGHT]``.
-
-    Raises:
-        ConfigError: it is not (the message names ``what``), or ``error`` when given (a
-            search's argument is an :class:`~memreader.errors.InputError`).
-    """
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not 0.0 <= value <= MAX_HEAT_WEIGHT
-    ):
-        raise error(f"{what} must be a number in [0, {MAX_HEAT_WEIGHT:g}], got {value!r}")
-    return float(value)
 
 
 def check_used_ids(ids: Any) -> list[str]:

@@ -178,7 +178,7 @@ def test_categories_are_kept_and_exported(memory: Memory, tmp_path: Path) -> Non
         (
             lambda m: m.search("x", user_id="u", sesion_id="s1"),
             "search() has no filter 'sesion_id'; known: agent_id, category, heat_weight, "
-            "include_inactive, min_score, mode, now, session_id, since, task_id, types, until",
+            "include_inactive, min_score, mode, session_id, since, task_id, types, until",
         ),
         (
             lambda m: m.forget("chat:s1", user_id="u"),

@@ -1,4 +1,4 @@
-"""Erase over MCP (issue 41), through ``memreader mcp`` over stdio: ``delete_memory`` and
+"""Erase over MCP (issue 41), through ``memreader mcp`` over stdio: ``forget`` of a memory and
 ``forget`` with ``erase: true`` answer the erase ``receipt``; an ``erase`` that is not a boolean
 is a tool error naming it."""
 
@@ -20,13 +20,9 @@ def test_delete_and_forget_erase_answer_the_receipt(tmp_path: Path) -> None:
         async with stdio_client(home, "--user-id", "emily", "--config", str(config)) as client:
             added = answer(await client.call_tool("remember", {"fact": "Emily's PIN is 4321."}))
             first = added["changes"][0]["memory_id"]
-            text = error(
-                await client.call_tool("delete_memory", {"memory_id": first, "erase": "yes"})
-            )
-            assert text.startswith("InputError: invalid arguments for delete_memory: erase:")
-            erased = answer(
-                await client.call_tool("delete_memory", {"memory_id": first, "erase": True})
-            )
+            text = error(await client.call_tool("forget", {"memory_id": first, "erase": "yes"}))
+            assert text.startswith("InputError: invalid arguments for forget: erase:")
+            erased = answer(await client.call_tool("forget", {"memory_id": first, "erase": True}))
             assert erased["event"]["event"] == "EXPIRE"
             receipt = erased["receipt"]
             assert (receipt["erased"], receipt["removed"]["memories"]) == ([first], 1)

@@ -55,7 +55,7 @@ def test_a_key_of_one_user_cannot_reach_another(url: str) -> None:
             for name, args in [
                 ("recall", {"query": "PIN", "user_id": "alice"}),
                 ("get_memory", {"memory_id": memory_id, "user_id": "alice"}),
-                ("delete_memory", {"memory_id": memory_id, "user_id": "alice"}),
+                ("forget", {"memory_id": memory_id, "user_id": "alice"}),
                 ("remember", {"fact": "x", "user_id": "alice"}),
             ]:
                 text = error(await client.call_tool(name, args))

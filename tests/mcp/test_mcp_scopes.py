@@ -71,7 +71,7 @@ def test_tools_filter_by_scope_and_a_task_key_stays_in_its_task(url: str) -> Non
             text = error(await client.call_tool("get_memory", {"memory_id": ids["b"]}))
             assert text.startswith("UnknownMemoryError: ")
             # Another task's private memory: refused word for word as an unknown id.
-            for tool, extra in (("delete_memory", {}), ("update_memory", {"text": "changed"})):
+            for tool, extra in (("forget", {}), ("update_memory", {"text": "changed"})):
                 for memory_id in (ids["b"], "no-such-memory"):
                     text = error(await client.call_tool(tool, {"memory_id": memory_id, **extra}))
                     assert text == f"UnknownMemoryError: user 'alice' has no memory '{memory_id}'"

@@ -22,9 +22,7 @@ TOOLS = {
     "context",
     "get_memory",
     "mark_used",
-    "memory_history",
     "forget",
-    "delete_memory",
     "update_memory",
     "list_categories",
 }
@@ -52,11 +50,13 @@ def test_tools_and_resources_are_listed_with_schemas(tmp_path: Path, home: Path)
                 schema = tool.input_schema
                 assert schema["type"] == "object"
                 assert schema.get("additionalProperties") is False
-                for field in schema["properties"].values():
-                    assert field.get("description"), (tool.name, field)
-            assert set(tools["recall"].input_schema["required"]) == {"query"}
+                assert "title" not in json.dumps(schema)  # pydantic's titles cost tokens
+            assert "required" not in tools["recall"].input_schema  # no query: a listing
+            assert tools["context"].input_schema["required"] == ["query"]
             assert tools["recall"].annotations.read_only_hint is True
-            assert tools["delete_memory"].annotations.destructive_hint is True
+            # MCP's defaults are left out: not read only, destructive.
+            hints = tools["forget"].annotations
+            assert hints.read_only_hint is None and hints.destructive_hint is None
             templates = (await client.list_resource_templates()).resource_templates
             assert {t.uri_template for t in templates} == {
                 "memreader://users/{user_id}/memory/index.md",
@@ -136,7 +136,9 @@ def test_facts_update_delete_history_categories_and_markdown(tmp_path: Path, hom
             )
             second = updated["event"]["memory_id"]
             assert second != first and updated["event"]["previous_id"] == first
-            history = answer(await client.call_tool("memory_history", {"memory_id": first}))
+            history = answer(
+                await client.call_tool("get_memory", {"memory_id": first, "history": True})
+            )
             assert history["status"] == "superseded" and history["superseded_by"] == second
             assert "ADD" in [entry["event"] for entry in history["history"]]
 
@@ -152,7 +154,7 @@ def test_facts_update_delete_history_categories_and_markdown(tmp_path: Path, hom
             page = (await client.read_resource(filed[0]["resource"])).contents[0]
             assert "Emily is vegan." in page.text
 
-            deleted = answer(await client.call_tool("delete_memory", {"memory_id": second}))
+            deleted = answer(await client.call_tool("forget", {"memory_id": second}))
             assert deleted["event"]["event"] == "EXPIRE"
             hits = answer(await client.call_tool("recall", {"query": "vegan"}))
             assert hits["memories"] == []
@@ -176,7 +178,7 @@ def test_bad_arguments_are_tool_errors_with_the_typed_message(tmp_path: Path, ho
             assert "exactly one of fact, message or messages" in text
             text = error(await client.call_tool("get_memory", {"memory_id": "nope"}))
             assert text == "UnknownMemoryError: user 'emily' has no memory 'nope'"
-            text = error(await client.call_tool("delete_memory", {"memory_id": "nope"}))
+            text = error(await client.call_tool("forget", {"memory_id": "nope"}))
             assert text.startswith("UnknownMemoryError: ")
             text = error(await client.call_tool("no_such_tool", {}))
             assert text.startswith("InputError: no tool 'no_such_tool'")

@@ -1,5 +1,5 @@
 """Use over MCP (issue 34, part 1), in-process: ``context`` and ``get_memory`` record it,
-``recall`` and ``memory_history`` do not, ``mark_used`` names it."""
+``recall`` and ``get_memory`` with ``history`` do not, ``mark_used`` names it."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def test_mcp_tools_record_use(bench: Workbench) -> None:
             assert [p["memory_id"] for p in block.structured_content["parts"]] == [memory_id]
             assert used(memory_id) == 1
             answer(await client.call_tool("get_memory", {"memory_id": memory_id}))
-            answer(await client.call_tool("memory_history", {"memory_id": memory_id}))
+            answer(await client.call_tool("get_memory", {"memory_id": memory_id, "history": True}))
             assert used(memory_id) == 2
             marked = answer(await client.call_tool("mark_used", {"memory_ids": [memory_id, "x"]}))
             assert marked == {"marked": 1} and used(memory_id) == 3

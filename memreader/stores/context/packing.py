@@ -165,7 +165,9 @@ def search_context(
             ``include_inactive``, or a bad filter (the message names the argument).
     """
     counter = check_context_args(query, max_tokens, tokenizer, order)
-    if "include_inactive" in filters:
+    given = filters.get("filters")  # one SearchFilters (or dict), or keywords
+    inactive = given.get("include_inactive") if isinstance(given, dict) else None
+    if "include_inactive" in filters or inactive or getattr(given, "include_inactive", False):
         raise InputError("context() shows active memories only: it takes no include_inactive")
     hits = search(query, user_id=user_id, k=k, **filters)
     return pack_context(query, hits, counter, max_tokens, order=order)

@@ -17,7 +17,7 @@ import numpy as np
 import psycopg
 
 from memreader.stores.base import ScoreParts, SearchHit
-from memreader.stores.checks import Filters
+from memreader.stores.filters import SearchFilters
 from memreader.stores.passages.scoring import ScoredPassages, rank_by_passages
 from memreader.stores.postgres.passages import read_passages
 from memreader.stores.postgres.schema import MEMORY_COLUMNS, memory_from_row
@@ -63,7 +63,7 @@ LARGE_CATEGORY = 20_000
 Connection = psycopg.Connection[Any]
 
 
-def filter_sql(filters: Filters, *, probe: bool = False) -> tuple[str, list[Any]]:
+def filter_sql(filters: SearchFilters, *, probe: bool = False) -> tuple[str, list[Any]]:
     """``filters`` as a ``WHERE`` fragment over ``memreader_memories m`` (starting with
     ``AND``) and its parameters. ``probe``: the category as one primary-key probe per row,
     for a scan that follows the HNSW index's order (see below); else as ``EXISTS``, which the
@@ -265,7 +265,7 @@ def search(
     query: str,
     owner: str,
     k: int,
-    filters: Filters,
+    filters: SearchFilters,
     vector: str | None,
     now: datetime,
     ranking: Ranking,
@@ -308,7 +308,7 @@ def search(
     q = _unit(vector) if vector is not None else None
     lists = (candidates, ranks, text_ranks)
     weights = (now, ranking.gamma, ranking.importance_weight)
-    heat = read_heat(conn, list(ranks), now, filters.heat_weight), filters.heat_weight
+    heat = read_heat(conn, list(ranks), now, filters.heat), filters.heat
     scored, passages = rank_by_passages(query, q, sets, lists, weights, filters.min_score, k, heat)
     return _hits(conn, scored, passages)
 

@@ -40,7 +40,6 @@ from memreader.stores.base import (
     SourceSelector,
 )
 from memreader.stores.checks import (
-    Filters,
     aware,
     check_option,
     check_owner,
@@ -52,6 +51,7 @@ from memreader.stores.embedder_rules import store_embedder
 from memreader.stores.embedding import embed, embed_missing
 from memreader.stores.erasure import Tally
 from memreader.stores.events import WriteEvent
+from memreader.stores.filters import SearchFilters
 from memreader.stores.passages.rows import plan_passages
 from memreader.stores.postgres import categories, lifecycle, use_records
 from memreader.stores.postgres.erase import POSTGRES_RESIDUE
@@ -59,6 +59,7 @@ from memreader.stores.postgres.known import lookup, unstored
 from memreader.stores.postgres.operations import (
     Connection,
     Ranking,
+    filter_sql,
     lock_owners,
     owners_of,
     purge,
@@ -288,7 +289,13 @@ class PostgresStore(MemoryStore):
         return memory_from_row(row) if row else None
 
     def _search(
-        self, query: str, user_id: str, k: int, filters: Filters, now: datetime, mode: SearchMode
+        self,
+        query: str,
+        user_id: str,
+        k: int,
+        filters: SearchFilters,
+        now: datetime,
+        mode: SearchMode,
     ) -> list[SearchHit]:
         owner = user_id
         vector = None
@@ -307,6 +314,23 @@ class PostgresStore(MemoryStore):
             return search(conn, text, owner, k, filters, pg_vector, now, ranking)
 
         return self._session.run(work, write=False)
+
+    def _list_memories(
+        self, owner: str, filters: SearchFilters, limit: int, before: int | None
+    ) -> list[tuple[int, StoredMemory | None]]:
+        where, params = filter_sql(filters)
+        if before is not None:
+            where += " AND m.rowid < %s"
+            params.append(before)
+        rows = self._session.run(
+            lambda c: c.execute(
+                f"SELECT {MEMORY_COLUMNS} FROM memreader_memories m WHERE m.user_id = %s"
+                f"{where} ORDER BY m.rowid DESC LIMIT %s",
+                (owner, *params, limit),
+            ).fetchall(),
+            write=False,
+        )
+        return [(int(row[0]), memory_from_row(row)) for row in rows]
 
     def _embedding_models(self, owner: str | None) -> dict[str, int]:
         # One aggregate over the owner's active rows (the (user_id, status, ...) index), or

@@ -16,8 +16,8 @@ import numpy as np
 
 from memreader.items import TextualMemoryItem
 from memreader.stores.base import ScoreParts, SearchHit
-from memreader.stores.checks import Filters
 from memreader.stores.events import WriteEvent
+from memreader.stores.filters import SearchFilters
 from memreader.stores.known import known_rows, unstored_positions
 from memreader.stores.passages.scoring import ScoredPassages, rank_by_passages
 from memreader.stores.scoring import Candidate
@@ -88,7 +88,7 @@ END;
 Staged = tuple[str, int, int, list[VectorRow]]
 
 
-def filter_sql(filters: Filters) -> tuple[str, list[Any]]:
+def filter_sql(filters: SearchFilters) -> tuple[str, list[Any]]:
     """``filters`` as a ``WHERE`` fragment over ``memories m`` (starting with ``AND``) and its
     parameters."""
     parts: list[str] = []
@@ -252,7 +252,7 @@ class StoreOps:
         query: str,
         owner: str,
         k: int,
-        filters: Filters,
+        filters: SearchFilters,
         vector: Sequence[float] | None,
         now: datetime,
     ) -> list[SearchHit]:
@@ -292,12 +292,12 @@ class StoreOps:
             candidates.append((rowid, importance, moment, similarity))
         stamp = (self.conn.execute("PRAGMA data_version").fetchone()[0], self._commits)
         sets = self.passages.read(self.conn, [(c[0], c[3]) for c in candidates], stamp)
-        heat = read_heat(self.conn, list(ranks), now, filters.heat_weight), filters.heat_weight
+        heat = read_heat(self.conn, list(ranks), now, filters.heat), filters.heat
         lists, weights = (candidates, ranks, text_ranks), (now, self.gamma, self.importance_weight)
         scored, found = rank_by_passages(query, q, sets, lists, weights, filters.min_score, k, heat)
         return self._hits(scored, found)
 
-    def _text_search(self, query: str, owner: str, filters: Filters, n: int) -> list[int]:
+    def _text_search(self, query: str, owner: str, filters: SearchFilters, n: int) -> list[int]:
         """The rowids of the best ``n`` full-text matches: by bm25 over every row holding the
         words the budget affords; when it affords none of them, the owner's newest rows
         holding them, ranked by bm25 among themselves (:meth:`_newest`)."""

@@ -33,7 +33,6 @@ from memreader.stores.base import (
     SourceSelector,
 )
 from memreader.stores.checks import (
-    Filters,
     aware,
     check_option,
     check_owner,
@@ -44,6 +43,7 @@ from memreader.stores.checks import (
 from memreader.stores.embedder_rules import store_embedder
 from memreader.stores.embedding import embed_missing
 from memreader.stores.events import WriteEvent
+from memreader.stores.filters import SearchFilters
 from memreader.stores.passages.rows import plan_passages
 from memreader.stores.records import StoredMemory, readable
 from memreader.stores.scoring import (
@@ -54,7 +54,7 @@ from memreader.stores.scoring import (
 from memreader.stores.sqlite import categories, erasing, lifecycle, usage
 from memreader.stores.sqlite.erasing import SQLITE_RESIDUE
 from memreader.stores.sqlite.opening import connect
-from memreader.stores.sqlite.operations import StoreOps
+from memreader.stores.sqlite.operations import StoreOps, filter_sql
 from memreader.stores.sqlite.passages import add_passages
 from memreader.stores.sqlite.schema import (
     MEMORY_COLUMNS,
@@ -260,12 +260,33 @@ class SQLiteStore(MemoryStore):
         return memory_from_row(row) if row else None
 
     def _search(
-        self, query: str, user_id: str, k: int, filters: Filters, now: datetime, mode: SearchMode
+        self,
+        query: str,
+        user_id: str,
+        k: int,
+        filters: SearchFilters,
+        now: datetime,
+        mode: SearchMode,
     ) -> list[SearchHit]:
         vector = self._query_vector(query) if mode != "text" else None
         text = query if mode != "vector" else ""
         with self._transaction(write=False):
             return self._ops.search(text, user_id, k, filters, vector, now)
+
+    def _list_memories(
+        self, owner: str, filters: SearchFilters, limit: int, before: int | None
+    ) -> list[tuple[int, StoredMemory | None]]:
+        where, params = filter_sql(filters)
+        if before is not None:
+            where += " AND m.rowid < ?"
+            params.append(before)
+        with self._transaction(write=False) as conn:
+            rows = conn.execute(
+                f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.user_id = ?{where} "
+                "ORDER BY m.rowid DESC LIMIT ?",
+                (owner, *params, limit),
+            ).fetchall()
+        return [(int(row[0]), memory_from_row(row)) for row in rows]
 
     def _query_vector(self, query: str) -> list[float] | None:
         if self.embedder is None or not query.strip():

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from memreader.errors import ConfigError
-from memreader.stores.checks import Filters
+from memreader.stores.filters import SearchFilters
 
 try:
     import numpy as np
@@ -208,7 +208,7 @@ class VectorGroup:
             keep &= self._shared[:n] == (scope[2] == "shared")
         return keep
 
-    def filtered(self, filters: Filters) -> np.ndarray:
+    def filtered(self, filters: SearchFilters) -> np.ndarray:
         """Which rows pass a search's ``filters`` (all but its category: SQL keeps that)."""
         return self.mask(
             include_inactive=filters.include_inactive,
