@@ -107,6 +107,8 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls, RemovalCalls):
             lifecycle=self.config.config.lifecycle,
             **options,
         )
+        # The reader's dedup and reconcile steps read this very store, never a reopened one.
+        self.reader.runtime.use_store(self.store)
         self.working = WorkingMemory(self.store, size) if size else None
         self._closed = False
         # Held items are promoted if this object is dropped unclosed or open at exit.
