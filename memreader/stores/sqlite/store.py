@@ -51,6 +51,7 @@ from memreader.stores.scoring import (
     check_importance_weight,
 )
 from memreader.stores.sqlite.erasing import SQLiteErasing
+from memreader.stores.sqlite.folder import make_folder
 from memreader.stores.sqlite.lifecycle import SQLiteLifecycle
 from memreader.stores.sqlite.operations import StoreOps
 from memreader.stores.sqlite.passages import PASSAGE_SCHEMA, add_passages, passages_current
@@ -167,6 +168,7 @@ class SQLiteStore(SQLiteLifecycle, SQLiteUse, SQLiteErasing):
         """Open the file; write only when it needs it (a new file, a table or index added
         since it was made): opening a current store reads its schema, so it never waits for
         another process's write lock (readers never wait for the writer)."""
+        make_folder(self.path)
         try:
             conn = sqlite3.connect(
                 self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
