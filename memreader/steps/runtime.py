@@ -10,6 +10,7 @@ it), and keeps its own shared parts under a typed :class:`SharedKey`.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -86,6 +87,7 @@ class ReaderRuntime:
         # opened from the config's URL on first use and then closed with the reader.
         self._store: MemoryStore | None = None
         self._opened_store = False
+        self._advised: set[str] = set()
 
     @property
     def embeds(self) -> bool:
@@ -112,7 +114,8 @@ class ReaderRuntime:
     def store_embedding(self) -> dict[str, Any]:
         """How a store this reader writes to is opened so that search embeds as it embeds:
         ``{"embedder": ...}``, or ``{"text_only": True}`` when its config says
-        ``embedder: null`` (text-only on purpose), for ``open_store(url, **...)``.
+        ``embedder: null`` (text-only on purpose) (the keyword arguments of
+        :func:`~memreader.stores.open_store`).
 
         >>> from memreader.factory import MemReaderConfigFactory
         >>> config = {"config": {"embedder": None}}
@@ -196,6 +199,29 @@ class ReaderRuntime:
             f"step {step!r} needs the settings of {kind.__name__}, which "
             f"{type(self.config).__name__} does not have (use a reader whose config has them)"
         )
+
+    def advise(
+        self, logger: logging.Logger, key: str, message: str, *args: Any, **extra: Any
+    ) -> bool:
+        """Log the warning ``message % args`` through ``logger`` the first time ``key`` is
+        advised by this reader, and never again: advice a user acts on once (a setting to
+        change, such as an embedder that cannot read the text's language) would otherwise be
+        repeated by every call of a long-lived reader (a ``Memory``'s ``add()``). What each call
+        needs to know stays in its report. ``extra``: the record's extra attributes. Whether it
+        was logged now.
+
+        >>> from memreader.factory import MemReaderConfigFactory
+        >>> runtime = MemReaderConfigFactory().build().runtime
+        >>> log = logging.getLogger("example")
+        >>> runtime.advise(log, "tip", "a tip"), runtime.advise(log, "tip", "a tip")
+        (True, False)
+        """
+        with self._lock:
+            if key in self._advised:
+                return False
+            self._advised.add(key)
+        logger.warning(message, *args, extra=extra or None)
+        return True
 
     def language(self, text: str) -> Language:
         """The prompt language for ``text`` (``fine.language``, or detected)."""

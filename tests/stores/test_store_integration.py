@@ -375,9 +375,12 @@ def test_store_commands_fail_with_one_line_and_status_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("MEMREADER_STORE", raising=False)
+    monkeypatch.setenv("MEMREADER_HOME", str(tmp_path / "home"))
     db = f"sqlite:///{tmp_path / 'none.db'}"
+    home_db = f"sqlite:///{tmp_path / 'home' / 'memories.db'}"
     cases = [
-        (["search", "x", "--user-id", "u1"], "search needs --store URL (or $MEMREADER_STORE)"),
+        # No --store: the home store, which nothing has made yet.
+        (["search", "x", "--user-id", "u1"], f"no memory store at {home_db} (no such file)"),
         (["search", "x", "--store", db], "search needs --user-id (every memory has an owner)"),
         (["history", "id", "--store", db, "--user-id", "u1"], f"no memory store at {db}"),
         (["search", "x", "--store", "nope", "--user-id", "u1"], "a store URL looks like"),
