@@ -333,9 +333,8 @@ def _run(
     out: IO[str] | None,
     store: StoreOutput | None,
 ) -> tuple[ReadReport, int]:
-    """Read every job with ``config``'s reader (the store's Memory's, with ``store``) and write
-    its items to ``out`` (and ``store``); the merged report and the number of items whose
-    embedding failed."""
+    """Read every job with ``config``'s reader (``store``'s, with one) and write its items to
+    ``out`` (and ``store``); the merged report and how many items failed to embed."""
     from tqdm import tqdm
 
     reader = store.reader if store is not None else MemReaderFactory.from_config(config)
