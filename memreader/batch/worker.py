@@ -86,10 +86,14 @@ class Worker:
     def __init__(self, spec: WorkerSpec) -> None:
         self.calls = spec.calls
         self.refine = spec.calls.refine
-        self.reader = spec.reader.build()
         self.inputs = Inputs(spec.inputs)
         self.sink = build_sink(spec.output, s3=spec.places.s3, base_dir=spec.places.base_dir)
-        self.sink.keep_categories(self.reader)
+        try:  # a store sink's reader is its Memory's: wired to that store, categories kept
+            self.reader = self.sink.reader_for(spec.reader)
+        except BaseException:
+            self.sink.close()
+            self.inputs.close()
+            raise
 
     def close(self) -> None:
         """Close the reader's clients, the inputs and the sink."""

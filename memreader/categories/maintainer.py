@@ -276,10 +276,9 @@ def maintainer_for(reader: Any, on_update: OnUpdate | None = None) -> CategoryMa
     """The maintainer of ``reader``'s categories (its embedder for descriptions; its LLM, when
     one is configured, for summaries), or ``None`` when its config turns categories off.
 
-    Give it to a store so every write keeps the categories::
-
-        store = open_store(url, **reader.runtime.store_embedding())
-        store.category_keeper = maintainer_for(reader)
+    :class:`~memreader.Memory` is the one place that gives it to a store (its
+    ``category_keeper``), so every write through any surface keeps the categories; a CLI
+    command, a batch job's store sink, the MCP server and the service each hold a Memory.
     """
     config = reader.config.categories
     if not config.enabled:

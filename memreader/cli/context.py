@@ -93,7 +93,7 @@ def add_context_parser(commands: Any) -> None:
 
 def run_context(args: argparse.Namespace) -> int:
     """Run ``context``; 0 when done (bad input raises :class:`~memreader.errors.InputError`)."""
-    from memreader.cli.store_access import cli_embedder, open_cli_store, parse_time, store_url
+    from memreader.cli.store_access import open_cli_memory, parse_time, store_url
 
     url = store_url(args)
     if not args.user_id or not args.user_id.strip():
@@ -104,8 +104,8 @@ def run_context(args: argparse.Namespace) -> int:
     if args.no_embedding and args.mode == "vector":
         raise InputError("--mode vector needs a query vector: drop --no-embedding")
     off = args.no_embedding or args.mode == "text"
-    with cli_embedder(args.config, off=off) as embedder, open_cli_store(url, embedder) as store:
-        found = store.context(
+    with open_cli_memory(url, args.config, embeds=not off) as memory:
+        found = memory.context(
             args.query,
             user_id=args.user_id,
             max_tokens=args.max_tokens,

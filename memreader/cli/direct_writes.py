@@ -35,8 +35,7 @@ from memreader.cli.flags import add_alias, add_scope_flags, scope_args
 from memreader.cli.receipts import print_receipt
 from memreader.cli.store_access import (
     add_store_flag,
-    cli_embedder,
-    open_cli_store,
+    open_cli_memory,
     parse_time,
     store_url,
 )
@@ -46,7 +45,8 @@ from memreader.stores import EraseReceipt
 from memreader.stores.shapes import event_json
 
 if TYPE_CHECKING:
-    from memreader.stores import MemoryStore, WriteEvent
+    from memreader.front import Memory
+    from memreader.stores import WriteEvent
 
 __all__ = ["WRITE_COMMANDS", "add_write_parsers", "run_write_command"]
 
@@ -123,11 +123,8 @@ def run_write_command(args: argparse.Namespace) -> int:
     config = None if args.command == "delete" else args.config
     # add may start a store, as read --store does; update and delete need one that exists.
     create = args.command == "add"
-    with (
-        cli_embedder(config, off=off) as embedder,
-        open_cli_store(url, embedder, create=create) as store,
-    ):
-        done = _write(args, store, fields)
+    with open_cli_memory(url, config, embeds=not off, create=create) as memory:
+        done = _write(args, memory, fields)
     event = done[0] if isinstance(done, EraseReceipt) else done
     if args.json:
         shown = event_json(event)
@@ -142,14 +139,14 @@ def run_write_command(args: argparse.Namespace) -> int:
 
 
 def _write(
-    args: argparse.Namespace, store: MemoryStore, fields: dict[str, Any]
+    args: argparse.Namespace, memory: Memory, fields: dict[str, Any]
 ) -> WriteEvent | EraseReceipt:
     if args.command == "add":
-        return store.add_memory(args.text, user_id=args.user_id, **fields)
+        return memory.add_memory(args.text, user_id=args.user_id, **fields)
     if args.command == "update":
-        return store.update(args.memory_id, args.text, user_id=args.user_id, reason=args.reason)
+        return memory.update(args.memory_id, args.text, user_id=args.user_id, reason=args.reason)
     erase: bool = args.erase
-    return store.delete(args.memory_id, user_id=args.user_id, erase=erase)
+    return memory.delete(args.memory_id, user_id=args.user_id, erase=erase)
 
 
 def _add_fields(args: argparse.Namespace) -> dict[str, Any]:

@@ -26,7 +26,7 @@ import json
 from typing import Any
 
 from memreader.cli.flags import add_alias
-from memreader.cli.store_access import add_store_flag, open_cli_store, store_url
+from memreader.cli.store_access import add_store_flag, open_cli_memory, store_url
 from memreader.errors import InputError
 from memreader.stores.shapes import event_json
 
@@ -84,15 +84,15 @@ def run_lifecycle_command(args: argparse.Namespace) -> int:
         return _maintain(args, url)
     if not args.user_id or not args.user_id.strip():
         raise InputError(f"{args.command} needs --user-id (every memory has an owner)")
-    with open_cli_store(url) as store:
+    with open_cli_memory(url, embeds=False) as memory:
         if args.command == "restore":
-            event = store.restore(args.memory_id, user_id=args.user_id)
+            event = memory.restore(args.memory_id, user_id=args.user_id)
             out: Any = event_json(event)
             line = f"{event.event:<9} {event.memory_id}  {event.reason}"
         else:
-            call = store.pin if args.command == "pin" else store.unpin
+            call = memory.pin if args.command == "pin" else memory.unpin
             changed = call(args.ids, user_id=args.user_id)
-            out = {"changed": changed, "pinned": store.pinned(user_id=args.user_id)}
+            out = {"changed": changed, "pinned": memory.store.pinned(user_id=args.user_id)}
             line = f"{args.command}ned {changed} of {len(set(args.ids))} memories"
     print(json.dumps(out, ensure_ascii=False, indent=1) if args.json else line)
     return 0
@@ -100,7 +100,6 @@ def run_lifecycle_command(args: argparse.Namespace) -> int:
 
 def _maintain(args: argparse.Namespace, url: str) -> int:
     from memreader.config import read_yaml_config
-    from memreader.embedders import build_embedder
     from memreader.factory import MemReaderConfigFactory
     from memreader.stores.lifecycle import LifecycleConfig
 
@@ -111,16 +110,10 @@ def _maintain(args: argparse.Namespace, url: str) -> int:
         settings["max_active"] = args.max_active
     if args.purge_after_days is not None:
         settings["purge_after_days"] = args.purge_after_days
-    lifecycle = LifecycleConfig.model_validate(settings)
-    settings_of_embedder = None if args.no_embedding else reader.embedder
-    embedder = build_embedder(settings_of_embedder) if settings_of_embedder else None
-    try:
-        with open_cli_store(url, embedder) as store:
-            report = store.maintain(dry_run=args.dry_run, lifecycle=lifecycle)
-    finally:
-        close = getattr(embedder, "close", None)
-        if callable(close):
-            close()
+    LifecycleConfig.model_validate(settings)  # a bad flag fails before the store is opened
+    embeds = not args.no_embedding and reader.embedder is not None
+    with open_cli_memory(url, args.config, embeds=embeds, lifecycle=settings) as memory:
+        report = memory.maintain(dry_run=args.dry_run)
     if args.json:
         print(json.dumps(report.to_dict(), ensure_ascii=False, indent=1))
     else:

@@ -273,12 +273,15 @@ def run_read(args: argparse.Namespace) -> int:
         # Unwritable outputs fail now, before any work (and a failed run discards both).
         outputs = open_outputs(stack, args)
         out = outputs[0].handle if args.output is not None else sys.stdout
-        store = StoreOutput(args.store) if args.store else None
+        config = reader_config(args)
+        if args.mode == "fine" and not args.no_check:  # fail in seconds, before any window
+            check_llm_slots(configured_slots(config.config))
+        store = StoreOutput(args.store, config) if args.store else None
         if store is not None:
             stack.callback(store.close)
         # With --store and no -o (nor --json) the items go to the store only.
         quiet = store is not None and args.output is None and not args.json
-        report, no_vector = _run(args, None if quiet else out, store)
+        report, no_vector = _run(args, config, None if quiet else out, store)
         if args.report is not None:
             json.dump(report.to_dict(), outputs[-1].handle, ensure_ascii=False, indent=2)
         for output in outputs:
@@ -325,18 +328,16 @@ def failure_lines(report: ReadReport, no_vector: int = 0) -> list[str]:
 
 
 def _run(
-    args: argparse.Namespace, out: IO[str] | None, store: StoreOutput | None
+    args: argparse.Namespace,
+    config: MemReaderConfigFactory,
+    out: IO[str] | None,
+    store: StoreOutput | None,
 ) -> tuple[ReadReport, int]:
-    """Read every job and write its items to ``out`` (and ``store``); the merged report and the
-    number of items whose embedding failed."""
+    """Read every job with ``config``'s reader (``store``'s, with one) and write its items to
+    ``out`` (and ``store``); the merged report and how many items failed to embed."""
     from tqdm import tqdm
 
-    config = reader_config(args)
-    if args.mode == "fine" and not args.no_check:  # fail in seconds, before any window
-        check_llm_slots(configured_slots(config.config))
-    reader = MemReaderFactory.from_config(config)
-    if store is not None:
-        store.keep_categories(reader)
+    reader = store.reader if store is not None else MemReaderFactory.from_config(config)
     jobs = _jobs(args)
     total = sum(len(scenes) if isinstance(scenes, list) else 1 for _, scenes, _ in jobs)
     show = sys.stderr.isatty() if args.progress is None else args.progress

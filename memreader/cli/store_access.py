@@ -1,6 +1,8 @@
-"""How the store commands (:mod:`memreader.cli.stores`, :mod:`memreader.cli.direct_writes`)
-reach a store: ``--store`` (or ``$MEMREADER_STORE``), the embedder ``--config`` names, the store
-opened with it (:func:`open_cli_store`), and ISO times given as flags.
+"""How the store commands (:mod:`memreader.cli.stores`, :mod:`memreader.cli.direct_writes`,
+:mod:`memreader.cli.context`, :mod:`memreader.cli.lifecycle`) reach a store: through a
+:class:`~memreader.Memory` (:func:`open_cli_memory`) on the store ``--store`` names, else
+``$MEMREADER_STORE``, else the home store every surface shares (:mod:`memreader.front.home`:
+``$MEMREADER_HOME/memories.db``); and ISO times given as flags.
 
 Example:
     >>> parse_time("2026-01-31T12:00", "--since").isoformat()
@@ -11,22 +13,19 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from memreader.errors import InputError
 
 if TYPE_CHECKING:
-    from memreader.stores import MemoryStore
+    from memreader.front import Memory
 
 __all__ = [
     "STORE_ENV",
     "add_store_flag",
-    "open_cli_store",
+    "open_cli_memory",
     "parse_time",
-    "query_embedder",
     "store_url",
 ]
 
@@ -35,67 +34,58 @@ STORE_ENV = "MEMREADER_STORE"
 
 
 def add_store_flag(command: argparse.ArgumentParser, *, env: bool) -> None:
-    """Add ``--store URL`` to ``command`` (``env``: it defaults to ``$MEMREADER_STORE``)."""
-    default = f" (default: ${STORE_ENV})" if env else ""
+    """Add ``--store URL`` to ``command`` (``env``: it defaults to ``$MEMREADER_STORE``, then
+    the home store)."""
+    default = f" (default: ${STORE_ENV}, else $MEMREADER_HOME/memories.db)" if env else ""
     command.add_argument(
         "--store", help=f"memory store URL: sqlite:///memories.db or postgresql://...{default}"
     )
 
 
 def store_url(args: argparse.Namespace) -> str:
-    """The store ``args`` name: ``--store``, else ``$MEMREADER_STORE``.
-
-    Raises:
-        InputError: neither is set (the message names the command).
+    """The store ``args`` name: ``--store``, else ``$MEMREADER_STORE``, else the home store
+    that ``Memory()`` and ``memreader mcp`` use (:func:`~memreader.front.home.default_store_url`).
     """
+    from memreader.front.home import default_store_url
+
     url: str | None = args.store or os.environ.get(STORE_ENV)
-    if not url:
-        raise InputError(f"{args.command} needs --store URL (or ${STORE_ENV})")
-    return url
+    return url or default_store_url()
 
 
-def open_cli_store(url: str, embedder: Any = None, *, create: bool = False) -> MemoryStore:
-    """The store ``url`` names, searching with ``embedder``; ``None`` opens it text only, which
-    a command asks for by flag (``--no-embedding``, ``--mode text``), by config
-    (``embedder: null``) or by never searching. A ``sqlite://`` file must exist unless
+def open_cli_memory(
+    url: str,
+    config_path: str | None = None,
+    *,
+    embeds: bool = True,
+    create: bool = False,
+    lifecycle: dict[str, Any] | None = None,
+) -> Memory:
+    """A :class:`~memreader.Memory` on the store ``url``, with the reader config at
+    ``config_path`` (default: the built-in one): its embedder embeds queries and texts, its
+    categories and lifecycle are kept as ``Memory`` keeps them. ``embeds=False`` opens it text
+    only, which a command asks for by flag (``--no-embedding``, ``--mode text``) or by never
+    searching; ``lifecycle`` replaces the config's. A ``sqlite://`` file must exist unless
     ``create`` (``add`` may start a store, as ``read --store`` does).
 
     Raises:
         InputError: the SQLite file does not exist (and not ``create``).
-        ConfigError, StoreError: as :func:`memreader.stores.open_store`.
+        ConfigError, StoreError: as :class:`~memreader.Memory`.
     """
     from memreader.batch.job import sqlite_file
-    from memreader.stores import open_store
+    from memreader.config import read_yaml_config
+    from memreader.front import Memory
     from memreader.stores.urls import public_url
 
     file = sqlite_file(url)
     if not create and file is not None and file != ":memory:" and not os.path.exists(file):
         raise InputError(f"no memory store at {public_url(url)} (no such file)")
-    return open_store(url, embedder=embedder, text_only=embedder is None)
-
-
-def query_embedder(config_path: str | None) -> Any:
-    """The embedder of the reader config at ``config_path`` (default: the built-in one), or
-    ``None`` when that config has ``embedder: null``."""
-    from memreader.config import read_yaml_config
-    from memreader.embedders import build_embedder
-    from memreader.factory import MemReaderConfigFactory
-
     raw = read_yaml_config(config_path) if config_path else {}
-    settings = MemReaderConfigFactory.from_dict(raw).config.embedder
-    return build_embedder(settings) if settings is not None else None
-
-
-@contextmanager
-def cli_embedder(config_path: str | None, *, off: bool) -> Iterator[Any]:
-    """:func:`query_embedder` (``None`` when ``off``), closed when the block ends."""
-    embedder = None if off else query_embedder(config_path)
-    try:
-        yield embedder
-    finally:
-        close = getattr(embedder, "close", None)
-        if callable(close):
-            close()
+    settings = dict(raw.get("config") or {})
+    if not embeds:
+        settings["embedder"] = None
+    if lifecycle is not None:
+        settings["lifecycle"] = lifecycle
+    return Memory({**raw, "config": settings}, store=url)
 
 
 def parse_time(text: str | None, flag: str) -> datetime | None:

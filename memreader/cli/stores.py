@@ -39,12 +39,7 @@ from typing import TYPE_CHECKING, Any
 from memreader.cli.filter_flags import add_filter_flags, filters_of
 from memreader.cli.flags import add_alias
 from memreader.cli.receipts import print_receipt
-from memreader.cli.store_access import (
-    add_store_flag,
-    cli_embedder,
-    open_cli_store,
-    store_url,
-)
+from memreader.cli.store_access import add_store_flag, open_cli_memory, store_url
 from memreader.cli.summary import sources_text
 from memreader.errors import InputError
 from memreader.scenes.clipping import one_line
@@ -52,8 +47,9 @@ from memreader.stores.paging import DEFAULT_PAGE
 from memreader.stores.shapes import entry_json, event_json, iso, memory_json, score_json
 
 if TYPE_CHECKING:
+    from memreader.front import Memory
     from memreader.items import TextualMemoryItem
-    from memreader.stores import MemoryStore, SearchHit, WriteEvent
+    from memreader.stores import SearchHit, WriteEvent
 
 __all__ = [
     "STORE_COMMANDS",
@@ -157,10 +153,10 @@ def run_store_command(args: argparse.Namespace) -> int:
         return _search(args, url)
     if args.command == "list":
         return _list(args, url)
-    with open_cli_store(url) as store:  # history and forget never search: text only
+    with open_cli_memory(url, embeds=False) as memory:  # history and forget never search
         if args.command == "history":
-            return _history(store, args)
-        return _forget(store, args)
+            return _history(memory, args)
+        return _forget(memory, args)
 
 
 def _search(args: argparse.Namespace, url: str) -> int:
@@ -170,8 +166,8 @@ def _search(args: argparse.Namespace, url: str) -> int:
     if args.no_embedding and filters.mode == "vector":
         raise InputError("--mode vector needs a query vector: drop --no-embedding")
     off = args.no_embedding or filters.mode == "text"
-    with cli_embedder(args.config, off=off) as embedder, open_cli_store(url, embedder) as store:
-        hits = store.search(args.query, user_id=args.user_id, k=args.k, filters=filters)
+    with open_cli_memory(url, args.config, embeds=not off) as memory:
+        hits = memory.search(args.query, user_id=args.user_id, k=args.k, filters=filters)
     if args.json:
         _print_json({"query": args.query, "hits": [_hit_json(hit) for hit in hits]})
         return 0
@@ -186,8 +182,8 @@ def _search(args: argparse.Namespace, url: str) -> int:
 
 def _list(args: argparse.Namespace, url: str) -> int:
     filters = filters_of(args)
-    with open_cli_store(url) as store:  # a listing never searches: text only
-        page = store.get_all(
+    with open_cli_memory(url, embeds=False) as held:  # a listing never searches
+        page = held.get_all(
             user_id=args.user_id, filters=filters, limit=args.limit, cursor=args.cursor
         )
     if args.json:
@@ -238,11 +234,11 @@ def _hit_json(hit: SearchHit) -> dict[str, Any]:
     }
 
 
-def _history(store: MemoryStore, args: argparse.Namespace) -> int:
-    memory = store.get(args.memory_id, user_id=args.user_id)
+def _history(memories: Memory, args: argparse.Namespace) -> int:
+    memory = memories.get(args.memory_id, user_id=args.user_id, used=False)  # an audit
     if memory is None:
         raise InputError(f"user {args.user_id!r} has no memory {args.memory_id!r}")
-    entries = store.history(args.memory_id, user_id=args.user_id)
+    entries = memories.history(args.memory_id, user_id=args.user_id)
     if args.json:
         _print_json(
             {
@@ -277,9 +273,9 @@ def parse_source(text: str) -> Any:
     return SourceSelector(**{_SOURCES[kind]: value})
 
 
-def _forget(store: MemoryStore, args: argparse.Namespace) -> int:
+def _forget(memory: Memory, args: argparse.Namespace) -> int:
     erase: bool = args.erase
-    receipt = store.forget(parse_source(args.source), user_id=args.user_id, erase=erase)
+    receipt = memory.forget(parse_source(args.source), user_id=args.user_id, erase=erase)
     if args.json:
         events = [event_json(e) for e in receipt]
         shown = receipt.to_dict(events=False)
@@ -300,8 +296,10 @@ def _export_md(args: argparse.Namespace, url: str) -> int:
         raise InputError("export-md needs --user-id U (repeatable; every memory has an owner)")
     if not args.out:
         raise InputError("export-md needs --output FOLDER (where the owners' folders go)")
-    with open_cli_store(url) as store:  # the export never searches: text only
-        report = export_report(store, users, args.out, allow_foreign_files=args.allow_foreign_files)
+    with open_cli_memory(url, embeds=False) as memory:  # the export never searches
+        report = export_report(
+            memory.store, users, args.out, allow_foreign_files=args.allow_foreign_files
+        )
     for path in sorted(report.written):
         print(path)
     counts = f"{len(report.written)} file(s) for {len(set(users))} user(s)"
@@ -320,23 +318,23 @@ def _counts(events: Sequence[WriteEvent]) -> str:
 
 class StoreOutput:
     """Where ``memreader read --store URL`` writes each call's items (one transaction per
-    call), counting the events for the summary it prints at the end."""
+    call), counting the events for the summary it prints at the end. It holds a
+    :class:`~memreader.Memory` on the store with the read's reader config: the read uses its
+    reader (:attr:`reader`), so the ``dedup`` and ``reconcile`` steps see this very store, and
+    the Memory keeps the categories and the budget as the config says."""
 
-    def __init__(self, url: str) -> None:
-        from memreader.stores import open_store
+    def __init__(self, url: str, config: Any) -> None:
+        from memreader.front import Memory
         from memreader.stores.urls import public_url
 
         self.where = public_url(url)
-        # The items written carry the reader's vectors, and this never searches: text only.
-        self.store = open_store(url, text_only=True)
+        self.memory = Memory(config, store=url)
         self.events: list[WriteEvent] = []
 
-    def keep_categories(self, reader: Any) -> None:
-        """Keep the categories of what is written with ``reader``'s settings (its embedder for
-        descriptions, its LLM for summaries of fine items), unless its config turns them off."""
-        from memreader.categories.maintainer import maintainer_for
-
-        self.store.category_keeper = maintainer_for(reader)
+    @property
+    def reader(self) -> Any:
+        """The reader the read runs (the Memory's)."""
+        return self.memory.reader
 
     def write(self, results: Sequence[Sequence[TextualMemoryItem]], scene_offset: int = 0) -> None:
         """Write one call's items (their sources' scenes counted from ``scene_offset``, as
@@ -348,15 +346,15 @@ class StoreOutput:
                 for source in item.metadata.sources:
                     source.scene_index += scene_offset
         if items:
-            self.events.extend(self.store.write(items))
+            self.events.extend(self.memory.store.write(items))
 
     def summary(self) -> str:
         """One line: the store and how many of each event."""
         return f"{self.where}: {len(self.events)} items written ({_counts(self.events)})"
 
     def close(self) -> None:
-        """Close the store."""
-        self.store.close()
+        """Close the Memory (its store and its reader's clients)."""
+        self.memory.close()
 
 
 def _print_json(data: dict[str, Any]) -> None:

@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Any, Literal, overload
 
 from memreader.calls.deadlines import in_thread
-from memreader.front.config import ConfigLike
+from memreader.front.config import ConfigLike, memory_arguments
 from memreader.front.memory import Memory
 from memreader.front.results import AddResult, add_result
 from memreader.modes import ReadMode
@@ -64,6 +64,13 @@ class AsyncMemory:
         self.memory = Memory(
             config, store=store, store_options=store_options, working_memory=working_memory
         )
+
+    @classmethod
+    def from_config(cls, config: ConfigLike) -> AsyncMemory:
+        """:meth:`Memory.from_config <memreader.front.memory.Memory.from_config>`: a flat dict
+        as mem0 users write it, or what ``AsyncMemory(config)`` takes."""
+        nested, arguments = memory_arguments(config)
+        return cls(nested, **arguments)
 
     async def add(
         self,

@@ -21,7 +21,7 @@ from memreader.errors import InputError
 from memreader.factory import MemReaderConfigFactory
 from memreader.front.home import data_home, default_store_url
 
-__all__ = ["ConfigLike", "reader_config"]
+__all__ = ["MEMORY_KEYS", "ConfigLike", "memory_arguments", "reader_config"]
 
 #: What ``Memory(config)`` takes.
 ConfigLike = str | os.PathLike[str] | Mapping[str, Any] | MemReaderConfigFactory | None
@@ -71,6 +71,37 @@ def reader_config(config: ConfigLike, store: str | None) -> tuple[MemReaderConfi
     # The reader's own steps (dedup, reconcile) then see the store this object writes to.
     settings = factory.config.model_copy(update={"store": SecretStr(url)})
     return MemReaderConfigFactory(backend=factory.backend, config=settings), url
+
+
+#: The keys of a flat config that are :class:`~memreader.front.memory.Memory`'s own arguments
+#: (``backend`` is the reader's; every other key is a field of the reader's config).
+MEMORY_KEYS = frozenset({"store", "store_options", "working_memory"})
+
+
+def memory_arguments(config: ConfigLike) -> tuple[ConfigLike, dict[str, Any]]:
+    """``Memory.from_config``'s ``config`` as ``Memory``'s arguments: a flat dict, as mem0
+    users write one (``{"store": ..., "embedder": ..., "llm": ..., "lifecycle": ...}``:
+    :data:`MEMORY_KEYS` go to ``Memory``, ``backend`` names the reader, every other key is a
+    field of its config), becomes the reader config and the keyword arguments; any other shape
+    (a YAML path, ``{"backend": ..., "config": {...}}``, a factory) is the reader config as is.
+
+    >>> memory_arguments({"store": "sqlite://:memory:", "embedder": {"backend": "hash"}})
+    ({'config': {'embedder': {'backend': 'hash'}}}, {'store': 'sqlite://:memory:'})
+
+    Raises:
+        InputError: a key that is not a string.
+    """
+    if not isinstance(config, Mapping) or "config" in config:
+        return config, {}
+    odd = [key for key in config if not isinstance(key, str)]
+    if odd:
+        raise InputError(f"Memory.from_config: a config key must be a string, got {odd[0]!r}")
+    arguments = {key: value for key, value in config.items() if key in MEMORY_KEYS}
+    settings = {k: v for k, v in config.items() if k not in MEMORY_KEYS and k != "backend"}
+    nested: dict[str, Any] = {"config": settings}
+    if "backend" in config:
+        nested["backend"] = config["backend"]
+    return nested, arguments
 
 
 def _with_store(raw: dict[str, Any], store: str | None) -> dict[str, Any]:

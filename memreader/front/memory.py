@@ -27,7 +27,7 @@ from typing import Any
 
 from memreader.errors import InputError, StoreError
 from memreader.front.categories import CategoryCalls
-from memreader.front.config import ConfigLike, reader_config
+from memreader.front.config import ConfigLike, memory_arguments, reader_config
 from memreader.front.inputs import (
     check_user,
     make_info,
@@ -109,6 +109,8 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls, RemovalCalls):
             lifecycle=self.config.config.lifecycle,
             **options,
         )
+        # The reader's dedup and reconcile steps read this very store, never a reopened one.
+        self.reader.runtime.use_store(self.store)
         self.working = WorkingMemory(self.store, size) if size else None
         self._closed = False
         # Held items are promoted if this object is dropped unclosed or open at exit.
@@ -117,6 +119,23 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls, RemovalCalls):
             if self.working is not None
             else None
         )
+
+    @classmethod
+    def from_config(cls, config: ConfigLike) -> Memory:
+        """A Memory from one config: what ``Memory(config)`` takes, or a flat dict as mem0
+        users write it, the reader's settings beside ``store``, ``store_options`` and
+        ``working_memory`` (:func:`~memreader.front.config.memory_arguments`).
+
+        >>> flat = {"store": "sqlite://:memory:", "embedder": {"backend": "hash"}}
+        >>> with Memory.from_config(flat) as m:
+        ...     m.add_memory("Ana is vegetarian.", user_id="ana").event
+        'ADD'
+
+        Raises:
+            ConfigError: an unknown key (the message names it) or an invalid value.
+        """
+        nested, arguments = memory_arguments(config)
+        return cls(nested, **arguments)
 
     # -- reading and writing ----------------------------------------------------------------------
 

@@ -6,19 +6,20 @@ step   requires  produces  modes
 dedup  emitted   emitted   fast, fine, refine
 =====  ========  ========  ==================
 
-With a store configured (the reader config's ``store``, a URL; a batch job with a store output
-sets it), the call's items are looked up there before ``embed``, one query per owner
-(:meth:`~memreader.stores.MemoryStore.lookup`): an item whose id is stored active with the same
-text (``NONE``), or whose text is an active memory of its owner and type (``REINFORCE``), is
-taken out of ``emitted`` (what the embed step embeds), so it gets no vector; it stays in the
-call's items, in its place, with its id. Its window's report gets a note
-(``item <id>: already stored: NONE``) and the report's ``resources`` count it
+With a store (the one a :class:`~memreader.Memory` hands its reader, else the reader config's
+``store`` URL; a batch job with a store output sets it: see
+:meth:`~memreader.steps.runtime.ReaderRuntime.store`), the call's items are looked up there
+before ``embed``, one query per owner (:meth:`~memreader.stores.MemoryStore.lookup`): an item
+whose id is stored active with the same text (``NONE``), or whose text is an active memory of
+its owner and type (``REINFORCE``), is taken out of ``emitted`` (what the embed step embeds), so
+it gets no vector; it stays in the call's items, in its place, with its id. Its window's report
+gets a note (``item <id>: already stored: NONE``) and the report's ``resources`` count it
 (``already_stored``). Writing such an item into the store needs no vector: the store keeps the
 one it has. Without a store the step does nothing; ``pipeline.remove: [dedup]`` removes it.
 
-The store is opened once per reader (on first use) and closed with it. A lookup that fails
-(the store is locked past its timeout, a server is gone) costs only the saving: every item is
-embedded, with one warning.
+A store opened from the URL is opened once per reader (on first use) and closed with it. A
+lookup that fails (the store is locked past its timeout, a server is gone) costs only the
+saving: every item is embedded, with one warning.
 
 Items that skip embedding carry no vector in the call's result: what is written elsewhere
 beside the store (``memreader read --store ... -o items.jsonl``) has none for them.
@@ -33,30 +34,15 @@ from memreader.errors import MemReaderError
 from memreader.modes import ALL_MODES
 from memreader.pipeline import Step
 from memreader.steps.registry import STEPS
-from memreader.steps.runtime import ReaderRuntime, SharedKey
+from memreader.steps.runtime import ReaderRuntime
 from memreader.steps.state import ReadState
 
 if TYPE_CHECKING:
-    from memreader.stores import MemoryStore, WriteEvent
+    from memreader.stores import WriteEvent
 
-__all__ = ["STORE", "Dedup"]
+__all__ = ["Dedup"]
 
 logger = logging.getLogger(__name__)
-
-
-def _open_store(runtime: ReaderRuntime) -> MemoryStore | None:
-    """The reader's store (``store`` in its config), or ``None`` without one."""
-    url = runtime.config.store
-    if url is None:
-        return None
-    from memreader.stores import open_store
-
-    # Dedup only looks items up by id and content hash: it never searches, so no embedder.
-    return open_store(url.get_secret_value(), text_only=True)
-
-
-#: The reader's memory store, opened on first use and closed with the reader.
-STORE: SharedKey[MemoryStore | None] = SharedKey("store", _open_store)
 
 
 @STEPS.register("dedup")
@@ -70,9 +56,9 @@ class Dedup(Step):
     modes = frozenset(ALL_MODES)
 
     def run(self, state: ReadState, runtime: ReaderRuntime) -> None:
-        if not state.emitted or runtime.config.store is None or not runtime.embeds:
+        if not state.emitted or not runtime.has_store or not runtime.embeds:
             return
-        store = runtime.shared(STORE)
+        store = runtime.store()
         if store is None:
             return
         by_owner: dict[str, list[int]] = {}

@@ -86,7 +86,7 @@ class Embed(Step):
             for (item, _), vector in zip(batch, vectors, strict=True):
                 item.metadata.embedding = vector
                 item.metadata.embedding_model = embedder.name
-        _note_unreadable(made, embedder, state.embedding_fragments)
+        _note_unreadable(made, embedder, state.embedding_fragments, runtime)
 
 
 def _embedding_input(item: TextualMemoryItem, fragments: EmbeddingFragments) -> tuple[str, ...]:
@@ -114,13 +114,15 @@ def _note_unreadable(
     made: Sequence[tuple[TextualMemoryItem, WindowReport]],
     embedder: FullEmbedder,
     fragments: EmbeddingFragments,
+    runtime: ReaderRuntime,
 ) -> None:
-    """Record on each window's report the share of its embedded text (what was embedded for
-    its items, joined) that ``embedder`` cannot read, with a note when that is
+    """Record on each window's report the share of its embedded text (what was embedded for its
+    items, joined) that ``embedder`` cannot read, with a note when that is
     :data:`~memreader.embedders.languages.UNREADABLE_THRESHOLD` or more, and log one warning
-    for all such windows. An embedder that does not know (``None``) leaves the reports as they
-    are. A check that fails leaves its window as it was (one warning with the first
-    traceback)."""
+    for all such windows, once per reader (:meth:`ReaderRuntime.advise`: the advice is to
+    choose another embedder; every call's report still notes its windows). An embedder that
+    does not know (``None``) leaves the reports as they are. A check that fails leaves its
+    window as it was (one warning with the first traceback)."""
     name = embedder.name
     windows: dict[int, tuple[WindowReport, list[str]]] = {}
     for item, entry in made:
@@ -156,14 +158,16 @@ def _note_unreadable(
         )
     if noted:
         low, high = int(min(noted) * 100), int(max(noted) * 100)
-        logger.warning(
+        runtime.advise(
+            logger,
+            f"unreadable:{name}",
             "%d of %d windows are mostly text the embedder %s cannot read (%s of their "
             "letters); their vectors say little about them (see the windows' report notes, "
-            "and '%s' in the docs' Fast mode)",
+            "and '%s' in the docs' Fast mode; said once per reader)",
             len(noted),
             len(windows),
             name,
             f"{low}%" if low == high else f"{low}% to {high}%",
             README_SECTION,
-            extra={IN_REPORT: True},
+            **{IN_REPORT: True},
         )

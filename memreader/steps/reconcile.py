@@ -7,8 +7,9 @@ step       requires                      produces        modes
 reconcile  fine_windows, items, emitted  items, emitted  fine
 =========  ============================  ==============  =====
 
-Off by default (``fine.passes: [..., reconcile]`` turns it on; it needs the reader's
-``store``, or the call is a ``ConfigError`` naming both). It runs after fine mode's items are
+Off by default (``fine.passes: [..., reconcile]`` turns it on; it needs the reader's store,
+the one a :class:`~memreader.Memory` hands it or its config's ``store``, or the call is a
+``ConfigError`` naming both). It runs after fine mode's items are
 built and before ``dedup`` and ``embed``, so an ``UPDATE``'s merged memory is what gets
 embedded. For each window, the memories of the kinds that state facts (long-term, user and
 preference memories) not already in the store (:meth:`~memreader.stores.MemoryStore.lookup`)
@@ -48,7 +49,7 @@ from memreader.scopes import scope_columns
 from memreader.steps.chain import PerWindowStep, WindowWork, arun_chain, count_pass, run_chain
 from memreader.steps.registry import STEPS
 from memreader.steps.report import WindowReport
-from memreader.steps.runtime import ReaderRuntime, SharedKey
+from memreader.steps.runtime import ReaderRuntime
 from memreader.steps.state import ReadState
 
 if TYPE_CHECKING:
@@ -65,20 +66,6 @@ NEIGHBOURS_PER_MEMORY = 5
 #: The cosine at which a hit the full-text search did not find counts as a neighbour.
 #: Provisional, not measured: below it a vector hit is taken as unrelated (no call for it).
 MIN_SIMILARITY = 0.5
-
-
-def _open_store(runtime: ReaderRuntime) -> MemoryStore | None:
-    """The reader's store, opened with the reader's embedder (searches embed their query)."""
-    url = runtime.config.store
-    if url is None:
-        return None
-    from memreader.stores import open_store
-
-    return open_store(url.get_secret_value(), **runtime.store_embedding())
-
-
-#: The reader's store as the reconcile pass searches it, opened on first use, closed with it.
-NEIGHBOUR_STORE: SharedKey[MemoryStore | None] = SharedKey("reconcile_store", _open_store)
 
 
 @dataclass
@@ -117,7 +104,7 @@ class Reconcile(Step):
         Raises:
             ConfigError: the reader has no store.
         """
-        if runtime.config.store is None:
+        if not runtime.has_store:
             raise ConfigError(
                 "fine.passes lists reconcile, which needs the reader's store: set `store:` "
                 "(sqlite:///memories.db or postgresql://...) in the reader config, or take "
@@ -138,7 +125,7 @@ class Reconcile(Step):
         if not pending:
             return {}
         try:
-            store = runtime.shared(NEIGHBOUR_STORE)
+            store = runtime.store()
             assert store is not None  # the reader has a store (checked above)
             return self._search(state, store, pending)
         except StoreError as exc:

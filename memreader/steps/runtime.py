@@ -1,5 +1,6 @@
-"""What a reader's built-in steps share: its config, the windower, the embedder, the LLM router
-and the hooks (the engine carries it as any :class:`~memreader.pipeline.protocols.StepRuntime`).
+"""What a reader's built-in steps share: its config, the windower, the embedder, the LLM router,
+the memory store (:meth:`ReaderRuntime.store`) and the hooks (the engine carries it as any
+:class:`~memreader.pipeline.protocols.StepRuntime`).
 Costly parts (the embedding model, LLM clients) are built on first use, once.
 
 A step reads the settings it needs through :meth:`ReaderRuntime.settings`, which narrows the
@@ -9,6 +10,7 @@ it), and keeps its own shared parts under a typed :class:`SharedKey`.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
     from memreader.embedders.base import FullEmbedder
     from memreader.extraction.language import Language
     from memreader.llms import LLMRouter
+    from memreader.stores import MemoryStore
 
 __all__ = ["ReaderRuntime", "SharedKey"]
 
@@ -80,6 +83,11 @@ class ReaderRuntime:
         # Re-entrant: a shared part's build may read the embedder or the LLM router.
         self._lock = threading.RLock()
         self._shared: dict[SharedKey[Any], Any] = {}
+        # The store the steps read (dedup, reconcile): handed by its owner (a Memory), or
+        # opened from the config's URL on first use and then closed with the reader.
+        self._store: MemoryStore | None = None
+        self._opened_store = False
+        self._advised: set[str] = set()
 
     @property
     def embeds(self) -> bool:
@@ -106,7 +114,8 @@ class ReaderRuntime:
     def store_embedding(self) -> dict[str, Any]:
         """How a store this reader writes to is opened so that search embeds as it embeds:
         ``{"embedder": ...}``, or ``{"text_only": True}`` when its config says
-        ``embedder: null`` (text-only on purpose), for ``open_store(url, **...)``.
+        ``embedder: null`` (text-only on purpose) (the keyword arguments of
+        :func:`~memreader.stores.open_store`).
 
         >>> from memreader.factory import MemReaderConfigFactory
         >>> config = {"config": {"embedder": None}}
@@ -114,6 +123,46 @@ class ReaderRuntime:
         {'text_only': True}
         """
         return {"embedder": self.embedder} if self.embeds else {"text_only": True}
+
+    def use_store(self, store: MemoryStore) -> None:
+        """Hand the reader the open ``store`` its steps read (``dedup`` looks items up in it,
+        ``reconcile`` searches it): the store its owner writes to, so a step never reopens it
+        by URL (a ``sqlite://:memory:`` store reopened would be a second, empty database). The
+        owner keeps it and closes it; the reader does not.
+
+        Raises:
+            ConfigError: the reader already opened a store of its own from its config.
+        """
+        with self._lock:
+            if self._opened_store:
+                raise ConfigError(
+                    "this reader already opened its config's store: hand it a store before "
+                    "its first read"
+                )
+            self._store = store
+
+    @property
+    def has_store(self) -> bool:
+        """Whether the steps have a store: one handed (:meth:`use_store`) or the config's."""
+        return self._store is not None or self.config.store is not None
+
+    def store(self) -> MemoryStore | None:
+        """The store the reader's steps read: the one handed by :meth:`use_store`, else the
+        config's ``store`` URL opened on first use (with :meth:`store_embedding`, so a search
+        embeds as the reader does) and closed with the reader; ``None`` without either. This is
+        the one place a reader opens a store.
+
+        Raises:
+            ConfigError, StoreError: the config's store cannot be opened.
+        """
+        with self._lock:
+            if self._store is None and self.config.store is not None:
+                from memreader.stores import open_store
+
+                url = self.config.store.get_secret_value()
+                self._store = open_store(url, **self.store_embedding())
+                self._opened_store = True
+            return self._store
 
     @property
     def llm(self) -> LLMRouter:
@@ -151,6 +200,29 @@ class ReaderRuntime:
             f"{type(self.config).__name__} does not have (use a reader whose config has them)"
         )
 
+    def advise(
+        self, logger: logging.Logger, key: str, message: str, *args: Any, **extra: Any
+    ) -> bool:
+        """Log the warning ``message % args`` through ``logger`` the first time ``key`` is
+        advised by this reader, and never again: advice a user acts on once (a setting to
+        change, such as an embedder that cannot read the text's language) would otherwise be
+        repeated by every call of a long-lived reader (a ``Memory``'s ``add()``). What each call
+        needs to know stays in its report. ``extra``: the record's extra attributes. Whether it
+        was logged now.
+
+        >>> from memreader.factory import MemReaderConfigFactory
+        >>> runtime = MemReaderConfigFactory().build().runtime
+        >>> log = logging.getLogger("example")
+        >>> runtime.advise(log, "tip", "a tip"), runtime.advise(log, "tip", "a tip")
+        (True, False)
+        """
+        with self._lock:
+            if key in self._advised:
+                return False
+            self._advised.add(key)
+        logger.warning(message, *args, extra=extra or None)
+        return True
+
     def language(self, text: str) -> Language:
         """The prompt language for ``text`` (``fine.language``, or detected)."""
         from memreader.extraction import detect_language
@@ -174,6 +246,9 @@ class ReaderRuntime:
         with self._lock:
             parts = list(self._shared.values())
             self._shared.clear()
+            if self._opened_store:  # a handed store is its owner's to close
+                parts.append(self._store)
+                self._store, self._opened_store = None, False
         for part in parts:
             close = getattr(part, "close", None)
             if callable(close):

@@ -130,16 +130,19 @@ def test_bad_add_input_exits_2_with_one_line(
     assert not Path(where[0].removeprefix("sqlite:///")).exists()  # checked before opening
 
 
-def test_empty_text_and_missing_owner_or_store_exit_2(
+def test_empty_text_and_missing_owner_or_home_store_exit_2(
     where: tuple[str, str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("MEMREADER_STORE", raising=False)
+    home = Path(where[0].removeprefix("sqlite:///")).parent / "home"
+    monkeypatch.setenv("MEMREADER_HOME", str(home))
     url = where[0]
     cases = [
         (["add", "", "--store", url, "--user-id", "ana", "--no-embedding"], "add: a memory's text"),
         (["update", "i", " ", "--store", url, "--user-id", "ana"], "update: a memory's text"),
         (["add", "x", "--store", url], "add needs --user-id"),
-        (["delete", "i", "--user-id", "ana"], "delete needs --store URL"),
+        # No --store: the home store, which nothing has made yet.
+        (["delete", "i", "--user-id", "ana"], f"no memory store at sqlite:///{home}"),
         (["update", "i", "t", "--store", url, "--user-id", "ana"], "no memory store at"),
     ]
     for argv, message in cases:

@@ -1,7 +1,7 @@
-"""The store commands open their store through one door (:func:`memreader.cli.store_access.
-open_cli_store`): a search with another embedder than the one the memories were embedded with
-says so on stderr (once), a text-only search does not need one, and a store that does not exist
-is one line, for every command that needs one."""
+"""The store commands reach their store through one door (a ``Memory``, from
+:func:`memreader.cli.store_access.open_cli_memory`): a search with another embedder than the
+one the memories were embedded with says so on stderr (once), a text-only search does not need
+one, and a store that does not exist is one line, for every command that needs one."""
 
 from __future__ import annotations
 

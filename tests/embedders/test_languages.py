@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from memreader import (
+    Memory,
     MemReaderConfigFactory,
     ReadReport,
     SimpleStructMemReader,
@@ -208,7 +209,7 @@ def test_the_cache_forwards_the_check() -> None:
 # -- through the reader -----------------------------------------------------------------------
 
 
-def test_a_chinese_chat_gets_notes_and_one_warning_per_call(
+def test_a_chinese_chat_gets_notes_every_call_and_one_warning_per_reader(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     reader = _reader()
@@ -226,10 +227,13 @@ def test_a_chinese_chat_gets_notes_and_one_warning_per_call(
             assert window.unreadable_share >= UNREADABLE_THRESHOLD
             [note] = window.notes
             assert "hash:16" in note and README_SECTION in note
-        [warning] = _warnings(caplog)
-        message = warning.getMessage()
-        assert f"{len(report.windows)} of {len(report.windows)} windows" in message, call
-        assert "hash:16" in message and README_SECTION in message
+        if call:  # the advice was given: the report still says it, the log does not again
+            assert not _warnings(caplog)
+        else:
+            [warning] = _warnings(caplog)
+            message = warning.getMessage()
+            assert f"{len(report.windows)} of {len(report.windows)} windows" in message
+            assert "hash:16" in message and README_SECTION in message
         summary = json.loads(json.dumps(report.to_dict(), ensure_ascii=False))
         assert summary["windows"][0]["notes"] == report.windows[0].notes
         assert summary["windows"][0]["unreadable_share"] == report.windows[0].unreadable_share
@@ -257,7 +261,7 @@ def test_only_the_mostly_unreadable_windows_get_a_note(caplog: pytest.LogCapture
     assert f"{len(chinese)} of {len(report.windows)} windows" in warning.getMessage()
 
 
-def test_async_and_fine_calls_warn_once_each(caplog: pytest.LogCaptureFixture) -> None:
+def test_async_and_fine_calls_warn_once_per_reader(caplog: pytest.LogCaptureFixture) -> None:
     def answer(request: Any) -> Any:
         if request.schema_name == "memory_extraction":
             memory = {"key": "茶", "memory_type": "UserMemory", "value": "用户喜欢品茶。"}
@@ -273,7 +277,7 @@ def test_async_and_fine_calls_warn_once_each(caplog: pytest.LogCaptureFixture) -
         caplog.clear()
         report = ReadReport()
         reader.get_memory(scenes, type="chat", info=INFO, mode="fine", report=report)
-        assert len(_warnings(caplog)) == 1
+        assert not _warnings(caplog)  # said once by this reader
         assert all(w.status == "ok" and w.notes for w in report.windows)
         assert all(w.unreadable_share == 1.0 for w in report.windows)
 
@@ -343,3 +347,18 @@ def test_the_docs_section_exists_and_its_configs_are_valid(
     assert models == [("ollama", "bge-m3", 2048), ("openai", "intfloat/multilingual-e5-large", 400)]
     [python] = re.findall(r"```python\n(.*?)```", section, re.S)
     exec(compile(python, str(page), "exec"), {})  # builds readers; nothing is sent
+
+
+def test_a_memory_gives_the_advice_once_and_a_new_memory_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    config = {"config": {"embedder": {"backend": "hash", "config": {"english_only": True}}}}
+    chinese = "\n".join(CHINESE[:4])
+    with caplog.at_level(logging.WARNING):
+        for _ in range(2):
+            with Memory(config, store="sqlite://:memory:") as m:
+                for turn in range(3):
+                    result = m.add(f"{chinese} {turn}", user_id="ana")
+                    assert all(w.notes for w in result.report.windows)  # every call's report
+                assert len(_warnings(caplog)) == 1  # the log: once per Memory
+            caplog.clear()

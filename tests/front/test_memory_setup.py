@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from memreader import ConfigError, Memory, MemReaderConfigFactory
+from memreader import AsyncMemory, ConfigError, Memory, MemReaderConfigFactory
 from memreader.front import data_home, default_store_url
 
 
@@ -98,3 +98,39 @@ def test_a_config_without_an_embedder_searches_text_only(tmp_path: Path, home: P
         hits = m.search("Porto", user_id="ana")
         assert [h.memory.id for h in hits] == [result.items[0].id]
         assert hits[0].score.similarity is None
+
+
+# -- Memory.from_config: a flat dict, as mem0 users write it ----------------------------------
+
+
+def test_from_config_takes_a_flat_dict(tmp_path: Path, home: Path) -> None:
+    flat = {
+        "store": f"sqlite:///{tmp_path / 'flat.db'}",
+        "embedder": {"backend": "hash"},
+        "lifecycle": {"max_active": 5},
+        "working_memory": 2,
+        "backend": "simple_struct",
+    }
+    with Memory.from_config(flat) as m:
+        assert m.store_url == flat["store"] and m.working is not None
+        assert m.config.config.lifecycle is not None and m.config.config.lifecycle.max_active == 5
+        m.add_memory("Ana is vegetarian.", user_id="ana")
+    assert (tmp_path / "flat.db").is_file() and not (home / "memories.db").exists()
+
+
+def test_from_config_takes_todays_shapes_too(tmp_path: Path, home: Path) -> None:
+    nested = {"backend": "simple_struct", "config": {"embedder": {"backend": "hash"}}}
+    with Memory.from_config(nested) as m:
+        assert m.store_url.endswith("memories.db") and m.config.config.embedder is not None
+
+
+@pytest.mark.parametrize("key", ["vector_store", "stores"])
+def test_from_config_names_an_unknown_key(key: str, home: Path) -> None:
+    with pytest.raises(ConfigError, match=f"{key}: Extra inputs are not permitted"):
+        Memory.from_config({"embedder": {"backend": "hash"}, key: {"provider": "qdrant"}})
+
+
+def test_async_memory_from_config_takes_a_flat_dict(tmp_path: Path, home: Path) -> None:
+    m = AsyncMemory.from_config({"store": "sqlite://:memory:", "embedder": {"backend": "hash"}})
+    assert m.memory.store_url == "sqlite://:memory:"
+    m.memory.close()

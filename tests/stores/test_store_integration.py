@@ -100,9 +100,21 @@ def rows(db: Path) -> list[tuple[str, str, str, str]]:
 DESCRIPTIONS = {c.description for c in CategoriesConfig().all()}
 
 
+def _passage(text: str) -> bool:
+    """A passage text the store embeds beside an item (``Name: content`` lines: these chats'
+    items are embedded without the speakers' names)."""
+    return text.startswith(("user: ", "assistant: "))
+
+
 def embedded_items() -> list[str]:
-    """What was embedded for items: the texts less the category descriptions."""
-    return [t for t in CountingHash.texts if t not in DESCRIPTIONS]
+    """What was embedded for items: the texts less the category descriptions and the passages
+    the store embeds (a job's store is a Memory's, opened with the reader's embedder)."""
+    return [t for t in CountingHash.texts if t not in DESCRIPTIONS and not _passage(t)]
+
+
+def embedded_passages() -> list[str]:
+    """What the store embedded for the passages of the memories it added."""
+    return [t for t in CountingHash.texts if _passage(t)]
 
 
 def history_count(db: Path) -> int:
@@ -122,6 +134,9 @@ def test_a_job_into_a_sqlite_store_and_its_rerun(tmp_path: Path) -> None:
     summary = run_job(job)
     assert summary.exit_code == 0 and summary.counts["items"] == 7
     assert summary.counts["embeddings"] == 7 and len(embedded_items()) == 7
+    # Each memory's passages (two messages, and the two read together) are embedded once,
+    # as a Memory's add embeds them: search scores these rows message by message.
+    assert len(embedded_passages()) == 7 * 3
     stored = rows(tmp_path / "m.db")
     assert len(stored) == 7 and {r[2] for r in stored} == {"active"}
     manifest = json.loads((tmp_path / "m.db.batch" / "_manifest.json").read_text())
@@ -137,7 +152,7 @@ def test_a_job_into_a_sqlite_store_and_its_rerun(tmp_path: Path) -> None:
     before = history_count(tmp_path / "m.db")
     again = run_job(job, restart=True)
     assert again.read == 2 and again.counts["items"] == 7 and again.counts["embeddings"] == 0
-    assert embedded_items() == []
+    assert embedded_items() == [] and embedded_passages() == []
     assert rows(tmp_path / "m.db") == stored and history_count(tmp_path / "m.db") == before
 
 
@@ -151,6 +166,7 @@ def test_a_changed_input_supersedes_its_old_memories(tmp_path: Path) -> None:
     CountingHash.texts.clear()
     summary = run_job(job)  # the manifest sees the new content
     assert summary.read == 1 and len(embedded_items()) == 1  # only the changed scene
+    assert len(embedded_passages()) == 3  # and its passages
     now = {r[1]: r for r in rows(tmp_path / "m.db")}
     assert len(now) == 4
     old = [i for i in first if "coffee" not in first[i][3] and "day 1" in first[i][3]]
@@ -375,9 +391,12 @@ def test_store_commands_fail_with_one_line_and_status_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("MEMREADER_STORE", raising=False)
+    monkeypatch.setenv("MEMREADER_HOME", str(tmp_path / "home"))
     db = f"sqlite:///{tmp_path / 'none.db'}"
+    home_db = f"sqlite:///{tmp_path / 'home' / 'memories.db'}"
     cases = [
-        (["search", "x", "--user-id", "u1"], "search needs --store URL (or $MEMREADER_STORE)"),
+        # No --store: the home store, which nothing has made yet.
+        (["search", "x", "--user-id", "u1"], f"no memory store at {home_db} (no such file)"),
         (["search", "x", "--store", db], "search needs --user-id (every memory has an owner)"),
         (["history", "id", "--store", db, "--user-id", "u1"], f"no memory store at {db}"),
         (["search", "x", "--store", "nope", "--user-id", "u1"], "a store URL looks like"),

@@ -30,6 +30,8 @@ from memreader.errors import ConfigError
 if TYPE_CHECKING:
     from memreader.batch.job import OutputSpec
     from memreader.batch.places.base import OutputFolder
+    from memreader.factory import MemReaderConfigFactory
+    from memreader.readers import BaseMemReader
     from memreader.transport.s3 import S3Settings
 
 __all__ = [
@@ -201,10 +203,12 @@ class Sink(ABC):
     def open_input(self, key: str) -> InputWriter:
         """A writer for the items of the input ``key`` (its manifest key)."""
 
-    def keep_categories(self, reader: Any) -> None:
-        """Called by each worker with its reader: a sink that writes into a memory store keeps
-        the owners' categories with the reader's settings. The default does nothing."""
-        return
+    def reader_for(self, config: MemReaderConfigFactory) -> BaseMemReader:
+        """The reader a worker reads with, built from ``config``: a new one by default; a sink
+        that writes into a memory store gives its :class:`~memreader.Memory`'s, which wires
+        the reader to that store and keeps the owners' categories (see
+        :class:`~memreader.batch.sinks.store.StoreSink`)."""
+        return config.build()
 
     def finish(self, owners: Collection[str]) -> list[str]:
         """Called once by the job's driver (not a worker) after the last input of a run, with

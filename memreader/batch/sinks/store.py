@@ -25,13 +25,11 @@ they show :func:`~memreader.stores.urls.public_url`.
 from __future__ import annotations
 
 import logging
-import os
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from memreader.batch.job import sqlite_file
 from memreader.batch.sinks.base import InputWriter, Sink, register_sink
-from memreader.errors import ConfigError, MemReaderError, SinkError
+from memreader.errors import ConfigError, MemReaderError, SinkError, StoreError
 from memreader.items import TextualMemoryItem
 from memreader.stores.base import MemoryStore, SourceSelector
 from memreader.stores.urls import public_url
@@ -39,6 +37,9 @@ from memreader.stores.urls import public_url
 if TYPE_CHECKING:
     from memreader.batch.job import OutputSpec
     from memreader.batch.places.base import OutputFolder
+    from memreader.factory import MemReaderConfigFactory
+    from memreader.front import Memory
+    from memreader.readers import BaseMemReader
 
 __all__ = ["PART_ITEMS", "StoreInputWriter", "StoreSink"]
 
@@ -123,11 +124,20 @@ class StoreInputWriter(InputWriter):
             self._state = "discarded"
 
 
+#: The Memory a store sink holds before a worker hands it its reader config (the job's driver:
+#: the store is checked at once and the ``markdown`` sink reads it at the end): it never reads,
+#: searches or embeds, so no embedder, and no category keeper.
+_STORE_ONLY: dict[str, Any] = {"config": {"embedder": None, "categories": {"enabled": False}}}
+
+
 @register_sink("store")
 class StoreSink(Sink):
     """Items into the memory store ``output.store`` names (see the module docstring); the
-    manifest, errors and summary go to ``output.path``. The store is opened when the sink is
-    built, so a bad URL or an unusable store fails the job before any input is read."""
+    manifest, errors and summary go to ``output.path``. The sink holds a
+    :class:`~memreader.Memory` on the store, opened when the sink is built, so a bad URL or an
+    unusable store fails the job before any input is read; a worker's reader is that Memory's
+    (:meth:`reader_for`), so the reader's ``dedup`` looks items up in this very store and the
+    Memory keeps the categories (and the budget) as the job's reader config says."""
 
     @classmethod
     def check(cls, spec: OutputSpec) -> None:
@@ -137,35 +147,41 @@ class StoreSink(Sink):
 
     def __init__(self, spec: OutputSpec, folder: OutputFolder) -> None:
         super().__init__(spec, folder)
-        from memreader.stores import open_store
-
         assert spec.store is not None  # check() refused it
-        url = spec.store.get_secret_value()
-        self.where = public_url(url)
-        file = sqlite_file(url)
-        if file is not None and os.path.dirname(file):
-            try:
-                os.makedirs(os.path.dirname(file), exist_ok=True)
-            except OSError as exc:
-                raise SinkError(f"cannot create the folder of {self.where}: {exc}") from None
-        # A sink writes items that carry their vectors and never searches: no embedder.
-        self.store = open_store(url, text_only=True)
+        self.url = spec.store.get_secret_value()
+        self.where = public_url(self.url)
+        self.memory = self._memory(_STORE_ONLY)
 
-    def keep_categories(self, reader: Any) -> None:
-        """Keep the categories of the owners written (see :mod:`memreader.categories`), as
-        the reader's config says (none when it turns them off)."""
-        from memreader.categories.maintainer import maintainer_for
+    @property
+    def store(self) -> MemoryStore:
+        """The store the items go into (the Memory's)."""
+        return self.memory.store
 
-        self.store.category_keeper = maintainer_for(reader)
+    def reader_for(self, config: MemReaderConfigFactory) -> BaseMemReader:
+        """The reader of a Memory on this store built with ``config`` (it replaces the sink's
+        store-only one): its steps read this store, and the Memory keeps the categories of
+        what is written as the config says (none when it turns them off)."""
+        memory = self._memory(config)
+        self.memory.close()
+        self.memory = memory
+        return memory.reader
+
+    def _memory(self, config: Any) -> Memory:
+        from memreader.front import Memory
+
+        try:
+            return Memory(config, store=self.url)
+        except StoreError as exc:
+            raise SinkError(f"cannot open {self.where}: {exc}") from None
 
     def open_input(self, key: str) -> StoreInputWriter:
         """A writer of the input ``key``'s items."""
         return StoreInputWriter(self.store, key, self.where)
 
     def close(self) -> None:
-        """Close the store, then the folder."""
+        """Close the Memory (its store and reader), then the folder."""
         try:
-            self.store.close()
+            self.memory.close()
         finally:
             super().close()
 

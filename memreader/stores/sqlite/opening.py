@@ -7,6 +7,7 @@ import sqlite3
 from collections.abc import Callable
 
 from memreader.errors import StoreError
+from memreader.stores.sqlite.folder import make_folder
 from memreader.stores.sqlite.passages import PASSAGE_SCHEMA, passages_current
 from memreader.stores.sqlite.schema import (
     SCHEMA_VERSION,
@@ -32,7 +33,8 @@ def connect(path: str, timeout: float, error: Callable[..., StoreError]) -> sqli
     lock; ``error`` turns a sqlite failure into the store's :class:`StoreError`); write only
     when it needs it (a new file, a table or index added since it was made): opening a
     current store reads its schema, so it never waits for another process's write lock
-    (readers never wait for the writer)."""
+    (readers never wait for the writer). The file's folder is made first when missing."""
+    make_folder(path)
     try:
         conn = sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
     except sqlite3.Error as exc:
