@@ -16,16 +16,19 @@ so nothing can be wired half::
 (``reconcile``) included; ``Memory(store="postgresql://...")`` names the store (it wins over
 the config's). Without either, the store is ``memories.db`` in the data folder
 (:mod:`memreader.front.home`). ``Memory(working_memory=N)`` holds each session's last N items
-before the store (:mod:`memreader.front.working`; off by default).
+before the store (:mod:`memreader.front.working`; off by default); ``with m.within(s):`` deadlines.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
+from memreader.calls.deadlines import Deadline
 from memreader.errors import InputError, StoreError
+from memreader.front.call_deadline import answered_in_time, bounded, check_in_time, current
 from memreader.front.categories import CategoryCalls
 from memreader.front.config import ConfigLike, reader_config
 from memreader.front.inputs import (
@@ -70,6 +73,7 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls, RemovalCalls):
             its embedder, ``text_only`` or keeper, which the config decides.
         working_memory: items per session held before the store (``True``: 20; ``0``, the
             default: none, every item is written at once): :mod:`memreader.front.working`.
+        reader: one built from ``config`` already; ``store`` may be an open store (closed with it).
 
     Raises:
         InputError: ``config``, ``store`` or ``store_options`` of the wrong type or content.
@@ -81,9 +85,10 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls, RemovalCalls):
         self,
         config: ConfigLike = None,
         *,
-        store: str | None = None,
+        store: str | MemoryStore | None = None,
         store_options: Mapping[str, Any] | None = None,
         working_memory: int | bool = 0,
+        reader: BaseMemReader | None = None,
     ) -> None:
         from memreader.categories.maintainer import maintainer_for
         from memreader.stores import open_store
@@ -97,10 +102,13 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls, RemovalCalls):
                 "does (its embedder, or `embedder: null` for text-only search; its categories; its "
                 "lifecycle)"
             )
-        self.config, self.store_url = reader_config(config, store)
-        self.reader: BaseMemReader = self.config.build()
+        opened, url = (store, None) if isinstance(store, MemoryStore) else (None, store)
+        if opened is not None and options:
+            raise InputError("Memory(store=<an open store>) takes no store_options")
+        self.config, self.store_url = reader_config(config, url)
+        self.reader: BaseMemReader = reader if reader is not None else self.config.build()
         # The reader's embedder, or text only when its config says `embedder: null`.
-        self.store: MemoryStore = open_store(
+        self.store: MemoryStore = opened or open_store(
             self.store_url,
             **self.reader.runtime.store_embedding(),
             category_keeper=maintainer_for(self.reader),
@@ -151,7 +159,7 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls, RemovalCalls):
             data, user_id, session_id, type, metadata, scope
         )
         report = ReadReport()
-        groups = self.reader.get_memory(scenes, kind, info, mode, report=report)
+        groups = self.reader.get_memory(scenes, kind, info, mode, report=report, deadline=current())
         items = [item for group in groups for item in group]
         events, held = self._write(items)
         return add_result(items, events, report, info["session_id"], generated, kind, held)
@@ -168,6 +176,7 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls, RemovalCalls):
         """The checked input of :meth:`add`: its type, scenes, ``info`` and whether the
         session id was made up."""
         self._check_open()
+        check_in_time("add()")
         owner = check_user(user_id, "add()")
         kind, scenes = shape_input(data, type)
         generated = session_id is None
@@ -182,7 +191,15 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls, RemovalCalls):
         """Store ``items`` (through working memory when on): the events, the ids held."""
         if self.working is not None:
             return self.working.remember(items)
-        return (self.store.write(items) if items else []), []
+        return (self.store.write(items, deadline=current()) if items else []), []
+
+    def write(self, items: Sequence[TextualMemoryItem]) -> list[WriteEvent]:
+        """Store ``items`` a reader made already (as :meth:`add` does after its read), through
+        working memory when on: their events. ``StoreError`` or ``DeadlineExceeded`` (of
+        :meth:`within`): nothing of it is stored."""
+        self._check_open()
+        check_in_time("write()")
+        return self._write(items)[0]
 
     # -- direct writes -----------------------------------------------------------------------------
 
@@ -273,7 +290,8 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls, RemovalCalls):
             raise InputError(
                 f"search() has no filter {unknown[0]!r}; known: {', '.join(sorted(SEARCH_FILTERS))}"
             )
-        return (self.working or self.store).search(query, user_id=owner, k=k, **filters)
+        hits = (self.working or self.store).search(query, user_id=owner, k=k, **filters)
+        return answered_in_time(hits, "search()")
 
     def context(
         self,
@@ -314,7 +332,7 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls, RemovalCalls):
         if unknown:
             known = ", ".join(sorted(SEARCH_FILTERS - {"include_inactive"}))
             raise InputError(f"context() has no filter {unknown[0]!r}; known: {known}")
-        return (self.working or self.store).context(
+        found = (self.working or self.store).context(
             query,
             user_id=owner,
             max_tokens=max_tokens,
@@ -323,13 +341,21 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls, RemovalCalls):
             order=order,
             **filters,
         )
+        return answered_in_time(found, "context()")
 
     def history(self, memory_id: str, *, user_id: str | None = None) -> list[HistoryEntry]:
         """Every change of ``memory_id`` (of ``user_id``), oldest first; a memory held in
         working memory ends with an ``ADD`` saying so."""
         owner = self._owner(user_id, "history()")
         entries = self.store.history(memory_id, user_id=owner)
-        return entries + (self.working.history(owner, memory_id) if self.working else [])
+        held = self.working.history(owner, memory_id) if self.working else []
+        return answered_in_time(entries + held, "history()")
+
+    def within(self, deadline: Deadline | float) -> AbstractContextManager[Deadline]:
+        """Bound the calls made in the ``with`` block by ``deadline`` (a ``Deadline``, or
+        seconds from now): past it they raise ``DeadlineExceeded``, but a write that committed
+        is returned (:mod:`memreader.front.call_deadline`, with examples)."""
+        return bounded(deadline)
 
     # -- lifetime ---------------------------------------------------------------------------------
 
@@ -366,6 +392,7 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls, RemovalCalls):
 
     def _owner(self, user_id: Any, call: str) -> str:
         self._check_open()
+        check_in_time(call)
         return check_user(user_id, call)
 
     def _check_open(self) -> None:
