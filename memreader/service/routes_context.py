@@ -7,14 +7,22 @@ threads within the request's deadline."""
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends
 from pydantic import Field
 from starlette.responses import Response
 
+from memreader.service.depends import (
+    HeldMemory,
+    RequestDeadline,
+    Scope,
+    State,
+    body_owner,
+    body_scope,
+)
 from memreader.service.models import RequestBody
-from memreader.service.scope_walls import scope_of
-from memreader.service.state import ServiceState, json_response
+from memreader.service.state import json_response
 from memreader.stores.base import SearchMode
 from memreader.stores.context import (
     DEFAULT_CONTEXT_K,
@@ -54,17 +62,21 @@ class ContextRequest(RequestBody):
 
 
 @router.post("/v1/context")
-async def context(body: ContextRequest, request: Request) -> Response:
+async def context(
+    body: ContextRequest,
+    state: State,
+    memory: HeldMemory,
+    deadline: RequestDeadline,
+    user_id: Annotated[str, Depends(body_owner(ContextRequest))],
+    scope: Annotated[Scope, Depends(body_scope(ContextRequest))],
+) -> Response:
     """The best text of ``user_id``'s active memories for ``query`` within ``max_tokens``
     (counted with ``tokenizer``): ``text``, the block to put in a prompt, its ``tokens``, and
     its ``parts`` (memory ids, spans, scores, times, sources). The memories shown are
     recorded as used."""
-    state: ServiceState = request.app.state.service
-    principal = state.principal(request)
-    user_id = state.check_user(principal, body.user_id)
-    agent_id, task_id = scope_of(principal, body.agent_id, body.task_id)
+    agent_id, task_id = scope
     found = await state.blocking(
-        lambda: state.store.context(
+        lambda: memory.context(
             body.query,
             user_id=user_id,
             max_tokens=body.max_tokens,
@@ -82,6 +94,6 @@ async def context(body: ContextRequest, request: Request) -> Response:
             heat_weight=body.heat_weight,
         ),
         "the context",
-        state.deadline(request),
+        deadline,
     )
     return json_response(context_json(found))

@@ -1,0 +1,173 @@
+"""What a route needs, as FastAPI dependencies: the service (:data:`State`), who calls
+(:data:`Caller`: the API key's principal, its users and limits), the request's deadline
+(:data:`RequestDeadline`), the :class:`~memreader.Memory` the service holds
+(:data:`HeldMemory`), and the owner whose memories a call reads or writes, checked against the
+key (:data:`QueryOwner`, :data:`PathOwner`, :func:`body_owner`) with the scope walls of a key
+limited to agents or tasks (:data:`QueryScope`, :func:`body_scope`;
+:mod:`memreader.service.scope_walls`). A route names them as parameters::
+
+    @router.post("/v1/memories/search")
+    async def search(
+        body: SearchRequest,
+        state: State,
+        memory: HeldMemory,
+        owner: Annotated[str, Depends(body_owner(SearchRequest))],
+        ...
+
+FastAPI solves each once per request (the principal of the owner's check is the route's), and
+a dependency naming the route's ``body`` reads the body the route reads (one body, one schema).
+
+>>> from memreader.service.models import SearchRequest
+>>> import inspect
+>>> inspect.signature(body_owner(SearchRequest)).parameters["body"].annotation is SearchRequest
+True
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from fastapi import Depends, Query, Request
+from pydantic import BaseModel
+
+from memreader.calls.deadlines import Deadline
+from memreader.front.memory import Memory
+from memreader.service.keys import Principal
+from memreader.service.problems import ProblemError
+from memreader.service.scope_walls import scope_of
+from memreader.service.state import ServiceState
+
+__all__ = [
+    "Caller",
+    "HeldMemory",
+    "PathOwner",
+    "QueryOwner",
+    "QueryScope",
+    "RequestDeadline",
+    "Scope",
+    "State",
+    "body_owner",
+    "body_scope",
+    "owner_or_only_user",
+]
+
+#: The agent and the task a call runs as (``None``: any, for an unlimited key).
+Scope = tuple[str | None, str | None]
+
+
+def _state(request: Request) -> ServiceState:
+    state: ServiceState = request.app.state.service
+    return state
+
+
+#: The service every route of the app shares.
+State = Annotated[ServiceState, Depends(_state)]
+
+
+def _principal(request: Request, state: State) -> Principal:
+    return state.principal(request)
+
+
+#: Who sent the request (admission's finding: 401 came before any route).
+Caller = Annotated[Principal, Depends(_principal)]
+
+
+def _deadline(request: Request, state: State) -> Deadline:
+    return state.deadline(request)
+
+
+#: The request's deadline, from its first byte (``request_timeout_s``).
+RequestDeadline = Annotated[Deadline, Depends(_deadline)]
+
+
+def _memory(state: State) -> Memory:
+    return state.memory
+
+
+#: The service's ``Memory`` (409 ``no-store`` when the config names no store).
+HeldMemory = Annotated[Memory, Depends(_memory)]
+
+
+def owner_or_only_user(state: ServiceState, principal: Principal, user_id: object) -> str:
+    """``user_id`` (the key's one user when ``None``), which ``principal`` may use.
+
+    Raises:
+        ProblemError: 422 none given to a key of several users, or not a non-empty string;
+            403 another key's user.
+    """
+    if user_id is None:
+        user_id = principal.only_user()
+    if user_id is None:
+        raise ProblemError(
+            422,
+            "invalid-input",
+            "Invalid input",
+            "user_id is required: this key may use more than one user",
+        )
+    return state.check_user(principal, user_id)
+
+
+def _query_owner(
+    state: State, principal: Caller, user_id: Annotated[str | None, Query()] = None
+) -> str:
+    return owner_or_only_user(state, principal, user_id)
+
+
+#: ``?user_id=`` (the key's one user when left out), which the key may use.
+QueryOwner = Annotated[str, Depends(_query_owner)]
+
+
+def _path_owner(state: State, principal: Caller, user_id: str) -> str:
+    return state.check_user(principal, user_id)
+
+
+#: The path's ``{user_id}``, which the key may use.
+PathOwner = Annotated[str, Depends(_path_owner)]
+
+
+def _query_scope(
+    principal: Caller,
+    agent_id: Annotated[str | None, Query()] = None,
+    task_id: Annotated[str | None, Query()] = None,
+) -> Scope:
+    return scope_of(principal, agent_id, task_id)
+
+
+#: ``?agent_id=`` and ``?task_id=`` within the key's walls (a limited key's one task when
+#: left out).
+QueryScope = Annotated[Scope, Depends(_query_scope)]
+
+
+def body_owner(model: type[BaseModel]) -> Callable[..., str]:
+    """The dependency of the owner a ``model`` body names in ``user_id`` (the key's one user
+    when the body leaves it out), which the key may use."""
+
+    def owner(body: Any, state: State, principal: Caller) -> str:
+        return owner_or_only_user(state, principal, body.user_id)
+
+    return _reading(owner, model)
+
+
+def body_scope(model: type[BaseModel]) -> Callable[..., Scope]:
+    """The dependency of the agent and task a ``model`` body names (``agent_id``,
+    ``task_id``), within the key's walls."""
+
+    def scope(body: Any, principal: Caller) -> Scope:
+        return scope_of(principal, body.agent_id, body.task_id)
+
+    return _reading(scope, model)
+
+
+def _reading(dependency: Callable[..., Any], model: type[BaseModel]) -> Callable[..., Any]:
+    """``dependency`` with its ``body`` parameter typed ``model``: FastAPI then hands it the
+    route's own body (same name, same type: one body in the schema)."""
+    signature = inspect.signature(dependency)
+    parameters = [
+        parameter.replace(annotation=model) if name == "body" else parameter
+        for name, parameter in signature.parameters.items()
+    ]
+    dependency.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+    dependency.__name__ = f"{dependency.__name__}_of_{model.__name__}"
+    return dependency
