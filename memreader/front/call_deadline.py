@@ -115,9 +115,10 @@ def answered_in_time(answer: T, call: str) -> T:
     deadline = _CALL_DEADLINE.get()
     if deadline is not None and deadline.expired:
         limit = f" ({deadline.seconds:g} s)" if deadline.seconds is not None else ""
+        why = "was cancelled" if deadline.cancelled else f"passed its deadline{limit}"
         raise DeadlineExceeded(
-            f"{deadline.what} passed its deadline{limit} while {call} ran; it changed nothing "
-            "and its late answer was dropped",
+            f"{deadline.what} {why} while {call} ran; it changed nothing and its late answer "
+            "was dropped",
             where=f"after {call}",
             cancelled=deadline.cancelled,
         )

@@ -27,9 +27,9 @@ MARKDOWN = "text/markdown; charset=utf-8"
 async def categories(
     state: State,
     principal: Caller,
-    memory: HeldMemory,
     deadline: RequestDeadline,
     owner: PathOwner,
+    memory: HeldMemory,
 ) -> Response:
     """The user's categories: name, description, summary (sentences citing items as
     ``[ref:ID]``), how it was made, and the ids of the active items each covers."""
@@ -60,9 +60,9 @@ async def memory_file(
     file_name: str,
     state: State,
     principal: Caller,
-    memory: HeldMemory,
     deadline: RequestDeadline,
     owner: PathOwner,
+    memory: HeldMemory,
 ) -> Response:
     """``index.md`` (the categories, a line each) or ``<category>.md`` (its summary, then its
     items with their validity and sources), as ``memreader export-md`` writes them."""

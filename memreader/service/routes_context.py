@@ -65,10 +65,10 @@ class ContextRequest(RequestBody):
 async def context(
     body: ContextRequest,
     state: State,
-    memory: HeldMemory,
     deadline: RequestDeadline,
     user_id: Annotated[str, Depends(body_owner(ContextRequest))],
     scope: Annotated[Scope, Depends(body_scope(ContextRequest))],
+    memory: HeldMemory,
 ) -> Response:
     """The best text of ``user_id``'s active memories for ``query`` within ``max_tokens``
     (counted with ``tokenizer``): ``text``, the block to put in a prompt, its ``tokens``, and

@@ -31,9 +31,9 @@ async def pin(
     body: PinRequest,
     state: State,
     principal: Caller,
-    memory: HeldMemory,
     deadline: RequestDeadline,
     user_id: PinOwner,
+    memory: HeldMemory,
 ) -> Response:
     """Pin ``user_id``'s memories ``ids`` (404 when one is not that user's, and then none is
     pinned): how many were not pinned before, and the user's pinned ids."""
@@ -50,9 +50,9 @@ async def unpin(
     body: PinRequest,
     state: State,
     principal: Caller,
-    memory: HeldMemory,
     deadline: RequestDeadline,
     user_id: PinOwner,
+    memory: HeldMemory,
 ) -> Response:
     """Unpin ``user_id``'s memories ``ids``: how many were pinned, and the pinned ids left."""
     check_whole_owner(principal, "unpinning")
@@ -82,8 +82,8 @@ async def restore(
     memory_id: str,
     state: State,
     principal: Caller,
-    memory: HeldMemory,
     deadline: RequestDeadline,
+    memory: HeldMemory,
     user_id: Annotated[str, Query(min_length=1)],
 ) -> Response:
     """Bring back ``user_id``'s memory the budget expired: its ``ADD`` event (404 when that

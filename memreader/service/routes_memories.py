@@ -59,10 +59,10 @@ router = APIRouter(tags=["memories"])
 async def search(
     body: SearchRequest,
     state: State,
-    memory: HeldMemory,
     deadline: RequestDeadline,
     user_id: Annotated[str, Depends(body_owner(SearchRequest))],
     scope: Annotated[Scope, Depends(body_scope(SearchRequest))],
+    memory: HeldMemory,
 ) -> Response:
     """The ``k`` best memories of ``user_id`` for ``query``, best first, each with its score
     parts (relevance, similarity, text rank, importance, decay) and the passages of its text
@@ -107,10 +107,10 @@ async def search(
 async def get_memory(
     memory_id: str,
     state: State,
-    memory: HeldMemory,
     deadline: RequestDeadline,
     owner: QueryOwner,
     scope: QueryScope,
+    memory: HeldMemory,
 ) -> Response:
     """One memory of ``user_id``, whatever its status (404 when that user has none such, or
     the scope asked for (``agent_id``, ``task_id``) does not see it); its use is recorded (it
@@ -124,9 +124,9 @@ async def mark_used(
     body: UsedRequest,
     state: State,
     principal: Caller,
-    memory: HeldMemory,
     deadline: RequestDeadline,
     user_id: Annotated[str, Depends(body_owner(UsedRequest))],
+    memory: HeldMemory,
 ) -> Response:
     """Record that an agent was handed ``user_id``'s memories ``ids`` (one use each): how
     many were marked (ids that user has no memory of are not)."""
@@ -147,10 +147,10 @@ async def mark_used(
 async def history(
     memory_id: str,
     state: State,
-    memory: HeldMemory,
     deadline: RequestDeadline,
     owner: QueryOwner,
     scope: QueryScope,
+    memory: HeldMemory,
 ) -> Response:
     """Every change of one memory, oldest first (404 as ``GET /v1/memories/{id}``)."""
     found, entries = await _memory(state, memory, deadline, memory_id, owner, scope, history=True)
@@ -171,9 +171,9 @@ async def forget(
     request: Request,
     state: State,
     principal: Caller,
-    memory: HeldMemory,
     deadline: RequestDeadline,
     user_id: Annotated[str, Depends(body_owner(ForgetRequest))],
+    memory: HeldMemory,
 ) -> Response:
     """Forget what one source said: memories it alone supported expire (with ``erase``: are
     erased), the others lose its sources. Returns the events and the erase ``receipt``."""
@@ -206,9 +206,9 @@ async def add_memory(
     body: AddMemoryRequest,
     request: Request,
     principal: Caller,
-    memory: HeldMemory,
     owner: Annotated[str, Depends(body_owner(AddMemoryRequest))],
     scope: Annotated[Scope, Depends(body_scope(AddMemoryRequest))],
+    memory: HeldMemory,
 ) -> Response:
     """Store one memory given as text (embedded, deduplicated, categorised, with history):
     201 with its event when added, 200 when it was stored already (``REINFORCE``, ``NONE``)."""
@@ -238,8 +238,8 @@ async def update_memory(
     body: UpdateMemoryRequest,
     request: Request,
     principal: Caller,
-    memory: HeldMemory,
     owner: Annotated[str, Depends(body_owner(UpdateMemoryRequest))],
+    memory: HeldMemory,
 ) -> Response:
     """Replace a memory's text with a new version (the old one ``superseded``, never edited):
     its event names the new id (``memory_id``) and the old one (``previous_id``)."""
@@ -257,8 +257,8 @@ async def delete_memory(
     request: Request,
     state: State,
     principal: Caller,
-    memory: HeldMemory,
     owner: QueryOwner,
+    memory: HeldMemory,
     erase: Annotated[bool, Query()] = False,
 ) -> Response:
     """Expire a memory now (its row and history stay), or with ``?erase=true`` remove it from
