@@ -14,8 +14,9 @@ limited to agents or tasks (:data:`QueryScope`, :func:`body_scope`;
         owner: Annotated[str, Depends(body_owner(SearchRequest))],
         ...
 
-FastAPI solves each once per request (the principal of the owner's check is the route's), and
-a dependency naming the route's ``body`` reads the body the route reads (one body, one schema).
+FastAPI solves each once per request (the principal of the owner's check is the route's); each
+is a coroutine, so none costs a hop to a worker thread (they only look things up); and a
+dependency naming the route's ``body`` reads the body the route reads (one body, one schema).
 
 >>> from memreader.service.models import SearchRequest
 >>> import inspect
@@ -26,7 +27,7 @@ True
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 from fastapi import Depends, Query, Request
@@ -57,7 +58,7 @@ __all__ = [
 Scope = tuple[str | None, str | None]
 
 
-def _state(request: Request) -> ServiceState:
+async def _state(request: Request) -> ServiceState:
     state: ServiceState = request.app.state.service
     return state
 
@@ -66,7 +67,7 @@ def _state(request: Request) -> ServiceState:
 State = Annotated[ServiceState, Depends(_state)]
 
 
-def _principal(request: Request, state: State) -> Principal:
+async def _principal(request: Request, state: State) -> Principal:
     return state.principal(request)
 
 
@@ -74,7 +75,7 @@ def _principal(request: Request, state: State) -> Principal:
 Caller = Annotated[Principal, Depends(_principal)]
 
 
-def _deadline(request: Request, state: State) -> Deadline:
+async def _deadline(request: Request, state: State) -> Deadline:
     return state.deadline(request)
 
 
@@ -82,7 +83,7 @@ def _deadline(request: Request, state: State) -> Deadline:
 RequestDeadline = Annotated[Deadline, Depends(_deadline)]
 
 
-def _memory(state: State) -> Memory:
+async def _memory(state: State) -> Memory:
     return state.memory
 
 
@@ -109,7 +110,7 @@ def owner_or_only_user(state: ServiceState, principal: Principal, user_id: objec
     return state.check_user(principal, user_id)
 
 
-def _query_owner(
+async def _query_owner(
     state: State, principal: Caller, user_id: Annotated[str | None, Query()] = None
 ) -> str:
     return owner_or_only_user(state, principal, user_id)
@@ -119,7 +120,7 @@ def _query_owner(
 QueryOwner = Annotated[str, Depends(_query_owner)]
 
 
-def _path_owner(state: State, principal: Caller, user_id: str) -> str:
+async def _path_owner(state: State, principal: Caller, user_id: str) -> str:
     return state.check_user(principal, user_id)
 
 
@@ -127,7 +128,7 @@ def _path_owner(state: State, principal: Caller, user_id: str) -> str:
 PathOwner = Annotated[str, Depends(_path_owner)]
 
 
-def _query_scope(
+async def _query_scope(
     principal: Caller,
     agent_id: Annotated[str | None, Query()] = None,
     task_id: Annotated[str | None, Query()] = None,
@@ -140,21 +141,21 @@ def _query_scope(
 QueryScope = Annotated[Scope, Depends(_query_scope)]
 
 
-def body_owner(model: type[BaseModel]) -> Callable[..., str]:
+def body_owner(model: type[BaseModel]) -> Callable[..., Awaitable[str]]:
     """The dependency of the owner a ``model`` body names in ``user_id`` (the key's one user
     when the body leaves it out), which the key may use."""
 
-    def owner(body: Any, state: State, principal: Caller) -> str:
+    async def owner(body: Any, state: State, principal: Caller) -> str:
         return owner_or_only_user(state, principal, body.user_id)
 
     return _reading(owner, model)
 
 
-def body_scope(model: type[BaseModel]) -> Callable[..., Scope]:
+def body_scope(model: type[BaseModel]) -> Callable[..., Awaitable[Scope]]:
     """The dependency of the agent and task a ``model`` body names (``agent_id``,
     ``task_id``), within the key's walls."""
 
-    def scope(body: Any, principal: Caller) -> Scope:
+    async def scope(body: Any, principal: Caller) -> Scope:
         return scope_of(principal, body.agent_id, body.task_id)
 
     return _reading(scope, model)

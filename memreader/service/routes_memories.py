@@ -205,7 +205,9 @@ async def forget(
 async def add_memory(
     body: AddMemoryRequest,
     request: Request,
+    state: State,
     principal: Caller,
+    deadline: RequestDeadline,
     owner: Annotated[str, Depends(body_owner(AddMemoryRequest))],
     scope: Annotated[Scope, Depends(body_scope(AddMemoryRequest))],
     memory: HeldMemory,
@@ -229,7 +231,7 @@ async def add_memory(
             visibility=body.visibility,
         )
 
-    return await _write(request, principal, "add", work)
+    return await _write(state, request, principal, deadline, "add", work)
 
 
 @router.patch("/v1/memories/{memory_id}")
@@ -237,7 +239,9 @@ async def update_memory(
     memory_id: str,
     body: UpdateMemoryRequest,
     request: Request,
+    state: State,
     principal: Caller,
+    deadline: RequestDeadline,
     owner: Annotated[str, Depends(body_owner(UpdateMemoryRequest))],
     memory: HeldMemory,
 ) -> Response:
@@ -248,7 +252,7 @@ async def update_memory(
         _changeable(memory, principal, memory_id, owner)
         return memory.update(memory_id, body.text, user_id=owner, reason=body.reason)
 
-    return await _write(request, principal, "update", work)
+    return await _write(state, request, principal, deadline, "update", work)
 
 
 @router.delete("/v1/memories/{memory_id}")
@@ -257,6 +261,7 @@ async def delete_memory(
     request: Request,
     state: State,
     principal: Caller,
+    deadline: RequestDeadline,
     owner: QueryOwner,
     memory: HeldMemory,
     erase: Annotated[bool, Query()] = False,
@@ -272,19 +277,19 @@ async def delete_memory(
         state.erased(texts)  # kept answers holding its text are withdrawn
         return event
 
-    return await _write(request, principal, "delete", work)
+    return await _write(state, request, principal, deadline, "delete", work)
 
 
 async def _write(
+    state: ServiceState,
     request: Request,
     principal: Principal,
+    deadline: Deadline,
     route: str,
     work: Callable[[], WriteEvent | EraseReceipt],
 ) -> Response:
     """Run one direct write on the store threads (idempotent with an ``Idempotency-Key``);
     answer its event, 201 for an ``ADD``, and an erasure's ``receipt``."""
-    state: ServiceState = request.app.state.service
-    deadline = state.deadline(request)
 
     async def answer() -> Response:
         done = await state.blocking(work, route, deadline, writes=True)
