@@ -14,9 +14,10 @@ limited to agents or tasks (:data:`QueryScope`, :func:`body_scope`;
         owner: Annotated[str, Depends(body_owner(SearchRequest))],
         ...
 
-FastAPI solves each once per request (the principal of the owner's check is the route's); each
-is a coroutine, so none costs a hop to a worker thread (they only look things up); and a
-dependency naming the route's ``body`` reads the body the route reads (one body, one schema).
+FastAPI solves each once per request. Each is a coroutine that only looks things up (no hop to
+a worker thread) and depends on nothing but the request (no chain of sub-dependencies to
+solve: the principal is admission's, kept in the request's scope); a dependency naming the
+route's ``body`` reads the body the route reads (one body, one schema).
 
 >>> from memreader.service.models import SearchRequest
 >>> import inspect
@@ -52,52 +53,60 @@ __all__ = [
     "body_owner",
     "body_scope",
     "owner_or_only_user",
+    "service_of",
 ]
 
 #: The agent and the task a call runs as (``None``: any, for an unlimited key).
 Scope = tuple[str | None, str | None]
 
 
-async def _state(request: Request) -> ServiceState:
+def service_of(request: Request) -> ServiceState:
+    """The service of ``request``'s app."""
     state: ServiceState = request.app.state.service
     return state
+
+
+async def _state(request: Request) -> ServiceState:
+    return service_of(request)
 
 
 #: The service every route of the app shares.
 State = Annotated[ServiceState, Depends(_state)]
 
 
-async def _principal(request: Request, state: State) -> Principal:
-    return state.principal(request)
+async def _principal(request: Request) -> Principal:
+    return service_of(request).principal(request)
 
 
 #: Who sent the request (admission's finding: 401 came before any route).
 Caller = Annotated[Principal, Depends(_principal)]
 
 
-async def _deadline(request: Request, state: State) -> Deadline:
-    return state.deadline(request)
+async def _deadline(request: Request) -> Deadline:
+    return service_of(request).deadline(request)
 
 
 #: The request's deadline, from its first byte (``request_timeout_s``).
 RequestDeadline = Annotated[Deadline, Depends(_deadline)]
 
 
-async def _memory(state: State) -> Memory:
-    return state.memory
+async def _memory(request: Request) -> Memory:
+    return service_of(request).memory
 
 
 #: The service's ``Memory`` (409 ``no-store`` when the config names no store).
 HeldMemory = Annotated[Memory, Depends(_memory)]
 
 
-def owner_or_only_user(state: ServiceState, principal: Principal, user_id: object) -> str:
-    """``user_id`` (the key's one user when ``None``), which ``principal`` may use.
+def owner_or_only_user(request: Request, user_id: object) -> str:
+    """``user_id`` (the key's one user when ``None``), which the request's key may use.
 
     Raises:
         ProblemError: 422 none given to a key of several users, or not a non-empty string;
             403 another key's user.
     """
+    state = service_of(request)
+    principal = state.principal(request)
     if user_id is None:
         user_id = principal.only_user()
     if user_id is None:
@@ -110,18 +119,17 @@ def owner_or_only_user(state: ServiceState, principal: Principal, user_id: objec
     return state.check_user(principal, user_id)
 
 
-async def _query_owner(
-    state: State, principal: Caller, user_id: Annotated[str | None, Query()] = None
-) -> str:
-    return owner_or_only_user(state, principal, user_id)
+async def _query_owner(request: Request, user_id: Annotated[str | None, Query()] = None) -> str:
+    return owner_or_only_user(request, user_id)
 
 
 #: ``?user_id=`` (the key's one user when left out), which the key may use.
 QueryOwner = Annotated[str, Depends(_query_owner)]
 
 
-async def _path_owner(state: State, principal: Caller, user_id: str) -> str:
-    return state.check_user(principal, user_id)
+async def _path_owner(request: Request, user_id: str) -> str:
+    state = service_of(request)
+    return state.check_user(state.principal(request), user_id)
 
 
 #: The path's ``{user_id}``, which the key may use.
@@ -129,11 +137,11 @@ PathOwner = Annotated[str, Depends(_path_owner)]
 
 
 async def _query_scope(
-    principal: Caller,
+    request: Request,
     agent_id: Annotated[str | None, Query()] = None,
     task_id: Annotated[str | None, Query()] = None,
 ) -> Scope:
-    return scope_of(principal, agent_id, task_id)
+    return scope_of(service_of(request).principal(request), agent_id, task_id)
 
 
 #: ``?agent_id=`` and ``?task_id=`` within the key's walls (a limited key's one task when
@@ -145,8 +153,8 @@ def body_owner(model: type[BaseModel]) -> Callable[..., Awaitable[str]]:
     """The dependency of the owner a ``model`` body names in ``user_id`` (the key's one user
     when the body leaves it out), which the key may use."""
 
-    async def owner(body: Any, state: State, principal: Caller) -> str:
-        return owner_or_only_user(state, principal, body.user_id)
+    async def owner(body: Any, request: Request) -> str:
+        return owner_or_only_user(request, body.user_id)
 
     return _reading(owner, model)
 
@@ -155,8 +163,8 @@ def body_scope(model: type[BaseModel]) -> Callable[..., Awaitable[Scope]]:
     """The dependency of the agent and task a ``model`` body names (``agent_id``,
     ``task_id``), within the key's walls."""
 
-    async def scope(body: Any, principal: Caller) -> Scope:
-        return scope_of(principal, body.agent_id, body.task_id)
+    async def scope(body: Any, request: Request) -> Scope:
+        return scope_of(service_of(request).principal(request), body.agent_id, body.task_id)
 
     return _reading(scope, model)
 
