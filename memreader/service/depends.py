@@ -10,11 +10,12 @@ limited to agents or tasks (:data:`QueryScope`, :func:`body_scope`;
     async def search(
         body: SearchRequest,
         state: State,
-        memory: HeldMemory,
         owner: Annotated[str, Depends(body_owner(SearchRequest))],
+        memory: HeldMemory,
         ...
 
-FastAPI solves each once per request. Each is a coroutine that only looks things up (no hop to
+FastAPI solves them in the order of the parameters: the owner before the memory, so another
+key's user is 403 before a service without a store says 409. It solves each once per request. Each is a coroutine that only looks things up (no hop to
 a worker thread) and depends on nothing but the request (no chain of sub-dependencies to
 solve: the principal is admission's, kept in the request's scope); a dependency naming the
 route's ``body`` reads the body the route reads (one body, one schema).
