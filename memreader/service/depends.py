@@ -15,10 +15,11 @@ limited to agents or tasks (:data:`QueryScope`, :func:`body_scope`;
         ...
 
 FastAPI solves them in the order of the parameters: the owner before the memory, so another
-key's user is 403 before a service without a store says 409. It solves each once per request. Each is a coroutine that only looks things up (no hop to
-a worker thread) and depends on nothing but the request (no chain of sub-dependencies to
-solve: the principal is admission's, kept in the request's scope); a dependency naming the
-route's ``body`` reads the body the route reads (one body, one schema).
+key's user is 403 before a service without a store says 409. It solves each once per
+request. Each is a coroutine that only looks things up (no hop to a worker thread) and depends
+on nothing but the request (no chain of sub-dependencies to solve: the principal is
+admission's, kept in the request's scope); a dependency naming the route's ``body`` reads the
+body the route reads (one body, one schema).
 
 >>> from memreader.service.models import SearchRequest
 >>> import inspect
