@@ -22,7 +22,8 @@ def add_serve_parsers(commands: Any) -> None:
         "--config",
         default=None,
         help="a reader YAML with an optional `service:` section (default: the built-in local "
-        "reader, no store)",
+        "reader); without a `store:`, the store is memories.db in $MEMREADER_HOME, else the "
+        "user data folder (where Memory() and memreader mcp keep theirs)",
     )
     serve.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=None, help="port (default 8765)")
@@ -82,7 +83,7 @@ def run_serve(args: argparse.Namespace) -> int:
 
     config = (
         load_service_config(args.config) if args.config else ServiceConfig(MemReaderConfigFactory())
-    )
+    ).or_home_store()  # one home: what Memory() adds, the service shows
     settings = config.settings
     host = args.host or settings.host
     port = settings.port if args.port is None else args.port
@@ -90,9 +91,11 @@ def run_serve(args: argparse.Namespace) -> int:
     workers = args.workers or settings.workers or default_workers()
     if workers < 1:
         raise InputError("--workers must be at least 1")
+    from memreader.stores.urls import public_url
+
     print(
-        f"memreader: serving on http://{host}:{port}/ (page: /ui/, API: /docs), "
-        f"{workers} worker(s)",
+        f"memreader: serving {public_url(config.store_url or '')} on http://{host}:{port}/ "
+        f"(page: /ui/, API: /docs), {workers} worker(s)",
         file=sys.stderr,
     )
     serve_workers(config, host=host, port=port, log_level=args.log_level, workers=workers)

@@ -9,7 +9,8 @@ and a write that committed is still returned)::
 
     async with AsyncMemory() as m:
         await m.add("I moved to Lisbon.", user_id="emily")
-        hits = await m.search("where does she live?", user_id="emily")
+        with m.within(5):  # every call of the block stops at its deadline
+            hits = await m.search("where does she live?", user_id="emily")
 """
 
 from __future__ import annotations
@@ -17,19 +18,24 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Literal, overload
 
-from memreader.calls.deadlines import in_thread
+from memreader.calls.deadlines import Deadline, in_thread
+from memreader.front.call_deadline import bounded, current
 from memreader.front.config import ConfigLike, memory_arguments
 from memreader.front.memory import Memory
 from memreader.front.results import AddResult, add_result
+from memreader.items import TextualMemoryItem
 from memreader.modes import ReadMode
+from memreader.readers import BaseMemReader
 from memreader.steps.report import ReadReport
 from memreader.stores import (
     EraseReceipt,
     HistoryEntry,
     MaintainReport,
+    MemoryStore,
     SearchHit,
     StoredCategory,
     WriteEvent,
@@ -57,12 +63,17 @@ class AsyncMemory:
         self,
         config: ConfigLike = None,
         *,
-        store: str | None = None,
+        store: str | MemoryStore | None = None,
         store_options: Mapping[str, Any] | None = None,
         working_memory: int | bool = 0,
+        reader: BaseMemReader | None = None,
     ) -> None:
         self.memory = Memory(
-            config, store=store, store_options=store_options, working_memory=working_memory
+            config,
+            store=store,
+            store_options=store_options,
+            working_memory=working_memory,
+            reader=reader,
         )
 
     @classmethod
@@ -71,6 +82,11 @@ class AsyncMemory:
         as mem0 users write it, or what ``AsyncMemory(config)`` takes."""
         nested, arguments = memory_arguments(config)
         return cls(nested, **arguments)
+
+    def within(self, deadline: Deadline | float) -> AbstractContextManager[Deadline]:
+        """:meth:`Memory.within <memreader.front.memory.Memory.within>`: a plain ``with``
+        block around awaited calls (their reads and worker threads check the deadline)."""
+        return bounded(deadline)
 
     async def add(
         self,
@@ -101,10 +117,16 @@ class AsyncMemory:
             data, user_id, session_id, type, metadata, scope
         )
         report = ReadReport()
-        groups = await memory.reader.aget_memory(scenes, kind, info, mode, report=report)
+        groups = await memory.reader.aget_memory(
+            scenes, kind, info, mode, report=report, deadline=current()
+        )
         items = [item for group in groups for item in group]
         events, held = await in_thread(functools.partial(memory._write, items), keep_result=True)
         return add_result(items, events, report, info["session_id"], generated, kind, held)
+
+    async def write(self, items: Sequence[TextualMemoryItem]) -> list[WriteEvent]:
+        """:meth:`Memory.write <memreader.front.memory.Memory.write>`, awaited."""
+        return await in_thread(functools.partial(self.memory.write, items), keep_result=True)
 
     async def add_memory(
         self,
@@ -268,6 +290,10 @@ class AsyncMemory:
         call = functools.partial(self.memory.unpin, ids, user_id=user_id)
         return await in_thread(call, keep_result=True)
 
+    async def pinned(self, *, user_id: str | None = None) -> list[str]:
+        """:meth:`Memory.pinned <memreader.front.lifecycle.LifecycleCalls.pinned>`, awaited."""
+        return await in_thread(functools.partial(self.memory.pinned, user_id=user_id))
+
     async def restore(self, memory_id: str, *, user_id: str | None = None) -> WriteEvent:
         """:meth:`Memory.restore <memreader.front.lifecycle.LifecycleCalls.restore>`, awaited."""
         call = functools.partial(self.memory.restore, memory_id, user_id=user_id)
@@ -281,6 +307,12 @@ class AsyncMemory:
     async def categories(self, user_id: str | None = None) -> list[StoredCategory]:
         """:meth:`Memory.categories <memreader.front.memory.Memory.categories>`, awaited."""
         return await in_thread(functools.partial(self.memory.categories, user_id))
+
+    async def markdown_file(self, file_name: str, *, user_id: str | None = None) -> bytes | None:
+        """:meth:`Memory.markdown_file <memreader.front.categories.CategoryCalls.markdown_file>`,
+        awaited."""
+        call = functools.partial(self.memory.markdown_file, file_name, user_id=user_id)
+        return await in_thread(call)
 
     async def export_markdown(
         self,

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memreader.errors import MemReaderError
+from memreader.front.call_deadline import answered_in_time
 from memreader.front.inputs import check_user
 from memreader.front.working import WorkingMemory
 from memreader.stores import MemoryStore, StoredCategory
@@ -35,7 +36,25 @@ class CategoryCalls:
 
     def categories(self, user_id: str | None = None) -> list[StoredCategory]:
         """``user_id``'s categories, each with its summary."""
-        return self.store.categories(self._owner(user_id, "categories()"))
+        found = self.store.categories(self._owner(user_id, "categories()"))
+        return answered_in_time(found, "categories()")
+
+    def markdown_file(self, file_name: str, *, user_id: str | None = None) -> bytes | None:
+        """One file of ``user_id``'s Markdown memory as :meth:`export_markdown` writes it
+        (``index.md``, or a category's ``<name>.md``), or ``None`` when there is no such file
+        (:func:`memreader.categories.markdown.render_file`).
+
+        >>> from memreader import Memory
+        >>> m = Memory({"config": {"embedder": {"backend": "hash"}}}, store="sqlite://:memory:")
+        >>> m.markdown_file("index.md", user_id="ana").startswith(b"# ")
+        True
+        >>> m.markdown_file("nothing.md", user_id="ana") is None
+        True
+        """
+        from memreader.categories.markdown import render_file
+
+        owner = self._owner(user_id, "markdown_file()")
+        return answered_in_time(render_file(self.store, owner, file_name), "markdown_file()")
 
     def export_markdown(
         self,

@@ -36,8 +36,10 @@ from memreader.stores import SourceSelector
 
 __all__ = [
     "AUTO_SESSION",
+    "PreparedInput",
     "check_user",
     "make_info",
+    "prepare_input",
     "session_digest",
     "shape_input",
     "source_selector",
@@ -159,3 +161,37 @@ def _what(value: Any) -> str:
     if isinstance(value, (list, tuple)) and not value:
         return "an empty list"
     return type(value).__name__
+
+
+#: The checked input of ``add``: its type, scenes, ``info`` and whether the session id was
+#: made up (``session_id=None``: a digest of the scenes).
+PreparedInput = tuple[str, list[Any], dict[str, Any], bool]
+
+
+def prepare_input(
+    data: Any,
+    user_id: Any,
+    session_id: Any,
+    type: str | None,
+    metadata: Mapping[str, Any] | None,
+    scope: Mapping[str, Any] | None = None,
+) -> PreparedInput:
+    """``add``'s input checked and shaped (see :data:`PreparedInput`).
+
+    >>> kind, scenes, info, generated = prepare_input("I live in Porto.", "ana", "s1", None, None)
+    >>> kind, info["user_id"], info["session_id"], generated
+    ('chat', 'ana', 's1', False)
+
+    Raises:
+        InputError: no ``user_id``, an input of no known shape, a blank ``session_id``, bad
+            ``metadata``.
+    """
+    owner = check_user(user_id, "add()")
+    kind, scenes = shape_input(data, type)
+    generated = session_id is None
+    if not generated and (not isinstance(session_id, str) or not session_id.strip()):
+        raise InputError(
+            f"add(): session_id must be a non-empty string or None, got {session_id!r}"
+        )
+    session = session_digest(kind, scenes) if generated else session_id
+    return kind, scenes, make_info(owner, session, metadata, scope), generated

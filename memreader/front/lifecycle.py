@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from memreader.front.call_deadline import answered_in_time, current
 from memreader.front.working import WorkingMemory
 from memreader.stores import MaintainReport, MemoryStore, WriteEvent
 
@@ -54,6 +55,11 @@ class LifecycleCalls:
         """Unpin ``user_id``'s memories ``ids``; how many were pinned."""
         return self.store.unpin(ids, user_id=self._owner(user_id, "unpin()"))
 
+    def pinned(self, *, user_id: str | None = None) -> list[str]:
+        """The ids of ``user_id``'s pinned memories."""
+        owner = self._owner(user_id, "pinned()")
+        return answered_in_time(self.store.pinned(user_id=owner), "pinned()")
+
     def restore(self, memory_id: str, *, user_id: str | None = None) -> WriteEvent:
         """Bring back a memory the budget expired (until it is purged). See
         :meth:`memreader.stores.MemoryStore.restore`.
@@ -67,5 +73,6 @@ class LifecycleCalls:
     def maintain(self, *, dry_run: bool = False, now: datetime | None = None) -> MaintainReport:
         """Purge what expired more than ``purge_after_days`` ago, enforce every owner's
         budget and embed again what has no vector or another model's (see
-        :mod:`memreader.stores.lifecycle.maintain`); ``dry_run``: only count."""
-        return self.store.maintain(dry_run=dry_run, now=now)
+        :mod:`memreader.stores.lifecycle.maintain`); ``dry_run``: only count. Within
+        ``Memory.within``, the run stops at the deadline (what it committed stays)."""
+        return self.store.maintain(dry_run=dry_run, now=now, deadline=current())

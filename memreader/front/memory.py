@@ -1,8 +1,7 @@
 """``Memory``: one object that reads, stores and searches an agent's memories.
 
-It owns a reader (built from a reader config), the store it writes to (opened with the reader's
-embedder, so search uses vectors) and the category keeper (the reader's categories settings),
-so nothing can be wired half::
+It owns a reader, the store it writes to and the category keeper, wired once
+(:mod:`memreader.front.wiring`), so nothing can be wired half::
 
     from memreader import Memory
 
@@ -16,29 +15,28 @@ so nothing can be wired half::
 (``reconcile``) included; ``Memory(store="postgresql://...")`` names the store (it wins over
 the config's). Without either, the store is ``memories.db`` in the data folder
 (:mod:`memreader.front.home`). ``Memory(working_memory=N)`` holds each session's last N items
-before the store (:mod:`memreader.front.working`; off by default).
+(:mod:`memreader.front.working`); ``with m.within(s):`` bounds calls by a deadline.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
+from memreader.calls.deadlines import Deadline
 from memreader.errors import InputError, StoreError
+from memreader.front.call_deadline import answered_in_time, bounded, check_in_time, current
 from memreader.front.categories import CategoryCalls
-from memreader.front.config import ConfigLike, memory_arguments, reader_config
-from memreader.front.inputs import (
-    check_user,
-    make_info,
-    session_digest,
-    shape_input,
-)
+from memreader.front.config import ConfigLike, memory_arguments
+from memreader.front.inputs import PreparedInput, check_user, prepare_input
 from memreader.front.lifecycle import LifecycleCalls
 from memreader.front.lifetime import closer, promote_when_dropped
 from memreader.front.removal import RemovalCalls
 from memreader.front.results import SEARCH_FILTERS, AddResult, add_result
 from memreader.front.use import UseCalls
+from memreader.front.wiring import wire
 from memreader.front.working import WorkingMemory, check_working_size
 from memreader.items import TextualMemoryItem
 from memreader.modes import ReadMode
@@ -54,6 +52,7 @@ from memreader.stores.context import (
 )
 from memreader.stores.filters import SearchFilters
 from memreader.stores.paging import DEFAULT_PAGE, MemoryPage
+from memreader.stores.urls import public_url
 
 __all__ = ["SEARCH_FILTERS", "AddResult", "Memory"]  # the first two from front.results
 
@@ -72,6 +71,7 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls, RemovalCalls):
             its embedder, ``text_only`` or keeper, which the config decides.
         working_memory: items per session held before the store (``True``: 20; ``0``, the
             default: none, every item is written at once): :mod:`memreader.front.working`.
+        reader: one built from ``config`` already; ``store`` may be an open store (closed with it).
 
     Raises:
         InputError: ``config``, ``store`` or ``store_options`` of the wrong type or content.
@@ -83,34 +83,16 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls, RemovalCalls):
         self,
         config: ConfigLike = None,
         *,
-        store: str | None = None,
+        store: str | MemoryStore | None = None,
         store_options: Mapping[str, Any] | None = None,
         working_memory: int | bool = 0,
+        reader: BaseMemReader | None = None,
     ) -> None:
-        from memreader.categories.maintainer import maintainer_for
-        from memreader.stores import open_store
-
         size = check_working_size(working_memory)
-        options = dict(store_options or {})
-        owned = sorted({"embedder", "text_only", "category_keeper", "lifecycle"} & set(options))
-        if owned:
-            raise InputError(
-                f"Memory(store_options=...) cannot set {', '.join(owned)}: the reader's config "
-                "does (its embedder, or `embedder: null` for text-only search; its categories; its "
-                "lifecycle)"
-            )
-        self.config, self.store_url = reader_config(config, store)
-        self.reader: BaseMemReader = self.config.build()
-        # The reader's embedder, or text only when its config says `embedder: null`.
-        self.store: MemoryStore = open_store(
-            self.store_url,
-            **self.reader.runtime.store_embedding(),
-            category_keeper=maintainer_for(self.reader),
-            lifecycle=self.config.config.lifecycle,
-            **options,
-        )
-        # The reader's dedup and reconcile steps read this very store, never a reopened one.
-        self.reader.runtime.use_store(self.store)
+        wired = wire(config, store, store_options, reader)
+        self.config, self.store_url = wired.config, wired.store_url
+        self.reader: BaseMemReader = wired.reader
+        self.store: MemoryStore = wired.store
         self.working = WorkingMemory(self.store, size) if size else None
         self._closed = False
         # Held items are promoted if this object is dropped unclosed or open at exit.
@@ -122,9 +104,8 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls, RemovalCalls):
 
     @classmethod
     def from_config(cls, config: ConfigLike) -> Memory:
-        """A Memory from one config: what ``Memory(config)`` takes, or a flat dict as mem0
-        users write it, the reader's settings beside ``store``, ``store_options`` and
-        ``working_memory`` (:func:`~memreader.front.config.memory_arguments`).
+        """A Memory from what ``Memory(config)`` takes, or a flat dict as mem0 users write it
+        (:func:`~memreader.front.config.memory_arguments`).
 
         >>> flat = {"store": "sqlite://:memory:", "embedder": {"backend": "hash"}}
         >>> with Memory.from_config(flat) as m:
@@ -172,40 +153,32 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls, RemovalCalls):
             data, user_id, session_id, type, metadata, scope
         )
         report = ReadReport()
-        groups = self.reader.get_memory(scenes, kind, info, mode, report=report)
+        groups = self.reader.get_memory(scenes, kind, info, mode, report=report, deadline=current())
         items = [item for group in groups for item in group]
         events, held = self._write(items)
         return add_result(items, events, report, info["session_id"], generated, kind, held)
 
     def _prepare(
-        self,
-        data: Any,
-        user_id: Any,
-        session_id: Any,
-        type: str | None,
-        metadata: Mapping[str, Any] | None,
-        scope: Mapping[str, Any] | None = None,
-    ) -> tuple[str, list[Any], dict[str, Any], bool]:
-        """The checked input of :meth:`add`: its type, scenes, ``info`` and whether the
-        session id was made up."""
+        self, data: Any, user_id: Any, session_id: Any, type: str | None, metadata: Any, scope: Any
+    ) -> PreparedInput:
+        """The checked input of :meth:`add` (:func:`~memreader.front.inputs.prepare_input`)."""
         self._check_open()
-        owner = check_user(user_id, "add()")
-        kind, scenes = shape_input(data, type)
-        generated = session_id is None
-        if not generated and (not isinstance(session_id, str) or not session_id.strip()):
-            raise InputError(
-                f"add(): session_id must be a non-empty string or None, got {session_id!r}"
-            )
-        session = session_digest(kind, scenes) if generated else session_id
-        return kind, scenes, make_info(owner, session, metadata, scope), generated
+        check_in_time("add()")
+        return prepare_input(data, user_id, session_id, type, metadata, scope)
 
     def _write(self, items: Sequence[TextualMemoryItem]) -> tuple[list[WriteEvent], list[str]]:
         """Store ``items`` (through working memory when on): the events, the ids held."""
         if self.working is not None:
             return self.working.remember(items)
-        return (self.store.write(items) if items else []), []
+        return (self.store.write(items, deadline=current()) if items else []), []
 
-    # -- direct writes -----------------------------------------------------------------------------
+    def write(self, items: Sequence[TextualMemoryItem]) -> list[WriteEvent]:
+        """Store ``items`` a reader made already (as :meth:`add` does after its read), through
+        working memory when on: their events. ``StoreError`` or ``DeadlineExceeded`` (of
+        :meth:`within`): nothing of it is stored."""
+        self._check_open()
+        check_in_time("write()")
+        return self._write(items)[0]
 
     def add_memory(
         self,
@@ -222,11 +195,8 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls, RemovalCalls):
         task_id: str | None = None,
         visibility: str | None = None,
     ) -> WriteEvent:
-        """Store ``text`` as one memory of ``user_id``, as given (no read): embedded,
-        deduplicated, categorised and traced as a read item is
-        (:meth:`memreader.stores.MemoryStore.add_memory`; ``agent_id``, ``task_id`` and
-        ``visibility``: its scope). The event (``ADD``, ``REINFORCE`` or ``NONE``); its
-        ``memory_id`` is the memory's id.
+        """Store ``text`` as one memory of ``user_id``, as given (no read), in its scope
+        (:meth:`memreader.stores.MemoryStore.add_memory`): ``ADD``, ``REINFORCE`` or ``NONE``.
 
         >>> m = Memory({"config": {"embedder": {"backend": "hash"}}}, store="sqlite://:memory:")
         >>> m.add_memory("Ana is vegetarian.", user_id="ana", importance=0.9).event
@@ -296,7 +266,8 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls, RemovalCalls):
         owner = self._owner(user_id, "search()")
         checked = SearchFilters.of(filters, **keywords)
         searched = self.working or self.store
-        return searched.search(query, user_id=owner, k=k, filters=checked, now=now)
+        hits = searched.search(query, user_id=owner, k=k, filters=checked, now=now)
+        return answered_in_time(hits, "search()")
 
     def get_all(
         self,
@@ -325,7 +296,8 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls, RemovalCalls):
         owner = self._owner(user_id, "get_all()")
         checked = SearchFilters.of(filters, call="get_all()", **keywords).listing("get_all()")
         self._settle(owner)
-        return self.store.get_all(user_id=owner, filters=checked, limit=limit, cursor=cursor)
+        page = self.store.get_all(user_id=owner, filters=checked, limit=limit, cursor=cursor)
+        return answered_in_time(page, "get_all()")
 
     def context(
         self,
@@ -367,14 +339,24 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls, RemovalCalls):
         if checked.include_inactive or "include_inactive" in keywords:
             raise InputError("context() has no filter 'include_inactive': it shows active memories")
         budget = {"max_tokens": max_tokens, "tokenizer": tokenizer, "k": k, "order": order}
-        return (self.working or self.store).context(query, user_id=owner, filters=checked, **budget)
+        found = (self.working or self.store).context(
+            query, user_id=owner, filters=checked, **budget
+        )
+        return answered_in_time(found, "context()")
 
     def history(self, memory_id: str, *, user_id: str | None = None) -> list[HistoryEntry]:
         """Every change of ``memory_id`` (of ``user_id``), oldest first; a memory held in
         working memory ends with an ``ADD`` saying so."""
         owner = self._owner(user_id, "history()")
         entries = self.store.history(memory_id, user_id=owner)
-        return entries + (self.working.history(owner, memory_id) if self.working else [])
+        held = self.working.history(owner, memory_id) if self.working else []
+        return answered_in_time(entries + held, "history()")
+
+    def within(self, deadline: Deadline | float) -> AbstractContextManager[Deadline]:
+        """Bound the calls in the ``with`` block by ``deadline`` (a ``Deadline``, or seconds):
+        past it they raise ``DeadlineExceeded``; a committed write is returned
+        (:mod:`memreader.front.call_deadline`)."""
+        return bounded(deadline)
 
     # -- lifetime ---------------------------------------------------------------------------------
 
@@ -401,8 +383,6 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls, RemovalCalls):
         self.close()
 
     def __repr__(self) -> str:
-        from memreader.stores.urls import public_url
-
         return f"Memory(store={public_url(self.store_url)!r}, backend={self.config.backend!r})"
 
     def _settle(self, owner: str) -> None:
@@ -411,6 +391,7 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls, RemovalCalls):
 
     def _owner(self, user_id: Any, call: str) -> str:
         self._check_open()
+        check_in_time(call)
         return check_user(user_id, call)
 
     def _check_open(self) -> None:

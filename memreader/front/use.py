@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memreader.errors import InputError
+from memreader.front.call_deadline import answered_in_time
 from memreader.front.working import WorkingMemory
 from memreader.scopes import seen_in
 from memreader.stores import MemoryStore, WriteEvent
@@ -49,7 +50,7 @@ class UseCalls:
             return None
         if used is not False:
             self.store.record_use([found.id], user_id=owner)
-        return found
+        return answered_in_time(found, "get()")
 
     def mark_used(self, ids: Sequence[str], *, user_id: str | None = None) -> int:
         """Record that ``user_id``'s memories ``ids`` were handed to an agent (one use each):

@@ -186,10 +186,13 @@ class _Page(StaticFiles):
 def invalid_request(exc: RequestValidationError) -> ProblemError:
     """400 for a body that is not JSON, else 422 naming each invalid field (never its value:
     it may be a secret, or huge)."""
-    errors = [
-        {"loc": ".".join(str(part) for part in error.get("loc", ())), "msg": error.get("msg")}
-        for error in exc.errors()
-    ]
+    errors: list[dict[str, Any]] = []
+    for error in exc.errors():
+        named = {"loc": ".".join(str(p) for p in error.get("loc", ())), "msg": error.get("msg")}
+        # The body is validated once per dependency that reads it (owner, scope, the route):
+        # each invalid field is named once.
+        if named not in errors:
+            errors.append(named)
     if any(error.get("type") == "json_invalid" for error in exc.errors()):
         return ProblemError(
             400,

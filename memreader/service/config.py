@@ -223,6 +223,31 @@ class ServiceConfig:
         given = os.environ.get(STATE_ENV)
         return given if given else state_url_for(self.store_url)
 
+    def or_home_store(self) -> ServiceConfig:
+        """This config, serving the data folder's store (``memories.db`` in
+        ``$MEMREADER_HOME``, else the XDG data folder: :mod:`memreader.front.home`, as
+        ``Memory()`` and ``memreader mcp`` use) when it names no store of its own; the folder is
+        made. ``memreader serve`` serves this.
+
+        >>> import os, tempfile
+        >>> from memreader.factory import MemReaderConfigFactory
+        >>> os.environ["MEMREADER_HOME"] = home = tempfile.mkdtemp()
+        >>> url = ServiceConfig(MemReaderConfigFactory()).or_home_store().store_url
+        >>> url == f"sqlite:///{home}/memories.db"
+        True
+        >>> del os.environ["MEMREADER_HOME"]
+        """
+        from pydantic import SecretStr
+
+        from memreader.front.home import data_home, default_store_url
+
+        if self.reader.config.store is not None:
+            return self
+        data_home().mkdir(parents=True, exist_ok=True)
+        settings = self.reader.config.model_copy(update={"store": SecretStr(default_store_url())})
+        reader = self.reader.model_copy(update={"config": settings})
+        return ServiceConfig(reader, self.settings, base_dir=self.base_dir)
+
     def job_roots(self) -> list[Path]:
         """The resolved ``jobs.input_roots``."""
         return [Path(self.resolve(root)).resolve() for root in self.settings.jobs.input_roots]

@@ -13,32 +13,35 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from memreader.stores import MemoryStore, WriteEvent
+from memreader.front.memory import Memory
+from memreader.stores import WriteEvent
 
 __all__ = ["erased_texts", "forgotten_texts"]
 
 
-def erased_texts(store: MemoryStore | None, memory_id: str, owner: str) -> list[str]:
+def erased_texts(memory: Memory | None, memory_id: str, owner: str) -> list[str]:
     """The id of ``owner``'s memory ``memory_id``, its text, its sources' words and the
-    texts its history holds of it (read before it is erased)."""
+    texts its history holds of it (read before it is erased; not a use)."""
     texts = [memory_id]
-    found = store.get(memory_id, user_id=owner) if store is not None else None
-    if found is None or store is None:
+    found = memory.get(memory_id, user_id=owner, used=False) if memory is not None else None
+    if found is None or memory is None:
         return texts
     texts += _memory_texts(found)
-    for entry in store.history(memory_id, user_id=owner):
+    for entry in memory.history(memory_id, user_id=owner):
         texts += [text for text in (entry.new_memory,) if text]
     return list(dict.fromkeys(texts))
 
 
-def forgotten_texts(store: MemoryStore, events: Sequence[WriteEvent], owner: str) -> list[str]:
-    """The ids of the memories a forget expired, and what of them is still readable."""
+def forgotten_texts(memory: Memory, events: Sequence[WriteEvent], owner: str) -> list[str]:
+    """The ids of the memories a forget expired, and what of them is still readable (read
+    from the store itself: the forget committed, so what it erased is withdrawn even past
+    the request's deadline, which ``Memory``'s reads would honour)."""
     texts: list[str] = []
     for event in events:
         if event.event != "EXPIRE":
             continue
         texts.append(event.memory_id)
-        found = store.get(event.memory_id, user_id=owner)
+        found = memory.store.get(event.memory_id, user_id=owner)
         if found is not None:
             texts += _memory_texts(found)
     return list(dict.fromkeys(texts))

@@ -22,8 +22,9 @@ from concurrent.futures import Executor
 
 from memreader.calls.deadlines import Deadline
 from memreader.errors import DeadlineExceeded, MemReaderError
+from memreader.front.memory import Memory
 from memreader.service.shared import SharedState
-from memreader.stores import MaintainReport, MemoryStore
+from memreader.stores import MaintainReport
 
 __all__ = ["LEASE_KEY", "LeaseDeadline", "MaintainTask"]
 
@@ -65,16 +66,16 @@ class LeaseDeadline(Deadline):
 
 class MaintainTask:
     """Runs ``maintain`` every ``every_s`` seconds under the shared lease (see the module
-    docstring); ``store`` opens (or returns) the service's store."""
+    docstring); ``memory`` opens (or returns) the service's :class:`~memreader.Memory`."""
 
     def __init__(
         self,
-        store: Callable[[], MemoryStore],
+        memory: Callable[[], Memory],
         shared: SharedState,
         pool: Executor,
         every_s: float,
     ) -> None:
-        self._store = store
+        self._memory = memory
         self._shared = shared
         self._pool = pool
         self.every_s = every_s
@@ -106,9 +107,13 @@ class MaintainTask:
             return None
         lease = LeaseDeadline(self._shared, token)
         try:
-            store = self._store()
-            loop = asyncio.get_running_loop()
-            report = await loop.run_in_executor(self._pool, lambda: store.maintain(deadline=lease))
+            memory = self._memory()
+
+            def run() -> MaintainReport:
+                with memory.within(lease):
+                    return memory.maintain()
+
+            report = await asyncio.get_running_loop().run_in_executor(self._pool, run)
         except DeadlineExceeded as exc:
             logger.warning("maintain stopped: %s (the holder of the lease does the rest)", exc)
             return None

@@ -8,13 +8,13 @@ never holds ``/``, and ``categories`` is no memory file: the two never read alik
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 from starlette.responses import Response
 
-from memreader.categories.markdown import render_file
+from memreader.service.depends import Caller, HeldMemory, PathOwner, RequestDeadline, State
 from memreader.service.problems import ProblemError, shown
 from memreader.service.scope_walls import check_whole_owner
-from memreader.service.state import ServiceState, json_response
+from memreader.service.state import json_response
 from memreader.stores.shapes import iso
 
 __all__ = ["router"]
@@ -23,21 +23,19 @@ router = APIRouter(tags=["categories"])
 MARKDOWN = "text/markdown; charset=utf-8"
 
 
-def _state(request: Request) -> ServiceState:
-    state: ServiceState = request.app.state.service
-    return state
-
-
 @router.get("/v1/users/{user_id:path}/categories")
-async def categories(user_id: str, request: Request) -> Response:
+async def categories(
+    state: State,
+    principal: Caller,
+    deadline: RequestDeadline,
+    owner: PathOwner,
+    memory: HeldMemory,
+) -> Response:
     """The user's categories: name, description, summary (sentences citing items as
     ``[ref:ID]``), how it was made, and the ids of the active items each covers."""
-    state = _state(request)
-    principal = state.principal(request)
-    owner = state.check_user(principal, user_id)
     check_whole_owner(principal, "a user's categories")
     async with state.slots.hold(principal.name):
-        found = await state.blocking(lambda: state.store.categories(owner), "the categories")
+        found = await state.blocking(lambda: memory.categories(owner), "the categories", deadline)
     return json_response(
         {
             "user_id": owner,
@@ -58,16 +56,20 @@ async def categories(user_id: str, request: Request) -> Response:
 
 
 @router.get("/v1/users/{user_id:path}/memory/{file_name}")
-async def memory_file(user_id: str, file_name: str, request: Request) -> Response:
+async def memory_file(
+    file_name: str,
+    state: State,
+    principal: Caller,
+    deadline: RequestDeadline,
+    owner: PathOwner,
+    memory: HeldMemory,
+) -> Response:
     """``index.md`` (the categories, a line each) or ``<category>.md`` (its summary, then its
     items with their validity and sources), as ``memreader export-md`` writes them."""
-    state = _state(request)
-    principal = state.principal(request)
-    owner = state.check_user(principal, user_id)
     check_whole_owner(principal, "a user's categories")
     async with state.slots.hold(principal.name):
         content = await state.blocking(
-            lambda: render_file(state.store, owner, file_name), "the export"
+            lambda: memory.markdown_file(file_name, user_id=owner), "the export", deadline
         )
     if content is None:
         raise ProblemError(

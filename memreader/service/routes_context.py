@@ -6,15 +6,22 @@ threads within the request's deadline."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends
 from pydantic import Field
 from starlette.responses import Response
 
+from memreader.service.depends import (
+    HeldMemory,
+    RequestDeadline,
+    Scope,
+    State,
+    body_owner,
+    body_scope,
+)
 from memreader.service.models import FilterFields
-from memreader.service.scope_walls import scope_of
-from memreader.service.state import ServiceState, json_response
+from memreader.service.state import json_response
 from memreader.stores.context import (
     DEFAULT_CONTEXT_K,
     DEFAULT_CONTEXT_TOKENS,
@@ -47,18 +54,22 @@ class ContextRequest(FilterFields):
 
 
 @router.post("/v1/context")
-async def context(body: ContextRequest, request: Request) -> Response:
+async def context(
+    body: ContextRequest,
+    state: State,
+    deadline: RequestDeadline,
+    user_id: Annotated[str, Depends(body_owner(ContextRequest))],
+    scope: Annotated[Scope, Depends(body_scope(ContextRequest))],
+    memory: HeldMemory,
+) -> Response:
     """The best text of ``user_id``'s active memories for ``query`` within ``max_tokens``
     (counted with ``tokenizer``): ``text``, the block to put in a prompt, its ``tokens``, and
     its ``parts`` (memory ids, spans, scores, times, sources). The memories shown are
     recorded as used."""
-    state: ServiceState = request.app.state.service
-    principal = state.principal(request)
-    user_id = state.check_user(principal, body.user_id)
-    agent_id, task_id = scope_of(principal, body.agent_id, body.task_id)
+    agent_id, task_id = scope
     filters = body.search_filters(agent_id, task_id)
     found = await state.blocking(
-        lambda: state.store.context(
+        lambda: memory.context(
             body.query,
             user_id=user_id,
             max_tokens=body.max_tokens,
@@ -68,6 +79,6 @@ async def context(body: ContextRequest, request: Request) -> Response:
             filters=filters,
         ),
         "the context",
-        state.deadline(request),
+        deadline,
     )
     return json_response(context_json(found))

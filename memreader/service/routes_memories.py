@@ -2,8 +2,10 @@
 (add one memory, update its text, delete it) and recording use (``GET`` of one memory records
 it; ``POST /v1/memories:used`` names the memories an agent was handed otherwise).
 
-The store calls run on the service's store threads (not where reads run), within the
-request's deadline; the request's slot is admission's (:mod:`memreader.service.admission`)."""
+Each route calls the service's :class:`~memreader.Memory` on the store threads (not where
+reads run), within the request's deadline; the request's slot is admission's
+(:mod:`memreader.service.admission`); who calls, the owner and the deadline are dependencies
+(:mod:`memreader.service.depends`)."""
 
 from __future__ import annotations
 
@@ -11,10 +13,23 @@ import time
 from collections.abc import Callable
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from starlette.responses import Response
 
-from memreader.scopes import seen_in
+from memreader.calls.deadlines import Deadline
+from memreader.front.memory import Memory
+from memreader.service.depends import (
+    Caller,
+    HeldMemory,
+    QueryOwner,
+    QueryScope,
+    RequestDeadline,
+    Scope,
+    State,
+    body_owner,
+    body_scope,
+    owner_or_only_user,
+)
 from memreader.service.erasure import erased_texts, forgotten_texts
 from memreader.service.keys import Principal
 from memreader.service.models import (
@@ -42,34 +57,19 @@ __all__ = ["router"]
 router = APIRouter(tags=["memories"])
 
 
-def _state(request: Request) -> ServiceState:
-    state: ServiceState = request.app.state.service
-    return state
-
-
-def _owner(state: ServiceState, principal: Principal, user_id: str | None) -> str:
-    """The ``user_id`` of a GET: the query's, or the key's one user."""
-    if user_id is None:
-        user_id = principal.only_user()
-    if user_id is None:
-        raise ProblemError(
-            422,
-            "invalid-input",
-            "Invalid input",
-            "user_id is required (?user_id=...): this key may use more than one user",
-        )
-    return state.check_user(principal, user_id)
-
-
 @router.post("/v1/memories/search")
-async def search(body: SearchRequest, request: Request) -> Response:
+async def search(
+    body: SearchRequest,
+    state: State,
+    deadline: RequestDeadline,
+    user_id: Annotated[str, Depends(body_owner(SearchRequest))],
+    scope: Annotated[Scope, Depends(body_scope(SearchRequest))],
+    memory: HeldMemory,
+) -> Response:
     """The ``k`` best memories of ``user_id`` for ``query``, best first, each with its score
     parts (relevance, similarity, text rank, importance, decay) and the passages of its text
     that matched; ``min_score`` drops hits less relevant than it."""
-    state = _state(request)
-    principal = state.principal(request)
-    user_id = state.check_user(principal, body.user_id)
-    agent_id, task_id = scope_of(principal, body.agent_id, body.task_id)
+    agent_id, task_id = scope
     # Looked up only now that the key may read user_id's memories; the key names the user,
     # the scope what it sees (a limited key's default task is not in the body).
     cache = state.search_cache
@@ -82,9 +82,9 @@ async def search(body: SearchRequest, request: Request) -> Response:
     version, began = cache.version(), time.monotonic()
     filters = body.search_filters(agent_id, task_id)
     hits = await state.blocking(
-        lambda: state.store.search(body.query, user_id=user_id, k=body.k, filters=filters),
+        lambda: memory.search(body.query, user_id=user_id, k=body.k, filters=filters),
         "the search",
-        state.deadline(request),
+        deadline,
     )
     response = json_response({"hits": [hit_json(hit) for hit in hits]})
     cache.put(key, version, bytes(response.body), began)
@@ -92,22 +92,27 @@ async def search(body: SearchRequest, request: Request) -> Response:
 
 
 @router.get("/v1/memories")
-async def list_memories(request: Request, query: Annotated[ListQuery, Query()]) -> Response:
+async def list_memories(
+    request: Request,
+    query: Annotated[ListQuery, Query()],
+    state: State,
+    caller: Caller,
+    deadline: RequestDeadline,
+) -> Response:
     """``user_id``'s memories without a query (``Memory.get_all``), the most recently stored
     first, a page of at most ``limit``: ``{"memories": [...], "next_cursor": ...}``; pass
     ``next_cursor`` as ``cursor`` for the next page (``null``: the last). Filters as a
     search's, but those that rank."""
-    state = _state(request)
-    principal = state.principal(request)
-    user_id = _owner(state, principal, query.user_id)
-    agent_id, task_id = scope_of(principal, query.agent_id, query.task_id)
+    user_id = owner_or_only_user(request, query.user_id)
+    agent_id, task_id = scope_of(caller, query.agent_id, query.task_id)
     filters = query.search_filters(agent_id, task_id)
+    memory = state.memory  # after the owner's wall: another key's user is 403, not 409
     page = await state.blocking(
-        lambda: state.store.get_all(
+        lambda: memory.get_all(
             user_id=user_id, filters=filters, limit=query.limit, cursor=query.cursor
         ),
         "the listing",
-        state.deadline(request),
+        deadline,
     )
     memories = [memory_json(memory) for memory in page]
     return json_response({"memories": memories, "next_cursor": page.next_cursor})
@@ -116,66 +121,77 @@ async def list_memories(request: Request, query: Annotated[ListQuery, Query()]) 
 @router.get("/v1/memories/{memory_id}")
 async def get_memory(
     memory_id: str,
-    request: Request,
-    user_id: str | None = Query(default=None),
-    agent_id: str | None = Query(default=None),
-    task_id: str | None = Query(default=None),
+    state: State,
+    deadline: RequestDeadline,
+    owner: QueryOwner,
+    scope: QueryScope,
+    memory: HeldMemory,
 ) -> Response:
     """One memory of ``user_id``, whatever its status (404 when that user has none such, or
     the scope asked for (``agent_id``, ``task_id``) does not see it); its use is recorded (it
     is handed to the caller)."""
-    memory, _ = await _memory(request, memory_id, user_id, (agent_id, task_id), history=False)
-    return json_response(memory_json(memory))
+    found, _ = await _memory(state, memory, deadline, memory_id, owner, scope, history=False)
+    return json_response(memory_json(found))
 
 
 @router.post("/v1/memories:used")
-async def mark_used(body: UsedRequest, request: Request) -> Response:
+async def mark_used(
+    body: UsedRequest,
+    state: State,
+    principal: Caller,
+    deadline: RequestDeadline,
+    user_id: Annotated[str, Depends(body_owner(UsedRequest))],
+    memory: HeldMemory,
+) -> Response:
     """Record that an agent was handed ``user_id``'s memories ``ids`` (one use each): how
     many were marked (ids that user has no memory of are not)."""
-    state = _state(request)
-    principal = state.principal(request)
-    user_id = state.check_user(principal, body.user_id)
     limited = principal.agents is not None or principal.tasks is not None
 
     def mark() -> int:
         ids = body.ids
         if limited:  # a key limited to tasks marks only what it may see (no probing others')
-            ids = [i for i in ids if key_sees(principal, state.store.get(i, user_id=user_id))]
-        return state.store.mark_used(ids, user_id=user_id) if ids else 0
+            seen = [(i, memory.get(i, user_id=user_id, used=False)) for i in ids]
+            ids = [i for i, found in seen if key_sees(principal, found)]
+        return memory.mark_used(ids, user_id=user_id) if ids else 0
 
-    marked = await state.blocking(mark, "recording use", state.deadline(request), writes=True)
+    marked = await state.blocking(mark, "recording use", deadline, writes=True)
     return json_response({"marked": marked})
 
 
 @router.get("/v1/memories/{memory_id}/history")
 async def history(
     memory_id: str,
-    request: Request,
-    user_id: str | None = Query(default=None),
-    agent_id: str | None = Query(default=None),
-    task_id: str | None = Query(default=None),
+    state: State,
+    deadline: RequestDeadline,
+    owner: QueryOwner,
+    scope: QueryScope,
+    memory: HeldMemory,
 ) -> Response:
     """Every change of one memory, oldest first (404 as ``GET /v1/memories/{id}``)."""
-    scope = (agent_id, task_id)
-    memory, entries = await _memory(request, memory_id, user_id, scope, history=True)
+    found, entries = await _memory(state, memory, deadline, memory_id, owner, scope, history=True)
     return json_response(
         {
-            "id": memory.id,
-            "status": memory.status,
-            "memory": memory.item.memory,
-            "superseded_by": memory.superseded_by,
+            "id": found.id,
+            "status": found.status,
+            "memory": found.item.memory,
+            "superseded_by": found.superseded_by,
             "history": [entry_json(entry) for entry in entries],
         }
     )
 
 
 @router.post("/v1/memories:forget")
-async def forget(body: ForgetRequest, request: Request) -> Response:
+async def forget(
+    body: ForgetRequest,
+    request: Request,
+    state: State,
+    principal: Caller,
+    deadline: RequestDeadline,
+    user_id: Annotated[str, Depends(body_owner(ForgetRequest))],
+    memory: HeldMemory,
+) -> Response:
     """Forget what one source said: memories it alone supported expire (with ``erase``: are
     erased), the others lose its sources. Returns the events and the erase ``receipt``."""
-    state = _state(request)
-    principal = state.principal(request)
-    user_id = state.check_user(principal, body.user_id)
     check_whole_owner(principal, "forgetting a source")
     source = SourceSelector(
         doc_path=body.doc_path,
@@ -187,13 +203,13 @@ async def forget(body: ForgetRequest, request: Request) -> Response:
     async def answer() -> Response:
         # A forget that committed is answered with its events, however late.
         def work() -> EraseReceipt:
-            receipt = state.store.forget(source, user_id=user_id, erase=body.erase)
+            receipt = memory.forget(source, user_id=user_id, erase=body.erase)
             # Kept answers naming a forgotten memory are withdrawn: by its id (every answer
             # holding a memory names it), and by its text while it is still readable.
-            state.erased(forgotten_texts(state.store, list(receipt), user_id))
+            state.erased(forgotten_texts(memory, list(receipt), user_id))
             return receipt
 
-        receipt = await state.blocking(work, "forgetting", state.deadline(request), writes=True)
+        receipt = await state.blocking(work, "forgetting", deadline, writes=True)
         events = [event_json(event) for event in receipt]
         return json_response({"events": events, "receipt": receipt.to_dict()})
 
@@ -201,16 +217,22 @@ async def forget(body: ForgetRequest, request: Request) -> Response:
 
 
 @router.post("/v1/memories")
-async def add_memory(body: AddMemoryRequest, request: Request) -> Response:
+async def add_memory(
+    body: AddMemoryRequest,
+    request: Request,
+    state: State,
+    principal: Caller,
+    deadline: RequestDeadline,
+    owner: Annotated[str, Depends(body_owner(AddMemoryRequest))],
+    scope: Annotated[Scope, Depends(body_scope(AddMemoryRequest))],
+    memory: HeldMemory,
+) -> Response:
     """Store one memory given as text (embedded, deduplicated, categorised, with history):
     201 with its event when added, 200 when it was stored already (``REINFORCE``, ``NONE``)."""
-    state = _state(request)
-    principal = state.principal(request)
-    owner = _owner(state, principal, body.user_id)
-    agent_id, task_id = scope_of(principal, body.agent_id, body.task_id)
+    agent_id, task_id = scope
 
     def work() -> WriteEvent:
-        return state.store.add_memory(
+        return memory.add_memory(
             body.text,
             user_id=owner,
             session_id=body.session_id,
@@ -224,60 +246,68 @@ async def add_memory(body: AddMemoryRequest, request: Request) -> Response:
             visibility=body.visibility,
         )
 
-    return await _write(request, principal, "add", work)
+    return await _write(state, request, principal, deadline, "add", work)
 
 
 @router.patch("/v1/memories/{memory_id}")
-async def update_memory(memory_id: str, body: UpdateMemoryRequest, request: Request) -> Response:
+async def update_memory(
+    memory_id: str,
+    body: UpdateMemoryRequest,
+    request: Request,
+    state: State,
+    principal: Caller,
+    deadline: RequestDeadline,
+    owner: Annotated[str, Depends(body_owner(UpdateMemoryRequest))],
+    memory: HeldMemory,
+) -> Response:
     """Replace a memory's text with a new version (the old one ``superseded``, never edited):
     its event names the new id (``memory_id``) and the old one (``previous_id``)."""
-    state = _state(request)
-    principal = state.principal(request)
-    owner = _owner(state, principal, body.user_id)
 
     def work() -> WriteEvent:
-        _changeable(state, principal, memory_id, owner)
-        return state.store.update(memory_id, body.text, user_id=owner, reason=body.reason)
+        _changeable(memory, principal, memory_id, owner)
+        return memory.update(memory_id, body.text, user_id=owner, reason=body.reason)
 
-    return await _write(request, principal, "update", work)
+    return await _write(state, request, principal, deadline, "update", work)
 
 
 @router.delete("/v1/memories/{memory_id}")
 async def delete_memory(
     memory_id: str,
     request: Request,
-    user_id: str | None = Query(default=None),
-    erase: bool = Query(default=False),
+    state: State,
+    principal: Caller,
+    deadline: RequestDeadline,
+    owner: QueryOwner,
+    memory: HeldMemory,
+    erase: Annotated[bool, Query()] = False,
 ) -> Response:
     """Expire a memory now (its row and history stay), or with ``?erase=true`` remove it from
     every place its text lives, for good (irreversible): the answer then holds the erase
     ``receipt`` beside the ``event``."""
-    state = _state(request)
-    principal = state.principal(request)
-    owner = _owner(state, principal, user_id)
 
     def work() -> WriteEvent | EraseReceipt:
-        _changeable(state, principal, memory_id, owner)
-        texts = erased_texts(state.store, memory_id, owner) if erase else []
-        event = state.store.delete(memory_id, user_id=owner, erase=erase)
+        _changeable(memory, principal, memory_id, owner)
+        texts = erased_texts(memory, memory_id, owner) if erase else []
+        event = memory.delete(memory_id, user_id=owner, erase=erase)
         state.erased(texts)  # kept answers holding its text are withdrawn
         return event
 
-    return await _write(request, principal, "delete", work)
+    return await _write(state, request, principal, deadline, "delete", work)
 
 
 async def _write(
+    state: ServiceState,
     request: Request,
     principal: Principal,
+    deadline: Deadline,
     route: str,
     work: Callable[[], WriteEvent | EraseReceipt],
 ) -> Response:
     """Run one direct write on the store threads (idempotent with an ``Idempotency-Key``);
     answer its event, 201 for an ``ADD``, and an erasure's ``receipt``."""
-    state = _state(request)
 
     async def answer() -> Response:
-        done = await state.blocking(work, route, state.deadline(request), writes=True)
+        done = await state.blocking(work, route, deadline, writes=True)
         if isinstance(done, EraseReceipt):
             body = {"event": event_json(done[0]), "receipt": done.to_dict()}
             return json_response(body)
@@ -286,48 +316,41 @@ async def _write(
     return await state.idempotent(request, principal, route, answer)
 
 
-def _changeable(state: ServiceState, principal: Principal, memory_id: str, owner: str) -> None:
+def _changeable(memory: Memory, principal: Principal, memory_id: str, owner: str) -> None:
     """Refuse a change of ``memory_id`` outside a limited key's agents and tasks (a memory
     the owner does not have is the store's 404)."""
-    stored = state.store.get(memory_id, user_id=owner)
+    stored = memory.get(memory_id, user_id=owner, used=False)
     if stored is not None:
         check_change(principal, stored)
 
 
 async def _memory(
-    request: Request,
+    state: ServiceState,
+    memory: Memory,
+    deadline: Deadline,
     memory_id: str,
-    user_id: str | None,
-    scope: tuple[str | None, str | None],
+    owner: str,
+    scope: Scope,
     *,
     history: bool,
 ) -> tuple[StoredMemory, list[HistoryEntry]]:
-    """The memory ``memory_id`` of the request's owner (404 when it has none such, or the
-    ``scope`` asked for does not see it), and its history when asked."""
-    state = _state(request)
-    principal = state.principal(request)
-    owner = _owner(state, principal, user_id)
-    agent_id, task_id = scope_of(principal, *scope)
-    deadline = state.deadline(request)
+    """The memory ``memory_id`` of ``owner`` (404 when it has none such, or ``scope`` does
+    not see it), and its history when asked; shown (not a history, an audit), it is used."""
+    agent_id, task_id = scope
     seen = {"agent_id": agent_id, "task_id": task_id}
-
-    def look() -> StoredMemory | None:
-        found = state.store.get(memory_id, user_id=owner)
-        if found is None or not seen_in(found, seen):
-            return None
-        if not history:  # shown to the caller: used (a history is an audit)
-            state.store.record_use([found.id], user_id=owner)
-        return found
-
-    memory = await state.blocking(look, "the lookup", deadline)
-    if memory is None:
+    found = await state.blocking(
+        lambda: memory.get(memory_id, user_id=owner, used=not history, **seen),
+        "the lookup",
+        deadline,
+    )
+    if found is None:
         raise _not_found(owner, memory_id)
     entries = []
     if history:
         entries = await state.blocking(
-            lambda: state.store.history(memory_id, user_id=owner), "the history", deadline
+            lambda: memory.history(memory_id, user_id=owner), "the history", deadline
         )
-    return memory, entries
+    return found, entries
 
 
 def _not_found(user_id: str, memory_id: str) -> ProblemError:

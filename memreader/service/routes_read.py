@@ -9,7 +9,6 @@ nothing stored. Reads take one of the service's ``max_concurrent_reads`` turns.
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
@@ -19,6 +18,7 @@ from starlette.responses import Response, StreamingResponse
 
 from memreader.calls.deadlines import Deadline, in_thread
 from memreader.items import TextualMemoryItem
+from memreader.service.depends import Caller, RequestDeadline, State
 from memreader.service.limits import within_deadline
 from memreader.service.models import ReadRequest, RefineRequest
 from memreader.service.problems import problem_for
@@ -33,11 +33,6 @@ router = APIRouter()
 NDJSON = "application/x-ndjson"
 
 
-def _state(request: Request) -> ServiceState:
-    state: ServiceState = request.app.state.service
-    return state
-
-
 def _items_json(items: Sequence[TextualMemoryItem], embeddings: bool) -> list[dict[str, Any]]:
     out = []
     for item in items:
@@ -49,21 +44,24 @@ def _items_json(items: Sequence[TextualMemoryItem], embeddings: bool) -> list[di
 
 
 @router.post("/v1/read", tags=["read"])
-async def read(body: ReadRequest, request: Request) -> Response:
+async def read(
+    body: ReadRequest,
+    request: Request,
+    state: State,
+    principal: Caller,
+    deadline: RequestDeadline,
+) -> Response:
     """Read scenes (chat) or documents (doc) into memory items, as ``get_memory`` does: one
     list of items per scene, the call's report and, with ``"store": true``, the write events.
     With ``Accept: application/x-ndjson`` each scene's items come as one line as soon as that
     scene is read (``{"scene": i, "items": [...]}`` or ``{"scene": i, "problem": {...}}``),
     then ``{"done": true, "report": ..., "events": ...}``."""
-    state = _state(request)
-    principal = state.principal(request)
-    deadline = state.deadline(request)
     state.check_user(principal, body.info.get("user_id"), "info.user_id")
     agent_id, task_id = scope_of(principal, body.info.get("agent_id"), body.info.get("task_id"))
     # A limited key's read is written into its task (its one task when info names none).
     body.info.update({k: v for k, v in (("agent_id", agent_id), ("task_id", task_id)) if v})
     if body.store:
-        _ = state.store  # 409 before any work when there is no store
+        _ = state.memory  # 409 before any work when there is no store
     streamed = NDJSON in request.headers.get("accept", "")
 
     async def answer() -> Response:
@@ -121,11 +119,17 @@ async def _items_answer(
 async def _store(
     state: ServiceState, items: Sequence[Sequence[TextualMemoryItem]], deadline: Deadline
 ) -> Any:
-    """Write ``items`` within ``deadline`` (in a worker thread: the store blocks); the events
-    as JSON. Stopped, the write rolls back; a write that committed is returned even when the
-    request was cancelled meanwhile (what is stored is always reported)."""
+    """Write ``items`` through the service's ``Memory`` within ``deadline`` (in a worker
+    thread: the store blocks); the events as JSON. Stopped, the write rolls back; a write that
+    committed is returned even when the request was cancelled meanwhile (what is stored is
+    always reported)."""
     flat = [item for scene in items for item in scene]
-    write = functools.partial(state.store.write, flat, deadline=deadline)
+    memory = state.memory
+
+    def write() -> list[Any]:
+        with memory.within(deadline):
+            return memory.write(flat)
+
     events = await in_thread(write, keep_result=True)
     return [event_json(event) for event in events]
 
@@ -198,20 +202,23 @@ async def _read_scene(
 
 
 @router.post("/v1/refine", tags=["read"])
-async def refine(body: RefineRequest, request: Request) -> Response:
+async def refine(
+    body: RefineRequest,
+    request: Request,
+    state: State,
+    principal: Caller,
+    deadline: RequestDeadline,
+) -> Response:
     """Refine stored fast items into fine items (``fine_transfer_simple_mem``): one list per
     input item; with ``"store": true`` also written. Every item must belong to a user this
     key may use."""
-    state = _state(request)
-    principal = state.principal(request)
     check_whole_owner(principal, "refining stored items")
-    deadline = state.deadline(request)
     for n, raw in enumerate(body.items):
         metadata = raw.get("metadata")
         user_id = metadata.get("user_id") if isinstance(metadata, dict) else None
         state.check_user(principal, user_id, f"items[{n}].metadata.user_id")
     if body.store:
-        _ = state.store
+        _ = state.memory  # 409 before any work when there is no store
 
     async def answer() -> Response:
         return await _items_answer(

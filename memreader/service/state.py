@@ -1,5 +1,6 @@
-"""What every request of one service shares: the reader, the store, the keys, the limits,
-the idempotency answers, the metrics and the jobs."""
+"""What every request of one service shares: the reader, the :class:`~memreader.Memory` that
+holds it with the store (the routes call it, each call bounded by its request's deadline), the
+keys, the limits, the idempotency answers, the metrics and the jobs."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from memreader.calls.deadlines import Deadline, in_thread
-from memreader.categories.maintainer import maintainer_for
-from memreader.errors import StoreError
+from memreader.errors import DeadlineExceeded, StoreError
+from memreader.front.memory import Memory
 from memreader.readers.base import BaseMemReader
 from memreader.service.config import ServiceConfig
 from memreader.service.idempotency import IdempotencyCache, KeyedRequest, StoredAnswer
@@ -32,7 +33,7 @@ from memreader.service.request_scope import admitted_principal, request_deadline
 from memreader.service.search_cache import SearchCache, sqlite_version
 from memreader.service.shared import SharedState, open_shared_state
 from memreader.service.workers import WORKERS_ENV, core_share
-from memreader.stores import MemoryStore, open_store
+from memreader.stores import MemoryStore
 from memreader.stores.urls import public_url
 
 __all__ = ["ServiceState", "json_response"]
@@ -63,7 +64,8 @@ class ServiceState:
         self.config = config
         self.reader_config = http_reader_config(config.reader, settings.content, config.store_url)
         self.reader = reader if reader is not None else self.reader_config.build()
-        self._store = store
+        self._given_store = store
+        self._memory: Memory | None = None
         self._search_cache: SearchCache | None = None
         self.keys = KeyRing(config.keys)
         #: What every worker and replica shares (slots, idempotency answers, jobs).
@@ -96,30 +98,32 @@ class ServiceState:
         )
 
     @property
-    def store(self) -> MemoryStore:
-        """The service's store (opened on first use, with the reader's embedder for queries).
+    def memory(self) -> Memory:
+        """The service's :class:`~memreader.Memory`: its reader and its store (opened on first
+        use by ``Memory``, which wires the embedder, the category keeper and the budget).
 
         Raises:
             ProblemError: 409, the config names no store.
         """
-        if self._store is None:
+        if self._memory is None:
             url = self.config.store_url
-            if url is None:
+            if url is None and self._given_store is None:
                 raise ProblemError(
                     409,
                     "no-store",
                     "No store",
                     "this service has no memory store: set `store:` in the reader config",
                 )
-            _make_folder_of(url)
-            store = open_store(
-                url,
-                **self.reader.runtime.store_embedding(),
-                lifecycle=self.reader_config.config.lifecycle,
-            )
-            store.category_keeper = maintainer_for(self.reader)
-            self._store = store
-        return self._store
+            if url is not None:
+                _make_folder_of(url)
+            store = self._given_store if self._given_store is not None else url
+            self._memory = Memory(self.reader_config, store=store, reader=self.reader)
+        return self._memory
+
+    @property
+    def store(self) -> MemoryStore:
+        """The store :attr:`memory` holds (409 as it)."""
+        return self.memory.store
 
     @property
     def search_cache(self) -> SearchCache:
@@ -132,7 +136,7 @@ class ServiceState:
         if self._search_cache is None:
             from memreader.batch.job import sqlite_file
 
-            self.store  # noqa: B018 - opened first: its file must exist to be watched
+            self.memory  # noqa: B018 - opened first: its file must exist to be watched
             file = sqlite_file(self.config.store_url or "")
             ttl = self.config.settings.search_cache_s
             version = sqlite_version(file) if file is not None and ttl > 0 else None
@@ -201,21 +205,30 @@ class ServiceState:
         *,
         writes: bool = False,
     ) -> T:
-        """Run a blocking store call on the store's own threads and wait until it has ended
-        (a thread cannot be stopped: the request holds its slot until then). A call that
-        reads and ended past ``deadline`` (default: ``request_timeout_s`` from now) is 504; one
-        that ``writes`` is answered with what it did, however late (it is committed).
+        """``call()`` (of :attr:`memory`) on the store's own threads within ``deadline``
+        (default: ``request_timeout_s`` from now; :meth:`Memory.within`), waited
+        for until it has ended (a thread cannot be stopped: the request holds its slot until
+        then). A read that ended past the deadline is 504; a call that ``writes`` is answered
+        with what it did, however late (it is committed).
 
         Raises:
-            ProblemError: 504, a reading call past the deadline.
+            ProblemError: 409, no store; 504, the deadline passed (``Memory``'s
+                ``DeadlineExceeded``).
         """
+        memory = self.memory
         deadline = deadline if deadline is not None else Deadline.after(self.timeout_s)
         if deadline.expired:
             raise deadline_problem(deadline, what)
-        result = await in_thread(call, executor=self.store_pool, keep_result=writes)
-        if not writes and deadline.expired:
-            raise deadline_problem(deadline, what, stopped=False)
-        return result
+
+        def bounded() -> T:
+            with memory.within(deadline):
+                return call()
+
+        try:
+            return await in_thread(bounded, executor=self.store_pool, keep_result=writes)
+        except DeadlineExceeded:
+            # A write stopped before it committed; a read that answered too late.
+            raise deadline_problem(deadline, what, stopped=writes) from None
 
     @asynccontextmanager
     async def read_turn(self, deadline: Deadline, what: str) -> AsyncIterator[None]:
@@ -293,15 +306,18 @@ class ServiceState:
         every = self.config.settings.maintain_every_s
         if every is None or self.config.store_url is None:
             return None
-        return MaintainTask(lambda: self.store, self.shared, self.store_pool, every)
+        return MaintainTask(lambda: self.memory, self.shared, self.store_pool, every)
 
     def close(self) -> None:
-        """Cancel the jobs, close the shared state, the store and the reader."""
+        """Cancel the jobs, close the shared state and the memory (its store and reader)."""
         self.jobs.close()
         self.shared.close()
         self.store_pool.shutdown(wait=True)
-        if self._store is not None:
-            self._store.close()
+        if self._memory is not None:
+            self._memory.close()
+            return
+        if self._given_store is not None:
+            self._given_store.close()
         self.reader.close()
 
 

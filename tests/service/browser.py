@@ -21,6 +21,8 @@ CHROMIUM = Path(shutil.which("chromium") or "/usr/bin/chromium")
 CHROMEDRIVER = Path(shutil.which("chromedriver") or "/usr/bin/chromedriver")
 ARTIFACTS = ROOT / "tests" / "artifacts"
 XSS = '<img src=x onerror="window.pwned=1">'
+#: The user the ``page`` fixture types into the page's empty user field.
+PAGE_USER = "demo-user"
 
 
 def wait(driver: WebDriver, condition: Any, timeout: float = 30) -> Any:

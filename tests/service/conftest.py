@@ -13,12 +13,13 @@ from typing import Any
 import pytest
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
 from memreader.factory import MemReaderConfigFactory
 from memreader.service import ServiceConfig, ServiceSettings, create_app
 from tests.common import HASH_EMBEDDER
-from tests.service.browser import CHROMEDRIVER, CHROMIUM, wait
+from tests.service.browser import CHROMEDRIVER, CHROMIUM, PAGE_USER, wait
 from tests.service.http_client import Start, key_entries
 from tests.service.worker_apps import Workers, launch_workers
 from tests.service_server import running
@@ -73,7 +74,8 @@ def browser() -> Iterator[WebDriver]:
 
 @pytest.fixture
 def page(tmp_path: Path, browser: WebDriver) -> Iterator[WebDriver]:
-    """A service with a SQLite store in ``tmp_path`` and the page open at ``/ui/``."""
+    """A service with a SQLite store in ``tmp_path`` and the page open at ``/ui/``, its user
+    field (empty on a first visit: no made-up user) set to :data:`PAGE_USER`."""
     # Small windows: the example chat gives several fast items, each citing other messages.
     window = {"max_tokens": 64, "overlap_tokens": 16}
     config = {"embedder": HASH_EMBEDDER, "store": "sqlite:///m.db", "window": window}
@@ -84,6 +86,9 @@ def page(tmp_path: Path, browser: WebDriver) -> Iterator[WebDriver]:
         browser.get(f"{url}/")  # the app redirects / to /ui/
         wait(browser, lambda d: d.execute_script("return document.documentElement.dataset.ready"))
         assert browser.current_url == f"{url}/ui/"
+        field = browser.find_element(By.ID, "user-id")
+        assert field.get_attribute("value") == ""
+        field.send_keys(PAGE_USER)
         yield browser
 
 

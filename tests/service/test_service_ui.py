@@ -20,6 +20,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 
 from tests.service.browser import (
     ARTIFACTS,
+    PAGE_USER,
     ROOT,
     XSS,
     click,
@@ -203,3 +204,20 @@ def test_a_dropped_document_shows_quoted_sources(page: WebDriver, tmp_path: Path
     assert quotes and "Ana lives in Porto" in quotes[0].text
     assert "trip.md" in page.find_element(By.ID, "sources").text
     assert page.find_elements(By.CSS_SELECTOR, "mark") == []
+
+
+def test_the_page_starts_on_the_last_user_not_a_made_up_one(page: WebDriver) -> None:
+    # The fixture found the field empty on this first visit and typed PAGE_USER.
+    field = page.find_element(By.ID, "user-id")
+    field.send_keys(Keys.TAB)  # a user id is taken when the field is left
+    field = page.find_element(By.ID, "user-id")
+    field.clear()
+    field.send_keys("ana", Keys.TAB)
+    page.refresh()
+    wait(page, lambda d: js(d, "return document.documentElement.dataset.ready"))
+    # A new visit starts on the last user used, and offers the others (last first).
+    assert page.find_element(By.ID, "user-id").get_attribute("value") == "ana"
+    offered = js(
+        page, "return [...document.querySelectorAll('#known-users option')].map(o => o.value)"
+    )
+    assert offered == ["ana", PAGE_USER]

@@ -17,6 +17,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 
 from tests.service.browser import (
     ARTIFACTS,
+    PAGE_USER,
     XSS,
     click,
     js,
@@ -27,7 +28,7 @@ from tests.service.browser import (
 )
 
 pytestmark = pytest.mark.timeout(120)
-USER = "demo-user"  # the page's default user id
+USER = PAGE_USER  # the user the page fixture typed
 
 
 def base_url(driver: WebDriver) -> str:

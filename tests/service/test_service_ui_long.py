@@ -28,12 +28,12 @@ from memreader.stores import open_store
 from memreader.stores.category_types import CategoryDef
 from tests.categories.memories import PREFS, T0, item
 from tests.common import HASH_EMBEDDER
-from tests.service.browser import click, js, wait, wait_for_items
+from tests.service.browser import PAGE_USER, click, js, wait, wait_for_items
 from tests.service_server import running
 
 pytestmark = pytest.mark.timeout(180)
 
-USER = "demo-user"
+USER = PAGE_USER  # the user the page fixture typed
 PREVIEW = 2000  # common.js
 CHUNK = 4096  # common.js
 UNIT = "<b>\u200b😀\u200d👍🏽</i>\u200c<script>x</script>\u2060&amp;"
@@ -143,6 +143,7 @@ def wide_page(tmp_path: Path, browser: WebDriver) -> Iterator[WebDriver]:
     with running(app) as url:
         browser.get(f"{url}/ui/")
         wait(browser, lambda d: js(d, "return document.documentElement.dataset.ready"))
+        browser.find_element(By.ID, "user-id").send_keys(USER)
         yield browser
 
 

@@ -11,6 +11,10 @@ import { markSources, renderOriginal } from "./original.js";
 import { onSearch } from "./search.js";
 
 const KEY_STORAGE = "memreader.apiKey";
+// The user ids this browser used on this service, the last first: the page starts on the last
+// one (or on an empty field, never on a made-up user) and offers the others.
+const USERS_STORAGE = "memreader.users";
+const MAX_KNOWN_USERS = 20;
 const ROLES = new Set(["system", "developer", "user", "assistant", "tool", "function"]);
 // "role: text", optionally after "[chat_time] "; only the roles the reader knows, so a line
 // like "Note: ..." continues the message above instead of starting one.
@@ -363,8 +367,38 @@ function wireApiKey() {
   });
 }
 
+function knownUsers() {
+  try {
+    const users = JSON.parse(localStorage.getItem(USERS_STORAGE) || "[]");
+    return Array.isArray(users) ? users.filter((u) => typeof u === "string" && u) : [];
+  } catch {
+    return []; // unreadable: start afresh
+  }
+}
+
+function wireUserId() {
+  const input = $("user-id");
+  const list = $("known-users");
+  const show = (users) => list.replaceChildren(...users.map((user) => el("option", { value: user })));
+  const users = knownUsers();
+  input.value = users[0] || "";
+  show(users);
+  input.addEventListener("change", () => {
+    const user = input.value.trim();
+    if (!user) return;
+    const kept = [user, ...knownUsers().filter((u) => u !== user)].slice(0, MAX_KNOWN_USERS);
+    try {
+      localStorage.setItem(USERS_STORAGE, JSON.stringify(kept));
+    } catch {
+      // storage full or off: the page still works, it only forgets
+    }
+    show(kept);
+  });
+}
+
 function init() {
   wireApiKey();
+  wireUserId();
   wireFileDrop();
   $("load-example").addEventListener("click", () => {
     setFile(null);
