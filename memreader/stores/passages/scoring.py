@@ -206,7 +206,10 @@ def _positions(edges: np.ndarray, members: Sequence[int]) -> np.ndarray:
     chosen = np.asarray(members, dtype=np.int64)
     starts, sizes = edges[chosen], edges[chosen + 1] - edges[chosen]
     before = np.cumsum(sizes) - sizes  # where each member's run begins in the answer
-    return np.arange(int(sizes.sum()), dtype=np.int64) + np.repeat(starts - before, sizes)
+    found: np.ndarray = np.arange(int(sizes.sum()), dtype=np.int64) + np.repeat(
+        starts - before, sizes
+    )
+    return found
 
 
 def _meaning(vector: np.ndarray, candidates: Sequence[PassageSet], bounds: list[int]) -> np.ndarray:
