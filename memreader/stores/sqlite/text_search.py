@@ -143,9 +143,10 @@ class TextIndex:
             passing = {
                 r[0]
                 for r in self.conn.execute(
-                    # "+user_id": the rowids pick the rows (the owner's index would scan all).
-                    f"SELECT m.rowid FROM memories m WHERE m.rowid IN ({marks}) "
-                    f"AND +m.user_id = ?{sql}",
+                    # NOT INDEXED: the rowids pick the rows (an index on the owner or the
+                    # status would scan all of them); rowid lookups stay allowed.
+                    f"SELECT m.rowid FROM memories m NOT INDEXED WHERE m.rowid IN ({marks}) "
+                    f"AND m.user_id = ?{sql}",
                     (*chunk, owner, *params),
                 )
             }
