@@ -126,7 +126,7 @@ DATE_WEIGHT = 0.2
 SESSION_WEIGHT = 0.5
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PassageSet:
     """One candidate memory as passage scoring reads it: its rowid, text and passages (exact
     spans of the text, as :func:`span_rows`), the passages' vectors (one row per passage of one
@@ -161,7 +161,7 @@ def calibrated(cosine: float) -> float:
     return min(1.0, max(0.0, (cosine - COSINE_FLOOR) / (COSINE_FULL - COSINE_FLOOR)))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ScoredPassages:
     """One candidate's passages and their scores (in [0, 1], one per passage, in order)."""
 
@@ -216,12 +216,16 @@ def _meaning(vector: np.ndarray, candidates: Sequence[PassageSet], bounds: list[
     """Each passage's calibrated cosine with the query (NaN: no vector, nor its memory's)."""
     edges = np.asarray(bounds, dtype=np.int64)
     cosines = np.full(bounds[-1], np.nan)
+    # How many vectors each candidate's passage rows hold side by side (0: none it can use).
+    dim = len(vector)
+    widths = [
+        c.vectors.shape[1] // dim
+        if dim and c.vectors is not None and c.vectors.ndim == 2 and c.vectors.shape[1] % dim == 0
+        else 0
+        for c in candidates
+    ]
     for width, blend in ((1, np.array([1.0])), (2, np.array([OWN_VECTOR, 1 - OWN_VECTOR]))):
-        own = [
-            i
-            for i, c in enumerate(candidates)
-            if c.vectors is not None and c.vectors.shape[1:] == (width * len(vector),)
-        ]
+        own = [i for i, w in enumerate(widths) if w == width]
         if own:
             rows = np.concatenate([candidates[i].vectors for i in own])
             read = (rows.reshape(len(rows), width, len(vector)) @ vector) @ blend
