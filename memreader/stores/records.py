@@ -17,6 +17,7 @@ __all__ = [
     "StoredMemory",
     "Unindexed",
     "Usage",
+    "item_from_json",
     "item_with_vector",
     "readable",
     "unless_broken",
@@ -79,6 +80,17 @@ def item_with_vector(data: dict[str, Any], vector: list[float] | None) -> Textua
     data["metadata"]["embedding"] = None
     item = TextualMemoryItem.model_validate(data)
     item.metadata.embedding = vector
+    return item
+
+
+def item_from_json(text: str | bytes, vector: list[float] | None) -> TextualMemoryItem:
+    """The item stored as the JSON ``text``, with ``vector`` (the store's column) as its
+    embedding when there is one: :func:`item_with_vector` for a store that reads the JSON as
+    text. pydantic validates it straight from the JSON, a third of the cost of parsing it
+    with :mod:`json` and validating the dict (a search reads ten such rows; issue 42)."""
+    item = TextualMemoryItem.model_validate_json(text)
+    if vector is not None:
+        item.metadata.embedding = vector
     return item
 
 

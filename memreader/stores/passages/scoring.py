@@ -126,7 +126,7 @@ DATE_WEIGHT = 0.2
 SESSION_WEIGHT = 0.5
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PassageSet:
     """One candidate memory as passage scoring reads it: its rowid, text and passages (exact
     spans of the text, as :func:`span_rows`), the passages' vectors (one row per passage of one
@@ -161,7 +161,7 @@ def calibrated(cosine: float) -> float:
     return min(1.0, max(0.0, (cosine - COSINE_FLOOR) / (COSINE_FULL - COSINE_FLOOR)))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ScoredPassages:
     """One candidate's passages and their scores (in [0, 1], one per passage, in order)."""
 
@@ -200,23 +200,44 @@ def _hints(query: str, pool: WordPool, period: DatePeriod | None) -> tuple[np.nd
     return added, most
 
 
+def _positions(edges: np.ndarray, members: Sequence[int]) -> np.ndarray:
+    """The pool indexes of the passages of candidates ``members`` (``edges``: the pool's
+    bounds), in that order: one numpy call for all of them rather than a range each."""
+    chosen = np.asarray(members, dtype=np.int64)
+    starts, sizes = edges[chosen], edges[chosen + 1] - edges[chosen]
+    before = np.cumsum(sizes) - sizes  # where each member's run begins in the answer
+    found: np.ndarray = np.arange(int(sizes.sum()), dtype=np.int64) + np.repeat(
+        starts - before, sizes
+    )
+    return found
+
+
 def _meaning(vector: np.ndarray, candidates: Sequence[PassageSet], bounds: list[int]) -> np.ndarray:
     """Each passage's calibrated cosine with the query (NaN: no vector, nor its memory's)."""
+    edges = np.asarray(bounds, dtype=np.int64)
     cosines = np.full(bounds[-1], np.nan)
+    # How many vectors each candidate's passage rows hold side by side (0: none it can use).
+    dim = len(vector)
+    widths = [
+        c.vectors.shape[1] // dim
+        if dim and c.vectors is not None and c.vectors.ndim == 2 and c.vectors.shape[1] % dim == 0
+        else 0
+        for c in candidates
+    ]
     for width, blend in ((1, np.array([1.0])), (2, np.array([OWN_VECTOR, 1 - OWN_VECTOR]))):
-        own = [
-            i
-            for i, c in enumerate(candidates)
-            if c.vectors is not None and c.vectors.shape[1:] == (width * len(vector),)
-        ]
+        own = [i for i, w in enumerate(widths) if w == width]
         if own:
             rows = np.concatenate([candidates[i].vectors for i in own])
             read = (rows.reshape(len(rows), width, len(vector)) @ vector) @ blend
-            at = np.concatenate([np.arange(bounds[i], bounds[i + 1]) for i in own])
-            cosines[at] = read
-    for i, c in enumerate(candidates):
-        if c.window_cosine is not None and np.isnan(cosines[bounds[i] : bounds[i + 1]]).all():
-            cosines[bounds[i] : bounds[i + 1]] = c.window_cosine
+            cosines[_positions(edges, own)] = read
+    # A candidate none of whose passages has a vector takes its memory's cosine.
+    counted = np.concatenate([[0], np.cumsum(~np.isnan(cosines))])
+    held = (counted[edges[1:]] - counted[edges[:-1]]).tolist()
+    bare = [i for i, c in enumerate(candidates) if c.window_cosine is not None and not held[i]]
+    if bare:
+        sizes = edges[1:] - edges[:-1]
+        window = np.array([candidates[i].window_cosine for i in bare], dtype=np.float64)
+        cosines[_positions(edges, bare)] = np.repeat(window, sizes[bare])
     return np.clip((cosines - COSINE_FLOOR) / (COSINE_FULL - COSINE_FLOOR), 0.0, 1.0)
 
 
@@ -227,15 +248,16 @@ def _with_sessions(
     (a candidate without a session is its own), scaled back onto [0, 1]."""
     if not len(scores):
         return scores
-    groups: dict[object, list[int]] = {}
-    for i, c in enumerate(candidates):
-        groups.setdefault(c.session if c.session is not None else ("memory", c.rowid), []).append(i)
-    best = np.empty_like(scores)
-    for members in groups.values():
-        at = np.concatenate([np.arange(bounds[i], bounds[i + 1]) for i in members])
-        if len(at):
-            best[at] = scores[at].max()
-    return (scores + SESSION_WEIGHT * best) / (1.0 + SESSION_WEIGHT)
+    groups: dict[object, int] = {}
+    group_of = [
+        groups.setdefault(c.session if c.session is not None else ("memory", c.rowid), len(groups))
+        for c in candidates
+    ]
+    # Each passage's group, then each group's best in one pass (numpy, not a loop per group).
+    passage_group = np.repeat(np.asarray(group_of, dtype=np.int64), np.diff(bounds))
+    tops = np.full(len(groups), -np.inf)
+    np.maximum.at(tops, passage_group, scores)
+    return (scores + SESSION_WEIGHT * tops[passage_group]) / (1.0 + SESSION_WEIGHT)
 
 
 def score_passages(

@@ -130,11 +130,15 @@ class WordPool:
 
     @classmethod
     def of(cls, words: Sequence[PassageWords]) -> WordPool:
-        bounds = np.cumsum([0, *(len(w.counts) for w in words)]).tolist()
+        sizes = [len(w.counts) for w in words]
+        bounds = np.cumsum([0, *sizes]).tolist()
+        # Each passage's candidate's first index, so one numpy call shifts every neighbour
+        # index (a call per candidate cost more than the rest of the pool: issue 42).
+        starts = np.repeat(np.asarray(bounds[:-1], dtype=np.int64), sizes)
 
         def shifted(arrays: list[np.ndarray]) -> np.ndarray:
-            moved = [np.where(a >= 0, a + at, -1) for a, at in zip(arrays, bounds, strict=False)]
-            return np.concatenate([np.zeros(0, dtype=np.int64), *moved]).astype(np.int64)
+            joined = np.concatenate([np.zeros(0, dtype=np.int64), *arrays]).astype(np.int64)
+            return np.where(joined >= 0, joined + starts, -1)
 
         return cls(
             bounds,

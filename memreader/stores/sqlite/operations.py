@@ -31,10 +31,10 @@ from memreader.stores.sqlite.schema import (
     time_of,
     vector_row,
 )
+from memreader.stores.sqlite.text_search import TextIndex
 from memreader.stores.sqlite.usage import read_heat
 from memreader.stores.sqlite.vectors import OwnerVectors, VectorCache, VectorRow, unit
 from memreader.stores.sqlite.writes import bump_versions
-from memreader.stores.text_match import affordable_words, fts_match, fts_words
 from memreader.stores.write_decisions import looked_up, memory_hash
 
 __all__ = ["StoreOps", "filter_sql"]
@@ -51,11 +51,10 @@ LOOKUP_CHUNK = 500
 #: all, every word counts. When no word of the query fits the budget (every word of the
 #: query is common: "river train" in nearly all of 50k rows found nothing), the owner's newest
 #: ``TEXT_BUDGET`` rows holding them are ranked instead, the filters applied to those
-#: (:meth:`StoreOps._newest`): a search never ranks more than the budget, and never silently
-#: finds nothing. The store option ``text_budget`` sets it per store.
+#: (:meth:`~memreader.stores.sqlite.text_search.TextIndex.newest`): a search never ranks more
+#: than the budget, and never silently finds nothing. The store option ``text_budget`` sets
+#: it per store.
 TEXT_BUDGET = 10_000
-#: Words whose row counts one store keeps between writes (then it starts again).
-WORD_CACHE = 50_000
 
 #: What notes this connection's changes (temporary: only this connection's writes fire them).
 _TRACKING = """
@@ -138,8 +137,7 @@ class StoreOps:
         self.cache = VectorCache()
         self._commits = 0
         self.passages = PassageCache()
-        self._word_rows: dict[str, int] = {}
-        self._word_stamp: tuple[int, int, int] | None = None
+        self.text = TextIndex(conn)
         conn.executescript(_TRACKING)
 
     def stage(self) -> list[Staged]:
@@ -278,17 +276,19 @@ class StoreOps:
         if not ranks:
             return []
         marks = ", ".join("?" * len(ranks))
-        candidates: list[Candidate] = []
-        for rowid, importance, when in self.conn.execute(
+        rows = self.conn.execute(
             # "+user_id": the rowids pick the rows (the owner's index would scan all of them).
             f"SELECT rowid, importance, COALESCE(valid_from, recorded_at) FROM memories "
             f"WHERE rowid IN ({marks}) AND +user_id = ?",
             (*ranks, owner),
-        ):
+        ).fetchall()
+        similarities = owned.cosines([r[0] for r in rows], q) if q is not None else None
+        candidates: list[Candidate] = []
+        for i, (rowid, importance, when) in enumerate(rows):
             moment = time_of(rowid, when)
             if moment is None:
                 continue  # a time edited into something else: that row is passed over
-            similarity = owned.cosine(rowid, q) if q is not None else None
+            similarity = similarities[i] if similarities is not None else None
             candidates.append((rowid, importance, moment, similarity))
         stamp = (self.conn.execute("PRAGMA data_version").fetchone()[0], self._commits)
         sets = self.passages.read(self.conn, [(c[0], c[3]) for c in candidates], stamp)
@@ -298,66 +298,10 @@ class StoreOps:
         return self._hits(scored, found)
 
     def _text_search(self, query: str, owner: str, filters: SearchFilters, n: int) -> list[int]:
-        """The rowids of the best ``n`` full-text matches: by bm25 over every row holding the
-        words the budget affords; when it affords none of them, the owner's newest rows
-        holding them, ranked by bm25 among themselves (:meth:`_newest`)."""
+        """The rowids of the best ``n`` full-text matches
+        (:meth:`~memreader.stores.sqlite.text_search.TextIndex.search`)."""
         budget = self.text_budget if self.text_budget is not None else TEXT_BUDGET
-        words = fts_words(query)
-        rows = self._rows_holding(words, budget)
-        kept = affordable_words(words, rows, budget)
-        where, params = filter_sql(filters)
-        found: list[int] = []
-        match = fts_match(kept)
-        if match is not None:
-            found = [
-                r[0]
-                for r in self.conn.execute(
-                    "SELECT m.rowid FROM memories_terms f JOIN memories m ON m.rowid = f.rowid "
-                    f"WHERE memories_terms MATCH ? AND m.user_id = ?{where} "
-                    "ORDER BY bm25(memories_terms) LIMIT ?",
-                    (match, owner, *params, n),
-                )
-            ]
-        held = [w for w in words if rows.get(w, 0) > 0]
-        if not kept and held:
-            # Every word of the query is past the budget: rather than find nothing, rank the
-            # owner's newest rows holding them (bounded by the budget).
-            return self._newest(held, owner, (where, params), budget, n)
-        return found
-
-    def _newest(
-        self, words: Sequence[str], owner: str, where: tuple[str, list[Any]], budget: int, n: int
-    ) -> list[int]:
-        """The best ``n`` by bm25 among ``owner``'s newest ``budget`` rows holding any of
-        ``words`` that ``where`` keeps: the bounded ranking of words too common to rank over
-        every row holding them (the index is read newest first and stops at ``budget`` rows,
-        the filters then apply to those)."""
-        sql, params = where
-        rows = self.conn.execute(
-            "SELECT c.rowid FROM (SELECT f.rowid AS rowid, bm25(memories_terms) AS score "
-            "FROM memories_terms f JOIN memories o ON o.rowid = f.rowid "
-            "WHERE memories_terms MATCH ? AND o.user_id = ? ORDER BY f.rowid DESC LIMIT ?) c "
-            f"JOIN memories m ON m.rowid = c.rowid WHERE 1 = 1{sql} "
-            "ORDER BY c.score, c.rowid DESC LIMIT ?",
-            (fts_match(words), owner, budget, *params, n),
-        ).fetchall()
-        return [r[0] for r in rows]
-
-    def _rows_holding(self, words: Sequence[str], budget: int) -> dict[str, int]:
-        """How many rows of the text index hold each of ``words``, counted up to
-        ``budget + 1`` (enough to decide), cached until the next write by any process."""
-        stamp = (self.conn.execute("PRAGMA data_version").fetchone()[0], self._commits, budget)
-        if stamp != self._word_stamp or len(self._word_rows) > WORD_CACHE:
-            self._word_rows.clear()
-            self._word_stamp = stamp
-        for word in words:
-            if word not in self._word_rows:
-                self._word_rows[word] = self.conn.execute(
-                    "SELECT count(*) FROM (SELECT 1 FROM memories_terms WHERE memories_terms "
-                    "MATCH ? LIMIT ?)",
-                    (fts_match([word]), budget + 1),
-                ).fetchone()[0]
-        return {word: self._word_rows[word] for word in words}
+        return self.text.search(query, owner, filter_sql(filters), n, budget, self._commits)
 
     def _hits(
         self,

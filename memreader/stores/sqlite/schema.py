@@ -40,7 +40,7 @@ from typing import Any
 from memreader.errors import ConfigError
 from memreader.retrieval.terms import index_text
 from memreader.stores.base import HistoryEntry
-from memreader.stores.records import StoredMemory, item_with_vector, unless_broken
+from memreader.stores.records import StoredMemory, item_from_json, unless_broken
 from memreader.stores.sqlite.vectors import VectorRow, from_blob
 
 __all__ = [
@@ -306,7 +306,7 @@ def memory_from_row(row: sqlite3.Row | tuple[Any, ...]) -> StoredMemory | None:
 
 
 def _memory(row: sqlite3.Row | tuple[Any, ...]) -> StoredMemory:
-    item = item_with_vector(json.loads(row[1]), from_blob(row[2]) if row[2] is not None else None)
+    item = item_from_json(row[1], from_blob(row[2]) if row[2] is not None else None)
     recorded = parse_time(row[5])
     assert recorded is not None  # NOT NULL column
     return StoredMemory(
@@ -356,6 +356,12 @@ def vector_row(row: tuple[Any, ...]) -> VectorRow:
 
 def time_of(rowid: int, text: str | None) -> datetime | None:
     """A row's stored time, ``None`` (and a warning naming the row) when it cannot be read."""
+    if isinstance(text, str):
+        # The usual case first, without the wrapper (a search reads ~100 candidates' times).
+        try:
+            return datetime.fromisoformat(text)
+        except ValueError:
+            pass
     return unless_broken("memory at rowid", "(see its row)", rowid, lambda: _parsed(text))
 
 
