@@ -26,6 +26,7 @@ from memreader.errors import ConfigError
 from memreader.fetch.settings import S3Config
 from memreader.modes import ReadMode
 from memreader.scenes.scene import ROLES
+from memreader.stores.urls import resolve_store_url, sqlite_file
 
 __all__ = [
     "ERRORS_FILE",
@@ -206,32 +207,6 @@ class OutputSpec(ConfigModel):
                 f"output.store is written by format: store or markdown, not {self.format}"
             )
         return self
-
-
-def sqlite_file(url: str) -> str | None:
-    """The file a ``sqlite:///relative.db`` or ``sqlite:////absolute.db`` URL names, as written;
-    ``None`` for another scheme or ``sqlite://:memory:``.
-
-    >>> sqlite_file("sqlite:///m.db"), sqlite_file("sqlite:////data/m.db")
-    ('m.db', '/data/m.db')
-    """
-    scheme, _, rest = url.partition("://")
-    if scheme.lower() != "sqlite" or not rest.startswith("/"):
-        return None
-    return rest[1:].partition("?")[0] or None
-
-
-def resolve_store_url(url: str, base_dir: str | None) -> str:
-    """``url`` with a relative SQLite file made relative to ``base_dir`` (the job file's
-    folder), as ``output.path`` is; other URLs as they are.
-
-    >>> resolve_store_url("sqlite:///m.db", "/jobs")
-    'sqlite:////jobs/m.db'
-    """
-    file = sqlite_file(url)
-    if file is None or os.path.isabs(file) or not base_dir:
-        return url
-    return "sqlite:///" + os.path.abspath(os.path.join(base_dir, os.path.expanduser(file)))
 
 
 class EngineSpec(ConfigModel):

@@ -71,10 +71,9 @@ def open_cli_memory(
         InputError: the SQLite file does not exist (and not ``create``).
         ConfigError, StoreError: as :class:`~memreader.Memory`.
     """
-    from memreader.batch.job import sqlite_file
     from memreader.config import read_yaml_config
     from memreader.front import Memory
-    from memreader.stores.urls import public_url
+    from memreader.stores.urls import public_url, sqlite_file
 
     file = sqlite_file(url)
     if not create and file is not None and file != ":memory:" and not os.path.exists(file):

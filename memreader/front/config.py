@@ -38,8 +38,8 @@ def reader_config(config: ConfigLike, store: str | None) -> tuple[MemReaderConfi
         ConfigError: the config is invalid (the message names the field).
         InputError: ``config`` or ``store`` is of the wrong type.
     """
-    from memreader.batch.job import resolve_store_url
     from memreader.config import read_yaml_config
+    from memreader.stores.urls import resolve_store_url
 
     if store is not None and not isinstance(store, str):
         raise InputError(f"Memory(store=...) must be a URL string, got {type(store).__name__}")

@@ -202,7 +202,7 @@ class ServiceConfig:
     def store_url(self) -> str | None:
         """The reader's ``store`` URL (a relative SQLite file made relative to the config's
         folder), or ``None``."""
-        from memreader.batch.job import resolve_store_url
+        from memreader.stores.urls import resolve_store_url
 
         store = self.reader.config.store
         if store is None:
@@ -215,8 +215,8 @@ class ServiceConfig:
         file made relative to the config's folder), the one ``memreader serve --workers``
         gave its workers, else the store's place (:func:`~memreader.service.shared.state_url_for`).
         """
-        from memreader.batch.job import resolve_store_url
         from memreader.service.shared import STATE_ENV, state_url_for
+        from memreader.stores.urls import resolve_store_url
 
         if self.settings.state is not None:
             return resolve_store_url(self.settings.state, self.base_dir)

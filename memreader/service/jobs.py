@@ -310,7 +310,7 @@ class JobManager:
     def _scrub(self, job_id: str) -> PathScrub:
         """Paths under the input roots become relative, the job's state folder ``job``, the
         store's file and the state folder their names."""
-        from memreader.batch.job import sqlite_file
+        from memreader.stores.urls import sqlite_file
 
         prefixes = {str(root): "" for root in self.roots}
         prefixes[os.path.join(self.state_dir, job_id)] = "job"

@@ -134,7 +134,7 @@ class ServiceState:
             ProblemError: 409, the config names no store.
         """
         if self._search_cache is None:
-            from memreader.batch.job import sqlite_file
+            from memreader.stores.urls import sqlite_file
 
             self.memory  # noqa: B018 - opened first: its file must exist to be watched
             file = sqlite_file(self.config.store_url or "")
@@ -343,7 +343,7 @@ def _make_folder_of(url: str) -> None:
     Raises:
         StoreError: the folder cannot be created.
     """
-    from memreader.batch.job import sqlite_file
+    from memreader.stores.urls import sqlite_file
 
     file = sqlite_file(url)
     if file is None or not os.path.dirname(file):

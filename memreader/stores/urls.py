@@ -1,12 +1,15 @@
-"""How a store URL may be shown: :func:`public_url`, its secrets masked."""
+"""Store URLs: how one may be shown (:func:`public_url`, its secrets masked), the SQLite file
+one names (:func:`sqlite_file`) and one made relative to a config's folder
+(:func:`resolve_store_url`)."""
 
 from __future__ import annotations
 
+import os
 from urllib.parse import unquote_plus
 
 from memreader.secret_masking import is_secret_key
 
-__all__ = ["public_url"]
+__all__ = ["public_url", "resolve_store_url", "sqlite_file"]
 
 
 def public_url(url: str) -> str:
@@ -33,3 +36,29 @@ def public_url(url: str) -> str:
             f"{k}{eq}{'***' if eq and is_secret_key(unquote_plus(k)) else v}" for k, eq, v in pairs
         )
     return f"{scheme}{sep}{authority}{slash}{path}{mark}{query}"
+
+
+def sqlite_file(url: str) -> str | None:
+    """The file a ``sqlite:///relative.db`` or ``sqlite:////absolute.db`` URL names, as written;
+    ``None`` for another scheme or ``sqlite://:memory:``.
+
+    >>> sqlite_file("sqlite:///m.db"), sqlite_file("sqlite:////data/m.db")
+    ('m.db', '/data/m.db')
+    """
+    scheme, _, rest = url.partition("://")
+    if scheme.lower() != "sqlite" or not rest.startswith("/"):
+        return None
+    return rest[1:].partition("?")[0] or None
+
+
+def resolve_store_url(url: str, base_dir: str | None) -> str:
+    """``url`` with a relative SQLite file made relative to ``base_dir`` (the job file's
+    folder), as ``output.path`` is; other URLs as they are.
+
+    >>> resolve_store_url("sqlite:///m.db", "/jobs")
+    'sqlite:////jobs/m.db'
+    """
+    file = sqlite_file(url)
+    if file is None or os.path.isabs(file) or not base_dir:
+        return url
+    return "sqlite:///" + os.path.abspath(os.path.join(base_dir, os.path.expanduser(file)))

@@ -37,7 +37,7 @@ STATE_ENV = "MEMREADER_SERVICE_STATE"
 
 def state_url_for(store_url: str | None) -> str:
     """The default shared-state URL of a service whose store is ``store_url``."""
-    from memreader.batch.job import sqlite_file
+    from memreader.stores.urls import sqlite_file
 
     if store_url is None:
         return "memory"
@@ -62,8 +62,8 @@ def open_shared_state(url: str) -> SharedState:
 
         return SqliteSharedState(":memory:").start()
     if scheme == "sqlite":
-        from memreader.batch.job import sqlite_file
         from memreader.service.shared.sqlite import SqliteSharedState
+        from memreader.stores.urls import sqlite_file
 
         file = sqlite_file(url)
         if file is None:
