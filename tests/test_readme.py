@@ -1,8 +1,7 @@
 """Every code block in README.md and in the docs site's pages (``docs/**/*.md``) runs as written
 (issues 22 and 42), and the site's generated reference pages say what the code does.
 
-Blocks are read from each file's fences (indented ones too); ``docs/incoming/`` (pages waiting to
-be placed) is left out. An HTML comment on the line before a
+Blocks are read from each file's fences (indented ones too). An HTML comment on the line before a
 block says how to treat it, ``<!-- readme-test: KIND ARG -->``:
 
 - ``python``: run, each block in its own process (``continue`` joins a block to the one before);
@@ -58,8 +57,6 @@ __all__ = ["moto_s3"]
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
-#: Pages other branches drop in for the integrator to place: not part of the site yet.
-NOT_PUBLISHED = ("docs/incoming/",)
 #: Pages the site's build writes from the code (docs/hooks/reference_pages.py): links may name
 #: them, and they hold no block to run.
 GENERATED = {
@@ -111,9 +108,7 @@ class Block:
 
 def documents() -> list[Path]:
     """README.md and the site's pages, in a stable order."""
-    pages = sorted(DOCS.rglob("*.md"))
-    published = [p for p in pages if not _relative(p).startswith(NOT_PUBLISHED)]
-    return [README, *published]
+    return [README, *sorted(DOCS.rglob("*.md"))]
 
 
 def _relative(path: Path) -> str:
@@ -534,7 +529,9 @@ def test_every_route_is_in_the_http_reference() -> None:
             assert f"### `{method.upper()} {path}`" in page
 
 
-def test_every_page_is_in_the_nav_and_incoming_pages_stay_out() -> None:
+def test_every_page_is_in_the_nav() -> None:
+    """A page under docs/ is in the nav, generated, hidden on purpose, or not a page (hooks/,
+    the Markdown memory shown as files): none waits somewhere unread."""
     config = _mkdocs()
     listed = set(_nav_pages(config["nav"]))
     generated = {"reference/configuration.md", "reference/cli.md", "reference/http.md"}
@@ -545,7 +542,7 @@ def test_every_page_is_in_the_nav_and_incoming_pages_stay_out() -> None:
     in_build = {p for p in written if not p.startswith(excluded)}
     assert not in_build - hidden - listed, "pages missing from the nav"
     assert generated <= listed
-    assert "incoming/" in str(config["exclude_docs"])
+    assert set(excluded) == {"hooks/", "memory_example/"}
 
 
 def test_the_site_fetches_nothing_when_read() -> None:
