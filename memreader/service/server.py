@@ -263,8 +263,8 @@ def set_serving_switch_interval() -> None:
     The loop gives the lock away at every socket write and every statement on the shared
     state file; while a search ran on a store thread, the loop waited up to CPython's whole
     5 ms to get it back, and every connection of the worker waited with it. With 1 ms,
-    under 32 clients (benchmarks/RESULTS.md, issue 42): p95 308 and 158 ms became 133 and
-    136, and requests per second 1.4-2x, the CPU per search no higher. Called by each
+    under 32 clients on a loaded 2-core machine: 1.1-2x the requests per second in four
+    pairs, the CPU per search no higher (benchmarks/RESULTS.md, issue 42). Called by each
     serving process (:func:`serve`, the workers), never on import: a library does not
     change its host's interpreter.
     """
