@@ -42,7 +42,7 @@ from memreader.service.models import (
 )
 from memreader.service.problems import ProblemError, shown
 from memreader.service.scope_walls import check_change, check_whole_owner, key_sees, scope_of
-from memreader.service.state import ServiceState, json_response
+from memreader.service.state import ServiceState, json_body, json_response
 from memreader.stores import (
     EraseReceipt,
     HistoryEntry,
@@ -81,14 +81,16 @@ async def search(
     # Read before the search runs: a write committed meanwhile makes this answer a miss.
     version, began = cache.version(), time.monotonic()
     filters = body.search_filters(agent_id, task_id)
-    hits = await state.blocking(
-        lambda: memory.search(body.query, user_id=user_id, k=body.k, filters=filters),
-        "the search",
-        deadline,
-    )
-    response = json_response({"hits": [hit_json(hit) for hit in hits]})
-    cache.put(key, version, bytes(response.body), began)
-    return response
+
+    def answer() -> bytes:
+        # Encoded on the store's thread, where the hits were just made: the event loop only
+        # sends the bytes (it stays free for the other connections meanwhile).
+        hits = memory.search(body.query, user_id=user_id, k=body.k, filters=filters)
+        return json_body({"hits": [hit_json(hit) for hit in hits]})
+
+    found = await state.blocking(answer, "the search", deadline)
+    cache.put(key, version, found, began)
+    return Response(found, media_type="application/json")
 
 
 @router.get("/v1/memories")

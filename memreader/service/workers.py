@@ -261,8 +261,13 @@ def run_worker(
     import uvicorn
 
     from memreader.service import create_app
-    from memreader.service.server import GuardedH11Protocol, uvicorn_config
+    from memreader.service.server import (
+        GuardedH11Protocol,
+        set_serving_switch_interval,
+        uvicorn_config,
+    )
 
+    set_serving_switch_interval()
     app = create_app(config)
     server_config = uvicorn_config(app, config.settings, host=host, port=port, log_level=log_level)
     # uvicorn's backlog is also how many connections asyncio accepts per wake-up: one, so that

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import select
 import socket
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -217,7 +218,7 @@ def test_the_query_filter_leaves_other_records_alone() -> None:
 
 
 def test_memreader_serve_runs_the_guarded_server(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cpython_switch_interval: float
 ) -> None:
     from memreader.cli import main
     from memreader.service import server
@@ -245,6 +246,40 @@ def test_memreader_serve_runs_the_guarded_server(
         issubclass(first.http, server.GuardedH11Protocol) and first.http.guard.max_per_client == 7
     )
     assert first.http.guard is not second.http.guard
+
+
+@pytest.fixture
+def cpython_switch_interval() -> Iterator[float]:
+    """CPython's own switch interval (5 ms) for the test, and the process's back after it:
+    a served app sets its own (:func:`memreader.service.server.set_serving_switch_interval`)."""
+    kept = sys.getswitchinterval()
+    sys.setswitchinterval(0.005)
+    yield 0.005
+    sys.setswitchinterval(kept)
+
+
+def test_a_serving_process_takes_the_interpreter_lock_back_within_1_ms(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cpython_switch_interval: float
+) -> None:
+    # The event loop gives the lock away at each socket write; at CPython's 5 ms it waited
+    # that long behind a search on a store thread, and every connection with it.
+    from memreader.cli import main
+    from memreader.service import load_service_config, server
+    from memreader.service.workers import run_worker
+
+    seen: list[float] = []
+    monkeypatch.setattr(
+        server.uvicorn.Server,
+        "run",
+        lambda self, sockets=None: seen.append(sys.getswitchinterval()),
+    )
+    config = tmp_path / "reader.yaml"
+    config.write_text("config: {embedder: null}\n")
+    assert main(["serve", "--config", str(config), "--port", "0", "--workers", "1"]) == 0
+    sys.setswitchinterval(cpython_switch_interval)
+    run_worker(load_service_config(config), None, host="127.0.0.1", port=0, log_level="info")  # type: ignore[arg-type]
+    assert seen == [pytest.approx(server.SWITCH_INTERVAL_S)] * 2
+    assert cpython_switch_interval > server.SWITCH_INTERVAL_S
 
 
 def test_a_worker_accepts_one_connection_per_wake_up_and_keeps_the_parents_backlog(

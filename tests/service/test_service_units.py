@@ -1,11 +1,12 @@
 """The service's parts on their own: keys, idempotency answers, per-key slots, problem
-documents, the config file, and what content over HTTP may reach (a real URL server and a
-real service)."""
+documents, the JSON of every answer, the config file, and what content over HTTP may reach
+(a real URL server and a real service)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import math
 from pathlib import Path
 
 import httpx
@@ -28,6 +29,7 @@ from memreader.service.keys import ApiKey, KeyRing, hash_key
 from memreader.service.limits import KeySlots
 from memreader.service.problems import ProblemError, problem_for
 from memreader.service.reading import http_reader_config
+from memreader.service.state import json_body
 from tests.common import HASH_EMBEDDER
 from tests.http_fixtures import FetchTestServer, answer
 from tests.service_server import running
@@ -217,3 +219,28 @@ def test_a_url_in_content_is_not_fetched_over_http(tmp_path: Path) -> None:
             )
             assert ("spare key" in texts) is fetched, reply.text
             assert (web.hits["/notes.txt"] > before) is fetched, "refused before any request"
+
+
+def test_json_body_escapes_text_as_json_dumps_does() -> None:
+    # Every answer goes through json_body: a client (and the kept answers an erase withdraws,
+    # found by their JSON-escaped text) sees strings escaped exactly as before.
+    text = "".join(chr(c) for c in range(0x250)) + '"\\ \u2028\u2029 \U0001f600 Åsa\x7f'
+    assert json_body(text) == json.dumps(text, ensure_ascii=False).encode("utf-8")
+    data = {
+        "memory": text,
+        "score": {"final": 0.1 + 0.2, "tiny": 1e-05, "big": 1e16, "none": None},
+        "count": 10**30,
+        "passages": [{"start": 0, "end": 3, "score": -0.5}],
+        "flags": [True, False],
+    }
+    assert json.loads(json_body(data)) == data
+    assert list(json.loads(json_body(data))) == list(data)  # key order kept
+    odd = json.loads(json_body({"nan": float("nan"), "inf": float("-inf")}))
+    assert math.isnan(odd["nan"]) and odd["inf"] == float("-inf")  # as json.dumps writes them
+
+
+def test_json_body_refuses_what_json_cannot_hold() -> None:
+    with pytest.raises(ValueError, match="unknown type"):
+        json_body({"memory": object()})
+    with pytest.raises(ValueError, match="surrogates not allowed"):
+        json_body({"memory": "tea \udfff"})
