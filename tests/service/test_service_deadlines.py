@@ -135,12 +135,21 @@ def test_a_504_read_has_stopped_its_work_and_held_its_slot(tmp_path: Path) -> No
         assert embedder.count() == at_answer
         [whole] = small_windows(None).get_memory(body["scenes"], info=body["info"])
         assert 0 < at_answer < len(whole)  # stopped before the read had embedded its items
-        # And the slot is free again at once.
-        again = httpx.post(
-            f"{url}/v1/memories/search",
-            json={"user_id": "alice", "query": "w1", "mode": "text"},
-            headers=AUTH["alice"],
-        )
+
+        # And the slot is free again at once: the next request is never refused 429. (On a
+        # loaded CI machine the tiny search itself once passed its own 3 s deadline, a 504
+        # that says nothing of the slot: a second try must then be answered.)
+        def search_again() -> httpx.Response:
+            return httpx.post(
+                f"{url}/v1/memories/search",
+                json={"user_id": "alice", "query": "w1", "mode": "text"},
+                headers=AUTH["alice"],
+            )
+
+        again = search_again()
+        assert again.status_code != 429, again.text
+        if again.status_code == 504:
+            again = search_again()
         assert again.status_code == 200, again.text
         assert "its work was stopped" in answer.json()["detail"]
 
