@@ -11,7 +11,7 @@ no judge, no download. Reported per conversation and pooled (:mod:`.report`)::
 
     data = load_eval_file("locomo10.json")            # categories 1-4, speakers' names kept
     result = evaluate(data, "configs/my_reader.yaml")  # or None: the defaults
-    print(report(result))
+    tables = report(result)                             # Markdown: per conversation, pooled
     result.pooled().recall[10], result.pooled().context[500]
 
 The modules: :mod:`.data` (the types), :mod:`.load` with :mod:`.locomo` and :mod:`.simple`

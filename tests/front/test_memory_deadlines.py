@@ -14,24 +14,7 @@ from memreader import AsyncMemory, Memory
 from memreader.calls.deadlines import Deadline
 from memreader.errors import DeadlineExceeded, InputError
 from memreader.front.call_deadline import current
-
-
-def _over_during(memory: Memory, name: str, target: Any) -> list[int]:
-    """Make ``target.name`` cancel the deadline of the call it serves, right after it ran;
-    how many times it ran."""
-    plain = getattr(target, name)
-    ran: list[int] = []
-
-    def over(*args: Any, **kwargs: Any) -> Any:
-        result = plain(*args, **kwargs)
-        ran.append(1)
-        deadline = current()
-        assert deadline is not None, "the call's deadline reaches the store"
-        deadline.cancel()
-        return result
-
-    setattr(target, name, over)
-    return ran
+from tests.common import over_after
 
 
 def test_a_call_past_its_deadline_never_starts(memory: Memory) -> None:
@@ -45,7 +28,7 @@ def test_a_call_past_its_deadline_never_starts(memory: Memory) -> None:
 
 def test_a_read_answered_past_its_deadline_is_dropped(memory: Memory) -> None:
     memory.add("I live in Porto.", user_id="ana")
-    ran = _over_during(memory, "search", memory.store)
+    ran = over_after(memory.store, "search")
     with memory.within(Deadline(None)), pytest.raises(DeadlineExceeded) as late:
         memory.search("Porto", user_id="ana")
     assert ran == [1] and late.value.where == "after search()"
@@ -53,7 +36,7 @@ def test_a_read_answered_past_its_deadline_is_dropped(memory: Memory) -> None:
 
 
 def test_an_add_its_deadline_stops_stores_nothing(memory: Memory) -> None:
-    ran = _over_during(memory, "get_memory", memory.reader)  # the read ends, then time is up
+    ran = over_after(memory.reader, "get_memory")  # the read ends, then time is up
     with memory.within(Deadline(None)), pytest.raises(DeadlineExceeded, match="store"):
         memory.add("I live in Porto.", user_id="ana")
     assert ran == [1]
@@ -61,7 +44,7 @@ def test_an_add_its_deadline_stops_stores_nothing(memory: Memory) -> None:
 
 
 def test_a_write_that_committed_is_returned_however_late(memory: Memory) -> None:
-    ran = _over_during(memory, "add_memory", memory.store)
+    ran = over_after(memory.store, "add_memory")
     with memory.within(Deadline(None)):
         event = memory.add_memory("Ana is vegetarian.", user_id="ana")
     assert ran == [1] and event.event == "ADD"
@@ -91,7 +74,7 @@ def test_async_memory_within_reaches_its_threads(tmp_path: Any, home: Any) -> No
         async with AsyncMemory(config, store=f"sqlite:///{tmp_path / 'a.db'}") as m:
             with m.within(30):
                 assert (await m.add("I live in Porto.", user_id="ana")).counts == {"ADD": 1}
-            ran = _over_during(m.memory, "search", m.memory.store)
+            ran = over_after(m.memory.store, "search")
             with m.within(Deadline(None)), pytest.raises(DeadlineExceeded, match="while search"):
                 await m.search("Porto", user_id="ana")
             assert ran == [1]

@@ -12,7 +12,6 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -20,10 +19,9 @@ from fastapi import FastAPI
 
 from memreader import Memory
 from memreader.factory import MemReaderConfigFactory
-from memreader.front.call_deadline import current
 from memreader.service import ServiceConfig, ServiceSettings, create_app
 from memreader.service.state import ServiceState
-from tests.common import HASH_EMBEDDER
+from tests.common import HASH_EMBEDDER, over_after
 from tests.service.http_client import auth, key_entries, problem
 from tests.service_server import free_port, running
 
@@ -41,24 +39,6 @@ def _state(app: FastAPI) -> ServiceState:
     return state
 
 
-def _over_during(target: Any, name: str) -> list[int]:
-    """Make ``target.name`` cancel the deadline of the request it serves once it has run (time
-    is up right then: no clock involved); how many times it ran."""
-    plain = getattr(target, name)
-    ran: list[int] = []
-
-    def over(*args: Any, **kwargs: Any) -> Any:
-        result = plain(*args, **kwargs)
-        ran.append(1)
-        deadline = current()
-        assert deadline is not None, "the request's deadline reaches the store call"
-        deadline.cancel()
-        return result
-
-    setattr(target, name, over)
-    return ran
-
-
 def test_the_service_holds_one_memory_wired_by_memory(app: FastAPI) -> None:
     state = _state(app)
     memory = state.memory
@@ -70,14 +50,14 @@ def test_the_service_holds_one_memory_wired_by_memory(app: FastAPI) -> None:
 def test_a_read_answered_past_the_request_deadline_is_504(app: FastAPI) -> None:
     memory = _state(app).memory
     added = memory.add_memory("Alice plays the cello.", user_id="alice")
-    ran = _over_during(memory.store, "search")
+    ran = over_after(memory.store, "search")
     body = {"user_id": "alice", "query": "cello", "mode": "text"}
     with running(app) as url:
         late = httpx.post(f"{url}/v1/memories/search", json=body, headers=auth("alice"))
         detail = problem(late, 504)["detail"]
         assert ran == [1] and "the search" in detail and "late answer was dropped" in detail
         # The lookup of one memory too (its use was recorded, its answer dropped).
-        ran = _over_during(memory.store, "get")
+        ran = over_after(memory.store, "get")
         lookup = httpx.get(
             f"{url}/v1/memories/{added.memory_id}",
             params={"user_id": "alice"},
@@ -88,7 +68,7 @@ def test_a_read_answered_past_the_request_deadline_is_504(app: FastAPI) -> None:
 
 def test_a_write_committed_past_the_request_deadline_is_answered(app: FastAPI) -> None:
     memory = _state(app).memory
-    ran = _over_during(memory.store, "add_memory")
+    ran = over_after(memory.store, "add_memory")
     with running(app) as url:
         body = {"user_id": "alice", "text": "Alice is vegetarian."}
         added = httpx.post(f"{url}/v1/memories", json=body, headers=auth("alice"))
