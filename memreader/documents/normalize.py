@@ -41,6 +41,8 @@ def normalize_doc(scene_data: Any, access: DocumentAccess | None = None) -> list
     access = access if access is not None else DocumentAccess()
 
     def part(item: Any, where: dict[str, int]) -> Part:
+        if isinstance(item, Part):  # read already by the caller's code (``Memory.add(Path)``)
+            return item
         if isinstance(item, str):
             if access.allow_local_paths and _is_local_file(item):
                 return load_path(item, access=access, **where)
@@ -74,6 +76,8 @@ def normalize_doc_refs(
     """
 
     def part(item: Any, where: dict[str, int]) -> Part:
+        if isinstance(item, Part):  # read already by the caller's code (``Memory.add(Path)``)
+            return item
         if isinstance(item, str):
             return _string_part(item, allow_local_paths, base_dir)
         return _shaped_part(item, where, _DOC_REF_TYPES)

@@ -26,6 +26,7 @@ from memreader.calls.deadlines import Deadline, in_thread
 from memreader.front.call_deadline import bounded, current
 from memreader.front.config import ConfigLike, memory_arguments
 from memreader.front.memory import Memory
+from memreader.front.resources import is_resource
 from memreader.front.results import AddResult, add_result
 from memreader.items import TextualMemoryItem
 from memreader.modes import ReadMode
@@ -113,9 +114,12 @@ class AsyncMemory:
         """
         memory = self.memory
         scope = {"agent_id": agent_id, "task_id": task_id, "visibility": visibility}
-        kind, scenes, info, generated = memory._prepare(
-            data, user_id, session_id, type, metadata, scope
+        prepare = functools.partial(
+            memory._prepare, data, user_id, session_id, type, metadata, scope
         )
+        # A path or URL is read or fetched first: in a worker thread, off the event loop.
+        prepared = await in_thread(prepare) if is_resource(data) else prepare()
+        kind, scenes, info, generated = prepared
         report = ReadReport()
         groups = await memory.reader.aget_memory(
             scenes, kind, info, mode, report=report, deadline=current()

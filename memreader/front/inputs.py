@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from memreader.errors import InputError
+from memreader.front.resources import is_resource, read_resource
 from memreader.scopes import SCOPE_KEYS, info_scope
 from memreader.stores import SourceSelector
 
@@ -175,6 +176,7 @@ def prepare_input(
     type: str | None,
     metadata: Mapping[str, Any] | None,
     scope: Mapping[str, Any] | None = None,
+    reader_config: Any = None,
 ) -> PreparedInput:
     """``add``'s input checked and shaped (see :data:`PreparedInput`).
 
@@ -182,11 +184,17 @@ def prepare_input(
     >>> kind, info["user_id"], info["session_id"], generated
     ('chat', 'ana', 's1', False)
 
+    A path or URL object is read first, under ``reader_config``'s limits and fetch settings
+    (:mod:`memreader.front.resources`).
+
     Raises:
         InputError: no ``user_id``, an input of no known shape, a blank ``session_id``, bad
-            ``metadata``.
+            ``metadata``; a path or URL that cannot be read (``DocumentError``,
+            ``FetchError``).
     """
     owner = check_user(user_id, "add()")
+    if is_resource(data):
+        type, data = read_resource(data, type, reader_config)
     kind, scenes = shape_input(data, type)
     generated = session_id is None
     if not generated and (not isinstance(session_id, str) or not session_id.strip()):

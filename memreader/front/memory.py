@@ -133,9 +133,10 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls, RemovalCalls):
         task_id: str | None = None,
         visibility: str | None = None,
     ) -> AddResult:
-        """Read ``data`` (a string, a chat, scenes or documents: see
-        :mod:`memreader.front.inputs`) for ``user_id`` and store what it holds, in the scope
-        ``agent_id``, ``task_id`` and ``visibility`` name (:mod:`memreader.scopes`).
+        """Read ``data`` (a string, a chat, scenes or documents: :mod:`memreader.front.inputs`;
+        a ``Path`` or a ``pydantic.AnyUrl``: :mod:`memreader.front.resources`) for ``user_id``
+        and store what it holds, in the scope ``agent_id``, ``task_id`` and ``visibility``
+        name (:mod:`memreader.scopes`).
 
         >>> m = Memory({"config": {"embedder": {"backend": "hash"}}}, store="sqlite://:memory:")
         >>> result = m.add("I live in Porto.", user_id="ana")
@@ -164,7 +165,7 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls, RemovalCalls):
         """The checked input of :meth:`add` (:func:`~memreader.front.inputs.prepare_input`)."""
         self._check_open()
         check_in_time("add()")
-        return prepare_input(data, user_id, session_id, type, metadata, scope)
+        return prepare_input(data, user_id, session_id, type, metadata, scope, self.reader.config)
 
     def _write(self, items: Sequence[TextualMemoryItem]) -> tuple[list[WriteEvent], list[str]]:
         """Store ``items`` (through working memory when on): the events, the ids held."""
