@@ -12,7 +12,7 @@ block says how to treat it, ``<!-- readme-test: KIND ARG -->``:
   repository; ``skip REASON`` skips (each reason is listed in the skip summary);
 - ``mcp-client CLIENT`` (any language): an MCP client's configuration of ``memreader mcp``;
   ``tests/mcp/test_mcp_client_snippets.py`` reads it as CLIENT does and starts the server so
-  (a shell block is not run here: it calls the client's own command, ``claude mcp add``);
+  (a shell block is not run here: it calls the client's own command, such as ``claude mcp add``);
 - ``yaml``: ``file PATH`` equals that file, ``excerpt PATH`` is a part of it (``…`` lines elided),
   ``reader`` / ``job`` / ``service`` / ``keys`` validate with the model that reads them
   (``reader all-fields`` must also name every field of the simple reader's config); a YAML

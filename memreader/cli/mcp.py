@@ -5,8 +5,8 @@ of ``Memory()``).
 
 ``$MEMREADER_CONFIG`` is there for MCP clients: each starts its servers from a JSON or TOML entry
 whose ``env`` is the idiomatic place for a server's settings (see
-``docs/integrations/coding-agents.md``). A client expands no ``~`` in its entries, so a config path
-given either way has its ``~`` expanded here, as ``$MEMREADER_HOME`` has.
+``docs/integrations/coding-agents.md``). Clients do not as a rule expand ``~`` in their entries,
+so a config path given either way has its ``~`` expanded here, as ``$MEMREADER_HOME`` has.
 """
 
 from __future__ import annotations

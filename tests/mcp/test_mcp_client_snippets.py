@@ -26,7 +26,8 @@ import pytest
 import yaml
 from mcp import Client, StdioServerParameters
 
-from memreader.front.home import data_home
+from memreader.cli.mcp import CONFIG_ENV
+from memreader.front.home import HOME_ENV, data_home
 from tests.mcp.client_configs import (
     READERS,
     Launch,
@@ -145,6 +146,8 @@ def client_home(tmp_path: Path) -> Path:
 def test_the_entry_starts_a_server_that_remembers_and_recalls(
     launch: Launch, client_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # A misspelt variable would be ignored and the default taken: each is one memreader reads.
+    assert {name for name, _ in launch.env} <= {HOME_ENV, CONFIG_ENV}
     env = {**client_environment(client_home), **dict(launch.env)}
     _write_hash_readers(env, client_home, monkeypatch)
     # A bare command is found on PATH, as the client finds it: this environment's script.
