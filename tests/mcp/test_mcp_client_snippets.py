@@ -90,6 +90,10 @@ LAUNCHES = launches()
 def test_the_page_configures_every_client() -> None:
     clients = {client for client, _, _ in snippets()}
     assert clients == set(READERS)
+    # test_readme leaves marked command lines to this test, which reads this page only.
+    pages = [ROOT / "README.md", *(ROOT / "docs").rglob("*.md")]
+    marked = {page for page in pages if "readme-test: mcp-client" in page.read_text("utf-8")}
+    assert marked == {PAGE}
     # The shared project file, expanded for its user, starts what the personal entries start.
     assert len(LAUNCHES) == 2, LAUNCHES  # the plain entry, and the one with another store
 
