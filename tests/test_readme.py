@@ -10,12 +10,15 @@ block says how to treat it, ``<!-- readme-test: KIND ARG -->``:
   test sets the variables and stands in for the servers); ``serve CONFIG`` starts ``memreader
   serve`` for the block's ``curl`` lines; ``needs FILE`` skips while ``FILE`` is not in the
   repository; ``skip REASON`` skips (each reason is listed in the skip summary);
+- ``mcp-client CLIENT`` (any language): an MCP client's configuration of ``memreader mcp``;
+  ``tests/mcp/test_mcp_client_snippets.py`` reads it as CLIENT does and starts the server so
+  (a shell block is not run here: it calls the client's own command, such as ``claude mcp add``);
 - ``yaml``: ``file PATH`` equals that file, ``excerpt PATH`` is a part of it (``…`` lines elided),
   ``reader`` / ``job`` / ``service`` / ``keys`` validate with the model that reads them
   (``reader all-fields`` must also name every field of the simple reader's config); a YAML
   block without a marker fails;
-- ``json`` parses; ``text``/``markdown`` are shown output, checked with ``pipeline`` (the default
-  reader's steps), ``file`` or ``excerpt``.
+- ``json`` and ``toml`` parse; ``text``/``markdown`` are shown output, checked with ``pipeline``
+  (the default reader's steps), ``file`` or ``excerpt``.
 
 The reference pages (configuration, command line, HTTP) are written from the code by
 ``docs/hooks/`` on every ``mkdocs build`` (``make docs-build``, part of ``make test``, builds the
@@ -298,7 +301,8 @@ def _wait_healthy(url: str, server: subprocess.Popen[Any], timeout: float = 90) 
     raise AssertionError("memreader serve did not answer /healthz")
 
 
-SHELL = [group[0] for group in runnable("sh|bash")]
+# An MCP client's command line (``claude mcp add ...``) is run by the snippet test, as a client.
+SHELL = [group[0] for group in runnable("sh|bash") if group[0].kind != "mcp-client"]
 
 
 @pytest.mark.slow
@@ -371,7 +375,7 @@ def check_text(block: Block) -> None:
         assert shown == str(reader.pipeline).splitlines()
 
 
-CHECKED = [b for b in BLOCKS if b.lang in ("yaml", "json", "text", "markdown")]
+CHECKED = [b for b in BLOCKS if b.lang in ("yaml", "json", "toml", "text", "markdown")]
 
 
 @pytest.mark.parametrize("block", CHECKED, ids=lambda b: b.id)
@@ -381,12 +385,14 @@ def test_data_block_is_valid(block: Block, monkeypatch: pytest.MonkeyPatch) -> N
         check_yaml(block)
     elif block.lang == "json":
         json.loads(block.text)
+    elif block.lang == "toml":
+        pytest.importorskip("tomllib").loads(block.text)  # Python 3.11+
     else:
         check_text(block)
 
 
 def test_every_block_is_covered() -> None:
-    known = {"python", "sh", "bash", "yaml", "json", "text", "markdown"}
+    known = {"python", "sh", "bash", "yaml", "json", "toml", "text", "markdown"}
     unknown = [(b.where, b.lang) for b in BLOCKS if b.lang not in known]
     assert not unknown, f"blocks of no known language (where, language): {unknown}"
     skips = [(b.where, b.arg) for b in BLOCKS if b.kind == "skip"]

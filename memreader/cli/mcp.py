@@ -1,19 +1,32 @@
 """``memreader mcp``: the MCP server (:mod:`memreader.mcp`) over stdio, or over streamable
 HTTP with ``--http``; the reader and the store come from the config ``memreader serve`` reads
-(``--config``, else the built-in local reader and the per-user store of ``Memory()``)."""
+(``--config``, else ``$MEMREADER_CONFIG``, else the built-in local reader and the per-user store
+of ``Memory()``).
+
+``$MEMREADER_CONFIG`` is there for MCP clients: each starts its servers from a JSON or TOML entry
+whose ``env`` is the idiomatic place for a server's settings (see
+``docs/integrations/coding-agents.md``). Clients do not as a rule expand ``~`` in their entries,
+so a config path given either way has its ``~`` expanded here, as ``$MEMREADER_HOME`` has.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memreader.errors import ConfigError, InputError
 
-__all__ = ["DEFAULT_PORT", "add_mcp_parser", "run_mcp"]
+if TYPE_CHECKING:
+    from memreader.service.config import ServiceConfig
+
+__all__ = ["CONFIG_ENV", "DEFAULT_PORT", "add_mcp_parser", "config_path", "run_mcp"]
 
 #: The port of ``memreader mcp --http`` (``memreader serve`` has 8765).
 DEFAULT_PORT = 8766
+#: The environment variable ``--config`` defaults to.
+CONFIG_ENV = "MEMREADER_CONFIG"
 
 
 def add_mcp_parser(commands: Any) -> None:
@@ -33,7 +46,8 @@ def add_mcp_parser(commands: Any) -> None:
         "--config",
         default=None,
         help="a reader YAML with an optional `service:` section, as memreader serve takes "
-        "(default: the built-in local reader; store: $MEMREADER_HOME/memories.db)",
+        f"(default: ${CONFIG_ENV}, else the built-in local reader; store: "
+        "$MEMREADER_HOME/memories.db)",
     )
     mcp.add_argument("--store", default=None, help="the store URL (wins over the config's)")
     mcp.add_argument(
@@ -54,6 +68,35 @@ def add_mcp_parser(commands: Any) -> None:
     )
 
 
+def config_path(args: argparse.Namespace) -> str | None:
+    """The reader config to serve: ``--config``, else ``$MEMREADER_CONFIG`` (an empty value is
+    unset), ``~`` expanded; ``None``: the built-in one.
+
+    >>> named = config_path(argparse.Namespace(config="~/reader.yaml"))
+    >>> named == os.path.expanduser("~/reader.yaml") and not named.startswith("~")
+    True
+    """
+    named: str | None = args.config or os.environ.get(CONFIG_ENV) or None
+    return None if named is None else os.path.expanduser(named)
+
+
+def _load_config(args: argparse.Namespace) -> ServiceConfig:
+    """The service config :func:`config_path` names (a failure to read one the environment
+    named says so: a client's config file is where to look)."""
+    from memreader.factory import MemReaderConfigFactory
+    from memreader.service.config import ServiceConfig, load_service_config
+
+    path = config_path(args)
+    if path is None:
+        return ServiceConfig(MemReaderConfigFactory())
+    if args.config:
+        return load_service_config(path)
+    try:
+        return load_service_config(path)
+    except ConfigError as exc:
+        raise ConfigError(f"${CONFIG_ENV}: {exc}") from None
+
+
 def run_mcp(args: argparse.Namespace) -> int:
     """Serve until the client closes stdin (stdio) or until interrupted (HTTP)."""
     try:
@@ -67,14 +110,10 @@ def run_mcp(args: argparse.Namespace) -> int:
             f"memreader mcp needs the mcp extra ({exc.name} is missing): "
             "pip install 'memreader-ai[mcp]'"
         ) from None
-    from memreader.factory import MemReaderConfigFactory
-    from memreader.service.config import ServiceConfig, load_service_config
     from memreader.service.keys import KeyRing
     from memreader.service.reading import http_reader_config
 
-    config = (
-        load_service_config(args.config) if args.config else ServiceConfig(MemReaderConfigFactory())
-    )
+    config = _load_config(args)
     settings = config.settings
     timeout = settings.request_timeout_s if args.timeout is None else args.timeout
     if not timeout > 0:
