@@ -38,6 +38,7 @@ from memreader.extraction.skills import SkillsConfig
 from memreader.fetch.local_files import DocumentAccess
 from memreader.files import FileRefused, read_regular_file
 from memreader.llms.config import LLMSlots
+from memreader.stores.context.cold_start import ColdStartConfig
 from memreader.stores.lifecycle.config import LifecycleConfig
 
 #: A config file larger than this is refused before it is parsed (real ones are a few KiB).
@@ -250,6 +251,8 @@ class BaseReaderConfig(DocumentAccess, LLMSlots):
     ``categories``: which categories items are linked to, and how their summaries are made
     (:class:`~memreader.categories.config.CategoriesConfig`). ``lifecycle``: the store's budget
     and purge delay (:class:`~memreader.stores.lifecycle.config.LifecycleConfig`; none: no budget).
+    ``cold_start``: what ``Memory.context()`` returns when nothing matches
+    (:class:`~memreader.stores.context.cold_start.ColdStartConfig`; default: an empty block).
     """
 
     # None: items are not embedded (for stores that embed on their own).
@@ -262,6 +265,7 @@ class BaseReaderConfig(DocumentAccess, LLMSlots):
     store: SecretStr | None = None
     categories: CategoriesConfig = Field(default_factory=CategoriesConfig)
     lifecycle: LifecycleConfig | None = None
+    cold_start: ColdStartConfig = Field(default_factory=ColdStartConfig)
 
     @field_validator("store")
     @classmethod

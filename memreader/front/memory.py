@@ -50,6 +50,7 @@ from memreader.stores.context import (
     Context,
     ContextOrder,
 )
+from memreader.stores.context.cold_start import or_cold_start
 from memreader.stores.filters import SearchFilters
 from memreader.stores.paging import DEFAULT_PAGE, MemoryPage
 from memreader.stores.urls import public_url
@@ -317,7 +318,8 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls, RemovalCalls):
         ``text``), and what it shows as data (its ``parts``: memory ids, spans, scores, times,
         sources); see :mod:`memreader.stores.context`. ``k`` memories are searched (the budget
         decides how much of them is shown); ``order``: ``time`` (oldest first) or ``score``;
-        ``filters``: :meth:`search`'s, but ``include_inactive``.
+        ``filters``: :meth:`search`'s, but ``include_inactive``. Nothing found: the config's
+        ``cold_start`` templates, if any (:mod:`memreader.stores.context.cold_start`).
 
         >>> m = Memory({"config": {"embedder": {"backend": "hash"}}}, store="sqlite://:memory:")
         >>> _ = m.add("I adopted a cat named Miso.", user_id="ana")
@@ -332,17 +334,16 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls, RemovalCalls):
         (True, 'user', 'I adopted a cat named Miso.')
 
         Raises:
-            InputError: no ``user_id``, an empty query, ``max_tokens`` out of range, an
-                unknown tokenizer, order or filter (the message names it).
+            InputError: no ``user_id``, an empty query, a bad budget, tokenizer, order or filter.
         """
         owner = self._owner(user_id, "context()")
         checked = SearchFilters.of(filters, call="context()", **keywords)
         if checked.include_inactive or "include_inactive" in keywords:
             raise InputError("context() has no filter 'include_inactive': it shows active memories")
         budget = {"max_tokens": max_tokens, "tokenizer": tokenizer, "k": k, "order": order}
-        found = (self.working or self.store).context(
-            query, user_id=owner, filters=checked, **budget
-        )
+        searched = self.working or self.store
+        found = searched.context(query, user_id=owner, filters=checked, **budget)
+        found = or_cold_start(found, getattr(self.reader.config, "cold_start", None), owner)
         return answered_in_time(found, "context()")
 
     def history(self, memory_id: str, *, user_id: str | None = None) -> list[HistoryEntry]:
@@ -358,8 +359,6 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls, RemovalCalls):
         past it they raise ``DeadlineExceeded``; a committed write is returned
         (:mod:`memreader.front.call_deadline`)."""
         return bounded(deadline)
-
-    # -- lifetime ---------------------------------------------------------------------------------
 
     def close(self) -> None:
         """Promote what working memory holds, then close the store and the reader's clients

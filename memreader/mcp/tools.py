@@ -153,10 +153,12 @@ async def _context(bench: Workbench, owner: str, args: a.Context) -> dict[str, A
         args.query, user_id=owner, max_tokens=args.max_tokens, **args.filters()
     )
     parts = to_jsonable_python(list(block.parts))
+    cold = {"cold_start": True} if block.cold_start else {}  # the configured templates
     return {
         "text": block.text,
         "tokens": block.tokens,
         "tokenizer": block.tokenizer,
+        **cold,
         **listed("parts", parts),
     }
 

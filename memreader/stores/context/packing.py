@@ -284,5 +284,6 @@ def context_json(context: Context) -> dict[str, Any]:
         "max_tokens": context.max_tokens,
         "tokenizer": context.tokenizer,
         "searched": context.searched,
+        "cold_start": context.cold_start,
         "parts": parts,
     }

@@ -69,7 +69,9 @@ class ContextPart:
 class Context:
     """What ``context()`` returns: ``text``, the block (``""`` when nothing was found), which
     counts ``tokens`` with ``tokenizer`` (never more than ``max_tokens``), and ``parts``, the
-    spans it shows, in the block's order; ``searched``: how many memories were considered."""
+    spans it shows, in the block's order; ``searched``: how many memories were considered;
+    ``cold_start``: nothing was found and ``text`` is the configured cold-start templates
+    (:mod:`memreader.stores.context.cold_start`), with no parts."""
 
     text: str
     tokens: int
@@ -77,6 +79,7 @@ class Context:
     tokenizer: str
     parts: tuple[ContextPart, ...]
     searched: int = 0
+    cold_start: bool = False
 
 
 def numbers(values: Iterable[int]) -> str:
