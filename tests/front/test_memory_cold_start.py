@@ -75,9 +75,7 @@ def test_bad_templates_are_config_errors(templates: list[str], message: str) -> 
         _memory(templates)
 
 
-def test_the_cli_json_says_cold_start(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_the_cli_json_says_cold_start(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = tmp_path / "reader.yaml"
     raw = {"config": {"embedder": {"backend": "hash"}, "cold_start": {"templates": TEMPLATES}}}
     config.write_text(yaml.safe_dump(raw), "utf-8")
