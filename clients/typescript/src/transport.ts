@@ -113,7 +113,8 @@ export class Transport {
     for (const [name, value] of Object.entries(request.query ?? {})) {
       if (value === undefined || value === null) continue;
       for (const one of Array.isArray(value) ? value : [value]) {
-        url.searchParams.append(name, String(one));
+        // A Date as the service reads times (ISO 8601), as JSON.stringify writes it in a body.
+        url.searchParams.append(name, one instanceof Date ? one.toISOString() : String(one));
       }
     }
     return url;

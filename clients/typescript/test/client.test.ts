@@ -130,6 +130,31 @@ describe("one memory: get, update, history, delete, list, forget", () => {
   });
 });
 
+describe("text and retries", () => {
+  it("keeps any Unicode text and id, and refuses a lone surrogate naming the field", async () => {
+    const client = adminClient();
+    const text = "Emily 喜欢喝咖啡 ☕ and naïve café talk 🎹";
+    await client.add(text, { session_id: "会话/1 ?#" });
+    const [hit] = await client.search("咖啡");
+    expect(hit?.memory.session_id).toBe("会话/1 ?#");
+    expect(hit?.memory.item.metadata.sources[0]?.content).toBe(text);
+    expect((await client.get(hit?.memory.id ?? "")).memory).toBe(hit?.memory.memory);
+    const broken = await client.addMemory("half an emoji \ud83c").catch((e: unknown) => e);
+    expect(broken).toBeInstanceOf(UnprocessableEntityError);
+    expect((broken as UnprocessableEntityError).detail).toContain("lone surrogate");
+  });
+
+  it("answers a retried write with the same Idempotency-Key as the first, done once", async () => {
+    const client = adminClient();
+    const first = await client.addMemory("Emily runs on Tuesdays.", {}, { idempotencyKey: "write-1" });
+    const again = await client.addMemory("Emily runs on Tuesdays.", {}, { idempotencyKey: "write-1" });
+    expect(again).toEqual(first);
+    expect(first.event).toBe("ADD"); // a plain repeat would be REINFORCE or NONE
+    const page = await client.list({ since: new Date("2000-01-01T00:00:00Z") as never });
+    expect(page.memories).toHaveLength(1);
+  });
+});
+
 describe("the user wall", () => {
   const alice = new MemreaderClient({ baseUrl, apiKey: keys.alice, userId: "alice" });
   const bob = new MemreaderClient({ baseUrl, apiKey: keys.bob, userId: "bob" });
