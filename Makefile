@@ -58,11 +58,11 @@ test: $(DEV_STAMP)
 	$(MAKE) test-ts
 
 # The TypeScript client (clients/typescript): its packages as package-lock.json pins them, a
-# type check, then its tests, which start a real `memreader serve` from this venv (and check
+# type check and prettier's, then its tests, which start a real `memreader serve` from this venv (and check
 # that its types, generated from the service's OpenAPI, are not stale).
 test-ts: $(DEV_STAMP)
 	cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error
-	cd clients/typescript && npm run typecheck
+	cd clients/typescript && npm run typecheck && npm run lint
 	cd clients/typescript && MEMREADER_PYTHON=$(abspath $(PY)) npm test
 
 # The documentation site (mkdocs.yml): its reference pages are generated from the code on every

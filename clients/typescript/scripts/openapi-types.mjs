@@ -37,9 +37,7 @@ export function memreaderPython() {
   if (named) return named;
   const venv = resolve(REPO_ROOT, ".venv", "bin", "python");
   if (existsSync(venv)) return venv;
-  throw new Error(
-    `no Python for memreader: set MEMREADER_PYTHON or build ${venv} (make install-dev)`,
-  );
+  throw new Error(`no Python for memreader: set MEMREADER_PYTHON or build ${venv} (make install-dev)`);
 }
 
 /** The environment a memreader subprocess runs in: this checkout's package first, offline. */

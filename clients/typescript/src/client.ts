@@ -96,7 +96,10 @@ export class MemreaderClient {
   /** Store one memory as written: embedded, deduplicated, with history (`POST /v1/memories`). */
   async addMemory(text: string, params: AddMemoryParams = {}, call?: CallOptions): Promise<WriteEvent> {
     const body = { ...params, text, user_id: params.user_id ?? this.userId };
-    const answer = await this.transport.send<{ event: WriteEvent }>({ method: "POST", path: "/v1/memories", body }, call);
+    const answer = await this.transport.send<{ event: WriteEvent }>(
+      { method: "POST", path: "/v1/memories", body },
+      call,
+    );
     return answer.event;
   }
 

@@ -150,7 +150,10 @@ export class MemreaderConnectionError extends MemreaderError {
 export class MemreaderTimeoutError extends MemreaderConnectionError {
   override name = "MemreaderTimeoutError";
 
-  constructor(readonly timeoutMs: number, what: string) {
+  constructor(
+    readonly timeoutMs: number,
+    what: string,
+  ) {
     super(`${what}: no answer within ${timeoutMs} ms`);
   }
 }

@@ -26,8 +26,10 @@ export interface ChatMessage {
 
 /** `add`'s options: the body of `POST /v1/read` but the scenes and `store`. `user_id`,
  * `session_id`, `agent_id` and `task_id` go into the read's `info`. */
-export interface AddParams
-  extends Omit<Schemas["ReadRequest"], "scenes" | "info" | "store" | "type" | "include_embeddings"> {
+export interface AddParams extends Omit<
+  Schemas["ReadRequest"],
+  "scenes" | "info" | "store" | "type" | "include_embeddings"
+> {
   user_id?: string;
   session_id?: string;
   agent_id?: string;
@@ -52,10 +54,7 @@ export type UpdateParams = Omit<Schemas["UpdateMemoryRequest"], "text">;
 export type ListParams = NonNullable<operations["list_memories_v1_memories_get"]["parameters"]["query"]>;
 /** The one source `forget` forgets: exactly one of these. */
 export type ForgetSource =
-  | { session_id: string }
-  | { message_id: string }
-  | { doc_path: string }
-  | { input_key: string };
+  { session_id: string } | { message_id: string } | { doc_path: string } | { input_key: string };
 /** `forget`'s options (`erase`: erase what only that source supports, irreversibly). */
 export type ForgetParams = Pick<Schemas["ForgetRequest"], "erase"> & { user_id?: string };
 

@@ -26,34 +26,88 @@ type Keys<T> = { [K in keyof T]-?: true };
 const keysOf = <T>(keys: Keys<T>): string[] => Object.keys(keys).sort();
 
 const STORED = keysOf<StoredMemory>({
-  id: true, memory: true, status: true, user_id: true, session_id: true, agent_id: true,
-  task_id: true, visibility: true, memory_type: true, importance: true, importance_reason: true,
-  valid_from: true, valid_to: true, recorded_at: true, retired_at: true, superseded_by: true,
-  reinforced: true, content_hash: true, item: true,
+  id: true,
+  memory: true,
+  status: true,
+  user_id: true,
+  session_id: true,
+  agent_id: true,
+  task_id: true,
+  visibility: true,
+  memory_type: true,
+  importance: true,
+  importance_reason: true,
+  valid_from: true,
+  valid_to: true,
+  recorded_at: true,
+  retired_at: true,
+  superseded_by: true,
+  reinforced: true,
+  content_hash: true,
+  item: true,
 });
 const SCORE = keysOf<ScoreParts>({
-  final: true, relevance: true, fused: true, similarity: true, text_rank: true,
-  importance: true, decay: true, passage: true, heat: true,
+  final: true,
+  relevance: true,
+  fused: true,
+  similarity: true,
+  text_rank: true,
+  importance: true,
+  decay: true,
+  passage: true,
+  heat: true,
 });
 const HIT = keysOf<SearchHit>({ memory: true, score: true, passages: true });
 const EVENT = keysOf<WriteEvent>({ event: true, memory_id: true, item_id: true, reason: true, previous_id: true });
 const HISTORY = keysOf<MemoryHistory>({ id: true, status: true, memory: true, superseded_by: true, history: true });
 const ENTRY = keysOf<HistoryEntry>({
-  event: true, at: true, reason: true, old_memory: true, new_memory: true, source_ids: true,
+  event: true,
+  at: true,
+  reason: true,
+  old_memory: true,
+  new_memory: true,
+  source_ids: true,
 });
 const BLOCK = keysOf<ContextBlock>({
-  text: true, tokens: true, max_tokens: true, tokenizer: true, searched: true, parts: true,
+  text: true,
+  tokens: true,
+  max_tokens: true,
+  tokenizer: true,
+  searched: true,
+  parts: true,
 });
 const PART = keysOf<ContextPart>({
-  memory_id: true, start: true, end: true, text: true, score: true, when: true, source: true,
-  session_id: true, messages: true, doc_path: true, heading: true, source_indexes: true,
-  cut: true, speaker: true,
+  memory_id: true,
+  start: true,
+  end: true,
+  text: true,
+  score: true,
+  when: true,
+  source: true,
+  session_id: true,
+  messages: true,
+  doc_path: true,
+  heading: true,
+  source_indexes: true,
+  cut: true,
+  speaker: true,
 });
 const PAGE = keysOf<MemoryPage>({ memories: true, next_cursor: true });
 const RECEIPT = keysOf<EraseReceipt>({
-  user_id: true, target: true, erased: true, erased_total: true, expired: true,
-  expired_total: true, reduced: true, reduced_total: true, removed: true, rewritten: true,
-  categories: true, file_steps: true, residue: true, events: true,
+  user_id: true,
+  target: true,
+  erased: true,
+  erased_total: true,
+  expired: true,
+  expired_total: true,
+  reduced: true,
+  reduced_total: true,
+  removed: true,
+  rewritten: true,
+  categories: true,
+  file_steps: true,
+  residue: true,
+  events: true,
 });
 
 const sorted = (value: unknown) => Object.keys(value as object).sort();

@@ -229,7 +229,11 @@ describe("typed errors", () => {
   });
 
   it("maps the service's 504 and other server failures", () => {
-    const deadline = JSON.stringify({ type: "urn:memreader:problem:deadline", title: "Deadline exceeded", status: 504 });
+    const deadline = JSON.stringify({
+      type: "urn:memreader:problem:deadline",
+      title: "Deadline exceeded",
+      status: 504,
+    });
     const error = errorForAnswer(504, "Gateway Timeout", deadline, null);
     expect(error).toBeInstanceOf(DeadlineExceededError);
     expect(error).toBeInstanceOf(ServerError);

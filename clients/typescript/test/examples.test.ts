@@ -22,7 +22,11 @@ it("quickstart.ts stores a chat and finds it with its source", async () => {
   await import("../examples/quickstart.js");
   const [memory, source] = printed[0] ?? [];
   expect(memory).toContain("Lisbon");
-  expect(source).toMatchObject({ role: "user", message_index: 0, content: "I moved to Lisbon and started piano lessons." });
+  expect(source).toMatchObject({
+    role: "user",
+    message_index: 0,
+    content: "I moved to Lisbon and started piano lessons.",
+  });
 });
 
 it("ai_tools.ts lets a model remember, then recall in a later chat", async () => {
