@@ -171,6 +171,20 @@ describe("the user wall", () => {
     expect((await bob.get(bobs.memory_id)).status).toBe("active");
   });
 
+  it("keeps a key limited to tasks within them", async () => {
+    const admin = new MemreaderClient({ baseUrl, apiKey: keys.admin, userId: "carol" });
+    const tasked = new MemreaderClient({ baseUrl, apiKey: keys.carolTask, userId: "carol" });
+    const other = await admin.addMemory("Carol's salary is private.", { task_id: "payroll" });
+    const own = await tasked.addMemory("Carol ships release 2.0 on Friday.", { task_id: "t1" });
+    expect((await tasked.get(own.memory_id, { task_id: "t1" })).task_id).toBe("t1");
+    // Another task's private memory is as unknown as an id never stored.
+    await expect(tasked.get(other.memory_id, { task_id: "t1" })).rejects.toBeInstanceOf(NotFoundError);
+    const outside = tasked.search("salary", { task_id: "payroll" });
+    await expect(outside).rejects.toMatchObject({ status: 403, kind: "forbidden-scope" });
+    // A key of two tasks must say which one it runs as.
+    await expect(tasked.search("release")).rejects.toBeInstanceOf(UnprocessableEntityError);
+  });
+
   it("lets a key of one user leave the user out", async () => {
     const unbound = new MemreaderClient({ baseUrl, apiKey: keys.alice });
     const event = await unbound.addMemory("Alice collects stamps.");

@@ -1,7 +1,8 @@
 /**
  * A real `memreader serve` for the tests: the checkout's code ($MEMREADER_PYTHON, else the
  * checkout's .venv), on 127.0.0.1 at a free port, with a SQLite store in a temporary folder,
- * the `hash` embedder (fast, offline) and three keys: an admin's, alice's and bob's. It is
+ * the `hash` embedder (fast, offline) and four keys: an admin's, alice's, bob's, and one limited to
+ * two of carol's tasks. It is
  * waited for with a deadline and stopped after the run, however the tests ended.
  */
 
@@ -18,7 +19,7 @@ import { memreaderEnv, memreaderPython } from "../scripts/openapi-types.mjs";
 
 export interface ServedMemreader {
   baseUrl: string;
-  keys: { admin: string; alice: string; bob: string };
+  keys: { admin: string; alice: string; bob: string; carolTask: string };
 }
 
 declare module "vitest" {
@@ -36,9 +37,10 @@ let output = "";
 
 export async function setup(project: TestProject): Promise<() => Promise<void>> {
   folder = await mkdtemp(join(tmpdir(), "memreader-ts-"));
-  const keys = { admin: newKey(), alice: newKey(), bob: newKey() };
-  const entry = (name: string, key: string, users: string[]) =>
-    `    - {name: ${name}, sha256: ${sha256(key)}, users: ${JSON.stringify(users)}}`;
+  const keys = { admin: newKey(), alice: newKey(), bob: newKey(), carolTask: newKey() };
+  // An entry of the keys list: the key's hash, never the key (memreader/service/keys.py).
+  const entry = (name: string, key: string, users: string[], tasks?: string[]) =>
+    `    - ${JSON.stringify({ name, sha256: sha256(key), users, ...(tasks && { tasks }) })}`;
   const config = [
     "backend: simple_struct",
     "config:",
@@ -49,6 +51,8 @@ export async function setup(project: TestProject): Promise<() => Promise<void>> 
     entry("admin", keys.admin, ["*"]),
     entry("alice-app", keys.alice, ["alice"]),
     entry("bob-app", keys.bob, ["bob"]),
+    // Limited to two of carol's tasks (scope walls: memreader/service/scope_walls.py).
+    entry("carol-tasks", keys.carolTask, ["carol"], ["t1", "t2"]),
     "",
   ].join("\n");
   const configPath = join(folder, "service.yaml");
