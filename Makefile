@@ -11,7 +11,7 @@ RUNTIME_STAMP := $(VENV)/.installed-runtime
 DEV_STAMP := $(VENV)/.installed-dev
 SERVICE_STAMP := $(VENV)/.installed-service
 
-.PHONY: demo test serve install install-dev lint typecheck bench clean docs docs-build
+.PHONY: demo test test-ts serve install install-dev lint typecheck bench clean docs docs-build
 
 $(RUNTIME_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -55,6 +55,15 @@ TEST_WORKERS ?= 2
 test: $(DEV_STAMP)
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 	$(MAKE) docs-build
+	$(MAKE) test-ts
+
+# The TypeScript client (clients/typescript): its packages as package-lock.json pins them, a
+# type check and prettier's, then its tests, which start a real `memreader serve` from this venv (and check
+# that its types, generated from the service's OpenAPI, are not stale).
+test-ts: $(DEV_STAMP)
+	cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error
+	cd clients/typescript && npm run typecheck && npm run lint
+	cd clients/typescript && MEMREADER_PYTHON=$(abspath $(PY)) npm test
 
 # The documentation site (mkdocs.yml): its reference pages are generated from the code on every
 # build, and nothing in it is fetched from the network. `docs` serves it on 127.0.0.1:8000;
@@ -77,4 +86,4 @@ bench: $(DEV_STAMP)
 	$(PY) benchmarks/fine_mode.py
 
 clean:
-	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache .hypothesis clients/typescript/node_modules

@@ -18,7 +18,9 @@ block says how to treat it, ``<!-- readme-test: KIND ARG -->``:
   (``reader all-fields`` must also name every field of the simple reader's config); a YAML
   block without a marker fails;
 - ``json`` and ``toml`` parse; ``text``/``markdown`` are shown output, checked with ``pipeline``
-  (the default reader's steps), ``file`` or ``excerpt``.
+  (the default reader's steps), ``file`` or ``excerpt``;
+- ``ts`` (TypeScript) must be a ``file`` or ``excerpt`` of a file under ``clients/typescript``,
+  whose own tests (``npm test``, part of ``make test``) type-check and run it.
 
 The reference pages (configuration, command line, HTTP) are written from the code by
 ``docs/hooks/`` on every ``mkdocs build`` (``make docs-build``, part of ``make test``, builds the
@@ -375,7 +377,16 @@ def check_text(block: Block) -> None:
         assert shown == str(reader.pipeline).splitlines()
 
 
-CHECKED = [b for b in BLOCKS if b.lang in ("yaml", "json", "toml", "text", "markdown")]
+def check_typescript(block: Block) -> None:
+    if block.kind not in ("file", "excerpt") or not block.arg.startswith("clients/typescript/"):
+        raise AssertionError(
+            f"{block.where}: a TypeScript block is a file the client's tests run: mark it "
+            "`readme-test: file clients/typescript/...` (or excerpt)"
+        )
+    _in_file(block)
+
+
+CHECKED = [b for b in BLOCKS if b.lang in ("yaml", "json", "toml", "text", "markdown", "ts")]
 
 
 @pytest.mark.parametrize("block", CHECKED, ids=lambda b: b.id)
@@ -387,12 +398,14 @@ def test_data_block_is_valid(block: Block, monkeypatch: pytest.MonkeyPatch) -> N
         json.loads(block.text)
     elif block.lang == "toml":
         pytest.importorskip("tomllib").loads(block.text)  # Python 3.11+
+    elif block.lang == "ts":
+        check_typescript(block)
     else:
         check_text(block)
 
 
 def test_every_block_is_covered() -> None:
-    known = {"python", "sh", "bash", "yaml", "json", "toml", "text", "markdown"}
+    known = {"python", "sh", "bash", "yaml", "json", "toml", "text", "markdown", "ts"}
     unknown = [(b.where, b.lang) for b in BLOCKS if b.lang not in known]
     assert not unknown, f"blocks of no known language (where, language): {unknown}"
     skips = [(b.where, b.arg) for b in BLOCKS if b.kind == "skip"]
