@@ -24,7 +24,7 @@ from langgraph.store.base import (
     SearchOp,
 )
 
-from memreader import Memory
+from memreader import AsyncMemory, Memory
 from memreader.errors import InputError
 from memreader.integrations.langgraph import MemReaderItem, MemReaderStore
 
@@ -383,3 +383,17 @@ def test_langmem_shaped_calls_work(memory: Memory) -> None:
     assert store.get(("memories", "ana"), key).value == value  # type: ignore[union-attr]
     store.delete(("memories", "ana"), key)
     assert store.search(("memories", "ana"), query="window") == []
+
+
+def test_unicode_namespaces_and_keys_and_json_shapes_round_trip() -> None:
+    held = AsyncMemory({"config": {"embedder": {"backend": "hash"}}}, store="sqlite://:memory:")
+    store = MemReaderStore(held, user_id="ana")  # an AsyncMemory's Memory serves the store
+    namespace = ("記憶", "ana", "café ☕")
+    store.put(namespace, "clé/1 ü", {"tuple": (1, 2.5), "big": 2**62, "s": "日本語 🎉"})
+    item = store.get(namespace, "clé/1 ü")
+    assert item is not None and item.value == {"tuple": [1, 2.5], "big": 2**62, "s": "日本語 🎉"}
+    assert store.list_namespaces(prefix=("記憶",)) == [namespace]
+    assert [hit.key for hit in store.search(("記憶",), query="日本語")] == ["clé/1 ü"]
+    assert store.get((), "k") is None  # nothing is ever put there
+    store.delete((), "k")
+    held.memory.close()

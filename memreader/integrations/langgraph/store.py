@@ -24,7 +24,6 @@ embedding config (memreader's embedder embeds: ``index`` takes only ``fields``).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Collection, Iterable, Mapping
 from datetime import datetime, timezone
 from typing import Any
@@ -64,8 +63,6 @@ from memreader.integrations.langgraph.values import (
 )
 
 __all__ = ["MemReaderStore"]
-
-logger = logging.getLogger(__name__)
 
 
 class MemReaderStore(BaseStore):
@@ -133,6 +130,8 @@ class MemReaderStore(BaseStore):
     # -- one op each ---------------------------------------------------------------------------
 
     def _run(self, op: Op) -> Result:
+        if isinstance(op, (GetOp, PutOp)) and not op.namespace:
+            return None  # no item is ever put there (put refuses it): nothing to get or delete
         if isinstance(op, GetOp):
             found = find_key(self.memory, self.owners.owner(op.namespace), op.namespace, op.key)
             return item_of(found) if found is not None else None
@@ -213,12 +212,11 @@ def _check(op: Any) -> None:
     if not isinstance(op, (GetOp, PutOp, SearchOp, ListNamespacesOp)):
         raise InputError(f"batch: unknown operation {type(op).__name__}")
     validate_op_namespace(op)
-    if isinstance(op, (GetOp, PutOp)):
+    if isinstance(op, (GetOp, PutOp)) and not isinstance(op.key, str):
+        raise InputError(f"a key must be a string, got {op.key!r}")
+    if isinstance(op, PutOp) and op.value is not None:
         if not op.namespace:
             raise InvalidNamespaceError("Namespace cannot be empty.")
-        if not isinstance(op.key, str) or not op.key:
-            raise InputError(f"a key must be a non-empty string, got {op.key!r}")
-    if isinstance(op, PutOp) and op.value is not None:
         if op.namespace[0] == "langgraph":
             raise InvalidNamespaceError(
                 f'Root label for namespace cannot be "langgraph". Got: {op.namespace}'
