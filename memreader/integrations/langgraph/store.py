@@ -61,6 +61,8 @@ from memreader.integrations.langgraph.values import (
     indexed_text,
     json_text,
 )
+from memreader.stores import WriteEvent
+from memreader.stores.write_decisions import content_hash
 
 __all__ = ["MemReaderStore"]
 
@@ -152,28 +154,38 @@ class MemReaderStore(BaseStore):
             return
         value = checked_value(op.value, "put")
         index = checked_index(op.index, "put: index")
-        paths = self.fields if index is True else index or WHOLE_VALUE
-        text = indexed_text(value, paths)
+        text = indexed_text(value, self.fields if index is True else index or WHOLE_VALUE)
         old_entry = stored_entry(old) if old is not None else None
-        if old is not None and old_entry is not None and old.item.memory == text:
-            same_index = old_entry.get("index") == (
-                list(index) if isinstance(index, tuple) else index
-            )
-            if same_index and json_text(old_entry["value"]) == json_text(value):
-                return  # the same item put again: nothing changes (no new history)
-            self.memory.delete(old.id, user_id=owner)  # same text: its row holds the new value
-            old = None
-        now = datetime.now(timezone.utc)
-        info = put_info(namespace, key, value, index, now, old_entry, old.id if old else None)
-        self.memory.add_memory(
+        # memreader knows a memory by its text: the same text (once normalised) is the same row
+        same_text = old is not None and content_hash(old.item.memory) == content_hash(text)
+        if same_text and old_entry is not None and _unchanged(old_entry, value, index):
+            return  # the same item put again: nothing changes (no new history)
+        replaced = old.id if old is not None and not same_text else None
+        info = put_info(
+            namespace, key, value, index, datetime.now(timezone.utc), old_entry, replaced
+        )
+        if same_text and old is not None:  # its row takes the new value: expired, then again
+            self.memory.delete(old.id, user_id=owner)
+        event = self._add(text, owner, namespace, key, info)
+        if replaced is None:
+            return
+        # The new version is written first, so a failed write leaves the old value in place;
+        # one memreader took for the old version seen again (a near duplicate) is written
+        # again once the old one is expired, when nothing is left to merge it into.
+        self.memory.delete(replaced, user_id=owner)
+        if event.memory_id == replaced:
+            self._add(text, owner, namespace, key, info)
+
+    def _add(
+        self, text: str, owner: str, namespace: tuple[str, ...], key: str, info: dict[str, Any]
+    ) -> WriteEvent:
+        return self.memory.add_memory(
             text,
             user_id=owner,
             session_id=namespace_session(namespace),
             task_id=key_task(namespace, key),
             metadata=info,
         )
-        if old is not None:  # written first, so a failed write leaves the old value in place
-            self.memory.delete(old.id, user_id=owner)
 
     def _namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         conditions = tuple(op.match_conditions or ())
@@ -204,6 +216,12 @@ def _fields(index: Mapping[str, Any] | None) -> tuple[str, ...]:
     fields = index.get("fields")
     checked = checked_index(fields, "index['fields']") if fields is not None else True
     return checked if isinstance(checked, tuple) else WHOLE_VALUE
+
+
+def _unchanged(entry: Mapping[str, Any], value: dict[str, Any], index: Any) -> bool:
+    """Whether a stored item ``entry`` holds ``value`` put with ``index`` already."""
+    kept_index = list(index) if isinstance(index, tuple) else index
+    return entry.get("index") == kept_index and json_text(entry["value"]) == json_text(value)
 
 
 def _check(op: Any) -> None:
