@@ -60,6 +60,7 @@ def test_the_retriever_async_and_filters(memory: Memory) -> None:
         ({"memory": "not a memory", "user_id": "ana"}, "must be a memreader Memory, got str"),
         ({"user_id": ""}, "user_id must be a non-empty string"),
         ({"user_id": "ana", "k": 0}, "greater than or equal to 1"),
+        ({"user_id": "ana", "filters": {"sesion_id": "x"}}, "has no filter 'sesion_id'"),
     ],
 )
 def test_a_bad_retriever_is_refused(memory: Memory, arguments: Any, message: str) -> None:

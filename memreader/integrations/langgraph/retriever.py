@@ -1,6 +1,6 @@
 """memreader as a LangChain retriever: :class:`MemReaderRetriever`, a
 ``langchain_core.retrievers.BaseRetriever`` over ``Memory.search`` for one user, whose
-``Document``\\ s carry where each memory came from in their ``metadata`` (the memory as
+``Document`` objects carry where each memory came from in their ``metadata`` (the memory as
 memreader's MCP tools show it: ``id``, ``session_id``, ``score``, ``sources`` with each
 source's message, speaker, time, span and quote).
 
@@ -31,6 +31,7 @@ from memreader.front.inputs import check_user
 from memreader.front.memory import Memory
 from memreader.mcp.shapes import hit_json
 from memreader.stores.checks import MAX_K
+from memreader.stores.filters import SearchFilters
 
 __all__ = ["MemReaderRetriever", "hit_document"]
 
@@ -42,13 +43,12 @@ def hit_document(hit: Any) -> Document:
 
 
 class MemReaderRetriever(BaseRetriever):
-    """The ``k`` best memories of ``user_id`` for a query, as ``Document``\\ s (see the module
+    """The ``k`` best memories of ``user_id`` for a query, as ``Document`` objects (see the module
     docstring). ``filters``: ``Memory.search``'s (``session_id``, ``types``, ``since``,
     ``agent_id``, ``task_id``, ``min_score``...), fixed by whoever builds the retriever.
 
     Raises:
-        pydantic.ValidationError: (on construction) no ``memory``, a bad ``user_id`` or ``k``.
-        memreader.errors.InputError: (on a search) an empty query or a bad filter.
+        pydantic.ValidationError: no ``memory``, a bad ``user_id``, ``k`` or filter.
     """
 
     memory: Any
@@ -64,6 +64,12 @@ class MemReaderRetriever(BaseRetriever):
         if not isinstance(memory, Memory):
             raise ValueError(f"memory must be a memreader Memory, got {type(memory).__name__}")
         return memory
+
+    @field_validator("filters")
+    @classmethod
+    def _known_filters(cls, filters: dict[str, Any]) -> dict[str, Any]:
+        SearchFilters.of(filters)  # an unknown name or bad value fails here, not at a search
+        return filters
 
     @field_validator("user_id")
     @classmethod

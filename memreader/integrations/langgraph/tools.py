@@ -1,5 +1,5 @@
 """memreader as LangChain tools for one user: ``remember``, ``recall`` and ``context``
-(:func:`memory_tools`), ``StructuredTool``\\ s with typed arguments that any LangChain chat
+(:func:`memory_tools`), ``StructuredTool`` objects with typed arguments that any LangChain chat
 model can call, each a ``Memory`` call for the user the tools were made for. No argument
 names a user or a session: a model chooses what to remember and what to look for, never
 whose memories.
