@@ -104,6 +104,14 @@ def test_a_text_memreader_takes_for_the_old_one_still_replaces_it(
     assert len(memory.search("tea", user_id="ana")) == 2  # one active memory per key
 
 
+def test_a_search_without_query_lists_the_most_recently_put_first(store: MemReaderStore) -> None:
+    store.put(("n",), "a", {"text": "Ana drinks tea", "v": 1})
+    store.put(("n",), "b", {"text": "Ana reads poetry"})
+    store.put(("n",), "a", {"text": "Ana drinks tea", "v": 2})  # the same text: its row again
+    assert [item.key for item in store.search(("n",), limit=1)] == ["a"]
+    assert [item.key for item in store.search(("n",))] == ["a", "b"]
+
+
 def test_the_same_put_twice_changes_nothing(store: MemReaderStore, memory: Memory) -> None:
     store.put(("notes",), "drink", {"text": "Ana drinks tea"})
     first = store.get(("notes",), "drink")

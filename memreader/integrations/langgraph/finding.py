@@ -100,13 +100,13 @@ def _ranks(entry: dict[str, Any] | None) -> bool:
 
 
 def _listed(memory: Memory, owner: str, op: SearchOp, wanted: int) -> list[Item]:
-    kept: list[Item] = []
-    for stored in _store_items(memory, owner):
-        if _keeps(stored_entry(stored), op):
-            kept.append(item_of(stored, ranked=True))
-            if len(kept) == wanted:
-                break
-    return kept
+    """The ``wanted`` most recently put items: all are read, since a value put again with
+    the same text is its old row stored again, which ``get_all`` lists by its first time."""
+    kept = [
+        item_of(s, ranked=True) for s in _store_items(memory, owner) if _keeps(stored_entry(s), op)
+    ]
+    kept.sort(key=lambda item: item.updated_at, reverse=True)
+    return kept[:wanted]
 
 
 def _ranked(memory: Memory, owner: str, op: SearchOp, wanted: int) -> list[Item]:
