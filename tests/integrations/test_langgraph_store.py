@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any, TypedDict
 
@@ -27,6 +30,7 @@ from langgraph.store.base import (
 from memreader import AsyncMemory, Memory
 from memreader.errors import InputError
 from memreader.integrations.langgraph import MemReaderItem, MemReaderStore
+from tests.common import ROOT
 
 NESTED = {
     "text": "Ana drinks green tea every morning",
@@ -373,3 +377,17 @@ def test_unicode_namespaces_and_keys_and_json_shapes_round_trip() -> None:
     assert store.get((), "k") is None  # nothing is ever put there
     store.delete((), "k")
     held.memory.close()
+
+
+@pytest.mark.timeout(180)
+def test_import_memreader_loads_no_framework() -> None:
+    code = (
+        "import sys, memreader, memreader.integrations; "
+        "print(sorted(m for m in sys.modules if m.startswith(('langgraph', 'langchain'))))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # this checkout's memreader, not another's
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
