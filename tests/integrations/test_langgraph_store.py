@@ -222,6 +222,17 @@ def test_list_namespaces_by_prefix_suffix_depth_and_page(store: MemReaderStore) 
     assert ("a", "c", "f") not in store.list_namespaces()
 
 
+def test_bad_listing_arguments_are_refused(store: MemReaderStore) -> None:
+    with pytest.raises(InputError, match="max_depth must be a positive integer or None, got 0"):
+        store.list_namespaces(max_depth=0)
+    with pytest.raises(InputError, match="limit must be a non-negative integer, got -1"):
+        store.list_namespaces(limit=-1)
+    odd = ListNamespacesOp(match_conditions=(MatchCondition("infix", ("a",)),))  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="match type must be prefix or suffix, got 'infix'"):
+        store.batch([PutOp(("a",), "k", {"text": "x"}), odd])
+    assert store.get(("a",), "k") is None  # the batch failed before its put
+
+
 def test_the_async_twins_do_the_same(store: MemReaderStore) -> None:
     async def run() -> tuple[Any, ...]:
         await store.aput(("n", "ana"), "k", NESTED)

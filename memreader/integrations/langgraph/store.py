@@ -251,6 +251,18 @@ def _check(op: Any) -> None:
             number = getattr(op, name)
             if isinstance(number, bool) or not isinstance(number, int) or number < 0:
                 raise InputError(f"{name} must be a non-negative integer, got {number!r}")
+    if isinstance(op, ListNamespacesOp):
+        depth = op.max_depth
+        if depth is not None and (
+            isinstance(depth, bool) or not isinstance(depth, int) or depth < 1
+        ):
+            raise InputError(f"max_depth must be a positive integer or None, got {depth!r}")
+        for condition in op.match_conditions or ():
+            if condition.match_type not in ("prefix", "suffix"):
+                raise InputError(
+                    f"list_namespaces: match type must be prefix or suffix, "
+                    f"got {condition.match_type!r}"
+                )
     if isinstance(op, SearchOp) and op.query is not None and not isinstance(op.query, str):
         raise InputError(f"search: query must be a string, got {type(op.query).__name__}")
 
@@ -262,8 +274,6 @@ def _matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
         return False
     if condition.match_type == "prefix":
         pairs = zip(namespace, path, strict=False)
-    elif condition.match_type == "suffix":
+    else:  # "suffix" (batch checked it)
         pairs = zip(reversed(namespace), reversed(path), strict=False)
-    else:
-        raise InputError(f"list_namespaces: unknown match type {condition.match_type!r}")
     return all(want in (WILDCARD, label) for label, want in pairs)
