@@ -34,6 +34,7 @@ from memreader.front.memory import AddResult, Memory
 from memreader.stores import SearchHit, WriteEvent
 from memreader.stores.context import Context
 from memreader.stores.paging import MemoryPage
+from memreader.stores.records import StoredMemory
 
 __all__ = ["DEFAULT_TIMEOUT_S", "MemoryLike", "Verbs", "check_memory", "check_timeout"]
 
@@ -130,3 +131,14 @@ class Verbs:
         """:meth:`Memory.context <memreader.front.memory.Memory.context>`, awaited."""
         block: Context = await self._run("context", False, query, **keywords)
         return block
+
+    async def get(self, memory_id: str, **keywords: Any) -> StoredMemory | None:
+        """:meth:`Memory.get <memreader.front.memory.Memory.get>`, awaited."""
+        found: StoredMemory | None = await self._run("get", False, memory_id, **keywords)
+        return found
+
+    async def delete(self, memory_id: str, **keywords: Any) -> WriteEvent:
+        """:meth:`Memory.delete <memreader.front.removal.RemovalCalls.delete>` (it expires;
+        its history stays), awaited."""
+        event: WriteEvent = await self._run("delete", True, memory_id, **keywords)
+        return event
