@@ -47,22 +47,39 @@ def event_message(event: Event, skipped_tools: Collection[str] = ()) -> dict[str
     Calls of ``skipped_tools`` and their answers are left out (a memory tool's answer holds
     memories already kept: read again, each would be kept twice)."""
     content = event.content
-    if content is None or not content.parts:
-        return None
+    if content is None or not content.parts or event.partial:
+        return None  # nothing said, or a streamed piece of an event that follows whole
     parts = [part for part in content.parts if _tool_of(part) not in skipped_tools]
     lines = [line for part in parts if (line := _part_text(part, event.id))]
     if not lines:
         return None
-    answers = all(part.function_response is not None for part in parts)
-    role = "tool" if answers else "user" if content.role == "user" else "assistant"
-    message: dict[str, Any] = {"role": role, "content": "\n".join(lines)}
-    if event.author and event.author not in ("user", role):
+    message: dict[str, Any] = {"role": _role(event, parts), "content": "\n".join(lines)}
+    if event.author and event.author not in ("user", message["role"]):
         message["name"] = event.author  # the agent that spoke
     if event.id:
         message["message_id"] = event.id
-    when = datetime.fromtimestamp(event.timestamp, tz=timezone.utc)
-    message["chat_time"] = when.isoformat()
+    if (when := _time(event.timestamp)) is not None:
+        message["chat_time"] = when
     return message
+
+
+def _role(event: Event, parts: list[types.Part]) -> str:
+    """``tool`` for a function's answers, ``user`` for what the user said (ADK's ``user``
+    content, or the user's event without a role), else ``assistant``."""
+    if all(part.function_response is not None for part in parts):
+        return "tool"
+    role = event.content.role if event.content is not None else None
+    return "user" if role == "user" or (role is None and event.author == "user") else "assistant"
+
+
+def _time(timestamp: Any) -> str | None:
+    """An event's timestamp (seconds since the epoch) in ISO 8601 (``None``: not a time)."""
+    if isinstance(timestamp, bool) or not isinstance(timestamp, int | float):
+        return None
+    try:
+        return datetime.fromtimestamp(timestamp, tz=timezone.utc).isoformat()
+    except (OverflowError, OSError, ValueError):  # NaN, or beyond what a datetime holds
+        return None
 
 
 def _tool_of(part: types.Part) -> str | None:

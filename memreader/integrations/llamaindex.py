@@ -19,7 +19,8 @@ every block for what to add to the prompt. :class:`MemreaderMemoryBlock` is such
 ('memreader', 'context')
 
 The block is bound to one ``user_id`` (and optionally an ``agent_id`` and ``task_id``): a
-LlamaIndex session id is a conversation, never a user. Text, tool calls and tool results are
+LlamaIndex session id is a conversation, never a user. Text, tool calls (tool-call blocks, or
+``additional_kwargs["tool_calls"]`` as older LLM integrations keep them) and tool results are
 read; an image, audio, video or document block is kept as a marker (``[image]``) and logged,
 never fetched or opened (content is not the operator); reasoning blocks are left out. A failing
 store or a passed deadline raises memreader's typed error from LlamaIndex's ``put`` or ``get``.
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from llama_index.core.base.llms.types import (
@@ -182,6 +184,8 @@ def _text(message: ChatMessage, index: int | None = None) -> str:
     """The text of ``message``'s blocks: text as is, a tool call as a line naming it, another
     media block as a marker (logged: its content is not read)."""
     lines: list[str] = []
+    if not any(isinstance(block, ToolCallBlock) for block in message.blocks):
+        lines.extend(_kwargs_tool_calls(message.additional_kwargs))
     for block in message.blocks:
         if isinstance(block, TextBlock):
             lines.append(block.text)
@@ -194,6 +198,27 @@ def _text(message: ChatMessage, index: int | None = None) -> str:
             if index is not None:
                 logger.warning("message %d: its %s block is kept as a marker only", index, kind)
     return "\n".join(line for line in lines if line)
+
+
+def _kwargs_tool_calls(extra: Mapping[Any, Any]) -> list[str]:
+    """The tool calls an older LlamaIndex LLM keeps in ``additional_kwargs["tool_calls"]``
+    (OpenAI's shape, as dicts or the SDK's objects), each as a line naming it."""
+    calls = extra.get("tool_calls")
+    if not isinstance(calls, list):
+        return []
+    lines = []
+    for call in calls:
+        function = _field(call, "function")
+        name, arguments = _field(function, "name"), _field(function, "arguments")
+        if isinstance(name, str) and name:
+            if not isinstance(arguments, str):
+                arguments = json.dumps(arguments or {}, ensure_ascii=False, default=str)
+            lines.append(f"[called {name} with {arguments}]")
+    return lines
+
+
+def _field(value: Any, name: str) -> Any:
+    return value.get(name) if isinstance(value, Mapping) else getattr(value, name, None)
 
 
 def hit_line(hit: SearchHit) -> str:

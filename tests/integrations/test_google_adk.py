@@ -384,3 +384,31 @@ def test_an_adk_runner_recalls_through_load_memory_and_keeps_the_new_session(
     # already) are not read again.
     assert [s.role for s in today.item.metadata.sources] == ["user", "assistant"]
     assert "load_memory" not in today.item.memory
+
+
+def test_events_without_words_partial_pieces_or_a_role_are_read_as_adk_means_them(
+    memory: Memory,
+) -> None:
+    service = MemreaderMemoryService(memory, users=["ana"])
+    no_role = types.Content(parts=[types.Part(text="I moved to Lisbon.")])
+    events = [
+        Event(author="user", timestamp=T0, content=no_role),  # the user's, no role given
+        Event(author="chef", timestamp=T0 + 1, partial=True, content=no_role),  # streamed piece
+        Event(author="chef", timestamp=T0 + 2),  # a state change: nothing said
+        Event(
+            author="chef",
+            timestamp=float("nan"),
+            content=types.Content(parts=[types.Part(text="Welcome!")]),
+        ),
+    ]
+    asyncio.run(
+        service.add_events_to_memory(app_name="chef", user_id="ana", events=events, session_id="s9")
+    )
+    (stored,) = memory.get_all(user_id="ana")
+    sources = stored.item.metadata.sources
+    assert [(s.role, s.name, s.content) for s in sources] == [
+        ("user", None, "I moved to Lisbon."),
+        ("assistant", "chef", "Welcome!"),
+    ]
+    assert [s.message_id for s in sources] == [events[0].id, events[3].id]
+    assert sources[1].chat_time is None  # not a time: left out, not invented

@@ -190,3 +190,33 @@ def test_bad_arguments_are_validation_errors_naming_the_field(
     with pytest.raises(ValidationError, match=message) as raised:
         MemreaderMemoryBlock(**given)
     assert [error["loc"] for error in raised.value.errors()] == [(field,)]
+
+
+def test_tool_calls_kept_the_older_way_in_additional_kwargs_are_read(memory: Memory) -> None:
+    openai_shaped = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "weather", "arguments": '{"city": "Lisbon"}'},
+    }
+    chat = chat_memory(MemreaderMemoryBlock(memory=memory, user_id="ana"))
+    chat.put_messages(
+        [
+            ChatMessage(role="user", content="Will it rain in Lisbon?"),
+            ChatMessage(
+                role="assistant", content="", additional_kwargs={"tool_calls": [openai_shaped]}
+            ),
+            ChatMessage(
+                role="tool",
+                content="Sunny, 24 C.",
+                additional_kwargs={"tool_call_id": "call_1", "name": "weather", "id": 3},
+            ),
+        ]
+    )
+    chatter(chat)
+    (hit,) = memory.search("rain in Lisbon", user_id="ana", k=1)
+    said = [(s.role, s.name, s.content) for s in hit.memory.item.metadata.sources[:3]]
+    assert said == [
+        ("user", None, "Will it rain in Lisbon?"),
+        ("assistant", None, '[called weather with {"city": "Lisbon"}]'),
+        ("tool", "weather", "Sunny, 24 C."),
+    ]
