@@ -81,7 +81,8 @@ class MemoryToolset(FunctionToolset[DepsT], Generic[DepsT]):
         user_id: the user every call reads and writes.
         user_of: instead of ``user_id``, a function of the run's ``deps`` giving its user (e.g.
             ``lambda deps: deps.user_id``); never an argument a model sends.
-        users: the users ``user_of`` may give (``None``: any); another is refused.
+        users: the users ``user_of`` may give (``None``: any); another is refused (with
+            ``user_id``, the one user is all it serves).
         agent_id, task_id: the scope memories are kept and searched in
             (:mod:`memreader.scopes`).
         session_id: the session a remembered fact belongs to (``None``: the run's
@@ -90,8 +91,9 @@ class MemoryToolset(FunctionToolset[DepsT], Generic[DepsT]):
         max_retries, id: as ``FunctionToolset`` takes them.
 
     Raises:
-        InputError: neither or both of ``user_id`` and ``user_of``; a bad user, scope,
-            session or timeout; ``memory`` is not a Memory or AsyncMemory.
+        InputError: neither or both of ``user_id`` and ``user_of``; ``users`` without
+            ``user_of``; a bad user, scope, session or timeout; ``memory`` is not a Memory or
+            AsyncMemory.
 
     >>> from memreader import Memory
     >>> m = Memory({"config": {"embedder": {"backend": "hash"}}}, store="sqlite://:memory:")
@@ -116,6 +118,8 @@ class MemoryToolset(FunctionToolset[DepsT], Generic[DepsT]):
         where = "MemoryToolset"
         if (user_id is None) == (user_of is None):
             raise InputError(f"{where} takes exactly one of user_id= or user_of= (a deps -> user)")
+        if users is not None and user_of is None:
+            raise InputError(f"{where}: users= limits what user_of= gives; user_id= names one")
         self._verbs = Verbs(memory, timeout_s=timeout_s, where=where)
         self._user_id = check_user(user_id, f"{where}()") if user_id is not None else None
         self._user_of = user_of
@@ -124,8 +128,8 @@ class MemoryToolset(FunctionToolset[DepsT], Generic[DepsT]):
             "agent_id": check_scope_id(agent_id, "agent_id"),
             "task_id": check_scope_id(task_id, "task_id"),
         }
-        if session_id is not None:
-            check_user(session_id, f"{where}(session_id=...)")  # the same rule: non-empty text
+        if session_id is not None and (not isinstance(session_id, str) or not session_id.strip()):
+            raise InputError(f"{where}: session_id must be a non-empty string, got {session_id!r}")
         self._session_id = session_id
         super().__init__([self.remember, self.recall, self.context], max_retries=max_retries, id=id)
 

@@ -217,6 +217,8 @@ def test_a_call_past_the_callers_deadline_stops(memory: Memory) -> None:
         ({"user_id": ""}, "user_id must be a non-empty string"),
         ({"user_of": str, "users": "ana"}, "a collection of user ids, not one string"),
         ({"user_id": "ana", "task_id": ""}, "task_id"),
+        ({"user_id": "ana", "users": ["ana"]}, "users= limits what user_of= gives"),
+        ({"user_id": "ana", "session_id": " "}, "session_id must be a non-empty string"),
         ({"user_id": "ana", "timeout_s": 0}, "timeout_s must be a number of seconds > 0"),
     ],
 )
