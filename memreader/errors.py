@@ -20,8 +20,8 @@ drawing to the classes)::
     │   ├── InvalidInfoError
     │   ├── InvalidCursorError
     │   ├── MemOSItemError
-    │   ├── ForbiddenUserError                mcp/users.py
-    │   ├── ForbiddenScopeError               service/scope_walls.py
+    │   ├── ForbiddenUserError
+    │   ├── ForbiddenScopeError
     │   ├── UnknownResourceError              mcp/resources.py
     │   └── DocumentError
     │       ├── FetchError
@@ -175,6 +175,18 @@ def _location(scene: int | None, message: int | None, part: int | None) -> str:
 class InvalidCursorError(InputError):
     """A listing's ``cursor`` is not one a listing gave (``Memory.get_all``, ``GET
     /v1/memories``, ``memreader list``): pass the ``next_cursor`` of the page before."""
+
+
+class ForbiddenUserError(InputError):
+    """A call named a user its caller may not touch: another user than the one an MCP server
+    (stdio) or an adapter serves, or one an HTTP key is not limited to (HTTP: 403
+    ``forbidden-user``)."""
+
+
+class ForbiddenScopeError(InputError):
+    """A call named an agent or a task its key (or adapter) is not limited to, changed a memory
+    outside them, or asked for what spans every task of the owner (HTTP: 403
+    ``forbidden-scope``)."""
 
 
 class MemOSItemError(InputError):

@@ -12,8 +12,8 @@
 
 It serves the users its constructor names (``users=["ana"]``), or any user when told so by
 name (``users=ANY_USER``); ``apps=`` may also restrict the apps. A call for another user is
-refused with :class:`~memreader.mcp.users.ForbiddenUserError`, for another app with
-:class:`~memreader.service.scope_walls.ForbiddenScopeError`. Other bad input is ADK's
+refused with :class:`~memreader.errors.ForbiddenUserError`, for another app with
+:class:`~memreader.errors.ForbiddenScopeError`. Other bad input is ADK's
 ``InputValidationError``; an unknown memory id ADK's ``NotFoundError``; a failing store or a
 passed deadline memreader's ``StoreError`` / ``DeadlineExceeded``.
 
@@ -41,14 +41,12 @@ from google.adk.memory.memory_entry import MemoryEntry
 from google.adk.sessions.session import Session
 from typing_extensions import override
 
-from memreader.errors import InputError, UnknownMemoryError
+from memreader.errors import ForbiddenScopeError, ForbiddenUserError, InputError, UnknownMemoryError
 from memreader.front.inputs import check_user
 from memreader.integrations.awaited import DEFAULT_TIMEOUT_S, Verbs
 from memreader.integrations.google_adk_events import entry_of, event_message
-from memreader.mcp.users import ForbiddenUserError
 from memreader.modes import ReadMode
 from memreader.scopes import check_scope_id
-from memreader.service.scope_walls import ForbiddenScopeError
 from memreader.stores.paging import MAX_PAGE
 
 __all__ = ["ANY_USER", "MEMORY_TOOLS", "MemreaderMemoryService"]

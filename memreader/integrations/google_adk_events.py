@@ -31,7 +31,7 @@ from google.adk.events.event import Event
 from google.adk.memory.memory_entry import MemoryEntry
 from google.genai import types
 
-from memreader.mcp.shapes import hit_json
+from memreader.answers.shapes import hit_json
 from memreader.stores import SearchHit
 
 __all__ = ["entry_of", "event_message"]

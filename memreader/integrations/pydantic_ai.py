@@ -8,7 +8,7 @@ not fit):
   (the tool call's id and the run's id kept in its metadata: where it came from);
 - ``recall(query, k, session_id, category, since, until)``: the best memories for ``query``, each
   with its id, text, score and sources (the session, message, speaker, time and quoted span of
-  what it was read from: :func:`memreader.mcp.shapes.hit_json`); no ``query``: the newest;
+  what it was read from: :func:`memreader.answers.shapes.hit_json`); no ``query``: the newest;
 - ``context(query, max_tokens)``: the memories for ``query`` as one block for a prompt, and the
   parts it shows (memory ids, spans, sources).
 
@@ -42,12 +42,11 @@ from pydantic_ai import ModelRetry, RunContext
 from pydantic_ai.toolsets import FunctionToolset
 from pydantic_core import to_jsonable_python
 
-from memreader.errors import InputError
+from memreader.answers.shapes import hit_json, listed, memory_json
+from memreader.answers.sizes import MAX_ID_CHARS, MAX_K, MAX_QUERY_CHARS, MAX_TEXT_CHARS, MAX_TOKENS
+from memreader.errors import ForbiddenUserError, InputError
 from memreader.front.inputs import check_user
 from memreader.integrations.awaited import DEFAULT_TIMEOUT_S, Verbs
-from memreader.mcp.limits import MAX_ID_CHARS, MAX_K, MAX_QUERY_CHARS, MAX_TEXT_CHARS, MAX_TOKENS
-from memreader.mcp.shapes import hit_json, listed, memory_json
-from memreader.mcp.users import ForbiddenUserError
 from memreader.scopes import check_scope_id
 from memreader.stores.context import DEFAULT_CONTEXT_TOKENS, MIN_CONTEXT_TOKENS
 from memreader.stores.records import StoredMemory

@@ -11,6 +11,7 @@ resources. Over stdio it serves the one user named at start; over streamable HTT
 - :mod:`memreader.mcp.tools` and :mod:`memreader.mcp.arguments`: the tools and their schemas;
 - :mod:`memreader.mcp.resources`: the Markdown files under ``memreader://users/...`` URIs;
 - :mod:`memreader.mcp.users`: who the caller is and whose memories it may touch;
-- :mod:`memreader.mcp.limits` and :mod:`memreader.mcp.shapes`: sizes, deadlines, answers;
+- :mod:`memreader.mcp.deadlines`: each call's deadline; its sizes and answers are
+  :mod:`memreader.answers` (shared with the framework adapters);
 - :mod:`memreader.mcp.stdio` and :mod:`memreader.mcp.http`: the two transports.
 """

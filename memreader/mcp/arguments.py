@@ -1,6 +1,6 @@
 """The arguments of each MCP tool, as pydantic models: their JSON schemas are what a client
 lists (every field described for a model to read), and the same models check what a call sends
-(sizes from :mod:`memreader.mcp.limits`; an unknown field is refused, never ignored).
+(sizes from :mod:`memreader.answers.sizes`; an unknown field is refused, never ignored).
 
 >>> sorted(Recall.model_json_schema()["properties"])  # doctest: +NORMALIZE_WHITESPACE
 ['agent_id', 'category', 'cursor', 'k', 'query', 'session_id', 'since', 'task_id', 'until',
@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
-from memreader.mcp.limits import (
+from memreader.answers.sizes import (
     MAX_CONTENT_CHARS,
     MAX_ID_CHARS,
     MAX_K,
@@ -58,7 +58,7 @@ _ERASE = "true: erased for good, irreversible: only when the user asks to erase.
 
 def _optional(description: str | None = None) -> Any:
     """An optional name-like argument (a session, category, document, reason): absent, or
-    1 to :data:`~memreader.mcp.limits.MAX_ID_CHARS` characters."""
+    1 to :data:`~memreader.answers.sizes.MAX_ID_CHARS` characters."""
     return Field(default=None, min_length=1, max_length=MAX_ID_CHARS, description=description)
 
 

@@ -20,10 +20,10 @@ from urllib.parse import quote, unquote
 
 import mcp_types as types
 
+from memreader.answers.sizes import MAX_RESOURCE_CHARS, clipped
 from memreader.categories.markdown import INDEX, render_file, render_memory
 from memreader.errors import InputError
 from memreader.front.memory import Memory
-from memreader.mcp.limits import MAX_RESOURCE_CHARS, clipped
 
 __all__ = [
     "MARKDOWN",
@@ -108,7 +108,7 @@ def list_resources(memory: Memory, users: list[str]) -> list[types.Resource]:
 
 def read_resource(memory: Memory, user_id: str, file: str) -> str:
     """The Markdown text of ``user_id``'s ``file`` (blocking: it reads the store), at most
-    :data:`~memreader.mcp.limits.MAX_RESOURCE_CHARS` characters.
+    :data:`~memreader.answers.sizes.MAX_RESOURCE_CHARS` characters.
 
     Raises:
         UnknownResourceError: the user's memory has no such file.

@@ -26,9 +26,10 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from memreader._version import __version__
+from memreader.answers.sizes import clipped
 from memreader.calls.deadlines import Deadline, in_thread
 from memreader.errors import InputError, MemReaderError
-from memreader.mcp.limits import DEFAULT_TIMEOUT_S, clipped, within
+from memreader.mcp.deadlines import DEFAULT_TIMEOUT_S, within
 from memreader.mcp.resources import (
     TEMPLATES,
     UnknownResourceError,

@@ -22,15 +22,7 @@ import mcp_types as types
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
-from memreader.categories.markdown import INDEX, category_file
-from memreader.errors import InputError, UnknownMemoryError
-from memreader.front.async_memory import AsyncMemory
-from memreader.front.config import ConfigLike
-from memreader.mcp import arguments as a
-from memreader.mcp.limits import MAX_LISTED, MAX_MEMORY_CHARS, clipped
-from memreader.mcp.resources import resource_uri
-from memreader.mcp.schemas import compact_schema
-from memreader.mcp.shapes import (
+from memreader.answers.shapes import (
     category_json,
     entry_json,
     event_json,
@@ -39,6 +31,14 @@ from memreader.mcp.shapes import (
     memory_json,
     problems_json,
 )
+from memreader.answers.sizes import MAX_LISTED, MAX_MEMORY_CHARS, clipped
+from memreader.categories.markdown import INDEX, category_file
+from memreader.errors import InputError, UnknownMemoryError
+from memreader.front.async_memory import AsyncMemory
+from memreader.front.config import ConfigLike
+from memreader.mcp import arguments as a
+from memreader.mcp.resources import resource_uri
+from memreader.mcp.schemas import compact_schema
 from memreader.stores import EraseReceipt, SourceSelector
 
 __all__ = ["TOOLS", "Tool", "Workbench"]

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from memreader.errors import InputError, MemReaderError
+from memreader.errors import ForbiddenUserError, InputError, MemReaderError
 from memreader.service.keys import LOCAL_PRINCIPAL, KeyRing, Principal
 
 __all__ = [
@@ -39,10 +39,6 @@ __all__ = [
 #: The name of the principal of a stdio server (and of a keyless HTTP one with ``--user-id``).
 STDIO = "stdio"
 _ECHO = 200
-
-
-class ForbiddenUserError(InputError):
-    """A call named a user this server (stdio) or this key (HTTP) may not touch."""
 
 
 class UnauthorizedError(MemReaderError):

@@ -32,6 +32,7 @@ from memreader.errors import (
     ConflictError,
     DeadlineExceeded,
     EmbeddingError,
+    ForbiddenScopeError,
     InputError,
     InternalError,
     MemReaderError,
@@ -40,7 +41,6 @@ from memreader.errors import (
     UnsupportedModeError,
 )
 from memreader.service.redact import PathScrub
-from memreader.service.scope_walls import ForbiddenScopeError
 
 __all__ = ["PROBLEM_TYPE", "ProblemError", "capped", "problem_for", "problem_response", "shown"]
 

@@ -24,16 +24,11 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from memreader.errors import InputError, UnknownMemoryError
+from memreader.errors import ForbiddenScopeError, InputError, UnknownMemoryError
 from memreader.scopes import check_scope_id, scope_columns
 from memreader.service.keys import Principal
 
 __all__ = ["ForbiddenScopeError", "check_change", "check_whole_owner", "key_sees", "scope_of"]
-
-
-class ForbiddenScopeError(InputError):
-    """A call named an agent or a task its key is not limited to, changed a memory outside
-    them, or asked for what spans every task of the owner (HTTP: 403 ``forbidden-scope``)."""
 
 
 def scope_of(principal: Principal, agent_id: Any, task_id: Any) -> tuple[str | None, str | None]:

@@ -26,10 +26,8 @@ from google.adk.tools import load_memory
 from google.genai import types
 
 from memreader import AsyncMemory, Memory
-from memreader.errors import InputError, StoreError
+from memreader.errors import ForbiddenScopeError, ForbiddenUserError, InputError, StoreError
 from memreader.integrations.google_adk import ANY_USER, MemreaderMemoryService
-from memreader.mcp.users import ForbiddenUserError
-from memreader.service.scope_walls import ForbiddenScopeError
 
 CONFIG = {"config": {"embedder": {"backend": "hash"}}}
 T0 = datetime(2026, 3, 1, 9, 30, tzinfo=timezone.utc).timestamp()

@@ -23,9 +23,8 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
 
 from memreader import AsyncMemory, Memory
-from memreader.errors import DeadlineExceeded, InputError, StoreError
+from memreader.errors import DeadlineExceeded, ForbiddenUserError, InputError, StoreError
 from memreader.integrations.pydantic_ai import MemoryToolset
-from memreader.mcp.users import ForbiddenUserError
 
 CONFIG = {"config": {"embedder": {"backend": "hash"}}}
 

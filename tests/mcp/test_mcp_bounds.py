@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from memreader.mcp.limits import MAX_MEMORY_CHARS, MAX_SOURCES, MAX_TEXT_CHARS
+from memreader.answers.sizes import MAX_MEMORY_CHARS, MAX_SOURCES, MAX_TEXT_CHARS
 from memreader.mcp.server import MemoryServer
 from memreader.mcp.tools import Workbench
 from memreader.mcp.users import stdio_caller

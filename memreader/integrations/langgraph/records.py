@@ -33,7 +33,7 @@ from typing import Any
 from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.store.base import Item, SearchItem
 
-from memreader.mcp.shapes import memory_json
+from memreader.answers.shapes import memory_json
 from memreader.stores.records import StoredMemory
 
 __all__ = [

@@ -25,11 +25,11 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import Field, field_validator
 
+from memreader.answers.shapes import hit_json
 from memreader.calls.deadlines import in_thread
 from memreader.front.async_memory import AsyncMemory
 from memreader.front.inputs import check_user
 from memreader.front.memory import Memory
-from memreader.mcp.shapes import hit_json
 from memreader.stores.checks import MAX_K
 from memreader.stores.filters import SearchFilters
 

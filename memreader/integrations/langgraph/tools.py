@@ -24,12 +24,12 @@ from typing import Any
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field
 
+from memreader.answers.shapes import event_json, hit_json
 from memreader.calls.deadlines import in_thread
 from memreader.errors import InputError
 from memreader.front.async_memory import AsyncMemory
 from memreader.front.inputs import check_user
 from memreader.front.memory import Memory
-from memreader.mcp.shapes import event_json, hit_json
 
 __all__ = ["ContextArgs", "RecallArgs", "RememberArgs", "memory_tools"]
 

@@ -1,6 +1,7 @@
-"""What the MCP tools answer, as JSON-ready dicts a model reads easily: a memory's text, id,
-status and times, and where it came from (each source's conversation or document, message,
-speaker, time, character span and the quoted text), bounded (:mod:`memreader.mcp.limits`).
+"""What the MCP tools and the framework adapters answer, as JSON-ready dicts a model reads
+easily: a memory's text, id, status and times, and where it came from (each source's
+conversation or document, message, speaker, time, character span and the quoted text), bounded
+(:mod:`memreader.answers.sizes`).
 
 The same values the HTTP service answers (:mod:`memreader.stores.shapes`), fewer of them: no
 vectors, hashes or store internals, which only cost a model's context.
@@ -11,14 +12,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from memreader.items import SourceMessage
-from memreader.mcp.limits import (
+from memreader.answers.sizes import (
     MAX_LISTED,
     MAX_MEMORY_CHARS,
     MAX_QUOTE_CHARS,
     MAX_SOURCES,
     clipped,
 )
+from memreader.items import SourceMessage
 from memreader.steps.report import ReadReport
 from memreader.stores import HistoryEntry, SearchHit, StoredCategory, WriteEvent
 from memreader.stores.records import StoredMemory
