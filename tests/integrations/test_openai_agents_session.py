@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +22,7 @@ from memreader import AsyncMemory, Memory
 from memreader.errors import InputError
 from memreader.integrations.openai_agents import AgentsMemoryError, MemreaderSession
 from memreader.integrations.openai_agents.items import message_id
-from memreader.integrations.openai_agents.session import ITEM_TABLES
+from memreader.integrations.openai_agents.kept import ITEM_TABLES
 
 CONFIG = {"config": {"embedder": {"backend": "hash"}}}
 
@@ -92,7 +94,7 @@ def test_the_text_is_found_by_a_memory_search_with_its_session_and_message(
     assert by_id[message_id("chat-1", 0, USER)].content == USER["content"]
     assert by_id[message_id("chat-1", 5, PARTS)].role == "user"
     # Tool calls, their outputs and reasoning are kept, not read (by default).
-    assert session.last_read is not None
+    assert session.last_read is not None and len(session.last_read.results) == 1
     assert [(u.position, u.reason.split(" is kept")[0]) for u in session.last_read.unread] == [
         (2, "item type 'function_call'"),
         (3, "item type 'function_call_output'"),
@@ -200,6 +202,21 @@ def test_items_are_kept_in_the_stores_own_file(tmp_path: Path) -> None:
     assert sorted(path.name for path in tmp_path.glob("*.db")) == ["memories.db"]
 
 
+def test_an_erasing_clear_leaves_no_byte_of_the_items_in_the_file(tmp_path: Path) -> None:
+    secret = {"role": "user", "content": "My door code is zebra-4417."}
+    with Memory(CONFIG, store=f"sqlite:///{tmp_path / 'memories.db'}") as memory:
+        session = MemreaderSession("chat-1", memory, user_id="ana", on_clear="erase")
+        run(session.add_items([secret]))
+        run(session.add_items([USER]))
+        run(session.clear_session())
+        assert run(session.get_items()) == []
+        assert texts(memory, "door code") == []
+        # Checked while everything is open: closing the last connection checkpoints anyway.
+        for path in tmp_path.iterdir():  # the file, its write-ahead log, anything beside it
+            assert b"zebra-4417" not in path.read_bytes(), path.name
+        session.close()
+
+
 def test_items_db_names_another_file(tmp_path: Path, memory: Memory) -> None:
     session = MemreaderSession("chat-1", memory, user_id="ana", items_db=tmp_path / "items.db")
     run(session.add_items([USER]))
@@ -245,19 +262,28 @@ def test_concurrent_adds_keep_every_item_in_a_place_of_its_own(memory: Memory) -
     assert ids == {message_id("chat-1", n, item) for n, item in enumerate(kept)}
 
 
+@pytest.mark.parametrize(
+    ("refused", "why"),
+    [
+        # A part no parser reads: memreader names the message.
+        ({"role": "user", "content": [{"type": "input_video", "url": "x"}]}, "input_video"),
+        # A NUL the store cannot keep: memreader names the memory, not the message.
+        ({"role": "user", "content": "a NUL \u0000 here"}, "NUL"),
+    ],
+)
 def test_an_item_memreader_cannot_read_is_kept_unread_and_the_rest_read(
-    memory: Memory, caplog: pytest.LogCaptureFixture
+    memory: Memory, caplog: pytest.LogCaptureFixture, refused: dict[str, Any], why: str
 ) -> None:
-    video = {"role": "user", "content": [{"type": "input_video", "url": "x"}]}
     session = MemreaderSession("chat-1", memory, user_id="ana")
     with caplog.at_level(logging.WARNING, logger="memreader.integrations.openai_agents"):
-        run(session.add_items([video, USER]))
-    assert run(session.get_items()) == [video, USER]
+        run(session.add_items([refused, USER, PARTS]))
+    assert run(session.get_items()) == [refused, USER, PARTS]
     assert session.last_read is not None
     ((position, reason),) = [(u.position, u.reason) for u in session.last_read.unread]
-    assert position == 0 and "memreader cannot read it" in reason and "input_video" in reason
+    assert position == 0 and "memreader cannot read it" in reason and why in reason
     assert "item 0 kept, not read" in caplog.text
-    assert texts(memory, "Lisbon") == ["user: I moved to Lisbon in March."]
+    found = " ".join(texts(memory, "Lisbon cat"))
+    assert "I moved to Lisbon in March." in found and "Miso" in found
 
 
 @pytest.mark.parametrize(
@@ -296,6 +322,8 @@ def test_an_item_that_cannot_be_kept_is_refused_and_nothing_is_kept(
         ({"roles": "user"}, "roles must be a collection"),
         ({"timeout_s": 0}, "timeout_s must be a positive number"),
         ({"items_db": 3}, "items_db must be a SQLite file path"),
+        ({"agent_id": ""}, "agent_id must be a non-empty string or null"),
+        ({"task_id": "t\0"}, "task_id holds a NUL character"),
     ],
 )
 def test_bad_arguments_are_refused_by_name(
@@ -305,3 +333,13 @@ def test_bad_arguments_are_refused_by_name(
     given.update(arguments)
     with pytest.raises(AgentsMemoryError, match=match):
         MemreaderSession(given.pop("session_id"), given.pop("memory"), **given)
+
+
+def test_import_memreader_loads_no_agents_sdk() -> None:
+    code = "import sys, memreader; print([m for m in sys.modules if m.split('.')[0] == 'agents'])"
+    root = Path(__file__).resolve().parents[2]
+    shown = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.strip() == "[]"

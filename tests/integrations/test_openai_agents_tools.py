@@ -144,6 +144,7 @@ def test_a_failed_memory_is_told_without_its_details(
         ({"names": ["recall", "forget_all"]}, "unknown memory tool 'forget_all'"),
         ({"names": "recall"}, "unknown memory tool 'recall'"),
         ({"timeout_s": float("inf")}, "timeout_s must be a positive number"),
+        ({"agent_id": 3}, "agent_id must be a non-empty string or null"),
     ],
 )
 def test_bad_tool_settings_are_refused_by_name(
@@ -176,6 +177,14 @@ def test_an_agent_recalls_through_the_tool_and_its_session_keeps_the_turn(
 
     kept = asyncio.run(scenario())
     model.assert_complete()
+    # The next turn starts from the kept items: the model sees the first turn first.
+    model.enqueue([assistant_message("You're welcome.", item_id="msg_2")])
+    asyncio.run(Runner.run(agent, "Thanks!", session=session, run_config=OFFLINE))
+    assert model.calls[2].input[: len(kept)] == kept
+    assert asyncio.run(session.get_items())[len(kept) :][0] == {
+        "role": "user",
+        "content": "Thanks!",
+    }
     assert [item.get("type", "message") for item in kept] == [
         "message",
         "function_call",

@@ -21,8 +21,9 @@ from memreader.errors import InputError
 from memreader.front.async_memory import AsyncMemory
 from memreader.front.memory import Memory
 from memreader.mcp.limits import MAX_ID_CHARS
+from memreader.scopes import check_scope_id
 
-__all__ = ["AgentsMemoryError", "async_face", "check_id", "check_timeout"]
+__all__ = ["AgentsMemoryError", "async_face", "check_id", "check_scope", "check_timeout"]
 
 
 class AgentsMemoryError(UserError, InputError):
@@ -61,6 +62,19 @@ def check_id(value: Any, name: str) -> str:
             f"{name} must be a non-empty string without NUL characters, got {shown}"
         )
     return str(value)
+
+
+def check_scope(value: Any, name: str) -> str | None:
+    """``value`` as an ``agent_id`` or ``task_id`` (``None``: no scope), as memreader's stores
+    take it (:func:`memreader.scopes.check_scope_id`).
+
+    Raises:
+        AgentsMemoryError: anything else (the message names ``name``).
+    """
+    try:
+        return check_scope_id(value, name)
+    except InputError as exc:
+        raise AgentsMemoryError(exc.reason) from exc
 
 
 def check_timeout(value: Any) -> float:

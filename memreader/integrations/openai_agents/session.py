@@ -6,20 +6,20 @@ conversation back with ``get_items`` and hands each turn's items to ``add_items`
 is read into memories by :meth:`AsyncMemory.add <memreader.front.async_memory.AsyncMemory.add>`
 (one chat, fast mode unless told otherwise; which items are read: :mod:`.items`), then kept.
 
-Where the items live: memreader's stores have no table for raw transcripts, so the session
-keeps them with the SDK's own :class:`~agents.memory.sqlite_session.SQLiteSession`, in two
-tables of its own (``memreader_agents_sessions``, ``memreader_agents_items``): in the store's
-own file when the Memory's store is a SQLite file, in memory (gone with this object) when it is
-``sqlite://:memory:``, and in the SQLite file ``items_db`` names otherwise (a PostgreSQL store
-needs one). Items are keyed by user and session id together: one user's session never shows
-another user's items, whatever its id.
+Where the items live (:mod:`.kept`): memreader's stores have no table for raw transcripts, so
+the session keeps them with the SDK's own ``SQLiteSession``, in two tables of their own: in the
+store's own file when the Memory's store is a SQLite file, in memory (gone with this object)
+when it is ``sqlite://:memory:``, and in the SQLite file ``items_db`` names otherwise (a
+PostgreSQL store needs one). Items are keyed by user and session id together: one user's
+session never shows another user's items, whatever its id.
 
 What removing items does to memories, by default: ``pop_item`` forgets what the popped item
 alone supports (``on_pop="forget"``: those memories expire, their history stays; a memory
 other messages support too loses the popped one from its sources), ``clear_session`` keeps the
 memories (``on_clear="keep"``: what was learnt outlives the transcript; ``"forget"`` or
-``"erase"`` forget or erase the session's memories). A memreader ``forget`` or erasure never
-touches the kept items: ``clear_session`` removes them.
+``"erase"`` forget or erase the session's memories; ``"erase"`` also empties the items' file's
+write-ahead log). A memreader ``forget`` or erasure never touches the kept items:
+``clear_session`` removes them.
 """
 
 from __future__ import annotations
@@ -39,9 +39,8 @@ from agents.memory.session_settings import (
     coerce_session_settings,
     resolve_session_limit,
 )
-from agents.memory.sqlite_session import SQLiteSession
 
-from memreader.errors import InvalidMessageError
+from memreader.errors import InputError, InvalidMessageError
 from memreader.front.async_memory import AsyncMemory
 from memreader.front.memory import Memory
 from memreader.front.results import AddResult
@@ -49,6 +48,7 @@ from memreader.integrations.openai_agents.binding import (
     AgentsMemoryError,
     async_face,
     check_id,
+    check_scope,
     check_timeout,
 )
 from memreader.integrations.openai_agents.items import (
@@ -57,20 +57,18 @@ from memreader.integrations.openai_agents.items import (
     readable,
     reading,
 )
+from memreader.integrations.openai_agents.kept import KeptItems, items_file, scrub
 from memreader.mcp.limits import DEFAULT_TIMEOUT_S
 from memreader.modes import ReadMode
 from memreader.stores import SourceSelector
-from memreader.stores.urls import public_url, sqlite_file
 
-__all__ = ["ITEM_TABLES", "MemreaderSession", "ReadOutcome", "Removal", "UnreadItem"]
+__all__ = ["MemreaderSession", "ReadOutcome", "Removal", "UnreadItem"]
 
 _log = logging.getLogger(__name__)
 
 #: What removing items does to the memories read from them.
 Removal = Literal["keep", "forget", "erase"]
 _REMOVALS = ("keep", "forget", "erase")
-#: The tables the kept items live in (the sessions', the items').
-ITEM_TABLES = ("memreader_agents_sessions", "memreader_agents_items")
 
 
 @dataclass(frozen=True)
@@ -83,10 +81,12 @@ class UnreadItem:
 
 @dataclass
 class ReadOutcome:
-    """What the last ``add_items`` read: memreader's :class:`~memreader.front.results.AddResult`
-    (``None`` when no item was read) and the items kept without being read."""
+    """What the last ``add_items`` read: memreader's
+    :class:`~memreader.front.results.AddResult` of each read (none when no item was read; one
+    per item when a refusal named no item and each was read alone) and the items kept without
+    being read."""
 
-    result: AddResult | None = None
+    results: list[AddResult] = field(default_factory=list)
     unread: list[UnreadItem] = field(default_factory=list)
 
 
@@ -143,7 +143,9 @@ class MemreaderSession(SessionABC):
             raise AgentsMemoryError(f"roles must be a collection of role names, got {roles!r}")
         self.roles, self.read_tools, self.mode = frozenset(roles), bool(read_tools), mode
         self.on_pop, self.on_clear = on_pop, on_clear
-        self.agent_id, self.task_id = agent_id, task_id
+        # Checked here: a bad scope is the caller's error, not a refusal of each item.
+        self.agent_id = check_scope(agent_id, "agent_id")
+        self.task_id = check_scope(task_id, "task_id")
         self.timeout_s = check_timeout(timeout_s)
         self.session_settings = (
             coerce_session_settings(session_settings)
@@ -152,13 +154,10 @@ class MemreaderSession(SessionABC):
         )
         #: What the last ``add_items`` read (``None`` before the first).
         self.last_read: ReadOutcome | None = None
-        self._kept = SQLiteSession(
-            # The user is part of the key: two users' sessions of one id stay apart.
-            json.dumps([self.user_id, self.session_id], ensure_ascii=False),
-            _items_file(self.memory, items_db),
-            sessions_table=ITEM_TABLES[0],
-            messages_table=ITEM_TABLES[1],
-        )
+        self.items_db = items_file(self.memory, items_db)
+        # The user is part of the key: two users' sessions of one id stay apart.
+        key = json.dumps([self.user_id, self.session_id], ensure_ascii=False)
+        self._kept = KeptItems(key, self.items_db)
         # One change at a time: an item's position is counted before it is kept.
         self._lock = asyncio.Lock()
 
@@ -201,7 +200,10 @@ class MemreaderSession(SessionABC):
                     message_id=message_id(self.session_id, len(kept) - 1, kept[-1])
                 )
                 await self._forget(source, self.on_pop)
-            return await self._kept.pop_item()
+            popped = await self._kept.pop_item()
+            if self.on_pop == "erase":
+                await scrub(self.items_db)
+            return popped
 
     async def clear_session(self) -> None:
         """Remove every item of the session; its memories as ``on_clear`` says."""
@@ -209,6 +211,8 @@ class MemreaderSession(SessionABC):
             if self.on_clear != "keep":
                 await self._forget(SourceSelector(session_id=self.session_id), self.on_clear)
             await self._kept.clear_session()
+            if self.on_clear == "erase":
+                await scrub(self.items_db)
 
     def close(self) -> None:
         """Close the kept items' database (the memory stays open: its owner closes it)."""
@@ -219,8 +223,9 @@ class MemreaderSession(SessionABC):
             await self.memory.forget(source, user_id=self.user_id, erase=how == "erase")
 
     async def _read(self, items: list[dict[str, Any]], start: int) -> ReadOutcome:
-        """Read the items the session reads (positions from ``start``); an item memreader
-        refuses is left out with the reason and the rest read again."""
+        """Read the items the session reads (positions from ``start``) as one chat. An item
+        memreader refuses is left out with the reason and the rest read again; a refusal that
+        names no item has each item read alone, so only the refused ones are left out."""
         outcome = ReadOutcome()
         chosen: list[tuple[int, dict[str, Any]]] = []
         for offset, item in enumerate(items):
@@ -232,51 +237,46 @@ class MemreaderSession(SessionABC):
                 outcome.unread.append(UnreadItem(position, why))
         while chosen:
             try:
-                outcome.result = await self.memory.add(
-                    [message for _, message in chosen],
-                    user_id=self.user_id,
-                    session_id=self.session_id,
-                    mode=self.mode,
-                    type="chat",
-                    agent_id=self.agent_id,
-                    task_id=self.task_id,
-                )
+                outcome.results.append(await self._add([message for _, message in chosen]))
                 break
-            except InvalidMessageError as exc:
-                if exc.message_index is None or not 0 <= exc.message_index < len(chosen):
-                    raise
-                position, _ = chosen.pop(exc.message_index)
-                _log.warning(
-                    "session %r: item %d kept, not read: %s", self.session_id, position, exc.reason
-                )
-                outcome.unread.append(
-                    UnreadItem(position, f"memreader cannot read it: {exc.reason}")
-                )
+            except InputError as exc:
+                index = exc.message_index if isinstance(exc, InvalidMessageError) else None
+                if index is not None and 0 <= index < len(chosen):
+                    self._refused(outcome, chosen.pop(index)[0], exc)
+                    continue
+                if len(chosen) == 1:
+                    self._refused(outcome, chosen[0][0], exc)
+                    break
+                await self._read_alone(chosen, outcome)
+                break
         outcome.unread.sort(key=lambda unread: unread.position)
         return outcome
 
+    async def _read_alone(
+        self, chosen: list[tuple[int, dict[str, Any]]], outcome: ReadOutcome
+    ) -> None:
+        """Read each of ``chosen`` alone: one refused leaves the others read."""
+        for position, message in chosen:
+            try:
+                outcome.results.append(await self._add([message]))
+            except InputError as exc:
+                self._refused(outcome, position, exc)
+
+    async def _add(self, messages: list[dict[str, Any]]) -> AddResult:
+        return await self.memory.add(
+            messages,
+            user_id=self.user_id,
+            session_id=self.session_id,
+            mode=self.mode,
+            type="chat",
+            agent_id=self.agent_id,
+            task_id=self.task_id,
+        )
+
+    def _refused(self, outcome: ReadOutcome, position: int, error: InputError) -> None:
+        reason = error.reason[:500]
+        _log.warning("session %r: item %d kept, not read: %s", self.session_id, position, reason)
+        outcome.unread.append(UnreadItem(position, f"memreader cannot read it: {reason}"))
+
     def __repr__(self) -> str:
         return f"MemreaderSession(session_id={self.session_id!r}, user_id={self.user_id!r})"
-
-
-def _items_file(memory: AsyncMemory, items_db: str | os.PathLike[str] | None) -> str:
-    """Where the items are kept: ``items_db``, else the store's SQLite file, else (a
-    ``sqlite://:memory:`` store) memory.
-
-    Raises:
-        AgentsMemoryError: no ``items_db`` and the store is not SQLite.
-    """
-    if items_db is not None:
-        if not isinstance(items_db, (str, os.PathLike)) or not os.fspath(items_db):
-            raise AgentsMemoryError(f"items_db must be a SQLite file path, got {items_db!r}")
-        return os.fspath(items_db)
-    url = memory.memory.store_url
-    found = sqlite_file(url)
-    if found is not None:
-        return found
-    if url.lower().startswith("sqlite://:memory:"):
-        return ":memory:"
-    raise AgentsMemoryError(
-        f"the store {public_url(url)} is not a SQLite file: pass items_db= (a SQLite file "
-        "path) to say where the session's items are kept"
-    )

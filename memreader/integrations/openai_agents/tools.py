@@ -33,6 +33,7 @@ from memreader.integrations.openai_agents.binding import (
     AgentsMemoryError,
     async_face,
     check_id,
+    check_scope,
     check_timeout,
 )
 from memreader.mcp.limits import (
@@ -98,13 +99,14 @@ def memory_tools(
     ['remember', 'recall', 'memory_context']
 
     Raises:
-        AgentsMemoryError: a bad ``user_id``, ``timeout_s``, or an unknown tool name.
+        AgentsMemoryError: a bad ``user_id``, scope or ``timeout_s``, or an unknown tool name.
     """
     face, owner = async_face(memory), check_id(user_id, "user_id")
     timeout = check_timeout(timeout_s)
     unknown = sorted(set(names) - set(TOOL_NAMES)) if not isinstance(names, str) else [names]
     if unknown:
         raise AgentsMemoryError(f"unknown memory tool {unknown[0]!r}: choose from {TOOL_NAMES}")
+    agent_id, task_id = check_scope(agent_id, "agent_id"), check_scope(task_id, "task_id")
     scope = {key: value for key, value in (("agent_id", agent_id), ("task_id", task_id)) if value}
 
     async def remember(fact: Fact) -> str:
