@@ -23,6 +23,7 @@ from memreader.errors import InputError
 from memreader.integrations.openai_agents import AgentsMemoryError, MemreaderSession
 from memreader.integrations.openai_agents.items import message_id
 from memreader.integrations.openai_agents.kept import ITEM_TABLES
+from memreader.testing import ScriptedLLM, ScriptedRequest
 
 CONFIG = {"config": {"embedder": {"backend": "hash"}}}
 
@@ -101,6 +102,17 @@ def test_the_text_is_found_by_a_memory_search_with_its_session_and_message(
         (4, "item type 'reasoning'"),
     ]
     assert "Sunny" not in hit.text
+
+
+def test_a_unicode_session_id_keeps_and_names_its_items(memory: Memory) -> None:
+    session = MemreaderSession("对话 😀 #1", memory, user_id="émilie")
+    run(session.add_items([PARTS]))
+    assert run(session.get_items()) == [PARTS]
+    (hit,) = memory.search("Miso", user_id="émilie", k=1)
+    assert hit.memory.item.metadata.session_id == "对话 😀 #1"
+    assert hit.memory.item.metadata.sources[0].message_id == message_id("对话 😀 #1", 0, PARTS)
+    with pytest.raises(AgentsMemoryError, match="session_id"):
+        MemreaderSession("lone \ud800", memory, user_id="émilie")
 
 
 def test_read_tools_reads_calls_and_their_outputs(memory: Memory) -> None:
@@ -243,6 +255,27 @@ def test_an_async_memory_serves_as_well() -> None:
     assert run(scenario()) == ["user: I moved to Lisbon in March."]
 
 
+def test_fine_mode_reads_the_items_with_the_llm_and_names_the_message() -> None:
+    def answer(request: ScriptedRequest) -> dict[str, Any]:
+        if request.schema_name == "memory_extraction":
+            fact = {"key": "home", "memory_type": "UserMemory", "value": "Ana lives in Lisbon."}
+            return {"memory_list": [{**fact, "source_ids": [1]}], "summary": "Ana's home."}
+        if request.schema_name == "category_summary":
+            return {"sentences": []}
+        return {"results": [{"id": 1, "supported": True}]}  # filter; rewrite: no changes
+
+    llm = ScriptedLLM(answer)
+    config = {"config": {"embedder": {"backend": "hash"}, "llm": llm.config()}}
+    with Memory(config, store="sqlite://:memory:") as memory:
+        session = MemreaderSession("chat-1", memory, user_id="ana", mode="fine")
+        run(session.add_items([USER, ASSISTANT]))
+        (hit,) = memory.search("where does Ana live", user_id="ana", k=1)
+    assert hit.text == "Ana lives in Lisbon."
+    (source,) = hit.memory.item.metadata.sources
+    assert source.message_id == message_id("chat-1", 0, USER) and source.role == "user"
+    assert "memory_extraction" in [request.schema_name for request in llm.requests]
+
+
 def test_concurrent_adds_keep_every_item_in_a_place_of_its_own(memory: Memory) -> None:
     session = MemreaderSession("chat-1", memory, user_id="ana")
     batches = [[{"role": "user", "content": f"Fact number {n}."}] for n in range(4)]
@@ -321,6 +354,8 @@ def test_an_item_that_cannot_be_kept_is_refused_and_nothing_is_kept(
         ({"on_clear": True}, "on_clear must be one of"),
         ({"roles": "user"}, "roles must be a collection"),
         ({"timeout_s": 0}, "timeout_s must be a positive number"),
+        ({"mode": "refine"}, "mode must be one of"),
+        ({"mode": "fine"}, "mode 'fine' needs an LLM"),
         ({"items_db": 3}, "items_db must be a SQLite file path"),
         ({"agent_id": ""}, "agent_id must be a non-empty string or null"),
         ({"task_id": "t\0"}, "task_id holds a NUL character"),

@@ -8,6 +8,8 @@ a context from them.
   and ``memory_context`` as ``function_tool``\\ s bound to one user;
 - :mod:`~memreader.integrations.openai_agents.items`: which items are read, and the message id
   each read item's memories name;
+- :mod:`~memreader.integrations.openai_agents.kept`: where the items are kept (the SDK's
+  ``SQLiteSession``, beside the store);
 - :class:`~memreader.integrations.openai_agents.binding.AgentsMemoryError`: bad input, the
   SDK's ``UserError`` and memreader's ``InputError`` at once.
 """

@@ -13,7 +13,7 @@ session_id must be a non-empty string without NUL characters, got ''
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 from agents.exceptions import UserError
 
@@ -21,9 +21,17 @@ from memreader.errors import InputError
 from memreader.front.async_memory import AsyncMemory
 from memreader.front.memory import Memory
 from memreader.mcp.limits import MAX_ID_CHARS
+from memreader.modes import READ_MODES, ReadMode
 from memreader.scopes import check_scope_id
 
-__all__ = ["AgentsMemoryError", "async_face", "check_id", "check_scope", "check_timeout"]
+__all__ = [
+    "AgentsMemoryError",
+    "async_face",
+    "check_id",
+    "check_mode",
+    "check_scope",
+    "check_timeout",
+]
 
 
 class AgentsMemoryError(UserError, InputError):
@@ -75,6 +83,20 @@ def check_scope(value: Any, name: str) -> str | None:
         return check_scope_id(value, name)
     except InputError as exc:
         raise AgentsMemoryError(exc.reason) from exc
+
+
+def check_mode(memory: AsyncMemory, mode: Any) -> ReadMode:
+    """``mode`` when ``memory`` can read in it: ``fast``, or ``fine`` with an LLM configured.
+
+    Raises:
+        AgentsMemoryError: another mode, or ``fine`` without an LLM.
+    """
+    if mode not in READ_MODES:
+        raise AgentsMemoryError(f"mode must be one of {READ_MODES}, got {mode!r}")
+    resolve = getattr(memory.memory.reader.config, "resolve", None)
+    if mode == "fine" and not (callable(resolve) and resolve("llm") is not None):
+        raise AgentsMemoryError("mode 'fine' needs an LLM in the memory's config (its 'llm')")
+    return cast("ReadMode", mode)
 
 
 def check_timeout(value: Any) -> float:

@@ -48,6 +48,7 @@ from memreader.integrations.openai_agents.binding import (
     AgentsMemoryError,
     async_face,
     check_id,
+    check_mode,
     check_scope,
     check_timeout,
 )
@@ -141,7 +142,8 @@ class MemreaderSession(SessionABC):
                 raise AgentsMemoryError(f"{name} must be one of {_REMOVALS}, got {value!r}")
         if isinstance(roles, str) or not all(isinstance(role, str) for role in roles):
             raise AgentsMemoryError(f"roles must be a collection of role names, got {roles!r}")
-        self.roles, self.read_tools, self.mode = frozenset(roles), bool(read_tools), mode
+        self.roles, self.read_tools = frozenset(roles), bool(read_tools)
+        self.mode = check_mode(self.memory, mode)
         self.on_pop, self.on_clear = on_pop, on_clear
         # Checked here: a bad scope is the caller's error, not a refusal of each item.
         self.agent_id = check_scope(agent_id, "agent_id")
