@@ -1,4 +1,4 @@
-"""memreader for the OpenAI Agents SDK (``pip install 'memreader[openai-agents]'``): a session
+"""memreader for the OpenAI Agents SDK (``pip install '.[openai-agents]'``): a session
 whose items are kept and read into one user's memories, and tools to remember, recall and build
 a context from them.
 
