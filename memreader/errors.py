@@ -22,6 +22,7 @@ drawing to the classes)::
     │   ├── MemOSItemError
     │   ├── ForbiddenUserError
     │   ├── ForbiddenScopeError
+    │   ├── AgentsMemoryError                 integrations/openai_agents/binding.py
     │   ├── UnknownResourceError              mcp/resources.py
     │   └── DocumentError
     │       ├── FetchError
