@@ -22,7 +22,8 @@ def test_the_block_and_its_parts(start: Start) -> None:
     answer = context(url, "alice", user_id="alice", query="piano lessons", max_tokens=200)
     assert answer.status_code == 200, answer.text
     data = answer.json()
-    assert set(data) == {"text", "tokens", "max_tokens", "tokenizer", "searched", "parts"}
+    shown = {"text", "tokens", "max_tokens", "tokenizer", "searched", "cold_start", "parts"}
+    assert set(data) == shown and data["cold_start"] is False
     assert data["tokens"] == get_tokenizer("cl100k_base").count(data["text"]) <= 200
     assert data["max_tokens"] == 200 and data["tokenizer"] == "cl100k_base"
     assert data["text"].startswith("<memories ") and "piano lessons" in data["text"]
