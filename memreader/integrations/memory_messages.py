@@ -22,9 +22,8 @@ from memreader.front.memory import Memory
 from memreader.stores.context import (
     DEFAULT_CONTEXT_K,
     DEFAULT_TOKENIZER,
-    MAX_CONTEXT_TOKENS,
-    MIN_CONTEXT_TOKENS,
     Context,
+    check_budget,
 )
 from memreader.stores.filters import SearchFilters
 
@@ -138,16 +137,7 @@ def turn_to_remember(messages: Sequence[Mapping[str, Any]], reply: str) -> list[
 
 def checked_budget(max_tokens: Any) -> int:
     """``max_tokens`` as ``context()`` takes it, checked when the client is made."""
-    if (
-        isinstance(max_tokens, bool)
-        or not isinstance(max_tokens, int)
-        or not MIN_CONTEXT_TOKENS <= max_tokens <= MAX_CONTEXT_TOKENS
-    ):
-        raise InputError(
-            f"with_memory(): max_tokens must be an integer in [{MIN_CONTEXT_TOKENS}, "
-            f"{MAX_CONTEXT_TOKENS}], got {max_tokens!r:.80}"
-        )
-    return max_tokens
+    return check_budget(max_tokens, "with_memory()")
 
 
 def changed_settings(settings: MemorySettings, changes: Mapping[str, Any]) -> MemorySettings:

@@ -6,7 +6,6 @@ InputError for values JSON cannot keep, listings, filters), each before anything
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -20,12 +19,6 @@ from langgraph.store.base import (
 from memreader import Memory
 from memreader.errors import InputError
 from memreader.integrations.langgraph import MemReaderStore
-
-
-@pytest.fixture
-def memory() -> Iterator[Memory]:
-    with Memory({"config": {"embedder": {"backend": "hash"}}}, store="sqlite://:memory:") as m:
-        yield m
 
 
 @pytest.fixture

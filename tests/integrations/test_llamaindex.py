@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import subprocess
-import sys
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,20 +16,14 @@ from pydantic import ValidationError
 from memreader import AsyncMemory, Memory
 from memreader.errors import StoreError
 from memreader.integrations.llamaindex import MemreaderMemoryBlock
+from tests.integrations.conftest import CONFIG
 
-CONFIG = {"config": {"embedder": {"backend": "hash"}}}
 CAT = [
     ChatMessage(
         role="user", content="I adopted a cat named Miso.", additional_kwargs={"message_id": "m1"}
     ),
     ChatMessage(role="assistant", content="What a lovely name!"),
 ]
-
-
-@pytest.fixture
-def memory() -> Iterator[Memory]:
-    with Memory(CONFIG, store="sqlite://:memory:") as m:
-        yield m
 
 
 def chat_memory(block: MemreaderMemoryBlock, session: str = "chat-1") -> ChatMemory:
@@ -222,14 +213,3 @@ def test_tool_calls_kept_the_older_way_in_additional_kwargs_are_read(memory: Mem
         ("assistant", None, '[called weather with {"city": "Lisbon"}]'),
         ("tool", "weather", "Sunny, 24 C."),
     ]
-
-
-@pytest.mark.timeout(120)
-def test_importing_memreader_loads_no_llama_index() -> None:
-    # The framework is imported by its adapter only: memreader itself stays free of it.
-    loaded = "import memreader, memreader.integrations, sys; print(sorted(sys.modules))"
-    found = subprocess.run(
-        [sys.executable, "-c", loaded], capture_output=True, text=True, check=True, timeout=120
-    )
-    assert "memreader.front" in found.stdout
-    assert "'llama_index" not in found.stdout

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -25,14 +24,7 @@ from memreader.integrations.openai_agents import (
 )
 from memreader.integrations.openai_agents.items import message_id
 
-CONFIG = {"config": {"embedder": {"backend": "hash"}}}
 OFFLINE = RunConfig(tracing_disabled=True)  # no trace is exported anywhere
-
-
-@pytest.fixture
-def memory() -> Iterator[Memory]:
-    with Memory(CONFIG, store="sqlite://:memory:") as m:
-        yield m
 
 
 def call(tool: FunctionTool, arguments: dict[str, Any] | str) -> Any:

@@ -82,6 +82,7 @@ __all__ = [
     "Context",
     "ContextOrder",
     "ContextPart",
+    "check_budget",
     "check_context_args",
     "context_json",
     "pack_context",
@@ -109,6 +110,24 @@ _NEIGHBOUR = 0.5
 _SMALLEST_LINE = 3
 
 
+def check_budget(max_tokens: object, call: str = "context()") -> int:
+    """``max_tokens`` when it is an integer in ``[MIN_CONTEXT_TOKENS, MAX_CONTEXT_TOKENS]``.
+
+    Raises:
+        InputError: it is not (the message names ``call``).
+    """
+    if (
+        isinstance(max_tokens, bool)
+        or not isinstance(max_tokens, int)
+        or not MIN_CONTEXT_TOKENS <= max_tokens <= MAX_CONTEXT_TOKENS
+    ):
+        raise InputError(
+            f"{call}: max_tokens must be an integer in [{MIN_CONTEXT_TOKENS}, "
+            f"{MAX_CONTEXT_TOKENS}], got {max_tokens!r:.80}"
+        )
+    return max_tokens
+
+
 def check_context_args(
     query: object, max_tokens: object, tokenizer: object, order: object
 ) -> Tokenizer:
@@ -124,15 +143,7 @@ def check_context_args(
 
     if not isinstance(query, str) or not query.strip():
         raise InputError(f"context(): query must be a non-empty string, got {query!r:.80}")
-    if (
-        isinstance(max_tokens, bool)
-        or not isinstance(max_tokens, int)
-        or not MIN_CONTEXT_TOKENS <= max_tokens <= MAX_CONTEXT_TOKENS
-    ):
-        raise InputError(
-            f"context(): max_tokens must be an integer in [{MIN_CONTEXT_TOKENS}, "
-            f"{MAX_CONTEXT_TOKENS}], got {max_tokens!r:.80}"
-        )
+    check_budget(max_tokens)
     if order not in CONTEXT_ORDERS:
         raise InputError(f"context(): order must be one of {CONTEXT_ORDERS}, got {order!r:.80}")
     if not isinstance(tokenizer, str):

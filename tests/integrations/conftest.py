@@ -1,0 +1,19 @@
+"""What the adapters' tests share: an empty in-memory ``Memory`` on the ``hash`` embedder."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from memreader import Memory
+
+#: The config of every adapter test's Memory: the deterministic ``hash`` embedder, offline.
+CONFIG = {"config": {"embedder": {"backend": "hash"}}}
+
+
+@pytest.fixture
+def memory() -> Iterator[Memory]:
+    """An empty Memory on an in-memory SQLite store (a test module may define its own)."""
+    with Memory(CONFIG, store="sqlite://:memory:") as m:
+        yield m
