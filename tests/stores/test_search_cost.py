@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import math
 import random
+import struct
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from memreader.items import SourceMessage, TextualMemoryItem, TextualMemoryItemMetadata
 from memreader.stores import MemoryStore, open_store, scoring
+from memreader.stores.sqlite.vectors import from_blob
 from memreader.testing import HashEmbedder
 from tests.stores.store_backends import T0, item
 
@@ -303,3 +306,17 @@ def test_ranking_candidates_gives_the_helpers_floats_bit_for_bit() -> None:
             (p.final, p.fused, rowid, p.importance, p.decay, p.passage, p.relevance)
             for rowid, p in found
         ] == expected
+
+
+def test_a_vector_read_back_is_the_same_floats_as_before() -> None:
+    """from_blob reads a stored vector in one numpy call (issue 42): the same Python floats,
+    bit for bit, as ``float()`` of each float32, specials included."""
+    rng = np.random.default_rng(3)
+    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, 3.4e38], dtype="<f4")
+    for size in (0, 1, 16, 384):
+        values = np.concatenate([rng.standard_normal(size).astype("<f4"), specials])
+        blob = values.tobytes()
+        before = [float(x) for x in np.frombuffer(blob, dtype="<f4")]
+        after = from_blob(blob)
+        assert all(type(x) is float for x in after)
+        assert struct.pack(f"<{len(after)}d", *after) == struct.pack(f"<{len(before)}d", *before)

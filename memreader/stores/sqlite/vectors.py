@@ -63,8 +63,11 @@ def to_blob(vector: Sequence[float]) -> bytes:
 
 
 def from_blob(blob: bytes) -> list[float]:
-    """A vector back from :func:`to_blob` (float32 precision)."""
-    return [float(x) for x in np.frombuffer(blob, dtype="<f4")]
+    """A vector back from :func:`to_blob` (float32 precision): ``tolist`` makes the same
+    floats as ``float()`` of each element, in one call (a fifth of the cost for 384
+    dimensions; ten rows a search: issue 42)."""
+    values: list[float] = np.frombuffer(blob, dtype="<f4").tolist()
+    return values
 
 
 def unit(vector: Sequence[float] | bytes) -> np.ndarray | None:
