@@ -6,6 +6,7 @@ change gave, in the same order with the same scores (pinned below)."""
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import struct
@@ -19,6 +20,7 @@ import pytest
 
 from memreader.items import SourceMessage, TextualMemoryItem, TextualMemoryItemMetadata
 from memreader.stores import MemoryStore, open_store, scoring
+from memreader.stores.shapes import memory_json
 from memreader.stores.sqlite.vectors import from_blob
 from memreader.testing import HashEmbedder
 from tests.stores.store_backends import T0, item
@@ -320,3 +322,17 @@ def test_a_vector_read_back_is_the_same_floats_as_before() -> None:
         after = from_blob(blob)
         assert all(type(x) is float for x in after)
         assert struct.pack(f"<{len(after)}d", *after) == struct.pack(f"<{len(before)}d", *before)
+
+
+def test_a_memorys_json_leaves_its_vector_out_as_before(filled: MemoryStore) -> None:
+    """memory_json leaves the embedding out in the serializer (issue 42): the same dict, key
+    order included, as dumping the item whole then dropping it; with ``embedding`` it stays."""
+    hits = filled.search("tea porto", user_id="u1", k=5)
+    assert hits and all(h.memory.item.metadata.embedding for h in hits)
+    for hit in hits:
+        whole = hit.memory.item.to_dict()
+        shown = memory_json(hit.memory)
+        assert "embedding" not in shown["item"]["metadata"]
+        whole["metadata"].pop("embedding")
+        assert json.dumps(shown["item"]) == json.dumps(whole)
+        assert memory_json(hit.memory, embedding=True)["item"] == hit.memory.item.to_dict()
