@@ -9,19 +9,16 @@ from __future__ import annotations
 import json
 import math
 import random
-import struct
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 from memreader.items import SourceMessage, TextualMemoryItem, TextualMemoryItemMetadata
-from memreader.stores import MemoryStore, open_store, scoring
+from memreader.stores import MemoryStore, open_store
 from memreader.stores.shapes import memory_json
-from memreader.stores.sqlite.vectors import from_blob
 from memreader.testing import HashEmbedder
 from tests.stores.store_backends import T0, item
 
@@ -250,78 +247,6 @@ def test_a_word_seen_since_the_last_write_is_not_ranked_again(filled: MemoryStor
         assert bm25_reads("river tea") == 2
     finally:
         conn.set_trace_callback(None)
-
-
-def _ranked_by_the_helpers(
-    candidates: list[Any],
-    ranks: dict[int, list[int]],
-    now: Any,
-    gamma: float,
-    weight: float,
-    matches: dict[int, float | None],
-    heat: tuple[dict[int, float], float],
-) -> list[tuple[float, float, int, float, float, float | None, float]]:
-    """What :func:`rank_candidates` computed before its loop spelled out its helpers."""
-    heats, heat_weight = heat
-    out = []
-    for rowid, stored, when, _ in candidates:
-        importance = scoring.importance_of(stored)
-        factor = scoring.decay(scoring.age_days(when, now), gamma)
-        passage = matches.get(rowid)
-        match = min(1.0, max(0.0, passage)) if passage is not None else 0.0
-        fused = scoring.rrf_score(ranks[rowid])
-        places = min(1.0, fused * (scoring.RRF_K + 1) / 2.0)
-        relevance = (1.0 - scoring.RANK_WEIGHT) * match + scoring.RANK_WEIGHT * places
-        used = heats.get(rowid, 0.0)
-        final = scoring.heated(
-            scoring.final_score(relevance, importance, factor, weight), used, heat_weight
-        )
-        out.append((final, fused, rowid, importance, factor, passage, relevance))
-    out.sort(key=lambda hit: (-hit[0], -hit[1], hit[2]))
-    return out
-
-
-def test_ranking_candidates_gives_the_helpers_floats_bit_for_bit() -> None:
-    """rank_candidates computes its scores inline (issue 42): the same floats, to the bit, as
-    the scoring helpers they spell out, hence the same order, over many random candidates."""
-    rng = random.Random(5)
-    for _ in range(200):
-        n = rng.randint(1, 60)
-        candidates = [
-            (
-                rowid,
-                rng.choice([None, 0.0, 1.0, rng.random()]),
-                T0 - timedelta(days=rng.uniform(-2, 900), microseconds=rng.randint(0, 10**6)),
-                rng.random(),
-            )
-            for rowid in range(n)
-        ]
-        ranks = {r: rng.sample(range(1, 120), rng.randint(1, 2)) for r in range(n)}
-        matches = {r: rng.choice([None, -0.1, 1.2, rng.random()]) for r in range(n)}
-        heat = ({r: rng.random() for r in range(n) if rng.random() < 0.3}, rng.choice([0.0, 0.2]))
-        gamma, weight = rng.choice([0.999, 0.99, 1.0]), rng.choice([0.0, 0.05, 0.3])
-        found = scoring.rank_candidates(
-            candidates, ranks, {}, T0, gamma, weight, matches, heat, limit=None
-        )
-        expected = _ranked_by_the_helpers(candidates, ranks, T0, gamma, weight, matches, heat)
-        assert [
-            (p.final, p.fused, rowid, p.importance, p.decay, p.passage, p.relevance)
-            for rowid, p in found
-        ] == expected
-
-
-def test_a_vector_read_back_is_the_same_floats_as_before() -> None:
-    """from_blob reads a stored vector in one numpy call (issue 42): the same Python floats,
-    bit for bit, as ``float()`` of each float32, specials included."""
-    rng = np.random.default_rng(3)
-    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, 3.4e38], dtype="<f4")
-    for size in (0, 1, 16, 384):
-        values = np.concatenate([rng.standard_normal(size).astype("<f4"), specials])
-        blob = values.tobytes()
-        before = [float(x) for x in np.frombuffer(blob, dtype="<f4")]
-        after = from_blob(blob)
-        assert all(type(x) is float for x in after)
-        assert struct.pack(f"<{len(after)}d", *after) == struct.pack(f"<{len(before)}d", *before)
 
 
 def test_a_memorys_json_leaves_its_vector_out_as_before(filled: MemoryStore) -> None:
