@@ -241,7 +241,9 @@ def rank_candidates(
     # search ranks ~100 candidates and answers 10: issue 31). The loop spells out
     # importance_of, age_days, decay, rrf_score, final_score and heated, the same operations
     # in the same order (the same floats, bit for bit): seven calls per candidate were a
-    # third of its cost (issue 42).
+    # third of its cost (issue 42). Each tuple leads with what orders it, negated where higher
+    # comes first, so the list sorts as it stands (no key function called per candidate;
+    # negating a float is exact, and rowids are unique: nothing past them is compared).
     scored: list[
         tuple[float, float, int, float | None, float, float, float, float | None, float]
     ] = []
@@ -260,16 +262,16 @@ def rank_candidates(
         final = min(1.0, max(0.0, base / lift * factor))
         used = heats.get(rowid, 0.0)
         final = min(1.0, final * (1.0 + heat_weight * used))
-        scored.append((final, fused, rowid, similarity, weight, factor, relevance, passage, used))
-    scored.sort(key=lambda hit: (-hit[0], -hit[1], hit[2]))
+        scored.append((-final, -fused, rowid, similarity, weight, factor, relevance, passage, used))
+    scored.sort()
     if min_relevance is not None:
         scored = [hit for hit in scored if hit[6] >= min_relevance]
     return [
         (
             rowid,
             ScoreParts(
-                final=final,
-                fused=fused,
+                final=-first,
+                fused=-second,
                 similarity=similarity,
                 text_rank=text_ranks.get(rowid),
                 importance=weight,
@@ -279,7 +281,7 @@ def rank_candidates(
                 heat=used,
             ),
         )
-        for final, fused, rowid, similarity, weight, factor, relevance, passage, used in scored[
+        for first, second, rowid, similarity, weight, factor, relevance, passage, used in scored[
             :limit
         ]
     ]
