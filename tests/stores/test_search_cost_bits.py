@@ -15,6 +15,12 @@ import numpy as np
 
 from memreader.stores import scoring
 from memreader.stores.passages import words as passage_words_module
+from memreader.stores.passages.scoring import (
+    PassageSet,
+    ScoredPassages,
+    rank_by_passages,
+    score_passages,
+)
 from memreader.stores.passages.words import WordPool, passage_words, word_match
 from memreader.stores.sqlite.vectors import from_blob
 from tests.stores.store_backends import T0
@@ -149,3 +155,41 @@ def test_word_match_gives_the_floats_it_gave_before() -> None:
         terms = list(dict.fromkeys(rng.sample([*VOCABULARY, "absent"], rng.randint(0, 5))))
         found, expected = word_match(terms, pool), _word_match_before(terms, pool)
         assert found.tobytes() == expected.tobytes(), terms
+
+
+def _best_before(passages: dict[int, ScoredPassages]) -> dict[int, float | None]:
+    """rank_by_passages's best passage of each candidate before issue 42 (the reference)."""
+    return {rowid: found.best for rowid, found in passages.items()}
+
+
+def test_ranking_by_passages_gives_what_scoring_every_candidate_gave() -> None:
+    """rank_by_passages scores the pool once and makes the scored passages of the hits kept
+    only (issue 42): the same ranking, and those hits' passages, as scoring every candidate
+    with score_passages and ranking by each one's best."""
+    rng = random.Random(13)
+    unit = np.ones(4, dtype=np.float32) / 2
+    for _ in range(150):
+        sets = []
+        for rowid in rng.sample(range(1, 500), rng.randint(1, 40)):
+            text, spans = _memory_text(rng)
+            cosine = rng.choice([None, rng.uniform(-0.2, 0.9)])
+            sets.append(PassageSet(rowid, text, spans, None, cosine, None, rng.choice(["a", None])))
+        query = " ".join(rng.sample(VOCABULARY, rng.randint(1, 3)))
+        vector = rng.choice([None, unit])
+        candidates = [
+            (s.rowid, rng.random(), T0 - timedelta(days=rng.random() * 9), None) for s in sets
+        ]
+        ranks = {s.rowid: [rng.randint(1, 80)] for s in sets}
+        lists = (candidates, ranks, {})
+        weights = (T0, 0.999, 0.05)
+        limit = rng.choice([None, 5])
+        scored, passages = rank_by_passages(query, vector, sets, lists, weights, None, limit)
+        every = score_passages(query, vector, sets, lexical_weight=None)
+        expected = scoring.rank_candidates(
+            *lists, *weights, _best_before(every), None, min_relevance=None, limit=limit
+        )
+        assert scored == expected
+        assert sorted(passages) == sorted(rowid for rowid, _ in scored)
+        for rowid, found in passages.items():
+            assert found.scores.tobytes() == every[rowid].scores.tobytes()
+            assert found.spans is every[rowid].spans
