@@ -46,8 +46,10 @@ class KeySlots:
         Raises:
             ProblemError: 429, every slot of ``key`` is taken.
         """
-        token, now = self.shared.slot_take(key, self.limit)
+        token = self.shared.slot_try(key, self.limit)
         if token is None:
+            # Counted only when refused, for the message (a taken slot needs no count).
+            now = self.shared.slots_held(key)
             raise ProblemError(
                 429,
                 "too-many-requests",

@@ -13,6 +13,9 @@ from memreader.stores.scoring import ScoreParts
 
 __all__ = ["entry_json", "event_json", "hit_json", "iso", "memory_json", "score_json"]
 
+#: What :func:`memory_json` leaves out of the item unless asked for the vector.
+_NO_EMBEDDING = {"metadata": {"embedding"}}
+
 
 def iso(value: datetime | None) -> str | None:
     """``value`` in ISO 8601, or ``None``."""
@@ -22,9 +25,13 @@ def iso(value: datetime | None) -> str | None:
 def memory_json(memory: StoredMemory, *, embedding: bool = False) -> dict[str, Any]:
     """A stored memory: its state in the store and the item (sources and all; the vector
     only with ``embedding``)."""
-    item = memory.item.to_dict()
-    if not embedding:
-        item["metadata"].pop("embedding", None)
+    # Left out by the serializer rather than dumped then dropped: 384 floats a memory were
+    # half of a search page's encoding with the bundled model (issue 42).
+    item = (
+        memory.item.to_dict()
+        if embedding
+        else memory.item.model_dump(mode="json", exclude=_NO_EMBEDDING)
+    )
     meta = memory.item.metadata
     return {
         "id": memory.id,

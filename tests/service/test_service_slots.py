@@ -20,6 +20,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from memreader.factory import MemReaderConfigFactory
 from memreader.service import ServiceConfig, ServiceSettings, create_app
 from memreader.service.keys import hash_key
+from memreader.service.shared.tables import SLOTS
 from tests.service_server import running
 
 pytestmark = pytest.mark.timeout(120)
@@ -90,3 +91,35 @@ def test_a_trickling_body_holds_its_slot_only_until_the_request_deadline(tmp_pat
         # The slot was given back with the answer: the key's next request is served.
         again = httpx.post(f"{url}/v1/memories/search", json=SEARCH, headers=AUTH)
         assert again.status_code == 200, again.text
+
+
+def test_a_requests_slot_costs_two_statements_on_the_state_file(tmp_path: Path) -> None:
+    """Taken in one statement that counts and takes, given back in one: the count alone is
+    read only for a refusal's message (issue 42). Counted on the state file's connection."""
+    keys = [{"name": "alice-app", "sha256": hash_key(KEY), "users": ["alice"]}]
+    factory = MemReaderConfigFactory.from_dict(
+        {"config": {"embedder": None, "store": "sqlite:///memories.db"}}
+    )
+    settings = ServiceSettings(keys=keys, max_concurrent_per_key=1)
+    app = create_app(ServiceConfig(factory, settings, base_dir=str(tmp_path)))
+    shared = app.state.service.shared
+    assert shared.shared  # a state file beside the store, as the workers share it
+    statements: list[str] = []
+    with running(app) as url, httpx.Client() as client:
+        shared._conn.set_trace_callback(statements.append)
+        for _ in range(3):
+            answer = client.post(f"{url}/v1/memories/search", json=SEARCH, headers=AUTH)
+            assert answer.status_code == 200, answer.text
+        shared._conn.set_trace_callback(None)
+        # Every statement on the slots' table but the heartbeat's reaping of dead workers.
+        reaping = f"DELETE FROM {SLOTS} WHERE worker"
+        slots = [s.split()[0] for s in statements if SLOTS in s and not s.startswith(reaping)]
+        assert slots == ["INSERT", "DELETE"] * 3
+        # A refusal still says how many are in flight: the one slot, held here by hand.
+        release = app.state.service.slots.acquire("alice-app")
+        try:
+            busy = client.post(f"{url}/v1/memories/search", json=SEARCH, headers=AUTH)
+        finally:
+            release()
+        assert busy.status_code == 429
+        assert "already has 1 requests in flight" in busy.json()["detail"]

@@ -6,6 +6,7 @@ change gave, in the same order with the same scores (pinned below)."""
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ import pytest
 
 from memreader.items import SourceMessage, TextualMemoryItem, TextualMemoryItemMetadata
 from memreader.stores import MemoryStore, open_store
+from memreader.stores.shapes import memory_json
 from memreader.testing import HashEmbedder
 from tests.stores.store_backends import T0, item
 
@@ -245,3 +247,17 @@ def test_a_word_seen_since_the_last_write_is_not_ranked_again(filled: MemoryStor
         assert bm25_reads("river tea") == 2
     finally:
         conn.set_trace_callback(None)
+
+
+def test_a_memorys_json_leaves_its_vector_out_as_before(filled: MemoryStore) -> None:
+    """memory_json leaves the embedding out in the serializer (issue 42): the same dict, key
+    order included, as dumping the item whole then dropping it; with ``embedding`` it stays."""
+    hits = filled.search("tea porto", user_id="u1", k=5)
+    assert hits and all(h.memory.item.metadata.embedding for h in hits)
+    for hit in hits:
+        whole = hit.memory.item.to_dict()
+        shown = memory_json(hit.memory)
+        assert "embedding" not in shown["item"]["metadata"]
+        whole["metadata"].pop("embedding")
+        assert json.dumps(shown["item"]) == json.dumps(whole)
+        assert memory_json(hit.memory, embedding=True)["item"] == hit.memory.item.to_dict()

@@ -131,6 +131,11 @@ class SharedState(AnswerTable, JobTable):
             )
             return token, held + 1
 
+    def slot_try(self, key: str, limit: int) -> str | None:
+        """Take one of ``key``'s ``limit`` slots: its token, or ``None`` when all are taken
+        (:meth:`slot_take` without the count: what admission needs on every request)."""
+        return self.slot_take(key, limit)[0]
+
     def slot_free(self, token: str) -> None:
         """Give a slot (or a lease) back."""
         with self.transaction() as run:

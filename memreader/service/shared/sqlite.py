@@ -159,16 +159,28 @@ class SqliteSharedState(SharedState):
 
     def slot_take(self, key: str, limit: int) -> tuple[str | None, int]:
         """Take one of ``key``'s ``limit`` slots: ``(token, in flight now)``, or ``(None, in
-        flight)`` when all are taken (counted and taken in one statement)."""
-        token = uuid.uuid4().hex
+        flight)`` when all are taken (counted and taken in one statement, then counted)."""
         with self._lock:
-            taken = self._alone(
-                f"INSERT INTO {SLOTS} (token, key, worker) SELECT ?, ?, ? "
-                f"WHERE (SELECT count(*) FROM {SLOTS} WHERE key = ? AND {self._live()}) < ?",
-                (token, key, self.worker, key, *self._live_params(), limit),
-            ).rowcount
+            token = self._try(key, limit)
             held = self._held(lambda sql, params: self._alone(sql, params).fetchall(), key)
-        return (token if taken == 1 else None), held
+        return token, held
+
+    def slot_try(self, key: str, limit: int) -> str | None:
+        """Take one of ``key``'s ``limit`` slots: its token, or ``None`` when all are taken:
+        one statement, which counts and takes (a request's slot costs this and the
+        :meth:`slot_free`, nothing more: issue 42)."""
+        with self._lock:
+            return self._try(key, limit)
+
+    def _try(self, key: str, limit: int) -> str | None:
+        """The statement of :meth:`slot_try` (the caller holds ``self._lock``)."""
+        token = uuid.uuid4().hex
+        taken = self._alone(
+            f"INSERT INTO {SLOTS} (token, key, worker) SELECT ?, ?, ? "
+            f"WHERE (SELECT count(*) FROM {SLOTS} WHERE key = ? AND {self._live()}) < ?",
+            (token, key, self.worker, key, *self._live_params(), limit),
+        ).rowcount
+        return token if taken == 1 else None
 
     def slot_free(self, token: str) -> None:
         """Give a slot back."""

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
+from itertools import repeat
 
 import numpy as np
 
@@ -177,9 +178,16 @@ def named_speakers(query: str, speakers: Sequence[str | None]) -> list[str]:
     return sorted({s for s in speakers if s and s.split()[0] in named})
 
 
-def _bm25(tf: np.ndarray, lengths: np.ndarray, idf: float) -> np.ndarray:
+def _bm25_norm(lengths: np.ndarray) -> np.ndarray:
+    """The part of BM25's denominator that depends on the passages' lengths alone."""
     mean = float(lengths.mean()) if len(lengths) and lengths.mean() > 0 else 1.0
-    return idf * tf * (_K1 + 1) / (tf + _K1 * (1 - _B + _B * lengths / mean))
+    norm: np.ndarray = _K1 * (1 - _B + _B * lengths / mean)
+    return norm
+
+
+def _bm25(tf: np.ndarray, norm: np.ndarray, idf: float) -> np.ndarray:
+    scores: np.ndarray = idf * tf * (_K1 + 1) / (tf + norm)
+    return scores
 
 
 def word_match(terms: Sequence[str], pool: WordPool) -> np.ndarray:
@@ -189,17 +197,21 @@ def word_match(terms: Sequence[str], pool: WordPool) -> np.ndarray:
     found = np.zeros(n, dtype=np.float64)
     if not terms or not n:
         return found
-    wide = pool.around(pool.lengths)
+    # The lengths' part of the denominators once, not for every term (the same floats:
+    # issue 42); each term's counts by dict.get over the counters, without a frame each.
+    own_norm = _bm25_norm(pool.lengths)
+    wide_norm = _bm25_norm(pool.around(pool.lengths))
     weights: dict[str, float] = {}
     held: dict[str, np.ndarray] = {}
     for term in terms:
-        tf = np.fromiter((c.get(term, 0) for c in pool.counts), dtype=np.float64, count=n)
+        counted = map(dict.get, pool.counts, repeat(term), repeat(0))
+        tf = np.fromiter(counted, dtype=np.float64, count=n)
         df = int(np.count_nonzero(tf))
         weights[term] = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
         if df:
             held[term] = tf
-            own = _bm25(tf, pool.lengths, weights[term])
-            near = _bm25(pool.around(tf), wide, weights[term])
+            own = _bm25(tf, own_norm, weights[term])
+            near = _bm25(pool.around(tf), wide_norm, weights[term])
             found += (1 - NEIGHBOUR_WORDS) * own + NEIGHBOUR_WORDS * near
     top = float(found.max())
     if top <= 0:

@@ -63,8 +63,10 @@ def to_blob(vector: Sequence[float]) -> bytes:
 
 
 def from_blob(blob: bytes) -> list[float]:
-    """A vector back from :func:`to_blob` (float32 precision)."""
-    return [float(x) for x in np.frombuffer(blob, dtype="<f4")]
+    """A vector back from :func:`to_blob` (float32 precision; ``tolist``: the floats of
+    ``float()`` of each, a fifth of its cost at 384 dimensions, issue 42)."""
+    values: list[float] = np.frombuffer(blob, dtype="<f4").tolist()
+    return values
 
 
 def unit(vector: Sequence[float] | bytes) -> np.ndarray | None:
