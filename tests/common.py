@@ -13,6 +13,7 @@ from typing import Any
 __all__ = [
     "DATA",
     "HASH_EMBEDDER",
+    "HASH_MEMORY",
     "INFO",
     "MEMORYBANK",
     "MEMORYBANK_CN",
@@ -30,6 +31,8 @@ MEMORYBANK_CN = MEMORYBANK / "memory_bank_cn.json"
 #: memreader's deterministic test embedder (:class:`memreader.testing.HashEmbedder`), built
 #: through the real registry, so reader tests take the local model's build path without it.
 HASH_EMBEDDER: dict[str, Any] = {"backend": "hash", "config": {}}
+#: The config of a ``Memory`` on that embedder (``Memory(HASH_MEMORY, store=...)``), offline.
+HASH_MEMORY: dict[str, Any] = {"config": {"embedder": {"backend": "hash"}}}
 
 INFO = {"user_id": "u1", "session_id": "s1"}
 

@@ -7,13 +7,11 @@ from collections.abc import Iterator
 import pytest
 
 from memreader import Memory
-
-#: The config of every adapter test's Memory: the deterministic ``hash`` embedder, offline.
-CONFIG = {"config": {"embedder": {"backend": "hash"}}}
+from tests.common import HASH_MEMORY
 
 
 @pytest.fixture
 def memory() -> Iterator[Memory]:
     """An empty Memory on an in-memory SQLite store (a test module may define its own)."""
-    with Memory(CONFIG, store="sqlite://:memory:") as m:
+    with Memory(HASH_MEMORY, store="sqlite://:memory:") as m:
         yield m

@@ -26,7 +26,7 @@ from google.genai import types
 from memreader import AsyncMemory, Memory
 from memreader.errors import ForbiddenScopeError, ForbiddenUserError, InputError, StoreError
 from memreader.integrations.google_adk import ANY_USER, MemreaderMemoryService
-from tests.integrations.conftest import CONFIG
+from tests.common import HASH_MEMORY as CONFIG
 
 T0 = datetime(2026, 3, 1, 9, 30, tzinfo=timezone.utc).timestamp()
 

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from memreader import AsyncMemory, Memory
 from memreader.errors import StoreError
 from memreader.integrations.llamaindex import MemreaderMemoryBlock
-from tests.integrations.conftest import CONFIG
+from tests.common import HASH_MEMORY as CONFIG
 
 CAT = [
     ChatMessage(

@@ -21,7 +21,7 @@ from memreader.integrations.openai_agents import AgentsMemoryError, MemreaderSes
 from memreader.integrations.openai_agents.items import message_id
 from memreader.integrations.openai_agents.kept import ITEM_TABLES
 from memreader.testing import ScriptedLLM, ScriptedRequest
-from tests.integrations.conftest import CONFIG
+from tests.common import HASH_MEMORY as CONFIG
 
 USER = {"role": "user", "content": "I moved to Lisbon in March."}
 ASSISTANT = {

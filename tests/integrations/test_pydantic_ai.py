@@ -22,7 +22,7 @@ from pydantic_ai.models.test import TestModel
 from memreader import AsyncMemory, Memory
 from memreader.errors import DeadlineExceeded, ForbiddenUserError, InputError, StoreError
 from memreader.integrations.pydantic_ai import MemoryToolset
-from tests.integrations.conftest import CONFIG
+from tests.common import HASH_MEMORY as CONFIG
 
 
 def scripted(*turns: list[Any]) -> FunctionModel:
