@@ -218,6 +218,8 @@ export interface ContextBlock {
   max_tokens: number;
   tokenizer: string;
   searched: number;
+  /** Nothing matched and `text` is the configured cold-start templates (no parts). */
+  cold_start: boolean;
   parts: ContextPart[];
 }
 

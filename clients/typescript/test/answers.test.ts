@@ -74,6 +74,7 @@ const BLOCK = keysOf<ContextBlock>({
   max_tokens: true,
   tokenizer: true,
   searched: true,
+  cold_start: true,
   parts: true,
 });
 const PART = keysOf<ContextPart>({
