@@ -490,3 +490,25 @@ def test_a_local_worker_that_cannot_be_built_stops_the_job_with_its_own_error(
     }
     with pytest.raises(ConfigError, match="has no 'Nope'"):
         run_job(load_job(write_job(tmp_path, spec)))
+
+
+class _Unpicklable(Exception):
+    """An error whose constructor takes two arguments: pickle cannot rebuild it."""
+
+    def __init__(self, what: str, where: int) -> None:
+        super().__init__(f"{what} at {where}")
+
+
+def test_a_worker_error_that_does_not_pickle_reaches_the_driver_in_words() -> None:
+    from multiprocessing import Pipe
+
+    from memreader.batch.engines.local import _send_error
+    from memreader.errors import MemReaderError
+
+    here, there = Pipe()
+    _send_error(there, _Unpicklable("no reader", 3))
+    kind, error = here.recv()
+    assert kind == "error" and isinstance(error, MemReaderError)
+    assert str(error).startswith("_Unpicklable: no reader at 3 (not picklable: TypeError(")
+    _send_error(there, ValueError("plain"))
+    assert isinstance(here.recv()[1], ValueError)  # one that pickles comes back as it is

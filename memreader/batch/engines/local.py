@@ -84,8 +84,8 @@ def _send_error(conn: Connection, exc: Exception) -> None:
     error: Exception = exc
     try:
         pickle.loads(pickle.dumps(exc))
-    except Exception:  # an exception that does not round-trip: its words will do
-        error = MemReaderError(f"{type(exc).__name__}: {exc}")
+    except Exception as why:  # any exception's own pickling may fail: keep its words, and why
+        error = MemReaderError(f"{type(exc).__name__}: {exc} (not picklable: {why!r:.200})")
     conn.send(("error", error))
 
 

@@ -6,8 +6,9 @@ them to (a user, a session id, a deadline) and the coroutine face of the memory 
 >>> try:
 ...     check_id("", "session_id")
 ... except AgentsMemoryError as exc:
-...     print(exc)
-session_id must be a non-empty string without NUL characters, got ''
+...     refused = str(exc)
+>>> refused
+"session_id must be a non-empty string without NUL characters, got ''"
 """
 
 from __future__ import annotations
