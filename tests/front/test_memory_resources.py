@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ from pydantic import AnyUrl
 from memreader import AsyncMemory, Memory
 from memreader.errors import BlockedAddressError, DocumentError, InputError
 from tests.docgen import make_docx
+from tests.http_fixtures import FetchTestServer, answer
 
 HASH = {"embedder": {"backend": "hash"}}
 
@@ -94,29 +93,11 @@ def test_a_path_string_in_content_is_still_a_message(memory: Memory, tmp_path: P
     assert "launch code" not in doc.items[0].memory  # a string is text, never read as a path
 
 
-class _Files(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        body = b"# Packing list\n\nAna packs her blue raincoat.\n"
-        self.send_response(200)
-        self.send_header("Content-Type", "text/markdown")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 @pytest.fixture
 def served() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Files)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/packing.md?token=x"
-    finally:
-        server.shutdown()
-        server.server_close()
+    body = b"# Packing list\n\nAna packs her blue raincoat.\n"
+    with FetchTestServer() as server:
+        yield server.route("/packing.md", answer(body, "text/markdown")) + "?token=x"
 
 
 def test_a_url_is_fetched_only_where_the_fetch_settings_allow(memory: Memory, served: str) -> None:

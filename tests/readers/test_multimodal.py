@@ -12,11 +12,9 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 from PIL import Image
@@ -33,6 +31,7 @@ from tests.docgen import (
     make_pdf,
     zip_bomb_docx,
 )
+from tests.http_fixtures import FetchTestServer, answer
 from tests.llm_server import LLMTestServer, RecordedRequest, Reply, llm_server, openai_completion
 from tests.s3_server import moto_s3
 
@@ -310,65 +309,48 @@ def test_local_paths_are_off_by_default(tmp_path: Path) -> None:
     assert report.windows[0].part_issues[0]["status"] == "error"
 
 
-class _Files(BaseHTTPRequestHandler):
-    files: ClassVar[dict[str, tuple[bytes, str]]] = {}
-
-    def do_GET(self) -> None:
-        path = self.path.split("?", 1)[0]
-        if path not in self.files:
-            self.send_response(404)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-            return
-        body, kind = self.files[path]
-        self.send_response(200)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture
-def file_server() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Files)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+def file_server() -> Iterator[FetchTestServer]:
+    with FetchTestServer() as server:
+        yield server
 
 
-def test_documents_by_url_record_a_clean_source(file_server: str) -> None:
-    _Files.files = {
-        "/docs/zh.pdf": (make_pdf(["我喜欢在杭州喝龙井茶。"], chinese=True), "application/pdf"),
-        "/img/cat.png": (png(), "image/png"),
-    }
+def _serve(server: FetchTestServer, files: dict[str, tuple[bytes, str]]) -> str:
+    """Serve each ``path: (body, type)`` of ``files``; the server's base URL."""
+    for path, (body, kind) in files.items():
+        server.route(path, answer(body, kind))
+    return server.url("")
+
+
+def test_documents_by_url_record_a_clean_source(file_server: FetchTestServer) -> None:
+    base = _serve(
+        file_server,
+        {
+            "/docs/zh.pdf": (make_pdf(["我喜欢在杭州喝龙井茶。"], chinese=True), "application/pdf"),
+            "/img/cat.png": (png(), "image/png"),
+        },
+    )
     mm = reader(fetch={"allow_hosts": ["127.0.0.1"]})
     report = ReadReport()
-    url = f"{file_server}/docs/zh.pdf?X-Amz-Signature=secret"
+    url = f"{base}/docs/zh.pdf?X-Amz-Signature=secret"
     result = mm.get_memory(
-        [url, [{"type": "image_url", "image_url": {"url": f"{file_server}/img/cat.png"}}]],
+        [url, [{"type": "image_url", "image_url": {"url": f"{base}/img/cat.png"}}]],
         type="doc",
         info=INFO,
         report=report,
     )
     (pdf_source,) = sources(result[0])
-    assert pdf_source.doc_path == f"{file_server}/docs/zh.pdf"
+    assert pdf_source.doc_path == f"{base}/docs/zh.pdf"
     assert "龙井" in result[0][0].memory and "\ufffd" not in result[0][0].memory
     assert "secret" not in json.dumps([i.to_dict() for r in result for i in r])
-    assert "from " + f"{file_server}/img/cat.png" in result[1][0].memory
+    assert "from " + f"{base}/img/cat.png" in result[1][0].memory
     assert report.resources["fetched"] == 2
 
 
-def test_private_addresses_are_refused_by_default(file_server: str) -> None:
-    _Files.files = {"/a.csv": (CSV, "text/csv")}
+def test_private_addresses_are_refused_by_default(file_server: FetchTestServer) -> None:
+    base = _serve(file_server, {"/a.csv": (CSV, "text/csv")})
     report = ReadReport()
-    reader().get_memory([f"{file_server}/a.csv"], type="doc", info=INFO, report=report)
+    reader().get_memory([f"{base}/a.csv"], type="doc", info=INFO, report=report)
     (part,) = report.parts
     assert part.status == "error" and part.error_type == "BlockedAddressError"
 
@@ -657,14 +639,14 @@ def test_cli_reads_a_multimodal_chat_file_with_files_beside_it(tmp_path: Path) -
     assert [p["status"] for p in report["parts"]] == ["ok", "ok", "error"]
 
 
-def test_cli_reads_a_document_by_url(tmp_path: Path, file_server: str) -> None:
-    _Files.files = {"/r.csv": (CSV, "text/csv")}
+def test_cli_reads_a_document_by_url(tmp_path: Path, file_server: FetchTestServer) -> None:
+    base = _serve(file_server, {"/r.csv": (CSV, "text/csv")})
     (tmp_path / "cfg.yaml").write_text(
         "config:\n  embedder: null\n  fetch:\n    allow_hosts: [127.0.0.1]\n"
     )
     result = run_cli(
         "read",
-        f"{file_server}/r.csv",
+        f"{base}/r.csv",
         "--type",
         "doc",
         "--config",
@@ -675,7 +657,7 @@ def test_cli_reads_a_document_by_url(tmp_path: Path, file_server: str) -> None:
     assert result.returncode == 0, result.stderr
     (item,) = [json.loads(line) for line in result.stdout.splitlines()]
     assert "| coffee | 4 |" in item["memory"]
-    assert item["metadata"]["sources"][0]["doc_path"] == f"{file_server}/r.csv"
+    assert item["metadata"]["sources"][0]["doc_path"] == f"{base}/r.csv"
 
 
 # -- S3 -----------------------------------------------------------------------------------------
