@@ -3,9 +3,10 @@ the operator's templates instead of empty, e.g. what to ask a user the applicati
 nothing about yet. Off by default (no templates).
 
 The templates come from the reader config (``cold_start: {templates: [...]}``), never from
-content; ``{user_id}`` in a template is replaced by the owner asked about, and nothing else is
-expanded. They are marked as the application's guidance, not as recalled data, and they keep to
-the call's budget: templates that do not fit are left out, last first.
+content; ``{user_id}`` in a template is replaced by the owner asked about (escaped as memory
+text is: an id cannot close the block), and nothing else is expanded. They are marked as the
+application's guidance, not as recalled data, and they keep to the call's budget: templates
+that do not fit are left out, last first.
 
 >>> from memreader.windowing.tokens import get_tokenizer
 >>> settings = ColdStartConfig(templates=["New user {user_id}: ask what they like to be called."])
@@ -24,6 +25,7 @@ from pydantic import Field, field_validator
 
 from memreader.config_model import ConfigModel
 from memreader.stores.context.parts import Context
+from memreader.stores.context.text import escape_text
 from memreader.windowing.tokens import Tokenizer
 
 __all__ = ["ColdStartConfig", "cold_start_context", "or_cold_start"]
@@ -66,7 +68,8 @@ def cold_start_context(
     order; ``None`` when there are none (off) or not even the first fits."""
     shown: list[str] = []
     for template in settings.templates:
-        trial = [*shown, template.replace("{user_id}", user_id).strip()]
+        # The owner's id comes from the call: escaped as the block escapes memory text.
+        trial = [*shown, template.replace("{user_id}", escape_text(user_id)).strip()]
         if tokenizer.count(_block(trial)) > max_tokens:
             break
         shown = trial
