@@ -11,18 +11,20 @@ traffic, and documents from local paths, URLs and S3, read with the simple reade
  6. note_parts     windows, part_reads -> windows  [fast, fine]
  7. fast_items     windows, info, custom_tags -> items, emitted  [fast]
  8. prepare_fine   windows, info, custom_tags -> fine_windows  [fine]
- 9. refine_input   stored_items, type, custom_tags -> fine_windows  [refine]
-10. extract        fine_windows -> outcomes  [fine, refine]
-11. filter         fine_windows, outcomes -> outcomes  [fine, refine]
-12. rewrite        fine_windows, outcomes -> outcomes  [fine, refine]
-13. fine_items     fine_windows, outcomes -> items, emitted  [fine, refine]
-14. image_items    windows, items, emitted, image_outcomes -> items, emitted  [fine]
-15. raw_file_items windows, items, emitted -> items, emitted  [fine]
-16. tool_schema    windows, items, emitted -> items, emitted  [fine]
-17. importance     items -> items  [fast]
-18. dedup          emitted -> emitted  [fast, fine, refine]
-19. embed          emitted -> items  [fast, fine, refine]
-20. categorize     items -> items  [fast, fine, refine]
+ 9. refine_images  stored_items -> stored_items, image_refinements  [refine]
+10. refine_input   stored_items, type, custom_tags -> fine_windows  [refine]
+11. extract        fine_windows -> outcomes  [fine, refine]
+12. filter         fine_windows, outcomes -> outcomes  [fine, refine]
+13. rewrite        fine_windows, outcomes -> outcomes  [fine, refine]
+14. fine_items     fine_windows, outcomes -> items, emitted  [fine, refine]
+15. image_items    windows, items, emitted, image_outcomes -> items, emitted  [fine]
+16. raw_file_items windows, items, emitted -> items, emitted  [fine]
+17. refined_image_items fine_windows, items, emitted, image_refinements -> items, emitted  [refine]
+18. tool_schema    windows, items, emitted -> items, emitted  [fine]
+19. importance     items -> items  [fast]
+20. dedup          emitted -> emitted  [fast, fine, refine]
+21. embed          emitted -> items  [fast, fine, refine]
+22. categorize     items -> items  [fast, fine, refine]
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from memreader.steps.images import DescribeImages, ImageItems
 from memreader.steps.parts import NormalizeParts, NoteParts, PartsSettings, ReadParts
 from memreader.steps.preset import default_steps
 from memreader.steps.raw_files import RawFileItems
+from memreader.steps.refine_images import RefinedImageItems, RefineImages
 from memreader.steps.state import INPUTS
 
 __all__ = ["MultiModalStructMemReader", "MultiModalStructMemReaderConfig"]
@@ -55,7 +58,9 @@ class MultiModalStructMemReader(BaseMemReader):
     """Reads chats with files, images, audio and tool traffic, and documents from paths, URLs
     and ``s3://``: the simple reader's steps, with parts read from outside the text first (each
     in its place in its window), and in fine mode images described by ``image_parser_llm`` and
-    each document chunk also kept as a chained ``RawFileMemory`` item."""
+    each document chunk also kept as a chained ``RawFileMemory`` item. Refinement
+    (``fine_transfer_simple_mem``) sends the images a stored item's sources name to
+    ``image_parser_llm`` again (:mod:`memreader.steps.refine_images`)."""
 
     config_class = MultiModalStructMemReaderConfig
 
@@ -71,4 +76,6 @@ class MultiModalStructMemReader(BaseMemReader):
         pipeline.insert_after("window", NoteParts())
         pipeline.insert_after("fine_items", ImageItems())
         pipeline.insert_after("image_items", RawFileItems())
+        pipeline.insert_before("refine_input", RefineImages())
+        pipeline.insert_after("raw_file_items", RefinedImageItems())
         return pipeline

@@ -42,6 +42,7 @@ __all__ = [
     "INPUTS",
     "STATE_FIELDS",
     "FineWindow",
+    "ImageRefinement",
     "PartKey",
     "PartRead",
     "PassResults",
@@ -60,6 +61,25 @@ class PartRead:
     report: PartReport
     resolved: Resolved | None = None
     label: str = ""
+
+
+@dataclass
+class ImageRefinement:
+    """Refinement: one image source of a stored item (``position``, source ``source_index``),
+    read again and described (``refine_images``), or why not (``report``).
+
+    ``image_data_url`` holds the prepared image while it waits for the vision model;
+    ``outcome`` is the description that was used and ``source`` the image's source with it
+    joined to its line (both ``None`` when the image was not described).
+    """
+
+    position: int
+    source_index: int
+    report: PartReport
+    image_data_url: str | None = None
+    planned: bool = False
+    outcome: ImageOutcome | None = None
+    source: SourceMessage | None = None
 
 
 @dataclass
@@ -146,6 +166,8 @@ class ReadState:
     The multimodal and agent steps add: ``part_reads`` (``read_parts``: each part read from
     outside the text, or unsupported, by where it is), ``image_outcomes`` (``describe_images``:
     each distinct image's description by sha256, with the first place it appears),
+    ``image_refinements`` (``refine_images``: each stored item's image sources, read again and
+    described, or why not),
     ``tool_outcomes`` (the tool pass's outcome per fine window, which the skill pass reads) and
     ``pass_items`` (what the extra passes made, which ``pass_items`` adds to the result).
     """
@@ -170,6 +192,7 @@ class ReadState:
     meter: UsageMeter | None = None
     part_reads: dict[PartKey, PartRead] = field(default_factory=dict)
     image_outcomes: dict[str, tuple[ImageOutcome, PartKey]] = field(default_factory=dict)
+    image_refinements: list[ImageRefinement] = field(default_factory=list)
     tool_outcomes: list[PassOutcome[Any]] = field(default_factory=list)
     pass_items: PassResults = field(default_factory=PassResults)
     #: When the call must stop (:mod:`memreader.calls.deadlines`); ``None``: never.
