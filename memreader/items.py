@@ -68,6 +68,12 @@ class SourceMessage(BaseModel):
     gives each source its chunk: ``chunk_index`` of ``chunk_count`` (the windows that hold part
     of that document, in order), and ``heading``, the Markdown headings in effect where the
     chunk starts (``"Report > Costs"``).
+
+    ``image_data_url`` keeps an image that was given inline (a ``data:`` URL in the message) as
+    it was prepared for a vision model (downsized, re-encoded, metadata dropped), so that
+    refinement can send it to the vision model again; it is set only for inline images of at
+    most ``images.keep_inline_bytes`` (an image read from a path, URL or ``s3://`` keeps its
+    reference in ``doc_path`` instead).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -88,6 +94,14 @@ class SourceMessage(BaseModel):
     chunk_count: int | None = None
     heading: str | None = None
     transformed_by: list[str] = Field(default_factory=list)
+    image_data_url: str | None = None
+
+    @field_validator("image_data_url")
+    @classmethod
+    def _inline_image(cls, value: str | None) -> str | None:
+        if value is not None and not value[:11].lower().startswith("data:image/"):
+            raise ValueError("image_data_url must be a data:image/... URL")
+        return value
 
     @field_validator("timestamp")
     @classmethod

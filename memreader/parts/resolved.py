@@ -38,7 +38,9 @@ class Resolved:
     ``text`` is what the part shows in its window: a document's converted text or an audio's
     transcript (``exact``: spans index it), or a line describing an image, or a placeholder
     naming what could not be read and why. ``image`` is the prepared image (for the vision
-    model); ``error`` the typed error of a part that failed.
+    model); ``error`` the typed error of a part that failed; ``kept_image`` the prepared image
+    as a ``data:`` URL when the part's sources keep it (an inline image within
+    ``images.keep_inline_bytes``).
     """
 
     status: str
@@ -51,6 +53,7 @@ class Resolved:
     image: PreparedImage | None = None
     error: MemReaderError | None = None
     reused: bool = False
+    kept_image: str | None = None
 
 
 class Made:

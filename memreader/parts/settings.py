@@ -35,6 +35,10 @@ class ImageConfig(ConfigModel):
     - ``jpeg_quality`` (85): quality of re-encoded JPEG images.
     - ``describe`` (``True``): in fine mode, ask ``image_parser_llm`` to describe each image
       (once per distinct image) and extract memories from it.
+    - ``keep_inline_bytes`` (1 MiB): an image given inline (a ``data:`` URL) has no reference
+      to read it again, so its items' sources keep it as prepared (``image_data_url``), for
+      refinement to send to the vision model again, when the prepared image is at most this
+      many bytes; ``0`` keeps none (refinement then reports such images as not kept).
     """
 
     formats: list[str] = Field(default_factory=lambda: list(DEFAULT_IMAGE_FORMATS))
@@ -43,6 +47,7 @@ class ImageConfig(ConfigModel):
     max_side: int = Field(default=1568, ge=16, le=16384)
     jpeg_quality: int = Field(default=85, ge=1, le=95)
     describe: bool = True
+    keep_inline_bytes: int = Field(default=1024 * 1024, ge=0)
 
     @field_validator("formats")
     @classmethod

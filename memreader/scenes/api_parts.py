@@ -52,14 +52,12 @@ _MAX_NAME = 64
 
 @dataclass(frozen=True)
 class Part:
-    """One piece of a message's content.
-
-    ``text`` is the caller's text verbatim for text parts (and a document's text, converted,
-    for files read as documents); ``exact`` says so, and then character spans into it are
-    provenance. Other parts (images, files in a chat, audio, tool calls) keep their raw
-    ``payload`` and no text of their own: their parser renders a short description. ``label``
-    is shown before the part's lines (``[tool output: search] ``), outside the spans.
-    """
+    """One piece of a message's content. ``text`` is the caller's text verbatim for text parts
+    (and a document's text, converted, for files read as documents); ``exact`` says so, and then
+    character spans into it are provenance. Other parts (images, files in a chat, audio, tool
+    calls) keep their raw ``payload`` and no text of their own: their parser renders a short
+    description. ``label`` is shown before the part's lines (``[tool output: search] ``),
+    outside the spans; ``doc_path`` and ``image_data_url`` are what its sources keep."""
 
     type: str
     text: str = ""
@@ -68,6 +66,7 @@ class Part:
     doc_path: str | None = None
     payload: Any = None
     label: str = ""
+    image_data_url: str | None = None
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from memreader.config_model import ConfigModel
 from memreader.documents.normalize import normalize_doc_refs
 from memreader.errors import InputError
 from memreader.extraction import short_error
+from memreader.fetch.data_urls import is_data_url
 from memreader.fetch.settings import FetchConfig
 from memreader.modes import SCENE_MODES
 from memreader.parts.resolved import Resolved
@@ -187,9 +188,10 @@ class ReadParts(Step):
             results = resource_reader(runtime).read_all(tasks, stats)
             for name, n in stats.counts.items():
                 state.report.count(name, n)
-            strict = runtime.settings(PartsSettings, self.name).strict_parts
+            settings = runtime.settings(PartsSettings, self.name)
+            strict = settings.strict_parts
             for task, key, result in zip(tasks, keys, results, strict=True):
-                result = _checked(result, task)
+                result = _kept_inline(_checked(result, task), task, settings.images)
                 if strict and result.error is not None:
                     raise result.error
                 reads[key] = PartRead(_part_report(task, result), result, _label(task, result))
@@ -226,6 +228,16 @@ def _checked(result: Resolved, task: PartTask) -> Resolved:
     except InputError as exc:
         return Resolved("error", f"[{task.kind}: not readable text]", error=exc)
     return result
+
+
+def _kept_inline(result: Resolved, task: PartTask, images: ImageConfig) -> Resolved:
+    """``result``, with the prepared image kept for its sources when it came inline (it has
+    no reference to be read again by) and is within ``images.keep_inline_bytes``."""
+    image = result.image
+    inline = task.inline is not None or is_data_url(task.ref or "")
+    if image is None or not inline or len(image.data) > images.keep_inline_bytes:
+        return result
+    return dataclasses.replace(result, kept_image=image.data_url())
 
 
 def _label(task: PartTask, result: Resolved) -> str:
@@ -275,7 +287,9 @@ def _resolved_part(part: Part, result: Resolved) -> Part:
     text = result.text
     if result.exact:  # read, but nothing came of it: an empty document or transcript
         text = f"[{_what(part)}: {result.source or 'inline'}: no text]"
-    return dataclasses.replace(part, text=text, exact=False, doc_path=result.source)
+    return dataclasses.replace(
+        part, text=text, exact=False, doc_path=result.source, image_data_url=result.kept_image
+    )
 
 
 def _what(part: Part) -> str:

@@ -114,7 +114,7 @@ class RefineImages(Step):
                     continue
                 entry = ImageRefinement(position, k, _report(stored, position, k, source))
                 found.append(entry)
-                ref = source.doc_path
+                ref = source.image_data_url or source.doc_path
                 if not ref or ref == INLINE:
                     _not_kept(entry)
                     continue
@@ -246,7 +246,8 @@ def _not_kept(entry: ImageRefinement) -> None:
 
 
 def _task(source: SourceMessage, ref: str) -> PartTask:
-    name = os.path.basename(ref.split("?", 1)[0].rstrip("/"))
+    inline = ref is source.image_data_url
+    name = "" if inline else os.path.basename(ref.split("?", 1)[0].rstrip("/"))
     return PartTask(
         source.scene_index, source.message_index, source.part_index, "image", ref=ref, name=name
     )

@@ -94,6 +94,7 @@ def segment_source(
         chunk_count=chunk[1] if chunk else None,
         heading=(headings.context(segment.start) or None) if headings is not None else None,
         transformed_by=list(unit.transforms),
+        image_data_url=part.image_data_url,
     )
 
 

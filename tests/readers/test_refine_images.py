@@ -20,6 +20,7 @@ from memreader.factory import MemReaderConfigFactory
 from memreader.items import TextualMemoryItem
 from memreader.readers import MultiModalStructMemReader, MultiModalStructMemReaderConfig
 from memreader.service import ServiceConfig, ServiceSettings, create_app
+from tests.batch.jobs import cli, output_items, write_job
 from tests.common import HASH_EMBEDDER, INFO
 from tests.llm_server import LLMTestServer, RecordedRequest, Reply, llm_server, openai_completion
 from tests.service.http_client import auth, key_entries
@@ -242,20 +243,60 @@ def test_a_stored_source_outside_what_the_operator_allowed_is_not_read(
     assert any("image source 1 not described" in n for n in report.windows[0].notes)
 
 
-def test_an_inline_image_the_fast_item_did_not_keep_is_reported(
+def test_an_inline_image_is_kept_as_prepared_and_sent_again(
     llm_server: LLMTestServer, pictures: Path
 ) -> None:
     llm_server.responder = responder()
     reader = make_reader(llm_server, pictures)
     inline = "data:image/png;base64," + b64encode((pictures / "receipt.png").read_bytes()).decode()
     (fast,) = fast_items(reader, inline)
-    assert fast.metadata.sources[1].doc_path == "inline"
+    (kept,) = [s for s in fast.metadata.sources if s.type == "image_url"]
+    assert kept.doc_path == "inline" and (kept.image_data_url or "").startswith("data:image/jpeg")
+    report = ReadReport()
+    (refined,) = reader.fine_transfer_simple_mem([fast.to_dict()], report=report)
+    (vision,) = vision_requests(llm_server)
+    assert color_of(vision) == "red"
+    assert VISION_MEMORY["red"] in [i.memory for i in refined]
+    assert [(p.status, p.source) for p in report.parts] == [("ok", "inline")]
+
+
+def test_an_inline_image_over_the_keep_limit_is_reported_not_kept(
+    llm_server: LLMTestServer, pictures: Path
+) -> None:
+    llm_server.responder = responder()
+    reader = make_reader(llm_server, pictures, images={"keep_inline_bytes": 0})
+    inline = "data:image/png;base64," + b64encode((pictures / "receipt.png").read_bytes()).decode()
+    (fast,) = fast_items(reader, inline)
+    assert fast.metadata.sources[1].image_data_url is None
     report = ReadReport()
     (refined,) = reader.fine_transfer_simple_mem([fast], report=report)
     assert vision_requests(llm_server) == []
     (part,) = report.parts
     assert part.status == "unsupported" and "kept no reference" in (part.detail or "")
     assert [i.memory for i in refined] == [TEXT_MEMORY]
+
+
+def test_a_stored_item_with_a_bad_kept_image_is_that_items_error(
+    llm_server: LLMTestServer, pictures: Path
+) -> None:
+    llm_server.responder = responder()
+    reader = make_reader(llm_server, pictures)
+    (fast,) = fast_items(reader, "receipt.png")
+    (other,) = fast_items(reader)
+    bad = fast.to_dict()
+    bad["metadata"]["sources"][1]["image_data_url"] = "file:///etc/passwd"
+    big = fast.to_dict()  # a kept image over images.max_bytes is not decoded
+    big["metadata"]["sources"][1]["image_data_url"] = "data:image/png;base64," + "A" * 4000
+    small = make_reader(llm_server, pictures, images={"max_bytes": 1000})
+    report = ReadReport()
+    refused, refined, too_big = small.fine_transfer_simple_mem([bad, other, big], report=report)
+    assert refused == [] and "image_data_url" in (report.windows[0].error or "")
+    assert [i.memory for i in refined] == [TEXT_MEMORY]
+    assert [i.memory for i in too_big] == [TEXT_MEMORY]
+    (part,) = report.parts
+    assert (part.status, part.error_type) == ("error", "DocumentError")
+    assert "over the" in (part.error or "") and "(1000)" in (part.error or "")
+    assert vision_requests(llm_server) == []
 
 
 @pytest.mark.parametrize(
@@ -332,4 +373,20 @@ def test_the_service_refine_route_reads_images_only_where_its_content_rules_allo
     memories = [i["memory"] for i in opened["items"][0]]
     assert VISION_MEMORY["red"] in memories and TEXT_MEMORY in memories
     assert [p["status"] for p in opened["report"]["parts"]] == ["ok"]
+    assert len(vision_requests(llm_server)) == 1
+
+
+def test_the_cli_refine_job_describes_the_images(llm_server: LLMTestServer, pictures: Path) -> None:
+    llm_server.responder = responder()
+    (fast,) = fast_items(make_reader(llm_server, pictures), "receipt.png")
+    (pictures / "fast").mkdir()
+    (pictures / "fast" / "items.jsonl").write_text(json.dumps(fast.to_dict()) + "\n")
+    reader = {"backend": "multimodal_struct", "config": reader_config(llm_server, pictures)}
+    job = {"reader": reader, "inputs": [{"path": "fast", "format": "jsonl"}]}
+    path = write_job(pictures, {**job, "output": {"path": "fine"}}, "refine.yaml")
+    result = cli("refine", str(path), "--quiet", cwd=pictures)
+    assert result.returncode == 0, result.stderr
+    fine = [json.loads(line) for line in output_items(pictures / "fine")]
+    assert VISION_MEMORY["red"] in [i["memory"] for i in fine]
+    assert {i["metadata"]["refined_from"] for i in fine} == {fast.id}
     assert len(vision_requests(llm_server)) == 1

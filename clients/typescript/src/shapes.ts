@@ -77,6 +77,8 @@ export interface Source {
   chunk_count: number | null;
   heading: string | null;
   transformed_by: string[];
+  /** An inline image as sent to the vision model, kept for refinement. */
+  image_data_url?: string | null;
   [field: string]: unknown;
 }
 
