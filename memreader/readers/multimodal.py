@@ -36,7 +36,8 @@ from memreader.steps.images import DescribeImages, ImageItems
 from memreader.steps.parts import NormalizeParts, NoteParts, PartsSettings, ReadParts
 from memreader.steps.preset import default_steps
 from memreader.steps.raw_files import RawFileItems
-from memreader.steps.refine_images import RefinedImageItems, RefineImages
+from memreader.steps.refine_images import RefineImages
+from memreader.steps.refined_image_items import RefinedImageItems
 from memreader.steps.state import INPUTS
 
 __all__ = ["MultiModalStructMemReader", "MultiModalStructMemReaderConfig"]

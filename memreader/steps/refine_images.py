@@ -2,30 +2,26 @@
 again and sent to the ``image_parser_llm`` slot, as fine mode does (MemOS's multimodal
 ``fine_transfer_simple_mem``).
 
-==================  ===============================================  ======================  ======
-step                requires                                         produces                modes
-==================  ===============================================  ======================  ======
-refine_images       stored_items                                     stored_items,           refine
-                                                                     image_refinements
-refined_image_items fine_windows, items, emitted, image_refinements  items, emitted          refine
-==================  ===============================================  ======================  ======
+=============  ============  ===================================  ======
+step           requires      produces                             modes
+=============  ============  ===================================  ======
+refine_images  stored_items  stored_items, image_refinements      refine
+=============  ============  ===================================  ======
 
-What a fast item kept of an image is its source: ``type="image_url"`` and ``doc_path``, the
-reference the first read used (a local path as given, a URL without credentials or query,
-``s3://bucket/key``), or ``inline`` for bytes given in the message, which the fast item does
-not keep. A reference is read again through the reader's own fetcher, so the rules of the
-first read hold for it: local paths only with ``allow_local_paths`` under ``allowed_roots``,
-only the allowed schemes, no private address, only the buckets of ``fetch.s3.allow_buckets``,
-and the byte, format and pixel limits of ``images``. A stored item is content: a source naming
-``/etc/passwd`` or ``file:///etc/passwd`` is refused unless the operator allowed that folder.
+What a fast item kept of an image is its source (``type="image_url"``): ``doc_path``, the
+reference the first read used (a path as given, a URL without credentials or query,
+``s3://bucket/key``), or, for an inline image, ``image_data_url`` (the prepared image, within
+``images.keep_inline_bytes``). It is read again through the reader's own fetcher, with every rule
+of the first read (local roots, schemes, private addresses, ``fetch.s3.allow_buckets``, the
+``images`` limits): a stored item is content, and one naming ``file:///etc/passwd`` is refused.
 
-Each distinct image (by sha256) is described once per call (and not again while its
-description is in the reader's cache); the description joins the image's line in the item's
-sources (so the text refinement reads it, as in fine mode) and the memories the vision model
-extracted become items of their own, tagged ``image``, citing the image's source. An image that
-cannot be read or described is that image's record in ``report.parts`` (``status`` ``error``,
-``unsupported`` or ``fallback``, with ``error_type``) and a note in its item's window report:
-the item is then refined from its text alone, and the other items are refined as usual.
+Each distinct image (by sha256) is described once per call (not again while its description is
+cached); the description joins the image's line (the text refinement reads it, as in fine mode)
+and the vision model's memories become items tagged ``image`` citing the image's source
+(:mod:`memreader.steps.refined_image_items`). An
+image not read or not described is its record in ``report.parts`` (``error``, ``unsupported``
+or ``fallback``, with ``error_type``) and a note in its item's window report; that item is
+refined from its text, and the others as usual.
 """
 
 from __future__ import annotations
@@ -39,7 +35,6 @@ from memreader.errors import DeadlineExceeded, InputError
 from memreader.extraction import short_error
 from memreader.extraction.driver import arun_plans, run_plans
 from memreader.extraction.image_pass import ImageOutcome, describe_image_plan
-from memreader.extraction.importance import heuristic_importance
 from memreader.items import SourceMessage, TextualMemoryItem
 from memreader.parts.resolved import Resolved
 from memreader.parts.resources import ResourceStats
@@ -47,15 +42,14 @@ from memreader.parts.tasks import PartTask
 from memreader.pipeline import Step
 from memreader.steps.chain import call_router
 from memreader.steps.images import MAX_DESCRIPTION_CHARS
-from memreader.steps.items import make_item
 from memreader.steps.parts import PartsSettings, resource_reader
 from memreader.steps.refine import check_stored_item
 from memreader.steps.registry import STEPS
-from memreader.steps.report import PartReport, WindowReport
+from memreader.steps.report import PartReport
 from memreader.steps.runtime import ReaderRuntime
 from memreader.steps.state import ImageRefinement, ReadState
 
-__all__ = ["IMAGE_SOURCE_TYPE", "RefineImages", "RefinedImageItems"]
+__all__ = ["IMAGE_SOURCE_TYPE", "RefineImages"]
 
 logger = logging.getLogger(__name__)
 
@@ -122,10 +116,11 @@ class RefineImages(Step):
                 asked.append(entry)
         if not tasks:
             return found
-        if not isinstance(runtime.config, PartsSettings):
-            for entry in asked:  # a reader that reads no images cannot read them again
+        why_not = _why_not_described(runtime)
+        if why_not is not None:
+            for entry in asked:
                 entry.report.status = "unsupported"
-                entry.report.detail = "this reader does not read images (multimodal_struct does)"
+                entry.report.detail = f"{entry.report.detail}: {why_not}: refined from its text"
             return found
         stats = ResourceStats()
         results = resource_reader(runtime).read_all(tasks, stats)
@@ -141,22 +136,15 @@ class RefineImages(Step):
         """The plans of the distinct images to describe (once per sha256, none whose
         description is cached); each entry names the digest whose outcome it takes."""
         state.check_deadline("before describing the stored items' images")
-        settings = runtime.settings(PartsSettings, self.name) if found else None
-        if settings is not None and not settings.images.describe:
-            for entry in found:
-                if entry.image_data_url is not None:
-                    entry.image_data_url = None
-                    entry.report.status = "unsupported"
-                    entry.report.detail = "images.describe is off: not described"
+        if all(entry.image_data_url is None for entry in found):
             return []
-        cache = resource_reader(runtime).cache if found else None
+        cache = resource_reader(runtime).cache
         plans: list[Any] = []
         planned: set[str] = set()
         for entry in found:
             digest = entry.report.digest
             if entry.image_data_url is None or digest is None or digest in planned:
                 continue
-            assert cache is not None
             cached = cache.get(("description", digest))
             if isinstance(cached, ImageOutcome):
                 entry.outcome = cached
@@ -237,6 +225,16 @@ def _report(item: TextualMemoryItem, position: int, k: int, source: SourceMessag
     )
 
 
+def _why_not_described(runtime: ReaderRuntime) -> str | None:
+    """Why this reader describes no image, or ``None`` when it does."""
+    config = runtime.config
+    if not isinstance(config, PartsSettings):  # a user put the step in another reader
+        return "this reader does not read images (multimodal_struct does)"
+    if not config.images.describe:
+        return "images.describe is off"
+    return None
+
+
 def _not_kept(entry: ImageRefinement) -> None:
     entry.report.status = "unsupported"
     entry.report.detail = (
@@ -307,91 +305,3 @@ def _with_sources(item: TextualMemoryItem, changed: dict[int, SourceMessage]) ->
     sources = [changed.get(k, s) for k, s in enumerate(item.metadata.sources)]
     metadata = item.metadata.model_copy(update={"sources": sources})
     return item.model_copy(update={"metadata": metadata})
-
-
-@STEPS.register("refined_image_items")
-class RefinedImageItems(Step):
-    """Refinement: the memories the vision model extracted from each stored item's images,
-    as items of that stored item (tagged ``image``, citing the image's source), and a note in
-    the item's window report for each image that could not be read or described."""
-
-    name = "refined_image_items"
-    requires = ("fine_windows", "items", "emitted", "image_refinements")
-    produces = ("items", "emitted")
-    modes = REFINE
-
-    def run(self, state: ReadState, runtime: ReaderRuntime) -> None:
-        reports: dict[int, WindowReport] = {}
-        for fw in state.fine_windows:
-            reports.setdefault(fw.position, fw.report)
-        seen: set[tuple[int, str]] = set()
-        for entry in state.image_refinements:
-            report = reports.get(entry.position)
-            if report is None:
-                continue
-            if entry.outcome is None or entry.source is None:
-                report.notes.append(
-                    f"image source {entry.source_index} not described "
-                    f"({entry.report.status}: {entry.report.error or entry.report.detail})"
-                )
-                continue
-            key = (entry.position, entry.report.digest or "")
-            if key in seen:  # the same picture twice in one item: its memories once
-                continue
-            seen.add(key)
-            stored = state.stored_items[entry.position]
-            assert isinstance(stored, TextualMemoryItem)
-            try:
-                items = _image_items(state, stored, entry)
-            except Exception as exc:  # one image's failure is that image's record
-                logger.error("building the items of a stored item's image failed", exc_info=exc)
-                entry.report.status = "error"
-                entry.report.error = short_error(exc)
-                report.notes.append(f"image source {entry.source_index}: {short_error(exc)}")
-                continue
-            state.items[entry.position].extend(items)
-            state.emitted.extend((item, report) for item in items)
-
-
-def _image_items(
-    state: ReadState, stored: TextualMemoryItem, entry: ImageRefinement
-) -> list[TextualMemoryItem]:
-    """The items of one described image of ``stored``, refined from it."""
-    outcome, source = entry.outcome, entry.source
-    assert outcome is not None and source is not None
-    meta = stored.metadata
-    info = {**meta.info, "user_id": meta.user_id, "session_id": meta.session_id}
-    old = [t for t in meta.tags if not t.startswith(("mode:", "fallback:"))]
-    base = (state.type, "refine", stored.id, "image", entry.report.digest)
-    tags = ["mode:fine", "image", *old]
-    if not outcome.memories:
-        made = [
-            make_item(
-                memory=outcome.description,
-                info=info,
-                sources=[source],
-                memory_type=meta.memory_type,
-                tags=list(dict.fromkeys([*tags, "image:description", *state.custom_tags])),
-                id_parts=(*base, "description"),
-                importance=heuristic_importance(outcome.description),
-            )
-        ]
-    else:
-        made = [
-            make_item(
-                memory=memory.value,
-                info=info,
-                sources=[source],
-                memory_type=memory.memory_type,
-                tags=list(dict.fromkeys([*tags, *memory.tags, *state.custom_tags])),
-                id_parts=(*base, k),
-                key=memory.key,
-                background=outcome.description,
-                importance=memory.importance or heuristic_importance(memory.value),
-                valid_from=memory.valid_from,
-            )
-            for k, memory in enumerate(outcome.memories)
-        ]
-    for item in made:
-        item.metadata.refined_from = stored.id
-    return made

@@ -276,6 +276,20 @@ def test_an_inline_image_over_the_keep_limit_is_reported_not_kept(
     assert [i.memory for i in refined] == [TEXT_MEMORY]
 
 
+def test_images_describe_off_refines_from_the_text_without_reading(
+    llm_server: LLMTestServer, pictures: Path
+) -> None:
+    llm_server.responder = responder()
+    reader = make_reader(llm_server, pictures, images={"describe": False})
+    (fast,) = fast_items(reader, "receipt.png")
+    report = ReadReport()
+    (refined,) = reader.fine_transfer_simple_mem([fast], report=report)
+    assert vision_requests(llm_server) == [] and "fetched" not in report.resources
+    (part,) = report.parts
+    assert part.status == "unsupported" and "images.describe is off" in (part.detail or "")
+    assert [i.memory for i in refined] == [TEXT_MEMORY]
+
+
 def test_a_stored_item_with_a_bad_kept_image_is_that_items_error(
     llm_server: LLMTestServer, pictures: Path
 ) -> None:
