@@ -102,7 +102,7 @@ def _skill_entry(user_id: str, skills: Sequence[SkillBundle], more: bool) -> byt
     lines = [_title("Skills", user_id), "", _SKILL_HINT, ""]
     for bundle in skills:
         description = escape_line(one_line(bundle.description, _DESCRIPTION_CHARS))
-        lines.append(f"- [{bundle.name}]({bundle.path}): {description}")
+        lines.append(f"- [{escape_line(bundle.name)}]({bundle.path}): {description}")
     if not skills:
         lines.append("_No skills yet._")
     if more:

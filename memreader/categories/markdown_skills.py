@@ -4,12 +4,13 @@ Agent Skills layout the skill writer uses, :func:`~memreader.extraction.skills.r
 
 - The name is the item's ``key`` (the skill pass stores the skill's name there), else the name
   its text starts with (``Skill NAME: ...``), else its first words; the description is its
-  ``background``, else its text; the steps and inputs are read back from its text
-  (:func:`~memreader.extraction.skill_text.read_skill_text`), the tools from its ``tool:``
-  tags.
+  ``background``, else the one in its text, else its text; the steps and inputs are read back
+  from its text (:func:`~memreader.extraction.skill_text.read_skill_text`; a text of another
+  shape is one step, as it is), the tools from its ``tool:`` tags.
 - The folder is :func:`~memreader.extraction.skills.skill_slug` of the name (``[a-z0-9-]``,
   never a device name, at most 64 characters): nothing a model or a user writes can name a
-  path outside ``skill/``. Two skills whose names give the same slug each get the slug, ``-``
+  path outside ``skill/`` (nor ``memu``, which names the layout in the service's paths:
+  ``skill-memu``). Two skills whose names give the same slug each get the slug, ``-``
   and 8 hex digits of their item id's SHA-256, so neither hides the other.
 - Text from the store is data: every entry is escaped as the export escapes memory text
   (:func:`~memreader.categories.markdown_text.escape_line`), so a step cannot become a link
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from memreader.categories.markdown_text import escape_line
 from memreader.errors import StoreError
-from memreader.extraction.skill_text import read_skill_text, skill_name
+from memreader.extraction.skill_text import read_skill_text
 from memreader.extraction.skills import Skill, render_skill_md, skill_slug
 from memreader.items import MemoryType
 from memreader.stores.paging import MAX_PAGE
@@ -44,8 +45,8 @@ _NAME_WORDS = 8
 
 @dataclass(frozen=True)
 class SkillBundle:
-    """One skill of the export: its ``folder`` under ``skill/``, its name and one-line
-    description (escaped), the id of its item and the ``SKILL.md`` bytes."""
+    """One skill of the export: its ``folder`` under ``skill/``, its name and description as
+    stored (not escaped), the id of its item and the ``SKILL.md`` bytes."""
 
     folder: str
     name: str
@@ -59,14 +60,20 @@ class SkillBundle:
         return f"skill/{self.folder}/SKILL.md"
 
 
-def _skill_of(memory: StoredMemory) -> Skill:
-    meta = memory.item.metadata
-    text = memory.item.memory
-    name = (meta.key or "").strip() or skill_name(text) or " ".join(text.split()[:_NAME_WORDS])
-    description = meta.background.strip() or text
-    steps, inputs = read_skill_text(text, meta.key or None, meta.background)
+def _skill_of(memory: StoredMemory) -> tuple[str, str, Skill]:
+    """The skill an item holds: its name and description as stored, and the skill to render
+    (every entry escaped)."""
+    meta, text = memory.item.metadata, memory.item.memory
+    key, background = (meta.key or "").strip(), meta.background.strip()
+    parts = read_skill_text(text, key or None, background or None)
+    if parts is not None:
+        name, description = key or parts.name, background or parts.description
+        steps, inputs = parts.steps, parts.inputs
+    else:  # stored by hand: the text is the procedure
+        name = key or " ".join(text.split()[:_NAME_WORDS])
+        description, steps, inputs = background or text, [text], []
     tools = sorted({t.removeprefix("tool:") for t in meta.tags if t.startswith("tool:")})
-    return Skill(
+    skill = Skill(
         name=escape_line(name),
         description=escape_line(description),
         steps=[escape_line(step) for step in steps],
@@ -74,6 +81,7 @@ def _skill_of(memory: StoredMemory) -> Skill:
         tools=[escape_line(tool) for tool in tools],
         source=escape_line(f"memory {memory.id}, session {meta.session_id}"),
     )
+    return name, description, skill
 
 
 def _active_skills(store: MemoryStore, user_id: str) -> tuple[list[StoredMemory], bool]:
@@ -107,12 +115,14 @@ def stored_skills(store: MemoryStore, user_id: str) -> tuple[list[SkillBundle], 
     memories, more = _active_skills(store, user_id)
     skills = [(memory, _skill_of(memory)) for memory in memories]
     by_slug: dict[str, list[int]] = defaultdict(list)
-    for n, (_, skill) in enumerate(skills):
-        by_slug[skill_slug(skill.name)].append(n)
+    for n, (_, (name, _, _)) in enumerate(skills):
+        slug = skill_slug(name)
+        # "skill/memu/SKILL.md" would read as another user id's files over HTTP (/memu/).
+        by_slug["skill-memu" if slug == "memu" else slug].append(n)
     bundles, taken = [], set(by_slug)
     for slug, members in sorted(by_slug.items()):
         for n in members:
-            memory, skill = skills[n]
+            memory, (name, description, skill) = skills[n]
             folder = slug
             if len(members) > 1:  # the same slug twice: each told apart by its item id
                 digest = hashlib.sha256(memory.id.encode("utf-8", "surrogatepass")).hexdigest()
@@ -123,8 +133,8 @@ def stored_skills(store: MemoryStore, user_id: str) -> tuple[list[SkillBundle], 
             bundles.append(
                 SkillBundle(
                     folder,
-                    skill.name,
-                    skill.description,
+                    name,
+                    description,
                     memory.id,
                     render_skill_md(skill).encode("utf-8"),
                 )
