@@ -142,8 +142,9 @@ def render_memu(store: MemoryStore, user_id: str, only: str | None = None) -> di
     with_file = [c for c in categories if has_file(c)]
     if only is not None and only.startswith("memory/"):  # one category: nothing else is read
         with_file = [c for c in with_file if memory_path(c.name) == only]
-    needs_memories = only is None or only == SOURCES_INDEX or only.startswith("memory/")
-    held = {c.name: active_memories(store, user_id, c) for c in with_file} if needs_memories else {}
+    if only is not None and only != SOURCES_INDEX and not only.startswith("memory/"):
+        with_file = []  # an entry or a skill: no memory is read
+    held = {c.name: active_memories(store, user_id, c) for c in with_file}
     files = {memory_path(c.name): category_text(c, held[c.name]).encode("utf-8") for c in with_file}
     if only is None or only in (MEMORY_ENTRY, SKILL_ENTRY) or only.startswith("skill/"):
         skills, more = stored_skills(store, user_id)
