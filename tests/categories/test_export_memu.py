@@ -24,7 +24,11 @@ from memreader.extraction.skill_text import skill_text
 from memreader.items import MemoryType, TextualMemoryItem, TextualMemoryItemMetadata
 from memreader.stores.category_types import CategoryDef
 from tests.categories.memories import T0, item, open_db, seed
-from tests.common import HASH_MEMORY
+from tests.common import HASH_EMBEDDER, HASH_MEMORY
+from tests.extraction.test_agent_passes import ALL_PASSES, TOOL_CHAT, responder
+from tests.llm_server import LLMTestServer, llm_server
+
+__all__ = ["llm_server"]
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -331,3 +335,39 @@ def test_the_store_is_the_only_source_of_a_skill_bundle(tmp_path: Path) -> None:
         store.write([bundle])
         files = render_memory(store, "ana", "memu")
     assert all(b"SECRET" not in data for data in files.values())
+
+
+def test_a_skill_the_fine_pass_distils_comes_back_as_its_bundle(
+    llm_server: LLMTestServer, tmp_path: Path
+) -> None:
+    """From a chat with a real tool call, through the scripted LLM server and the store, to
+    ``skill/<name>/SKILL.md`` with the steps, inputs and tools the model gave."""
+    llm_server.responder = responder()
+    llm = {
+        "backend": "openai",
+        "model": "m",
+        "base_url": llm_server.url,
+        "api_key": "sk-test-0123456789",
+        "max_retries": 0,
+        "timeout": 5,
+    }
+    config = {"config": {"embedder": HASH_EMBEDDER, "llm": llm, "fine": {"passes": ALL_PASSES}}}
+    out = tmp_path / "out"
+    with Memory(config, store=f"sqlite:///{tmp_path / 'm.db'}") as m:
+        m.add(TOOL_CHAT, user_id="ana", mode="fine")
+        m.export_markdown(out, user_id="ana", layout="memu")
+    bundle = (out / "ana" / "skill" / "check-city-weather" / "SKILL.md").read_text()
+    assert bundle.startswith(
+        "---\nname: check-city-weather\n"
+        'description: "Look up the weather of a city before a trip."\n---\n\n'
+        "# ../../Check city weather\n"
+    )
+    assert (
+        "## Steps\n\n1. Call get\\_weather with the city\n2. Report temperature and sky\n" in bundle
+    )
+    assert "## Inputs\n\n- city\n" in bundle and "## Tools\n\n- get\\_weather\n" in bundle
+    skills = (out / "ana" / "skill.md").read_text()
+    assert (
+        "- [../../Check city weather](skill/check-city-weather/SKILL.md): Look up the weather "
+        "of a city before a trip." in skills
+    )
