@@ -16,14 +16,16 @@ from pathlib import Path
 import pytest
 
 from memreader import Memory
+from memreader.batch.job import OutputSpec, load_job
+from memreader.batch.job_run import run_job
 from memreader.categories.markdown import render_memory
 from memreader.categories.markdown_files import MANIFEST, ForeignFilesError
 from memreader.cli import main
-from memreader.errors import InputError
+from memreader.errors import ConfigError, InputError
 from memreader.extraction.skill_text import skill_text
 from memreader.items import MemoryType, TextualMemoryItem, TextualMemoryItemMetadata
 from memreader.stores.category_types import CategoryDef
-from tests.categories.memories import T0, item, open_db, seed
+from tests.categories.memories import T0, item, open_db, seed, write_job
 from tests.common import HASH_EMBEDDER, HASH_MEMORY
 from tests.extraction.test_agent_passes import ALL_PASSES, TOOL_CHAT, responder
 from tests.llm_server import LLMTestServer, llm_server
@@ -371,3 +373,17 @@ def test_a_skill_the_fine_pass_distils_comes_back_as_its_bundle(
         "- [../../Check city weather](skill/check-city-weather/SKILL.md): Look up the weather "
         "of a city before a trip." in skills
     )
+
+
+def test_a_batch_job_writes_memus_layout_when_told(tmp_path: Path) -> None:
+    output = {"format": "markdown", "store": "sqlite:///m.db", "path": "md", "layout": "memu"}
+    summary = run_job(load_job(write_job(tmp_path, output)))
+    assert summary.exit_code == 0
+    entry = tmp_path / "md" / "u1" / "memory.md"
+    assert str(entry) in summary.outputs
+    assert entry.read_text().startswith("# Memory of u1\n")
+    assert (tmp_path / "md" / "u1" / "skill.md").is_file()
+    assert not (tmp_path / "md" / "u1" / "index.md").exists()
+    with pytest.raises(ConfigError) as refused:
+        OutputSpec(path="out", format="jsonl", layout="memu")
+    assert "output.layout is for format: markdown, not jsonl" in str(refused.value)
