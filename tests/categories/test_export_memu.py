@@ -387,3 +387,18 @@ def test_a_batch_job_writes_memus_layout_when_told(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as refused:
         OutputSpec(path="out", format="jsonl", layout="memu")
     assert "output.layout is for format: markdown, not jsonl" in str(refused.value)
+
+
+def test_a_deleted_skill_leaves_the_folder_this_memory_exported_in_memus_layout(
+    tmp_path: Path,
+) -> None:
+    db = seeded(tmp_path)
+    out = tmp_path / "out"
+    root = out / "ana"
+    with memory_on(db) as m:
+        m.export_markdown(out, user_id="ana", layout="memu")
+        m.delete("k1", user_id="ana", erase=True)
+    assert not (root / "skill" / "deploy-the-service").exists()  # its emptied folder too
+    assert "Deploy the service" not in (root / "skill.md").read_text()
+    assert (root / "skill" / "check-weather" / "SKILL.md").is_file()
+    assert not (root / "index.md").exists()  # rewritten in the layout it was exported in
