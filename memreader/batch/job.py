@@ -152,9 +152,9 @@ class OutputSpec(ConfigModel):
     that writes them (``format``, :mod:`memreader.batch.sinks`): ``jsonl`` (one file per input,
     or shards of about ``shard_bytes``), ``parquet`` (needs ``pyarrow``: ``pip install
     memreader[parquet]``), ``store`` (a memory store, ``store: sqlite:///m.db``),
-    ``markdown`` (a store, then its owners' memory as Markdown files under ``path``: see
-    :mod:`memreader.batch.sinks.markdown`), or a plugin's. The manifest, errors file and
-    summary go to ``path``, next to the items of file sinks.
+    ``markdown`` (a store, then its owners' memory as Markdown files under ``path``, laid out
+    as ``layout`` says: see :mod:`memreader.batch.sinks.markdown`), or a plugin's. The
+    manifest, errors file and summary go to ``path``, next to the items of file sinks.
 
     With ``store`` (a store URL, kept as a secret), ``format`` defaults to ``store`` and
     ``path`` to a folder next to a SQLite file (``sqlite:///m.db``: ``m.db.batch``); with another
@@ -168,6 +168,11 @@ class OutputSpec(ConfigModel):
     format: str = "jsonl"
     shard_bytes: int | None = Field(default=None, gt=0)
     store: SecretStr | None = None
+    layout: Literal["flat", "memu"] = Field(
+        default="flat",
+        description="format: markdown only: flat (index.md and <category>.md per user) or memu "
+        "(memory.md and skill.md entry files, index/, memory/ and skill/ folders)",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -206,6 +211,8 @@ class OutputSpec(ConfigModel):
             raise ValueError(
                 f"output.store is written by format: store or markdown, not {self.format}"
             )
+        if self.layout != "flat" and self.format != "markdown":
+            raise ValueError(f"output.layout is for format: markdown, not {self.format}")
         return self
 
 

@@ -1,25 +1,24 @@
 """Where the Markdown export writes, and what it may touch there.
 
-**Names that are safe on every OS.** :func:`user_folder` and :func:`category_file` give names
-that :func:`portable_name_problem` accepts: no character Windows refuses (``<>:"/\\|?*``,
-controls), no trailing dot or space, no Windows device name as the part before the first dot
-(``con``, ``prn``, ``aux``, ``nul``, ``com0``-``com9``, ``lpt0``-``lpt9``, any case: ``con.md``
-and ``con.category.md`` are the console to Windows), at most 100 characters, and two distinct
-categories or users never get names that differ only in case. Category names are
-``[a-z][a-z0-9_]{0,63}``, so ``<name>.md`` is safe except for ``index`` (the index keeps
-``index.md``; the category gets ``index.category.md``) and the device names (``con`` gets
-``con-category.md``): both forms hold a character no category name holds (``.`` or ``-``),
-so they never meet another category's file.
+**Names.** Every name the export gives is safe on every OS
+(:mod:`memreader.categories.markdown_names`). A file of the export is named by its path
+relative to the user folder, ``/``-separated: ``work.md`` (the flat layout) or
+``memory/work.md``, ``skill/deploy/SKILL.md`` (the memU layout,
+:mod:`memreader.categories.markdown_memu`); only the export's own forms are ever taken from a
+manifest, so a forged manifest cannot name ``../x`` or an absolute path.
 
 **What the export owns.** Each user folder holds a manifest, ``.memreader-export.json``: the
 name of every file the export wrote there, with the SHA-256 of the bytes it wrote. A file is
 the export's own when the manifest lists it *and* it still holds those bytes; only such a file
 is ever replaced or removed. Anything else in the folder is *foreign*: a hand-written
-``notes.md``, a file of a category the user edited since, a folder. The export refuses a user
+``notes.md``, a file of a category the user edited since, a folder (the export looks inside
+only the subfolders its own files live in: ``memory/``, ``skill/<name>/``, ``index/``; a symlink
+is never followed). The export refuses a user
 folder holding foreign files (:class:`ForeignFilesError`, naming them) unless told
 (``allow_foreign_files``: then they are left alone, and reported); and it refuses, whatever it
-was told, to write over a foreign file whose name it needs, compared case-blind (``Index.md``
-is ``index.md`` on macOS and Windows), unless that file already holds the very bytes the export
+was told, to write over a foreign file whose name it needs, or to write into a folder whose
+name a foreign file or symlink holds, compared case-blind (``Index.md`` is ``index.md`` on macOS
+and Windows), unless that file already holds the very bytes the export
 would write, which loses nothing. A file the export wrote and the user changed since is
 foreign (the error lists it in ``edited`` too): kept, never overwritten. A temporary file a
 killed export left (``.<name>.<random>.tmp``) is neither foreign nor deleted. Every user
@@ -27,25 +26,32 @@ folder is checked before any is written, so a refusal writes nothing. The output
 may hold anything: the export only adds user folders to it.
 
 **Crash safety.** Before writing, the manifest lists each file's new and old hashes; after the
-files are written and stale ones removed, only the new ones. So a crash at any point leaves
-every file the export wrote listed with the bytes it holds, and the next export goes on.
+files are written (in the order the layout gives: what an entry file links before the entry)
+and stale ones removed (and the subfolders of its own that this left empty), only the new
+ones. So a crash at any point leaves every file the export wrote listed with the bytes it
+holds, and the next export goes on.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
 import re
 import stat
-import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from memreader.errors import SinkError, StoreError
+from memreader.categories.markdown_names import (
+    INDEX,
+    category_file,
+    portable_name_problem,
+    user_folder,
+)
+from memreader.errors import SinkError
 from memreader.files import FileRefused, fsync_folder, read_regular_file, write_atomic
-from memreader.stores.category_types import CATEGORY_NAME
 
 __all__ = [
     "INDEX",
@@ -62,83 +68,25 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: The index's file name.
-INDEX = "index.md"
 #: The manifest of the files the export wrote, one per user folder.
 MANIFEST = ".memreader-export.json"
 _MANIFEST_FORMAT = "memreader-export"
 _MANIFEST_MAX_BYTES = 4 * 1024 * 1024
-_DEVICES = frozenset(
-    {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
+# The most entries a user folder's walk lists (a folder of millions is refused, not read).
+_MAX_ENTRIES = 200_000
+# A path the manifest may list: the flat layout's index and category files, and the memU
+# layout's entry files, indexes, category files and skill bundles. Nothing else is ever ours.
+_CATEGORY = r"[a-z][a-z0-9_]{0,63}(?:\.category|-category)?\.md"
+_OUR_NAME = re.compile(
+    rf"index\.md|{_CATEGORY}|index/[a-z][a-z0-9_]{{0,63}}\.md|memory/{_CATEGORY}"
+    r"|skill/[a-z0-9][a-z0-9-]{0,127}/SKILL\.md"
 )
-_WINDOWS_BAD = re.compile(r'[<>:"/\\|?*\x00-\x1f]')
-_MAX_NAME = 100
-_PLAIN_USER = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
-_SLUG_CHARS = 40
-_HASH_CHARS = 16
-# A name the manifest may list: the index and every form category_file gives.
-_OUR_NAME = re.compile(r"index\.md|[a-z][a-z0-9_]{0,63}(?:\.category|-category)?\.md")
 # What write_atomic leaves behind if the process dies mid-write: neither ours to delete nor
 # the user's to count as foreign.
 _OUR_TEMP = re.compile(
-    r"\.(?:[a-z][a-z0-9_.-]{0,80}\.md|\.memreader-export\.json)\.[A-Za-z0-9_]{1,16}\.tmp"
+    r"\.(?:[A-Za-z][A-Za-z0-9_.-]{0,80}\.md|\.memreader-export\.json)\.[A-Za-z0-9_]{1,16}\.tmp"
 )
 _SHOWN = 10
-
-
-def portable_name_problem(name: str) -> str | None:
-    """Why ``name`` is not a file name every OS takes as it is; ``None`` when it is.
-
-    >>> portable_name_problem("work.md"), portable_name_problem("Nul.tar.gz")
-    (None, 'a Windows device name')
-    """
-    if not name or name in (".", ".."):
-        return "empty, or . or .."
-    if len(name) > _MAX_NAME:
-        return f"over {_MAX_NAME} characters"
-    if _WINDOWS_BAD.search(name):
-        return "a character Windows refuses"
-    if name[-1] in ". ":
-        return "a trailing dot or space"
-    if name.split(".", 1)[0].rstrip(" ").lower() in _DEVICES:
-        return "a Windows device name"
-    return None
-
-
-def user_folder(user_id: str) -> str:
-    """The folder name of ``user_id``: the id itself when it is plain (``[a-z0-9]`` then up to
-    63 of ``[a-z0-9_-]``, not a device name), else a readable slug, a dot and 16 hex digits of
-    the id's SHA-256. Plain names hold no dot and hashed ones do, so the two kinds never meet;
-    both are lower case; none starts with ``.`` or ``_`` (the batch job's own files do).
-
-    >>> user_folder("ana"), user_folder("../x"), user_folder("CON")
-    ('ana', 'x.d6b96a97d147daaa', 'con_.a3dbc4b644a9a2c5')
-    """
-    if _PLAIN_USER.fullmatch(user_id) and user_id not in _DEVICES:
-        return user_id
-    digest = hashlib.sha256(user_id.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_CHARS]
-    # Accented letters keep their base letter (é -> e); other scripts become "_".
-    text = unicodedata.normalize("NFKD", user_id).encode("ascii", "ignore").decode("ascii")
-    slug = re.sub(r"[^a-z0-9_-]+", "_", text.lower())[:_SLUG_CHARS].strip("_-") or "user"
-    if slug in _DEVICES:  # "con.<hash>" is still a device name to Windows
-        slug += "_"
-    return f"{slug}.{digest}"
-
-
-def category_file(name: str) -> str:
-    """The file name of the category ``name`` (see the module docstring).
-
-    >>> category_file("work"), category_file("index"), category_file("con")
-    ('work.md', 'index.category.md', 'con-category.md')
-
-    Raises:
-        StoreError: ``name`` is not a category name (the store holds something it should not).
-    """
-    if not CATEGORY_NAME.fullmatch(name):
-        raise StoreError(f"the store holds a category with a bad name: {name!r}")
-    if name == "index":
-        return "index.category.md"
-    return f"{name}-category.md" if name in _DEVICES else f"{name}.md"
 
 
 class ForeignFilesError(SinkError):
@@ -159,7 +107,7 @@ class ForeignFilesError(SinkError):
         self.foreign = tuple(foreign)
         self.blocking = tuple(blocking)
         self.edited = tuple(edited)
-        names = _names(blocking or foreign)
+        names = _names(folder, blocking or foreign)
         if blocking:
             message = (
                 f"{folder}: the export would overwrite {len(blocking)} file(s) it did not "
@@ -174,8 +122,8 @@ class ForeignFilesError(SinkError):
         super().__init__(message)
 
 
-def _names(paths: Sequence[str]) -> str:
-    shown = ", ".join(os.path.basename(p) or p for p in paths[:_SHOWN])
+def _names(folder: str, paths: Sequence[str]) -> str:
+    shown = ", ".join(os.path.relpath(p, folder) if p != folder else p for p in paths[:_SHOWN])
     return shown + (f" (+{len(paths) - _SHOWN} more)" if len(paths) > _SHOWN else "")
 
 
@@ -191,16 +139,28 @@ class ExportReport:
 
 @dataclass
 class FolderPlan:
-    """One user folder's part of an export, checked (:func:`plan_folder`) before any write."""
+    """One user folder's part of an export, checked (:func:`plan_folder`) before any write.
+    ``files`` maps each relative path to its bytes, in the order they are written."""
 
     folder: str
     files: dict[str, bytes]
-    owned: dict[str, str]  # our files there now: name -> the hash they hold
+    owned: dict[str, str]  # our files there now: relative path -> the hash they hold
     foreign: list[str]
 
 
 def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def _path(folder: str, name: str) -> str:
+    """The OS path of the relative path ``name`` (``/``-separated) in ``folder``."""
+    return os.path.join(folder, *name.split("/"))
+
+
+def _parents(name: str) -> list[str]:
+    """The folders on the way to ``name``, outermost first: ``a/b/c.md`` -> ``a``, ``a/b``."""
+    parts = name.split("/")[:-1]
+    return ["/".join(parts[: i + 1]) for i in range(len(parts))]
 
 
 def _read_manifest(folder: str) -> dict[str, set[str]]:
@@ -249,12 +209,38 @@ def _current_hash(path: str) -> str | None:
     return digest.hexdigest()
 
 
-def _is_ours_temp(name: str) -> bool:
-    return bool(_OUR_TEMP.fullmatch(name))
+def _entries(folder: str, ours: set[str]) -> Iterator[str]:
+    """The relative paths in ``folder``: files, and anything that is not a folder of ours
+    (a foreign folder, a symlink) as one entry; a folder on the way to one of ``ours`` (real,
+    never a symlink) is walked instead. Temporary files and the manifest are left out.
+
+    Raises:
+        SinkError: a folder cannot be listed, or holds too many entries.
+    """
+    pending, seen = [""], 0
+    while pending:
+        prefix = pending.pop()
+        where = _path(folder, prefix) if prefix else folder
+        try:
+            with os.scandir(where) as listing:
+                found = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in listing]
+        except OSError as exc:
+            raise SinkError(f"cannot list {where}: {exc.strerror or exc}") from None
+        seen += len(found)
+        if seen > _MAX_ENTRIES:
+            raise SinkError(f"{folder} holds over {_MAX_ENTRIES} entries: not an export folder")
+        for name, is_dir in sorted(found):
+            if (not prefix and name == MANIFEST) or _OUR_TEMP.fullmatch(name):
+                continue
+            relative = f"{prefix}/{name}" if prefix else name
+            if is_dir and relative in ours:
+                pending.append(relative)
+            else:
+                yield relative
 
 
 def plan_folder(folder: str, files: Mapping[str, bytes], *, allow_foreign: bool) -> FolderPlan:
-    """Check ``folder`` for writing ``files`` (see the module docstring).
+    """Check ``folder`` for writing ``files`` (relative paths, see the module docstring).
 
     Raises:
         ForeignFilesError: it holds foreign files (and ``allow_foreign`` is false), or a foreign
@@ -263,31 +249,33 @@ def plan_folder(folder: str, files: Mapping[str, bytes], *, allow_foreign: bool)
     """
     if os.path.islink(folder) or (os.path.lexists(folder) and not os.path.isdir(folder)):
         raise SinkError(f"cannot write {folder}: a symlink or a file stands there")
-    try:
-        names = sorted(os.listdir(folder)) if os.path.isdir(folder) else []
-    except OSError as exc:
-        raise SinkError(f"cannot list {folder}: {exc.strerror or exc}") from None
     manifest = _read_manifest(folder)
+    folders = {parent for name in (*files, *manifest) for parent in _parents(name)}
+    names = list(_entries(folder, folders)) if os.path.isdir(folder) else []
     owned: dict[str, str] = {}
     foreign: list[str] = []
     edited: list[str] = []
     for name in names:
-        if name == MANIFEST or _is_ours_temp(name):
-            continue
         # Only a name the manifest lists or the export writes is read: any other is foreign.
         known = name in manifest or name in files
-        current = _current_hash(os.path.join(folder, name)) if known else None
+        current = _current_hash(_path(folder, name)) if known else None
         if current is not None and current in manifest.get(name, ()):
             owned[name] = current
         elif current is not None and name in files and current == _digest(files[name]):
             owned[name] = current  # already the bytes the export writes: nothing is lost
         else:
-            foreign.append(os.path.join(folder, name))
+            foreign.append(_path(folder, name))
             if name in manifest:
                 edited.append(foreign[-1])
-    # Compared case-blind: on macOS and Windows "Index.md" is the file "index.md".
-    ours = {name.casefold() for name in files}
-    blocking = [p for p in foreign if os.path.basename(p).casefold() in ours]
+    # Compared case-blind: on macOS and Windows "Index.md" is the file "index.md". A foreign
+    # entry where one of our folders goes blocks too.
+    needed = {name.casefold() for name in files}
+    needed |= {parent.casefold() for name in files for parent in _parents(name)}
+    blocking = [
+        path
+        for path in foreign
+        if os.path.relpath(path, folder).replace(os.sep, "/").casefold() in needed
+    ]
     if blocking or (foreign and not allow_foreign):
         raise ForeignFilesError(folder, foreign, blocking, edited)
     if edited:
@@ -310,9 +298,35 @@ def _write_manifest(folder: str, hashes: Mapping[str, Sequence[str]]) -> None:
     _write(path, data)
 
 
+def _make_parents(folder: str, name: str) -> None:
+    """The folders on the way to ``name``, created where missing; one that is a symlink or a
+    file now (swapped in since the check) is refused, never written through."""
+    for parent in _parents(name):
+        path = _path(folder, parent)
+        try:
+            os.mkdir(path)
+        except FileExistsError:
+            if os.path.islink(path) or not os.path.isdir(path):
+                raise SinkError(f"cannot write {path}: a symlink or a file stands there") from None
+        except OSError as exc:
+            raise SinkError(f"cannot create {path}: {exc.strerror or exc}") from None
+
+
+def _remove_empty_parents(folder: str, stale: Sequence[str], files: Mapping[str, bytes]) -> None:
+    """The folders of its own that removing ``stale`` left empty, removed (deepest first); a
+    folder still holding anything, or holding a file of this export, stays."""
+    keep = {parent for name in files for parent in _parents(name)}
+    emptied = {parent for name in stale for parent in _parents(name)} - keep
+    for parent in sorted(emptied, key=lambda p: -p.count("/")):
+        # Not empty (the user's files), or gone: left as it is.
+        with contextlib.suppress(OSError):
+            os.rmdir(_path(folder, parent))
+
+
 def publish(plan: FolderPlan, report: ExportReport) -> None:
-    """Write one checked folder: the manifest naming old and new bytes, the category files, the
-    index, its own stale files removed, then the manifest naming only the new bytes.
+    """Write one checked folder: the manifest naming old and new bytes, the files in the plan's
+    order (the entries that link them last), its own stale files removed, then the manifest
+    naming only the new bytes.
 
     Raises:
         SinkError: a folder or file cannot be written or removed.
@@ -327,24 +341,23 @@ def publish(plan: FolderPlan, report: ExportReport) -> None:
     for name, h in new.items():
         during.setdefault(name, []).append(h)
     _write_manifest(folder, during)
-    order = [*sorted(name for name in files if name != INDEX), INDEX]
-    for name in order:
+    for name, data in files.items():
         if plan.owned.get(name) != new[name]:
-            _write(os.path.join(folder, name), files[name])
+            _make_parents(folder, name)
+            _write(_path(folder, name), data)
     stale = sorted(name for name in plan.owned if name not in files)
     for name in stale:
         try:
-            os.unlink(os.path.join(folder, name))
+            os.unlink(_path(folder, name))
         except FileNotFoundError:
             pass
         except OSError as exc:
-            raise SinkError(
-                f"cannot remove {os.path.join(folder, name)}: {exc.strerror or exc}"
-            ) from None
+            raise SinkError(f"cannot remove {_path(folder, name)}: {exc.strerror or exc}") from None
+    _remove_empty_parents(folder, stale, files)
     _write_manifest(folder, {name: [h] for name, h in new.items()})
     fsync_folder(folder)
-    report.written += [os.path.join(folder, name) for name in order]
-    report.removed += [os.path.join(folder, name) for name in stale]
+    report.written += [_path(folder, name) for name in files]
+    report.removed += [_path(folder, name) for name in stale]
     report.kept += plan.foreign
     if plan.foreign:
         logger.warning(

@@ -15,9 +15,10 @@ memory store from the command line (see :mod:`memreader.stores`); and what ``mem
   [--erase] [--json]``: what came only from that source expires (``--erase``: is erased, for
   good); the events and the receipt are printed (:mod:`memreader.cli.receipts`);
 - ``export-md --store URL --user-id U [--user-id U2 ...] --output DIR
-  [--allow-foreign-files]``: each owner's memory as Markdown files an agent can read
-  (``DIR/<user folder>/index.md`` and one file per category: see
-  :mod:`memreader.categories.markdown`); the paths written are printed.
+  [--allow-foreign-files] [--layout flat|memu]``: each owner's memory as Markdown files an
+  agent can read (``DIR/<user folder>/index.md`` and one file per category; memu: ``memory.md``,
+  ``skill.md``, ``index/``, ``memory/``, ``skill/``: see :mod:`memreader.categories.markdown`);
+  the paths written are printed.
   It replaces or removes only files it wrote itself, and refuses a user folder holding others
   unless ``--allow-foreign-files`` (:mod:`memreader.categories.markdown_files`).
 
@@ -113,7 +114,9 @@ def add_store_parsers(commands: Any) -> None:
 def _add_export_parser(commands: Any) -> None:
     """``export-md``: the owners' memory as Markdown files."""
     export = commands.add_parser(
-        "export-md", help="write owners' memory as Markdown files (an index, one per category)"
+        "export-md",
+        help="write owners' memory as Markdown files (an index, one per category; "
+        "--layout memu: memU's memory.md, skill.md and folders)",
     )
     add_store_flag(export, env=True)
     export.add_argument(
@@ -140,6 +143,13 @@ def _add_export_parser(commands: Any) -> None:
         "left alone; without this flag such a folder is refused)",
     )
     add_alias(export, "--force", dest="allow_foreign_files", action="store_true")
+    export.add_argument(
+        "--layout",
+        choices=("flat", "memu"),
+        default="flat",
+        help="flat (the default): index.md and <category>.md; memu: memory.md and skill.md "
+        "entry files, then index/, memory/<category>.md and skill/<name>/SKILL.md",
+    )
 
 
 def run_store_command(args: argparse.Namespace) -> int:
@@ -298,7 +308,11 @@ def _export_md(args: argparse.Namespace, url: str) -> int:
         raise InputError("export-md needs --output FOLDER (where the owners' folders go)")
     with open_cli_memory(url, embeds=False) as memory:  # the export never searches
         report = export_report(
-            memory.store, users, args.out, allow_foreign_files=args.allow_foreign_files
+            memory.store,
+            users,
+            args.out,
+            allow_foreign_files=args.allow_foreign_files,
+            layout=args.layout,
         )
     for path in sorted(report.written):
         print(path)

@@ -20,7 +20,7 @@ import os
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from memreader.calls.deadlines import Deadline, in_thread
 from memreader.front.call_deadline import bounded, current
@@ -51,6 +51,9 @@ from memreader.stores.context import (
 from memreader.stores.filters import SearchFilters
 from memreader.stores.paging import DEFAULT_PAGE, MemoryPage
 from memreader.stores.records import StoredMemory
+
+if TYPE_CHECKING:
+    from memreader.categories.markdown import MarkdownLayout
 
 __all__ = ["AsyncMemory"]
 
@@ -312,10 +315,14 @@ class AsyncMemory:
         """:meth:`Memory.categories <memreader.front.memory.Memory.categories>`, awaited."""
         return await in_thread(functools.partial(self.memory.categories, user_id))
 
-    async def markdown_file(self, file_name: str, *, user_id: str | None = None) -> bytes | None:
+    async def markdown_file(
+        self, file_name: str, *, user_id: str | None = None, layout: MarkdownLayout = "flat"
+    ) -> bytes | None:
         """:meth:`Memory.markdown_file <memreader.front.categories.CategoryCalls.markdown_file>`,
         awaited."""
-        call = functools.partial(self.memory.markdown_file, file_name, user_id=user_id)
+        call = functools.partial(
+            self.memory.markdown_file, file_name, user_id=user_id, layout=layout
+        )
         return await in_thread(call)
 
     async def export_markdown(
@@ -324,6 +331,7 @@ class AsyncMemory:
         *,
         user_id: str | Sequence[str] | None = None,
         allow_foreign_files: bool = False,
+        layout: MarkdownLayout = "flat",
     ) -> list[str]:
         """:meth:`Memory.export_markdown <memreader.front.memory.Memory.export_markdown>`,
         awaited."""
@@ -332,6 +340,7 @@ class AsyncMemory:
             folder,
             user_id=user_id,
             allow_foreign_files=allow_foreign_files,
+            layout=layout,
         )
         return await in_thread(call, keep_result=True)
 

@@ -1,9 +1,13 @@
 """A user's categories over HTTP: as JSON for programs and the page, and as the Markdown files
-an agent reads (``index.md``, then the one category file it needs).
+an agent reads (``index.md``, then the one category file it needs; or in memU's layout,
+``memu/memory.md`` and ``memu/skill.md``, whose relative links lead to ``memu/memory/<name>.md``
+and ``memu/skill/<name>/SKILL.md`` under the same prefix).
 
 Every user id the store accepts works here, ``team/ana`` included: ``user_id`` is the whole
-path between ``/v1/users/`` and the last ``/categories`` or ``/memory/<file>`` (a file name
-never holds ``/``, and ``categories`` is no memory file: the two never read alike).
+path between ``/v1/users/`` and the last ``/categories``, ``/memory/<file>`` or ``/memu/``
+(a file name never holds ``/``, a memU path never holds ``/memu/``, and ``categories`` is no
+memory file: they never read alike). The one exception: the flat files of a user id ending
+in ``/memu`` read as that user's prefix's memU files, so such ids use the memU layout.
 """
 
 from __future__ import annotations
@@ -53,6 +57,37 @@ async def categories(
             ],
         }
     )
+
+
+@router.get("/v1/users/{user_id:path}/memu/{path:path}")
+async def memu_file(
+    path: str,
+    state: State,
+    principal: Caller,
+    deadline: RequestDeadline,
+    owner: PathOwner,
+    memory: HeldMemory,
+) -> Response:
+    """A file of the user's memory in memU's layout, as ``memreader export-md --layout memu``
+    writes it: ``memory.md`` (the categories, a line each, linking ``memory/<name>.md``),
+    ``skill.md`` (the skills, linking ``skill/<name>/SKILL.md``), ``index/sources.md``, or one
+    of the files they link."""
+    check_whole_owner(principal, "a user's categories")
+    async with state.slots.hold(principal.name):
+        content = await state.blocking(
+            lambda: memory.markdown_file(path, user_id=owner, layout="memu"),
+            "the export",
+            deadline,
+        )
+    if content is None:
+        raise ProblemError(
+            404,
+            "not-found",
+            "No such file",
+            f"user {shown(owner)} has no memory file {shown(path)}; memory.md and skill.md "
+            "link the files",
+        )
+    return Response(content, media_type=MARKDOWN)
 
 
 @router.get("/v1/users/{user_id:path}/memory/{file_name}")

@@ -36,6 +36,7 @@ from memreader.extraction.agent_passes import (
     tool_plan,
 )
 from memreader.extraction.importance import heuristic_importance
+from memreader.extraction.skill_text import skill_text
 from memreader.items import MemoryType, SourceMessage, TextualMemoryItem
 from memreader.modes import LLM_MODES
 from memreader.pipeline import Step
@@ -289,9 +290,7 @@ def skill_writer(runtime: ReaderRuntime) -> SkillWriter | None:
 
 
 def _skill_text(draft: SkillDraft) -> str:
-    steps = " ".join(f"{n}. {step}" for n, step in enumerate(draft.steps, 1))
-    inputs = f" Inputs: {', '.join(draft.inputs)}." if draft.inputs else ""
-    return f"Skill {draft.name}: {draft.description} Steps: {steps}{inputs}"
+    return skill_text(draft.name, draft.description, draft.steps, draft.inputs)
 
 
 def _where(sources: Sequence[SourceMessage]) -> str:

@@ -168,7 +168,11 @@ def test_the_entry_starts_a_server_that_remembers_and_recalls(
             tools = {tool.name for tool in (await client.list_tools()).tools}
             assert {"remember", "recall", "context", "forget"} <= tools
             listed = [str(r.uri) for r in (await client.list_resources()).resources]
-            assert listed == [f"memreader://users/{USER}/memory/index.md"]
+            assert listed == [
+                f"memreader://users/{USER}/memory/index.md",
+                f"memreader://users/{USER}/memu/memory.md",
+                f"memreader://users/{USER}/memu/skill.md",
+            ]
             said = {"messages": CHAT, "session_id": "chat-1"}
             stored = answer(await client.call_tool("remember", said))
             assert stored["counts"] == {"ADD": 1}

@@ -70,7 +70,11 @@ def test_a_key_of_one_user_cannot_reach_another(url: str) -> None:
             with pytest.raises(Exception, match="ForbiddenUserError"):
                 await client.read_resource("memreader://users/alice/memory/index.md")
             listed = [r.uri for r in (await client.list_resources()).resources]
-            assert listed == ["memreader://users/bob/memory/index.md"]
+            assert listed == [
+                "memreader://users/bob/memory/index.md",
+                "memreader://users/bob/memu/memory.md",
+                "memreader://users/bob/memu/skill.md",
+            ]
 
     async def as_ops(memory_id: str) -> None:
         async with http_client(url, "mr_test_ops") as client:

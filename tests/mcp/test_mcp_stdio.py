@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
 import subprocess
 import sys
 import threading
@@ -61,9 +62,14 @@ def test_tools_and_resources_are_listed_with_schemas(tmp_path: Path, home: Path)
             assert {t.uri_template for t in templates} == {
                 "memreader://users/{user_id}/memory/index.md",
                 "memreader://users/{user_id}/memory/{file}",
+                "memreader://users/{user_id}/memu/{+path}",
             }
             listed = [r.uri for r in (await client.list_resources()).resources]
-            assert listed == ["memreader://users/emily/memory/index.md"]
+            assert listed == [
+                "memreader://users/emily/memory/index.md",
+                "memreader://users/emily/memu/memory.md",
+                "memreader://users/emily/memu/skill.md",
+            ]
 
     run(talk())
 
@@ -153,6 +159,16 @@ def test_facts_update_delete_history_categories_and_markdown(tmp_path: Path, hom
             assert index.mime_type == "text/markdown" and "# Memory of emily" in index.text
             page = (await client.read_resource(filed[0]["resource"])).contents[0]
             assert "Emily is vegan." in page.text
+            # memU's layout: the entry's relative links resolve to resources of the server.
+            entry_uri = "memreader://users/emily/memu/memory.md"
+            assert entry_uri in listed
+            entry = (await client.read_resource(entry_uri)).contents[0]
+            assert entry.text.startswith("# Memory of emily")
+            link = re.search(r"\]\((memory/[^)]+)\)", entry.text)
+            assert link is not None
+            linked_uri = entry_uri.rsplit("/", 1)[0] + "/" + link.group(1)
+            linked = (await client.read_resource(linked_uri)).contents[0]
+            assert linked.text.startswith("# ") and "## Memories" in linked.text
 
             deleted = answer(await client.call_tool("forget", {"memory_id": second}))
             assert deleted["event"]["event"] == "EXPIRE"

@@ -5,6 +5,7 @@ NDJSON streaming and metrics."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -378,6 +379,22 @@ def test_categories_and_memory_files_are_walled(start: Start) -> None:
     problem(httpx.get(f"{url}/v1/users/alice/memory/nothing.md", headers=auth("alice")), 404)
     problem(httpx.get(f"{url}/v1/users/alice/memory/index.md", headers=auth("bob")), 403)
     problem(httpx.get(f"{url}/v1/users/alice/categories", headers=auth("bob")), 403)
+
+
+def test_memory_files_in_memus_layout_link_each_other(start: Start) -> None:
+    url = start()
+    assert read(url, store=True).status_code == 200
+    entry = httpx.get(f"{url}/v1/users/alice/memu/memory.md", headers=auth("alice"))
+    assert entry.status_code == 200 and entry.headers["content-type"].startswith("text/markdown")
+    links = re.findall(r"\]\(([^)\s]+)\)", entry.text)
+    assert "skill.md" in links and "index/sources.md" in links
+    for link in links:  # relative links resolve under the same prefix
+        page = httpx.get(f"{url}/v1/users/alice/memu/{link}", headers=auth("alice"))
+        assert page.status_code == 200, link
+    assert any(link.startswith("memory/") for link in links)
+    problem(httpx.get(f"{url}/v1/users/alice/memu/../memory.md", headers=auth("alice")), 404)
+    problem(httpx.get(f"{url}/v1/users/alice/memu/nothing.md", headers=auth("alice")), 404)
+    problem(httpx.get(f"{url}/v1/users/alice/memu/memory.md", headers=auth("bob")), 403)
 
 
 def test_a_new_store_gets_its_folder(start: Start, tmp_path: Path) -> None:

@@ -6,7 +6,8 @@ read (:mod:`memreader.categories.markdown`)::
 
 gives ``memory/<user folder>/index.md`` and ``memory/<user folder>/<category>.md`` beside the
 job's ``_manifest.json``, ``_errors.jsonl`` and ``_summary.json`` (user folders never start
-with ``_``).
+with ``_``); ``layout: memu`` gives memU's ``memory.md``, ``skill.md``, ``index/``,
+``memory/`` and ``skill/`` instead (:mod:`memreader.categories.markdown_memu`).
 
 The Markdown derives from the store, not from one input: it is written once, by the driver,
 after the last input (:meth:`~memreader.batch.sinks.base.Sink.finish`), for the owners whose
@@ -52,25 +53,33 @@ class MarkdownSink(StoreSink):
             )
 
     def finish(self, owners: Collection[str]) -> list[str]:
-        """Export the Markdown memory of ``owners``; the index of each.
+        """Export the Markdown memory of ``owners``; the entry file of each (``index.md``, or
+        ``memory.md`` in memU's layout).
 
         Raises:
             SinkError: the store could not be read or a file written (the message says how to
                 retry).
         """
         from memreader.categories.markdown import INDEX, export_markdown
+        from memreader.categories.markdown_memu import MEMORY_ENTRY
 
         if not owners:
             return []
         assert isinstance(self.folder, LocalFolder)  # check() refused s3://
         try:
-            paths = export_markdown(self.store, owners, self.folder.path)
+            paths = export_markdown(self.store, owners, self.folder.path, layout=self.spec.layout)
         except MemReaderError as exc:
             raise SinkError(
                 f"the items are stored, but their Markdown was not written under "
                 f"{self.folder.path}: {exc} (run memreader export-md to retry)"
             ) from exc
-        return [path for path in paths if os.path.basename(path) == INDEX]
+        entry = MEMORY_ENTRY if self.spec.layout == "memu" else INDEX
+        # <user folder>/<entry>: not memu's memory/memory.md, a category called "memory".
+        return [
+            path
+            for path in paths
+            if os.path.relpath(path, self.folder.path).split(os.sep)[1:] == [entry]
+        ]
 
     def __repr__(self) -> str:
         return f"MarkdownSink({self.where!r}, {self.folder.location('')!r})"
