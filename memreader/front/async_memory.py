@@ -26,6 +26,7 @@ from memreader.calls.deadlines import Deadline, in_thread
 from memreader.front.call_deadline import bounded, current
 from memreader.front.config import ConfigLike, memory_arguments
 from memreader.front.memory import Memory
+from memreader.front.recall import TIERS, RecallResult, TierName
 from memreader.front.resources import is_resource
 from memreader.front.results import AddResult, add_result
 from memreader.items import TextualMemoryItem
@@ -203,13 +204,34 @@ class AsyncMemory:
         user_id: str | None = None,
         k: int = 10,
         filters: SearchFilters | Mapping[str, Any] | None = None,
+        rerank: bool = False,
         **keywords: Any,
     ) -> list[SearchHit]:
         """:meth:`Memory.search <memreader.front.memory.Memory.search>`, awaited."""
         call = functools.partial(
-            self.memory.search, query, user_id=user_id, k=k, filters=filters, **keywords
+            self.memory.search,
+            query,
+            user_id=user_id,
+            k=k,
+            filters=filters,
+            rerank=rerank,
+            **keywords,
         )
         return await in_thread(call)
+
+    async def recall(
+        self,
+        query: str,
+        *,
+        user_id: str | None = None,
+        k: int = 10,
+        tiers: Sequence[TierName] = TIERS,
+        sufficiency: bool = True,
+        rerank: bool = False,
+    ) -> RecallResult:
+        """:class:`Memory.recall <memreader.front.recall.Recall>`, awaited."""
+        recall = functools.partial(self.memory.recall, query, user_id=user_id, k=k, tiers=tiers)
+        return await in_thread(functools.partial(recall, sufficiency=sufficiency, rerank=rerank))
 
     async def get_all(
         self,
@@ -240,6 +262,7 @@ class AsyncMemory:
         tokenizer: str = DEFAULT_TOKENIZER,
         k: int = DEFAULT_CONTEXT_K,
         order: ContextOrder = "time",
+        rerank: bool = False,
         **filters: Any,
     ) -> Context:
         """:meth:`Memory.context <memreader.front.memory.Memory.context>`, awaited."""
@@ -251,6 +274,7 @@ class AsyncMemory:
             tokenizer=tokenizer,
             k=k,
             order=order,
+            rerank=rerank,
             **filters,
         )
         return await in_thread(call)

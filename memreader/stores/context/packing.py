@@ -296,5 +296,7 @@ def context_json(context: Context) -> dict[str, Any]:
         "tokenizer": context.tokenizer,
         "searched": context.searched,
         "cold_start": context.cold_start,
+        "reranked": context.reranked,
+        "rerank_fallback": context.rerank_fallback,
         "parts": parts,
     }
