@@ -228,10 +228,12 @@ class AsyncMemory:
         tiers: Sequence[TierName] = TIERS,
         sufficiency: bool = True,
         rerank: bool = False,
+        filters: SearchFilters | Mapping[str, Any] | None = None,
     ) -> RecallResult:
         """:class:`Memory.recall <memreader.front.recall.Recall>`, awaited."""
         recall = functools.partial(self.memory.recall, query, user_id=user_id, k=k, tiers=tiers)
-        return await in_thread(functools.partial(recall, sufficiency=sufficiency, rerank=rerank))
+        options = functools.partial(recall, sufficiency=sufficiency, rerank=rerank)
+        return await in_thread(functools.partial(options, filters=filters))
 
     async def get_all(
         self,

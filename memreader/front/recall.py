@@ -33,7 +33,8 @@ category, a search and a source are all read under the one checked ``user_id``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -60,6 +61,7 @@ __all__ = [
     "TierName",
     "TierReport",
     "check_tiers",
+    "recall_json",
 ]
 
 TierName = Literal["category", "item", "resource"]
@@ -146,12 +148,16 @@ class Recall:
         tiers: Sequence[TierName] = TIERS,
         sufficiency: bool = True,
         rerank: bool = False,
+        filters: SearchFilters | Mapping[str, Any] | None = None,
     ) -> RecallResult:
         """Recall ``user_id``'s memory of ``query`` tier by tier (see the module): ``k`` items
-        at most; ``rerank``: the items reranked by the LLM.
+        at most; ``rerank``: the items reranked by the LLM; ``filters``: the item search's
+        (``Memory.search``'s; a ``category`` of its own replaces the category tier's choice).
+        A scope (``agent_id``, ``task_id``) skips the category tier: a category's summary
+        speaks of every scope of its owner.
 
         Raises:
-            InputError: no ``user_id``, an empty query, a bad ``k`` or ``tiers``.
+            InputError: no ``user_id``, an empty query, a bad ``k``, ``tiers`` or filter.
             LLMRequiredError: ``rerank=True`` with no LLM configured.
         """
         memory = self._memory
@@ -159,9 +165,10 @@ class Recall:
         if not isinstance(query, str) or not query.strip():
             raise InputError(f"recall(): query must be a non-empty string, got {query!r:.80}")
         k, order = check_k(k), check_tiers(tiers)
+        checked = SearchFilters.of(filters, call="recall()")
         llm = has_llm(memory.reader)
         router = rerank_router(memory.reader, "recall()") if rerank or llm else None
-        run = _Run(memory, router, query, owner, k, rerank)
+        run = _Run(memory, router, query, owner, k, rerank, checked)
         checking = bool(sufficiency) and llm
         reports: list[TierReport] = []
         for i, tier in enumerate(order):
@@ -195,9 +202,11 @@ sufficiency_of = sufficiency  # the parameter of the same name shadows the funct
 class _Run:
     """The state of one recall: what each tier chose, for the tiers after it."""
 
-    def __init__(self, memory: Any, router: Any, query: str, owner: str, k: int, rerank: bool):
+    def __init__(
+        self, memory: Any, router: Any, query: str, owner: str, k: int, rerank: bool, checked: Any
+    ) -> None:
         self.memory, self.router, self.query, self.owner = memory, router, query, owner
-        self.k, self.rerank = k, rerank
+        self.k, self.rerank, self.filters = k, rerank, checked
         self.categories: list[StoredCategory] = []
         self.items: list[SearchHit] = []
         self.resources: list[RecalledSource] = []
@@ -211,6 +220,10 @@ class _Run:
         return self._resources()
 
     def _categories(self) -> tuple[list[str], str]:
+        if self.filters.agent_id is not None or self.filters.task_id is not None:
+            return [], "skipped: a scope was given, and categories summarise every scope"
+        if self.filters.category is not None:
+            return [], f"skipped: the filter names the category {self.filters.category!r}"
         held = [c for c in self.memory.store.categories(self.owner) if c.item_ids]
         if not held:
             return [], "no category holds a memory of this owner"
@@ -233,7 +246,8 @@ class _Run:
     def _items(self) -> tuple[list[str], str]:
         searched = self.memory.working or self.memory.store
         names = [c.name for c in self.categories]
-        filters = [SearchFilters(category=name) for name in names] or [SearchFilters()]
+        given = self.filters
+        filters = [dataclasses.replace(given, category=name) for name in names] or [given]
         size = candidate_count(self.k) if self.rerank else self.k
         pool: dict[str, SearchHit] = {}
         for checked in filters:
@@ -262,3 +276,28 @@ class _Run:
             f"{r.source.name or r.source.role or r.source.type}: {r.text}" for r in self.resources
         ]
         return lines, f"the sources of {len(self.items)} items"
+
+
+def recall_json(result: RecallResult) -> dict[str, Any]:
+    """``result`` as a JSON-ready dict: what ``POST /v1/recall``, ``memreader recall --json``
+    and the MCP tool answer (hits as ``POST /v1/memories/search`` shows them)."""
+    from memreader.stores.shapes import hit_json
+
+    return {
+        "query": result.query,
+        "stopped_early": result.stopped_early,
+        "tiers": [dataclasses.asdict(tier) for tier in result.tiers],
+        "categories": [
+            {"name": c.name, "description": c.description, "summary": c.summary}
+            for c in result.categories
+        ],
+        "items": [hit_json(hit) for hit in result.items],
+        "resources": [
+            {
+                "memory_id": r.memory_id,
+                "source_index": r.source_index,
+                "source": r.source.model_dump(mode="json", exclude_none=True),
+            }
+            for r in result.resources
+        ],
+    }

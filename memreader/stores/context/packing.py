@@ -289,14 +289,15 @@ def context_json(context: Context) -> dict[str, Any]:
         shown["messages"] = list(part.messages)
         shown["source_indexes"] = list(part.source_indexes)
         parts.append(shown)
-    return {
+    shown = {
         "text": context.text,
         "tokens": context.tokens,
         "max_tokens": context.max_tokens,
         "tokenizer": context.tokenizer,
         "searched": context.searched,
         "cold_start": context.cold_start,
-        "reranked": context.reranked,
-        "rerank_fallback": context.rerank_fallback,
         "parts": parts,
     }
+    if context.reranked or context.rerank_fallback:  # a rerank was asked: how it went
+        shown.update(reranked=context.reranked, rerank_fallback=context.rerank_fallback)
+    return shown
