@@ -43,7 +43,7 @@ import numpy as np
 from memreader.errors import InputError
 from memreader.front.call_deadline import answered_in_time
 from memreader.front.rerank import candidate_count, has_llm, rerank_hits, rerank_router
-from memreader.front.sufficiency import Verdict, sufficiency
+from memreader.front.sufficiency import Verdict, judge_sufficiency
 from memreader.items import SourceMessage
 from memreader.stores.category_types import StoredCategory
 from memreader.stores.checks import check_k
@@ -179,7 +179,7 @@ class Recall:
                 why = "sufficiency=False" if not sufficiency else "no LLM configured"
                 verdict = Verdict(None, f"not checked ({why})")
             else:
-                verdict = sufficiency_of(router, query, tier, lines)
+                verdict = judge_sufficiency(router, query, tier, lines)
             reports.append(
                 TierReport(tier, len(lines), verdict.sufficient, f"{note}; {verdict.note}")
             )
@@ -194,9 +194,6 @@ class Recall:
             stopped_early=len(reports) < len(order),
         )
         return answered_in_time(result, "recall()")
-
-
-sufficiency_of = sufficiency  # the parameter of the same name shadows the function above
 
 
 class _Run:
@@ -248,7 +245,7 @@ class _Run:
         names = [c.name for c in self.categories]
         given = self.filters
         filters = [dataclasses.replace(given, category=name) for name in names] or [given]
-        size = candidate_count(self.k) if self.rerank else self.k
+        size = max(self.k, candidate_count(self.k)) if self.rerank else self.k
         pool: dict[str, SearchHit] = {}
         for checked in filters:
             for hit in searched.search(self.query, user_id=self.owner, k=size, filters=checked):

@@ -198,7 +198,8 @@ def reranked_search(
     hits, reranked to ``k`` by :func:`rerank_hits`; ``options``: the search's ``filters`` and
     ``now``."""
     k = check_k(k)
-    pool = searched.search(query, user_id=user_id, k=candidate_count(k), **options)
+    size = max(k, candidate_count(k))  # a k over MAX_CANDIDATES: its tail in the store's order
+    pool = searched.search(query, user_id=user_id, k=size, **options)
     return rerank_hits(router, query, pool, k)
 
 

@@ -28,7 +28,7 @@ from memreader.llms.errors import LLMError
 from memreader.scenes.clipping import one_line
 from memreader.stores.context.text import escape_text
 
-__all__ = ["MAX_LINES", "SUFFICIENCY_SCHEMA", "Verdict", "read_verdict", "sufficiency"]
+__all__ = ["MAX_LINES", "SUFFICIENCY_SCHEMA", "Verdict", "judge_sufficiency", "read_verdict"]
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +69,7 @@ def read_verdict(parsed: Any) -> bool:
     return verdict
 
 
-def sufficiency(router: Any, query: str, tier: str, lines: Sequence[str]) -> Verdict:
+def judge_sufficiency(router: Any, query: str, tier: str, lines: Sequence[str]) -> Verdict:
     """Ask whether ``lines`` (what tier ``tier`` recalled) answer ``query``."""
     shown = [f"- {escape_text(one_line(line, MAX_CANDIDATE_CHARS))}" for line in lines[:MAX_LINES]]
     user = (

@@ -226,3 +226,13 @@ def test_a_cut_off_answer_keeps_its_complete_numbers(llm_server: LLMTestServer) 
         hits = m.search("Porto", user_id="ana", k=3, rerank=True)
     assert [hit.id for hit in hits] == [plain[2], plain[0], plain[1]]
     assert [hit.rerank.rank for hit in hits if hit.rerank] == [1, 2, None]
+
+
+def test_a_k_above_the_candidates_keeps_its_tail_in_store_order(scripted: ScriptedLLM) -> None:
+    with Memory(config(scripted.config()), store="sqlite://:memory:") as m:
+        for n in range(60):
+            m.add_memory(f"Porto fact number {n}.", user_id="ana")
+        plain = [hit.id for hit in m.search("Porto fact", user_id="ana", k=55)]
+        hits = m.search("Porto fact", user_id="ana", k=55, rerank=True)
+    assert len(hits) == 55 and numbers(scripted.requests[0]) == list(range(1, 51))
+    assert [hit.id for hit in hits] == plain[:50][::-1] + plain[50:]
