@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from memreader import Memory
-from memreader.errors import InputError
+from memreader.errors import DeadlineExceeded, InputError
 from memreader.testing import ScriptedLLM, ScriptedRequest
 from tests.llm_server import LLMTestServer, fault, llm_server
 
@@ -149,3 +149,11 @@ def test_bad_query_and_user_are_typed_errors(memory: Memory) -> None:
         memory.recall("  ", user_id="ana")
     with pytest.raises(InputError, match=r"recall\(\)"):
         memory.recall("cat")
+
+
+def test_a_passed_deadline_stops_recall_before_any_call(
+    memory: Memory, scripted: ScriptedLLM
+) -> None:
+    with memory.within(0), pytest.raises(DeadlineExceeded, match=r"recall\(\)"):
+        memory.recall("cat", user_id="ana")
+    assert scripted.requests == []

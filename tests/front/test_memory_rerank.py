@@ -183,6 +183,10 @@ MISBEHAVIOURS = {
     "html_200": lambda: fault("html_200"),
     "reset": lambda: fault("reset"),
     "timeout": lambda: fault("hang", stall=5.0),
+    "http_429": lambda: fault("http_429"),
+    "endless_body": lambda: fault("endless_body"),
+    "slow_headers": lambda: fault("slow_headers"),
+    "json_null": lambda: fault("json_null"),
 }
 
 
