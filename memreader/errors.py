@@ -289,7 +289,8 @@ class UnsupportedModeError(MemReaderError, ValueError):
 
 
 class LLMRequiredError(UnsupportedModeError):
-    """Fine mode was asked for but no LLM is configured."""
+    """Fine mode, or an LLM rerank (``search(..., rerank=True)``), was asked for but no LLM
+    is configured."""
 
 
 class EmbeddingError(MemReaderError):

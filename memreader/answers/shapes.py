@@ -94,7 +94,19 @@ def hit_json(hit: SearchHit) -> dict[str, Any]:
             "importance": score.importance,
             "decay": score.decay,
         },
+        **_reranked(hit),
     }
+
+
+def _reranked(hit: SearchHit) -> dict[str, Any]:
+    """How a rerank placed ``hit``: its LLM ``rerank`` rank, and ``rerank_fallback`` when the
+    store's order stood (nothing when no rerank was asked)."""
+    if hit.rerank is None:
+        return {}
+    shown: dict[str, Any] = {"rerank": hit.rerank.rank}
+    if hit.rerank.fallback:
+        shown["rerank_fallback"] = hit.rerank.fallback
+    return shown
 
 
 def event_json(event: WriteEvent, memory: str | None = None) -> dict[str, Any]:

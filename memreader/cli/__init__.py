@@ -5,6 +5,7 @@ document into one JSON item per line), ``models`` (:mod:`memreader.embedders.cli
 embedder's files), ``ingest`` and ``refine`` (:mod:`memreader.batch.cli`: batch jobs),
 ``search``, ``history``, ``forget`` and ``export-md`` (:mod:`memreader.cli.stores`: a memory
 store), ``context`` (:mod:`memreader.cli.context`: the best memory text within a token budget),
+``recall`` (:mod:`memreader.cli.recall`: categories, then items, then their sources),
 ``add``, ``update`` and ``delete`` (:mod:`memreader.cli.direct_writes`: one memory),
 ``maintain``, ``pin``, ``unpin`` and ``restore`` (:mod:`memreader.cli.lifecycle`: purge, budgets,
 index repair),
@@ -31,7 +32,8 @@ Every command's exit status says what a script needs to know:
 ===  ==========================================================================================
 
 By command: ``read`` 0, 1, 2; ``ingest`` and ``refine`` 0, 1, 2, 130 (``--dry-run``: 0 or 2);
-``search`` and ``context`` 0 (also when nothing matches: ``no memory found`` on stderr) or 2;
+``search``, ``context`` and ``recall`` 0 (also when nothing matches: ``no memory found`` on
+stderr) or 2;
 ``history`` 0 or 2; ``forget`` 0 (also when nothing came from that source) or 2; ``export-md``
 0 or 2; ``add``, ``update`` and ``delete`` 0 or 2 (2 also for a memory id the owner does not have);
 ``maintain``, ``pin``, ``unpin`` and ``restore`` 0 or 2;
@@ -63,6 +65,7 @@ from memreader.cli.lifecycle import (
 )
 from memreader.cli.mcp import add_mcp_parser, run_mcp
 from memreader.cli.read import add_read_parser, run_read
+from memreader.cli.recall import add_recall_parser, run_recall
 from memreader.cli.serve import add_serve_parsers, run_key, run_serve
 from memreader.cli.stores import STORE_COMMANDS, add_store_parsers, run_store_command
 from memreader.embedders.cli import add_models_parser, run_models
@@ -144,6 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_job_parsers(commands)
     add_store_parsers(commands)
     add_context_parser(commands)
+    add_recall_parser(commands)
     add_write_parsers(commands)
     add_lifecycle_parsers(commands)
     add_serve_parsers(commands)
@@ -215,6 +219,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_store_command(args)
         if args.command == "context":
             return run_context(args)
+        if args.command == "recall":
+            return run_recall(args)
         if args.command in WRITE_COMMANDS:
             return run_write_command(args)
         if args.command in LIFECYCLE_COMMANDS:

@@ -3,12 +3,14 @@ block for a system prompt (:meth:`memreader.stores.MemoryStore.context`).
 
 ``context QUERY --store URL --user-id U [--max-tokens N] [--tokenizer NAME] [-k N]
 [--order time|score] [--session-id S] [--memory-type T ...] [--since ISO] [--until ISO]
-[--category NAME] [--mode hybrid|vector|text] [--config YAML] [--no-embedding] [--json]``
+[--category NAME] [--mode hybrid|vector|text] [--config YAML] [--no-embedding] [--rerank]
+[--json]``
 prints the block itself (nothing when no memory matched: ``no memory found`` on stderr), or
 with ``--json`` the object ``POST /v1/context`` answers (the block, its token count and its
 parts: memory ids, spans, scores, times, sources). Only active memories are shown. The query
 is embedded as ``search`` embeds it (``--config``'s embedder, default the built-in local one;
-``--no-embedding`` or ``--mode text``: full-text only). Bad input exits 2 with one line.
+``--no-embedding`` or ``--mode text``: full-text only; ``--rerank``: packed in the order
+``--config``'s LLM ranks the memories). Bad input exits 2 with one line.
 
 Example:
     >>> from memreader.cli import parse_args
@@ -25,6 +27,7 @@ import sys
 from typing import Any
 
 from memreader.cli.flags import add_alias, add_scope_flags, scope_args
+from memreader.cli.stores import RERANK_HELP
 from memreader.errors import InputError
 from memreader.stores.base import SEARCH_MODES
 from memreader.stores.context import (
@@ -88,6 +91,7 @@ def add_context_parser(commands: Any) -> None:
     command.add_argument(
         "--no-embedding", action="store_true", help="full-text search only (no query vector)"
     )
+    command.add_argument("--rerank", action="store_true", help=RERANK_HELP)
     command.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -118,8 +122,11 @@ def run_context(args: argparse.Namespace) -> int:
             session_id=args.session_id,
             mode=args.mode,
             category=args.category,
+            rerank=args.rerank,
             **scope_args(args),
         )
+    if found.rerank_fallback:
+        print(f"memreader: the search's order stands: {found.rerank_fallback}", file=sys.stderr)
     if args.json:
         print(json.dumps(context_json(found), ensure_ascii=False, indent=1))
     elif found.text:

@@ -3,8 +3,9 @@ memory store from the command line (see :mod:`memreader.stores`); and what ``mem
 --store`` writes with.
 
 - ``search QUERY --store URL --user-id U [-k N] [filters] [--min-score S] [--heat-weight W]
-  [--mode M] [--json]``: the best memories (at least S relevant; no cut by default), each with
-  its score's parts, text and sources (:mod:`memreader.cli.summary`); the filters are
+  [--mode M] [--rerank] [--json]``: the best memories (at least S relevant; no cut by default;
+  ``--rerank``: in the order ``--config``'s LLM ranks them), each with its score's parts, text
+  and sources (:mod:`memreader.cli.summary`); the filters are
   :mod:`memreader.cli.filter_flags`' (``--memory-type``, ``--since``, ``--until``,
   ``--session-id``, ``--agent-id``, ``--task-id``, ``--category``, ``--all``);
 - ``list --store URL --user-id U [filters] [--limit N] [--cursor C] [--json]``: the owner's
@@ -31,6 +32,7 @@ as every memreader command does.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections import Counter
@@ -60,6 +62,11 @@ __all__ = [
 ]
 
 #: The subcommands :func:`run_store_command` runs.
+#: The help of ``--rerank`` (search and context).
+RERANK_HELP = (
+    "rerank the store's best max(3k, 20) by the LLM of --config (its rerank_llm, else its llm); "
+    "on any LLM failure the store's order stands, said on stderr"
+)
 STORE_COMMANDS = ("search", "list", "history", "forget", "export-md")
 _SOURCES = {
     "doc": "doc_path",
@@ -84,6 +91,7 @@ def add_store_parsers(commands: Any) -> None:
     search.add_argument(
         "--no-embedding", action="store_true", help="full-text search only (no query vector)"
     )
+    search.add_argument("--rerank", action="store_true", help=RERANK_HELP)
     listing = commands.add_parser("list", help="list an owner's memories, newest first")
     add_filter_flags(listing, ranking=False)
     listing.add_argument("--limit", type=int, default=DEFAULT_PAGE, help="memories per page")
@@ -177,10 +185,14 @@ def _search(args: argparse.Namespace, url: str) -> int:
         raise InputError("--mode vector needs a query vector: drop --no-embedding")
     off = args.no_embedding or filters.mode == "text"
     with open_cli_memory(url, args.config, embeds=not off) as memory:
-        hits = memory.search(args.query, user_id=args.user_id, k=args.k, filters=filters)
+        hits = memory.search(
+            args.query, user_id=args.user_id, k=args.k, filters=filters, rerank=args.rerank
+        )
     if args.json:
         _print_json({"query": args.query, "hits": [_hit_json(hit) for hit in hits]})
         return 0
+    if hits and hits[0].rerank is not None and hits[0].rerank.fallback:
+        print(f"memreader: the store's order stands: {hits[0].rerank.fallback}", file=sys.stderr)
     for rank, hit in enumerate(hits, 1):
         print(_hit_line(rank, hit))
         print(f"   {one_line(hit.text, 200)}")
@@ -241,6 +253,7 @@ def _hit_json(hit: SearchHit) -> dict[str, Any]:
         # Where it came from, so a script can go back to the message or document.
         "sources": [source.model_dump(mode="json", exclude_none=True) for source in meta.sources],
         "score": score_json(hit.score),
+        **({"rerank": dataclasses.asdict(hit.rerank)} if hit.rerank is not None else {}),
     }
 
 

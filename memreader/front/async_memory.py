@@ -26,6 +26,7 @@ from memreader.calls.deadlines import Deadline, in_thread
 from memreader.front.call_deadline import bounded, current
 from memreader.front.config import ConfigLike, memory_arguments
 from memreader.front.memory import Memory
+from memreader.front.recall import TIERS, RecallResult, TierName
 from memreader.front.resources import is_resource
 from memreader.front.results import AddResult, add_result
 from memreader.items import TextualMemoryItem
@@ -206,13 +207,36 @@ class AsyncMemory:
         user_id: str | None = None,
         k: int = 10,
         filters: SearchFilters | Mapping[str, Any] | None = None,
+        rerank: bool = False,
         **keywords: Any,
     ) -> list[SearchHit]:
         """:meth:`Memory.search <memreader.front.memory.Memory.search>`, awaited."""
         call = functools.partial(
-            self.memory.search, query, user_id=user_id, k=k, filters=filters, **keywords
+            self.memory.search,
+            query,
+            user_id=user_id,
+            k=k,
+            filters=filters,
+            rerank=rerank,
+            **keywords,
         )
         return await in_thread(call)
+
+    async def recall(
+        self,
+        query: str,
+        *,
+        user_id: str | None = None,
+        k: int = 10,
+        tiers: Sequence[TierName] = TIERS,
+        sufficiency: bool = True,
+        rerank: bool = False,
+        filters: SearchFilters | Mapping[str, Any] | None = None,
+    ) -> RecallResult:
+        """:class:`Memory.recall <memreader.front.recall.Recall>`, awaited."""
+        recall = functools.partial(self.memory.recall, query, user_id=user_id, k=k, tiers=tiers)
+        options = functools.partial(recall, sufficiency=sufficiency, rerank=rerank)
+        return await in_thread(functools.partial(options, filters=filters))
 
     async def get_all(
         self,
@@ -243,6 +267,7 @@ class AsyncMemory:
         tokenizer: str = DEFAULT_TOKENIZER,
         k: int = DEFAULT_CONTEXT_K,
         order: ContextOrder = "time",
+        rerank: bool = False,
         **filters: Any,
     ) -> Context:
         """:meth:`Memory.context <memreader.front.memory.Memory.context>`, awaited."""
@@ -254,6 +279,7 @@ class AsyncMemory:
             tokenizer=tokenizer,
             k=k,
             order=order,
+            rerank=rerank,
             **filters,
         )
         return await in_thread(call)

@@ -33,7 +33,9 @@ from memreader.front.config import ConfigLike, memory_arguments
 from memreader.front.inputs import PreparedInput, check_user, prepare_input
 from memreader.front.lifecycle import LifecycleCalls
 from memreader.front.lifetime import closer, promote_when_dropped
+from memreader.front.recall import Recall
 from memreader.front.removal import RemovalCalls
+from memreader.front.rerank_context import searched_by
 from memreader.front.results import SEARCH_FILTERS, AddResult, add_result
 from memreader.front.use import UseCalls
 from memreader.front.wiring import wire
@@ -42,7 +44,7 @@ from memreader.items import TextualMemoryItem
 from memreader.modes import ReadMode
 from memreader.readers import BaseMemReader
 from memreader.steps.report import ReadReport
-from memreader.stores import HistoryEntry, MemoryStore, SearchHit, WriteEvent
+from memreader.stores import MemoryStore, SearchHit, WriteEvent
 from memreader.stores.context import (
     DEFAULT_CONTEXT_K,
     DEFAULT_CONTEXT_TOKENS,
@@ -95,6 +97,7 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls, RemovalCalls):
         self.reader: BaseMemReader = wired.reader
         self.store: MemoryStore = wired.store
         self.working = WorkingMemory(self.store, size) if size else None
+        self.recall = Recall(self)  # tiered recall (memreader.front.recall), a verb of its own
         self._closed = False
         # Held items are promoted if this object is dropped unclosed or open at exit.
         self._on_drop = (
@@ -246,6 +249,7 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls, RemovalCalls):
         k: int = 10,
         filters: SearchFilters | Mapping[str, Any] | None = None,
         now: datetime | None = None,
+        rerank: bool = False,
         **keywords: Any,
     ) -> list[SearchHit]:
         """The ``k`` best memories of ``user_id`` for ``query``, best first: each hit's
@@ -255,7 +259,8 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls, RemovalCalls):
         takes them), and keywords of the same names, as the store's ``search`` takes them
         (``min_score``: no cut by default); ``now``: the time decay is measured to. With
         working memory, held items are ranked with the store's (``hit.tier == "working"``).
-        A search never records use.
+        A search never records use. ``rerank=True``: the store's best ``max(3k, 20)`` reranked
+        by the LLM, each hit's ``rerank`` saying how (:mod:`memreader.front.rerank`).
 
         >>> m = Memory({"config": {"embedder": {"backend": "hash"}}}, store="sqlite://:memory:")
         >>> _ = m.add("I live in Porto.", user_id="ana")
@@ -264,10 +269,11 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls, RemovalCalls):
 
         Raises:
             InputError: no ``user_id``, an unknown filter, or a bad value (the store's checks).
+            LLMRequiredError: ``rerank=True`` and no LLM is configured.
         """
         owner = self._owner(user_id, "search()")
         checked = SearchFilters.of(filters, **keywords)
-        searched = self.working or self.store
+        searched = searched_by(self, rerank, "search()")
         hits = searched.search(query, user_id=owner, k=k, filters=checked, now=now)
         return answered_in_time(hits, "search()")
 
@@ -311,6 +317,7 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls, RemovalCalls):
         k: int = DEFAULT_CONTEXT_K,
         order: ContextOrder = "time",
         filters: SearchFilters | Mapping[str, Any] | None = None,
+        rerank: bool = False,
         **keywords: Any,
     ) -> Context:
         """The best text of ``user_id``'s active memories for ``query`` that fits
@@ -320,6 +327,7 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls, RemovalCalls):
         decides how much of them is shown); ``order``: ``time`` (oldest first) or ``score``;
         ``filters``: :meth:`search`'s, but ``include_inactive``. Nothing found: the config's
         ``cold_start`` templates, if any (:mod:`memreader.stores.context.cold_start`).
+        ``rerank=True``: packed in an LLM's order (:mod:`memreader.front.rerank_context`).
 
         >>> m = Memory({"config": {"embedder": {"backend": "hash"}}}, store="sqlite://:memory:")
         >>> _ = m.add("I adopted a cat named Miso.", user_id="ana")
@@ -335,24 +343,17 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls, RemovalCalls):
 
         Raises:
             InputError: no ``user_id``, an empty query, a bad budget, tokenizer, order or filter.
+            LLMRequiredError: ``rerank=True`` and no LLM is configured.
         """
         owner = self._owner(user_id, "context()")
         checked = SearchFilters.of(filters, call="context()", **keywords)
         if checked.include_inactive or "include_inactive" in keywords:
             raise InputError("context() has no filter 'include_inactive': it shows active memories")
         budget = {"max_tokens": max_tokens, "tokenizer": tokenizer, "k": k, "order": order}
-        searched = self.working or self.store
+        searched = searched_by(self, rerank, "context()")
         found = searched.context(query, user_id=owner, filters=checked, **budget)
         found = or_cold_start(found, getattr(self.reader.config, "cold_start", None), owner)
         return answered_in_time(found, "context()")
-
-    def history(self, memory_id: str, *, user_id: str | None = None) -> list[HistoryEntry]:
-        """Every change of ``memory_id`` (of ``user_id``), oldest first; a memory held in
-        working memory ends with an ``ADD`` saying so."""
-        owner = self._owner(user_id, "history()")
-        entries = self.store.history(memory_id, user_id=owner)
-        held = self.working.history(owner, memory_id) if self.working else []
-        return answered_in_time(entries + held, "history()")
 
     def within(self, deadline: Deadline | float) -> AbstractContextManager[Deadline]:
         """Bound the calls in the ``with`` block by ``deadline`` (a ``Deadline``, or seconds):

@@ -1,6 +1,6 @@
 """What :class:`~memreader.front.memory.Memory` hands to an agent and when its session ends:
-:class:`UseCalls`, its ``get`` (a use), ``mark_used`` and ``end_session`` (working memory's
-promotion: :mod:`memreader.front.working`)."""
+:class:`UseCalls`, its ``get`` (a use), ``history`` (an audit), ``mark_used`` and
+``end_session`` (working memory's promotion: :mod:`memreader.front.working`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from memreader.errors import InputError
 from memreader.front.call_deadline import answered_in_time
 from memreader.front.working import WorkingMemory
 from memreader.scopes import seen_in
-from memreader.stores import MemoryStore, WriteEvent
+from memreader.stores import HistoryEntry, MemoryStore, WriteEvent
 from memreader.stores.records import StoredMemory
 
 __all__ = ["UseCalls"]
@@ -51,6 +51,14 @@ class UseCalls:
         if used is not False:
             self.store.record_use([found.id], user_id=owner)
         return answered_in_time(found, "get()")
+
+    def history(self, memory_id: str, *, user_id: str | None = None) -> list[HistoryEntry]:
+        """Every change of ``memory_id`` (of ``user_id``), oldest first; a memory held in
+        working memory ends with an ``ADD`` saying so (an audit: no use is recorded)."""
+        owner = self._owner(user_id, "history()")
+        entries = self.store.history(memory_id, user_id=owner)
+        held = self.working.history(owner, memory_id) if self.working else []
+        return answered_in_time(entries + held, "history()")
 
     def mark_used(self, ids: Sequence[str], *, user_id: str | None = None) -> int:
         """Record that ``user_id``'s memories ``ids`` were handed to an agent (one use each):

@@ -168,6 +168,7 @@ SLOT_FALLBACKS: dict[str, tuple[str, ...]] = {
     "image_parser_llm": ("general_llm", "llm"),
     "document_parser_llm": ("general_llm", "llm"),
     "preference_extractor_llm": ("general_llm", "llm"),
+    "rerank_llm": ("general_llm", "llm"),
 }
 SLOT_NAMES: tuple[str, ...] = tuple(SLOT_FALLBACKS)
 
@@ -179,7 +180,9 @@ class LLMSlots(ConfigModel):
     reader's config is itself the ``LLMSlots`` its :class:`~memreader.llms.LLMRouter` takes.
 
     Unset slots fall back: ``general_llm`` -> ``llm``; ``image_parser_llm``,
-    ``document_parser_llm`` and ``preference_extractor_llm`` -> ``general_llm`` -> ``llm``.
+    ``document_parser_llm``, ``preference_extractor_llm`` and ``rerank_llm`` (the LLM that
+    reranks a search and judges a recall: :mod:`memreader.front.rerank`) -> ``general_llm``
+    -> ``llm``.
     ``llm_max_concurrency`` (default 4) bounds the LLM requests in flight across all slots of
     the reader.
     """
@@ -191,6 +194,7 @@ class LLMSlots(ConfigModel):
     image_parser_llm: LLMConfig | None = None
     document_parser_llm: LLMConfig | None = None
     preference_extractor_llm: LLMConfig | None = None
+    rerank_llm: LLMConfig | None = None
     llm_max_concurrency: int = Field(default=DEFAULT_MAX_CONCURRENCY, ge=1, le=1024)
 
     def resolve(self, slot_name: str) -> LLMConfig | None:

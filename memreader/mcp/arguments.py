@@ -165,6 +165,8 @@ class Recall(TimeFiltered):
     )
     k: int = Field(default=5, ge=1, le=MAX_K)
     cursor: str | None = Field(default=None, max_length=64, description="A listing's next_cursor.")
+    #: Memory.search's rerank (by the server's LLM); no description: the tool list's budget.
+    rerank: StrictBool = False
 
 
 class Context(Filtered):

@@ -14,6 +14,7 @@ call's deadline and turns a library error into an MCP tool error.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -138,13 +139,16 @@ async def _remember(bench: Workbench, owner: str, args: a.Remember) -> dict[str,
 
 async def _recall(bench: Workbench, owner: str, args: a.Recall) -> dict[str, Any]:
     if args.query is None:  # no query: the newest memories, a page at a time
+        if args.rerank:
+            raise InputError("recall: rerank orders a search's hits; a listing (no query) has none")
         page = await bench.memory.get_all(
             user_id=owner, limit=args.k, cursor=args.cursor, **args.filters()
         )
         return {"memories": [memory_json(m) for m in page], "next_cursor": page.next_cursor}
     if args.cursor is not None:
         raise InputError("recall: cursor pages a listing (no query); a search has no pages")
-    hits = await bench.memory.search(args.query, user_id=owner, k=args.k, **args.filters())
+    search = functools.partial(bench.memory.search, user_id=owner, k=args.k, rerank=args.rerank)
+    hits = await search(args.query, **args.filters())
     return {"memories": [hit_json(hit) for hit in hits]}
 
 

@@ -32,6 +32,7 @@ from memreader.service import (
     routes_lifecycle,
     routes_memories,
     routes_read,
+    routes_recall,
 )
 from memreader.service.admission import Admission
 from memreader.service.bodies import BodyLimit
@@ -90,6 +91,7 @@ def create_app(
         routes_memories,
         routes_lifecycle,
         routes_context,
+        routes_recall,
         routes_jobs,
         routes_categories,
     )

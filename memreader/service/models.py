@@ -145,6 +145,11 @@ class SearchRequest(FilterFields):
     user_id: str = Field(min_length=1)
     query: str = Field(min_length=1, max_length=10_000)
     k: int = Field(default=10, ge=1, le=1000)
+    rerank: bool = Field(
+        default=False,
+        description="Rerank the store's best max(3k, 20) by the reader's LLM (Memory.search's "
+        "rerank); each hit then has a 'rerank'. Needs an LLM (422 without one); never cached.",
+    )
 
 
 class ListQuery(FilterFields):

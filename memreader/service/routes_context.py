@@ -51,6 +51,11 @@ class ContextRequest(FilterFields):
     order: ContextOrder = "time"
     #: A context shows active memories only: true is refused as a bad field.
     include_inactive: Literal[False] = False
+    rerank: bool = Field(
+        default=False,
+        description="Pack the memories in the order the reader's LLM ranks them (Memory."
+        "context's rerank); 'reranked' and 'rerank_fallback' say how it went. Needs an LLM.",
+    )
 
 
 @router.post("/v1/context")
@@ -77,6 +82,7 @@ async def context(
             k=body.k,
             order=body.order,
             filters=filters,
+            rerank=body.rerank,
         ),
         "the context",
         deadline,

@@ -75,7 +75,7 @@ async def search(
     cache = state.search_cache
     scoped = {"agent_id": agent_id, "task_id": task_id}
     key = (user_id, body.model_copy(update=scoped).model_dump_json(exclude={"user_id"}))
-    kept = cache.get(key)
+    kept = None if body.rerank else cache.get(key)  # an LLM's order is not kept: it may fail
     if kept is not None:
         return Response(kept, media_type="application/json")
     # Read before the search runs: a write committed meanwhile makes this answer a miss.
@@ -85,11 +85,14 @@ async def search(
     def answer() -> bytes:
         # Encoded on the store's thread, where the hits were just made: the event loop only
         # sends the bytes (it stays free for the other connections meanwhile).
-        hits = memory.search(body.query, user_id=user_id, k=body.k, filters=filters)
+        hits = memory.search(
+            body.query, user_id=user_id, k=body.k, filters=filters, rerank=body.rerank
+        )
         return json_body({"hits": [hit_json(hit) for hit in hits]})
 
     found = await state.blocking(answer, "the search", deadline)
-    cache.put(key, version, found, began)
+    if not body.rerank:
+        cache.put(key, version, found, began)
     return Response(found, media_type="application/json")
 
 

@@ -3,6 +3,7 @@ shapes the CLI's ``--json`` and the HTTP service answer with."""
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
 from typing import Any
 
@@ -73,8 +74,8 @@ def score_json(score: ScoreParts) -> dict[str, Any]:
 
 def hit_json(hit: SearchHit) -> dict[str, Any]:
     """A search hit: the memory, its score parts and its passages (spans of the memory's text,
-    best first)."""
-    return {
+    best first); a reranked one's ``rerank`` (its LLM rank, store rank and fallback)."""
+    shown = {
         "memory": memory_json(hit.memory),
         "score": score_json(hit.score),
         "passages": [
@@ -82,6 +83,9 @@ def hit_json(hit: SearchHit) -> dict[str, Any]:
             for p in hit.passages
         ],
     }
+    if hit.rerank is not None:  # only a reranked search says how the LLM placed each hit
+        shown["rerank"] = dataclasses.asdict(hit.rerank)
+    return shown
 
 
 def entry_json(entry: HistoryEntry) -> dict[str, Any]:

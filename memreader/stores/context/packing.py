@@ -289,7 +289,7 @@ def context_json(context: Context) -> dict[str, Any]:
         shown["messages"] = list(part.messages)
         shown["source_indexes"] = list(part.source_indexes)
         parts.append(shown)
-    return {
+    shown = {
         "text": context.text,
         "tokens": context.tokens,
         "max_tokens": context.max_tokens,
@@ -298,3 +298,6 @@ def context_json(context: Context) -> dict[str, Any]:
         "cold_start": context.cold_start,
         "parts": parts,
     }
+    if context.reranked or context.rerank_fallback:  # a rerank was asked: how it went
+        shown.update(reranked=context.reranked, rerank_fallback=context.rerank_fallback)
+    return shown

@@ -71,7 +71,9 @@ class Context:
     counts ``tokens`` with ``tokenizer`` (never more than ``max_tokens``), and ``parts``, the
     spans it shows, in the block's order; ``searched``: how many memories were considered;
     ``cold_start``: nothing was found and ``text`` is the configured cold-start templates
-    (:mod:`memreader.stores.context.cold_start`), with no parts."""
+    (:mod:`memreader.stores.context.cold_start`), with no parts; ``reranked``: an LLM rerank
+    ordered the memories packed (``context(..., rerank=True)``: :mod:`memreader.front.rerank`);
+    ``rerank_fallback``: why the search's order stood instead (the LLM failed)."""
 
     text: str
     tokens: int
@@ -80,6 +82,8 @@ class Context:
     parts: tuple[ContextPart, ...]
     searched: int = 0
     cold_start: bool = False
+    reranked: bool = False
+    rerank_fallback: str | None = None
 
 
 def numbers(values: Iterable[int]) -> str:

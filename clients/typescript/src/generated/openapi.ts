@@ -343,6 +343,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/recall": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Recall
+         * @description ``user_id``'s memory of ``query`` tier by tier: the chosen ``categories``, the
+         *     ``items`` (as a search's hits), the ``resources`` they came from, and the ``tiers`` that
+         *     ran (each with its verdict and note; the last is where it stopped).
+         */
+        post: operations["recall_v1_recall_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/refine": {
         parameters: {
             query?: never;
@@ -489,6 +511,12 @@ export interface components {
             order?: "time" | "score";
             /** Query */
             query: string;
+            /**
+             * Rerank
+             * @description Pack the memories in the order the reader's LLM ranks them (Memory.context's rerank); 'reranked' and 'rerank_fallback' say how it went. Needs an LLM.
+             * @default false
+             */
+            rerank?: boolean;
             /** Session Id */
             session_id?: string | null;
             /** Since */
@@ -647,6 +675,72 @@ export interface components {
             type?: "chat" | "doc";
         };
         /**
+         * RecallRequest
+         * @description ``POST /v1/recall``: as ``Memory.recall``, with a search's filters for the item tier.
+         */
+        RecallRequest: {
+            /** Agent Id */
+            agent_id?: string | null;
+            /** Category */
+            category?: string | null;
+            /** Heat Weight */
+            heat_weight?: number | null;
+            /**
+             * Include Inactive
+             * @default false
+             */
+            include_inactive?: boolean;
+            /**
+             * K
+             * @default 10
+             */
+            k?: number;
+            /** Min Score */
+            min_score?: number | null;
+            /**
+             * Mode
+             * @default hybrid
+             * @enum {string}
+             */
+            mode?: "hybrid" | "vector" | "text";
+            /** Query */
+            query: string;
+            /**
+             * Rerank
+             * @description Rerank the items by the LLM.
+             * @default false
+             */
+            rerank?: boolean;
+            /** Session Id */
+            session_id?: string | null;
+            /** Since */
+            since?: string | null;
+            /**
+             * Sufficiency
+             * @description Ask the LLM after each tier whether it suffices (stop then).
+             * @default true
+             */
+            sufficiency?: boolean;
+            /** Task Id */
+            task_id?: string | null;
+            /**
+             * Tiers
+             * @description The tiers to run, in order.
+             * @default [
+             *       "category",
+             *       "item",
+             *       "resource"
+             *     ]
+             */
+            tiers?: ("category" | "item" | "resource")[];
+            /** Types */
+            types?: string[] | null;
+            /** Until */
+            until?: string | null;
+            /** User Id */
+            user_id: string;
+        };
+        /**
          * RefineRequest
          * @description ``POST /v1/refine``: fast items (as ``to_dict`` gives them) to refine in fine mode.
          */
@@ -705,6 +799,12 @@ export interface components {
             mode?: "hybrid" | "vector" | "text";
             /** Query */
             query: string;
+            /**
+             * Rerank
+             * @description Rerank the store's best max(3k, 20) by the reader's LLM (Memory.search's rerank); each hit then has a 'rerank'. Needs an LLM (422 without one); never cached.
+             * @default false
+             */
+            rerank?: boolean;
             /** Session Id */
             session_id?: string | null;
             /** Since */
@@ -1355,6 +1455,39 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["ReadRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    recall_v1_recall_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RecallRequest"];
             };
         };
         responses: {
