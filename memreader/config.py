@@ -15,18 +15,11 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    Field,
-    SecretStr,
-    field_validator,
-    model_validator,
-)
+from pydantic import AfterValidator, BaseModel, Field, SecretStr, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from memreader.categories.config import CategoriesConfig
@@ -38,6 +31,7 @@ from memreader.extraction.skills import SkillsConfig
 from memreader.fetch.local_files import DocumentAccess
 from memreader.files import FileRefused, read_regular_file
 from memreader.llms.config import LLMSlots
+from memreader.llms.profiles import split_pass_profiles
 from memreader.stores.context.cold_start import ColdStartConfig
 from memreader.stores.lifecycle.config import LifecycleConfig
 
@@ -113,6 +107,8 @@ class FineConfig(ConfigModel):
     language: Literal["auto", "en", "zh"] = "auto"
     passes: list[PassName] | None = None
     skills: SkillsConfig = Field(default_factory=SkillsConfig)
+    pass_profiles: dict[PassName, str] = Field(default_factory=dict)
+    _split_profiles = model_validator(mode="before")(split_pass_profiles)
 
     @field_validator("passes")
     @classmethod
@@ -273,6 +269,11 @@ class BaseReaderConfig(DocumentAccess, LLMSlots):
         if value is not None and "://" not in value.get_secret_value():
             raise ValueError("a store URL looks like sqlite:///memories.db")
         return value
+
+    def profile_references(self) -> Iterator[tuple[str, str]]:
+        """Where the config names an LLM profile: the slots', and the fine passes' picks."""
+        yield from super().profile_references()
+        yield from ((f"fine pass {p!r}", name) for p, name in self.fine.pass_profiles.items())
 
     @model_validator(mode="after")
     def _reconcile_needs_a_store(self) -> BaseReaderConfig:
