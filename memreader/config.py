@@ -83,14 +83,13 @@ class FineConfig(ConfigModel):
 
     **Which passes run** has one meaning: ``passes``, a list of the passes registered in
     :mod:`memreader.extraction.passes` (they run in their order, whatever the order listed;
-    ``extract`` is required). Without ``passes`` the default passes run: ``extract``,
-    ``filter`` (the hallucination filter), ``rewrite`` and ``tool_schema`` (which asks no LLM).
-    The extra passes cost LLM calls and run only when listed: ``tool`` (tool trajectories, on
-    windows with tool traffic), ``preference`` (the user's preferences,
-    ``preference_extractor_llm`` slot) and ``skill`` (skills from successful tool use, written
-    as ``SKILL.md`` bundles where ``skills.output`` says; needs ``tool``) and ``reconcile``
-    (new memories against the stored ones they resemble, ``general_llm`` slot; needs the
-    reader's ``store``).
+    ``extract`` is required). Without ``passes`` the default passes run: ``extract``, ``filter``
+    (the hallucination filter), ``rewrite`` and ``tool_schema`` (which asks no LLM). The extra
+    passes cost LLM calls and run only when listed: ``tool`` (tool trajectories, on windows with
+    tool traffic), ``preference`` (the user's preferences, ``preference_extractor_llm`` slot) and
+    ``skill`` (skills from successful tool use, written as ``SKILL.md`` bundles where
+    ``skills.output`` says; needs ``tool``) and ``reconcile`` (new memories against the stored ones
+    they resemble, ``general_llm`` slot; needs the reader's ``store``).
 
     Two shorthands, for configs without ``passes``: ``hallucination_filter: false`` means the
     default passes without ``filter``, and ``rewrite: off`` the default passes without
@@ -107,6 +106,7 @@ class FineConfig(ConfigModel):
     language: Literal["auto", "en", "zh"] = "auto"
     passes: list[PassName] | None = None
     skills: SkillsConfig = Field(default_factory=SkillsConfig)
+    # Pass -> the LLM profile it asks (llm_profiles); or {name: filter, llm_profile: x} in passes.
     pass_profiles: dict[PassName, str] = Field(default_factory=dict)
     _split_profiles = model_validator(mode="before")(split_pass_profiles)
 

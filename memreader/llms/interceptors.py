@@ -46,6 +46,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from memreader.errors import DeadlineExceeded
 from memreader.llms.errors import LLMCallBlocked, LLMReplyRejected
 from memreader.llms.types import RawCompletion
 
@@ -158,6 +159,7 @@ def intercept_before(interceptors: Sequence[object], call: LLMCall) -> LLMCall:
 
     Raises:
         LLMCallBlocked: one blocked it, failed, or made it invalid.
+        DeadlineExceeded: the read's deadline passed or it was cancelled while one waited.
     """
     for interceptor in interceptors:
         method = getattr(interceptor, "before", None)
@@ -311,8 +313,10 @@ def _checked_reply(
     )
 
 
-def _blocked_by_error(interceptor: object, exc: Exception) -> LLMCallBlocked:
+def _blocked_by_error(interceptor: object, exc: Exception) -> Exception:
     name = interceptor_name(interceptor)
+    if isinstance(exc, DeadlineExceeded):
+        return exc  # the read's deadline passed while it waited: the whole read stops
     if isinstance(exc, LLMCallBlocked):
         exc.interceptor = exc.interceptor or name
         return exc

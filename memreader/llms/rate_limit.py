@@ -49,6 +49,8 @@ __all__ = ["FakeClock", "RateLimit", "RateLimitSettings", "estimate_tokens"]
 
 #: The budget's window in seconds.
 WINDOW_S = 60.0
+#: How long a sync wait sleeps between looks at its call's deadline.
+_SLICE_S = 0.5
 #: Characters per token when a request's tokens are estimated before it is sent.
 CHARS_PER_TOKEN = 4
 
@@ -163,7 +165,7 @@ class RateLimit(LLMInterceptor):
         give_up_at = self._clock() + self._budget(call)
         while (wait := self._admit(call)) > 0:
             self._check_wait(call, wait, give_up_at)
-            self._sleep(wait)
+            self._pause(wait, call)
 
     async def abefore(self, call: LLMCall) -> None:
         """Wait for room without blocking the event loop, or raise."""
@@ -184,6 +186,20 @@ class RateLimit(LLMInterceptor):
     async def aafter(self, call: LLMCall, reply: RawCompletion) -> None:
         """:meth:`after` (it never waits)."""
         self.after(call, reply)
+
+    def _pause(self, wait: float, call: LLMCall) -> None:
+        """Sleep ``wait`` seconds, in slices that look at the call's deadline: a read that is
+        cancelled meanwhile stops here (:class:`~memreader.errors.DeadlineExceeded`), rather
+        than after the wait. (An async call is cancelled as its task is.)"""
+        if call.deadline is None:
+            self._sleep(wait)
+            return
+        while wait > 0:
+            call.deadline.check("while waiting for room in the LLM rate limit")
+            step = min(wait, _SLICE_S)
+            self._sleep(step)
+            wait -= step
+        call.deadline.check("while waiting for room in the LLM rate limit")
 
     def _budget(self, call: LLMCall) -> float:
         budget = self.settings.max_wait_s

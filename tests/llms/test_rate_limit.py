@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from memreader.calls.deadlines import Deadline
+from memreader.errors import DeadlineExceeded
 from memreader.llms import LLMRateLimitExceeded, LLMRouter, LLMSlots, RateLimit
 from memreader.llms.rate_limit import FakeClock
 from memreader.testing import ScriptedLLM
@@ -156,3 +157,23 @@ def test_settings_are_checked_when_built() -> None:
         RateLimit()
     with pytest.raises(ConfigError, match="requests_per_minute: Input should be greater than"):
         RateLimit(requests_per_minute=0)
+
+
+def test_a_read_cancelled_while_it_waits_stops_there() -> None:
+    clock = FakeClock()
+    times, llm = sent_at(clock)
+    deadline = Deadline.after(3600, what="the read")
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:  # the caller gives up during the first slice
+        slept.append(seconds)
+        deadline.cancel()
+        clock.sleep(seconds)
+
+    limit = RateLimit(requests_per_minute=1, clock=clock, sleep=sleep)
+    router = router_with(limit, llm)
+    router.complete("llm", HI)
+    with pytest.raises(DeadlineExceeded, match="the read was cancelled; stopped while waiting"):
+        router.complete("llm", HI, deadline=deadline)
+    assert times == [0.0]
+    assert slept == [0.5]  # one slice, not the whole minute
