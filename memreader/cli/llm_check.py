@@ -112,7 +112,9 @@ def _check_one(name: str, slot: LLMConfig) -> None:
     from memreader.llms import build_llm
 
     url = slot.base_url or _DEFAULT_URLS[slot.backend]
-    where = f"the LLM of slot {name!r} ({slot.model} at {mask_url(url)})"
+    profile = name.removeprefix("profile ")
+    what = f"profile {profile!r}" if profile != name else f"slot {name!r}"
+    where = f"the LLM of {what} ({slot.model} at {mask_url(url)})"
     host = urlsplit(url).hostname or ""
     if slot.backend == "openai" and host.endswith("openai.com") and slot.api_key is None:
         raise LLMCheckError(
