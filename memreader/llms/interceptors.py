@@ -188,7 +188,7 @@ async def aintercept_before(interceptors: Sequence[object], call: LLMCall) -> LL
             continue
         try:
             decision = method(call)
-            if inspect.isawaitable(decision):
+            while inspect.isawaitable(decision):  # an async `before` behind the default abefore
                 decision = await decision
         except Exception as exc:
             raise _blocked_by_error(interceptor, exc) from None
@@ -231,7 +231,7 @@ async def aintercept_after(
             continue
         try:
             decision = method(call, reply)
-            if inspect.isawaitable(decision):
+            while inspect.isawaitable(decision):  # an async `before` behind the default abefore
                 decision = await decision
         except Exception as exc:
             return _rejected_by_error(interceptor, exc)

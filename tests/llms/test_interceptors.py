@@ -247,3 +247,15 @@ def test_a_configured_rate_limit_that_cannot_wait_fails_the_pass_not_the_read(
     assert any(e.startswith("LLMRateLimitExceeded: rate_limit") for e in window.pass_errors)
     assert report.passes["filter"].failed_calls == 1
     assert len(items[0]) == 3  # kept as extracted
+
+
+def test_an_async_def_before_runs_in_async_calls_through_the_default_abefore() -> None:
+    class Upper(LLMInterceptor):
+        async def before(self, call: LLMCall) -> LLMCall:  # type: ignore[override]
+            return call.replace(messages=[{"role": "user", "content": "HI"}])
+
+    llm = ScriptedLLM(lambda request: "ok")
+    router = LLMRouter(LLMSlots(llm=llm.config()))
+    router.hooks.interceptors.append(Upper())
+    asyncio.run(router.acomplete("llm", [{"role": "user", "content": "hi"}]))
+    assert llm.requests[0].messages == [{"role": "user", "content": "HI"}]
