@@ -259,3 +259,23 @@ def test_an_async_def_before_runs_in_async_calls_through_the_default_abefore() -
     router.hooks.interceptors.append(Upper())
     asyncio.run(router.acomplete("llm", [{"role": "user", "content": "hi"}]))
     assert llm.requests[0].messages == [{"role": "user", "content": "HI"}]
+
+
+def test_interceptors_registered_on_a_memorys_reader_act_on_its_fine_adds() -> None:
+    from memreader import Memory
+
+    llm = ScriptedLLM(lambda request: {"memory_list": [], "results": []})
+    config = {
+        "config": {
+            "embedder": {"backend": "hash"},
+            "llm": llm.config(),
+            "fine": {"passes": ["extract"]},
+        }
+    }
+    with Memory(config, store="sqlite://:memory:") as memory:
+        memory.reader.llm_interceptors.append(BlockSecrets())
+        result = memory.add(SECRET_CHAT, user_id="u1", mode="fine")
+    assert llm.requests == []  # the secret never left
+    (window,) = result.report.windows
+    assert (window.status, window.fallback_reason) == ("fallback", "blocked")
+    assert any("jazz" in item.memory for item in result.items)  # stored as the raw window

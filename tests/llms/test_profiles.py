@@ -16,7 +16,7 @@ from memreader.factory import MemReaderConfigFactory
 from memreader.steps.report import ReadReport
 from tests.common import HASH_EMBEDDER, INFO
 from tests.fine_script import CHAT, kind, scripted_responder
-from tests.llm_server import LLMTestServer
+from tests.llm_server import LLMTestServer, Reply, openai_completion
 
 
 @pytest.fixture
@@ -172,3 +172,29 @@ def test_a_yaml_config_with_an_unknown_profile_fails_when_read(tmp_path: Any) ->
     )
     with pytest.raises(ConfigError, match="fine pass 'extract' names the LLM profile 'slow'"):
         MemReaderConfigFactory.from_yaml(path)
+
+
+@pytest.mark.parametrize("fault", ["malformed", "500", "wrong_shape"])
+def test_a_misbehaving_profile_fails_only_the_pass_that_picked_it(
+    servers: tuple[LLMTestServer, LLMTestServer], fault: str
+) -> None:
+    big, fast = servers
+    replies = {
+        "malformed": Reply(body=openai_completion("Sorry, I can't check these.")),
+        "500": Reply(status=500, body={"error": {"message": "down"}}),
+        "wrong_shape": Reply(body=openai_completion('{"results": "all fine"}')),
+    }
+    fast.responder = lambda request: replies[fault]
+    reader = SimpleStructMemReader(
+        config(
+            llm=llm(big, "big"),
+            llm_profiles={"fast": llm(fast, "small")},
+            fine={"passes": ["extract", {"name": "filter", "llm_profile": "fast"}]},
+        )
+    )
+    report = ReadReport()
+    items = reader.get_memory(CHAT, "chat", dict(INFO), mode="fine", report=report)
+    (window,) = report.windows
+    assert (window.status, window.filter_status) == ("ok", "failed")
+    assert len(items[0]) == 3  # the extraction's memories, kept unfiltered
+    assert kinds(big) == ["memory_extraction"]
