@@ -141,6 +141,7 @@ class RateLimit(LLMInterceptor):
         self._clock, self._sleep, self._asleep = clock, sleep, asleep
         self._lock = threading.Lock()
         self._sent: deque[_Sent] = deque()
+        self._tokens = 0  # the tokens of what _sent holds, kept as it changes
         self._pending: dict[int, _Sent] = {}
         self.waits = 0
         self.waited_s = 0.0
@@ -181,6 +182,8 @@ class RateLimit(LLMInterceptor):
         with self._lock:
             sent = self._pending.pop(id(call), None)
             if sent is not None and reply.usage.total_tokens > 0:
+                # Still pending, so still in the minute (both are forgotten together).
+                self._tokens += reply.usage.total_tokens - sent.tokens
                 sent.tokens = reply.usage.total_tokens
 
     async def aafter(self, call: LLMCall, reply: RawCompletion) -> None:
@@ -246,12 +249,13 @@ class RateLimit(LLMInterceptor):
                 return wait
             sent = _Sent(now, tokens)
             self._sent.append(sent)
+            self._tokens += tokens
             self._pending[id(call)] = sent
             return 0.0
 
     def _forget_before(self, cutoff: float) -> None:
         while self._sent and self._sent[0].at <= cutoff:
-            self._sent.popleft()
+            self._tokens -= self._sent.popleft().tokens
         for key in [k for k, s in self._pending.items() if s.at <= cutoff]:
             del self._pending[key]  # never answered (the request failed): its count expired
 
@@ -266,7 +270,7 @@ class RateLimit(LLMInterceptor):
         limit = self.settings.tokens_per_minute
         if limit is None or not self._sent:
             return 0.0
-        used = sum(s.tokens for s in self._sent)
+        used = self._tokens
         if used + tokens <= limit:
             return 0.0
         for sent in self._sent:  # oldest first: when has enough left the minute?
