@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from memreader.llms.errors import LLMCallBlocked, LLMEmptyResponseError, LLMError, retry_after_of
 from memreader.llms.hooks import AfterCallEvent, BeforeCallEvent, ErrorEvent, LLMHooks
 from memreader.llms.interceptors import (
+    REASON_LIMIT,
     LLMCall,
     Reject,
     aintercept_after,
@@ -203,9 +204,9 @@ class CallPlan:
             self.hooks.emit_before(
                 BeforeCallEvent(self.slot, self.model, self.backend, attempt, snapshot)
             )
-            outcome = yield Send(
-                [dict(m) for m in snapshot], self.schema, schema_name, self._options(call)
-            )
+            # Without interceptors the conversation is sent as it is (no copy per request).
+            sent = [dict(m) for m in snapshot] if self.interceptors else conversation
+            outcome = yield Send(sent, self.schema, schema_name, self._options(call))
             if not isinstance(outcome, Outcome):  # pragma: no cover - drivers answer a Send
                 raise RuntimeError("no outcome for a request step")
             if outcome.error is not None or outcome.raw is None:
@@ -282,7 +283,7 @@ class CallPlan:
             attempt,
             reject.reason,
         )
-        return format_reask_messages(raw.text, reject.reason)
+        return format_reask_messages(raw.text, str(reject.reason)[:REASON_LIMIT])
 
     def _after_failure(self, outcome: Outcome, attempt: int, snapshot: Messages) -> float:
         """The wait before retrying a failed request; raises its error when it is not retried."""

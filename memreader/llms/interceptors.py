@@ -67,6 +67,8 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+#: How much of a rejection's reason goes into the error and the re-ask the model is sent.
+REASON_LIMIT = 500
 #: What an interceptor may change in a request (the others describe it).
 CHANGEABLE = ("messages", "temperature", "max_tokens")
 
@@ -231,7 +233,7 @@ async def aintercept_after(
             continue
         try:
             decision = method(call, reply)
-            while inspect.isawaitable(decision):  # an async `before` behind the default abefore
+            while inspect.isawaitable(decision):  # an async `after` behind the default aafter
                 decision = await decision
         except Exception as exc:
             return _rejected_by_error(interceptor, exc)
@@ -245,7 +247,8 @@ async def aintercept_after(
 def rejected_error(reject: Reject, text: str) -> LLMReplyRejected:
     """The error of an answer (``text``) an interceptor rejected."""
     return LLMReplyRejected(
-        f"an LLM interceptor rejected the answer: {reject.reason}", raw_text=text
+        f"an LLM interceptor rejected the answer: {str(reject.reason)[:REASON_LIMIT]}",
+        raw_text=text,
     )
 
 
