@@ -167,7 +167,7 @@ def without_pass(fine: Mapping[str, Any], name: str) -> dict[str, Any]:
     off the one way that agrees with them: left out of ``passes`` when they list passes, else
     by its shorthand (``filter``: ``hallucination_filter: false``, ``rewrite``: ``rewrite:
     off``). For command-line switches such as ``--no-filter``."""
-    changed = dict(fine)
+    changed = dict(split_pass_profiles(fine))  # {name, llm_profile} entries as names
     if changed.get("passes") is None:
         shorthand = {"filter": ("hallucination_filter", False), "rewrite": ("rewrite", "off")}
         if name in shorthand:

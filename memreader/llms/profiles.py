@@ -51,4 +51,7 @@ def split_pass_profiles(data: Any) -> Any:
         if profiles.get(name, profile) != profile:
             raise ValueError(f"passes[{i}]: pass {name!r} picks two LLM profiles")
         profiles[name] = profile
-    return {**data, "passes": names, "pass_profiles": profiles}
+    split = {**data, "passes": names}
+    if profiles or "pass_profiles" in data:  # a config that picks none keeps its shape
+        split["pass_profiles"] = profiles
+    return split

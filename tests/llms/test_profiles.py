@@ -198,3 +198,13 @@ def test_a_misbehaving_profile_fails_only_the_pass_that_picked_it(
     assert (window.status, window.filter_status) == ("ok", "failed")
     assert len(items[0]) == 3  # the extraction's memories, kept unfiltered
     assert kinds(big) == ["memory_extraction"]
+
+
+def test_turning_off_a_pass_that_picked_a_profile_leaves_the_others_as_they_were() -> None:
+    from memreader.config import without_pass
+
+    fine = {"passes": ["extract", {"name": "filter", "llm_profile": "fast"}, "rewrite"]}
+    changed = without_pass(fine, "filter")  # what read --no-filter does
+    scripted = {"backend": "scripted", "model": "m"}
+    read = config(llm=scripted, llm_profiles={"fast": scripted}, fine=changed)
+    assert read.fine.enabled_passes() == ("extract", "rewrite")
