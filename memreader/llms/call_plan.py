@@ -183,37 +183,29 @@ class CallPlan:
         attempt = 0
         while True:
             attempt += 1
-            call = LLMCall(
-                self.slot,
-                self.profile,
-                self.model,
-                self.backend,
-                attempt,
-                tuple(conversation),
-                self.temperature,
-                self.max_tokens,
-                self.deadline,
-            )
+            snapshot: tuple[Mapping[str, Any], ...] = tuple(conversation)
+            # Without interceptors the conversation is sent as it is (no copy per request).
+            sent, options, call = conversation, {}, None
             if self.interceptors:
+                call = self._call(attempt, snapshot)
                 decided = yield Intercept(self.interceptors, call)
                 if isinstance(decided, LLMCallBlocked):
-                    raise self._blocked(decided, attempt, call.messages)
+                    raise self._blocked(decided, attempt, snapshot)
                 if isinstance(decided, LLMCall):
                     call = decided
-            snapshot = call.messages
+                snapshot = call.messages
+                sent, options = [dict(m) for m in snapshot], self._options(call)
             self.hooks.emit_before(
                 BeforeCallEvent(self.slot, self.model, self.backend, attempt, snapshot)
             )
-            # Without interceptors the conversation is sent as it is (no copy per request).
-            sent = [dict(m) for m in snapshot] if self.interceptors else conversation
-            outcome = yield Send(sent, self.schema, schema_name, self._options(call))
+            outcome = yield Send(sent, self.schema, schema_name, options)
             if not isinstance(outcome, Outcome):  # pragma: no cover - drivers answer a Send
                 raise RuntimeError("no outcome for a request step")
             if outcome.error is not None or outcome.raw is None:
                 yield Sleep(self._after_failure(outcome, attempt, snapshot))
                 continue
             raw = outcome.raw
-            if self.interceptors:
+            if call is not None:
                 checked = yield Intercept(self.interceptors, call, raw)
                 if isinstance(checked, Reject):
                     reask = self._rejected(raw, checked, outcome.elapsed_s, attempt, snapshot)
@@ -225,6 +217,20 @@ class CallPlan:
             if isinstance(verdict, LLMResponse):
                 return verdict
             conversation = [*conversation, *verdict]
+
+    def _call(self, attempt: int, messages: tuple[Mapping[str, Any], ...]) -> LLMCall:
+        """The request of ``attempt`` as the interceptors see it."""
+        return LLMCall(
+            self.slot,
+            self.profile,
+            self.model,
+            self.backend,
+            attempt,
+            messages,
+            self.temperature,
+            self.max_tokens,
+            self.deadline,
+        )
 
     def _options(self, call: LLMCall) -> dict[str, Any]:
         """The sampling settings ``call`` changes from the config's."""

@@ -74,6 +74,7 @@ class LLMRouter:
         configured = tuple(spec.build() for spec in slots.llm_interceptors)
         self.hooks = hooks.with_configured(configured) if configured else hooks
         self._clients: dict[int, LLMClient] = {}
+        self._profiles: dict[str, str | None] = {}
         self._lock = threading.Lock()
 
     def client(self, slot: str) -> LLMClient | None:
@@ -94,6 +95,12 @@ class LLMRouter:
             ConfigError: no such profile.
         """
         return self._client_for(self.slots.profile(profile))
+
+    def _profile_of(self, slot: str) -> str | None:
+        # The slots are frozen: which profile serves a slot is worked out once.
+        if slot not in self._profiles:
+            self._profiles[slot] = self.slots.profile_of(slot)
+        return self._profiles[slot]
 
     def _client_for(self, cfg: LLMConfig) -> LLMClient:
         with self._lock:
@@ -170,7 +177,7 @@ class LLMRouter:
             client = self.profile_client(profile)
         else:
             client = self.require(slot)
-            profile = self.slots.profile_of(slot)
+            profile = self._profile_of(slot)
         extra: dict[str, Any] = {} if validate is None else {"validate": validate}
         if isinstance(client, BaseLLMClient):
             extra.update(profile=profile, deadline=deadline)
