@@ -15,18 +15,11 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    Field,
-    SecretStr,
-    field_validator,
-    model_validator,
-)
+from pydantic import AfterValidator, BaseModel, Field, SecretStr, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from memreader.categories.config import CategoriesConfig
@@ -38,6 +31,7 @@ from memreader.extraction.skills import SkillsConfig
 from memreader.fetch.local_files import DocumentAccess
 from memreader.files import FileRefused, read_regular_file
 from memreader.llms.config import LLMSlots
+from memreader.llms.profiles import split_pass_profiles
 from memreader.stores.context.cold_start import ColdStartConfig
 from memreader.stores.lifecycle.config import LifecycleConfig
 
@@ -89,14 +83,13 @@ class FineConfig(ConfigModel):
 
     **Which passes run** has one meaning: ``passes``, a list of the passes registered in
     :mod:`memreader.extraction.passes` (they run in their order, whatever the order listed;
-    ``extract`` is required). Without ``passes`` the default passes run: ``extract``,
-    ``filter`` (the hallucination filter), ``rewrite`` and ``tool_schema`` (which asks no LLM).
-    The extra passes cost LLM calls and run only when listed: ``tool`` (tool trajectories, on
-    windows with tool traffic), ``preference`` (the user's preferences,
-    ``preference_extractor_llm`` slot) and ``skill`` (skills from successful tool use, written
-    as ``SKILL.md`` bundles where ``skills.output`` says; needs ``tool``) and ``reconcile``
-    (new memories against the stored ones they resemble, ``general_llm`` slot; needs the
-    reader's ``store``).
+    ``extract`` is required). Without ``passes`` the default passes run: ``extract``, ``filter``
+    (the hallucination filter), ``rewrite`` and ``tool_schema`` (which asks no LLM). The extra
+    passes cost LLM calls and run only when listed: ``tool`` (tool trajectories, on windows with
+    tool traffic), ``preference`` (the user's preferences, ``preference_extractor_llm`` slot) and
+    ``skill`` (skills from successful tool use, written as ``SKILL.md`` bundles where
+    ``skills.output`` says; needs ``tool``) and ``reconcile`` (new memories against the stored ones
+    they resemble, ``general_llm`` slot; needs the reader's ``store``).
 
     Two shorthands, for configs without ``passes``: ``hallucination_filter: false`` means the
     default passes without ``filter``, and ``rewrite: off`` the default passes without
@@ -113,6 +106,9 @@ class FineConfig(ConfigModel):
     language: Literal["auto", "en", "zh"] = "auto"
     passes: list[PassName] | None = None
     skills: SkillsConfig = Field(default_factory=SkillsConfig)
+    # Pass -> the LLM profile it asks (llm_profiles); or {name: filter, llm_profile: x} in passes.
+    pass_profiles: dict[PassName, str] = Field(default_factory=dict)
+    _split_profiles = model_validator(mode="before")(split_pass_profiles)
 
     @field_validator("passes")
     @classmethod
@@ -171,7 +167,7 @@ def without_pass(fine: Mapping[str, Any], name: str) -> dict[str, Any]:
     off the one way that agrees with them: left out of ``passes`` when they list passes, else
     by its shorthand (``filter``: ``hallucination_filter: false``, ``rewrite``: ``rewrite:
     off``). For command-line switches such as ``--no-filter``."""
-    changed = dict(fine)
+    changed = dict(split_pass_profiles(fine))  # {name, llm_profile} entries as names
     if changed.get("passes") is None:
         shorthand = {"filter": ("hallucination_filter", False), "rewrite": ("rewrite", "off")}
         if name in shorthand:
@@ -273,6 +269,11 @@ class BaseReaderConfig(DocumentAccess, LLMSlots):
         if value is not None and "://" not in value.get_secret_value():
             raise ValueError("a store URL looks like sqlite:///memories.db")
         return value
+
+    def profile_references(self) -> Iterator[tuple[str, str]]:
+        """Where the config names an LLM profile: the slots', and the fine passes' picks."""
+        yield from super().profile_references()
+        yield from ((f"fine pass {p!r}", name) for p, name in self.fine.pass_profiles.items())
 
     @model_validator(mode="after")
     def _reconcile_needs_a_store(self) -> BaseReaderConfig:

@@ -39,7 +39,10 @@ drawing to the classes)::
     │   ├── LLMServerError
     │   ├── LLMRequestError
     │   ├── LLMParseError
-    │   └── LLMEmptyResponseError
+    │   │   └── LLMReplyRejected
+    │   ├── LLMEmptyResponseError
+    │   └── LLMCallBlocked
+    │       └── LLMRateLimitExceeded
     ├── EmbeddingError
     ├── StoreError
     │   ├── UnknownMemoryError (KeyError)

@@ -51,18 +51,23 @@ class LLMCheckError(ConfigError):
 
 
 def configured_slots(config: Any) -> dict[str, LLMConfig]:
-    """The slots of a reader config that are set, one per distinct server and model (the
-    first slot that names it)."""
+    """The slots and LLM profiles of a reader config that are set, one per distinct server and
+    model (the first slot, or ``profile <name>``, that names it)."""
     slots: dict[str, LLMConfig] = {}
     seen: set[tuple[str, str | None, str]] = set()
-    for name in (
-        "llm",
-        "general_llm",
-        "image_parser_llm",
-        "document_parser_llm",
-        "preference_extractor_llm",
-    ):
-        slot = getattr(config, name, None)
+    named = [
+        (name, config.resolve(name))
+        for name in (
+            "llm",
+            "general_llm",
+            "image_parser_llm",
+            "document_parser_llm",
+            "preference_extractor_llm",
+        )
+    ]
+    # A profile only a fine pass picks is checked too: the read would fail on it as well.
+    named += [(f"profile {p}", cfg) for p, cfg in getattr(config, "llm_profiles", {}).items()]
+    for name, slot in named:
         if slot is None:
             continue
         identity = (slot.backend, slot.base_url, slot.model)
@@ -107,7 +112,9 @@ def _check_one(name: str, slot: LLMConfig) -> None:
     from memreader.llms import build_llm
 
     url = slot.base_url or _DEFAULT_URLS[slot.backend]
-    where = f"the LLM of slot {name!r} ({slot.model} at {mask_url(url)})"
+    profile = name.removeprefix("profile ")
+    what = f"profile {profile!r}" if profile != name else f"slot {name!r}"
+    where = f"the LLM of {what} ({slot.model} at {mask_url(url)})"
     host = urlsplit(url).hostname or ""
     if slot.backend == "openai" and host.endswith("openai.com") and slot.api_key is None:
         raise LLMCheckError(

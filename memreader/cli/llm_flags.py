@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from memreader.errors import ConfigError
+from memreader.llms.config import DEFAULT_PROFILE
 
 __all__ = ["add_llm_flags", "llm_settings"]
 
@@ -42,6 +44,12 @@ def add_llm_flags(read: argparse.ArgumentParser) -> None:
         choices=("json_schema", "json_object_schema", "tool_call", "prompt"),
         help="how the LLM is asked for JSON (default: the config's, json_schema)",
     )
+    llm.add_argument(
+        "--llm-profile",
+        metavar="NAME",
+        help="extract with the config's LLM profile NAME (its llm_profiles), instead of the "
+        "flags above",
+    )
     llm.add_argument("--llm-concurrency", type=int, help="LLM requests in flight at most")
     llm.add_argument(
         "--no-check",
@@ -53,15 +61,21 @@ def add_llm_flags(read: argparse.ArgumentParser) -> None:
     llm.add_argument("--no-rewrite", action="store_true", help="skip the rewrite pass")
 
 
-def llm_settings(args: argparse.Namespace, configured: dict[str, Any] | None) -> Any:
-    """The config's ``llm`` with flags and environment on top (flags win).
+def llm_settings(
+    args: argparse.Namespace,
+    configured: dict[str, Any] | str | None,
+    profiles: Mapping[str, Any] | None = None,
+) -> Any:
+    """The config's ``llm`` with flags and environment on top (flags win). ``--llm-profile``
+    (or a config whose ``llm`` names a profile, or has a ``default`` one, with no flag or
+    variable on top) keeps the profile's name, so its calls count as that profile's.
 
     Raises:
-        ConfigError: ``--llm-api-key-env`` names a variable that is not set or empty; or no
-            model comes from anywhere (the message names ``--llm-model``, and the flags or
-            variables given without it).
+        ConfigError: ``--llm-profile`` beside another LLM flag; ``--llm-api-key-env`` names a
+            variable that is not set or empty; or no model comes from anywhere (the message
+            names ``--llm-model``, and the flags or variables given without it).
     """
-    llm = dict(configured or {})
+    profiles = profiles or {}
     env = os.environ
     given = {
         "backend": _given(args.llm_backend, "--llm-backend", "MEMREADER_LLM_BACKEND"),
@@ -69,6 +83,20 @@ def llm_settings(args: argparse.Namespace, configured: dict[str, Any] | None) ->
         "base_url": _given(args.llm_base_url, "--llm-base-url", "MEMREADER_LLM_BASE_URL"),
         "structured_output": (args.structured_output, "--structured-output"),
     }
+    profile = getattr(args, "llm_profile", None)
+    if profile:
+        flags = [flag for value, flag in given.values() if value and flag.startswith("--")]
+        flags += ["--llm-api-key-env"] if args.llm_api_key_env is not None else []
+        if flags:
+            raise ConfigError(f"--llm-profile picks a whole LLM: leave out {', '.join(flags)}")
+        return profile  # a name llm_profiles lacks is a ConfigError naming the slot
+    if configured is None and DEFAULT_PROFILE in profiles:
+        configured = DEFAULT_PROFILE
+    if isinstance(configured, str):
+        if not any(value for value, _ in given.values()) and args.llm_api_key_env is None:
+            return configured
+        configured = dict(profiles.get(configured) or {})  # the flags change a copy of it
+    llm = dict(configured or {})
     for key, (value, _) in given.items():
         if value:
             llm[key] = value

@@ -170,7 +170,7 @@ def reader_config(args: argparse.Namespace) -> MemReaderConfigFactory:
         s3 = config["fetch"]["s3"]
         s3["allow_buckets"] = [*s3.get("allow_buckets", []), args.input[len("s3://") :]]
     if args.mode == "fine":
-        config["llm"] = llm_settings(args, config.get("llm"))
+        config["llm"] = llm_settings(args, config.get("llm"), config.get("llm_profiles"))
         if args.llm_concurrency is not None:
             config["llm_max_concurrency"] = args.llm_concurrency
         if args.no_filter:  # the way that agrees with the config's own fine.passes

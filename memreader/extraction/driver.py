@@ -11,10 +11,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from memreader.extraction.fine import Plan, arun_plan, run_plan
 from memreader.llms import LLMRouter, UsageMeter
+
+if TYPE_CHECKING:
+    from memreader.calls.deadlines import Deadline
 
 __all__ = ["arun_plans", "run_plans"]
 
@@ -29,12 +32,14 @@ def run_plans(
     meter: UsageMeter | None,
     workers: int,
     on_error: OnError[T],
+    deadline: Deadline | None = None,
 ) -> list[T]:
-    """Each plan's result, in order; blocking, on up to ``workers`` threads."""
+    """Each plan's result, in order; blocking, on up to ``workers`` threads (``deadline``: the
+    read's, for the LLM interceptors)."""
 
     def work(index: int, plan: Plan) -> T:
         try:
-            result: T = run_plan(plan, router, meter)
+            result: T = run_plan(plan, router, meter, deadline)
         except Exception as exc:  # one window's failure is that window's result
             return on_error(index, exc)
         return result
@@ -54,12 +59,13 @@ async def arun_plans(
     *,
     meter: UsageMeter | None,
     on_error: OnError[T],
+    deadline: Deadline | None = None,
 ) -> list[T]:
     """The async twin of :func:`run_plans`: one task per plan."""
 
     async def work(index: int, plan: Plan) -> T:
         try:
-            result: T = await arun_plan(plan, router, meter)
+            result: T = await arun_plan(plan, router, meter, deadline)
         except Exception as exc:  # one window's failure is that window's result
             return on_error(index, exc)
         return result

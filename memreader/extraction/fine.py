@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memreader.errors import LLMRequiredError
 from memreader.extraction.contract import (
@@ -39,6 +39,7 @@ from memreader.extraction.prompts import (
     extraction_messages,
 )
 from memreader.llms import (
+    LLMCallBlocked,
     LLMEmptyResponseError,
     LLMError,
     LLMParseError,
@@ -47,6 +48,9 @@ from memreader.llms import (
     LLMTimeoutError,
     UsageMeter,
 )
+
+if TYPE_CHECKING:
+    from memreader.calls.deadlines import Deadline
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +61,8 @@ class LLMRequest:
 
     ``validate`` checks the parsed answer; a ``ValueError`` from it makes the client re-ask the
     model with the error (within ``max_retries``), and its result is ``LLMResponse.validated``.
+    ``profile``: the profile of ``llm_profiles`` that answers instead of the slot's config (set
+    by the chain for a pass that picks one).
     """
 
     slot: str
@@ -64,6 +70,7 @@ class LLMRequest:
     schema: dict[str, Any]
     schema_name: str
     validate: Callable[[Any], Any] | None = None
+    profile: str | None = None
 
 
 @dataclass
@@ -113,6 +120,8 @@ def fallback_reason(error: BaseException) -> str:
         return "empty_response"
     if isinstance(error, LLMTimeoutError):
         return "timeout"
+    if isinstance(error, LLMCallBlocked):
+        return "blocked"
     if isinstance(error, LLMError):
         return "llm_error"
     return "internal_error"
@@ -253,15 +262,32 @@ def rewrite_plan(window: WindowInput, outcome: WindowOutcome, *, user_only: bool
     return PassStatus("ok", changed=changed)
 
 
+def _routing(request: LLMRequest, deadline: Deadline | None) -> dict[str, Any]:
+    """The router's optional arguments of ``request``: only those set, so a router written
+    before them still works."""
+    extra: dict[str, Any] = {}
+    if request.profile is not None:
+        extra["profile"] = request.profile
+    if deadline is not None:
+        extra["deadline"] = deadline
+    return extra
+
+
 def short_error(error: BaseException, limit: int = 300) -> str:
     """``Type: message`` of ``error``, clipped for reports and logs."""
     text = f"{type(error).__name__}: {error}"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def run_plan(plan: Plan, router: LLMRouter | None, meter: UsageMeter | None = None) -> Any:
+def run_plan(
+    plan: Plan,
+    router: LLMRouter | None,
+    meter: UsageMeter | None = None,
+    deadline: Deadline | None = None,
+) -> Any:
     """Drive ``plan`` with blocking LLM calls. Whatever a call raises is thrown into the plan
-    (a plan handles :class:`LLMError`; anything else ends it, for its caller to record)."""
+    (a plan handles :class:`LLMError`; anything else ends it, for its caller to record).
+    ``deadline``: the read's, shown to the LLM interceptors (a rate limit waits within it)."""
     try:
         request = next(plan)
         while True:
@@ -275,6 +301,7 @@ def run_plan(plan: Plan, router: LLMRouter | None, meter: UsageMeter | None = No
                     schema_name=request.schema_name,
                     meter=meter,
                     validate=request.validate,
+                    **_routing(request, deadline),
                 )
             except Exception as exc:  # handed to the plan, which knows what it means
                 request = plan.throw(exc)
@@ -284,7 +311,12 @@ def run_plan(plan: Plan, router: LLMRouter | None, meter: UsageMeter | None = No
         return stop.value
 
 
-async def arun_plan(plan: Plan, router: LLMRouter | None, meter: UsageMeter | None = None) -> Any:
+async def arun_plan(
+    plan: Plan,
+    router: LLMRouter | None,
+    meter: UsageMeter | None = None,
+    deadline: Deadline | None = None,
+) -> Any:
     """Drive ``plan`` with async LLM calls (see :func:`run_plan`)."""
     try:
         request = next(plan)
@@ -299,6 +331,7 @@ async def arun_plan(plan: Plan, router: LLMRouter | None, meter: UsageMeter | No
                     schema_name=request.schema_name,
                     meter=meter,
                     validate=request.validate,
+                    **_routing(request, deadline),
                 )
             except Exception as exc:  # handed to the plan, which knows what it means
                 request = plan.throw(exc)

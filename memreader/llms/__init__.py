@@ -12,7 +12,9 @@ Typical use by a reader::
     answer.parsed, answer.truncated, call_usage.snapshot().by_slot
 
 Every client of one router shares one :class:`ConcurrencyLimiter`, one :class:`UsageMeter` and
-one :class:`LLMHooks`. Failures raise :class:`LLMError` subclasses after retries.
+one :class:`LLMHooks`. Failures raise :class:`LLMError` subclasses after retries. Named profiles
+(``llm_profiles``) and interceptors that change, block or reject calls
+(:class:`LLMInterceptor`, the built-in :class:`RateLimit`) sit on the same router.
 """
 
 from memreader.llms.backends import LLM_BACKENDS, available_llm_backends, register_llm
@@ -25,18 +27,24 @@ from memreader.llms.config import (
     StructuredOutputMode,
 )
 from memreader.llms.errors import (
+    LLMCallBlocked,
     LLMConnectionError,
     LLMEmptyResponseError,
     LLMError,
     LLMParseError,
     LLMRateLimitError,
+    LLMRateLimitExceeded,
+    LLMReplyRejected,
     LLMRequestError,
     LLMServerError,
     LLMTimeoutError,
 )
 from memreader.llms.hooks import AfterCallEvent, BeforeCallEvent, ErrorEvent, LLMHooks
+from memreader.llms.interceptor_specs import LLM_INTERCEPTORS, register_llm_interceptor
+from memreader.llms.interceptors import Block, LLMCall, LLMInterceptor, Reject
 from memreader.llms.limiter import ConcurrencyLimiter
 from memreader.llms.parsing import ParseResult, parse_json, strip_think
+from memreader.llms.rate_limit import RateLimit
 from memreader.llms.router import LLMRouter, build_llm
 from memreader.llms.types import (
     LLMClient,
@@ -51,21 +59,28 @@ from memreader.transport.retry import RetryPolicy, parse_retry_after
 
 __all__ = [
     "LLM_BACKENDS",
+    "LLM_INTERCEPTORS",
     "SLOT_FALLBACKS",
     "SLOT_NAMES",
     "AfterCallEvent",
     "BaseLLMClient",
     "BeforeCallEvent",
+    "Block",
     "ConcurrencyLimiter",
     "ErrorEvent",
+    "LLMCall",
+    "LLMCallBlocked",
     "LLMClient",
     "LLMConfig",
     "LLMConnectionError",
     "LLMEmptyResponseError",
     "LLMError",
     "LLMHooks",
+    "LLMInterceptor",
     "LLMParseError",
     "LLMRateLimitError",
+    "LLMRateLimitExceeded",
+    "LLMReplyRejected",
     "LLMRequestError",
     "LLMResponse",
     "LLMRouter",
@@ -74,7 +89,9 @@ __all__ = [
     "LLMTimeoutError",
     "Messages",
     "ParseResult",
+    "RateLimit",
     "RawCompletion",
+    "Reject",
     "RetryPolicy",
     "StructuredOutputMode",
     "Usage",
@@ -86,6 +103,7 @@ __all__ = [
     "parse_json",
     "parse_retry_after",
     "register_llm",
+    "register_llm_interceptor",
     "schema_instructions",
     "strip_think",
 ]

@@ -31,14 +31,15 @@ not kept as the typed error's cause (an SDK error may quote a secret the server 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import time
 import traceback
 from abc import ABC, abstractmethod
 from collections.abc import Generator, Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from memreader.llms.call_plan import CallPlan, Outcome, Send, Sleep, Step
+from memreader.llms.call_plan import CallPlan, Feed, Intercept, Outcome, Send, Sleep, Step
 from memreader.llms.config import LLMConfig
 from memreader.llms.errors import LLMError, llm_error
 from memreader.llms.hooks import LLMHooks
@@ -49,12 +50,21 @@ from memreader.secret_masking import mask_url
 from memreader.transport.failures import classify
 from memreader.transport.retry import RetryPolicy
 
+if TYPE_CHECKING:
+    from memreader.calls.deadlines import Deadline
+
 __all__ = ["BaseLLMClient"]
 
 logger = logging.getLogger(__name__)
 
 #: How much of an unexpected error's text goes into an LLMError message.
 _DETAIL_LIMIT = 500
+
+#: The config of the request being sent, where an interceptor changed its sampling settings
+#: (set around one ``_send``; each thread and each task sees its own).
+_REQUEST_CONFIG: contextvars.ContextVar[LLMConfig | None] = contextvars.ContextVar(
+    "memreader_llm_request_config", default=None
+)
 
 
 class BaseLLMClient(ABC):
@@ -122,6 +132,13 @@ class BaseLLMClient(ABC):
             text = text.replace(secret, "***")
         return text
 
+    @property
+    def request_config(self) -> LLMConfig:
+        """The config to build the request being sent from: :attr:`config`, with the
+        ``temperature`` and ``max_tokens`` an LLM interceptor set for this request. A backend
+        reads its sampling settings here (one that reads :attr:`config` ignores such changes)."""
+        return _REQUEST_CONFIG.get() or self.config
+
     def schema_in_prompt(self) -> bool:
         """Whether the schema goes into the system prompt (``prompt`` mode)."""
         return self.config.structured_output == "prompt"
@@ -137,17 +154,23 @@ class BaseLLMClient(ABC):
         slot: str = "llm",
         meter: UsageMeter | None = None,
         validate: Validator | None = None,
+        profile: str | None = None,
+        deadline: Deadline | None = None,
     ) -> LLMResponse:
-        """Send ``messages`` (blocking); see :meth:`LLMClient.complete`."""
+        """Send ``messages`` (blocking); see :meth:`LLMClient.complete`. ``profile``: the named
+        LLM profile this client serves the call for (its usage is recorded under it too);
+        ``deadline``: the caller's, shown to the interceptors."""
         meter = meter if meter is not None else self.meter
-        plan = self._plan(messages, schema, schema_name, slot, meter, validate)
+        plan = self._plan(messages, schema, schema_name, slot, meter, validate, profile, deadline)
         try:
             step = next(plan)
             while True:
-                feed: Outcome | None = None
+                feed: Feed = None
                 if isinstance(step, Sleep):
                     if step.seconds > 0:
                         self.retry.sleep(step.seconds)
+                elif isinstance(step, Intercept):
+                    feed = step.run()
                 else:
                     feed = self._run(step)
                 try:
@@ -167,17 +190,21 @@ class BaseLLMClient(ABC):
         slot: str = "llm",
         meter: UsageMeter | None = None,
         validate: Validator | None = None,
+        profile: str | None = None,
+        deadline: Deadline | None = None,
     ) -> LLMResponse:
-        """Send ``messages`` without blocking the event loop; see :meth:`LLMClient.complete`."""
+        """Send ``messages`` without blocking the event loop; see :meth:`complete`."""
         meter = meter if meter is not None else self.meter
-        plan = self._plan(messages, schema, schema_name, slot, meter, validate)
+        plan = self._plan(messages, schema, schema_name, slot, meter, validate, profile, deadline)
         try:
             step = next(plan)
             while True:
-                feed: Outcome | None = None
+                feed: Feed = None
                 if isinstance(step, Sleep):
                     if step.seconds > 0:
                         await asyncio.sleep(step.seconds)
+                elif isinstance(step, Intercept):
+                    feed = await step.arun()
                 else:
                     feed = await self._arun(step)
                 try:
@@ -193,6 +220,7 @@ class BaseLLMClient(ABC):
     def _run(self, step: Send) -> Outcome:
         with self.limiter.hold():
             started = time.perf_counter()
+            changed = self._options_config(step)
             try:
                 raw = self._send(step.messages, step.schema, step.schema_name)
             except LLMError as err:
@@ -200,11 +228,15 @@ class BaseLLMClient(ABC):
             except Exception as exc:  # the SDK boundary: anything else becomes a typed LLMError
                 error = self.error_for(exc)
                 return Outcome(error=error, elapsed_s=time.perf_counter() - started)
+            finally:
+                if changed is not None:
+                    _REQUEST_CONFIG.reset(changed)
             return Outcome(raw=raw, elapsed_s=time.perf_counter() - started)
 
     async def _arun(self, step: Send) -> Outcome:
         async with self.limiter.ahold():
             started = time.perf_counter()
+            changed = self._options_config(step)
             try:
                 raw = await self._asend(step.messages, step.schema, step.schema_name)
             except LLMError as err:
@@ -212,7 +244,16 @@ class BaseLLMClient(ABC):
             except Exception as exc:  # the SDK boundary: anything else becomes a typed LLMError
                 error = self.error_for(exc)
                 return Outcome(error=error, elapsed_s=time.perf_counter() - started)
+            finally:
+                if changed is not None:
+                    _REQUEST_CONFIG.reset(changed)
             return Outcome(raw=raw, elapsed_s=time.perf_counter() - started)
+
+    def _options_config(self, step: Send) -> contextvars.Token[LLMConfig | None] | None:
+        """Set :attr:`request_config` for ``step`` when an interceptor changed its settings."""
+        if not step.options:
+            return None
+        return _REQUEST_CONFIG.set(self.config.model_copy(update=dict(step.options)))
 
     def error_for(self, exc: Exception) -> LLMError:
         """``exc``, raised by the backend but not an :class:`LLMError`, as one.
@@ -245,10 +286,24 @@ class BaseLLMClient(ABC):
         slot: str,
         meter: UsageMeter,
         validate: Validator | None = None,
-    ) -> Generator[Step, Outcome | None, LLMResponse]:
+        profile: str | None = None,
+        deadline: Deadline | None = None,
+    ) -> Generator[Step, Feed, LLMResponse]:
         """The steps of one call (see :class:`~memreader.llms.call_plan.CallPlan`)."""
         plan = CallPlan(
-            self.config.model, self.backend, self.hooks, self.retry, slot, meter, schema, validate
+            self.config.model,
+            self.backend,
+            self.hooks,
+            self.retry,
+            slot,
+            meter,
+            schema,
+            validate,
+            profile=profile,
+            interceptors=self.hooks.active_interceptors(),
+            temperature=self.config.temperature,
+            max_tokens=self.config.max_tokens,
+            deadline=deadline,
         )
         return plan.steps(messages, clean_schema_name(schema_name), self.schema_in_prompt())
 

@@ -6,6 +6,8 @@ pydantic ``ValidationError``, whose message would echo input values such as an A
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar, Literal
 from urllib.parse import urlsplit
 
@@ -13,17 +15,20 @@ from pydantic import (
     Field,
     SecretStr,
     field_validator,
+    model_validator,
 )
 
 from memreader.config_model import ConfigModel
 from memreader.errors import ConfigError, config_error_from
 from memreader.llms.backends import check_llm_backend
+from memreader.llms.interceptor_specs import InterceptorSpec
 from memreader.llms.limiter import DEFAULT_MAX_CONCURRENCY
 from memreader.secret_masking import HidesSecrets, Opaque, find_non_finite, is_secret_header
 from memreader.transport.body import DEFAULT_MAX_RESPONSE_BYTES
 from memreader.transport.client import check_transport
 
 __all__ = [
+    "DEFAULT_PROFILE",
     "SLOT_FALLBACKS",
     "SLOT_NAMES",
     "LLMConfig",
@@ -173,6 +178,23 @@ SLOT_FALLBACKS: dict[str, tuple[str, ...]] = {
 SLOT_NAMES: tuple[str, ...] = tuple(SLOT_FALLBACKS)
 
 
+#: The profile that serves ``llm`` when that slot is unset (memU's ``llm_profiles.default``).
+DEFAULT_PROFILE = "default"
+_PROFILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+#: A slot: its own LLM config, or the name of a profile of ``llm_profiles``.
+SlotValue = LLMConfig | str | None
+
+
+def check_profile_name(name: str) -> str:
+    """``name`` if it can name a profile (letters, digits, ``_.-``, up to 64 characters)."""
+    if not isinstance(name, str) or not _PROFILE_NAME.match(name):
+        raise ValueError(
+            f"an LLM profile name is 1-64 letters, digits, '_', '.' or '-', got {name!r}"
+        )
+    return name
+
+
 class LLMSlots(ConfigModel):
     """The LLMs of one reader, by role, plus their shared concurrency budget.
 
@@ -183,19 +205,114 @@ class LLMSlots(ConfigModel):
     ``document_parser_llm``, ``preference_extractor_llm`` and ``rerank_llm`` (the LLM that
     reranks a search and judges a recall: :mod:`memreader.front.rerank`) -> ``general_llm``
     -> ``llm``.
-    ``llm_max_concurrency`` (default 4) bounds the LLM requests in flight across all slots of
-    the reader.
+    ``llm_max_concurrency`` (default 4) bounds the LLM requests in flight across all slots and
+    profiles of the reader.
+
+    ``llm_profiles`` names LLM configs (memU's profiles): a slot may name one instead of
+    holding a config (``general_llm: fast``), a fine pass may pick one
+    (``fine.passes: [{name: filter, llm_profile: fast}, ...]``), and the profile ``default``
+    serves ``llm`` when that slot is unset. Profiles share the reader's concurrency budget,
+    usage meter (``by_profile`` in a read's usage), hooks and interceptors. A name that
+    ``llm_profiles`` does not define is a :class:`~memreader.errors.ConfigError` when the
+    config is read. ``llm_interceptors`` switches on registered interceptors by name
+    (``[{name: rate_limit, requests_per_minute: 60}]``, see
+    :mod:`memreader.llms.interceptor_specs`).
+
+    >>> fast = {"backend": "scripted", "model": "small"}
+    >>> slots = LLMSlots(llm_profiles={"default": {"model": "big"}, "fast": fast},
+    ...                  general_llm="fast")
+    >>> slots.resolve("llm").model, slots.resolve("general_llm").model
+    ('big', 'small')
+    >>> slots.profile_of("general_llm"), slots.profile_of("image_parser_llm")
+    ('fast', 'fast')
     """
 
     SLOTS: ClassVar[tuple[str, ...]] = SLOT_NAMES
 
-    llm: LLMConfig | None = None
-    general_llm: LLMConfig | None = None
-    image_parser_llm: LLMConfig | None = None
-    document_parser_llm: LLMConfig | None = None
-    preference_extractor_llm: LLMConfig | None = None
-    rerank_llm: LLMConfig | None = None
+    llm: SlotValue = None
+    general_llm: SlotValue = None
+    image_parser_llm: SlotValue = None
+    document_parser_llm: SlotValue = None
+    preference_extractor_llm: SlotValue = None
+    rerank_llm: SlotValue = None
     llm_max_concurrency: int = Field(default=DEFAULT_MAX_CONCURRENCY, ge=1, le=1024)
+    llm_profiles: dict[str, LLMConfig] = Field(
+        default_factory=dict,
+        description="Named LLM configs that slots and fine passes pick by name.",
+    )
+    llm_interceptors: list[InterceptorSpec] = Field(
+        default_factory=list,
+        description="Registered LLM interceptors to run around every call, by name.",
+    )
+
+    @field_validator(*SLOT_NAMES, mode="before")
+    @classmethod
+    def _slot_value(cls, value: Any) -> Any:
+        # A config or a profile's name. Deciding here keeps the errors of a bad config those
+        # of LLMConfig alone (a plain union would add "or a string" to each).
+        if isinstance(value, str):
+            return check_profile_name(value.strip())
+        if isinstance(value, Mapping):
+            return LLMConfig.model_validate(value)
+        return value
+
+    @field_validator("llm_profiles")
+    @classmethod
+    def _profile_names(cls, profiles: dict[str, LLMConfig]) -> dict[str, LLMConfig]:
+        for name in profiles:
+            check_profile_name(name)
+        return profiles
+
+    @model_validator(mode="after")
+    def _profiles_exist(self) -> LLMSlots:
+        for where, name in self.profile_references():
+            if name not in self.llm_profiles:
+                defined = ", ".join(sorted(self.llm_profiles)) or "none"
+                raise ValueError(
+                    f"{where} names the LLM profile {name!r}, which llm_profiles does not "
+                    f"define (defined: {defined})"
+                )
+        return self
+
+    def profile_references(self) -> Iterator[tuple[str, str]]:
+        """Where the config names a profile, and the name (subclasses add theirs)."""
+        for slot in SLOT_NAMES:
+            value = getattr(self, slot)
+            if isinstance(value, str):
+                yield slot, value
+        for i, spec in enumerate(self.llm_interceptors):
+            profile = spec.settings().get("profile")
+            if isinstance(profile, str):
+                yield f"llm_interceptors[{i}] ({spec.name})", profile
+
+    def profile(self, name: str) -> LLMConfig:
+        """The config of the profile ``name``.
+
+        Raises:
+            ConfigError: ``llm_profiles`` does not define it.
+        """
+        config = self.llm_profiles.get(name)
+        if config is None:
+            defined = ", ".join(sorted(self.llm_profiles)) or "none"
+            raise ConfigError(f"unknown LLM profile {name!r} (defined: {defined})")
+        return config
+
+    def profile_of(self, slot_name: str) -> str | None:
+        """The name of the profile serving ``slot_name`` after fallbacks (``None``: a slot's
+        own config serves it, or nothing does)."""
+        served_by = self.resolved_slot(slot_name)
+        if served_by is None:
+            return None
+        value = getattr(self, served_by, None)
+        if isinstance(value, str):
+            return value
+        return DEFAULT_PROFILE if value is None else None
+
+    def _slot_config(self, name: str) -> LLMConfig | str | None:
+        value: LLMConfig | str | None = getattr(self, name)
+        if value is None and name == "llm" and DEFAULT_PROFILE in self.llm_profiles:
+            return DEFAULT_PROFILE
+        return value
 
     def resolve(self, slot_name: str) -> LLMConfig | None:
         """The config serving ``slot_name`` after fallbacks, or ``None`` if none is set.
@@ -208,9 +325,11 @@ class LLMSlots(ConfigModel):
                 f"unknown LLM slot {slot_name!r}; known slots: {', '.join(SLOT_NAMES)}"
             )
         for name in (slot_name, *SLOT_FALLBACKS[slot_name]):
-            cfg: LLMConfig | None = getattr(self, name)
-            if cfg is not None:
-                return cfg
+            value = self._slot_config(name)
+            if isinstance(value, str):
+                return self.profile(value)
+            if value is not None:
+                return value
         return None
 
     def resolved_slot(self, slot_name: str) -> str | None:
@@ -220,11 +339,11 @@ class LLMSlots(ConfigModel):
                 f"unknown LLM slot {slot_name!r}; known slots: {', '.join(SLOT_NAMES)}"
             )
         for name in (slot_name, *SLOT_FALLBACKS[slot_name]):
-            if getattr(self, name) is not None:
+            if self._slot_config(name) is not None:
                 return name
         return None
 
     @property
     def configured(self) -> bool:
-        """Whether any slot is set."""
-        return any(getattr(self, name) is not None for name in SLOT_NAMES)
+        """Whether any slot is set (``llm`` counts as set when a ``default`` profile is)."""
+        return any(self._slot_config(name) is not None for name in SLOT_NAMES)

@@ -170,6 +170,34 @@ class LLMEmptyResponseError(LLMError):
     """The model answered with nothing (no content, no tool call, no choices)."""
 
 
+class LLMReplyRejected(LLMParseError):
+    """An LLM interceptor's ``after`` rejected the answer (:class:`~memreader.llms.interceptors.
+    Reject`): it is asked again as an unusable answer is, and this is raised once the
+    ``max_retries`` budget is spent (the window, item or call then falls back as for any bad
+    answer)."""
+
+
+class LLMCallBlocked(LLMError):
+    """An LLM interceptor's ``before`` blocked the request
+    (:class:`~memreader.llms.interceptors.Block`, an error it raised, or a request it made
+    invalid): nothing was sent, and it is not retried. The call's unit (a window, an item)
+    falls back as for any failed call. ``interceptor`` names the one that blocked it."""
+
+    def __init__(self, message: str, *, interceptor: str = "", **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.interceptor = interceptor
+
+
+class LLMRateLimitExceeded(LLMCallBlocked):
+    """The ``rate_limit`` interceptor would have had to wait past the call's deadline (or its
+    ``max_wait_s``) for room in its requests- or tokens-per-minute budget; ``wait_s`` is the
+    wait that was needed. Nothing was sent."""
+
+    def __init__(self, message: str, *, wait_s: float = 0.0, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.wait_s = wait_s
+
+
 def retry_after_of(error: BaseException) -> float | None:
     """The server-requested wait of ``error`` in seconds, if it carries one."""
     value = getattr(error, "retry_after", None)

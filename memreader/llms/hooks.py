@@ -7,6 +7,10 @@ succeeds. Callbacks run synchronously in the calling thread (or on the event loo
 scheduled on the event loop, in sync calls skipped with a warning
 (:mod:`memreader.calls.observers`). A callback that raises is logged and ignored: hooks can never
 break a call.
+
+``interceptors`` is where the interceptors that *act* on a call are registered (they can change,
+block or reject it: :mod:`memreader.llms.interceptors`); the reader exposes the list as
+``reader.llm_interceptors``.
 """
 
 from __future__ import annotations
@@ -82,6 +86,21 @@ class LLMHooks:
     before_call: list[Callable[[BeforeCallEvent], object]] = field(default_factory=list)
     after_call: list[Callable[[AfterCallEvent], object]] = field(default_factory=list)
     on_error: list[Callable[[ErrorEvent], object]] = field(default_factory=list)
+    #: Interceptors that act on each request and answer, run in order.
+    interceptors: list[object] = field(default_factory=list)
+    #: The interceptors the config names, run after :attr:`interceptors` (set by the router).
+    configured: tuple[object, ...] = ()
+
+    def with_configured(self, configured: tuple[object, ...]) -> LLMHooks:
+        """These hooks (the same lists: what is appended later counts) with the config's
+        interceptors ``configured``."""
+        return LLMHooks(
+            self.before_call, self.after_call, self.on_error, self.interceptors, configured
+        )
+
+    def active_interceptors(self) -> tuple[object, ...]:
+        """The interceptors of a call starting now: the registered ones, then the config's."""
+        return (*self.interceptors, *self.configured)
 
     def emit_before(self, event: BeforeCallEvent) -> None:
         """Run the ``before_call`` callbacks."""

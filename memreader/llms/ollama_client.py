@@ -210,7 +210,7 @@ class OllamaClient(BaseLLMClient):
     def _send(
         self, messages: list[dict[str, Any]], schema: Mapping[str, Any] | None, schema_name: str
     ) -> RawCompletion:
-        kwargs = build_ollama_request(self.config, messages, schema, schema_name)
+        kwargs = build_ollama_request(self.request_config, messages, schema, schema_name)
         with deadline(self.config.timeout):
             response = self._clients.sync().chat(**kwargs)
         return _read_chat(response, self.config.model)
@@ -218,7 +218,7 @@ class OllamaClient(BaseLLMClient):
     async def _asend(
         self, messages: list[dict[str, Any]], schema: Mapping[str, Any] | None, schema_name: str
     ) -> RawCompletion:
-        kwargs = build_ollama_request(self.config, messages, schema, schema_name)
+        kwargs = build_ollama_request(self.request_config, messages, schema, schema_name)
         with deadline(self.config.timeout):
             response = await self._clients.for_running_loop().chat(**kwargs)
         return _read_chat(response, self.config.model)

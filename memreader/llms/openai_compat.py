@@ -182,7 +182,7 @@ class OpenAICompatibleClient(BaseLLMClient):
     def _send(
         self, messages: list[dict[str, Any]], schema: Mapping[str, Any] | None, schema_name: str
     ) -> RawCompletion:
-        body = build_openai_request(self.config, messages, schema, schema_name)
+        body = build_openai_request(self.request_config, messages, schema, schema_name)
         with deadline(self.config.timeout):
             completion = self._clients.sync().post(_PATH, body=body, cast_to=ChatCompletion)
         return _read_completion(completion, self.config.model)
@@ -190,7 +190,7 @@ class OpenAICompatibleClient(BaseLLMClient):
     async def _asend(
         self, messages: list[dict[str, Any]], schema: Mapping[str, Any] | None, schema_name: str
     ) -> RawCompletion:
-        body = build_openai_request(self.config, messages, schema, schema_name)
+        body = build_openai_request(self.request_config, messages, schema, schema_name)
         with deadline(self.config.timeout):
             completion = await self._clients.for_running_loop().post(
                 _PATH, body=body, cast_to=ChatCompletion

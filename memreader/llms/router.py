@@ -3,7 +3,11 @@
 :func:`build_llm` builds a client for a config through the backend registry
 (:mod:`memreader.llms.backends`). :class:`LLMRouter` turns an :class:`LLMSlots` (a reader's
 config is one) into clients that share one concurrency budget, one usage meter and one set of
-hooks, building each distinct config once.
+hooks, building each distinct config once. A call names a slot, and may name a profile of
+``llm_profiles`` instead of the slot's config (a fine pass that picks one); either way the
+usage is recorded under the slot, and under the profile that served it. The config's
+``llm_interceptors`` are built once per router, so their budgets (a rate limit) are the
+reader's.
 """
 
 from __future__ import annotations
@@ -14,11 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 from memreader.errors import LLMRequiredError
 from memreader.llms.backends import LLM_BACKENDS
+from memreader.llms.base import BaseLLMClient
 from memreader.llms.hooks import LLMHooks
 from memreader.llms.limiter import ConcurrencyLimiter
 from memreader.llms.usage import UsageMeter
 
 if TYPE_CHECKING:
+    from memreader.calls.deadlines import Deadline
     from memreader.llms.config import LLMConfig, LLMSlots
     from memreader.llms.types import LLMClient, LLMResponse, Messages, Validator
 
@@ -64,8 +70,11 @@ class LLMRouter:
             limiter if limiter is not None else ConcurrencyLimiter(slots.llm_max_concurrency)
         )
         self.meter = meter if meter is not None else UsageMeter()
-        self.hooks = hooks if hooks is not None else LLMHooks()
+        hooks = hooks if hooks is not None else LLMHooks()
+        configured = tuple(spec.build() for spec in slots.llm_interceptors)
+        self.hooks = hooks.with_configured(configured) if configured else hooks
         self._clients: dict[int, LLMClient] = {}
+        self._profiles: dict[str, str | None] = {}
         self._lock = threading.Lock()
 
     def client(self, slot: str) -> LLMClient | None:
@@ -77,6 +86,23 @@ class LLMRouter:
         cfg = self.slots.resolve(slot)
         if cfg is None:
             return None
+        return self._client_for(cfg)
+
+    def profile_client(self, profile: str) -> LLMClient:
+        """The client of the profile ``profile`` of ``llm_profiles``.
+
+        Raises:
+            ConfigError: no such profile.
+        """
+        return self._client_for(self.slots.profile(profile))
+
+    def _profile_of(self, slot: str) -> str | None:
+        # The slots are frozen: which profile serves a slot is worked out once.
+        if slot not in self._profiles:
+            self._profiles[slot] = self.slots.profile_of(slot)
+        return self._profiles[slot]
+
+    def _client_for(self, cfg: LLMConfig) -> LLMClient:
         with self._lock:
             client = self._clients.get(id(cfg))
             if client is None:
@@ -100,14 +126,24 @@ class LLMRouter:
         schema_name: str = "response",
         meter: UsageMeter | None = None,
         validate: Validator | None = None,
+        profile: str | None = None,
+        deadline: Deadline | None = None,
     ) -> LLMResponse:
-        """``require(slot).complete(...)`` with the slot name filled in.
+        """``require(slot).complete(...)`` with the slot name filled in; with ``profile``, the
+        client of that profile of ``llm_profiles`` answers for the slot.
 
         ``validate`` is passed on only when given, so clients written before it existed still
-        work without one.
+        work without one; ``profile`` and ``deadline`` reach only clients built on
+        :class:`~memreader.llms.base.BaseLLMClient` (the interceptors see them there).
+
+        Raises:
+            ConfigError: ``profile`` is not defined.
+            LLMRequiredError: nothing serves ``slot``.
+            LLMError: the call failed (:class:`~memreader.llms.errors.LLMCallBlocked` when an
+                interceptor blocked it).
         """
-        extra: dict[str, Any] = {} if validate is None else {"validate": validate}
-        return self.require(slot).complete(
+        client, extra = self._route(slot, profile, validate, deadline)
+        return client.complete(
             messages, schema=schema, schema_name=schema_name, slot=slot, meter=meter, **extra
         )
 
@@ -120,12 +156,32 @@ class LLMRouter:
         schema_name: str = "response",
         meter: UsageMeter | None = None,
         validate: Validator | None = None,
+        profile: str | None = None,
+        deadline: Deadline | None = None,
     ) -> LLMResponse:
         """The async twin of :meth:`complete`."""
-        extra: dict[str, Any] = {} if validate is None else {"validate": validate}
-        return await self.require(slot).acomplete(
+        client, extra = self._route(slot, profile, validate, deadline)
+        return await client.acomplete(
             messages, schema=schema, schema_name=schema_name, slot=slot, meter=meter, **extra
         )
+
+    def _route(
+        self,
+        slot: str,
+        profile: str | None,
+        validate: Validator | None,
+        deadline: Deadline | None,
+    ) -> tuple[LLMClient, dict[str, Any]]:
+        """The client of a call and the keyword arguments it takes beside the common ones."""
+        if profile is not None:
+            client = self.profile_client(profile)
+        else:
+            client = self.require(slot)
+            profile = self._profile_of(slot)
+        extra: dict[str, Any] = {} if validate is None else {"validate": validate}
+        if isinstance(client, BaseLLMClient):
+            extra.update(profile=profile, deadline=deadline)
+        return client, extra
 
     async def aclose(self) -> None:
         """Close every client built so far, async clients of the running loop included."""

@@ -16,6 +16,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import TypeVar
 
 __all__ = ["Usage", "UsageMeter", "UsageSnapshot"]
 
@@ -63,7 +64,9 @@ _EMPTY_COUNTS: Mapping[str, int] = MappingProxyType({})
 
 @dataclass(frozen=True)
 class UsageSnapshot:
-    """A frozen copy of a meter: totals, per-slot usage and request counts.
+    """A frozen copy of a meter: totals, per-slot usage and request counts, and the same per
+    named LLM profile (``by_profile``, ``requests_by_profile``: only the calls a profile of
+    ``llm_profiles`` served).
 
     ``later - earlier`` gives what was spent in between; ``a + b`` adds two calls' usage.
     """
@@ -72,39 +75,64 @@ class UsageSnapshot:
     by_slot: Mapping[str, Usage] = field(default_factory=lambda: _EMPTY)
     requests: int = 0
     requests_by_slot: Mapping[str, int] = field(default_factory=lambda: _EMPTY_COUNTS)
+    by_profile: Mapping[str, Usage] = field(default_factory=lambda: _EMPTY)
+    requests_by_profile: Mapping[str, int] = field(default_factory=lambda: _EMPTY_COUNTS)
 
     def __add__(self, other: UsageSnapshot) -> UsageSnapshot:
         if not isinstance(other, UsageSnapshot):
             return NotImplemented
-        by_slot = dict(self.by_slot)
-        for slot, usage in other.by_slot.items():
-            by_slot[slot] = by_slot.get(slot, Usage()) + usage
-        counts = dict(self.requests_by_slot)
-        for slot, n in other.requests_by_slot.items():
-            counts[slot] = counts.get(slot, 0) + n
         return UsageSnapshot(
             total=self.total + other.total,
-            by_slot=MappingProxyType(by_slot),
+            by_slot=_summed(self.by_slot, other.by_slot, Usage()),
             requests=self.requests + other.requests,
-            requests_by_slot=MappingProxyType(counts),
+            requests_by_slot=_summed(self.requests_by_slot, other.requests_by_slot, 0),
+            by_profile=_summed(self.by_profile, other.by_profile, Usage()),
+            requests_by_profile=_summed(self.requests_by_profile, other.requests_by_profile, 0),
         )
 
     def __sub__(self, other: UsageSnapshot) -> UsageSnapshot:
         if not isinstance(other, UsageSnapshot):
             return NotImplemented
-        by_slot = {
-            slot: usage - other.by_slot.get(slot, Usage()) for slot, usage in self.by_slot.items()
-        }
-        counts = {
-            slot: n - other.requests_by_slot.get(slot, 0)
-            for slot, n in self.requests_by_slot.items()
-        }
+        by_slot, counts = _less(
+            self.by_slot, other.by_slot, self.requests_by_slot, other.requests_by_slot
+        )
+        by_profile, profile_counts = _less(
+            self.by_profile, other.by_profile, self.requests_by_profile, other.requests_by_profile
+        )
         return UsageSnapshot(
             total=self.total - other.total,
-            by_slot=MappingProxyType({k: v for k, v in by_slot.items() if v or counts.get(k)}),
+            by_slot=by_slot,
             requests=self.requests - other.requests,
-            requests_by_slot=MappingProxyType({k: v for k, v in counts.items() if v}),
+            requests_by_slot=counts,
+            by_profile=by_profile,
+            requests_by_profile=profile_counts,
         )
+
+
+V = TypeVar("V", Usage, int)
+
+
+def _summed(a: Mapping[str, V], b: Mapping[str, V], zero: V) -> Mapping[str, V]:
+    summed = dict(a)
+    for key, value in b.items():
+        summed[key] = summed.get(key, zero) + value
+    return MappingProxyType(summed)
+
+
+def _less(
+    usage: Mapping[str, Usage],
+    earlier_usage: Mapping[str, Usage],
+    counts: Mapping[str, int],
+    earlier_counts: Mapping[str, int],
+) -> tuple[Mapping[str, Usage], Mapping[str, int]]:
+    """Per-key usage and counts of ``usage``/``counts`` less the earlier ones (keys left with
+    nothing are dropped)."""
+    spent = {key: u - earlier_usage.get(key, Usage()) for key, u in usage.items()}
+    made = {key: n - earlier_counts.get(key, 0) for key, n in counts.items()}
+    return (
+        MappingProxyType({k: v for k, v in spent.items() if v or made.get(k)}),
+        MappingProxyType({k: v for k, v in made.items() if v}),
+    )
 
 
 class UsageMeter:
@@ -121,9 +149,14 @@ class UsageMeter:
         self._by_slot: dict[str, Usage] = {}
         self._requests = 0
         self._requests_by_slot: dict[str, int] = {}
+        self._by_profile: dict[str, Usage] = {}
+        self._requests_by_profile: dict[str, int] = {}
 
-    def add(self, slot: str, usage: Usage, *, requests: int = 1) -> None:
-        """Record ``usage`` spent by ``requests`` requests of ``slot`` (here and in ancestors)."""
+    def add(
+        self, slot: str, usage: Usage, *, requests: int = 1, profile: str | None = None
+    ) -> None:
+        """Record ``usage`` spent by ``requests`` requests of ``slot`` (here and in ancestors),
+        and of the named LLM profile that served them, if one did."""
         meter: UsageMeter | None = self
         while meter is not None:
             with meter._lock:
@@ -131,6 +164,10 @@ class UsageMeter:
                 meter._by_slot[slot] = meter._by_slot.get(slot, Usage()) + usage
                 meter._requests += requests
                 meter._requests_by_slot[slot] = meter._requests_by_slot.get(slot, 0) + requests
+                if profile is not None:
+                    meter._by_profile[profile] = meter._by_profile.get(profile, Usage()) + usage
+                    counts = meter._requests_by_profile
+                    counts[profile] = counts.get(profile, 0) + requests
             meter = meter.parent
 
     @property
@@ -147,6 +184,8 @@ class UsageMeter:
                 by_slot=MappingProxyType(dict(self._by_slot)),
                 requests=self._requests,
                 requests_by_slot=MappingProxyType(dict(self._requests_by_slot)),
+                by_profile=MappingProxyType(dict(self._by_profile)),
+                requests_by_profile=MappingProxyType(dict(self._requests_by_profile)),
             )
 
     def child(self) -> UsageMeter:

@@ -89,6 +89,13 @@ class BaseMemReader(ABC):
         return self.runtime.hooks
 
     @property
+    def llm_interceptors(self) -> list[object]:
+        """Interceptors that act on every LLM call (change, block or reject it): append
+        :class:`~memreader.llms.interceptors.LLMInterceptor` objects; they run in order, before
+        those the config's ``llm_interceptors`` names."""
+        return self.runtime.hooks.interceptors
+
+    @property
     def step_hooks(self) -> StepHooks:
         """Callbacks around every step: append to ``before_step``, ``after_step``,
         ``on_step_error``."""

@@ -22,6 +22,7 @@ to the moment the last one left it (spans of chained steps overlap).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -140,6 +141,7 @@ def _chains(
     for s in steps:
         s.begin(state, runtime)
     size = len(state.fine_windows)
+    profiles = runtime.config.fine.pass_profiles  # the profile each pass picked, if any
 
     def chain(index: int) -> Generator[LLMRequest, LLMResponse, None]:
         for s in steps:
@@ -149,7 +151,8 @@ def _chains(
             state.check_deadline(f"before {where}")
             spans.enter(s.name)
             try:
-                yield from _counted(s.window(state, runtime, index), state, s.name, where)
+                work = _counted(s.window(state, runtime, index), state, s.name, where)
+                yield from _with_profile(work, profiles.get(s.name))
             except DeadlineExceeded:
                 raise  # the whole call stops: not this window's fallback
             except Exception as exc:  # one window's failure is that window's result
@@ -158,6 +161,30 @@ def _chains(
             spans.leave(s.name)
 
     return [chain(i) for i in range(size)]
+
+
+def _with_profile(work: WindowWork, profile: str | None) -> WindowWork:
+    """``work``, its LLM requests answered by the LLM profile ``profile`` (``None``: as they
+    are, by their slot)."""
+    if profile is None:
+        return (yield from work)
+    try:
+        request = next(work)
+    except StopIteration:
+        return
+    while True:
+        try:
+            response = yield dataclasses.replace(request, profile=profile)
+        except Exception as exc:  # handed on to the work, which knows what it means
+            try:
+                request = work.throw(exc)
+            except StopIteration:
+                return
+        else:
+            try:
+                request = work.send(response)
+            except StopIteration:
+                return
 
 
 # Pass stats are updated from the threads that run the windows.
@@ -264,6 +291,7 @@ def run_chain(
         meter=meter,
         workers=runtime.config.llm_max_concurrency,
         on_error=_backstop(state, steps),
+        deadline=state.deadline,
     )
     _finish(steps, state, runtime, spans)
     return {s.name: spans.seconds(s.name) for s in steps}
@@ -276,6 +304,8 @@ async def arun_chain(
     spans = _Spans(steps)
     chains = _chains(steps, state, runtime, spans)
     router, meter = call_router(state, runtime)
-    await arun_plans(chains, router, meter=meter, on_error=_backstop(state, steps))
+    await arun_plans(
+        chains, router, meter=meter, on_error=_backstop(state, steps), deadline=state.deadline
+    )
     _finish(steps, state, runtime, spans)
     return {s.name: spans.seconds(s.name) for s in steps}

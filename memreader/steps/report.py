@@ -22,7 +22,8 @@ class WindowReport:
 
     ``status`` is ``"ok"`` (items extracted, or a fast item), ``"fallback"`` (the raw window
     stands in for what the LLM failed to give; ``fallback_reason`` says why: ``timeout``,
-    ``llm_error``, ``parse_error``, ``empty_response``, ``truncated``, ``empty`` or
+    ``llm_error``, ``parse_error``, ``empty_response``, ``truncated``, ``empty``, ``blocked`` (an
+    LLM interceptor blocked the call) or
     ``internal_error``), ``"empty"`` (the model found nothing and ``empty_window`` is
     ``"drop"``), ``"dropped"`` (a filter step such as ``min_length`` removed the window; ``error``
     says why) or ``"error"`` (not even the raw window could be made into an item; ``error`` says
@@ -178,6 +179,9 @@ class ReadReport:
                 "by_slot": {k: asdict(v) for k, v in self.usage.by_slot.items()},
                 "requests": self.usage.requests,
             }
+            if self.usage.by_profile:  # the calls named LLM profiles served
+                usage["by_profile"] = {k: asdict(v) for k, v in self.usage.by_profile.items()}
+                usage["requests_by_profile"] = dict(self.usage.requests_by_profile)
         return {
             "mode": self.mode,
             "windows": [asdict(w) for w in self.windows],

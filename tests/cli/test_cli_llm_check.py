@@ -13,6 +13,7 @@ import yaml
 
 from memreader.cli import main
 from memreader.secret_masking import mask_url
+from tests.fine_script import kind, scripted_responder
 from tests.llm_server import LLMTestServer, Reply
 
 CHAT = '[[{"role": "user", "content": "I like tea."}]]'
@@ -156,3 +157,67 @@ def test_a_fast_job_or_a_dry_run_asks_no_llm(
     code = main(["ingest", job_file(tmp_path, unreachable, mode=mode), "--quiet", *argv])
     capsys.readouterr()
     assert code == 0
+
+
+def test_a_profile_a_pass_picks_is_checked_and_llm_profile_picks_the_extractor(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with LLMTestServer() as good, LLMTestServer() as refusing:
+        refusing.responder = lambda request: Reply(status=401, body={"error": {"message": "k"}})
+        config = tmp_path / "reader.yaml"
+        profiles = {
+            "main": {"backend": "openai", "model": "m", "base_url": good.url},
+            "fast": {"backend": "openai", "model": "f", "base_url": refusing.url},
+        }
+        config.write_text(
+            yaml.safe_dump(
+                {
+                    "backend": "simple_struct",
+                    "config": {
+                        "llm_profiles": profiles,
+                        "fine": {"passes": ["extract", {"name": "filter", "llm_profile": "fast"}]},
+                    },
+                }
+            ),
+            encoding="utf-8",
+        )
+        code, err, out = read_fine(
+            capsys, tmp_path, "--config", str(config), "--llm-profile", "main"
+        )
+        url = refusing.url
+        good_requests = len(good.requests)
+    assert code == 2
+    assert f"the LLM of profile 'fast' (f at {url}) does not work: LLMRequestError" in err[0]
+    assert good_requests == 1  # the extractor --llm-profile picked answered its check
+    assert not out.exists()
+
+
+def test_llm_profile_with_another_llm_flag_or_an_unknown_name_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, err, _ = read_fine(capsys, tmp_path, "--llm-profile", "fast", "--llm-model", "m")
+    assert code == 2
+    assert err[-1].endswith("--llm-profile picks a whole LLM: leave out --llm-model")
+    code, err, _ = read_fine(capsys, tmp_path, "--llm-profile", "fast")
+    assert code == 2
+    assert "llm names the LLM profile 'fast', which llm_profiles does not define" in err[-1]
+
+
+def test_a_config_with_a_default_profile_reads_without_llm_flags(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with LLMTestServer() as server:
+        server.responder = scripted_responder()
+        config = tmp_path / "reader.yaml"
+        default = {"backend": "openai", "model": "m", "base_url": server.url}
+        config.write_text(
+            yaml.safe_dump(
+                {"backend": "simple_struct", "config": {"llm_profiles": {"default": default}}}
+            ),
+            encoding="utf-8",
+        )
+        code, err, out = read_fine(capsys, tmp_path, "--config", str(config))
+        kinds = [kind(r) for r in server.requests]
+    assert code == 0, err
+    assert "memory_extraction" in kinds
+    assert out.read_text(encoding="utf-8").strip()
