@@ -211,16 +211,9 @@ class AsyncMemory:
         **keywords: Any,
     ) -> list[SearchHit]:
         """:meth:`Memory.search <memreader.front.memory.Memory.search>`, awaited."""
-        call = functools.partial(
-            self.memory.search,
-            query,
-            user_id=user_id,
-            k=k,
-            filters=filters,
-            rerank=rerank,
-            **keywords,
-        )
-        return await in_thread(call)
+        options: dict[str, Any] = {"user_id": user_id, "k": k, "filters": filters}
+        options["rerank"] = rerank
+        return await in_thread(functools.partial(self.memory.search, query, **options, **keywords))
 
     async def recall(
         self,
@@ -234,9 +227,9 @@ class AsyncMemory:
         filters: SearchFilters | Mapping[str, Any] | None = None,
     ) -> RecallResult:
         """:class:`Memory.recall <memreader.front.recall.Recall>`, awaited."""
-        recall = functools.partial(self.memory.recall, query, user_id=user_id, k=k, tiers=tiers)
-        options = functools.partial(recall, sufficiency=sufficiency, rerank=rerank)
-        return await in_thread(functools.partial(options, filters=filters))
+        options: dict[str, Any] = {"user_id": user_id, "k": k, "tiers": tiers}
+        options |= {"sufficiency": sufficiency, "rerank": rerank, "filters": filters}
+        return await in_thread(functools.partial(self.memory.recall, query, **options))
 
     async def get_all(
         self,
