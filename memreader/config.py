@@ -39,7 +39,7 @@ from memreader.fetch.local_files import DocumentAccess
 from memreader.files import FileRefused, read_regular_file
 from memreader.llms.config import LLMSlots
 from memreader.stores.context.cold_start import ColdStartConfig
-from memreader.stores.lifecycle.config import LifecycleConfig
+from memreader.stores.lifecycle.config import IndexConfig, LifecycleConfig
 
 #: A config file larger than this is refused before it is parsed (real ones are a few KiB).
 MAX_CONFIG_BYTES = 1024 * 1024
@@ -266,6 +266,7 @@ class BaseReaderConfig(DocumentAccess, LLMSlots):
     categories: CategoriesConfig = Field(default_factory=CategoriesConfig)
     lifecycle: LifecycleConfig | None = None
     cold_start: ColdStartConfig = Field(default_factory=ColdStartConfig)
+    index: IndexConfig = Field(default_factory=IndexConfig)
 
     @field_validator("store")
     @classmethod

@@ -46,7 +46,13 @@ from memreader.stores.contract import StoreBackend
 from memreader.stores.embedder_rules import store_embedder
 from memreader.stores.erasure import EraseReceipt
 from memreader.stores.events import EventKind, WriteEvent
-from memreader.stores.lifecycle import LifecycleConfig, MaintainReport, check_lifecycle
+from memreader.stores.lifecycle import (
+    IndexConfig,
+    IndexHealth,
+    LifecycleConfig,
+    MaintainReport,
+    check_lifecycle,
+)
 from memreader.stores.records import MemoryStatus, StoredMemory
 from memreader.stores.urls import public_url
 
@@ -65,6 +71,8 @@ __all__ = [
     "EraseReceipt",
     "EventKind",
     "HistoryEntry",
+    "IndexConfig",
+    "IndexHealth",
     "LifecycleConfig",
     "MaintainReport",
     "MemoryPage",

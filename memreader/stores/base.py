@@ -56,6 +56,7 @@ from memreader.stores.events import HistoryEntry, WriteEvent
 from memreader.stores.filters import SearchFilters
 from memreader.stores.hits import SEARCH_MODES, SearchHit, SearchMode
 from memreader.stores.lifecycle import api as lifecycle_api
+from memreader.stores.lifecycle import index_check
 from memreader.stores.lifecycle import maintain as lifecycle_maintain
 from memreader.stores.paging import (
     DEFAULT_PAGE,
@@ -125,6 +126,8 @@ class MemoryStore(StoreBackend):
     restore = lifecycle_api.restore
     enforce_budget = lifecycle_api.enforce_budget
     maintain = lifecycle_maintain.maintain
+    repair_index = lifecycle_maintain.repair_index
+    index_health = index_check.index_health
 
     def write(
         self,
