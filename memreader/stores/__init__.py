@@ -175,4 +175,5 @@ def open_store(
     store = store_class.from_url(url, embedder=embedder, text_only=text_only, **options)
     store.category_keeper = keeper
     store.lifecycle = settings
+    store.opened_from = public_url(url)  # what its index check names (no password)
     return store

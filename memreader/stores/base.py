@@ -101,6 +101,10 @@ class MemoryStore(StoreBackend):
     :func:`memreader.stores.open_store` (``sqlite:///memories.db``, ``postgresql://...``).
     """
 
+    #: The URL :func:`~memreader.stores.open_store` opened it from, password masked (what
+    #: :meth:`index_health`'s command names); ``None`` when opened otherwise.
+    opened_from: str | None = None
+
     # -- categories ---------------------------------------------------------------------------
     upsert_categories = category_api.upsert_categories
     link_categories = category_api.link_categories

@@ -150,17 +150,21 @@ def index_health(store: StoreBackend, *, url: str | None = None) -> IndexHealth:
 
 
 def store_name(store: StoreBackend) -> str:
-    """The URL that opens ``store`` again, as logs may show it (its ``repr`` when it has none).
+    """The URL ``store`` was opened from by :func:`~memreader.stores.open_store`, as logs may
+    show it (no password); else its SQLite file's, else its ``repr``.
 
     >>> from memreader.stores import open_store
     >>> with open_store("sqlite://:memory:", text_only=True) as store:
     ...     store_name(store)
     'sqlite://:memory:'
     """
-    path, url = getattr(store, "path", None), getattr(store, "url", None)
+    opened = getattr(store, "opened_from", None)
+    if isinstance(opened, str):
+        return opened
+    path = getattr(store, "path", None)
     if isinstance(path, str):  # the embedded store's file
         return "sqlite://:memory:" if path == ":memory:" else f"sqlite:///{path}"
-    return public_url(url) if isinstance(url, str) else repr(store)
+    return repr(store)
 
 
 def check_on_open(store: StoreBackend, config: IndexConfig) -> IndexHealth | MaintainReport | None:
