@@ -104,3 +104,18 @@ def test_a_bad_index_setting_is_refused_by_name(
 ) -> None:
     with pytest.raises(ConfigError, match=field):
         Memory(_memory_config(**index), store=f"sqlite:///{tmp_path / 'm.db'}")
+
+
+def test_postgresql_warns_with_its_masked_url_and_repairs_on_open(
+    pg_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    from memreader.stores import public_url
+
+    with open_store(pg_url, text_only=True, dimension=16) as store:
+        store.add_memory("Ana's fact: the tram leaves at nine", user_id="ana")
+    with caplog.at_level(logging.WARNING, logger=LOGGER), Memory(HASH_MEMORY, store=pg_url):
+        pass
+    [warning] = _warnings(caplog)
+    assert f"memreader maintain --store {public_url(pg_url)} --config" in warning
+    with Memory(_memory_config(on_open="repair"), store=pg_url) as m:
+        assert m.index_health().ok and m.store.embedding_models() == {"hash:16": 1}
