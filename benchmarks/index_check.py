@@ -94,6 +94,7 @@ def main() -> None:
             run = {"store": "SQLite", "memories": size, "load_s": round(load_s, 1)}
             run.update(measure(f"sqlite:///{path}", args.repeats))
             results["runs"].append(run)
+            print(markdown({"runs": [run]}), file=sys.stderr, flush=True)
         if args.pg:
             from tests.pg_server import create_database, running_server
 
@@ -104,6 +105,7 @@ def main() -> None:
                 run = {"store": "PostgreSQL", "memories": size, "load_s": round(load_s, 1)}
                 run.update(measure(url, args.repeats))
                 results["runs"].append(run)
+                print(markdown({"runs": [run]}), file=sys.stderr, flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     print(markdown(results))
