@@ -32,8 +32,10 @@ class _Refusing(HashEmbedder):
     def __init__(self, bad: str) -> None:
         super().__init__()
         self.bad = bad
+        self.tries = 0
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.tries += 1
         if any(self.bad in text for text in texts):
             raise ValueError(f"the embedder refused a text holding {self.bad!r}")
         return super().embed(texts)
@@ -92,6 +94,16 @@ def test_one_text_the_embedder_fails_on_is_that_memorys_result(url: str) -> None
         with pytest.raises(StoreError, match="ValueError"):
             store.repair_index()
         assert store.index_health().missing == 3  # nothing half-written
+
+
+def test_an_embedder_that_is_down_is_tried_alone_on_three_texts_only(url: str) -> None:
+    _bare(url, 10)
+    down = _Refusing("fact")
+    with open_store(url, embedder=down) as store:
+        with pytest.raises(StoreError, match="the embedder refused"):
+            store.repair_index()
+        assert down.tries == 1 + 3  # the batch, then three texts alone: not ten
+        assert store.index_health().missing == 10
 
 
 def test_the_repair_stops_at_its_deadline(store: MemoryStore, url: str) -> None:

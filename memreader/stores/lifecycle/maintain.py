@@ -57,6 +57,10 @@ STEPS = ("purged", "expired", "repaired")
 
 logger = logging.getLogger(__name__)
 
+#: Texts of a failed repair batch that, tried alone and all failing, mean the embedder is
+#: down (the run stops) rather than refusing one text (that memory is named, the rest repaired).
+DOWN_AFTER = 3
+
 
 @dataclass
 class MaintainReport:
@@ -236,8 +240,9 @@ def _embed_each(embedder: QueryEmbedder, texts: list[str]) -> list[list[float] |
     else (it failed) one text at a time, so one text it refuses does not fail the others.
 
     Raises:
-        StoreError: the embedder failed on every text of a batch of several (it is down: one
-            call per text would only repeat that).
+        StoreError: the embedder failed on each of the first texts of a batch of several,
+            tried alone (:data:`DOWN_AFTER` of them, or all): it is down, and one call per
+            text would only repeat that (each call perhaps waiting out its timeout).
     """
     if not texts:
         return []
@@ -255,8 +260,10 @@ def _embed_each(embedder: QueryEmbedder, texts: list[str]) -> list[list[float] |
         except StoreError as exc:
             last = exc
             out.append(None)
+            if len(out) == DOWN_AFTER and all(v is None for v in out):
+                raise  # the first texts all failed alone too: the embedder is down
     if last is not None and all(v is None for v in out):
-        raise last  # every text failed alone too
+        raise last
     return out
 
 
