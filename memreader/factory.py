@@ -18,7 +18,8 @@ from typing import Any, ClassVar, Protocol
 
 from pydantic import BaseModel, Field, SerializeAsAny, ValidationError, model_validator
 
-from memreader.config import BaseReaderConfig, cache_digest, interpolate_env, read_yaml_config
+from memreader.config import BaseReaderConfig, cache_digest
+from memreader.config_files import interpolate_env, read_yaml_config
 from memreader.config_model import ConfigModel
 from memreader.errors import ConfigError, config_error_from
 from memreader.readers import READERS, BaseMemReader
@@ -145,7 +146,7 @@ class MemReaderConfigFactory(ConfigModel):
     @classmethod
     def from_yaml(cls, path: str | os.PathLike[str]) -> MemReaderConfigFactory:
         """Load a YAML file (see ``configs/`` for examples and
-        :func:`memreader.config.read_yaml_config` for the limits)."""
+        :func:`memreader.config_files.read_yaml_config` for the limits)."""
         return cls.from_dict(read_yaml_config(path))
 
     def cache_key(self) -> str:

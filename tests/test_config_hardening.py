@@ -16,8 +16,8 @@ from memreader import (
     SimpleStructMemReader,
     SimpleStructMemReaderConfig,
 )
-from memreader import config as config_module
-from memreader.config import MAX_CONFIG_BYTES, interpolate_env
+from memreader import config_files as config_module
+from memreader.config_files import MAX_CONFIG_BYTES, interpolate_env
 from memreader.embedders.config import (
     EmbedderConfig,
     OllamaEmbedderConfig,

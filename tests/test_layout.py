@@ -20,6 +20,7 @@ ROOT_MODULES = {
     "__init__",
     "_version",
     "config",
+    "config_files",
     "config_model",
     "errors",
     "factory",
@@ -191,7 +192,7 @@ def test_tests_are_laid_out_like_the_package() -> None:
 
 
 LEAVES = {"errors", "items", "modes", "registry", "files", "config_model", "secret_masking"}
-LEAVES |= {"_version", "calls", "scopes"}
+LEAVES |= {"_version", "calls", "scopes", "config_files"}
 
 
 def _place(module: str) -> str:

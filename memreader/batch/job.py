@@ -20,7 +20,7 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from memreader.batch.places import output_location
 from memreader.batch.places.local import resolve_path
 from memreader.batch.registries import check_format_name, check_sink_name
-from memreader.config import interpolate_env, read_yaml_config
+from memreader.config_files import interpolate_env, read_yaml_config
 from memreader.config_model import ConfigModel
 from memreader.errors import ConfigError
 from memreader.fetch.settings import S3Config

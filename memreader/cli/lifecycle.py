@@ -2,13 +2,16 @@
 command line (:mod:`memreader.stores.lifecycle`).
 
 - ``maintain --store URL [--config YAML] [--max-active N] [--purge-after-days D]
-  [--dry-run] [--json] [--no-embedding]``: purge what expired or was superseded more than
+  [--dry-run] [--check] [--json] [--no-embedding]``: purge what expired or was superseded more than
   ``purge_after_days`` ago, bring every owner past the watermark down to the target, and embed
   again the active memories without a vector or with another model's than ``--config``'s
   embedder (``--no-embedding``: no repair). The settings are the config's ``lifecycle:``
   section, the flags winning. ``--dry-run`` counts what it would do and writes nothing. It
   prints one line per step and per owner, or ``--json`` the report. Safe to run twice, and to
-  kill: what a run did is committed batch by batch, the next run does the rest.
+  kill: what a run did is committed batch by batch, the next run does the rest. ``--check``
+  only counts the active memories the vector search cannot find (no vector, or another
+  model's than ``--config``'s embedder: :mod:`memreader.stores.lifecycle.index_check`),
+  writes nothing, and exits 1 when there are some.
 - ``pin ID... --store URL --user-id U`` (``unpin``): the budget never expires a pinned memory.
 - ``restore ID --store URL --user-id U``: bring back a memory the budget expired.
 
@@ -28,6 +31,7 @@ from typing import Any
 from memreader.cli.flags import add_alias
 from memreader.cli.store_access import add_store_flag, open_cli_memory, store_url
 from memreader.errors import InputError
+from memreader.stores.lifecycle import IndexHealth
 from memreader.stores.shapes import event_json
 
 __all__ = ["LIFECYCLE_COMMANDS", "add_lifecycle_parsers", "run_lifecycle_command"]
@@ -60,6 +64,12 @@ def add_lifecycle_parsers(commands: Any) -> None:
     )
     maintain.add_argument(
         "--no-embedding", action="store_true", help="no embedder: do not repair the index"
+    )
+    maintain.add_argument(
+        "--check",
+        action="store_true",
+        help="only count the memories missing from the vector index (no vector, or another "
+        "model's than --config's embedder); write nothing; exit 1 when there are some",
     )
     pin = commands.add_parser("pin", help="pin memories: the budget never expires them")
     unpin = commands.add_parser("unpin", help="unpin memories")
@@ -99,7 +109,7 @@ def run_lifecycle_command(args: argparse.Namespace) -> int:
 
 
 def _maintain(args: argparse.Namespace, url: str) -> int:
-    from memreader.config import read_yaml_config
+    from memreader.config_files import read_yaml_config
     from memreader.factory import MemReaderConfigFactory
     from memreader.stores.lifecycle import LifecycleConfig
 
@@ -112,10 +122,25 @@ def _maintain(args: argparse.Namespace, url: str) -> int:
         settings["purge_after_days"] = args.purge_after_days
     LifecycleConfig.model_validate(settings)  # a bad flag fails before the store is opened
     embeds = not args.no_embedding and reader.embedder is not None
-    with open_cli_memory(url, args.config, embeds=embeds, lifecycle=settings) as memory:
+    opened = open_cli_memory(url, args.config, embeds=embeds, lifecycle=settings, check_index=False)
+    with opened as memory:
+        if args.check:
+            return _check(memory.index_health(), args.json)
         report = memory.maintain(dry_run=args.dry_run)
     if args.json:
         print(json.dumps(report.to_dict(), ensure_ascii=False, indent=1))
     else:
         print("\n".join(report.lines()))
     return 0 if report.complete else 1  # rows left unrepaired are not a success
+
+
+def _check(health: IndexHealth, as_json: bool) -> int:
+    if as_json:
+        print(json.dumps(health.to_dict(), ensure_ascii=False, indent=1))
+    elif health.text_only:
+        print(f"{health.store}: {health.active} active memories; opened text only (no index)")
+    elif health.ok:
+        print(f"{health.store}: all {health.active} active memories are in the vector index")
+    else:
+        print(health.message())
+    return 0 if health.ok else 1

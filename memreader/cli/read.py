@@ -3,8 +3,8 @@
 ``memreader read INPUT --type chat|doc --mode fast [--config FILE] [-o OUT.jsonl]`` reads a JSON
 file of scenes (or a MemoryBank file; with ``--type doc`` the file is one document, whatever its
 extension) and writes one JSON item per line. Its flags override the config file's settings
-(:func:`reader_config`); its outputs are checked before any work and written atomically
-(:mod:`memreader.cli.output`).
+(:mod:`memreader.cli.read_config`); its outputs are checked before any work and written
+atomically (:mod:`memreader.cli.output`).
 """
 
 from __future__ import annotations
@@ -14,18 +14,17 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Sequence
 from contextlib import ExitStack
 from typing import IO, Any
 
 from memreader.cli.flags import add_scope_flags, scope_args
 from memreader.cli.llm_check import check_llm_slots, configured_slots
-from memreader.cli.llm_flags import add_llm_flags, llm_settings
+from memreader.cli.llm_flags import add_llm_flags
 from memreader.cli.output import open_outputs
+from memreader.cli.read_config import is_remote, reader_config
 from memreader.cli.store_access import add_store_flag
 from memreader.cli.stores import StoreOutput
 from memreader.cli.summary import item_summary
-from memreader.config import read_yaml_config, without_pass
 from memreader.errors import InputError
 from memreader.factory import MemReaderConfigFactory, MemReaderFactory
 from memreader.items import TextualMemoryItem
@@ -33,7 +32,7 @@ from memreader.modes import READ_MODES
 from memreader.scenes.memorybank import is_memorybank, memorybank_scenes
 from memreader.steps.report import ReadReport
 
-__all__ = ["SCENES_PER_CALL", "add_read_parser", "failure_lines", "reader_config", "run_read"]
+__all__ = ["SCENES_PER_CALL", "add_read_parser", "failure_lines", "run_read"]
 
 logger = logging.getLogger(__name__)
 
@@ -124,74 +123,6 @@ def add_read_parser(commands: Any) -> None:
     )
 
 
-def reader_config(args: argparse.Namespace) -> MemReaderConfigFactory:
-    """The reader config of a ``read`` command line: the ``--config`` file's (or the built-in
-    defaults), with the flags on top."""
-    raw = read_yaml_config(args.config) if args.config else {}
-    if args.reader:
-        raw["backend"] = args.reader
-    elif args.type == "doc" and _is_remote(args.input) and not raw.get("backend"):
-        # Only the multimodal reader fetches; a URL on the command line asks for fetching.
-        raw["backend"] = "multimodal_struct"
-    cfg = MemReaderConfigFactory.from_dict(raw)
-    data = cfg.model_dump()
-    config = data["config"]
-    multimodal = data["backend"] == "multimodal_struct"
-    if (
-        multimodal
-        and args.type == "chat"
-        and args.input != "-"
-        and "base_dir" not in cfg.config.model_fields_set
-    ):
-        # Relative paths a chat file names are relative to its own folder. Nothing is read
-        # from there unless --allow-root names a root: a chat is content, often a stranger's,
-        # and its folder is often $HOME or ~/Downloads (.aws/credentials, .ssh/id_rsa, .env).
-        config["base_dir"] = os.path.dirname(os.path.realpath(args.input))
-    if args.allow_roots:
-        config["allow_local_paths"] = True
-        config["allowed_roots"] = [*config["allowed_roots"], *_roots(args.allow_roots)]
-    if args.no_embedding:
-        config["embedder"] = None
-    if args.store:  # items already stored are not embedded again (the dedup step)
-        config["store"] = args.store
-    if args.max_tokens is not None:
-        config["window"]["max_tokens"] = args.max_tokens
-    if args.overlap is not None:
-        config["window"]["overlap_tokens"] = args.overlap
-    if args.type == "doc" and args.input != "-" and not _is_remote(args.input):
-        # Local paths are off by default (input may come from strangers); the file named on
-        # the command line, and only that file (with the --allow-root roots), is the user's
-        # own choice.
-        config["allow_local_paths"] = True
-        config["allowed_roots"] = [os.path.realpath(args.input), *_roots(args.allow_roots)]
-    if args.type == "doc" and args.input.startswith("s3://") and "fetch" in config:
-        # The same for an s3:// document named on the command line: that object, not its
-        # bucket, joins the buckets content may name (fetch.s3.allow_buckets).
-        s3 = config["fetch"]["s3"]
-        s3["allow_buckets"] = [*s3.get("allow_buckets", []), args.input[len("s3://") :]]
-    if args.mode == "fine":
-        config["llm"] = llm_settings(args, config.get("llm"), config.get("llm_profiles"))
-        if args.llm_concurrency is not None:
-            config["llm_max_concurrency"] = args.llm_concurrency
-        if args.no_filter:  # the way that agrees with the config's own fine.passes
-            config["fine"] = without_pass(config["fine"], "filter")
-        if args.no_rewrite:
-            config["fine"] = without_pass(config["fine"], "rewrite")
-    return MemReaderConfigFactory(**data)
-
-
-def _roots(paths: Sequence[str]) -> list[str]:
-    """The ``--allow-root`` paths, resolved; an :class:`InputError` for one that does not
-    exist (a typo must not silently allow nothing, or something else later)."""
-    roots = []
-    for path in paths:
-        resolved = os.path.realpath(os.path.expanduser(path))
-        if not os.path.exists(resolved):
-            raise InputError(f"--allow-root {path}: no such file or folder")
-        roots.append(resolved)
-    return roots
-
-
 def _jobs(args: argparse.Namespace) -> list[tuple[dict[str, str], Any, int]]:
     """(info, scene_data, first scene's index in the input): one job per MemoryBank user, else
     one per batch of scenes; with ``--type doc`` one job of one document."""
@@ -202,7 +133,7 @@ def _jobs(args: argparse.Namespace) -> list[tuple[dict[str, str], Any, int]]:
         if args.input == "-":
             # Standard input is text: a part, so it is never taken for a file path.
             return [(info, [{"type": "text", "text": _read_text("-")}], 0)]
-        if _is_remote(args.input):
+        if is_remote(args.input):
             return [(info, [{"type": "file", "file": {"url": args.input}}], 0)]
         if not os.path.exists(args.input):
             raise InputError(f"cannot read {args.input}: no such file")
@@ -226,10 +157,6 @@ def _say_default_user(args: argparse.Namespace) -> None:
     later ``forget`` or ``search`` needs that owner, and a silent default made them find
     nothing)."""
     args.user_defaulted = args.user_id is None
-
-
-def _is_remote(path: str) -> bool:
-    return path.startswith(("http://", "https://", "s3://"))
 
 
 def _read_text(path: str) -> str:

@@ -59,19 +59,21 @@ def open_cli_memory(
     embeds: bool = True,
     create: bool = False,
     lifecycle: dict[str, Any] | None = None,
+    check_index: bool = True,
 ) -> Memory:
     """A :class:`~memreader.Memory` on the store ``url``, with the reader config at
     ``config_path`` (default: the built-in one): its embedder embeds queries and texts, its
     categories and lifecycle are kept as ``Memory`` keeps them. ``embeds=False`` opens it text
     only, which a command asks for by flag (``--no-embedding``, ``--mode text``) or by never
-    searching; ``lifecycle`` replaces the config's. A ``sqlite://`` file must exist unless
+    searching; ``lifecycle`` replaces the config's; ``check_index=False``: no index check on
+    open (``maintain`` counts and repairs it itself). A ``sqlite://`` file must exist unless
     ``create`` (``add`` may start a store, as ``read --store`` does).
 
     Raises:
         InputError: the SQLite file does not exist (and not ``create``).
         ConfigError, StoreError: as :class:`~memreader.Memory`.
     """
-    from memreader.config import read_yaml_config
+    from memreader.config_files import read_yaml_config
     from memreader.front import Memory
     from memreader.stores.urls import public_url, sqlite_file
 
@@ -84,6 +86,8 @@ def open_cli_memory(
         settings["embedder"] = None
     if lifecycle is not None:
         settings["lifecycle"] = lifecycle
+    if not check_index:
+        settings["index"] = {"on_open": "ignore"}
     return Memory({**raw, "config": settings}, store=url)
 
 

@@ -36,6 +36,7 @@ from memreader.steps.report import ReadReport
 from memreader.stores import (
     EraseReceipt,
     HistoryEntry,
+    IndexHealth,
     MaintainReport,
     MemoryStore,
     SearchHit,
@@ -329,6 +330,11 @@ class AsyncMemory:
         """:meth:`Memory.maintain <memreader.front.lifecycle.LifecycleCalls.maintain>`,
         awaited (what a run committed stays, even if the caller was cancelled)."""
         return await in_thread(functools.partial(self.memory.maintain, dry_run=dry_run))
+
+    async def index_health(self) -> IndexHealth:
+        """:meth:`Memory.index_health <memreader.front.lifecycle.LifecycleCalls.index_health>`,
+        awaited."""
+        return await in_thread(self.memory.index_health)
 
     async def categories(self, user_id: str | None = None) -> list[StoredCategory]:
         """:meth:`Memory.categories <memreader.front.memory.Memory.categories>`, awaited."""

@@ -38,7 +38,7 @@ def reader_config(config: ConfigLike, store: str | None) -> tuple[MemReaderConfi
         ConfigError: the config is invalid (the message names the field).
         InputError: ``config`` or ``store`` is of the wrong type.
     """
-    from memreader.config import read_yaml_config
+    from memreader.config_files import read_yaml_config
     from memreader.stores.urls import resolve_store_url
 
     if store is not None and not isinstance(store, str):

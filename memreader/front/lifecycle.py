@@ -6,6 +6,7 @@ section, given to the store when ``Memory`` opens it::
     m = Memory({"config": {"lifecycle": {"max_active": 10000}}})
     m.pin([memory_id], user_id="ana")  # never expired by the budget
     report = m.maintain(dry_run=True)  # what a maintain run would do
+    m.index_health().unindexed  # memories the vector search cannot find (checked on open too)
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 from memreader.front.call_deadline import answered_in_time, current
 from memreader.front.working import WorkingMemory
-from memreader.stores import MaintainReport, MemoryStore, WriteEvent
+from memreader.stores import IndexHealth, MaintainReport, MemoryStore, WriteEvent
 
 __all__ = ["LifecycleCalls"]
 
@@ -76,3 +77,21 @@ class LifecycleCalls:
         :mod:`memreader.stores.lifecycle.maintain`); ``dry_run``: only count. Within
         ``Memory.within``, the run stops at the deadline (what it committed stays)."""
         return self.store.maintain(dry_run=dry_run, now=now, deadline=current())
+
+    def index_health(self) -> IndexHealth:
+        """Count, now, the active memories the vector search cannot find: without a vector,
+        or with another model's than this ``Memory``'s embedder (what ``Memory`` checks when
+        it opens its store, as the config's ``index:`` says, and :meth:`maintain` repairs).
+        See :mod:`memreader.stores.lifecycle.index_check`.
+
+        >>> from memreader import Memory
+        >>> m = Memory({"config": {"embedder": {"backend": "hash"}}}, store="sqlite://:memory:")
+        >>> _ = m.add_memory("I live in Porto.", user_id="ana")
+        >>> health = m.index_health()
+        >>> health.active, health.unindexed, health.command
+        (1, 0, 'memreader maintain --store sqlite://:memory: --config READER.yaml')
+
+        Raises:
+            StoreError: the store failed.
+        """
+        return answered_in_time(self.store.index_health(), "index_health()")

@@ -5,6 +5,8 @@ builds its parts here: the reader from its config, the store opened with the rea
 (or text only when the config says ``embedder: null``), the keeper of the reader's categories
 and the config's lifecycle, then hands that open store to the reader's runtime so its ``dedup``
 and ``reconcile`` steps read the very store it writes to, never a second one opened by URL.
+A store it opens has its index checked (the config's ``index:`` section:
+:mod:`memreader.stores.lifecycle.index_check`).
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ def wire(
     """
     from memreader.categories.maintainer import maintainer_for
     from memreader.stores import open_store
+    from memreader.stores.lifecycle.index_check import check_on_open
 
     options = dict(store_options or {})
     owned = sorted(_CONFIG_OWNS & set(options))
@@ -74,6 +77,7 @@ def wire(
         lifecycle=factory.config.lifecycle,
         **options,
     )
+    check_on_open(memories, factory.config.index)
     # The reader's dedup and reconcile steps read this very store, never a reopened one.
     built.runtime.use_store(memories)
     return Wired(factory, store_url, built, memories)

@@ -12,7 +12,7 @@ from pydantic import PrivateAttr
 from typing_extensions import Self
 
 from memreader import factory as core
-from memreader.config import read_yaml_config
+from memreader.config_files import read_yaml_config
 from memreader.memos.config_shapes import looks_like_memos_config, translate_reader_config
 from memreader.memos.reader import MEMOS_CALL_DEFAULTS, CallDefaults, MemOSReader
 from memreader.memos.translation import Translation

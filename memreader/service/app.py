@@ -68,9 +68,14 @@ def create_app(
         maintenance = state.maintenance()
         if maintenance is not None:
             maintenance.start()
+        repair = state.index_repair()  # runs beside the requests; start-up does not wait
+        if repair is not None:
+            repair.start()
         try:
             yield
         finally:
+            if repair is not None:
+                await repair.stop()
             if maintenance is not None:
                 await maintenance.stop()
             state.close()

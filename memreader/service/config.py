@@ -31,7 +31,7 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
-from memreader.config import interpolate_env, read_yaml_config
+from memreader.config_files import interpolate_env, read_yaml_config
 from memreader.config_model import ConfigModel
 from memreader.errors import ConfigError
 from memreader.factory import MemReaderConfigFactory
@@ -127,6 +127,10 @@ class ServiceSettings(ConfigModel):
       ``STORE.service-state`` file beside it, a PostgreSQL store's own database.
     - ``maintain_every_s`` (none: off): run ``maintain`` on the store this often (purge,
       budgets, index repair: :mod:`memreader.service.maintenance`), one worker at a time.
+    - ``repair_index_on_start`` (true): once started, count the store's memories missing from
+      its vector index and, when there are some, embed them again in the background, in the
+      one worker that takes the maintain lease (:mod:`memreader.service.index_repair`), even
+      with ``maintain_every_s`` off; its outcome is in ``/metrics``.
     """
 
     host: str = "127.0.0.1"
@@ -151,6 +155,7 @@ class ServiceSettings(ConfigModel):
     workers: int | None = Field(default=None, ge=1, le=256)
     state: str | None = None
     maintain_every_s: float | None = Field(default=None, gt=0, le=30 * 86_400)
+    repair_index_on_start: bool = True
 
     @model_validator(mode="after")
     def _unique_key_names(self) -> ServiceSettings:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from pydantic import Field, ValidationInfo, field_validator
 
-from memreader.config import read_yaml_config
+from memreader.config_files import read_yaml_config
 from memreader.config_model import ConfigModel
 from memreader.errors import ConfigError
 from memreader.scopes import check_scope_id

@@ -1,7 +1,8 @@
 """``GET /metrics``: Prometheus text, one registry per app.
 
 Requests (by route, method and status) and their latency; the LLM calls and tokens of reads
-and refinements (from each call's report); windows read, by status; jobs, by outcome.
+and refinements (from each call's report); windows read, by status; jobs, by outcome; the
+index check and repair at start-up (:mod:`memreader.service.index_repair`).
 """
 
 from __future__ import annotations
@@ -72,6 +73,25 @@ class ServiceMetrics:
         self.jobs = Counter(
             "memreader_jobs",
             "Batch jobs ended, by outcome",
+            ["outcome"],
+            registry=self.registry,
+        )
+
+        self.index_unindexed = Gauge(
+            "memreader_index_unindexed",
+            "Active memories the vector search cannot find, by cause (missing: no vector; "
+            "foreign: another model's), as last counted",
+            ["cause"],
+            registry=self.registry,
+        )
+        self.index_repaired = Counter(
+            "memreader_index_repaired",
+            "Memories embedded again by the index repair at start-up",
+            registry=self.registry,
+        )
+        self.index_checks = Counter(
+            "memreader_index_checks",
+            "Index checks at start-up, by outcome",
             ["outcome"],
             registry=self.registry,
         )

@@ -1,5 +1,7 @@
 """The reader the service runs: the config's, with what content may reach switched off unless
-the service's ``content`` settings switch it on (content over HTTP is not the operator)."""
+the service's ``content`` settings switch it on (content over HTTP is not the operator), and
+no index repair on open (the service repairs under its maintain lease, in one worker:
+:mod:`memreader.service.index_repair`)."""
 
 from __future__ import annotations
 
@@ -17,7 +19,9 @@ def http_reader_config(
     factory: MemReaderConfigFactory, content: ContentAccess, store_url: str | None
 ) -> MemReaderConfigFactory:
     """``factory`` with local paths, URLs and ``s3://`` refused unless ``content`` allows
-    them, and ``store`` set to ``store_url`` (resolved against the service config's folder).
+    them, ``store`` set to ``store_url`` (resolved against the service config's folder), and
+    ``index: {on_open: repair}`` turned into ``warn``: every worker opens the store, and one
+    repairs it, under the lease.
 
     >>> from memreader.steps.parts import PartsSettings
     >>> cfg = MemReaderConfigFactory(config={"allow_local_paths": True})
@@ -29,6 +33,8 @@ def http_reader_config(
         "allow_local_paths": config.allow_local_paths and content.allow_local_paths,
         "store": None if store_url is None else SecretStr(store_url),
     }
+    if config.index.on_open == "repair":
+        update["index"] = config.index.model_copy(update={"on_open": "warn"})
     fetch = getattr(config, "fetch", None)
     if fetch is not None:
         schemes = [

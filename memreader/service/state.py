@@ -22,6 +22,7 @@ from memreader.front.memory import Memory
 from memreader.readers.base import BaseMemReader
 from memreader.service.config import ServiceConfig
 from memreader.service.idempotency import IdempotencyCache, KeyedRequest, StoredAnswer
+from memreader.service.index_repair import IndexRepairTask
 from memreader.service.jobs import JobManager
 from memreader.service.keys import LOCAL_PRINCIPAL, KeyRing, Principal
 from memreader.service.limits import KeyRates, KeySlots, deadline_problem
@@ -324,6 +325,15 @@ class ServiceState:
         if every is None or self.config.store_url is None:
             return None
         return MaintainTask(lambda: self.memory, self.shared, self.store_pool, every)
+
+    def index_repair(self) -> IndexRepairTask | None:
+        """The index check and repair at start-up (``None``: ``repair_index_on_start`` off, or
+        no store)."""
+        if not self.config.settings.repair_index_on_start:
+            return None
+        if self.config.store_url is None and self._given_store is None:
+            return None
+        return IndexRepairTask(lambda: self.memory, self.shared, self.store_pool, self.metrics)
 
     def close(self) -> None:
         """Cancel the jobs, close the shared state and the memory (its store and reader)."""

@@ -46,7 +46,13 @@ from memreader.stores.contract import StoreBackend
 from memreader.stores.embedder_rules import store_embedder
 from memreader.stores.erasure import EraseReceipt
 from memreader.stores.events import EventKind, WriteEvent
-from memreader.stores.lifecycle import LifecycleConfig, MaintainReport, check_lifecycle
+from memreader.stores.lifecycle import (
+    IndexConfig,
+    IndexHealth,
+    LifecycleConfig,
+    MaintainReport,
+    check_lifecycle,
+)
 from memreader.stores.records import MemoryStatus, StoredMemory
 from memreader.stores.urls import public_url
 
@@ -65,6 +71,8 @@ __all__ = [
     "EraseReceipt",
     "EventKind",
     "HistoryEntry",
+    "IndexConfig",
+    "IndexHealth",
     "LifecycleConfig",
     "MaintainReport",
     "MemoryPage",
@@ -167,4 +175,5 @@ def open_store(
     store = store_class.from_url(url, embedder=embedder, text_only=text_only, **options)
     store.category_keeper = keeper
     store.lifecycle = settings
+    store.opened_from = public_url(url)  # what its index check names (no password)
     return store

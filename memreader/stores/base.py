@@ -56,6 +56,7 @@ from memreader.stores.events import HistoryEntry, WriteEvent
 from memreader.stores.filters import SearchFilters
 from memreader.stores.hits import SEARCH_MODES, SearchHit, SearchMode
 from memreader.stores.lifecycle import api as lifecycle_api
+from memreader.stores.lifecycle import index_check
 from memreader.stores.lifecycle import maintain as lifecycle_maintain
 from memreader.stores.paging import (
     DEFAULT_PAGE,
@@ -100,6 +101,10 @@ class MemoryStore(StoreBackend):
     :func:`memreader.stores.open_store` (``sqlite:///memories.db``, ``postgresql://...``).
     """
 
+    #: The URL :func:`~memreader.stores.open_store` opened it from, password masked (what
+    #: :meth:`index_health`'s command names); ``None`` when opened otherwise.
+    opened_from: str | None = None
+
     # -- categories ---------------------------------------------------------------------------
     upsert_categories = category_api.upsert_categories
     link_categories = category_api.link_categories
@@ -125,6 +130,8 @@ class MemoryStore(StoreBackend):
     restore = lifecycle_api.restore
     enforce_budget = lifecycle_api.enforce_budget
     maintain = lifecycle_maintain.maintain
+    repair_index = lifecycle_maintain.repair_index
+    index_health = index_check.index_health
 
     def write(
         self,

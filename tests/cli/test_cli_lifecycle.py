@@ -135,3 +135,24 @@ def test_a_bad_setting_exits_2_with_one_line(
 def test_pin_needs_an_owner(where: tuple[str, str], capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "pin", "x", "--store", where[0])
     assert (code, err) == (2, ["memreader: error: pin needs --user-id (every memory has an owner)"])
+
+
+def test_maintain_check_counts_the_index_and_writes_nothing(
+    where: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    url, config = where
+    code, out, err = run(capsys, "maintain", "--store", url, "--config", config, "--check")
+    assert (code, err) == (1, [])  # memories are missing from the index: not a success
+    assert "12 of 12 active memories are not in the vector index (12 without a vector)" in out
+    assert f"`memreader maintain --store {url} --config READER.yaml`" in out
+    code, out, _ = run(capsys, "maintain", "--store", url, "--config", config, "--check", "--json")
+    health = json.loads(out)
+    assert (code, health["missing"], health["foreign"], health["embedder"]) == (
+        1,
+        12,
+        {},
+        "hash:16",
+    )
+    assert run(capsys, "maintain", "--store", url, "--config", config)[0] == 0
+    code, out, _ = run(capsys, "maintain", "--store", url, "--config", config, "--check")
+    assert code == 0 and "active memories are in the vector index" in out

@@ -1,6 +1,7 @@
 """A store's life-cycle settings (:class:`LifecycleConfig`): the budget of active memories each
 owner keeps, how many of them may be pinned, and how long a retired memory waits before
-``maintain`` purges it.
+``maintain`` purges it; and what ``Memory`` does about the index when it opens its store
+(:class:`IndexConfig`).
 
 >>> budget = LifecycleConfig(max_active=1000)
 >>> budget.watermark, budget.target, budget.pin_limit
@@ -11,14 +12,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
 from memreader.config_model import ConfigModel
 from memreader.errors import ConfigError
 
-__all__ = ["MAX_PURGE_AFTER_DAYS", "LifecycleConfig", "check_lifecycle"]
+__all__ = ["MAX_PURGE_AFTER_DAYS", "IndexConfig", "LifecycleConfig", "check_lifecycle"]
 
 #: The longest ``purge_after_days`` (100 years): a longer delay is ``null`` (never), said so, not
 #: a date before year 1 that every ``maintain`` would fail to compute.
@@ -100,6 +101,31 @@ class LifecycleConfig(ConfigModel):
         if target is None:
             return None
         return self.max_pinned if self.max_pinned is not None else target // 2
+
+
+class IndexConfig(ConfigModel):
+    """What ``Memory`` does when it opens its store and finds active memories its vector search
+    cannot find (without a vector, or with another model's: see
+    :mod:`memreader.stores.lifecycle.index_check`).
+
+    >>> IndexConfig().on_open, IndexConfig(on_open="repair").repair_within_s
+    ('warn', 60.0)
+    """
+
+    on_open: Literal["warn", "repair", "ignore"] = Field(
+        default="warn",
+        description="`warn`: log one warning per store naming the counts and the command "
+        "that repairs them; `repair`: embed them again while opening (bounded by "
+        "`repair_within_s`); `ignore`: count nothing",
+    )
+    repair_within_s: float = Field(
+        default=60.0,
+        gt=0.0,
+        le=86_400.0,
+        strict=True,
+        description="the longest a repair on open may take; past it the open goes on and "
+        "logs what is left for `memreader maintain`",
+    )
 
 
 def check_lifecycle(value: Any) -> LifecycleConfig | None:

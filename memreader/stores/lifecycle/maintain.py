@@ -15,7 +15,13 @@ One run, in this order, each step in bounded transactions:
    (:func:`~memreader.stores.embedder_rules.foreign_models`), are embedded again with it,
    their passages too, ``repair_batch`` per transaction. A row that cannot be read is passed
    over and named in the report (``unreadable``), as is one the embedder gave no usable vector
-   for (``unrepaired``): the run goes on, and :attr:`MaintainReport.complete` is false.
+   for, or failed on (``unrepaired``: when a batch fails, its texts are embedded one by one,
+   so one text the embedder refuses is that memory's result; a batch where every text fails
+   is the embedder's failure, raised): the run goes on, and :attr:`MaintainReport.complete`
+   is false.
+
+:func:`repair_index` runs the third step alone: what ``Memory`` runs on open with
+``index: {on_open: repair}`` and the service at start-up (it purges nothing).
 
 Every step acts on what the rows say now, so a run killed between (or inside) transactions
 leaves a consistent store and the next run does the rest: running twice does nothing more
@@ -24,17 +30,18 @@ than running once. ``dry_run`` counts what each step would do, per owner, and wr
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from memreader.calls.deadlines import Deadline, check_deadline
-from memreader.errors import InputError
+from memreader.errors import InputError, StoreError
 from memreader.items import TextualMemoryItem
 from memreader.stores.checks import moment
 from memreader.stores.embedder_rules import embedding_models, foreign_models
-from memreader.stores.embedding import embed, usable_vector
+from memreader.stores.embedding import QueryEmbedder, embed, usable_vector
 from memreader.stores.lifecycle.api import enforce_budget
 from memreader.stores.lifecycle.config import LifecycleConfig, check_lifecycle
 from memreader.stores.passages.rows import plan_passages
@@ -43,10 +50,16 @@ from memreader.stores.records import Unindexed
 if TYPE_CHECKING:
     from memreader.stores.contract import StoreBackend
 
-__all__ = ["MaintainReport", "Unindexed", "maintain"]
+__all__ = ["MaintainReport", "Unindexed", "maintain", "repair_index"]
 
 #: The steps of a run, in order (a report's keys).
 STEPS = ("purged", "expired", "repaired")
+
+logger = logging.getLogger(__name__)
+
+#: Texts of a failed repair batch that, tried alone and all failing, mean the embedder is
+#: down (the run stops) rather than refusing one text (that memory is named, the rest repaired).
+DOWN_AFTER = 3
 
 
 @dataclass
@@ -104,7 +117,7 @@ class MaintainReport:
 #: What the repair could not do, and why (the report's fields).
 _LEFT = {
     "unreadable": "whose rows cannot be read (fix or delete them)",
-    "unrepaired": "the embedder gave no usable vector for (NaN, infinite or all zeros)",
+    "unrepaired": "the embedder failed on or gave no usable vector for (NaN, infinite, zeros)",
 }
 
 
@@ -153,6 +166,33 @@ def maintain(
     return report
 
 
+def repair_index(
+    store: StoreBackend,
+    *,
+    dry_run: bool = False,
+    batch: int | None = None,
+    deadline: Deadline | None = None,
+) -> MaintainReport:
+    """Only :func:`maintain`'s repair: embed again, ``batch`` per transaction (default: the
+    store's ``repair_batch``), the active memories without a vector or with another model's;
+    nothing is purged or expired. ``deadline`` is checked before each batch.
+
+    Raises:
+        InputError: ``dry_run`` is not true or false, or ``batch`` not a count >= 1.
+        StoreError: the store or its embedder failed (the batches committed before stay).
+        DeadlineExceeded: ``deadline`` passed before the run ended.
+    """
+    if not isinstance(dry_run, bool):
+        raise InputError(f"dry_run must be true or false, got {dry_run!r}")
+    if batch is None:
+        batch = (store.lifecycle or LifecycleConfig()).repair_batch
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise InputError(f"repair batch must be a count >= 1, got {batch!r}")
+    report = MaintainReport(dry_run)
+    report.repaired = _repair(store, batch, report, deadline)
+    return report
+
+
 def _repair(
     store: StoreBackend, batch: int, report: MaintainReport, deadline: Deadline | None = None
 ) -> dict[str, int]:
@@ -182,10 +222,10 @@ def _repair(
             if row.memory is None:
                 report.unreadable.setdefault(row.owner, []).append(row.memory_id)
         readable = [(row.rowid, row.memory) for row in rows if row.memory is not None]
-        vectors = embed(embedder, [m.item.memory for _, m in readable]) if readable else []
+        vectors = _embed_each(embedder, [m.item.memory for _, m in readable])
         fixed: list[tuple[int, TextualMemoryItem]] = []
         for (rowid, memory), vector in zip(readable, vectors, strict=True):
-            if usable_vector(vector):
+            if vector is not None and usable_vector(vector):
                 fixed.append((rowid, _with_vector(memory.item, vector, model)))
             else:
                 report.unrepaired.setdefault(memory.item.metadata.user_id, []).append(memory.id)
@@ -193,6 +233,38 @@ def _repair(
             plan = plan_passages([item for _, item in fixed], embedder)
             done.update(store._reindex(fixed, foreign, plan))
     return dict(done)
+
+
+def _embed_each(embedder: QueryEmbedder, texts: list[str]) -> list[list[float] | None]:
+    """One vector per text, ``None`` for a text the embedder failed on: the batch at once,
+    else (it failed) one text at a time, so one text it refuses does not fail the others.
+
+    Raises:
+        StoreError: the embedder failed on each of the first texts of a batch of several,
+            tried alone (:data:`DOWN_AFTER` of them, or all): it is down, and one call per
+            text would only repeat that (each call perhaps waiting out its timeout).
+    """
+    if not texts:
+        return []
+    try:
+        return list(embed(embedder, texts))
+    except StoreError as exc:
+        logger.warning("repair: a batch of %d failed (%s); embedding one by one", len(texts), exc)
+        if len(texts) == 1:
+            return [None]
+    out: list[list[float] | None] = []
+    last: StoreError | None = None
+    for text in texts:
+        try:
+            out.append(embed(embedder, [text])[0])
+        except StoreError as exc:
+            last = exc
+            out.append(None)
+            if len(out) == DOWN_AFTER and all(v is None for v in out):
+                raise  # the first texts all failed alone too: the embedder is down
+    if last is not None and all(v is None for v in out):
+        raise last
+    return out
 
 
 def _cutoff(at: datetime, days: float) -> datetime:
