@@ -429,6 +429,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/users/{user_id}/memu/{path}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Memu File
+         * @description A file of the user's memory in memU's layout, as ``memreader export-md --layout memu``
+         *     writes it: ``memory.md`` (the categories, a line each, linking ``memory/<name>.md``),
+         *     ``skill.md`` (the skills, linking ``skill/<name>/SKILL.md``), ``index/sources.md``, or one
+         *     of the files they link.
+         */
+        get: operations["memu_file_v1_users__user_id__memu__path__get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1581,6 +1604,38 @@ export interface operations {
             header?: never;
             path: {
                 file_name: string;
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    memu_file_v1_users__user_id__memu__path__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                path: string;
                 user_id: string;
             };
             cookie?: never;
