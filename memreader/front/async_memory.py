@@ -227,7 +227,7 @@ class AsyncMemory:
         rerank: bool = False,
         filters: SearchFilters | Mapping[str, Any] | None = None,
     ) -> RecallResult:
-        """:class:`Memory.recall <memreader.front.recall.Recall>`, awaited."""
+        """:meth:`Memory.recall <memreader.front.memory.Memory.recall>`, awaited."""
         options: dict[str, Any] = {"user_id": user_id, "k": k, "tiers": tiers}
         options |= {"sufficiency": sufficiency, "rerank": rerank, "filters": filters}
         return await in_thread(functools.partial(self.memory.recall, query, **options))

@@ -33,7 +33,7 @@ from memreader.front.config import ConfigLike, memory_arguments
 from memreader.front.inputs import PreparedInput, check_user, prepare_input
 from memreader.front.lifecycle import LifecycleCalls
 from memreader.front.lifetime import closer, promote_when_dropped
-from memreader.front.recall import Recall
+from memreader.front.recall import recall
 from memreader.front.removal import RemovalCalls
 from memreader.front.rerank_context import searched_by
 from memreader.front.results import SEARCH_FILTERS, AddResult, add_result
@@ -97,7 +97,6 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls, RemovalCalls):
         self.reader: BaseMemReader = wired.reader
         self.store: MemoryStore = wired.store
         self.working = WorkingMemory(self.store, size) if size else None
-        self.recall = Recall(self)  # tiered recall (memreader.front.recall), a verb of its own
         self._closed = False
         # Held items are promoted if this object is dropped unclosed or open at exit.
         self._on_drop = (
@@ -239,7 +238,8 @@ class Memory(LifecycleCalls, UseCalls, CategoryCalls, RemovalCalls):
         self._settle(owner)
         return self.store.update(memory_id, text, user_id=owner, reason=reason)
 
-    # -- the store's abilities ---------------------------------------------------------------------
+    # -- the store's abilities (and tiered recall, written in memreader.front.recall) --------------
+    recall = recall
 
     def search(
         self,

@@ -55,12 +55,12 @@ __all__ = [
     "MAX_CATEGORIES",
     "MAX_SOURCES_PER_ITEM",
     "TIERS",
-    "Recall",
     "RecallResult",
     "RecalledSource",
     "TierName",
     "TierReport",
     "check_tiers",
+    "recall",
     "recall_json",
 ]
 
@@ -132,68 +132,59 @@ def check_tiers(tiers: Any) -> tuple[TierName, ...]:
     return tuple(t for t in TIERS if t in tiers)
 
 
-class Recall:
-    """``Memory.recall``: held by a :class:`~memreader.front.memory.Memory` (its owner checks,
-    store, working memory and reader); see the module."""
+def recall(
+    memory: Any,
+    query: str,
+    *,
+    user_id: str | None = None,
+    k: int = 10,
+    tiers: Sequence[TierName] = TIERS,
+    sufficiency: bool = True,
+    rerank: bool = False,
+    filters: SearchFilters | Mapping[str, Any] | None = None,
+) -> RecallResult:
+    """``Memory.recall`` (a method of :class:`~memreader.front.memory.Memory`, written here):
+    recall ``user_id``'s memory of ``query`` tier by tier (see the module): ``k`` items
+    at most; ``rerank``: the items reranked by the LLM; ``filters``: the item search's
+    (``Memory.search``'s; a ``category`` of its own replaces the category tier's choice).
+    A scope (``agent_id``, ``task_id``) skips the category tier: a category's summary
+    speaks of every scope of its owner.
 
-    def __init__(self, memory: Any) -> None:
-        self._memory = memory
-
-    def __call__(
-        self,
-        query: str,
-        *,
-        user_id: str | None = None,
-        k: int = 10,
-        tiers: Sequence[TierName] = TIERS,
-        sufficiency: bool = True,
-        rerank: bool = False,
-        filters: SearchFilters | Mapping[str, Any] | None = None,
-    ) -> RecallResult:
-        """Recall ``user_id``'s memory of ``query`` tier by tier (see the module): ``k`` items
-        at most; ``rerank``: the items reranked by the LLM; ``filters``: the item search's
-        (``Memory.search``'s; a ``category`` of its own replaces the category tier's choice).
-        A scope (``agent_id``, ``task_id``) skips the category tier: a category's summary
-        speaks of every scope of its owner.
-
-        Raises:
-            InputError: no ``user_id``, an empty query, a bad ``k``, ``tiers`` or filter.
-            LLMRequiredError: ``rerank=True`` with no LLM configured.
-        """
-        memory = self._memory
-        owner = memory._owner(user_id, "recall()")
-        if not isinstance(query, str) or not query.strip():
-            raise InputError(f"recall(): query must be a non-empty string, got {query!r:.80}")
-        k, order = check_k(k), check_tiers(tiers)
-        checked = SearchFilters.of(filters, call="recall()")
-        llm = has_llm(memory.reader)
-        router = rerank_router(memory.reader, "recall()") if rerank or llm else None
-        run = _Run(memory, router, query, owner, k, rerank, checked)
-        checking = bool(sufficiency) and llm
-        reports: list[TierReport] = []
-        for i, tier in enumerate(order):
-            lines, note = run.tier(tier)
-            if i == len(order) - 1:
-                verdict = Verdict(None, "the last tier: not checked")
-            elif not checking:
-                why = "sufficiency=False" if not sufficiency else "no LLM configured"
-                verdict = Verdict(None, f"not checked ({why})")
-            else:
-                verdict = judge_sufficiency(router, query, tier, lines)
-            reports.append(
-                TierReport(tier, len(lines), verdict.sufficient, f"{note}; {verdict.note}")
-            )
-            if verdict.sufficient:
-                break
-        result = RecallResult(
-            query,
-            tuple(run.categories),
-            tuple(run.items),
-            tuple(run.resources),
-            tuple(reports),
-            stopped_early=len(reports) < len(order),
-        )
-        return answered_in_time(result, "recall()")
+    Raises:
+        InputError: no ``user_id``, an empty query, a bad ``k``, ``tiers`` or filter.
+        LLMRequiredError: ``rerank=True`` with no LLM configured.
+    """
+    owner = memory._owner(user_id, "recall()")
+    if not isinstance(query, str) or not query.strip():
+        raise InputError(f"recall(): query must be a non-empty string, got {query!r:.80}")
+    k, order = check_k(k), check_tiers(tiers)
+    checked = SearchFilters.of(filters, call="recall()")
+    llm = has_llm(memory.reader)
+    router = rerank_router(memory.reader, "recall()") if rerank or llm else None
+    run = _Run(memory, router, query, owner, k, rerank, checked)
+    checking = bool(sufficiency) and llm
+    reports: list[TierReport] = []
+    for i, tier in enumerate(order):
+        lines, note = run.tier(tier)
+        if i == len(order) - 1:
+            verdict = Verdict(None, "the last tier: not checked")
+        elif not checking:
+            why = "sufficiency=False" if not sufficiency else "no LLM configured"
+            verdict = Verdict(None, f"not checked ({why})")
+        else:
+            verdict = judge_sufficiency(router, query, tier, lines)
+        reports.append(TierReport(tier, len(lines), verdict.sufficient, f"{note}; {verdict.note}"))
+        if verdict.sufficient:
+            break
+    result = RecallResult(
+        query,
+        tuple(run.categories),
+        tuple(run.items),
+        tuple(run.resources),
+        tuple(reports),
+        stopped_early=len(reports) < len(order),
+    )
+    return answered_in_time(result, "recall()")
 
 
 class _Run:

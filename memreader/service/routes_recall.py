@@ -1,4 +1,4 @@
-"""``POST /v1/recall``: tiered recall over HTTP (:class:`memreader.front.recall.Recall`):
+"""``POST /v1/recall``: tiered recall over HTTP (:func:`memreader.front.recall.recall`):
 categories, then items, then the resources they came from, with a sufficiency check by the
 reader's LLM after each tier. A key reads only its own users' memories and its own scope (a
 scope skips the category tier, whose summaries speak of every scope); the store calls and the
