@@ -3,8 +3,8 @@ lists (every field described for a model to read), and the same models check wha
 (sizes from :mod:`memreader.answers.sizes`; an unknown field is refused, never ignored).
 
 >>> sorted(Recall.model_json_schema()["properties"])  # doctest: +NORMALIZE_WHITESPACE
-['agent_id', 'category', 'cursor', 'k', 'query', 'session_id', 'since', 'task_id', 'until',
- 'user_id']
+['agent_id', 'category', 'cursor', 'k', 'query', 'rerank', 'session_id', 'since', 'task_id',
+ 'until', 'user_id']
 >>> from pydantic import ValidationError
 >>> try:
 ...     Recall.model_validate({"query": "tea", "k": 0})

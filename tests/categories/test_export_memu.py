@@ -27,7 +27,7 @@ from memreader.items import MemoryType, TextualMemoryItem, TextualMemoryItemMeta
 from memreader.stores.category_types import CategoryDef
 from tests.categories.memories import T0, item, open_db, seed, write_job
 from tests.common import HASH_EMBEDDER, HASH_MEMORY
-from tests.extraction.test_agent_passes import ALL_PASSES, TOOL_CHAT, responder
+from tests.extraction.agent_chat import ALL_PASSES, TOOL_CHAT, responder
 from tests.llm_server import LLMTestServer, llm_server
 
 __all__ = ["llm_server"]

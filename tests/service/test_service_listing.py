@@ -16,7 +16,8 @@ from tests.service.http_client import Start, auth, problem
 
 def test_the_search_body_holds_the_filters_of_searchfilters() -> None:
     assert set(FilterFields.model_fields) == set(FILTER_NAMES)
-    assert set(SearchRequest.model_fields) == set(FILTER_NAMES) | {"user_id", "query", "k"}
+    asked = {"user_id", "query", "k", "rerank"}  # what a search is asked, beside its filters
+    assert set(SearchRequest.model_fields) == set(FILTER_NAMES) | asked
     assert set(ListQuery.model_fields) == set(FILTER_NAMES) | {"user_id", "limit", "cursor"}
     assert SearchRequest.model_fields["min_score"].default is DEFAULT_MIN_SCORE
     assert set(FILTER_NAMES) <= set(ContextRequest.model_fields)
