@@ -53,8 +53,16 @@ class LightClient:
     Its fields are those the report reads of a threaded client (latency, statuses, failures).
     """
 
-    def __init__(self, url: str, n: int, key: str, query: Callable[[random.Random], str]) -> None:
+    def __init__(
+        self,
+        url: str,
+        n: int,
+        key: str,
+        query: Callable[[random.Random], str],
+        get: str | None = None,
+    ) -> None:
         parts = urlsplit(url)
+        self.get = get  # a path to GET instead of searching (what a request costs bare)
         self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 80
         self.n, self.key, self.query = n, key, query
         self.rng = random.Random(n)
@@ -68,6 +76,9 @@ class LightClient:
         return 0
 
     def _request(self) -> bytes:
+        if self.get is not None:
+            head = f"GET {self.get} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
+            return (head + f"Authorization: Bearer {self.key}\r\n\r\n").encode("latin-1")
         body = json.dumps({"user_id": "bench", "query": self.query(self.rng)}).encode()
         head = (
             f"POST /v1/memories/search HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
@@ -108,11 +119,16 @@ class LightClient:
 
 
 def run_clients(
-    url: str, keys: list[str], count: int, seconds: float, query: Callable[[random.Random], str]
+    url: str,
+    keys: list[str],
+    count: int,
+    seconds: float,
+    query: Callable[[random.Random], str],
+    get: str | None = None,
 ) -> list[LightClient]:
-    """``count`` clients (client ``n`` with ``keys[n]``) searching for ``seconds``; returned
-    with what each measured."""
-    clients = [LightClient(url, n, keys[n], query) for n in range(count)]
+    """``count`` clients (client ``n`` with ``keys[n]``) searching for ``seconds`` (or asking
+    ``GET get``, when given); returned with what each measured."""
+    clients = [LightClient(url, n, keys[n], query, get) for n in range(count)]
 
     async def all_of_them() -> None:
         until = time.monotonic() + seconds

@@ -238,7 +238,12 @@ def main() -> None:
     parser.add_argument("--clients", default="8", help="a count, or a list: 1,8,32,128")
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--port", type=int, default=8791)
-    parser.add_argument("--op", choices=["mixed", "search"], default="mixed")
+    parser.add_argument(
+        "--op",
+        choices=["mixed", "search", "healthz"],
+        default="mixed",
+        help="healthz: GET /healthz over the search's store, what a request costs bare",
+    )
     parser.add_argument("--workers", type=int, default=None, help="memreader serve --workers")
     parser.add_argument("--embedder", choices=["local", "hash"], default="local")
     parser.add_argument("--memories", type=int, default=2000, help="the store's (--op search)")
@@ -270,15 +275,16 @@ def main() -> None:
             workers=args.workers,
             embedder=args.embedder,
             store=store,
-            users="bench" if args.op == "search" else None,
+            users="bench" if args.op in ("search", "healthz") else None,
             # Every client connects from 127.0.0.1: one address stands for many clients here.
             max_connections_per_client=1024,
         )
         url = f"http://127.0.0.1:{args.port}"
         try:
-            warm = Client(url, 0, keys[0], threading.Event(), op=args.op)
+            op = "search" if args.op == "healthz" else args.op
+            warm = Client(url, 0, keys[0], threading.Event(), op=op)
             with httpx.Client(base_url=url, headers=warm.headers, timeout=120) as http:
-                if args.op == "search":
+                if op == "search":
                     fill(http, args.memories)
                 else:  # warm the embedder (its first batch loads the model)
                     warm._write(http, 0)
@@ -305,6 +311,8 @@ def run_row(args: argparse.Namespace, url: str, keys: list[str], count: int) -> 
     """``count`` clients for ``args.seconds``: searches on the light generator (one asyncio
     loop, :mod:`light_load`) unless ``--generator httpx``; the mix on threads with httpx."""
     repeat = args.queries == "repeated"
+    if args.op == "healthz":
+        return run_clients(url, keys, count, args.seconds, _query(repeat), get="/healthz")
     if args.op == "search" and args.generator == "light":
         return run_clients(url, keys, count, args.seconds, _query(repeat))
     stop = threading.Event()
