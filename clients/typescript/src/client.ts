@@ -26,6 +26,8 @@ import type {
   ListParams,
   MemoryHistory,
   MemoryPage,
+  RecallParams,
+  RecallResult,
   SearchHit,
   SearchParams,
   StoredMemory,
@@ -119,6 +121,14 @@ export class MemreaderClient {
   async context(query: string, params: ContextParams = {}, call?: CallOptions): Promise<ContextBlock> {
     const body = { ...params, query, user_id: this.owner(params.user_id) };
     return this.transport.send<ContextBlock>({ method: "POST", path: "/v1/context", body }, call);
+  }
+
+  /** Recall tier by tier (`POST /v1/recall`): the user's categories, then the items in them,
+   * then the sources those items came from, stopping early when the service's LLM judges what
+   * was recalled enough (without an LLM every tier runs and each says it was not checked). */
+  async recall(query: string, params: RecallParams = {}, call?: CallOptions): Promise<RecallResult> {
+    const body = { ...params, query, user_id: this.owner(params.user_id) };
+    return this.transport.send<RecallResult>({ method: "POST", path: "/v1/recall", body }, call);
   }
 
   /** One memory, whatever its status, with its item and sources (its use is recorded);

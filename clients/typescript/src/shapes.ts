@@ -48,6 +48,10 @@ export type SearchParams = Omit<Schemas["SearchRequest"], "query" | "user_id"> &
 export type ContextParams = Omit<Schemas["ContextRequest"], "query" | "user_id"> & {
   user_id?: string;
 };
+/** `recall`'s options: `POST /v1/recall` but the query (`user_id`: the client's). */
+export type RecallParams = Omit<Schemas["RecallRequest"], "query" | "user_id"> & {
+  user_id?: string;
+};
 /** `update`'s options: `PATCH /v1/memories/{id}` but the text. */
 export type UpdateParams = Omit<Schemas["UpdateMemoryRequest"], "text">;
 /** `list`'s options: the query of `GET /v1/memories`. */
@@ -138,6 +142,17 @@ export interface SearchHit {
   memory: StoredMemory;
   score: ScoreParts;
   passages: { start: number; end: number; score: number; source_index: number | null }[];
+  /** Only when `rerank: true` was asked: how the LLM placed this hit. */
+  rerank?: RerankPlace;
+}
+
+/** How an LLM rerank placed a hit: `rank` in the LLM's order (`null`: left out, so it follows
+ * the ranked ones in the store's order), `store_rank` in the store's (its `score` is the
+ * store's), and `fallback`: why the store's order stood for the whole call (`null`: it did not). */
+export interface RerankPlace {
+  rank: number | null;
+  store_rank: number;
+  fallback: string | null;
 }
 
 /** What a write or a forget did to one memory (`ADD`, `REINFORCE`, `NONE`, `UPDATE`,
@@ -223,6 +238,31 @@ export interface ContextBlock {
   /** Nothing matched and `text` is the configured cold-start templates (no parts). */
   cold_start: boolean;
   parts: ContextPart[];
+  /** Only when `rerank: true` was asked: whether the LLM's order packed the parts. */
+  reranked?: boolean;
+  /** Only when `rerank: true` was asked: why the search's order stood instead (`null`: it did not). */
+  rerank_fallback?: string | null;
+}
+
+/** What one tier of a recall did: how many things it recalled, the sufficiency check's verdict
+ * (`null`: not checked, or the check failed) and how it chose. */
+export interface RecallTier {
+  tier: "category" | "item" | "resource";
+  recalled: number;
+  sufficient: boolean | null;
+  note: string;
+}
+
+/** `recall`'s answer (`POST /v1/recall`): the tiers run, in order, and what each recalled:
+ * categories (their summaries), items (hits as `search` answers them), resources (the items'
+ * sources, verbatim). */
+export interface RecallResult {
+  query: string;
+  stopped_early: boolean;
+  tiers: RecallTier[];
+  categories: { name: string; description: string; summary: string }[];
+  items: SearchHit[];
+  resources: { memory_id: string; source_index: number; source: Partial<Source> }[];
 }
 
 /** A page of `list`: the newest first; `next_cursor` (`null`: the last page). */

@@ -13,6 +13,8 @@ import {
   MemreaderClient,
   type MemoryHistory,
   type MemoryPage,
+  type RecallResult,
+  type RecallTier,
   type ScoreParts,
   type SearchHit,
   type StoredMemory,
@@ -57,7 +59,17 @@ const SCORE = keysOf<ScoreParts>({
   passage: true,
   heat: true,
 });
-const HIT = keysOf<SearchHit>({ memory: true, score: true, passages: true });
+// `rerank` only when a rerank was asked (not here).
+const HIT = keysOf<Omit<SearchHit, "rerank">>({ memory: true, score: true, passages: true });
+const RECALL = keysOf<RecallResult>({
+  query: true,
+  stopped_early: true,
+  tiers: true,
+  categories: true,
+  items: true,
+  resources: true,
+});
+const TIER = keysOf<RecallTier>({ tier: true, recalled: true, sufficient: true, note: true });
 const EVENT = keysOf<WriteEvent>({ event: true, memory_id: true, item_id: true, reason: true, previous_id: true });
 const HISTORY = keysOf<MemoryHistory>({ id: true, status: true, memory: true, superseded_by: true, history: true });
 const ENTRY = keysOf<HistoryEntry>({
@@ -68,7 +80,7 @@ const ENTRY = keysOf<HistoryEntry>({
   new_memory: true,
   source_ids: true,
 });
-const BLOCK = keysOf<ContextBlock>({
+const BLOCK = keysOf<Omit<ContextBlock, "reranked" | "rerank_fallback">>({
   text: true,
   tokens: true,
   max_tokens: true,
@@ -136,6 +148,12 @@ it("every answer has exactly the keys its type names", async () => {
   expect(sorted(block.parts[0])).toEqual(PART);
 
   expect(sorted(await client.list())).toEqual(PAGE);
+  const recalled = await client.recall("cello", { tiers: ["item", "resource"] });
+  expect(sorted(recalled)).toEqual(RECALL);
+  expect(recalled.tiers.map((t) => t.tier)).toEqual(["item", "resource"]);
+  expect(sorted(recalled.tiers[0])).toEqual(TIER);
+  expect(sorted(recalled.items[0])).toEqual(HIT);
+  expect(sorted(recalled.resources[0])).toEqual(["memory_id", "source", "source_index"]);
   const erased = await client.delete(updated.memory_id, { erase: true });
   expect(sorted(erased)).toEqual(["event", "receipt"]);
   expect(sorted(erased.receipt)).toEqual(RECEIPT);
