@@ -5,7 +5,8 @@
 so a removal reaches them too; the Markdown this ``Memory`` exported for the owner
 (:meth:`~memreader.front.categories.CategoryCalls.export_markdown`) is written again after it,
 so its files no longer show what was removed (``rewritten["markdown_exports"]``; a folder
-that cannot be rewritten is named in the receipt's ``residue``)."""
+that cannot be rewritten is named in the receipt's ``residue``), and an erasing ``forget``
+reaches the raw transcripts a face keeps beside the store (:mod:`memreader.front.transcripts`)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from dataclasses import replace
 from typing import Any, Literal, overload
 
 from memreader.front.inputs import source_selector
+from memreader.front.transcripts import TranscriptKeeper, Transcripts
 from memreader.stores import EraseReceipt, MemoryStore, WriteEvent
 
 __all__ = ["RemovalCalls"]
@@ -36,6 +38,18 @@ class RemovalCalls:
     def _refresh_exports(self, owner: str) -> tuple[int, list[str]]:
         """Rewrite ``owner``'s Markdown exports of this Memory: the folders rewritten, and
         why each other could not be."""
+
+    def keep_transcripts(self, keeper: TranscriptKeeper) -> None:
+        """Register a face that keeps raw transcripts of this Memory's owners (held weakly):
+        ``forget(source, erase=True)`` erases what ``source`` said there too
+        (:mod:`memreader.front.transcripts`)."""
+        self._transcripts().add(keeper)
+
+    def _transcripts(self) -> Transcripts:
+        kept = self.__dict__.get("_kept_transcripts")
+        if kept is None:
+            kept = self.__dict__["_kept_transcripts"] = Transcripts()
+        return kept
 
     def _with_exports(self, owner: str, receipt: EraseReceipt) -> EraseReceipt:
         """``receipt`` with this Memory's Markdown exports of ``owner`` rewritten (they showed
@@ -95,7 +109,8 @@ class RemovalCalls:
         """Forget what ``source`` said (``session:ID``, ``doc:PATH``, ``message:ID``,
         ``input:KEY`` or a :class:`~memreader.stores.SourceSelector`): memories only it
         supports expire (their history stays), the others lose its sources. ``erase=True``
-        erases the memories only it supports instead (**irreversible**). The
+        erases the memories only it supports instead (**irreversible**), and what the source
+        said in the transcripts a face keeps (``removed["transcripts"]``). The
         :class:`~memreader.stores.erasure.EraseReceipt` (it iterates over the events). See
         :meth:`memreader.stores.MemoryStore.forget`.
 
@@ -104,5 +119,8 @@ class RemovalCalls:
         """
         owner = self._owner(user_id, "forget()")
         self._settle(owner)
-        receipt = self.store.forget(source_selector(source), user_id=owner, erase=erase)
+        selector = source_selector(source)
+        receipt = self.store.forget(selector, user_id=owner, erase=erase)
+        if erase is True:  # what the source said, also where a face keeps it verbatim
+            receipt = self._transcripts().erase(owner, selector, receipt)
         return self._with_exports(owner, receipt)

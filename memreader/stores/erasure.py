@@ -52,7 +52,8 @@ __all__ = [
     "strip_sources",
 ]
 
-#: Where a memory's text is removed from when it is erased (counted in ``removed``).
+#: Where a memory's text is removed from when it is erased (counted in ``removed``; a
+#: ``Memory``'s erasing forget adds ``transcripts``: :mod:`memreader.front.transcripts`).
 ERASED_PLACES = (
     "memories",
     "text_index",

@@ -219,6 +219,54 @@ def test_an_erasing_clear_leaves_no_byte_of_the_items_in_the_file(tmp_path: Path
         session.close()
 
 
+def test_an_erasing_forget_through_the_memory_reaches_the_kept_items(tmp_path: Path) -> None:
+    secret = {"role": "user", "content": "My door code is zebra-4417."}
+    with Memory(CONFIG, store=f"sqlite:///{tmp_path / 'memories.db'}") as memory:
+        session = MemreaderSession("chat-1", memory, user_id="ana")
+        other = MemreaderSession("chat-2", memory, user_id="ana")
+        run(session.add_items([secret, USER]))
+        run(other.add_items([USER]))
+        kept_without_erase = memory.forget("session:chat-1", user_id="ana")
+        assert "transcripts" not in kept_without_erase.removed
+        assert len(run(session.get_items())) == 2  # a forget without erase keeps the record
+        receipt = memory.forget("session:chat-1", user_id="ana", erase=True)
+        assert receipt.removed["transcripts"] == 2
+        assert not [line for line in receipt.residue if "transcript" in line]
+        assert run(session.get_items()) == [] and run(other.get_items()) == [USER]
+        for path in tmp_path.iterdir():  # the file, its write-ahead log, anything beside it
+            assert b"zebra-4417" not in path.read_bytes(), path.name
+        session.close()
+        other.close()
+
+
+def test_an_erasing_forget_of_one_message_removes_that_item_only(memory: Memory) -> None:
+    session = MemreaderSession("chat-1", memory, user_id="ana")
+    run(session.add_items([USER, PARTS, USER]))
+    named = message_id("chat-1", 1, PARTS)
+    receipt = memory.forget(f"message:{named}", user_id="ana", erase=True)
+    assert receipt.removed["transcripts"] == 1
+    assert run(session.get_items()) == [USER, USER]
+    # A position that shifted since (an earlier item gone) still finds the item by content.
+    later = message_id("chat-1", 2, USER)
+    assert memory.forget(f"message:{later}", user_id="ana", erase=True).removed["transcripts"] == 1
+    assert run(session.get_items()) == [USER]
+
+
+def test_an_erasing_forget_of_another_user_or_session_leaves_the_items(memory: Memory) -> None:
+    session = MemreaderSession("chat-1", memory, user_id="ana")
+    run(session.add_items([USER]))
+    for source, user in (("session:chat-1", "bob"), ("session:chat-9", "ana")):
+        assert "transcripts" not in memory.forget(source, user_id=user, erase=True).removed
+    assert run(session.get_items()) == [USER]
+
+
+def test_an_erasing_pop_removes_only_the_newest_item(memory: Memory) -> None:
+    session = MemreaderSession("chat-1", memory, user_id="ana", on_pop="erase")
+    run(session.add_items([USER, PARTS]))
+    assert run(session.pop_item()) == PARTS  # the session removes it, the memory's erase not
+    assert run(session.get_items()) == [USER]
+
+
 def test_items_db_names_another_file(tmp_path: Path, memory: Memory) -> None:
     session = MemreaderSession("chat-1", memory, user_id="ana", items_db=tmp_path / "items.db")
     run(session.add_items([USER]))

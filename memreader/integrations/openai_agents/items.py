@@ -34,7 +34,15 @@ from typing import Any
 
 from memreader.integrations.openai_agents.binding import AgentsMemoryError
 
-__all__ = ["TOOL_ITEMS", "checked_items", "item_json", "message_id", "readable", "reading"]
+__all__ = [
+    "TOOL_ITEMS",
+    "checked_items",
+    "item_digest",
+    "item_json",
+    "message_id",
+    "readable",
+    "reading",
+]
 
 #: The items of a tool call and of its answer: read only with ``read_tools=True``.
 TOOL_ITEMS = frozenset({"function_call", "function_call_output"})
@@ -75,8 +83,13 @@ def checked_items(items: Any) -> list[dict[str, Any]]:
 
 def message_id(session_id: str, position: int, item: Mapping[str, Any]) -> str:
     """The message id a read item's memories name: ``SESSION#POSITION:DIGEST``."""
+    return f"{session_id}#{position}:{item_digest(item)}"
+
+
+def item_digest(item: Mapping[str, Any]) -> str:
+    """The digest of ``item``'s content a message id ends with."""
     digest = hashlib.sha256(item_json(item).encode("utf-8", "surrogatepass")).hexdigest()
-    return f"{session_id}#{position}:{digest[:_DIGEST_CHARS]}"
+    return digest[:_DIGEST_CHARS]
 
 
 def reading(item: Mapping[str, Any], roles: Collection[str], *, read_tools: bool) -> str | None:

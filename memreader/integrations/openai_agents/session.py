@@ -18,8 +18,14 @@ alone supports (``on_pop="forget"``: those memories expire, their history stays;
 other messages support too loses the popped one from its sources), ``clear_session`` keeps the
 memories (``on_clear="keep"``: what was learnt outlives the transcript; ``"forget"`` or
 ``"erase"`` forget or erase the session's memories; ``"erase"`` also empties the items' file's
-write-ahead log). A memreader ``forget`` or erasure never touches the kept items:
-``clear_session`` removes them.
+write-ahead log).
+
+An erasure through the memory reaches the kept items while this session is open (it is the
+memory's transcript keeper: :mod:`memreader.front.transcripts`): ``forget("session:ID",
+erase=True)`` for its user removes all its items, ``forget("message:ID", erase=True)`` the item
+that message id names, each counted in the receipt's ``removed["transcripts"]``. A ``forget``
+without ``erase``, ``delete`` of one memory, and an erasure made while no session object for
+those items is open leave the items: ``clear_session`` (``on_clear="erase"``) removes them.
 """
 
 from __future__ import annotations
@@ -59,7 +65,7 @@ from memreader.integrations.openai_agents.items import (
     readable,
     reading,
 )
-from memreader.integrations.openai_agents.kept import KeptItems, items_file, scrub
+from memreader.integrations.openai_agents.kept import KeptItems, items_file, scrub, scrub_now
 from memreader.modes import ReadMode
 from memreader.stores import SourceSelector
 
@@ -162,6 +168,9 @@ class MemreaderSession(SessionABC):
         self._kept = KeptItems(key, self.items_db)
         # One change at a time: an item's position is counted before it is kept.
         self._lock = asyncio.Lock()
+        # While this session forgets through the memory, it removes the items itself after.
+        self._removing = False
+        self.memory.memory.keep_transcripts(self)
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """The session's items, oldest first; with ``limit`` (or ``session_settings.limit``)
@@ -221,8 +230,31 @@ class MemreaderSession(SessionABC):
         self._kept.close()
 
     async def _forget(self, source: SourceSelector, how: Removal) -> None:
-        with self.memory.within(self.timeout_s):
-            await self.memory.forget(source, user_id=self.user_id, erase=how == "erase")
+        self._removing = True
+        try:
+            with self.memory.within(self.timeout_s):
+                await self.memory.forget(source, user_id=self.user_id, erase=how == "erase")
+        finally:
+            self._removing = False
+
+    def erase_source(self, owner: str, source: SourceSelector) -> int:
+        """Erase what ``source`` said from this session's kept items, when ``owner`` is its
+        user (the memory calls this in an erasing ``forget``: see the module); how many items
+        were removed."""
+        if owner != self.user_id or self._removing:
+            return 0
+        if source.session_id == self.session_id:
+            removed = self._kept.erase_all()
+        elif source.message_id and source.message_id.startswith(f"{self.session_id}#"):
+            position, _, digest = source.message_id[len(self.session_id) + 1 :].partition(":")
+            if not position.isdigit() or not digest:
+                return 0
+            removed = self._kept.erase_item(int(position), digest)
+        else:
+            return 0
+        if removed:
+            scrub_now(self.items_db)
+        return removed
 
     async def _read(self, items: list[dict[str, Any]], start: int) -> ReadOutcome:
         """Read the items the session reads (positions from ``start``) as one chat. An item
