@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 __all__ = ["Admission", "takes_slot"]
 
 #: Routes whose requests hold one of their key's slots (``max_concurrent_per_key``).
-_SLOT_PATHS = ("/v1/read", "/v1/refine", "/v1/context")
+_SLOT_PATHS = ("/v1/read", "/v1/refine", "/v1/context", "/v1/recall")
 _SLOT_PREFIX = "/v1/memories"
 
 

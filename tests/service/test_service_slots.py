@@ -123,3 +123,35 @@ def test_a_requests_slot_costs_two_statements_on_the_state_file(tmp_path: Path) 
             release()
         assert busy.status_code == 429
         assert "already has 1 requests in flight" in busy.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("POST", "/v1/memories/search", SEARCH),
+        ("POST", "/v1/context", {"user_id": "alice", "query": "tea"}),
+        ("POST", "/v1/recall", {"user_id": "alice", "query": "tea"}),
+        ("GET", "/v1/memories?user_id=alice", None),
+        ("GET", "/v1/users/alice/memu/memory.md", None),
+    ],
+)
+def test_every_route_that_reads_the_store_waits_for_a_slot_of_its_key(
+    tmp_path: Path, method: str, path: str, body: Any
+) -> None:
+    """A key at its limit of requests in flight is refused (429) on every route that does the
+    store's (or the LLM's) work, so no route lets one key take more than its share."""
+    keys = [{"name": "alice-app", "sha256": hash_key(KEY), "users": ["alice"]}]
+    factory = MemReaderConfigFactory.from_dict(
+        {"config": {"embedder": None, "store": "sqlite:///memories.db"}}
+    )
+    settings = ServiceSettings(keys=keys, max_concurrent_per_key=1)
+    app = create_app(ServiceConfig(factory, settings, base_dir=str(tmp_path)))
+    with running(app) as url, httpx.Client() as client:
+        release = app.state.service.slots.acquire("alice-app")
+        try:
+            busy = client.request(method, f"{url}{path}", json=body, headers=AUTH)
+        finally:
+            release()
+        assert busy.status_code == 429, busy.text
+        free = client.request(method, f"{url}{path}", json=body, headers=AUTH)
+        assert free.status_code == 200, free.text
