@@ -13,8 +13,9 @@ its own with :func:`register_llm_interceptor`.
 >>> try:
 ...     InterceptorSpec(name="os.system")
 ... except ConfigError as exc:
-...     print(str(exc).split(", ", 1)[1])
-unknown LLM interceptor 'os.system'; known: rate_limit
+...     refused = str(exc).split(", ", 1)[1]
+>>> refused
+"unknown LLM interceptor 'os.system'; known: rate_limit"
 """
 
 from __future__ import annotations
