@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memreader.extraction import short_error
@@ -33,7 +34,7 @@ from memreader.windowing.parsers import PartRef
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["DescribeImages", "ImageItems"]
+__all__ = ["DescribeImages", "ImageItems", "described_items"]
 
 #: An image to describe: its sha256, where it appears, and its cached outcome (if any).
 _Job = tuple[str, list[PartKey], ImageOutcome | None]
@@ -247,14 +248,33 @@ def _image_items(
                 importance=heuristic_importance(read.resolved.text),
             )
         ]
+    return described_items(
+        outcome, info=state.info, sources=sources, tags=tags, last=state.custom_tags, base=base
+    )
+
+
+def described_items(
+    outcome: ImageOutcome,
+    *,
+    info: Mapping[str, Any],
+    sources: list[SourceMessage],
+    tags: Sequence[str],
+    last: Sequence[str],
+    base: tuple[Any, ...],
+    description_type: MemoryType = MemoryType.LONG_TERM,
+) -> list[TextualMemoryItem]:
+    """The items of an image the vision model described: its memories (their own types; tags:
+    ``tags``, each memory's, then ``last``), or, when it gave none, its description as one
+    ``description_type`` item tagged ``image:description``; ids from ``base``. Reading and
+    refinement share it."""
     if not outcome.memories:
         return [
             make_item(
                 memory=outcome.description,
-                info=state.info,
+                info=info,
                 sources=sources,
-                memory_type=MemoryType.LONG_TERM,
-                tags=[*tags, "image:description", *state.custom_tags],
+                memory_type=description_type,
+                tags=list(dict.fromkeys([*tags, "image:description", *last])),
                 id_parts=(*base, "description"),
                 importance=heuristic_importance(outcome.description),
             )
@@ -262,10 +282,10 @@ def _image_items(
     return [
         make_item(
             memory=memory.value,
-            info=state.info,
+            info=info,
             sources=sources,
             memory_type=memory.memory_type,
-            tags=list(dict.fromkeys([*tags, *memory.tags, *state.custom_tags])),
+            tags=list(dict.fromkeys([*tags, *memory.tags, *last])),
             id_parts=(*base, k),
             key=memory.key,
             background=outcome.description,

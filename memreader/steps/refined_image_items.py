@@ -13,10 +13,9 @@ from __future__ import annotations
 import logging
 
 from memreader.extraction import short_error
-from memreader.extraction.importance import heuristic_importance
 from memreader.items import TextualMemoryItem
 from memreader.pipeline import Step
-from memreader.steps.items import make_item
+from memreader.steps.images import described_items
 from memreader.steps.registry import STEPS
 from memreader.steps.report import WindowReport
 from memreader.steps.runtime import ReaderRuntime
@@ -82,34 +81,15 @@ def _image_items(
     old = [t for t in meta.tags if not t.startswith(("mode:", "fallback:"))]
     base = (state.type, "refine", stored.id, "image", entry.report.digest)
     tags = ["mode:fine", "image", *old]
-    if not outcome.memories:
-        made = [
-            make_item(
-                memory=outcome.description,
-                info=info,
-                sources=[source],
-                memory_type=meta.memory_type,
-                tags=list(dict.fromkeys([*tags, "image:description", *state.custom_tags])),
-                id_parts=(*base, "description"),
-                importance=heuristic_importance(outcome.description),
-            )
-        ]
-    else:
-        made = [
-            make_item(
-                memory=memory.value,
-                info=info,
-                sources=[source],
-                memory_type=memory.memory_type,
-                tags=list(dict.fromkeys([*tags, *memory.tags, *state.custom_tags])),
-                id_parts=(*base, k),
-                key=memory.key,
-                background=outcome.description,
-                importance=memory.importance or heuristic_importance(memory.value),
-                valid_from=memory.valid_from,
-            )
-            for k, memory in enumerate(outcome.memories)
-        ]
+    made = described_items(
+        outcome,
+        info=info,
+        sources=[source],
+        tags=tags,
+        last=state.custom_tags,
+        base=base,
+        description_type=meta.memory_type,
+    )
     for item in made:
         item.metadata.refined_from = stored.id
     return made
