@@ -51,6 +51,25 @@ def test_memory_warns_once_per_store_with_the_counts_and_the_command(
     assert "index: {on_open: repair}" in warning
 
 
+def test_a_store_warned_about_is_not_counted_again_on_the_next_open(
+    bare: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memreader.stores.lifecycle import index_check
+
+    counted: list[str] = []
+    count = index_check.index_health
+
+    def counting(store: Any, **options: Any) -> Any:
+        counted.append(index_check.store_name(store))
+        return count(store, **options)
+
+    monkeypatch.setattr(index_check, "index_health", counting)
+    for _ in range(3):
+        with Memory(HASH_MEMORY, store=bare):
+            pass
+    assert counted == [bare]  # counted and warned on the first open only
+
+
 def test_a_text_only_memory_does_not_warn(bare: str, caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger=LOGGER):
         words_only = Memory({"config": {"embedder": None}}, store=bare)

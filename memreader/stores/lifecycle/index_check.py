@@ -171,11 +171,14 @@ def check_on_open(store: StoreBackend, config: IndexConfig) -> IndexHealth | Mai
     """What ``Memory`` does when it opens ``store`` (``config.on_open``): ``warn``, one
     warning per store and process naming the counts and the command; ``repair``, the repair
     ``maintain`` runs, within ``config.repair_within_s`` (what is left is logged); ``ignore``,
-    nothing. Returns the health counted (``warn``), the repair's report (``repair``, when
-    there was something to repair), or ``None``. Never raises: a store that cannot be counted
+    nothing. Returns the health counted (``warn``; ``None`` without counting once this
+    process has warned about the store), the repair's report (``repair``, when there was
+    something to repair), or ``None``. Never raises: a store that cannot be counted
     or repaired is still opened, and the failure is logged."""
     if config.on_open == "ignore":
         return None
+    if config.on_open == "warn" and _warned(store_name(store)):
+        return None  # said once in this process already: counting again would change nothing
     try:
         health = index_health(store)
     except MemReaderError as exc:
@@ -187,6 +190,11 @@ def check_on_open(store: StoreBackend, config: IndexConfig) -> IndexHealth | Mai
         _warn_once(health)
         return health
     return _repair_on_open(store, health, config.repair_within_s)
+
+
+def _warned(name: str) -> bool:
+    with _LOCK:
+        return name in _WARNED
 
 
 def _warn_once(health: IndexHealth) -> None:
