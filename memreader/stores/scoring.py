@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+
 from memreader.errors import ConfigError
 
 # The full-text helpers live in text_match (re-exported here for older imports).
@@ -210,6 +212,20 @@ def check_importance_weight(value: Any) -> float:
     return float(value)
 
 
+def _fused(ranks: Sequence[int]) -> float:
+    """The reciprocal-rank fusion of ``ranks`` (a candidate's rank in each list that found
+    it), added in order from 0 as :func:`rrf_score` does; the usual one or two ranks spelled
+    out (adding to 0 first changes no float)."""
+    if len(ranks) == 1:
+        return 1.0 / (RRF_K + ranks[0])
+    if len(ranks) == 2:
+        return 1.0 / (RRF_K + ranks[0]) + 1.0 / (RRF_K + ranks[1])
+    fused = 0.0
+    for rank in ranks:
+        fused += 1.0 / (RRF_K + rank)
+    return fused
+
+
 def rank_candidates(
     candidates: Iterable[Candidate],
     ranks: Mapping[int, Sequence[int]],
@@ -237,51 +253,50 @@ def rank_candidates(
     [(2, 0.794), (1, 0.314)]
     """
     heats, heat_weight = heat if heat is not None else ({}, 0.0)
-    # Plain tuples first, sorted and cut; the score parts made only for the ones kept (a
-    # search ranks ~100 candidates and answers 10: issue 31). The loop spells out
-    # importance_of, age_days, decay, rrf_score, final_score and heated, the same operations
-    # in the same order (the same floats, bit for bit): seven calls per candidate were a
-    # third of its cost (issue 42). Each tuple leads with what orders it, negated where higher
-    # comes first, so the list sorts as it stands (no key function called per candidate;
-    # negating a float is exact, and rowids are unique: nothing past them is compared).
-    scored: list[
-        tuple[float, float, int, float | None, float, float, float, float | None, float]
-    ] = []
+    chosen = list(candidates)
+    if not chosen:
+        return []
+    # One numpy operation per step for all ~100 candidates, not a loop of float operations
+    # per candidate (issue 42): each step is elementwise, in the order the scalar formulas
+    # (importance_of, rrf_score, final_score, heated) write it, so every float is the same
+    # bit for bit; min/max as fmin/fmax (what Python's min/max return, NaN included). Only
+    # the decay stays a Python power per candidate (numpy's SIMD power may differ in the
+    # last bit from the C library's).
+    rowids = [c[0] for c in chosen]
+    weights = [NEUTRAL_IMPORTANCE if c[1] is None else c[1] for c in chosen]
+    factors = [
+        float(gamma ** max(0.0, (now - c[2]).total_seconds() / _SECONDS_PER_DAY)) for c in chosen
+    ]
+    passages = [matches.get(rowid) for rowid in rowids]
+    used = [heats.get(rowid, 0.0) for rowid in rowids]
+    fused = np.array([_fused(ranks[rowid]) for rowid in rowids], dtype=np.float64)
+    read = np.array([np.nan if p is None else p for p in passages], dtype=np.float64)
+    match = np.where(np.isnan(read), 0.0, np.fmin(1.0, np.fmax(0.0, read)))
+    places = np.fmin(1.0, fused * (RRF_K + 1) / 2.0)
+    relevance = (1.0 - RANK_WEIGHT) * match + RANK_WEIGHT * places
+    base = relevance * (1.0 + importance_weight * (np.array(weights) - NEUTRAL_IMPORTANCE))
     lift = 1.0 + importance_weight / 2.0
-    for rowid, stored, when, similarity in candidates:
-        weight = NEUTRAL_IMPORTANCE if stored is None else stored
-        factor = float(gamma ** max(0.0, (now - when).total_seconds() / _SECONDS_PER_DAY))
-        passage = matches.get(rowid)
-        match = min(1.0, max(0.0, passage)) if passage is not None else 0.0
-        fused = 0.0  # as sum() adds: 0 + each, in order
-        for rank in ranks[rowid]:
-            fused += 1.0 / (RRF_K + rank)
-        places = min(1.0, fused * (RRF_K + 1) / 2.0)
-        relevance = (1.0 - RANK_WEIGHT) * match + RANK_WEIGHT * places
-        base = relevance * (1.0 + importance_weight * (weight - NEUTRAL_IMPORTANCE))
-        final = min(1.0, max(0.0, base / lift * factor))
-        used = heats.get(rowid, 0.0)
-        final = min(1.0, final * (1.0 + heat_weight * used))
-        scored.append((-final, -fused, rowid, similarity, weight, factor, relevance, passage, used))
-    scored.sort()
+    final = np.fmin(1.0, np.fmax(0.0, base / lift * np.array(factors)))
+    final = np.fmin(1.0, final * (1.0 + heat_weight * np.array(used, dtype=np.float64)))
+    # Best first; ties: the higher fused score, then the lower rowid (rowids are unique).
+    order = np.lexsort((np.array(rowids), -fused, -final)).tolist()
     if min_relevance is not None:
-        scored = [hit for hit in scored if hit[6] >= min_relevance]
+        order = [i for i in order if relevance[i] >= min_relevance]
+    finals, fusions, relevances = final.tolist(), fused.tolist(), relevance.tolist()
     return [
         (
-            rowid,
+            rowids[i],
             ScoreParts(
-                final=-first,
-                fused=-second,
-                similarity=similarity,
-                text_rank=text_ranks.get(rowid),
-                importance=weight,
-                decay=factor,
-                relevance=relevance,
-                passage=passage,
-                heat=used,
+                final=finals[i],
+                fused=fusions[i],
+                similarity=chosen[i][3],
+                text_rank=text_ranks.get(rowids[i]),
+                importance=weights[i],
+                decay=factors[i],
+                relevance=relevances[i],
+                passage=passages[i],
+                heat=used[i],
             ),
         )
-        for first, second, rowid, similarity, weight, factor, relevance, passage, used in scored[
-            :limit
-        ]
+        for i in order[:limit]
     ]

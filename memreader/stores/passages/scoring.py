@@ -178,7 +178,8 @@ class ScoredPassages:
 
     def hits(self) -> tuple[PassageHit, ...]:
         """The passages as :class:`PassageHit`\\ s, best first (ties: earlier first)."""
-        order = np.lexsort((np.arange(len(self.scores)), -self.scores)).tolist()
+        # A stable sort of the negated scores: ties keep their order (earlier first).
+        order = np.argsort(-self.scores, kind="stable").tolist()
         rows, scores = self.spans.tolist(), self.scores.tolist()
         return tuple(
             PassageHit(rows[i][0], rows[i][1], scores[i], None if rows[i][2] < 0 else rows[i][2])
@@ -232,7 +233,12 @@ def _meaning(vector: np.ndarray, candidates: Sequence[PassageSet], bounds: list[
         if own:
             rows = np.concatenate([candidates[i].vectors for i in own])
             read = (rows.reshape(len(rows), width, len(vector)) @ vector) @ blend
-            cosines[_positions(edges, own)] = read
+            if len(own) == len(candidates):  # the usual case: every passage, in order
+                cosines[:] = read
+            else:
+                cosines[_positions(edges, own)] = read
+    if not np.isnan(cosines).any():  # no passage without a cosine: no memory's to take
+        return np.clip((cosines - COSINE_FLOOR) / (COSINE_FULL - COSINE_FLOOR), 0.0, 1.0)
     # A candidate none of whose passages has a vector takes its memory's cosine.
     counted = np.concatenate([[0], np.cumsum(~np.isnan(cosines))])
     held = (counted[edges[1:]] - counted[edges[:-1]]).tolist()
