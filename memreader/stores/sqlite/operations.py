@@ -21,6 +21,7 @@ from memreader.stores.filters import SearchFilters
 from memreader.stores.known import known_rows, unstored_positions
 from memreader.stores.passages.scoring import ScoredPassages, rank_by_passages
 from memreader.stores.scoring import Candidate
+from memreader.stores.sqlite.candidates import cosines, ranking
 from memreader.stores.sqlite.categories import category_rowids, drop_links
 from memreader.stores.sqlite.passages import PassageCache
 from memreader.stores.sqlite.schema import (
@@ -66,7 +67,7 @@ CREATE TEMP TRIGGER IF NOT EXISTS memreader_changed_insert AFTER INSERT ON main.
 BEGIN INSERT OR IGNORE INTO memreader_changed VALUES (new.rowid, new.user_id); END;
 CREATE TEMP TRIGGER IF NOT EXISTS memreader_changed_update AFTER UPDATE OF embedding, status,
     memory_type, session_id, valid_from, recorded_at, embedding_model, agent_id, task_id,
-    visibility ON main.memories
+    visibility, importance ON main.memories
 BEGIN INSERT OR IGNORE INTO memreader_changed VALUES (new.rowid, new.user_id); END;
 CREATE TEMP TRIGGER IF NOT EXISTS memreader_changed_delete AFTER DELETE ON main.memories
 BEGIN INSERT OR IGNORE INTO memreader_changed VALUES (old.rowid, old.user_id); END;
@@ -275,14 +276,31 @@ class StoreOps:
             ranks.setdefault(rowid, []).append(rank)
         if not ranks:
             return []
+        # From the cached vectors when every candidate has one there (no statement), else
+        # read (ascending rowid, as both give them).
+        candidates = ranking(owned, ranks, q)
+        if candidates is None:
+            candidates = self._read_candidates(owner, ranks, owned, q)
+        stamp = (self.conn.execute("PRAGMA data_version").fetchone()[0], self._commits)
+        sets = self.passages.read(self.conn, [(c[0], c[3]) for c in candidates], stamp)
+        heat = read_heat(self.conn, list(ranks), now, filters.heat), filters.heat
+        lists, weights = (candidates, ranks, text_ranks), (now, self.gamma, self.importance_weight)
+        scored, found = rank_by_passages(query, q, sets, lists, weights, filters.min_score, k, heat)
+        return self._hits(scored, found)
+
+    def _read_candidates(
+        self, owner: str, ranks: Collection[int], owned: OwnerVectors, q: np.ndarray | None
+    ) -> list[Candidate]:
+        """What the search ranks ``owner``'s ``ranks`` by, read from the store (a row whose
+        time cannot be read is passed over, a warning naming it)."""
         marks = ", ".join("?" * len(ranks))
         rows = self.conn.execute(
             # "+user_id": the rowids pick the rows (the owner's index would scan all of them).
             f"SELECT rowid, importance, COALESCE(valid_from, recorded_at) FROM memories "
-            f"WHERE rowid IN ({marks}) AND +user_id = ?",
+            f"WHERE rowid IN ({marks}) AND +user_id = ? ORDER BY rowid",
             (*ranks, owner),
         ).fetchall()
-        similarities = owned.cosines([r[0] for r in rows], q) if q is not None else None
+        similarities = cosines(owned, [r[0] for r in rows], q) if q is not None else None
         candidates: list[Candidate] = []
         for i, (rowid, importance, when) in enumerate(rows):
             moment = time_of(rowid, when)
@@ -290,12 +308,7 @@ class StoreOps:
                 continue  # a time edited into something else: that row is passed over
             similarity = similarities[i] if similarities is not None else None
             candidates.append((rowid, importance, moment, similarity))
-        stamp = (self.conn.execute("PRAGMA data_version").fetchone()[0], self._commits)
-        sets = self.passages.read(self.conn, [(c[0], c[3]) for c in candidates], stamp)
-        heat = read_heat(self.conn, list(ranks), now, filters.heat), filters.heat
-        lists, weights = (candidates, ranks, text_ranks), (now, self.gamma, self.importance_weight)
-        scored, found = rank_by_passages(query, q, sets, lists, weights, filters.min_score, k, heat)
-        return self._hits(scored, found)
+        return candidates
 
     def _text_search(self, query: str, owner: str, filters: SearchFilters, n: int) -> list[int]:
         """The rowids of the best ``n`` full-text matches

@@ -263,7 +263,7 @@ MEMORY_COLUMNS = (
 VECTOR_COLUMNS = (
     "m.embedding, m.status, m.memory_type, m.session_id, "
     "COALESCE(m.valid_from, m.recorded_at), COALESCE(m.embedding_model, ''), "
-    "m.agent_id, m.task_id, m.visibility"
+    "m.agent_id, m.task_id, m.visibility, m.importance"
 )
 
 
@@ -349,9 +349,10 @@ def vector_row(row: tuple[Any, ...]) -> VectorRow:
     the rowid ``NULL``, read as a row with no vector)."""
     moment = time_of(row[0], row[5]) if row[2] is not None else None
     if moment is None:  # deleted, or a time that cannot be read: no vector to search
-        return (row[0], b"", "expired", "", "", 0.0, "", ("", "", "private"))
+        return (row[0], b"", "expired", "", "", 0.0, "", ("", "", "private"), None, None)
     scope = (row[7], row[8], row[9])
-    return (row[0], row[1] or b"", row[2], row[3], row[4], moment.timestamp(), row[6], scope)
+    at = moment.timestamp()
+    return (row[0], row[1] or b"", row[2], row[3], row[4], at, row[6], scope, row[10], moment)
 
 
 def time_of(rowid: int, text: str | None) -> datetime | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import datetime
 
 from memreader.errors import ConfigError
 from memreader.stores.filters import SearchFilters
@@ -33,10 +34,13 @@ __all__ = [
     "unusable_blob",
 ]
 
-#: One stored vector and what searches filter it by: rowid, the float32 blob, status, memory
-#: type, session id, time (epoch seconds), embedding model ("" when unknown) and scope (agent
-#: id, task id, visibility: :data:`~memreader.scopes.ScopeColumns`).
-VectorRow = tuple[int, bytes, str, str, str, float, str, tuple[str, str, str]]
+#: One stored vector and what searches filter and rank it by: rowid, the float32 blob, status,
+#: memory type, session id, time (epoch seconds), embedding model ("" when unknown), scope
+#: (agent id, task id, visibility: :data:`~memreader.scopes.ScopeColumns`), and the stored
+#: importance and time as a search ranks them (:func:`~memreader.stores.sqlite.candidates.ranking`).
+VectorRow = tuple[
+    int, bytes, str, str, str, float, str, tuple[str, str, str], float | None, datetime | None
+]
 
 #: The most scores one matrix product of :meth:`VectorGroup.best_of` holds (64 MiB of float32).
 BATCH_CELLS = 16_000_000
@@ -54,6 +58,8 @@ _COLUMNS = (
     "_agents",
     "_tasks",
     "_shared",
+    "importance",
+    "moments",
 )
 
 
@@ -111,6 +117,9 @@ class VectorGroup:
         self._agents = np.empty(capacity, dtype=object)
         self._tasks = np.empty(capacity, dtype=object)
         self._shared = np.zeros(capacity, dtype=bool)
+        #: Each row's stored importance and time, as a search ranks it (first :attr:`size`).
+        self.importance = np.empty(capacity, dtype=object)
+        self.moments = np.empty(capacity, dtype=object)
 
     @property
     def rowids(self) -> np.ndarray:
@@ -173,6 +182,8 @@ class VectorGroup:
         self._agents[index:end] = [r[7][0] for r in rows]
         self._tasks[index:end] = [r[7][1] for r in rows]
         self._shared[index:end] = [r[7][2] == "shared" for r in rows]
+        self.importance[index:end] = [r[8] for r in rows]
+        self.moments[index:end] = [r[9] for r in rows]
         self.size = max(self.size, end)
 
     def mask(
@@ -260,26 +271,6 @@ class OwnerVectors:
         self.version = version
         self.groups: dict[int, VectorGroup] = {}
         self.positions: dict[int, tuple[int, int]] = {}
-
-    def cosines(self, rowids: Sequence[int], query: np.ndarray) -> list[float | None]:
-        """The cosine of each of ``rowids``' vector and the unit vector ``query`` (``None``: the
-        row has no vector of that dimension), in one matrix product: a search asks for ~100
-        candidates', and a product each cost more than the rest of its loop."""
-        found: list[float | None] = [None] * len(rowids)
-        group = self.groups.get(len(query))
-        if group is None:
-            return found
-        dim = len(query)
-        places = [
-            (i, where[1])
-            for i, rowid in enumerate(rowids)
-            if (where := self.positions.get(rowid)) and where[0] == dim
-        ]
-        if places:
-            read = group.matrix[[row for _, row in places]] @ query
-            for (i, _), value in zip(places, read.tolist(), strict=True):
-                found[i] = value
-        return found
 
     def update(self, rows: Iterable[VectorRow]) -> bool:
         """Add or change ``rows`` (read as the loader reads them); ``False`` when a row cannot

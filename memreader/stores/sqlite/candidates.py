@@ -1,0 +1,58 @@
+"""What a search reads of its ~100 candidates from the owner's cached vectors
+(:class:`~memreader.stores.sqlite.vectors.OwnerVectors`): each one's cosine with the query,
+and the stored importance and time it ranks them by, without a statement when every
+candidate has a vector there (issue 42)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+import numpy as np
+
+from memreader.stores.sqlite.vectors import OwnerVectors
+
+__all__ = ["cosines", "ranking"]
+
+#: What a search ranks a candidate by: rowid, stored importance, time, cosine with the query.
+Ranked = tuple[int, float | None, datetime, float | None]
+
+
+def cosines(owned: OwnerVectors, rowids: Sequence[int], query: np.ndarray) -> list[float | None]:
+    """The cosine of each of ``rowids``' vector and the unit vector ``query`` (``None``: the
+    row has no vector of that dimension), in one matrix product: a search asks for ~100
+    candidates', and a product each cost more than the rest of its loop."""
+    found: list[float | None] = [None] * len(rowids)
+    group = owned.groups.get(len(query))
+    if group is None:
+        return found
+    dim = len(query)
+    places = [
+        (i, where[1])
+        for i, rowid in enumerate(rowids)
+        if (where := owned.positions.get(rowid)) and where[0] == dim
+    ]
+    if places:
+        read = group.matrix[[row for _, row in places]] @ query
+        for (i, _), value in zip(places, read.tolist(), strict=True):
+            found[i] = value
+    return found
+
+
+def ranking(
+    owned: OwnerVectors, rowids: Iterable[int], query: np.ndarray | None
+) -> list[Ranked] | None:
+    """What a search ranks each of ``rowids`` by, rowid ascending (importance and time as the
+    row holds them, the cosine as :func:`cosines` gives it; ``None`` without a query), or
+    ``None`` when one of them has no vector cached (then the caller reads the rows)."""
+    read: list[tuple[int, float | None, datetime]] = []
+    for rowid in sorted(rowids):
+        where = owned.positions.get(rowid)
+        if where is None:
+            return None
+        group = owned.groups[where[0]]
+        read.append((rowid, group.importance[where[1]], group.moments[where[1]]))
+    if query is None:
+        return [(*row, None) for row in read]
+    similarities = cosines(owned, [row[0] for row in read], query)
+    return [(*row, similarity) for row, similarity in zip(read, similarities, strict=True)]
