@@ -5,14 +5,15 @@ candidate has a vector there (issue 42)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 
 import numpy as np
 
+from memreader.stores.filters import SearchFilters
 from memreader.stores.sqlite.vectors import OwnerVectors
 
-__all__ = ["cosines", "ranking"]
+__all__ = ["cosines", "passing_rows", "ranking"]
 
 #: What a search ranks a candidate by: rowid, stored importance, time, cosine with the query.
 Ranked = tuple[int, float | None, datetime, float | None]
@@ -56,3 +57,38 @@ def ranking(
         return [(*row, None) for row in read]
     similarities = cosines(owned, [row[0] for row in read], query)
     return [(*row, similarity) for row, similarity in zip(read, similarities, strict=True)]
+
+
+def passing_rows(
+    owned: OwnerVectors, filters: SearchFilters, category: Callable[[], Sequence[int]]
+) -> Callable[[Sequence[int]], tuple[set[int], list[int]]] | None:
+    """What the owner's cached vectors tell of rowids without a statement: of ``rowids``,
+    the owner's that pass ``filters`` (each group's :meth:`VectorGroup.filtered`, the
+    category's rowids from ``category``, read once), and those not cached (another owner's,
+    or without a vector: a statement checks them). ``None`` for a search by time (the
+    statement compares the stored times as text; kept exactly so)."""
+    if filters.since is not None or filters.until is not None:
+        return None
+    masks: dict[int, np.ndarray] = {}
+
+    def kept(dim: int) -> np.ndarray:
+        if dim not in masks:
+            group = owned.groups[dim]
+            keep = group.filtered(filters)
+            if filters.category is not None:
+                keep &= np.isin(group.rowids, category())
+            masks[dim] = keep
+        return masks[dim]
+
+    def tell(rowids: Sequence[int]) -> tuple[set[int], list[int]]:
+        passing: set[int] = set()
+        unknown: list[int] = []
+        for rowid in rowids:
+            where = owned.positions.get(rowid)
+            if where is None:
+                unknown.append(rowid)
+            elif kept(where[0])[where[1]]:
+                passing.add(rowid)
+        return passing, unknown
+
+    return tell

@@ -21,7 +21,7 @@ from memreader.stores.filters import SearchFilters
 from memreader.stores.known import known_rows, unstored_positions
 from memreader.stores.passages.scoring import ScoredPassages, rank_by_passages
 from memreader.stores.scoring import Candidate
-from memreader.stores.sqlite.candidates import cosines, ranking
+from memreader.stores.sqlite.candidates import cosines, passing_rows, ranking
 from memreader.stores.sqlite.categories import category_rowids, drop_links
 from memreader.stores.sqlite.passages import PassageCache
 from memreader.stores.sqlite.schema import (
@@ -32,7 +32,7 @@ from memreader.stores.sqlite.schema import (
     time_of,
     vector_row,
 )
-from memreader.stores.sqlite.text_search import TextIndex
+from memreader.stores.sqlite.text_search import Known, TextIndex
 from memreader.stores.sqlite.usage import read_heat
 from memreader.stores.sqlite.vectors import OwnerVectors, VectorCache, VectorRow, unit
 from memreader.stores.sqlite.writes import bump_versions
@@ -261,13 +261,21 @@ class StoreOps:
         owned = self.vectors(owner)
         q = unit(vector) if vector is not None else None
         vector_list: list[tuple[int, float]] = []
+        linked: list[list[int]] = []
+
+        def in_category() -> list[int]:  # read once, when a category is asked for
+            if not linked:
+                linked.append(category_rowids(self.conn, owner, filters.category or ""))
+            return linked[0]
+
+        known = passing_rows(owned, filters, in_category)
         group = owned.groups.get(len(q)) if q is not None else None
         if q is not None and group is not None:
             keep = group.filtered(filters)
             if filters.category is not None:
-                keep &= np.isin(group.rowids, category_rowids(self.conn, owner, filters.category))
+                keep &= np.isin(group.rowids, in_category())
             vector_list = group.top(q, keep, n)
-        text_list = self._text_search(query, owner, filters, n)
+        text_list = self._text_search(query, owner, filters, n, known)
         ranks: dict[int, list[int]] = {}
         for rank, (rowid, _) in enumerate(vector_list, 1):
             ranks.setdefault(rowid, []).append(rank)
@@ -310,11 +318,14 @@ class StoreOps:
             candidates.append((rowid, importance, moment, similarity))
         return candidates
 
-    def _text_search(self, query: str, owner: str, filters: SearchFilters, n: int) -> list[int]:
+    def _text_search(
+        self, query: str, owner: str, filters: SearchFilters, n: int, known: Known | None
+    ) -> list[int]:
         """The rowids of the best ``n`` full-text matches
         (:meth:`~memreader.stores.sqlite.text_search.TextIndex.search`)."""
         budget = self.text_budget if self.text_budget is not None else TEXT_BUDGET
-        return self.text.search(query, owner, filter_sql(filters), n, budget, self._commits)
+        where = filter_sql(filters)
+        return self.text.search(query, owner, where, n, budget, self._commits, known)
 
     def _hits(
         self,

@@ -17,7 +17,7 @@ first, in growing chunks, until ``n`` pass.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -37,6 +37,10 @@ CHECK_CHUNK = 500
 #: A ``WHERE`` fragment over ``memories m`` (starting with ``AND``) and its parameters.
 Where = tuple[str, list[Any]]
 
+#: What a search already knows of some rowids without a statement: of ``rowids``, those that
+#: are the owner's and pass the filters, and those it cannot tell (a statement checks them).
+Known = Callable[[Sequence[int]], tuple[set[int], list[int]]]
+
 
 class TextIndex:
     """The full-text search over ``conn``'s ``memories_terms``, with what it keeps between
@@ -50,13 +54,21 @@ class TextIndex:
         self._held = 0
 
     def search(
-        self, query: str, owner: str, where: Where, n: int, budget: int, commits: int
+        self,
+        query: str,
+        owner: str,
+        where: Where,
+        n: int,
+        budget: int,
+        commits: int,
+        known: Known | None = None,
     ) -> list[int]:
         """The rowids of ``owner``'s best ``n`` full-text matches that ``where`` keeps: by
         ``bm25`` over every row holding the words the budget affords; when it affords none of
         them, the owner's newest rows holding them, ranked by ``bm25`` among themselves
         (:meth:`newest`). ``commits``: the store's count of its own commits (with the file's
-        ``data_version``, what says the kept scores are current)."""
+        ``data_version``, what says the kept scores are current); ``known``: what the caller
+        knows of rows without a statement (the owner's cached vectors, issue 42)."""
         stamp = (self.conn.execute("PRAGMA data_version").fetchone()[0], commits, budget)
         if stamp != self._stamp or len(self._counts) > WORD_CACHE or self._held > SCORE_CACHE:
             self._counts.clear()
@@ -71,7 +83,7 @@ class TextIndex:
             # Every word of the query is past the budget: rather than find nothing, rank the
             # owner's newest rows holding them (bounded by the budget).
             return self.newest(held, owner, where, budget, n)
-        return self._owned(self._ranked(kept), owner, where, n) if kept else []
+        return self._owned(self._ranked(kept), owner, where, n, known) if kept else []
 
     def newest(
         self, words: Sequence[str], owner: str, where: Where, budget: int, n: int
@@ -131,25 +143,30 @@ class TextIndex:
             self._held += len(rows)
         return kept
 
-    def _owned(self, ranked: list[int], owner: str, where: Where, n: int) -> list[int]:
+    def _owned(
+        self, ranked: list[int], owner: str, where: Where, n: int, known: Known | None
+    ) -> list[int]:
         """The first ``n`` of ``ranked`` that are ``owner``'s and that ``where`` keeps,
-        checked best first in growing chunks (one owner of the store: the first chunk)."""
+        checked best first in growing chunks (one owner of the store: the first chunk); the
+        rows ``known`` cannot tell are checked by a statement."""
         sql, params = where
         found: list[int] = []
         start, step = 0, min(max(2 * n, 64), CHECK_CHUNK)
         while start < len(ranked) and len(found) < n:
             chunk = ranked[start : start + step]
-            marks = ", ".join("?" * len(chunk))
-            passing = {
-                r[0]
-                for r in self.conn.execute(
-                    # NOT INDEXED: the rowids pick the rows (an index on the owner or the
-                    # status would scan all of them); rowid lookups stay allowed.
-                    f"SELECT m.rowid FROM memories m NOT INDEXED WHERE m.rowid IN ({marks}) "
-                    f"AND m.user_id = ?{sql}",
-                    (*chunk, owner, *params),
+            passing, unknown = known(chunk) if known is not None else (set(), chunk)
+            if unknown:
+                marks = ", ".join("?" * len(unknown))
+                passing.update(
+                    r[0]
+                    for r in self.conn.execute(
+                        # NOT INDEXED: the rowids pick the rows (an index on the owner or the
+                        # status would scan all of them); rowid lookups stay allowed.
+                        f"SELECT m.rowid FROM memories m NOT INDEXED WHERE m.rowid IN ({marks}) "
+                        f"AND m.user_id = ?{sql}",
+                        (*unknown, owner, *params),
+                    )
                 )
-            }
             found += [rowid for rowid in chunk if rowid in passing]
             start, step = start + len(chunk), min(4 * step, CHECK_CHUNK)
         return found[:n]
