@@ -261,3 +261,71 @@ def test_a_memorys_json_leaves_its_vector_out_as_before(filled: MemoryStore) -> 
         whole["metadata"].pop("embedding")
         assert json.dumps(shown["item"]) == json.dumps(whole)
         assert memory_json(hit.memory, embedding=True)["item"] == hit.memory.item.to_dict()
+
+
+def _walled(n: int, rng: random.Random) -> TextualMemoryItem:
+    """A memory of ``u1`` (or ``u2``) with a random type, session, agent, task and visibility."""
+    text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 6)))
+    made = item(
+        f"w{n}",
+        text,
+        user="u1" if n < 45 else "u2",
+        session=f"s{n % 3}",
+        memory_type=rng.choice(["LongTermMemory", "UserMemory"]),
+    )
+    meta = made.metadata.model_copy(
+        update={
+            "agent_id": rng.choice([None, "a1", "a2"]),
+            "task_id": rng.choice([None, "t1"]),
+            "visibility": rng.choice(["private", "shared"]),
+        }
+    )
+    return made.model_copy(update={"metadata": meta})
+
+
+def test_the_full_text_list_under_each_filter_is_the_one_sql_keeps(tmp_path: Path) -> None:
+    """The text list's owner and filter check is answered from the owner's cached vectors
+    where they hold the row (issue 42): under every filter it keeps exactly the rows the
+    SQL filter keeps, in FTS5's order, and for the owner's rows it runs no statement."""
+    from memreader.stores.category_api import link_categories, upsert_categories
+    from memreader.stores.category_types import CategoryDef
+
+    rng = random.Random(11)
+    with open_store(f"sqlite:///{tmp_path}/w.db", embedder=HashEmbedder()) as store:
+        store.write([_walled(n, rng) for n in range(60)], now=T0)
+        upsert_categories(store, "u1", [CategoryDef(name="food", description="What one eats.")])
+        link_categories(store, "u1", {f"w{n}": ["food"] for n in range(0, 45, 4)})
+        scope = " AND (m.{0} IN ('', '{1}') OR m.{0} IS NULL OR m.visibility = 'shared')"
+        cases: list[tuple[dict[str, Any], str]] = [
+            ({}, ""),
+            ({"types": ["UserMemory"]}, " AND m.memory_type = 'UserMemory'"),
+            ({"session_id": "s1"}, " AND m.session_id = 's1'"),
+            ({"agent_id": "a1"}, scope.format("agent_id", "a1")),
+            (
+                {"agent_id": "a2", "task_id": "t1"},
+                scope.format("agent_id", "a2") + scope.format("task_id", "t1"),
+            ),
+            (
+                {"category": "food"},
+                " AND m.id IN (SELECT memory_id FROM category_links WHERE name = 'food')",
+            ),
+        ]
+        for _ in range(15):
+            words = rng.sample(WORDS, rng.randint(1, 3))
+            for options, extra in cases:
+                found = _text_list(store, " ".join(words), "u1", **options)
+                assert found == _fts5_order(store, words, "u1", extra), options
+        statements: list[str] = []
+        store._conn.set_trace_callback(statements.append)  # type: ignore[attr-defined]
+        try:
+            store.search("tea porto", user_id="u1", k=10, mode="text")
+        finally:
+            store._conn.set_trace_callback(None)  # type: ignore[attr-defined]
+        # u2's rows holding the words are checked by a statement; u1's are not.
+        checks = [s for s in statements if "NOT INDEXED" in s]
+        u1_rows = {
+            r[0] for r in store._conn.execute("SELECT rowid FROM memories WHERE user_id = 'u1'")
+        }  # type: ignore[attr-defined]
+        for check in checks:
+            listed = check.split("IN (", 1)[1].split(")", 1)[0]
+            assert not {int(x) for x in listed.split(",")} & u1_rows
