@@ -323,9 +323,8 @@ def test_the_full_text_list_under_each_filter_is_the_one_sql_keeps(tmp_path: Pat
             store._conn.set_trace_callback(None)  # type: ignore[attr-defined]
         # u2's rows holding the words are checked by a statement; u1's are not.
         checks = [s for s in statements if "NOT INDEXED" in s]
-        u1_rows = {
-            r[0] for r in store._conn.execute("SELECT rowid FROM memories WHERE user_id = 'u1'")
-        }  # type: ignore[attr-defined]
+        conn = store._conn  # type: ignore[attr-defined]
+        u1_rows = {r[0] for r in conn.execute("SELECT rowid FROM memories WHERE user_id = 'u1'")}
         for check in checks:
             listed = check.split("IN (", 1)[1].split(")", 1)[0]
             assert not {int(x) for x in listed.split(",")} & u1_rows
