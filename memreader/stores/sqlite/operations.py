@@ -290,7 +290,8 @@ class StoreOps:
         if candidates is None:
             candidates = self._read_candidates(owner, ranks, owned, q)
         stamp = (self.conn.execute("PRAGMA data_version").fetchone()[0], self._commits)
-        sets = self.passages.read(self.conn, [(c[0], c[3]) for c in candidates], stamp)
+        dim = len(q) if q is not None else None
+        sets = self.passages.read(self.conn, [(c[0], c[3]) for c in candidates], stamp, dim)
         heat = read_heat(self.conn, list(ranks), now, filters.heat), filters.heat
         lists, weights = (candidates, ranks, text_ranks), (now, self.gamma, self.importance_weight)
         scored, found = rank_by_passages(query, q, sets, lists, weights, filters.min_score, k, heat)

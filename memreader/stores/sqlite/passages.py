@@ -13,6 +13,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Collection
 
+import numpy as np
+
 from memreader.stores.passages.rows import (
     PassagePlan,
     passages_of_json,
@@ -114,6 +116,10 @@ class PassageCache:
 
     def __init__(self) -> None:
         self._sets: dict[int, PassageSet] = {}
+        # Each kept set's vector columns (one vector a passage or two side by side), -1 when
+        # it has none or one is not finite: a query of a dimension they fit never reads the
+        # memory's own cosine (every passage gets one of its own).
+        self._columns: dict[int, int] = {}
         self._stamp: tuple[int, int] | None = None
 
     def read(
@@ -121,27 +127,50 @@ class PassageCache:
         conn: sqlite3.Connection,
         candidates: Collection[tuple[int, float | None]],
         stamp: tuple[int, int],
+        dim: int | None = None,
     ) -> list[PassageSet]:
-        """:func:`read_passages`, from the cache where it can."""
+        """:func:`read_passages`, from the cache where it can; ``dim``: the query vector's
+        (``None``: no query vector)."""
         if stamp != self._stamp or len(self._sets) > PASSAGE_CACHE:
             self._sets.clear()
+            self._columns.clear()
             self._stamp = stamp
         missing = [(rowid, None) for rowid, _ in candidates if rowid not in self._sets]
         if missing:
-            self._sets.update((s.rowid, s) for s in read_passages(conn, missing))
-        # The constructor, not dataclasses.replace: it is called for every candidate of every
-        # search, and replace looks the fields up each time (three times the cost).
-        sets = self._sets
-        return [
-            PassageSet(
-                kept.rowid,
-                kept.text,
-                kept.spans,
-                kept.vectors,
-                cosine,
-                kept.words,
-                kept.session,
-            )
-            for rowid, cosine in candidates
-            if (kept := sets.get(rowid)) is not None
-        ]
+            for fresh in read_passages(conn, missing):
+                self._sets[fresh.rowid] = fresh
+                self._columns[fresh.rowid] = _columns(fresh.vectors)
+        # The memory's own cosine counts only for a candidate whose passages have no vector
+        # the query can be compared with (and only with a query vector): the others are
+        # handed out as kept, not copied with it (a search has ~100 candidates: issue 42).
+        # Nothing changes a kept set. The constructor, not dataclasses.replace (three times
+        # the cost).
+        sets, columns = self._sets, self._columns
+        found: list[PassageSet] = []
+        for rowid, cosine in candidates:
+            kept = sets.get(rowid)
+            if kept is None:
+                continue
+            if dim is None or (dim > 0 and columns[rowid] in (dim, 2 * dim)):
+                found.append(kept)
+            else:
+                found.append(
+                    PassageSet(
+                        kept.rowid,
+                        kept.text,
+                        kept.spans,
+                        kept.vectors,
+                        cosine,
+                        kept.words,
+                        kept.session,
+                    )
+                )
+        return found
+
+
+def _columns(vectors: np.ndarray | None) -> int:
+    """The columns of a memory's passage vectors, -1 without usable ones (none, not one row
+    a passage, or not finite)."""
+    if vectors is None or vectors.ndim != 2 or not len(vectors):
+        return -1
+    return int(vectors.shape[1]) if bool(np.isfinite(vectors).all()) else -1
