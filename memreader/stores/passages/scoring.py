@@ -178,9 +178,10 @@ class ScoredPassages:
 
     def hits(self) -> tuple[PassageHit, ...]:
         """The passages as :class:`PassageHit`\\ s, best first (ties: earlier first)."""
-        # A stable sort of the negated scores: ties keep their order (earlier first).
-        order = np.argsort(-self.scores, kind="stable").tolist()
         rows, scores = self.spans.tolist(), self.scores.tolist()
+        # A stable sort of the negated scores: ties keep their order (earlier first); one
+        # passage (a single message's memory) needs none.
+        order = [0] if len(scores) == 1 else np.argsort(-self.scores, kind="stable").tolist()
         return tuple(
             PassageHit(rows[i][0], rows[i][1], scores[i], None if rows[i][2] < 0 else rows[i][2])
             for i in order
