@@ -44,7 +44,7 @@ from memreader.service.models import (
 )
 from memreader.service.problems import ProblemError, shown
 from memreader.service.scope_walls import check_change, check_whole_owner, key_sees, scope_of
-from memreader.service.state import ServiceState, json_body, json_response
+from memreader.service.state import ServiceState, json_response
 from memreader.stores import (
     EraseReceipt,
     HistoryEntry,
@@ -52,7 +52,7 @@ from memreader.stores import (
     StoredMemory,
     WriteEvent,
 )
-from memreader.stores.shapes import entry_json, event_json, hit_json, memory_json
+from memreader.stores.shapes import entry_json, event_json, hits_body, memory_json
 
 __all__ = ["router"]
 
@@ -92,7 +92,7 @@ async def search(
         hits = memory.search(
             body.query, user_id=user_id, k=body.k, filters=filters, rerank=body.rerank
         )
-        return json_body({"hits": [hit_json(hit) for hit in hits]})
+        return hits_body(hits)  # json_body({"hits": [hit_json(hit) ...]}), made for less
 
     found = await state.blocking(answer, "the search", deadline)
     if not body.rerank:
