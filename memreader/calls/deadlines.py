@@ -25,7 +25,6 @@ import asyncio
 import contextvars
 import functools
 import math
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor
@@ -66,7 +65,10 @@ class Deadline:
         self.seconds = None if seconds is None else float(seconds)
         self.what = what
         self._at = math.inf if seconds is None else time.monotonic() + float(seconds)
-        self._cancelled = threading.Event()
+        # A flag, not a threading.Event: nothing waits on it, and every request of the
+        # service makes a deadline (an Event is a lock and a condition to build). Setting an
+        # attribute is atomic, and seen by the next check in any thread.
+        self._cancelled = False
         self.parent = parent
 
     @classmethod
@@ -81,24 +83,24 @@ class Deadline:
 
     def cancel(self) -> None:
         """Stop the work at its next check (thread-safe; cancelling twice is a no-op)."""
-        self._cancelled.set()
+        self._cancelled = True
 
     @property
     def cancelled(self) -> bool:
         """Whether :meth:`cancel` was called (on this deadline or its parent)."""
-        return self._cancelled.is_set() or (self.parent is not None and self.parent.cancelled)
+        return self._cancelled or (self.parent is not None and self.parent.cancelled)
 
     @property
     def expired(self) -> bool:
         """Whether the work must stop: cancelled, or its time (or its parent's) is up."""
-        if self._cancelled.is_set() or time.monotonic() >= self._at:
+        if self._cancelled or time.monotonic() >= self._at:
             return True
         return self.parent is not None and self.parent.expired
 
     @property
     def remaining(self) -> float:
         """Seconds left (0 once expired or cancelled; ``inf`` without a time limit)."""
-        if self._cancelled.is_set():
+        if self._cancelled:
             return 0.0
         own = max(0.0, self._at - time.monotonic())
         return own if self.parent is None else min(own, self.parent.remaining)
@@ -112,9 +114,9 @@ class Deadline:
         """
         if not self.expired:
             return
-        if self.parent is not None and not self._cancelled.is_set() and self.parent.expired:
+        if self.parent is not None and not self._cancelled and self.parent.expired:
             self.parent.check(where)  # the parent's time or cancel: its message
-        cancelled = self._cancelled.is_set()
+        cancelled = self._cancelled
         why = "was cancelled" if cancelled else f"passed its deadline ({self.seconds:g} s)"
         raise DeadlineExceeded(
             f"{self.what} {why}; stopped {where}", where=where, cancelled=cancelled

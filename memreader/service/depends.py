@@ -4,7 +4,8 @@
 (:data:`HeldMemory`), and the owner whose memories a call reads or writes, checked against the
 key (:data:`QueryOwner`, :data:`PathOwner`, :func:`body_owner`) with the scope walls of a key
 limited to agents or tasks (:data:`QueryScope`, :func:`body_scope`;
-:mod:`memreader.service.scope_walls`). A route names them as parameters::
+:mod:`memreader.service.scope_walls`); :func:`body_call` hands a hot route all of these at once
+(:class:`BodyCall`). A route names them as parameters::
 
     @router.post("/v1/memories/search")
     async def search(
@@ -19,7 +20,9 @@ key's user is 403 before a service without a store says 409. It solves each once
 request. Each is a coroutine that only looks things up (no hop to a worker thread) and depends
 on nothing but the request (no chain of sub-dependencies to solve: the principal is
 admission's, kept in the request's scope); a dependency naming the route's ``body`` reads the
-body the route reads (one body, one schema).
+body the route reads (one body, one schema). Each dependency that names the body validates it
+again, and each costs its solving: a route served many times a second (search) takes one
+:func:`body_call` instead, which validates the body once and looks the principal up once.
 
 >>> from memreader.service.models import SearchRequest
 >>> import inspect
@@ -31,7 +34,8 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any
+from dataclasses import dataclass
+from typing import Annotated, Any, Generic, TypeVar
 
 from fastapi import Depends, Query, Request
 from pydantic import BaseModel
@@ -44,6 +48,7 @@ from memreader.service.scope_walls import scope_of
 from memreader.service.state import ServiceState
 
 __all__ = [
+    "BodyCall",
     "Caller",
     "HeldMemory",
     "PathOwner",
@@ -52,6 +57,7 @@ __all__ = [
     "RequestDeadline",
     "Scope",
     "State",
+    "body_call",
     "body_owner",
     "body_scope",
     "owner_or_only_user",
@@ -60,6 +66,8 @@ __all__ = [
 
 #: The agent and the task a call runs as (``None``: any, for an unlimited key).
 Scope = tuple[str | None, str | None]
+
+B = TypeVar("B", bound=BaseModel)
 
 
 def service_of(request: Request) -> ServiceState:
@@ -108,7 +116,11 @@ def owner_or_only_user(request: Request, user_id: object) -> str:
             403 another key's user.
     """
     state = service_of(request)
-    principal = state.principal(request)
+    return _checked_owner(state, state.principal(request), user_id)
+
+
+def _checked_owner(state: ServiceState, principal: Principal, user_id: object) -> str:
+    """:func:`owner_or_only_user` for the request's ``principal``."""
     if user_id is None:
         user_id = principal.only_user()
     if user_id is None:
@@ -169,6 +181,47 @@ def body_scope(model: type[BaseModel]) -> Callable[..., Awaitable[Scope]]:
         return scope_of(service_of(request).principal(request), body.agent_id, body.task_id)
 
     return _reading(scope, model)
+
+
+@dataclass(frozen=True)
+class BodyCall(Generic[B]):
+    """What a route with a ``B`` body needs, solved by one dependency (:func:`body_call`)."""
+
+    #: The service.
+    state: ServiceState
+    #: The request's deadline (as :data:`RequestDeadline`).
+    deadline: Deadline
+    #: The body, validated once.
+    body: B
+    #: The owner the body names, which the key may use (as :func:`body_owner`).
+    owner: str
+    #: The agent and task the body names, within the key's walls (as :func:`body_scope`).
+    scope: Scope
+
+
+def body_call(model: type[B]) -> Callable[..., Awaitable[BodyCall[B]]]:
+    """The dependency of a ``model`` body (``user_id``, ``agent_id``, ``task_id``) with what
+    :data:`State`, :data:`RequestDeadline`, :func:`body_owner` and :func:`body_scope` give, in
+    that order (the owner's 403 before the scope's), as one :class:`BodyCall`.
+
+    Name :data:`HeldMemory` after it: an invalid body is then still 409 on a service without
+    a store, as on the routes that name each dependency.
+
+    >>> from memreader.service.models import SearchRequest
+    >>> body_call(SearchRequest).__name__
+    'call_of_SearchRequest'
+    """
+
+    async def call(body: Any, request: Request) -> BodyCall[Any]:
+        state = service_of(request)
+        deadline = state.deadline(request)
+        principal = state.principal(request)
+        owner = _checked_owner(state, principal, body.user_id)
+        return BodyCall(
+            state, deadline, body, owner, scope_of(principal, body.agent_id, body.task_id)
+        )
+
+    return _reading(call, model)
 
 
 def _reading(dependency: Callable[..., Any], model: type[BaseModel]) -> Callable[..., Any]:

@@ -125,7 +125,8 @@ class KeyRing:
     """The configured keys, by hash."""
 
     def __init__(self, keys: Iterable[ApiKey]) -> None:
-        self._by_hash = {key.sha256: key for key in keys}
+        # Each key's principal made once (it is frozen): every request looks one up.
+        self._by_hash = {key.sha256: _principal_of(key) for key in keys}
 
     def __bool__(self) -> bool:
         return bool(self._by_hash)
@@ -133,16 +134,20 @@ class KeyRing:
     def find(self, presented: str) -> Principal | None:
         """The principal of the key ``presented``, or ``None`` when no key matches."""
         digest = hash_key(presented)
-        for stored, key in self._by_hash.items():
+        for stored, principal in self._by_hash.items():
             # Compare every entry in constant time: no early exit tells how close a guess was.
             if hmac.compare_digest(stored, digest):
-                return Principal(
-                    key.name,
-                    frozenset(key.users),
-                    None if key.agents is None else frozenset(key.agents),
-                    None if key.tasks is None else frozenset(key.tasks),
-                )
+                return principal
         return None
+
+
+def _principal_of(key: ApiKey) -> Principal:
+    return Principal(
+        key.name,
+        frozenset(key.users),
+        None if key.agents is None else frozenset(key.agents),
+        None if key.tasks is None else frozenset(key.tasks),
+    )
 
 
 def load_keys_file(path: str | os.PathLike[str]) -> list[ApiKey]:

@@ -58,12 +58,13 @@ class KeySlots:
                 f"max_concurrent_per_key is {self.limit}); retry after the others end",
                 headers={"Retry-After": "1"},
             )
-        released = threading.Event()
+        # Taken at most once, from whichever thread calls first (a lock that is only ever
+        # tried: cheaper to make than an Event, and as atomic).
+        unreleased = threading.Lock()
 
         def release() -> None:
-            if released.is_set():
+            if not unreleased.acquire(blocking=False):
                 return
-            released.set()
             self.shared.slot_free(token)
 
         return release

@@ -7,6 +7,8 @@ index check and repair at start-up (:mod:`memreader.service.index_repair`).
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
@@ -31,6 +33,7 @@ class ServiceMetrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
+        self._request_children: dict[tuple[str, str, str], tuple[Any, Any]] = {}
         self.requests = Counter(
             "memreader_http_requests",
             "HTTP requests answered",
@@ -98,8 +101,19 @@ class ServiceMetrics:
 
     def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
         """Count one answered request."""
-        self.requests.labels(method, route, str(status)).inc()
-        self.latency.labels(method, route).observe(seconds)
+        key = (method, route, str(status))
+        children = self._request_children.get(key)
+        if children is None:
+            # Looked up once per method, route template and status (all bounded), not per
+            # request: ``labels()`` checks and joins its values on every call.
+            children = (
+                self.requests.labels(*key),
+                self.latency.labels(method, route),
+            )
+            self._request_children[key] = children
+        counted, timed = children
+        counted.inc()
+        timed.observe(seconds)
 
     def observe_read(self, report: ReadReport, items: int) -> None:
         """Count a read's windows, items and LLM usage."""

@@ -135,7 +135,8 @@ class FilterFields(_Body):
         Raises:
             InputError: a bad value (the store's checks).
         """
-        given = self.model_dump(include=set(FILTER_NAMES))
+        # The fields as they are (SearchFilters normalises them), not a dump of the model.
+        given = {name: getattr(self, name) for name in FILTER_NAMES}
         return SearchFilters(**{**given, "agent_id": agent_id, "task_id": task_id})
 
 

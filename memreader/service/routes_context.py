@@ -12,14 +12,7 @@ from fastapi import APIRouter, Depends
 from pydantic import Field
 from starlette.responses import Response
 
-from memreader.service.depends import (
-    HeldMemory,
-    RequestDeadline,
-    Scope,
-    State,
-    body_owner,
-    body_scope,
-)
+from memreader.service.depends import BodyCall, HeldMemory, body_call
 from memreader.service.models import FilterFields
 from memreader.service.state import json_response
 from memreader.stores.context import (
@@ -60,20 +53,16 @@ class ContextRequest(FilterFields):
 
 @router.post("/v1/context")
 async def context(
-    body: ContextRequest,
-    state: State,
-    deadline: RequestDeadline,
-    user_id: Annotated[str, Depends(body_owner(ContextRequest))],
-    scope: Annotated[Scope, Depends(body_scope(ContextRequest))],
+    call: Annotated[BodyCall[ContextRequest], Depends(body_call(ContextRequest))],
     memory: HeldMemory,
 ) -> Response:
     """The best text of ``user_id``'s active memories for ``query`` within ``max_tokens``
     (counted with ``tokenizer``): ``text``, the block to put in a prompt, its ``tokens``, and
     its ``parts`` (memory ids, spans, scores, times, sources). The memories shown are
     recorded as used."""
-    agent_id, task_id = scope
-    filters = body.search_filters(agent_id, task_id)
-    found = await state.blocking(
+    body, user_id = call.body, call.owner
+    filters = body.search_filters(*call.scope)
+    found = await call.state.blocking(
         lambda: memory.context(
             body.query,
             user_id=user_id,
@@ -85,6 +74,6 @@ async def context(
             rerank=body.rerank,
         ),
         "the context",
-        deadline,
+        call.deadline,
     )
     return json_response(context_json(found))

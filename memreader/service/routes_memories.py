@@ -19,6 +19,7 @@ from starlette.responses import Response
 from memreader.calls.deadlines import Deadline
 from memreader.front.memory import Memory
 from memreader.service.depends import (
+    BodyCall,
     Caller,
     HeldMemory,
     QueryOwner,
@@ -26,6 +27,7 @@ from memreader.service.depends import (
     RequestDeadline,
     Scope,
     State,
+    body_call,
     body_owner,
     body_scope,
     owner_or_only_user,
@@ -42,7 +44,7 @@ from memreader.service.models import (
 )
 from memreader.service.problems import ProblemError, shown
 from memreader.service.scope_walls import check_change, check_whole_owner, key_sees, scope_of
-from memreader.service.state import ServiceState, json_body, json_response
+from memreader.service.state import ServiceState, json_response
 from memreader.stores import (
     EraseReceipt,
     HistoryEntry,
@@ -50,31 +52,33 @@ from memreader.stores import (
     StoredMemory,
     WriteEvent,
 )
-from memreader.stores.shapes import entry_json, event_json, hit_json, memory_json
+from memreader.stores.shapes import entry_json, event_json, hits_body, memory_json
 
 __all__ = ["router"]
 
 router = APIRouter(tags=["memories"])
 
+#: The search parameters a cache key holds apart from the body's others: the owner and the
+#: scope checked against the key (a limited key's default task is not in the body).
+_NOT_IN_KEY = {"user_id", "agent_id", "task_id"}
+
 
 @router.post("/v1/memories/search")
 async def search(
-    body: SearchRequest,
-    state: State,
-    deadline: RequestDeadline,
-    user_id: Annotated[str, Depends(body_owner(SearchRequest))],
-    scope: Annotated[Scope, Depends(body_scope(SearchRequest))],
+    call: Annotated[BodyCall[SearchRequest], Depends(body_call(SearchRequest))],
     memory: HeldMemory,
 ) -> Response:
     """The ``k`` best memories of ``user_id`` for ``query``, best first, each with its score
     parts (relevance, similarity, text rank, importance, decay) and the passages of its text
     that matched; ``min_score`` drops hits less relevant than it."""
-    agent_id, task_id = scope
+    # One dependency for the body, its owner and scope (the body validated once): this route
+    # is the one served most often (depends.body_call).
+    body, state, deadline, user_id = call.body, call.state, call.deadline, call.owner
+    agent_id, task_id = call.scope
     # Looked up only now that the key may read user_id's memories; the key names the user,
     # the scope what it sees (a limited key's default task is not in the body).
     cache = state.search_cache
-    scoped = {"agent_id": agent_id, "task_id": task_id}
-    key = (user_id, body.model_copy(update=scoped).model_dump_json(exclude={"user_id"}))
+    key = (user_id, agent_id, task_id, body.model_dump_json(exclude=_NOT_IN_KEY))
     kept = None if body.rerank else cache.get(key)  # an LLM's order is not kept: it may fail
     if kept is not None:
         return Response(kept, media_type="application/json")
@@ -88,7 +92,7 @@ async def search(
         hits = memory.search(
             body.query, user_id=user_id, k=body.k, filters=filters, rerank=body.rerank
         )
-        return json_body({"hits": [hit_json(hit) for hit in hits]})
+        return hits_body(hits)  # json_body({"hits": [hit_json(hit) ...]}), made for less
 
     found = await state.blocking(answer, "the search", deadline)
     if not body.rerank:

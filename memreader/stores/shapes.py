@@ -4,15 +4,26 @@ shapes the CLI's ``--json`` and the HTTP service answer with."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
+
+from pydantic_core import to_json
 
 from memreader.stores.base import HistoryEntry, SearchHit
 from memreader.stores.events import WriteEvent
 from memreader.stores.records import StoredMemory
 from memreader.stores.scoring import ScoreParts
 
-__all__ = ["entry_json", "event_json", "hit_json", "iso", "memory_json", "score_json"]
+__all__ = [
+    "entry_json",
+    "event_json",
+    "hit_json",
+    "hits_body",
+    "iso",
+    "memory_json",
+    "score_json",
+]
 
 #: What :func:`memory_json` leaves out of the item unless asked for the vector.
 _NO_EMBEDDING = {"metadata": {"embedding"}}
@@ -33,6 +44,11 @@ def memory_json(memory: StoredMemory, *, embedding: bool = False) -> dict[str, A
         if embedding
         else memory.item.model_dump(mode="json", exclude=_NO_EMBEDDING)
     )
+    return {**_memory_state(memory), "item": item}
+
+
+def _memory_state(memory: StoredMemory) -> dict[str, Any]:
+    """:func:`memory_json` but its last key, ``item``."""
     meta = memory.item.metadata
     return {
         "id": memory.id,
@@ -53,7 +69,6 @@ def memory_json(memory: StoredMemory, *, embedding: bool = False) -> dict[str, A
         "superseded_by": memory.superseded_by,
         "reinforced": memory.reinforced,
         "content_hash": memory.content_hash,
-        "item": item,
     }
 
 
@@ -75,8 +90,12 @@ def score_json(score: ScoreParts) -> dict[str, Any]:
 def hit_json(hit: SearchHit) -> dict[str, Any]:
     """A search hit: the memory, its score parts and its passages (spans of the memory's text,
     best first); a reranked one's ``rerank`` (its LLM rank, store rank and fallback)."""
+    return {"memory": memory_json(hit.memory), **_hit_rest(hit)}
+
+
+def _hit_rest(hit: SearchHit) -> dict[str, Any]:
+    """:func:`hit_json` but its first key, ``memory``."""
     shown = {
-        "memory": memory_json(hit.memory),
         "score": score_json(hit.score),
         "passages": [
             {"start": p.start, "end": p.end, "score": p.score, "source_index": p.source_index}
@@ -86,6 +105,32 @@ def hit_json(hit: SearchHit) -> dict[str, Any]:
     if hit.rerank is not None:  # only a reranked search says how the LLM placed each hit
         shown["rerank"] = dataclasses.asdict(hit.rerank)
     return shown
+
+
+def hits_body(hits: Iterable[SearchHit]) -> bytes:
+    """``{"hits": [hit_json(hit), ...]}`` as compact UTF-8 JSON: byte for byte what
+    ``pydantic_core.to_json`` writes of it (the service's ``json_body``), made for less.
+
+    Each item is written by its own serializer straight to JSON (``model_dump_json``) instead
+    of dumped to a dict of Python values that are then encoded again: the item is most of a
+    hit (its sources), so a page of hits costs about half as much.
+
+    >>> hits_body([])
+    b'{"hits":[]}'
+
+    Raises:
+        PydanticSerializationError: a value JSON has no form for (as ``to_json``).
+    """
+    return b'{"hits":[' + b",".join(_hit_body(hit) for hit in hits) + b"]}"
+
+
+def _hit_body(hit: SearchHit) -> bytes:
+    # The dict's JSON cut open where the item goes: '{"memory":{...state,"item":ITEM},...rest}'
+    # (both dicts are never empty, so their braces are where the cuts assume).
+    state = to_json(_memory_state(hit.memory))
+    item = hit.memory.item.model_dump_json(exclude=_NO_EMBEDDING).encode()
+    rest = to_json(_hit_rest(hit))
+    return b'{"memory":' + state[:-1] + b',"item":' + item + b"}," + rest[1:]
 
 
 def entry_json(entry: HistoryEntry) -> dict[str, Any]:

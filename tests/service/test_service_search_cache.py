@@ -9,7 +9,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.service.http_client import auth, problem
+from memreader.service.keys import hash_key
+from tests.service.http_client import auth, key_entries, problem
 from tests.service.worker_apps import Workers
 
 pytestmark = pytest.mark.timeout(120)
@@ -75,3 +76,27 @@ def test_the_cache_can_be_off(workers: Workers) -> None:
     ids = [[h["memory"]["id"] for h in search(url).json()["hits"]] for _ in range(2)]
     assert ids[0] == ids[1] and ids[0]
     assert not state.search_cache.enabled and state.search_cache.hits == 0
+
+
+def test_a_task_keys_scope_is_part_of_what_an_answer_is_kept_by(workers: Workers) -> None:
+    # The task-A key's body names no task: it searches as task A all the same (its only one),
+    # so the admin's answer to the very same body (the owner-wide view) is not its answer.
+    task_key = "mr_alice_task_a_key"
+    keys = [*key_entries(), {"name": "a", "sha256": hash_key(task_key), "users": ["alice"]}]
+    keys[-1]["tasks"] = ["A"]
+    ((url, state),) = workers(1, keys=keys, **TTL)
+    as_task_a = {"Authorization": f"Bearer {task_key}"}
+    for text, task in (("Alice plays piano in task A.", "A"), ("Alice's piano in B.", "B")):
+        body = {"user_id": "alice", "text": text, "task_id": task, "visibility": "private"}
+        added = httpx.post(f"{url}/v1/memories", json=body, headers=auth("admin"))
+        assert added.status_code == 201, added.text
+    owner_wide = search(url, "admin", user="alice")
+    payload = {"user_id": "alice", "query": "piano lessons"}
+    in_task_a = httpx.post(f"{url}/v1/memories/search", json=payload, headers=as_task_a)
+    assert state.search_cache.hits == 0
+    assert {h["memory"]["memory"] for h in in_task_a.json()["hits"]} == {
+        "Alice plays piano in task A."
+    }
+    assert len(owner_wide.json()["hits"]) == 2
+    again = httpx.post(f"{url}/v1/memories/search", json=payload, headers=as_task_a)
+    assert again.content == in_task_a.content and state.search_cache.hits == 1

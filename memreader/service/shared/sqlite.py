@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 import sqlite3
 import threading
 import time
-import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -174,7 +174,7 @@ class SqliteSharedState(SharedState):
 
     def _try(self, key: str, limit: int) -> str | None:
         """The statement of :meth:`slot_try` (the caller holds ``self._lock``)."""
-        token = uuid.uuid4().hex
+        token = secrets.token_hex(16)  # unique, as a uuid4, for less
         taken = self._alone(
             f"INSERT INTO {SLOTS} (token, key, worker) SELECT ?, ?, ? "
             f"WHERE (SELECT count(*) FROM {SLOTS} WHERE key = ? AND {self._live()}) < ?",
