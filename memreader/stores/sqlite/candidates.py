@@ -13,7 +13,7 @@ import numpy as np
 from memreader.stores.filters import SearchFilters
 from memreader.stores.sqlite.vectors import OwnerVectors
 
-__all__ = ["cosines", "passing_rows", "ranking"]
+__all__ = ["FilterMasks", "cosines", "ranking"]
 
 #: What a search ranks a candidate by: rowid, stored importance, time, cosine with the query.
 Ranked = tuple[int, float | None, datetime, float | None]
@@ -59,36 +59,48 @@ def ranking(
     return [(*row, similarity) for row, similarity in zip(read, similarities, strict=True)]
 
 
-def passing_rows(
-    owned: OwnerVectors, filters: SearchFilters, category: Callable[[], Sequence[int]]
-) -> Callable[[Sequence[int]], tuple[set[int], list[int]]] | None:
-    """What the owner's cached vectors tell of rowids without a statement: of ``rowids``,
-    the owner's that pass ``filters`` (each group's :meth:`VectorGroup.filtered`, the
-    category's rowids from ``category``, read once), and those not cached (another owner's,
-    or without a vector: a statement checks them). ``None`` for a search by time (the
-    statement compares the stored times as text; kept exactly so)."""
-    if filters.since is not None or filters.until is not None:
-        return None
-    masks: dict[int, np.ndarray] = {}
+class FilterMasks:
+    """Which of the owner's cached rows pass a search's ``filters``, one mask per vector
+    dimension (each group's :meth:`~memreader.stores.sqlite.vectors.VectorGroup.filtered`,
+    with the rows of the filter's category, read once from ``category`` when first asked):
+    made once a search, shared by the vector list and the full-text list's check."""
 
-    def kept(dim: int) -> np.ndarray:
-        if dim not in masks:
-            group = owned.groups[dim]
-            keep = group.filtered(filters)
-            if filters.category is not None:
-                keep &= np.isin(group.rowids, category())
-            masks[dim] = keep
-        return masks[dim]
+    def __init__(
+        self, owned: OwnerVectors, filters: SearchFilters, category: Callable[[], Sequence[int]]
+    ) -> None:
+        self.owned, self.filters, self._category = owned, filters, category
+        self._masks: dict[int, np.ndarray] = {}
+        self._linked: Sequence[int] | None = None
 
-    def tell(rowids: Sequence[int]) -> tuple[set[int], list[int]]:
+    def of(self, dim: int) -> np.ndarray:
+        """The mask of the group of dimension ``dim`` (which must be cached)."""
+        if dim not in self._masks:
+            group = self.owned.groups[dim]
+            keep = group.filtered(self.filters)
+            if self.filters.category is not None:
+                if self._linked is None:
+                    self._linked = self._category()
+                keep &= np.isin(group.rowids, self._linked)
+            self._masks[dim] = keep
+        return self._masks[dim]
+
+    def known(self) -> Callable[[Sequence[int]], tuple[set[int], list[int]]] | None:
+        """What the cache tells of rowids without a statement: of ``rowids``, the owner's
+        that pass the filters, and those not cached (another owner's, or without a vector: a
+        statement checks them). ``None`` for a search by time (the statement compares the
+        stored times as text; kept exactly so)."""
+        if self.filters.since is not None or self.filters.until is not None:
+            return None
+        return self._tell
+
+    def _tell(self, rowids: Sequence[int]) -> tuple[set[int], list[int]]:
         passing: set[int] = set()
         unknown: list[int] = []
+        positions = self.owned.positions
         for rowid in rowids:
-            where = owned.positions.get(rowid)
+            where = positions.get(rowid)
             if where is None:
                 unknown.append(rowid)
-            elif kept(where[0])[where[1]]:
+            elif self.of(where[0])[where[1]]:
                 passing.add(rowid)
         return passing, unknown
-
-    return tell

@@ -21,7 +21,7 @@ from memreader.stores.filters import SearchFilters
 from memreader.stores.known import known_rows, unstored_positions
 from memreader.stores.passages.scoring import ScoredPassages, rank_by_passages
 from memreader.stores.scoring import Candidate
-from memreader.stores.sqlite.candidates import cosines, passing_rows, ranking
+from memreader.stores.sqlite.candidates import FilterMasks, cosines, ranking
 from memreader.stores.sqlite.categories import category_rowids, drop_links
 from memreader.stores.sqlite.passages import PassageCache
 from memreader.stores.sqlite.schema import (
@@ -261,21 +261,13 @@ class StoreOps:
         owned = self.vectors(owner)
         q = unit(vector) if vector is not None else None
         vector_list: list[tuple[int, float]] = []
-        linked: list[list[int]] = []
-
-        def in_category() -> list[int]:  # read once, when a category is asked for
-            if not linked:
-                linked.append(category_rowids(self.conn, owner, filters.category or ""))
-            return linked[0]
-
-        known = passing_rows(owned, filters, in_category)
+        masks = FilterMasks(
+            owned, filters, lambda: category_rowids(self.conn, owner, filters.category or "")
+        )
         group = owned.groups.get(len(q)) if q is not None else None
         if q is not None and group is not None:
-            keep = group.filtered(filters)
-            if filters.category is not None:
-                keep &= np.isin(group.rowids, in_category())
-            vector_list = group.top(q, keep, n)
-        text_list = self._text_search(query, owner, filters, n, known)
+            vector_list = group.top(q, masks.of(len(q)), n)
+        text_list = self._text_search(query, owner, filters, n, masks.known())
         ranks: dict[int, list[int]] = {}
         for rank, (rowid, _) in enumerate(vector_list, 1):
             ranks.setdefault(rowid, []).append(rank)
