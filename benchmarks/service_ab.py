@@ -12,11 +12,15 @@ minutes as much as code; bursts a few seconds apart see the same minutes. Run by
 
 Each checkout is served with its own code (``PYTHONPATH`` = the checkout); the clients are the
 light generator of ``service_load.py``. One line per burst goes to stderr, the totals to stdout.
+Two settings of one checkout compare the same way: name it twice, with ``--service-a`` /
+``--service-b`` (JSON service settings of each side, e.g. ``'{"pin_workers": false}'``);
+``--clients`` searches at once in each burst (default 1).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 import threading
@@ -36,7 +40,13 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=2.0, help="one burst's length")
     parser.add_argument("--memories", type=int, default=2000)
     parser.add_argument("--port", type=int, default=8850, help="the first's; the second's +1")
+    parser.add_argument("--clients", type=int, default=1, help="searching at once per burst")
+    for side in ("a", "b"):
+        parser.add_argument(
+            f"--service-{side}", type=json.loads, default={}, help="JSON service settings"
+        )
     args = parser.parse_args()
+    settings = [args.service_a, args.service_b]
     servers = []
     with tempfile.TemporaryDirectory() as tmp:
         try:
@@ -47,12 +57,12 @@ def main() -> None:
                 port = args.port + n
                 server, keys = service_load.start_server(
                     folder,
-                    1,
+                    args.clients,
                     port,
                     workers=2,
                     embedder="hash",
                     users="bench",
-                    max_connections_per_client=1024,
+                    **{"max_connections_per_client": 1024, **settings[n]},
                 )
                 url = f"http://127.0.0.1:{port}"
                 servers.append((server, url, keys))
@@ -66,7 +76,9 @@ def main() -> None:
                 for n in order:
                     server, url, keys = servers[n]
                     before = service_load.server_cpu(server.pid)
-                    clients = run_clients(url, keys, 1, args.seconds, service_load.distinct)
+                    clients = run_clients(
+                        url, keys, args.clients, args.seconds, service_load.distinct
+                    )
                     cpu = service_load.server_cpu(server.pid) - before
                     answered = sum(sum(client.statuses.values()) for client in clients)
                     cpu_s[n] += cpu
@@ -78,9 +90,16 @@ def main() -> None:
             for server, _, _ in servers:
                 server.terminate()
                 server.wait(30)
-    for checkout, cpu, answered in zip(args.checkouts, cpu_s, searches, strict=True):
+    for n, (checkout, cpu, answered) in enumerate(
+        zip(args.checkouts, cpu_s, searches, strict=True)
+    ):
         per = cpu * 1000 / max(answered, 1)
-        print(f"{checkout}: {answered} searches, {per:.3f} server CPU ms per search")
+        rate = answered / (args.rounds * args.seconds)
+        side = f" {json.dumps(settings[n])}" if settings[n] else ""
+        print(
+            f"{checkout}{side}: {answered} searches ({rate:.1f}/s), "
+            f"{per:.3f} server CPU ms per search"
+        )
 
 
 if __name__ == "__main__":

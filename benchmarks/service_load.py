@@ -245,6 +245,12 @@ def main() -> None:
         help="healthz: GET /healthz over the search's store, what a request costs bare",
     )
     parser.add_argument("--workers", type=int, default=None, help="memreader serve --workers")
+    parser.add_argument(
+        "--pin-workers",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="service.pin_workers (default: the service's, auto)",
+    )
     parser.add_argument("--embedder", choices=["local", "hash"], default="local")
     parser.add_argument("--memories", type=int, default=2000, help="the store's (--op search)")
     parser.add_argument(
@@ -278,6 +284,7 @@ def main() -> None:
             users="bench" if args.op in ("search", "healthz") else None,
             # Every client connects from 127.0.0.1: one address stands for many clients here.
             max_connections_per_client=1024,
+            **({} if args.pin_workers is None else {"pin_workers": args.pin_workers}),
         )
         url = f"http://127.0.0.1:{args.port}"
         try:

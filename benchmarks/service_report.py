@@ -22,6 +22,10 @@ def percentile(values: list[float], share: float) -> float | None:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
+def _pinned(pin: bool | None) -> str:
+    return {None: "auto", True: "on", False: "off"}[pin]
+
+
 def report(
     args: argparse.Namespace,
     rows: list[tuple[int, list[Any], float, int, float, tuple[float, float]]],
@@ -33,7 +37,8 @@ def report(
         f"Command: `HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/service_load.py "
         f"{shlex.join(sys.argv[1:])}`",
         f"Machine: `{json.dumps(machine_info())}`",
-        f"Server: workers {args.workers or 'default'}, embedder {args.embedder}, store "
+        f"Server: workers {args.workers or 'default'}"
+        f" (pinned: {_pinned(getattr(args, 'pin_workers', None))}), embedder {args.embedder}, store "
         f"{backend}"
         + (f", {args.memories} memories, {args.queries} queries" if args.op == "search" else ""),
         "",

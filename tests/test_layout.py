@@ -22,6 +22,7 @@ ROOT_MODULES = {
     "config",
     "config_files",
     "config_model",
+    "cores",
     "errors",
     "factory",
     "files",
@@ -192,7 +193,7 @@ def test_tests_are_laid_out_like_the_package() -> None:
 
 
 LEAVES = {"errors", "items", "modes", "registry", "files", "config_model", "secret_masking"}
-LEAVES |= {"_version", "calls", "scopes", "config_files"}
+LEAVES |= {"_version", "calls", "scopes", "config_files", "cores"}
 
 
 def _place(module: str) -> str:

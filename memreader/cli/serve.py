@@ -35,6 +35,13 @@ def add_serve_parsers(commands: Any) -> None:
         "they share per-key limits, Idempotency-Key answers and jobs through service.state",
     )
     serve.add_argument(
+        "--pin-workers",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="give each worker cores of its own (default: service.pin_workers, else auto: "
+        "when there are several workers and no more than the cores)",
+    )
+    serve.add_argument(
         "--log-level",
         default="info",
         choices=["critical", "error", "warning", "info", "debug"],
@@ -89,6 +96,8 @@ def run_serve(args: argparse.Namespace) -> int:
     port = settings.port if args.port is None else args.port
     config.check_listen(host)
     workers = args.workers or settings.workers or default_workers()
+    if args.pin_workers is not None:
+        config.settings = settings = settings.model_copy(update={"pin_workers": args.pin_workers})
     if workers < 1:
         raise InputError("--workers must be at least 1")
     from memreader.stores.urls import public_url

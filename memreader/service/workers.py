@@ -6,8 +6,10 @@ no threads): each worker builds its own app (reader, store, ONNX Runtime session
 guarded h11 server (:mod:`memreader.service.server`) on the inherited socket, so header and
 body deadlines and connection limits hold in each (``max_connections`` and
 ``max_connections_per_client`` count per worker). The kernel hands each new connection to one
-worker. Per-key slots, ``Idempotency-Key`` answers and jobs live in the shared state
-(:mod:`memreader.service.shared`): a retry or a poll may reach any worker.
+worker. Each worker runs on cores of its own when there are no more workers than cores
+(``service.pin_workers``, :func:`memreader.cores.worker_cores`): a search's hops between its
+threads stay on one core's cache. Per-key slots, ``Idempotency-Key`` answers and jobs live in
+the shared state (:mod:`memreader.service.shared`): a retry or a poll may reach any worker.
 
 A worker that dies is replaced (at most :data:`MAX_RESTARTS` times in a row without a minute
 of calm, then the service stops). SIGINT or SIGTERM stops every worker gracefully (uvicorn's
@@ -31,6 +33,7 @@ import threading
 import time
 from types import FrameType
 
+from memreader.cores import PROCESSES_ENV, available_cores, pin_to, usable_cores, worker_cores
 from memreader.errors import ConfigError
 from memreader.service.accept_share import ConnectionShares, SharedListener
 from memreader.service.config import ServiceConfig
@@ -38,7 +41,6 @@ from memreader.service.shared import STATE_ENV
 
 __all__ = [
     "WORKERS_ENV",
-    "core_share",
     "default_workers",
     "die_with_parent",
     "run_worker",
@@ -47,9 +49,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: Set for the workers: how many share the machine (the ONNX Runtime session of each takes
-#: its share of the cores, :func:`memreader.embedders.local.session_threads`).
-WORKERS_ENV = "MEMREADER_WORKER_PROCESSES"
+#: Set for the workers: how many share the machine (each takes its share of the cores,
+#: :func:`memreader.cores.core_share`: ONNX Runtime's threads, reads at once).
+WORKERS_ENV = PROCESSES_ENV
 MAX_RESTARTS = 5
 #: Seconds between two looks of a worker at its supervisor (where the kernel cannot tell it).
 PARENT_CHECK_S = 1.0
@@ -58,23 +60,7 @@ _PR_SET_PDEATHSIG = 1
 
 def default_workers() -> int:
     """The cores this process may run on (one worker each)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
-
-
-def core_share() -> int:
-    """The cores of this worker: the cores available divided among the workers (at least 1).
-
-    >>> os.environ[WORKERS_ENV] = "1"; core_share() == default_workers()
-    True
-    """
-    try:
-        workers = max(1, int(os.environ.get(WORKERS_ENV, "1")))
-    except ValueError:
-        workers = 1
-    return max(1, default_workers() // workers)
+    return available_cores()
 
 
 def serve_workers(
@@ -146,6 +132,10 @@ def _supervise(
     stopping = False
     children: dict[int, int] = {}  # pid: its place among the workers
     shares = ConnectionShares(workers)
+    cores = usable_cores()
+    pins = [worker_cores(i, workers, cores, config.settings.pin_workers) for i in range(workers)]
+    if pins[0] is not None:
+        logger.info("memreader serve: each worker on its own cores: %s", pins)
 
     def stop(signum: int, _frame: FrameType | None) -> None:
         nonlocal stopping
@@ -154,10 +144,14 @@ def _supervise(
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
 
+    def start(index: int) -> None:
+        place = (shares, index, pins[index])
+        children[_fork(config, sock, host, port, log_level, place)] = index
+
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         for index in range(workers):
-            children[_fork(config, sock, host, port, log_level, (shares, index))] = index
+            start(index)
         restarts, calm_since = 0, time.monotonic()
         while children:
             try:
@@ -179,7 +173,7 @@ def _supervise(
                     f"memreader serve: workers died {MAX_RESTARTS} times within a minute; "
                     "stopping (see the log above)"
                 )
-            children[_fork(config, sock, host, port, log_level, (shares, index))] = index
+            start(index)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -191,9 +185,9 @@ def _fork(
     host: str,
     port: int,
     level: str,
-    place: tuple[ConnectionShares, int],
+    place: tuple[ConnectionShares, int, list[int] | None],
 ) -> int:
-    shares, index = place
+    shares, index, cores = place
     shares.publish(index, 0)  # a new worker (or one replacing a dead one) holds none yet
     parent = os.getpid()
     pid = os.fork()
@@ -204,6 +198,8 @@ def _fork(
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, signal.SIG_DFL)
         die_with_parent(parent)
+        if cores is not None:
+            pin_to(cores)  # before any thread starts: every thread of the worker inherits it
         run_worker(config, sock, host=host, port=port, log_level=level, shares=shares, index=index)
         code = 0
     except BaseException:  # the worker must never return into the parent's code

@@ -5,18 +5,23 @@ from __future__ import annotations
 
 import pytest
 
+from memreader import cores
+from memreader.cores import PINNED_ENV, PROCESSES_ENV, available_cores, core_share
 from memreader.embedders import LocalEmbedder
 from memreader.embedders import local as local_module
-from memreader.embedders.local import PROCESSES_ENV, available_cores, session_threads
 
 
 def test_each_process_takes_its_share_of_the_cores(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(local_module, "available_cores", lambda: 8)
+    monkeypatch.setattr(cores, "available_cores", lambda: 8)
     monkeypatch.delenv(PROCESSES_ENV, raising=False)
-    assert session_threads() == 8
+    monkeypatch.delenv(PINNED_ENV, raising=False)
+    assert core_share() == 8
     for processes, share in (("2", 4), ("3", 2), ("8", 1), ("16", 1), ("junk", 8), ("0", 8)):
         monkeypatch.setenv(PROCESSES_ENV, processes)
-        assert session_threads() == share
+        assert core_share() == share
+    # A worker its supervisor pinned runs on its own cores: its affinity is its share.
+    monkeypatch.setenv(PINNED_ENV, "1")
+    assert core_share() == 8
 
 
 @pytest.mark.slow

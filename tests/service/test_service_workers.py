@@ -19,7 +19,10 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from memreader.cores import usable_cores, worker_cores
 from memreader.service.accept_share import DECLINE_S, ConnectionShares, SharedListener
 from memreader.service.shared.tables import WORKERS
 from tests.common import HASH_EMBEDDER, ROOT
@@ -148,6 +151,10 @@ def test_serve_with_two_workers(tmp_path: Path, store: str | None) -> None:
     try:
         until(lambda: _answers(url), "the service answers", tries=3000)
         until(lambda: len(_children(server.pid)) == 2, "two workers")
+        # Auto: on two cores or more, each worker on its own half; on one, both where they were.
+        placed = [worker_cores(index, 2, usable_cores()) for index in range(2)]
+        expected = [set(cores) if cores else set(usable_cores()) for cores in placed]
+        assert _affinities(server.pid) == sorted(expected, key=sorted)
         retry = {"Idempotency-Key": "w-1"}
         # Each request opens its own connection: the kernel hands them to either worker.
         answers = [read(url, store=store is not None, headers=retry) for _ in range(6)]
@@ -168,12 +175,14 @@ def test_workers_stop_when_their_supervisor_is_killed(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
     command = [sys.executable, "-m", "memreader.cli", "serve", "--config", "service.yaml"]
     command += ["--port", str(port), "--workers", "2", "--log-level", "warning"]
+    command += ["--no-pin-workers"]
     server = subprocess.Popen(command, cwd=tmp_path, env=env)
     url = f"http://127.0.0.1:{port}"
     workers: list[int] = []
     try:
         until(lambda: _answers(url), "the service answers", tries=3000)
         until(lambda: len(_children(server.pid)) == 2, "two workers")
+        assert _affinities(server.pid) == [set(usable_cores())] * 2  # left where they were
         workers = _children(server.pid)
         server.kill()  # SIGKILL: the supervisor runs no handler of its own
         server.wait(30)
@@ -185,6 +194,33 @@ def test_workers_stop_when_their_supervisor_is_killed(tmp_path: Path) -> None:
         for pid in workers:  # never leave an orphan behind, whatever failed
             if _alive(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+def _affinities(pid: int) -> list[set[int]]:
+    """The cores each child of ``pid`` may run on, in order."""
+    return sorted((os.sched_getaffinity(child) for child in _children(pid)), key=sorted)
+
+
+@given(
+    workers=st.integers(1, 12),
+    cores=st.lists(st.integers(0, 63), min_size=1, max_size=16, unique=True).map(sorted),
+    pin=st.sampled_from([None, True, False]),
+)
+def test_each_worker_is_given_cores_of_its_own_that_together_are_every_core(
+    workers: int, cores: list[int], pin: bool | None
+) -> None:
+    placed = [worker_cores(index, workers, cores, pin) for index in range(workers)]
+    if pin is False or workers == 1 or (pin is None and workers > len(cores)):
+        assert placed == [None] * workers  # where the kernel puts them
+    elif workers > len(cores):  # pinned beyond the cores: one core each, in turn
+        assert placed == [[cores[index % len(cores)]] for index in range(workers)]
+    else:
+        slices = [set(cores_of or ()) for cores_of in placed]
+        assert all(slices)  # none without a core
+        assert sum(len(part) for part in slices) == len(cores)  # no core given twice
+        assert set().union(*slices) == set(cores)  # and none left idle
+        sizes = [len(part) for part in slices]
+        assert max(sizes) - min(sizes) <= 1  # shared evenly
 
 
 def _alive(pid: int) -> bool:
