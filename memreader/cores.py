@@ -26,6 +26,7 @@ __all__ = [
     "available_cores",
     "core_share",
     "pin_to",
+    "placements",
     "usable_cores",
     "worker_cores",
 ]
@@ -93,6 +94,16 @@ def worker_cores(
     if workers > count:
         return [cores[index % count]] if pin else None
     return list(cores[index * count // workers : (index + 1) * count // workers])
+
+
+def placements(workers: int, pin: bool | None = None) -> list[list[int] | None]:
+    """The cores of each of ``workers`` (:func:`worker_cores` over this process's cores);
+    where the platform cannot pin (not Linux), none unless ``pin`` asks for it (then each
+    worker says it could not)."""
+    if pin is None and not hasattr(os, "sched_setaffinity"):
+        return [None] * workers
+    cores = usable_cores()
+    return [worker_cores(index, workers, cores, pin) for index in range(workers)]
 
 
 def pin_to(cores: Sequence[int]) -> bool:

@@ -33,7 +33,7 @@ import threading
 import time
 from types import FrameType
 
-from memreader.cores import PROCESSES_ENV, available_cores, pin_to, usable_cores, worker_cores
+from memreader.cores import PROCESSES_ENV, available_cores, pin_to, placements
 from memreader.errors import ConfigError
 from memreader.service.accept_share import ConnectionShares, SharedListener
 from memreader.service.config import ServiceConfig
@@ -132,8 +132,7 @@ def _supervise(
     stopping = False
     children: dict[int, int] = {}  # pid: its place among the workers
     shares = ConnectionShares(workers)
-    cores = usable_cores()
-    pins = [worker_cores(i, workers, cores, config.settings.pin_workers) for i in range(workers)]
+    pins = placements(workers, config.settings.pin_workers)
     if pins[0] is not None:
         logger.info("memreader serve: each worker on its own cores: %s", pins)
 

@@ -7,6 +7,7 @@ across workers, a job started on one is seen and cancelled from another."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import socket
@@ -22,7 +23,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memreader.cores import usable_cores, worker_cores
+from memreader.cores import PINNED_ENV, pin_to, placements, usable_cores, worker_cores
 from memreader.service.accept_share import DECLINE_S, ConnectionShares, SharedListener
 from memreader.service.shared.tables import WORKERS
 from tests.common import HASH_EMBEDDER, ROOT
@@ -221,6 +222,24 @@ def test_each_worker_is_given_cores_of_its_own_that_together_are_every_core(
         assert set().union(*slices) == set(cores)  # and none left idle
         sizes = [len(part) for part in slices]
         assert max(sizes) - min(sizes) <= 1  # shared evenly
+
+
+def test_a_worker_the_platform_will_not_pin_runs_where_it_did_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def refuse(pid: int, cores: set[int]) -> None:
+        raise OSError(22, "Invalid argument")
+
+    monkeypatch.delenv(PINNED_ENV, raising=False)
+    monkeypatch.setattr(os, "sched_setaffinity", refuse)
+    with caplog.at_level(logging.WARNING, logger="memreader.cores"):
+        assert pin_to([0]) is False
+    assert "runs unpinned ([0] refused: [Errno 22] Invalid argument)" in caplog.text
+    assert PINNED_ENV not in os.environ  # its share stays the divided one
+    # Where the platform has no affinity at all, auto pins nothing (and warns of nothing).
+    monkeypatch.delattr(os, "sched_setaffinity")
+    assert placements(2) == [None, None]
+    assert placements(2, pin=False) == [None, None]
 
 
 def _alive(pid: int) -> bool:
