@@ -38,8 +38,8 @@ def report(
         f"{shlex.join(sys.argv[1:])}`",
         f"Machine: `{json.dumps(machine_info())}`",
         f"Server: workers {args.workers or 'default'}"
-        f" (pinned: {_pinned(getattr(args, 'pin_workers', None))}), embedder {args.embedder}, store "
-        f"{backend}"
+        f" (pinned: {_pinned(getattr(args, 'pin_workers', None))}), "
+        f"embedder {args.embedder}, store {backend}"
         + (f", {args.memories} memories, {args.queries} queries" if args.op == "search" else ""),
         "",
         "| clients | op | requests | req/s | p50 ms | p95 ms | server CPU ms/req "
