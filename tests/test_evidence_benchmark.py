@@ -20,6 +20,9 @@ import pytest
 from tests.evaluation.eval_files import locomo_samples
 
 ROOT = Path(__file__).resolve().parents[1]
+# The benchmark's main() sets up logging for its run (a filter on the embed step's logger that
+# lets each message through once per process): undone after each test, for the tests after it.
+pytestmark = pytest.mark.usefixtures("kept_logging")
 
 
 def _load() -> ModuleType:

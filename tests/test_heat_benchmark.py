@@ -11,6 +11,8 @@ from types import ModuleType
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# The benchmark's main() sets up logging for its run: undone after the test, for the tests after it.
+pytestmark = pytest.mark.usefixtures("kept_logging")
 
 
 def _load() -> ModuleType:
