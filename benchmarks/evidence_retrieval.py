@@ -328,8 +328,17 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
-    # The embed step warns on every add() of CJK text to an English-only model: say it once.
-    logging.getLogger("memreader.steps.embed").addFilter(_Once())
+    # The embed step warns once per reader, and a run makes a reader per set: say it once a
+    # run (and take the filter off after: the tests run main() inside their own process).
+    embed_log, once = logging.getLogger("memreader.steps.embed"), _Once()
+    embed_log.addFilter(once)
+    try:
+        return _evaluate(args)
+    finally:
+        embed_log.removeFilter(once)
+
+
+def _evaluate(args: argparse.Namespace) -> list[dict[str, Any]]:
     names = args.sets.split(",") if args.sets else [] if args.eval_file else list(SETS)
     sets: list[tuple[EvalSet, str]] = []
     for name in names:
