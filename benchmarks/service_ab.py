@@ -11,7 +11,8 @@ minutes as much as code; bursts a few seconds apart see the same minutes. Run by
         --rounds 12 --seconds 2
 
 Each checkout is served with its own code (``PYTHONPATH`` = the checkout); the clients are the
-light generator of ``service_load.py``. One line per burst goes to stderr, the totals to stdout.
+light generator of ``service_load.py``. One line per burst goes to stderr, the totals to stdout
+(each side's searches, their rate, server CPU per search and the clients' p50/p95 latency).
 Two settings of one checkout compare the same way: name it twice, with ``--service-a`` /
 ``--service-b`` (JSON service settings of each side, e.g. ``'{"pin_workers": false}'``);
 ``--clients`` searches at once in each burst (default 1).
@@ -70,6 +71,7 @@ def main() -> None:
                 with httpx.Client(base_url=url, headers=warm.headers, timeout=120) as http:
                     service_load.fill(http, args.memories)
             cpu_s = [0.0 for _ in servers]
+            waits: list[list[float]] = [[] for _ in servers]
             searches = [0 for _ in servers]
             for round_ in range(args.rounds):
                 order = (0, 1) if round_ % 2 == 0 else (1, 0)
@@ -82,6 +84,7 @@ def main() -> None:
                     cpu = service_load.server_cpu(server.pid) - before
                     answered = sum(sum(client.statuses.values()) for client in clients)
                     cpu_s[n] += cpu
+                    waits[n] += [s for client in clients for s in client.latency["search"]]
                     searches[n] += answered
                     print(
                         f"round {round_} {args.checkouts[n]}: {answered} searches", file=sys.stderr
@@ -90,16 +93,24 @@ def main() -> None:
             for server, _, _ in servers:
                 server.terminate()
                 server.wait(30)
-    for n, (checkout, cpu, answered) in enumerate(
-        zip(args.checkouts, cpu_s, searches, strict=True)
+    for n, (checkout, cpu, answered, took) in enumerate(
+        zip(args.checkouts, cpu_s, searches, waits, strict=True)
     ):
         per = cpu * 1000 / max(answered, 1)
         rate = answered / (args.rounds * args.seconds)
         side = f" {json.dumps(settings[n])}" if settings[n] else ""
         print(
             f"{checkout}{side}: {answered} searches ({rate:.1f}/s), "
-            f"{per:.3f} server CPU ms per search"
+            f"{per:.3f} server CPU ms per search, p50 {_ms(took, 0.5)} p95 {_ms(took, 0.95)} ms"
         )
+
+
+def _ms(seconds: list[float], share: float) -> str:
+    """The ``share`` quantile of ``seconds``, in whole milliseconds."""
+    if not seconds:
+        return "-"
+    ordered = sorted(seconds)
+    return f"{ordered[min(len(ordered) - 1, int(share * len(ordered)))] * 1000:.0f}"
 
 
 if __name__ == "__main__":
