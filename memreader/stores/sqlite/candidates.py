@@ -46,17 +46,41 @@ def ranking(
     """What a search ranks each of ``rowids`` by, rowid ascending (importance and time as the
     row holds them, the cosine as :func:`cosines` gives it; ``None`` without a query), or
     ``None`` when one of them has no vector cached (then the caller reads the rows)."""
+    order = sorted(rowids)
+    found = owned.positions.get
+    places = [found(rowid) for rowid in order]
+    if None in places:
+        return None
+    dims = {where[0] for where in places if where is not None}
+    if len(dims) == 1:
+        # The usual case, every candidate in one group: each column gathered at once, and
+        # the cosines the same product :func:`cosines` makes of the same rows.
+        dim = dims.pop()
+        group = owned.groups[dim]
+        rows = [where[1] for where in places if where is not None]
+        similarities: list[float | None] = (
+            (group.matrix[rows] @ query).tolist()
+            if query is not None and len(query) == dim
+            else [None] * len(rows)
+        )
+        return list(
+            zip(
+                order,
+                group.importance[rows].tolist(),
+                group.moments[rows].tolist(),
+                similarities,
+                strict=True,
+            )
+        )
     read: list[tuple[int, float | None, datetime]] = []
-    for rowid in sorted(rowids):
-        where = owned.positions.get(rowid)
-        if where is None:
-            return None
+    for rowid, where in zip(order, places, strict=True):
+        assert where is not None  # checked above
         group = owned.groups[where[0]]
         read.append((rowid, group.importance[where[1]], group.moments[where[1]]))
     if query is None:
         return [(*row, None) for row in read]
-    similarities = cosines(owned, [row[0] for row in read], query)
-    return [(*row, similarity) for row, similarity in zip(read, similarities, strict=True)]
+    cosine = cosines(owned, [row[0] for row in read], query)
+    return [(*row, similarity) for row, similarity in zip(read, cosine, strict=True)]
 
 
 class FilterMasks:
