@@ -19,6 +19,8 @@ import pytest
 from memreader.items import SourceMessage, TextualMemoryItem, TextualMemoryItemMetadata
 from memreader.stores import MemoryStore, open_store
 from memreader.stores.shapes import memory_json
+from memreader.stores.sqlite.candidates import cosines, ranking
+from memreader.stores.sqlite.vectors import OwnerVectors, VectorRow, to_blob, unit
 from memreader.testing import HashEmbedder
 from tests.stores.store_backends import T0, item
 
@@ -328,3 +330,35 @@ def test_the_full_text_list_under_each_filter_is_the_one_sql_keeps(tmp_path: Pat
         for check in checks:
             listed = check.split("IN (", 1)[1].split(")", 1)[0]
             assert not {int(x) for x in listed.split(",")} & u1_rows
+
+
+def test_the_candidates_read_from_the_cache_are_what_their_rows_hold() -> None:
+    # ranking() gathers one group's columns at once and falls back to row by row across
+    # groups: either way each candidate is (rowid, importance, time, cosine) as cosines() and
+    # the cached rows give them, rowid ascending; a rowid not cached sends the caller to SQL.
+    rng = random.Random(5)
+    owned = OwnerVectors(version=1)
+    rows: list[VectorRow] = []
+    for rowid in range(1, 41):
+        dim = 4 if rowid % 5 else 6  # a few rows of another model's dimension
+        blob = to_blob([rng.uniform(-1, 1) for _ in range(dim)])
+        importance = None if rowid % 7 == 0 else rng.random()
+        moment = T0 + timedelta(days=rowid)
+        rows.append((rowid, blob, "active", "UserMemory", "s", 0.0, "m", ("", "", ""),
+                     importance, moment))  # fmt: skip
+    assert owned.update(rows)
+    query = unit([rng.uniform(-1, 1) for _ in range(4)])
+    held = {row[0]: (row[8], row[9]) for row in rows}
+
+    def expected(rowids: list[int], q: Any) -> list[Any]:
+        order = sorted(rowids)
+        similar = cosines(owned, order, q) if q is not None else [None] * len(order)
+        return [(r, *held[r], s) for r, s in zip(order, similar, strict=True)]
+
+    one_group = [r for r in range(40, 0, -1) if r % 5]
+    across = [3, 10, 1, 25, 7]
+    for rowids in (one_group, across, [5, 15]):
+        assert ranking(owned, rowids, query) == expected(rowids, query)
+        assert ranking(owned, rowids, None) == expected(rowids, None)
+    assert [c[3] for c in ranking(owned, [5, 15], query) or []] == [None, None]  # other dim
+    assert ranking(owned, [1, 2, 99], query) is None
