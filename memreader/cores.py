@@ -9,9 +9,9 @@ affinity is then its share already, and nothing divides it again.
 Why pin: a search hops from the event loop's thread to a store thread and back. When the kernel
 runs the two threads, or the two workers, on different cores by turns, each hop finds the
 search's data (the cached vectors, the Python objects of the request) in another core's cache.
-Measured on a 2-core AMD EPYC VM, 2 workers, 32 clients (benchmarks/RESULTS.md, issue 42):
-about an eighth less CPU per search and a sixth more searches a second with each worker on its
-own core.
+Measured on a 2-core AMD EPYC VM, 2 workers, side by side (benchmarks/RESULTS.md, issue 42):
+0-10% less server CPU per search and up to an eighth more searches a second with each worker
+on its own core, never more CPU beyond the noise.
 """
 
 from __future__ import annotations

@@ -125,8 +125,8 @@ class ServiceSettings(ConfigModel):
       processes share their worker's). Auto: when there are several workers and no more than
       the cores, each on its own slice; ``true``: also beyond the cores (worker ``i`` on core
       ``i mod cores``); ``false``: the kernel moves them. A search hops between a worker's
-      threads: pinned, the hops stay on one core's cache (about an eighth less CPU a search on
-      a 2-core VM, :mod:`memreader.cores`); ``--pin-workers`` / ``--no-pin-workers``
+      threads: pinned, the hops stay on one core's cache (0-10% less CPU a search on a
+      2-core VM, :mod:`memreader.cores`); ``--pin-workers`` / ``--no-pin-workers``
       override it.
     - ``state`` (the store's place): where the workers and replicas share per-key slots,
       ``Idempotency-Key`` answers and jobs (:mod:`memreader.service.shared`): ``memory``,
