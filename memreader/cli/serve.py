@@ -79,8 +79,9 @@ def run_key(args: argparse.Namespace) -> int:
 def run_serve(args: argparse.Namespace) -> int:
     """Build the app from the config and run it until interrupted."""
     try:
+        from memreader.cores import available_cores
         from memreader.service import ServiceConfig, load_service_config
-        from memreader.service.workers import default_workers, serve_workers
+        from memreader.service.workers import serve_workers
     except ImportError as exc:
         raise ConfigError(
             f"memreader serve needs the service extra ({exc.name} is missing): "
@@ -95,7 +96,7 @@ def run_serve(args: argparse.Namespace) -> int:
     host = args.host or settings.host
     port = settings.port if args.port is None else args.port
     config.check_listen(host)
-    workers = args.workers or settings.workers or default_workers()
+    workers = args.workers or settings.workers or available_cores()
     if args.pin_workers is not None:
         config.settings = settings = settings.model_copy(update={"pin_workers": args.pin_workers})
     if workers < 1:

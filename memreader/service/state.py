@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from memreader.calls.deadlines import Deadline, in_thread
-from memreader.cores import core_share
+from memreader.cores import PROCESSES_ENV, core_share
 from memreader.errors import DeadlineExceeded, StoreError
 from memreader.front.memory import Memory
 from memreader.readers.base import BaseMemReader
@@ -34,7 +34,6 @@ from memreader.service.reading import http_reader_config
 from memreader.service.request_scope import admitted_principal, request_deadline
 from memreader.service.search_cache import SearchCache, sqlite_version
 from memreader.service.shared import SharedState, open_shared_state
-from memreader.service.workers import WORKERS_ENV
 from memreader.stores import MemoryStore
 from memreader.stores.urls import public_url
 
@@ -359,7 +358,7 @@ def _shared_state(config: ServiceConfig) -> SharedState:
     try:
         return open_shared_state(config.state_url)
     except StoreError as exc:
-        if config.settings.state is not None or os.environ.get(WORKERS_ENV, "1") != "1":
+        if config.settings.state is not None or os.environ.get(PROCESSES_ENV, "1") != "1":
             raise
         logger.warning("%s; this worker keeps slots, answers and jobs in memory", exc)
         return open_shared_state("memory")

@@ -33,15 +33,13 @@ import threading
 import time
 from types import FrameType
 
-from memreader.cores import PROCESSES_ENV, available_cores, pin_to, placements
+from memreader.cores import PROCESSES_ENV, pin_to, placements
 from memreader.errors import ConfigError
 from memreader.service.accept_share import ConnectionShares, SharedListener
 from memreader.service.config import ServiceConfig
 from memreader.service.shared import STATE_ENV
 
 __all__ = [
-    "WORKERS_ENV",
-    "default_workers",
     "die_with_parent",
     "run_worker",
     "serve_workers",
@@ -49,18 +47,10 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: Set for the workers: how many share the machine (each takes its share of the cores,
-#: :func:`memreader.cores.core_share`: ONNX Runtime's threads, reads at once).
-WORKERS_ENV = PROCESSES_ENV
 MAX_RESTARTS = 5
 #: Seconds between two looks of a worker at its supervisor (where the kernel cannot tell it).
 PARENT_CHECK_S = 1.0
 _PR_SET_PDEATHSIG = 1
-
-
-def default_workers() -> int:
-    """The cores this process may run on (one worker each)."""
-    return available_cores()
 
 
 def serve_workers(
@@ -81,8 +71,8 @@ def serve_workers(
     if not hasattr(os, "fork"):
         raise ConfigError("--workers above 1 needs os.fork (Linux, macOS); run one per port")
     sock = _bind(host, port)
-    saved = {name: os.environ.get(name) for name in (WORKERS_ENV, STATE_ENV)}
-    os.environ[WORKERS_ENV] = str(workers)  # the workers inherit it when forked
+    saved = {name: os.environ.get(name) for name in (PROCESSES_ENV, STATE_ENV)}
+    os.environ[PROCESSES_ENV] = str(workers)  # the workers inherit it: each takes its share
     folder = None
     if config.state_url == "memory":
         # No store to share through: the workers share a state file of their own.

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from memreader.embedders.local import PROCESSES_ENV
 from memreader.errors import ConfigError
 from memreader.service.shared import (
     JobRecord,
@@ -22,7 +21,6 @@ from memreader.service.shared import (
     state_url_for,
 )
 from memreader.service.shared.base import WORKERS
-from memreader.service.workers import WORKERS_ENV
 from tests.pg_server import create_database, running_server
 
 pytestmark = pytest.mark.timeout(120)
@@ -182,8 +180,6 @@ def test_the_state_follows_the_store() -> None:
     assert state_url_for(None) == state_url_for("sqlite://:memory:") == "memory"
     with pytest.raises(ConfigError, match="shared-state URL"):
         open_shared_state("redis://cache")
-    # The workers' count reaches the embedder under the name it reads.
-    assert WORKERS_ENV == PROCESSES_ENV
 
 
 def _pause(state: SharedState) -> None:
