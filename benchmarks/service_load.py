@@ -221,7 +221,9 @@ def start_server(
     if workers is not None:
         command += ["--workers", str(workers)]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
-    server = subprocess.Popen(command, env=env)
+    # Run in ``folder``: ``python -m`` puts the working folder first on the path, ahead of
+    # PYTHONPATH, so a checkout run from there would serve its own code, not ROOT's.
+    server = subprocess.Popen(command, env=env, cwd=folder)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         try:
