@@ -52,6 +52,7 @@ from memreader.stores import (
     StoredMemory,
     WriteEvent,
 )
+from memreader.stores.borrowed import borrowed_reads
 from memreader.stores.shapes import entry_json, event_json, hits_body, memory_json
 
 __all__ = ["router"]
@@ -88,11 +89,13 @@ async def search(
 
     def answer() -> bytes:
         # Encoded on the store's thread, where the hits were just made: the event loop only
-        # sends the bytes (it stays free for the other connections meanwhile).
-        hits = memory.search(
-            body.query, user_id=user_id, k=body.k, filters=filters, rerank=body.rerank
-        )
-        return hits_body(hits)  # json_body({"hits": [hit_json(hit) ...]}), made for less
+        # sends the bytes (it stays free for the other connections meanwhile). Borrowed: the
+        # hits become JSON here and nothing changes them (memreader.stores.borrowed).
+        with borrowed_reads():
+            hits = memory.search(
+                body.query, user_id=user_id, k=body.k, filters=filters, rerank=body.rerank
+            )
+            return hits_body(hits)  # json_body({"hits": [hit_json(hit) ...]}), made for less
 
     found = await state.blocking(answer, "the search", deadline)
     if not body.rerank:

@@ -6,11 +6,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from pydantic_core import to_json
 
 from memreader.stores.base import HistoryEntry, SearchHit
+from memreader.stores.borrowed import HEADS, borrowing
 from memreader.stores.events import WriteEvent
 from memreader.stores.records import StoredMemory
 from memreader.stores.scoring import ScoreParts
@@ -126,11 +128,18 @@ def hits_body(hits: Iterable[SearchHit]) -> bytes:
 
 def _hit_body(hit: SearchHit) -> bytes:
     # The dict's JSON cut open where the item goes: '{"memory":{...state,"item":ITEM},...rest}'
-    # (both dicts are never empty, so their braces are where the cuts assume).
-    state = to_json(_memory_state(hit.memory))
-    item = hit.memory.item.model_dump_json(exclude=_NO_EMBEDDING).encode()
-    rest = to_json(_hit_rest(hit))
-    return b'{"memory":' + state[:-1] + b',"item":' + item + b"}," + rest[1:]
+    # (both dicts are never empty, so their braces are where the cuts assume). A borrowed
+    # memory does not change: its part is written once (memreader.stores.borrowed).
+    memory = hit.memory
+    head = HEADS.of(memory, partial(_memory_body, memory)) if borrowing() else _memory_body(memory)
+    return b'{"memory":' + head + b"," + to_json(_hit_rest(hit))[1:]
+
+
+def _memory_body(memory: StoredMemory) -> bytes:
+    """:func:`memory_json`'s JSON (without the vector), as ``to_json`` writes it."""
+    state = to_json(_memory_state(memory))
+    item = memory.item.model_dump_json(exclude=_NO_EMBEDDING).encode()
+    return state[:-1] + b',"item":' + item + b"}"
 
 
 def entry_json(entry: HistoryEntry) -> dict[str, Any]:

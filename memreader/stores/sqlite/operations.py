@@ -10,16 +10,19 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from memreader.items import TextualMemoryItem
 from memreader.stores.base import ScoreParts, SearchHit
+from memreader.stores.borrowed import KeptObjects, borrowing
 from memreader.stores.events import WriteEvent
 from memreader.stores.filters import SearchFilters
 from memreader.stores.known import known_rows, unstored_positions
 from memreader.stores.passages.scoring import ScoredPassages, rank_by_passages
+from memreader.stores.records import StoredMemory
 from memreader.stores.scoring import Candidate
 from memreader.stores.sqlite.candidates import FilterMasks, cosines, ranking
 from memreader.stores.sqlite.categories import category_rowids, drop_links
@@ -138,6 +141,9 @@ class StoreOps:
         self.cache = VectorCache()
         self._commits = 0
         self.passages = PassageCache()
+        #: The memories borrowed searches built, by their whole row (memreader.stores.borrowed).
+        self.kept: KeptObjects[tuple[Any, ...], StoredMemory | None] = KeptObjects()
+        self._kept_stamp: tuple[int, int] | None = None
         self.text = TextIndex(conn)
         conn.executescript(_TRACKING)
 
@@ -174,6 +180,7 @@ class StoreOps:
     def committed(self, staged: list[Staged]) -> None:
         """After the commit of the write :meth:`stage` read: patch the cached vectors."""
         self._commits += 1
+        self.kept.clear()  # what they were made of may be gone (an erase leaves no copy)
         for owner, before, after, rows in staged:
             self.cache.patch(owner, before, after, rows)
 
@@ -287,7 +294,7 @@ class StoreOps:
         heat = read_heat(self.conn, list(ranks), now, filters.heat), filters.heat
         lists, weights = (candidates, ranks, text_ranks), (now, self.gamma, self.importance_weight)
         scored, found = rank_by_passages(query, q, sets, lists, weights, filters.min_score, k, heat)
-        return self._hits(scored, found)
+        return self._hits(scored, found, stamp)
 
     def _read_candidates(
         self, owner: str, ranks: Collection[int], owned: OwnerVectors, q: np.ndarray | None
@@ -324,6 +331,7 @@ class StoreOps:
         self,
         scored: list[tuple[int, ScoreParts]],
         passages: Mapping[int, ScoredPassages],
+        stamp: tuple[int, int],
     ) -> list[SearchHit]:
         if not scored:
             return []
@@ -332,7 +340,16 @@ class StoreOps:
             f"SELECT {MEMORY_COLUMNS} FROM memories WHERE rowid IN ({marks})",
             [rowid for rowid, _ in scored],
         )
-        memories = {row[0]: memory_from_row(row) for row in rows}
+        if borrowing():
+            # The memory made of the same row before (every column in the key: a changed
+            # row is a new one); forgotten at any write, as the passages are.
+            if stamp != self._kept_stamp:
+                self.kept.clear()
+                self._kept_stamp = stamp
+            kept = self.kept.get
+            memories = {row[0]: kept(row, partial(memory_from_row, row)) for row in rows}
+        else:
+            memories = {row[0]: memory_from_row(row) for row in rows}
         # A row that cannot be read is passed over (a warning names it), not the whole search.
         return [
             SearchHit(m, parts, found.hits() if (found := passages.get(rowid)) else ())
