@@ -25,17 +25,14 @@ import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Generic, TypeVar
+from typing import Any
 
-__all__ = ["HEADS", "KeptObjects", "borrowed_reads", "borrowing"]
-
-T = TypeVar("T")
-K = TypeVar("K")
+__all__ = ["HEADS", "KEPT", "borrowed_reads", "borrowing"]
 
 _BORROWED: ContextVar[bool] = ContextVar("memreader_borrowed_reads", default=False)
 
-#: How many objects a :class:`KeptObjects` holds before it starts over (as many memories as
-#: the SQLite store's cache of passages, ``PASSAGE_CACHE``).
+#: How many memories a store keeps for borrowed reads (as many as the SQLite store's cache of
+#: passages, ``PASSAGE_CACHE``), the least recently used dropped first.
 KEPT = 2_000
 
 
@@ -54,44 +51,13 @@ def borrowing() -> bool:
     return _BORROWED.get()
 
 
-class KeptObjects(Generic[K, T]):
-    """What ``make`` gave for each key, kept until :meth:`clear` or until ``limit`` keys are
-    held (then it starts over: the next searches refill it with what they read).
-
-    A key must say everything the object is made of (a store's row, every column), so a
-    changed row is a new key and never finds the object made of the old one. Dict reads and
-    writes only: threads may share it (two making the same key at once keep one of the two)."""
-
-    def __init__(self, limit: int = KEPT) -> None:
-        self.limit = limit
-        self._kept: dict[K, T] = {}
-
-    def __len__(self) -> int:
-        return len(self._kept)
-
-    def get(self, key: K, make: Callable[[], T]) -> T:
-        """The object kept for ``key``, made (and kept) when there is none."""
-        kept = self._kept.get(key)
-        if kept is None:
-            kept = make()
-            if kept is not None:
-                if len(self._kept) >= self.limit:
-                    self._kept = {}
-                self._kept[key] = kept
-        return kept
-
-    def clear(self) -> None:
-        """Forget every kept object (a write: what they were made of may be gone)."""
-        self._kept = {}
-
-
 class _Heads:
     """The JSON :func:`~memreader.stores.shapes.hits_body` wrote of a borrowed memory (its
     state and item, the part of a hit that does not depend on the query), by the memory's
     identity: a borrowed memory does not change, and the same object comes back from every
     search that finds its row unchanged. An entry lives as long as its memory (a weak
-    reference): when the store forgets the memory (a write, :class:`KeptObjects`), its JSON
-    goes with it."""
+    reference): when the store forgets the memory (a write, or it was used least recently),
+    its JSON goes with it."""
 
     def __init__(self) -> None:
         self._written: dict[int, tuple[weakref.ref[Any], bytes]] = {}

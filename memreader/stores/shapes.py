@@ -123,15 +123,16 @@ def hits_body(hits: Iterable[SearchHit]) -> bytes:
     Raises:
         PydanticSerializationError: a value JSON has no form for (as ``to_json``).
     """
-    return b'{"hits":[' + b",".join(_hit_body(hit) for hit in hits) + b"]}"
+    borrowed = borrowing()
+    return b'{"hits":[' + b",".join(_hit_body(hit, borrowed) for hit in hits) + b"]}"
 
 
-def _hit_body(hit: SearchHit) -> bytes:
+def _hit_body(hit: SearchHit, borrowed: bool) -> bytes:
     # The dict's JSON cut open where the item goes: '{"memory":{...state,"item":ITEM},...rest}'
     # (both dicts are never empty, so their braces are where the cuts assume). A borrowed
     # memory does not change: its part is written once (memreader.stores.borrowed).
     memory = hit.memory
-    head = HEADS.of(memory, partial(_memory_body, memory)) if borrowing() else _memory_body(memory)
+    head = HEADS.of(memory, partial(_memory_body, memory)) if borrowed else _memory_body(memory)
     return b'{"memory":' + head + b"," + to_json(_hit_rest(hit))[1:]
 
 

@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 
 from memreader import Memory
-from memreader.stores.borrowed import HEADS, KeptObjects, borrowed_reads, borrowing
-from memreader.stores.records import StoredMemory
+from memreader.stores.borrowed import HEADS, borrowed_reads, borrowing
 from memreader.stores.shapes import hits_body
 
 #: Every search at one moment: the time decay of a score moves with the clock.
@@ -52,7 +51,7 @@ def test_a_borrowed_page_is_a_fresh_page_byte_for_byte(tmp_path: Path) -> None:
         assert _borrowed_page(memory, query, k) == fresh  # served from what was kept
         pages += fresh != b'{"hits":[]}'
     assert pages > 40
-    assert len(memory.store._ops.kept) > 0  # the pages above came from kept memories
+    assert memory.store._ops.kept_memory.cache_info().hits > 0  # pages from kept memories
     memory.close()
 
 
@@ -101,35 +100,28 @@ def test_an_erased_memory_leaves_no_kept_copy_or_json(tmp_path: Path) -> None:
     page = _borrowed_page(memory, "secret river code", k=5)
     assert marker.encode() in page
     ops = memory.store._ops
-    assert any(marker in m.item.memory for m in _kept_memories(ops.kept) if m is not None)
+    assert ops.kept_memory.cache_info().currsize > 0
+    assert [w for _, w in HEADS._written.values() if marker.encode() in w]  # its JSON kept
     (found,) = [h for h in memory.search("secret river code", user_id="ana") if marker in h.text]
     memory.delete(found.id, user_id="ana", erase=True)
     del found
     # The erase is a write: the kept memories are dropped at once, and their JSON with them.
-    assert len(ops.kept) == 0
+    assert ops.kept_memory.cache_info().currsize == 0
     gc.collect()
     assert not [w for _, w in HEADS._written.values() if marker.encode() in w]
     memory.close()
 
 
-def _kept_memories(kept: KeptObjects[tuple[object, ...], StoredMemory | None]) -> list[object]:
-    return list(kept._kept.values())
-
-
-def test_kept_objects_start_over_at_their_limit_and_keep_no_none() -> None:
-    kept: KeptObjects[int, str | None] = KeptObjects(limit=3)
-    made: list[int] = []
-
-    def make(n: int) -> str:
-        made.append(n)
-        return f"m{n}"
-
-    assert [kept.get(n, lambda n=n: make(n)) for n in (1, 2, 1, 3)] == ["m1", "m2", "m1", "m3"]
-    assert made == [1, 2, 3] and len(kept) == 3
-    assert kept.get(4, lambda: make(4)) == "m4" and len(kept) == 1  # started over
-    assert kept.get(5, lambda: None) is None and len(kept) == 1  # a row that cannot be read
-    kept.clear()
-    assert len(kept) == 0
+def test_the_kept_memories_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("memreader.stores.sqlite.operations.KEPT", 5)
+    memory = _filled(tmp_path / "m.db", random.Random(13))
+    for word in _WORDS:
+        assert _borrowed_page(memory, word, k=10) == hits_body(
+            memory.search(word, user_id="ana", k=10, now=NOW)
+        )
+    info = memory.store._ops.kept_memory.cache_info()
+    assert info.maxsize == 5 and info.currsize == 5 and info.misses > 5
+    memory.close()
 
 
 def test_borrowing_is_the_blocks_own_and_ends_with_it() -> None:

@@ -10,19 +10,18 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
-from functools import partial
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 from memreader.items import TextualMemoryItem
 from memreader.stores.base import ScoreParts, SearchHit
-from memreader.stores.borrowed import KeptObjects, borrowing
+from memreader.stores.borrowed import KEPT, borrowing
 from memreader.stores.events import WriteEvent
 from memreader.stores.filters import SearchFilters
 from memreader.stores.known import known_rows, unstored_positions
 from memreader.stores.passages.scoring import ScoredPassages, rank_by_passages
-from memreader.stores.records import StoredMemory
 from memreader.stores.scoring import Candidate
 from memreader.stores.sqlite.candidates import FilterMasks, cosines, ranking
 from memreader.stores.sqlite.categories import category_rowids, drop_links
@@ -142,7 +141,7 @@ class StoreOps:
         self._commits = 0
         self.passages = PassageCache()
         #: The memories borrowed searches built, by their whole row (memreader.stores.borrowed).
-        self.kept: KeptObjects[tuple[Any, ...], StoredMemory | None] = KeptObjects()
+        self.kept_memory = lru_cache(maxsize=KEPT)(memory_from_row)
         self._kept_stamp: tuple[int, int] | None = None
         self.text = TextIndex(conn)
         conn.executescript(_TRACKING)
@@ -180,7 +179,7 @@ class StoreOps:
     def committed(self, staged: list[Staged]) -> None:
         """After the commit of the write :meth:`stage` read: patch the cached vectors."""
         self._commits += 1
-        self.kept.clear()  # what they were made of may be gone (an erase leaves no copy)
+        self.kept_memory.cache_clear()  # what they were made of may be gone (an erase too)
         for owner, before, after, rows in staged:
             self.cache.patch(owner, before, after, rows)
 
@@ -344,10 +343,9 @@ class StoreOps:
             # The memory made of the same row before (every column in the key: a changed
             # row is a new one); forgotten at any write, as the passages are.
             if stamp != self._kept_stamp:
-                self.kept.clear()
+                self.kept_memory.cache_clear()
                 self._kept_stamp = stamp
-            kept = self.kept.get
-            memories = {row[0]: kept(row, partial(memory_from_row, row)) for row in rows}
+            memories = {row[0]: self.kept_memory(row) for row in rows}
         else:
             memories = {row[0]: memory_from_row(row) for row in rows}
         # A row that cannot be read is passed over (a warning names it), not the whole search.
